@@ -1,0 +1,42 @@
+# pytree-lab: two commands from a fresh clone.
+#   make lab    open the course notebooks in JupyterLab (installs everything first)
+#   make test   run every test, real-browser tests included (installs everything first)
+# Also: make bench (benchmarks), make lite (build + serve the JupyterLite site)
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PORT   ?= 8888
+
+.PHONY: lab test test-fast bench lite chromium clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+# Debian's Chromium drives the browser tests (never `playwright install`).
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+	@test -x /usr/bin/chromium || { echo "error: /usr/bin/chromium is missing; browser tests cannot run" >&2; exit 1; }
+
+lab: $(STAMP)
+	$(VENV)/bin/jupyter lab --port=$(PORT) --notebook-dir=content
+
+test: $(STAMP) chromium
+	$(PY) -m pytest
+
+# Everything except the real-browser tests (quick loop while editing).
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not browser"
+
+bench: $(STAMP) chromium
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache lite_build/_output lite_build/.jupyterlite.doit.db
