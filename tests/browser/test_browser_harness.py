@@ -1,0 +1,77 @@
+"""The harness itself, proven on a tiny inline anywidget: a button that counts clicks.
+
+If these fail, the widget tests' failures say nothing about pytree-lab.
+"""
+
+import pytest
+
+from .harness import DARK, LIGHT, set_theme
+
+pytestmark = pytest.mark.browser
+
+COUNTER = '''
+import anywidget, traitlets
+
+class Counter(anywidget.AnyWidget):
+    _esm = """
+    export default {
+      render({ model, el }) {
+        const button = document.createElement("button");
+        button.className = "counter-button";
+        const show = () => { button.textContent = `clicks: ${model.get("clicks")}`; };
+        button.addEventListener("click", () => {
+          model.set("clicks", model.get("clicks") + 1);
+          model.save_changes();
+        });
+        model.on("change:clicks", show);
+        show();
+        el.appendChild(button);
+      },
+    };
+    """
+    clicks = traitlets.Int(0).tag(sync=True)
+
+counter = Counter()
+counter
+'''
+
+
+def test_click_reaches_python_and_python_reaches_dom(open_nb):
+    nb = open_nb([COUNTER], wait_for=".counter-button")
+    button = nb.panel.locator(".counter-button")
+    assert button.text_content() == "clicks: 0"
+    assert nb.value("counter.clicks") == 0
+
+    button.click()
+    button.click()
+    assert nb.wait_for_value("counter.clicks", 2) == 2
+
+    nb.run("counter.clicks = 41")
+    nb.page.wait_for_function(
+        "(el) => el.textContent === 'clicks: 41'", arg=button.element_handle()
+    )
+    button.click()
+    assert nb.wait_for_value("counter.clicks", 42) == 42
+
+
+def test_probe_reports_kernel_errors(open_nb):
+    nb = open_nb(["answer = {'x': [1.5, 2]}"])
+    assert nb.value("answer") == {"x": [1.5, 2]}
+    with pytest.raises(AssertionError, match="NameError"):
+        nb.value("no_such_name")
+
+
+def test_failing_cell_is_reported(open_nb):
+    with pytest.raises(AssertionError, match="ZeroDivisionError"):
+        open_nb(["1 / 0"])
+
+
+def test_theme_switch(open_nb, lab_page):
+    nb = open_nb([COUNTER], wait_for=".counter-button")
+    light_bg = nb.page.evaluate("() => getComputedStyle(document.body).getPropertyValue('--jp-layout-color0')")
+    set_theme(lab_page, DARK)
+    assert lab_page.evaluate("() => document.body.dataset.jpThemeLight") == "false"
+    dark_bg = nb.page.evaluate("() => getComputedStyle(document.body).getPropertyValue('--jp-layout-color0')")
+    assert dark_bg.strip() and dark_bg != light_bg
+    set_theme(lab_page, LIGHT)
+    assert lab_page.evaluate("() => document.body.dataset.jpThemeLight") == "true"
