@@ -75,3 +75,12 @@ def test_theme_switch(open_nb, lab_page):
     assert dark_bg.strip() and dark_bg != light_bg
     set_theme(lab_page, LIGHT)
     assert lab_page.evaluate("() => document.body.dataset.jpThemeLight") == "true"
+
+
+def test_missing_chromium_fails_loudly(monkeypatch, tmp_path):
+    from . import harness
+
+    monkeypatch.setattr(harness, "CHROMIUM", str(tmp_path / "no-chromium"))
+    # launch is never reached: the check comes first, so no browser object is needed
+    with pytest.raises(AssertionError, match="no-chromium is missing"):
+        harness.launch_chromium(playwright=None)
