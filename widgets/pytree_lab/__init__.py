@@ -1,3 +1,59 @@
-"""pytree-lab: interactive widgets that teach JAX pytrees and structured parameters."""
+"""pytree-lab: interactive widgets that teach JAX pytrees and structured parameters.
+
+`import pytree_lab`, `describe` and `PytreeDiagram` on plain Python containers work with
+neither jax nor numpy installed (a JupyterLite kernel): everything that needs them is
+imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from .diagram import PytreeDiagram as PytreeDiagram
+from .trees import Diagnosis as Diagnosis
+from .trees import TreeSummary as TreeSummary
+from .trees import describe as describe
+from .trees import diagnose as diagnose
 
 __version__ = "0.1.0"
+
+# name -> module, imported on first access (they need numpy, jax or bqplot)
+_LAZY = {
+    "StepExplorer": ".explorer",
+    "StepResult": ".step",
+    "gradient_step": ".step",
+    "get_engine": ".engine",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine import get_engine as get_engine
+    from .explorer import StepExplorer as StepExplorer
+    from .step import StepResult as StepResult
+    from .step import gradient_step as gradient_step
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pytree_lab' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
+
+__all__ = [
+    "PytreeDiagram",
+    "StepExplorer",
+    "StepResult",
+    "TreeSummary",
+    "Diagnosis",
+    "describe",
+    "diagnose",
+    "gradient_step",
+    "get_engine",
+]

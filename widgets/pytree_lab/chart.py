@@ -1,0 +1,99 @@
+"""Before/after bars of every parameter element (bqplot), as in the lesson's figure."""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import bqplot
+
+__all__ = ["BeforeAfterChart"]
+
+BEFORE = "#1f77b4"
+AFTER = "#ff7f0e"
+
+
+class BeforeAfterChart:
+    """A grouped bar chart: one pair of bars (before, after) per parameter element.
+
+    `labels` name the elements (`weight[0]`, `weight[1]`, `bias`); `owners` give the leaf path
+    each element belongs to, so selecting a leaf highlights its bars and clicking a bar
+    reports the leaf (`on_pick`).
+    """
+
+    def __init__(self, labels: Sequence[str], owners: Sequence[str], title: str = ""):
+        self.labels = list(labels)
+        self.owners = list(owners)
+        self.x_scale = bqplot.OrdinalScale()
+        # Explicit min/max: a grouped Bars mark on a scale without them draws zero-height bars.
+        self.y_scale = bqplot.LinearScale(min=-1.0, max=1.0)
+        self.bars = bqplot.Bars(
+            x=self.labels,
+            y=[[0.0] * len(self.labels), [0.0] * len(self.labels)],
+            scales={"x": self.x_scale, "y": self.y_scale},
+            type="grouped",
+            colors=[BEFORE, AFTER],
+            labels=["before", "after"],
+            display_legend=True,
+            base=0.0,
+            interactions={"click": "select"},
+            selected_style={"stroke": "currentColor", "stroke-width": "2"},
+            unselected_style={"opacity": "0.35"},
+            tooltip=bqplot.Tooltip(fields=["x", "y"], labels=["element", "value"], formats=["", ".4g"]),
+        )
+        self.x_axis = bqplot.Axis(scale=self.x_scale, label="parameter element")
+        self.y_axis = bqplot.Axis(scale=self.y_scale, orientation="vertical", label="parameter value",
+                                  tick_format=".2g", grid_lines="dashed")
+        self.figure = bqplot.Figure(
+            marks=[self.bars],
+            axes=[self.x_axis, self.y_axis],
+            title=title,
+            legend_location="top-left",
+            fig_margin={"top": 40, "bottom": 50, "left": 60, "right": 20},
+            layout={"width": "100%", "min_width": "320px", "height": "300px"},
+            animation_duration=0,
+        )
+        self._picking = False
+        self._on_pick: Callable[[str], None] | None = None
+        self.bars.observe(self._picked, "selected")
+
+    def show(self, before: Sequence[float], after: Sequence[float]) -> None:
+        """New bar heights; the y scale always covers 0 and every value."""
+        values = [v for v in list(before) + list(after) if math.isfinite(v)] + [0.0]
+        lo, hi = min(values), max(values)
+        pad = max(0.1 * (hi - lo), 0.05)
+        with self.figure.hold_sync(), self.bars.hold_sync():
+            self.y_scale.min = _round_down(lo - pad)
+            self.y_scale.max = _round_up(hi + pad)
+            self.bars.y = [list(before), list(after)]
+
+    def highlight(self, path: str) -> None:
+        """Highlight the bars of the leaf at `path` (or of every leaf under a container path)."""
+        idx = [i for i, owner in enumerate(self.owners) if path and (owner == path or owner.startswith(path))]
+        self._picking = True
+        try:
+            self.bars.selected = idx or None
+        finally:
+            self._picking = False
+
+    def on_pick(self, callback: Callable[[str], None]) -> None:
+        self._on_pick = callback
+
+    def _picked(self, change) -> None:
+        if self._picking or self._on_pick is None:
+            return
+        sel = change["new"]
+        if sel is None or len(sel) == 0:
+            return
+        i = int(list(sel)[-1])
+        if 0 <= i < len(self.owners):
+            self._on_pick(self.owners[i])
+
+
+def _round_down(v: float) -> float:
+    return math.floor(v * 10) / 10
+
+
+def _round_up(v: float) -> float:
+    return math.ceil(v * 10) / 10
+

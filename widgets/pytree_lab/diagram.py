@@ -1,0 +1,174 @@
+"""`PytreeDiagram`: trees drawn side by side, rows matched by path, clickable and foldable."""
+
+from __future__ import annotations
+
+import html
+import pathlib
+from typing import Any
+
+import anywidget
+import traitlets
+
+from .trees import TreeSummary, align, describe
+
+__all__ = ["PytreeDiagram"]
+
+_STATIC = pathlib.Path(__file__).parent / "static"
+_MISSING = object()
+
+# Beyond this many rows, containers start folded (children are rendered when unfolded).
+FOLD_ABOVE = 200
+
+
+class PytreeDiagram(anywidget.AnyWidget):
+    """One or more pytrees drawn side by side, each leaf beside its partners at the same path.
+
+    >>> PytreeDiagram(params)                                   # one tree
+    >>> PytreeDiagram(params, grads=grads, updated=updated)     # aligned columns
+    >>> PytreeDiagram(params, grads=grads, extra={"optimizer state": opt_state})
+
+    Click a leaf to select it in every tree (`selected_path`, a keystr, settable from Python);
+    click a container to fold it. Bad input never clears the diagram: `show_message` puts a
+    message above the last good trees.
+    """
+
+    _esm = _STATIC / "diagram.js"
+    _css = _STATIC / "diagram.css"
+
+    # The Python <-> JS contract (spelled the same in static/diagram.js).
+    columns = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    rows = traitlets.List(traitlets.Dict()).tag(sync=True)
+    counts = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    panels = traitlets.List(traitlets.Dict()).tag(sync=True)
+    selected_path = traitlets.Unicode("").tag(sync=True)
+    collapsed = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    message = traitlets.Unicode("").tag(sync=True)
+    message_kind = traitlets.Unicode("error").tag(sync=True)
+    caption = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(
+        self,
+        params: Any = _MISSING,
+        *,
+        grads: Any = _MISSING,
+        updated: Any = _MISSING,
+        trees: dict | None = None,
+        extra: Any = _MISSING,
+        name: str = "params",
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        self._summaries: list[TreeSummary] = []
+        self._panel_summaries: list[TreeSummary] = []
+        self._paths: set[str] = set()
+        self.set_trees(self._named(params, grads, updated, trees, name), extra=extra)
+
+    @staticmethod
+    def _named(params, grads, updated, trees, name) -> dict:
+        named: dict = {}
+        if params is not _MISSING:
+            named[name] = params
+        if grads is not _MISSING:
+            named["grads"] = grads
+        if updated is not _MISSING:
+            named["updated"] = updated
+        if trees:
+            named.update(trees)
+        return named
+
+    # ------------------------------------------------------------------ data
+    def set_trees(
+        self, trees: dict, *, extra: Any = _MISSING, fold: bool | None = None, order: Any = _MISSING
+    ) -> None:
+        """Replace the trees (name -> tree) and side panels; selection and folding are kept.
+
+        `order`: a tree (or TreeSummary) whose order the rows follow, e.g. the params as written,
+        when the trees shown came back from JAX with their dict keys sorted.
+        """
+        summaries = [describe(tree, name) for name, tree in trees.items()]
+        panels = []
+        if extra is not _MISSING and extra is not None:
+            if not isinstance(extra, dict) or not all(isinstance(k, str) for k in extra):
+                extra = {"optimizer state": extra}
+            panels = [describe(tree, title) for title, tree in extra.items()]
+        if order is not _MISSING and not isinstance(order, TreeSummary):
+            order = describe(order, "order", values=False)
+        self.show_summaries(
+            summaries, panels if extra is not _MISSING else None, fold=fold,
+            order=None if order is _MISSING else order,
+        )
+
+    def show_summaries(
+        self,
+        summaries: list[TreeSummary],
+        panels: list[TreeSummary] | None = None,
+        *,
+        fold: bool | None = None,
+        order: TreeSummary | None = None,
+    ) -> None:
+        rows = align(summaries, order)
+        first = not self._summaries and not self.rows
+        self._summaries = summaries
+        paths = {r["p"] for r in rows}
+        with self.hold_sync():
+            if panels is not None:
+                self._panel_summaries = panels
+                self.panels = [
+                    {"title": s.name, "rows": align([s]), "counts": s.counts_line()} for s in panels
+                ]
+            for panel in self.panels:
+                paths.update(r["p"] for r in panel["rows"])
+            self._paths = paths
+            self.columns = [s.name for s in summaries]
+            self.counts = [s.counts_line() for s in summaries]
+            self.rows = rows
+            if first and (fold if fold is not None else len(rows) > FOLD_ABOVE):
+                self.collapsed = [r["p"] for r in rows if not r["leaf"] and r["d"] >= 1]
+            elif self.collapsed:
+                self.collapsed = [p for p in self.collapsed if p in paths]
+            if self.selected_path and self.selected_path not in paths:
+                self.selected_path = ""
+            self.message = ""
+
+    def show_message(self, text: str, kind: str = "error") -> None:
+        """Show a message above the trees; the trees on screen stay as they were."""
+        self.message_kind = kind
+        self.message = text
+
+    @property
+    def summaries(self) -> list[TreeSummary]:
+        return list(self._summaries)
+
+    # ------------------------------------------------------------------ state from the page
+    @traitlets.validate("selected_path")
+    def _valid_selection(self, proposal):
+        path = proposal["value"]
+        # A path that no longer exists (the tree changed) selects nothing.
+        return path if path == "" or path in self._paths else ""
+
+    @traitlets.validate("collapsed")
+    def _valid_collapsed(self, proposal):
+        return [p for p in dict.fromkeys(proposal["value"]) if p in self._paths]
+
+    # ------------------------------------------------------------------ without a widget front end
+    def text(self) -> str:
+        """The trees as the lesson's text diagrams (with the side panels)."""
+        parts = [s.text() for s in self._summaries + self._panel_summaries]
+        if self.message:
+            parts.insert(0, f"[{self.message_kind}] {self.message}")
+        return "\n\n".join(parts)
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict):
+            text = self.text()
+            data["text/plain"] = text
+            data["text/html"] = (
+                '<pre class="pytree-lab-text" style="font-family:monospace">' + html.escape(text) + "</pre>"
+            )
+        return bundle
+
+    def __repr__(self) -> str:
+        names = ", ".join(self.columns) or "empty"
+        return f"PytreeDiagram({names})"

@@ -1,0 +1,359 @@
+"""`StepExplorer`: the lesson's interactive figure.
+
+Sliders for the inputs, the learning rate and the initial parameters. Every move runs one
+compiled `value_and_grad` + `tree.map` step in the kernel and updates every view from its
+result: the aligned diagram (params | grads | updated), the before/after bars and the worked
+calculation. One direction only: sliders -> step -> result -> views. No view computes numbers.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any, Callable
+
+import ipywidgets
+import traitlets
+
+from . import lesson
+from .chart import BeforeAfterChart
+from .diagram import PytreeDiagram
+from .engine import Engine, get_engine
+from .step import CompiledStep, StepResult, pin_dtypes
+from .trees import Leaf, describe, element_labels, path_label
+
+__all__ = ["StepExplorer"]
+
+
+def _fmt(v: float) -> str:
+    if not math.isfinite(v):
+        return str(v)
+    return "0" if v == 0 else f"{v:.4g}"
+
+
+def _fmt_array(a: Any) -> str:
+    import numpy as np
+
+    arr = np.asarray(a, dtype=np.float64)
+    if arr.ndim == 0:
+        return _fmt(float(arr))
+    flat = arr.ravel()
+    text = ", ".join(_fmt(float(v)) for v in flat[:8])
+    if flat.size > 8:
+        text += f", … ({flat.size} values)"
+    return f"[{text}]"
+
+
+class _Element:
+    """One scalar element of one leaf: where it lives and what it is called."""
+
+    __slots__ = ("leaf", "flat_index", "position", "label")
+
+    def __init__(self, leaf: Leaf, flat_index: int, position: int, label: str):
+        self.leaf, self.flat_index, self.position, self.label = leaf, flat_index, position, label
+
+
+def _elements(summary, limit: int) -> list[_Element]:
+    """Float elements of a tree in display order (as the user wrote it), at most `limit`."""
+    out: list[_Element] = []
+    for node in summary.root.walk():
+        leaf = node.leaf
+        if leaf is None or not leaf.differentiable:
+            continue
+        for pos, label in enumerate(element_labels(leaf)):
+            if len(out) >= limit:
+                return out
+            out.append(_Element(leaf, leaf.index, pos, label))
+    return out
+
+
+class StepExplorer(ipywidgets.VBox):
+    """Move a slider, watch one gradient step: loss, gradient tree, updated parameters.
+
+    `loss_fn(params, **inputs)` is any scalar loss; with no arguments the explorer is the
+    lesson's model (x = [2, 1], weight = [1, -1], bias = 0, target = 3, squared loss).
+    Give `prediction_fn(params, **inputs_without_target)` to show the prediction, residual and
+    dL/dprediction in the worked calculation.
+    """
+
+    selected_path = traitlets.Unicode("")
+    result = traitlets.Any(None, allow_none=True)
+
+    def __init__(
+        self,
+        loss_fn: Callable | None = None,
+        params: Any = None,
+        inputs: dict | None = None,
+        learning_rate: float = lesson.LEARNING_RATE,
+        *,
+        prediction_fn: Callable | None = None,
+        target: str = "target",
+        pointwise_loss: Callable | None = None,
+        max_sliders: int = 24,
+        engine: Engine | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        self.add_class("pytree-lab-explorer")
+        self.engine = eng = engine or get_engine()
+        if loss_fn is None:
+            loss_fn = lesson.lesson_loss
+            prediction_fn = prediction_fn or lesson.predict
+            pointwise_loss = pointwise_loss or lesson.squared_error
+            params = lesson.lesson_params() if params is None else params
+            inputs = lesson.lesson_inputs() if inputs is None else inputs
+        if params is None:
+            raise TypeError("StepExplorer needs `params` (a pytree) when you give your own `loss_fn`.")
+        self.loss_fn = loss_fn
+        self.prediction_fn = prediction_fn
+        self.target_key = target
+        self.pointwise_loss = pointwise_loss or lesson.squared_error
+        inputs = dict(inputs or {})
+
+        # Pinned copies of the trees: every slider value keeps these dtypes (no retracing).
+        self._params = pin_dtypes(params, eng)
+        self._inputs = pin_dtypes(inputs, eng)
+        self._param_leaves, self._param_def = eng.tree_flatten(self._params)
+        self._input_leaves, self._input_def = eng.tree_flatten(self._inputs)
+        # Summaries of the trees as written: JAX returns dicts with sorted keys, but sliders,
+        # bars and rows follow the user's order (flatten indices are the same either way).
+        self._param_summary = describe(params, "params", values=False)
+        self._input_summary = describe(inputs, "inputs", values=False)
+
+        self._step = CompiledStep(loss_fn, extras_fn=self._extras if prediction_fn else None, engine=eng)
+        self._last_good: StepResult | None = None
+
+        # ---- views
+        self.status = ipywidgets.HTML(layout={"width": "100%"})
+        self.status.add_class("pytree-lab-status")
+        self.diagram = PytreeDiagram()
+        self.diagram.set_trees({"params": self._params}, order=self._param_summary)
+        self.diagram.caption = f"computed in the kernel by {eng.name}: value_and_grad, then tree.map(p − η·g)"
+        chart_elements = _elements(self._param_summary, max_sliders)
+        self._chart_elements = chart_elements
+        self.chart_view = BeforeAfterChart(
+            [e.label for e in chart_elements],
+            [e.leaf.path for e in chart_elements],
+            title="A gradient tree matches parameter leaves",
+        )
+        self.chart = self.chart_view.figure
+        self.calculation = ipywidgets.HTML(layout={"width": "100%"})
+        self.calculation.add_class("pytree-lab-calculation")
+        self.sliders: dict[str, ipywidgets.FloatSlider] = {}
+        self._input_sliders: list[tuple[_Element, ipywidgets.FloatSlider]] = []
+        self._param_sliders: list[tuple[_Element, ipywidgets.FloatSlider]] = []
+        self._build_sliders(learning_rate, max_sliders)
+
+        slider_box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "330px"})
+        self.children = [
+            self.status,
+            ipywidgets.HBox([slider_box, self.chart], layout={"flex_flow": "row wrap", "align_items": "flex-start"}),
+            self.diagram,
+            self.calculation,
+        ]
+
+        # ---- links: one selection everywhere
+        traitlets.link((self, "selected_path"), (self.diagram, "selected_path"))
+        self.chart_view.on_pick(self._pick)
+        for slider in self.sliders.values():
+            slider.observe(self._on_slider, "value")
+        self.recompute()
+
+    # ------------------------------------------------------------------ sliders
+    def _build_sliders(self, learning_rate: float, max_sliders: int) -> None:
+        import numpy as np
+
+        def make(label: str, value: float, lo: float, hi: float, step: float) -> ipywidgets.FloatSlider:
+            s = ipywidgets.FloatSlider(
+                value=value, min=lo, max=hi, step=step, description=label,
+                continuous_update=True, readout_format=".3g",
+                style={"description_width": "7em"}, layout={"width": "320px"},
+            )
+            self.sliders[label] = s
+            return s
+
+        def span(v: float) -> tuple[float, float, float]:
+            width = max(2.0, 2 * abs(v))
+            step = 0.01 if width <= 10 else round(width / 500, 3)
+            return math.floor(v - width), math.ceil(v + width), step
+
+        for el in _elements(self._input_summary, max_sliders):
+            v = float(np.asarray(self._input_leaves[el.flat_index]).ravel()[el.position])
+            self._input_sliders.append((el, make(el.label, v, *span(v))))
+        lr_max = max(0.5, 2 * learning_rate)
+        make("learning_rate", float(learning_rate), 0.0, lr_max, 0.005)
+        for el in _elements(self._param_summary, max_sliders):
+            v = float(np.asarray(self._param_leaves[el.flat_index]).ravel()[el.position])
+            self._param_sliders.append((el, make(el.label, v, *span(v))))
+
+    def _gather(self) -> tuple[Any, dict, float]:
+        """Params, inputs and learning rate from the sliders, in the pinned dtypes."""
+        import numpy as np
+
+        def apply(leaves: list, pairs: list) -> list:
+            out = list(leaves)
+            copied: set[int] = set()
+            for el, slider in pairs:
+                i = el.flat_index
+                if i not in copied:
+                    out[i] = np.array(out[i], copy=True)
+                    copied.add(i)
+                out[i].reshape(-1)[el.position] = slider.value
+            return out
+
+        eng = self.engine
+        params = eng.tree_unflatten(self._param_def, apply(self._param_leaves, self._param_sliders))
+        inputs = eng.tree_unflatten(self._input_def, apply(self._input_leaves, self._input_sliders))
+        return params, inputs, float(self.sliders["learning_rate"].value)
+
+    def _on_slider(self, change) -> None:
+        self.recompute()
+
+    # ------------------------------------------------------------------ the step
+    def _extras(self, params: Any, updated: Any, inputs: dict) -> dict:
+        """Intermediate values of the lesson's model, computed inside the compiled step."""
+        eng = self.engine
+        target = inputs[self.target_key]
+        rest = {k: v for k, v in inputs.items() if k != self.target_key}
+        prediction = self.prediction_fn(params, **rest)
+        new_prediction = self.prediction_fn(updated, **rest)
+        d_prediction = eng.grad(lambda yhat: self.pointwise_loss(yhat, target))(prediction)
+        return {
+            "prediction": prediction,
+            "residual": prediction - target,
+            "dloss_dprediction": d_prediction,
+            "new_prediction": new_prediction,
+            "new_residual": new_prediction - target,
+        }
+
+    def recompute(self) -> StepResult | None:
+        """Run the step for the current slider values and update every view.
+
+        On bad input the message appears in the widget and the last good state stays.
+        """
+        try:
+            params, inputs, lr = self._gather()
+            problem = self._check_inputs(lr)
+            if problem:
+                return self._fail(problem)
+            result = self._step(params, inputs, lr)
+            problem = self._check_result(result)
+            if problem:
+                return self._fail(problem)
+        except Exception as err:  # a user's loss can raise anything; the widget must survive it
+            return self._fail(f"The step failed: {type(err).__name__}: {err}")
+        self._last_good = result
+        self._show(result)
+        return result
+
+    def _check_inputs(self, lr: float) -> str:
+        bad = self._param_summary.non_differentiable
+        if bad:
+            leaf = bad[0]
+            return (f"params{leaf.path} is {leaf.type_label}, not a floating-point parameter: JAX cannot "
+                    "differentiate it. Keep metadata such as names or counts outside the params tree.")
+        if not math.isfinite(lr):
+            return "The learning rate must be a finite number."
+        return ""
+
+    def _check_result(self, result: StepResult) -> str:
+        import numpy as np
+
+        if not math.isfinite(result.loss):
+            return f"The loss is {result.loss} for these values: the step is not shown."
+        for name, tree in (("grads", result.grads), ("updated", result.updated)):
+            flat, _ = self.engine.tree_flatten_with_path(tree)
+            for path, leaf in flat:
+                if not np.all(np.isfinite(np.asarray(leaf))):
+                    return (f"{name}{self.engine.keystr(path)} is not finite (overflow or NaN) for these values; "
+                            "try a smaller learning rate. The last good step is still shown.")
+        return ""
+
+    def _fail(self, text: str) -> None:
+        self.status.value = f'<div role="alert" class="pytree-lab-alert">{html.escape(text)}</div>'
+        self.diagram.show_message(text)
+        return None
+
+    # ------------------------------------------------------------------ views
+    def _show(self, r: StepResult) -> None:
+        import numpy as np
+
+        eng = self.engine
+        with self.hold_sync():
+            self.status.value = ""
+            self.diagram.set_trees(
+                {"params": r.params, "grads": r.grads, "updated": r.updated}, order=self._param_summary
+            )
+            before = eng.tree_leaves(r.params)
+            after = eng.tree_leaves(r.updated)
+            ys0 = [float(np.asarray(before[e.flat_index]).ravel()[e.position]) for e in self._chart_elements]
+            ys1 = [float(np.asarray(after[e.flat_index]).ravel()[e.position]) for e in self._chart_elements]
+            self.chart_view.show(ys0, ys1)
+            self.chart_view.highlight(self.selected_path)
+            self.calculation.value = self._calculation_html(r)
+            self.result = r
+
+    def _calculation_html(self, r: StepResult) -> str:
+        eng = self.engine
+        esc = html.escape
+        sel = self.selected_path
+        rows: list[tuple[str, str, str, str]] = []  # (section, what, value, path)
+        x = r.extras
+        if x:
+            rows += [
+                ("forward", "prediction ŷ", _fmt_array(x["prediction"]), ""),
+                ("forward", "residual ŷ − target", _fmt_array(x["residual"]), ""),
+            ]
+        rows.append(("forward", "loss L", _fmt(r.loss), ""))
+        if x:
+            rows.append(("backward", "dL/dŷ", _fmt_array(x["dloss_dprediction"]), ""))
+        gflat, _ = eng.tree_flatten_with_path(r.grads)
+        uflat, _ = eng.tree_flatten_with_path(r.updated)
+        pflat, _ = eng.tree_flatten_with_path(r.params)
+        for path, g in gflat:
+            p = eng.keystr(path)
+            rows.append(("backward", f"∂L/∂{path_label(p) or 'params'}", _fmt_array(g), p))
+        lr = _fmt(r.learning_rate)
+        for (path, u), (_, p0), (_, g) in zip(uflat, pflat, gflat):
+            p = eng.keystr(path)
+            name = path_label(p) or "params"
+            gtext = _fmt_array(g)
+            gtext = f"({gtext})" if gtext.startswith("-") else gtext
+            rows.append(("update", f"{name} − {lr}·∂L/∂{name} = {_fmt_array(p0)} − {lr}·{gtext}",
+                         _fmt_array(u), p))
+        if x:
+            rows += [
+                ("after", "new prediction", _fmt_array(x["new_prediction"]), ""),
+                ("after", "new residual", _fmt_array(x["new_residual"]), ""),
+            ]
+        rows.append(("after", "new loss", _fmt(r.loss_after), ""))
+        body = []
+        last = None
+        for section, what, value, path in rows:
+            cls = ' class="ptl-calc-selected"' if sel and path and (path == sel or path.startswith(sel)) else ""
+            head = esc(section) if section != last else ""
+            last = section
+            body.append(
+                f'<tr{cls} data-path="{esc(path, quote=True)}"><th scope="row">{head}</th>'
+                f"<td>{esc(what)}</td><td class=\"ptl-calc-value\">{esc(value)}</td></tr>"
+            )
+        return (
+            '<table class="ptl-calc" aria-label="worked calculation">'
+            "<caption>Worked calculation (numbers from the step just computed)</caption>"
+            + "".join(body) + "</table>"
+        )
+
+    # ------------------------------------------------------------------ selection
+    @traitlets.validate("selected_path")
+    def _valid_selection(self, proposal):
+        path = proposal["value"]
+        return path if path == "" or path in self.diagram._paths else ""
+
+    @traitlets.observe("selected_path")
+    def _selection_changed(self, change) -> None:
+        self.chart_view.highlight(change["new"])
+        if self._last_good is not None:
+            self.calculation.value = self._calculation_html(self._last_good)
+
+    def _pick(self, path: str) -> None:
+        self.selected_path = path

@@ -1,0 +1,403 @@
+// PytreeDiagram view: trees side by side, rows matched by path (WAI-ARIA tree pattern).
+//
+// Python owns the data; this module draws it and reports intents (select a path, fold a node).
+//
+// @typedef {{ty: string, v?: string, i?: number, nd?: number, n?: number} | null} Cell
+// @typedef {{p: string, u: string|null, l: string, d: number, leaf: number, c: Cell[], s: string}} Row
+// @typedef {{title: string, rows: Row[], counts: string}} Panel
+// Traits (same names in diagram.py):
+//   columns: string[]        tree names, one column each (params, grads, updated)
+//   rows: Row[]              aligned rows in display order (parents before children)
+//   counts: string[]         the counts line of each tree
+//   panels: Panel[]          trees shown apart (optimizer state), not aligned
+//   selected_path: string    keystr of the selected node, "" for none   (written here on click)
+//   collapsed: string[]      paths of folded containers                  (written here on fold)
+//   message, message_kind    a message above the trees (the trees stay as they were)
+//   caption: string          a line under the trees (e.g. which engine computed them)
+//
+// All text from user trees goes through textContent: never interpreted as HTML.
+
+const PAGE = 200; // children rendered per group before a "show more" button
+
+/** @param {string} tag @param {string} [cls] @param {string} [text] */
+function h(tag, cls, text) {
+  const el = document.createElement(tag);
+  if (cls) el.className = cls;
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+/** Index rows into parent -> children lists. @param {Row[]} rows */
+function index(rows) {
+  /** @type {Map<string, Row[]>} */
+  const kids = new Map();
+  /** @type {Map<string, Row>} */
+  const byPath = new Map();
+  const top = [];
+  for (const r of rows) {
+    byPath.set(r.p, r);
+    if (r.u === null || r.u === undefined || !byPath.has(r.u)) top.push(r);
+    else {
+      let list = kids.get(r.u);
+      if (!list) kids.set(r.u, (list = []));
+      list.push(r);
+    }
+  }
+  return { kids, byPath, top };
+}
+
+const STATUS_TEXT = {
+  missing: "missing in one tree",
+  shape: "shapes differ",
+  dtype: "dtypes differ",
+  kind: "leaf in one tree, container in another",
+};
+
+/**
+ * One ARIA tree (the aligned main tree or a side panel).
+ * @param {object} opts
+ */
+function makeTree({ model, label, columns, rows, counts, className }) {
+  const root = h("div", `ptl-tree ${className || ""}`);
+  root.setAttribute("role", "tree");
+  root.setAttribute("aria-label", label);
+  root.style.setProperty("--ptl-cols", String(columns.length));
+
+  const head = h("div", "ptl-head");
+  head.setAttribute("aria-hidden", "true");
+  head.append(h("span", "ptl-name", "path"));
+  for (const c of columns) head.append(h("span", "ptl-cell ptl-colname", c));
+  root.append(head);
+
+  const body = h("div", "ptl-body");
+  root.append(body);
+  const { kids, byPath, top } = index(rows);
+  /** @type {Map<string, HTMLElement>} */
+  const items = new Map();
+  let folded = new Set(model.get("collapsed"));
+
+  /** @param {Row} r */
+  function item(r) {
+    const li = h("div", `ptl-item ptl-${r.s}`);
+    li.setAttribute("role", "treeitem");
+    li.dataset.path = r.p;
+    li.setAttribute("aria-level", String(r.d || 1));
+    li.tabIndex = -1;
+    const line = h("div", "ptl-line");
+    const name = h("span", "ptl-name");
+    name.style.paddingLeft = `${Math.max(0, (r.d || 1) - 1) * 1.1}em`;
+    const toggle = h("span", "ptl-toggle", r.leaf ? "" : "▸");
+    toggle.setAttribute("aria-hidden", "true");
+    name.append(toggle, h("span", "ptl-key", r.l));
+    line.append(name);
+    r.c.forEach((cell, i) => {
+      const td = h("span", "ptl-cell");
+      td.dataset.column = columns[i];
+      fillCell(td, cell, r);
+      line.append(td);
+    });
+    if (r.s !== "ok") line.title = STATUS_TEXT[r.s] || r.s;
+    li.append(line);
+    if (!r.leaf) {
+      const group = h("div", "ptl-group");
+      group.setAttribute("role", "group");
+      li.append(group);
+      setExpanded(li, r, !folded.has(r.p));
+    }
+    items.set(r.p, li);
+    return li;
+  }
+
+  /** @param {HTMLElement} td @param {Cell} cell @param {Row} r */
+  function fillCell(td, cell, r) {
+    td.textContent = "";
+    td.classList.toggle("ptl-absent", cell === null);
+    if (cell === null) {
+      td.append(h("span", "ptl-missing", "— missing"));
+      return;
+    }
+    td.append(h("span", "ptl-type", cell.ty));
+    if (cell.v !== undefined && cell.v !== "") td.append(h("span", "ptl-val", cell.v));
+    if (cell.nd) td.append(h("span", "ptl-nd", "not differentiable"));
+    if (cell.i !== undefined) {
+      const badge = h("span", "ptl-idx", `#${cell.i}`);
+      badge.title = `leaf ${cell.i} in JAX flatten order`;
+      td.append(badge);
+    }
+  }
+
+  /** @param {HTMLElement} li @param {Row} r @param {boolean} open */
+  function setExpanded(li, r, open) {
+    li.setAttribute("aria-expanded", String(open));
+    const group = /** @type {HTMLElement} */ (li.lastElementChild);
+    const toggle = li.querySelector(".ptl-toggle");
+    if (toggle) toggle.textContent = open ? "▾" : "▸";
+    if (open && !group.dataset.filled) fill(group, kids.get(r.p) || []);
+    group.hidden = !open;
+  }
+
+  /** Render children lazily, a page at a time. @param {HTMLElement} group @param {Row[]} list */
+  function fill(group, list, start = 0) {
+    group.dataset.filled = "1";
+    const end = Math.min(list.length, start + PAGE);
+    const frag = document.createDocumentFragment();
+    for (let k = start; k < end; k++) frag.append(item(list[k]));
+    group.append(frag);
+    if (end < list.length) {
+      const more = h("button", "ptl-more", `show ${Math.min(PAGE, list.length - end)} more of ${list.length - end}`);
+      more.type = "button";
+      more.addEventListener("click", (e) => {
+        e.stopPropagation();
+        more.remove();
+        fill(group, list, end);
+      });
+      group.append(more);
+    }
+  }
+
+  fill(body, top);
+  if (counts) {
+    const foot = h("div", "ptl-foot");
+    foot.append(h("span", "ptl-name", ""));
+    for (const c of counts) foot.append(h("span", "ptl-cell ptl-counts", c));
+    root.append(foot);
+  }
+
+  // ---- selection, focus, folding
+  function visibleItems() {
+    // an item is visible when no enclosing group is folded
+    return /** @type {HTMLElement[]} */ ([...root.querySelectorAll('[role="treeitem"]')]).filter(
+      (el) => !el.closest("[hidden]"),
+    );
+  }
+
+  let focusPath = top.length ? top[0].p : null;
+  function setFocus(path, move = true) {
+    const prev = focusPath !== null ? items.get(focusPath) : null;
+    if (prev) prev.tabIndex = -1;
+    focusPath = path;
+    const el = items.get(path);
+    if (el) {
+      el.tabIndex = 0;
+      if (move) el.focus();
+    }
+  }
+  if (focusPath !== null && items.get(focusPath)) items.get(focusPath).tabIndex = 0;
+
+  function select(path) {
+    model.set("selected_path", path);
+    model.save_changes();
+  }
+
+  function toggleFold(path, open) {
+    const r = byPath.get(path);
+    const li = items.get(path);
+    if (!r || r.leaf || !li) return;
+    const isOpen = li.getAttribute("aria-expanded") === "true";
+    const want = open === undefined ? !isOpen : open;
+    if (want === isOpen) return;
+    setExpanded(li, r, want);
+    if (want) folded.delete(path);
+    else folded.add(path);
+    model.set("collapsed", [...folded]);
+    model.save_changes();
+  }
+
+  function showSelection() {
+    const sel = model.get("selected_path");
+    root.querySelectorAll('[aria-selected="true"]').forEach((el) => el.setAttribute("aria-selected", "false"));
+    root.querySelectorAll(".ptl-related").forEach((el) => el.classList.remove("ptl-related"));
+    if (!sel) return;
+    // reveal the selected node: unfold its ancestors
+    let r = byPath.get(sel);
+    const chain = [];
+    while (r && r.u !== null && r.u !== undefined && byPath.has(r.u)) {
+      chain.unshift(r.u);
+      r = byPath.get(r.u);
+    }
+    for (const p of chain) {
+      const li = items.get(p);
+      if (li && li.getAttribute("aria-expanded") === "false") setExpanded(li, byPath.get(p), true);
+    }
+    const el = items.get(sel);
+    if (el) el.setAttribute("aria-selected", "true");
+    // the same parameter inside other trees (e.g. optimizer moments end with the same path)
+    else
+      for (const [p, li] of items) if (p.endsWith(sel)) li.classList.add("ptl-related");
+  }
+
+  root.addEventListener("click", (e) => {
+    const target = /** @type {HTMLElement} */ (e.target);
+    const li = /** @type {HTMLElement|null} */ (target.closest('[role="treeitem"]'));
+    if (!li || !root.contains(li)) return;
+    e.stopPropagation();
+    const path = li.dataset.path ?? "";
+    const r = byPath.get(path);
+    setFocus(path);
+    if (r && !r.leaf && target.closest(".ptl-toggle")) toggleFold(path);
+    else select(path);
+  });
+  root.addEventListener("dblclick", (e) => {
+    const li = /** @type {HTMLElement|null} */ (/** @type {HTMLElement} */ (e.target).closest('[role="treeitem"]'));
+    if (li) toggleFold(li.dataset.path ?? "");
+  });
+
+  root.addEventListener("keydown", (e) => {
+    if (focusPath === null) return;
+    const vis = visibleItems();
+    const at = vis.findIndex((el) => el.dataset.path === focusPath);
+    const r = byPath.get(focusPath);
+    const li = items.get(focusPath);
+    let handled = true;
+    switch (e.key) {
+      case "ArrowDown":
+        if (at < vis.length - 1) setFocus(vis[at + 1].dataset.path);
+        break;
+      case "ArrowUp":
+        if (at > 0) setFocus(vis[at - 1].dataset.path);
+        break;
+      case "Home":
+        if (vis.length) setFocus(vis[0].dataset.path);
+        break;
+      case "End":
+        if (vis.length) setFocus(vis[vis.length - 1].dataset.path);
+        break;
+      case "ArrowRight":
+        if (r && !r.leaf) {
+          if (li.getAttribute("aria-expanded") === "false") toggleFold(focusPath, true);
+          else if ((kids.get(focusPath) || []).length) setFocus(kids.get(focusPath)[0].p);
+        }
+        break;
+      case "ArrowLeft":
+        if (r && !r.leaf && li.getAttribute("aria-expanded") === "true") toggleFold(focusPath, false);
+        else if (r && r.u !== null && r.u !== undefined && items.has(r.u)) setFocus(r.u);
+        break;
+      case "Enter":
+      case " ":
+        select(focusPath);
+        break;
+      default:
+        handled = false;
+    }
+    if (handled) {
+      e.preventDefault();
+      e.stopPropagation();
+    }
+  });
+
+  /** Update cell contents in place when only the values changed. @param {Row[]} next */
+  function refresh(next) {
+    for (const r of next) {
+      const li = items.get(r.p);
+      const old = byPath.get(r.p);
+      if (old) Object.assign(old, r);
+      if (!li) continue;
+      li.className = `ptl-item ptl-${r.s}`;
+      const cells = li.firstElementChild.querySelectorAll(":scope > .ptl-cell");
+      r.c.forEach((cell, i) => cells[i] && fillCell(/** @type {HTMLElement} */ (cells[i]), cell, r));
+    }
+    if (counts) {
+      const foot = root.querySelectorAll(".ptl-counts");
+      model.get("counts").forEach((c, i) => foot[i] && (foot[i].textContent = c));
+    }
+  }
+
+  function syncFolded() {
+    folded = new Set(model.get("collapsed"));
+    for (const [p, li] of items) {
+      const r = byPath.get(p);
+      if (r && !r.leaf) {
+        const open = !folded.has(p);
+        if ((li.getAttribute("aria-expanded") === "true") !== open) setExpanded(li, r, open);
+      }
+    }
+  }
+
+  showSelection();
+  return { el: root, showSelection, refresh, syncFolded, signature: rows.map((r) => r.p).join("\u0000") };
+}
+
+/** @param {{model: any, el: HTMLElement}} ctx */
+function render({ model, el }) {
+  const wrap = h("div", "ptl-diagram");
+  const msg = h("div", "ptl-message");
+  msg.setAttribute("role", "alert");
+  const trees = h("div", "ptl-trees");
+  const side = h("div", "ptl-panels");
+  const caption = h("div", "ptl-caption");
+  wrap.append(msg, trees, side, caption);
+  el.append(wrap);
+
+  /** @type {ReturnType<typeof makeTree> | null} */
+  let main = null;
+  /** @type {ReturnType<typeof makeTree>[]} */
+  let panels = [];
+
+  function drawMain() {
+    const rows = model.get("rows");
+    const sig = rows.map((/** @type {Row} */ r) => r.p).join("\u0000") + "\u0001" + model.get("columns").join("\u0000");
+    if (main && main.signature + "\u0001" + model.get("columns").join("\u0000") === sig) {
+      main.refresh(rows);
+      return;
+    }
+    const hadFocus = main && main.el.contains(document.activeElement);
+    main = makeTree({
+      model,
+      label: `${model.get("columns").join(", ")} aligned by path`,
+      columns: model.get("columns"),
+      rows,
+      counts: model.get("counts"),
+    });
+    trees.replaceChildren(main.el);
+    if (hadFocus) main.el.querySelector('[tabindex="0"]')?.focus();
+  }
+
+  function drawPanels() {
+    panels = model.get("panels").map((/** @type {Panel} */ p) => {
+      const t = makeTree({ model, label: p.title, columns: [p.title], rows: p.rows, counts: [p.counts], className: "ptl-side" });
+      return t;
+    });
+    side.replaceChildren(
+      ...panels.map((t, i) => {
+        const box = h("section", "ptl-panel");
+        box.append(h("div", "ptl-panel-title", model.get("panels")[i].title), t.el);
+        return box;
+      }),
+    );
+  }
+
+  function drawMessage() {
+    const text = model.get("message");
+    msg.textContent = text;
+    msg.hidden = !text;
+    msg.dataset.kind = model.get("message_kind");
+  }
+
+  function drawCaption() {
+    caption.textContent = model.get("caption");
+    caption.hidden = !model.get("caption");
+  }
+
+  const showSelection = () => [main, ...panels].forEach((t) => t && t.showSelection());
+  const syncFolded = () => [main, ...panels].forEach((t) => t && t.syncFolded());
+
+  drawMain();
+  drawPanels();
+  drawMessage();
+  drawCaption();
+
+  const handlers = [
+    ["change:rows change:columns change:counts", () => (drawMain(), showSelection())],
+    ["change:panels", () => (drawPanels(), showSelection())],
+    ["change:selected_path", showSelection],
+    ["change:collapsed", syncFolded],
+    ["change:message change:message_kind", drawMessage],
+    ["change:caption", drawCaption],
+  ];
+  for (const [ev, fn] of handlers) model.on(ev, fn);
+  return () => {
+    for (const [ev, fn] of handlers) model.off(ev, fn);
+  };
+}
+
+export default { render };

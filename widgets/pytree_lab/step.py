@@ -1,0 +1,115 @@
+"""One gradient step: `value_and_grad`, then `tree.map(p - lr * g)`.
+
+`gradient_step` is the lesson's code as a function. `CompiledStep` is the same step compiled
+once for the explorer: every slider move calls it with new values of the same shapes and
+dtypes, so it never retraces (dtypes are pinned: an int where a float was would recompile).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .engine import Engine, get_engine
+
+__all__ = ["StepResult", "gradient_step", "CompiledStep"]
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """The numbers of one step, all computed: loss before and after, grads, updated params."""
+
+    params: Any
+    loss: float
+    grads: Any
+    updated: Any
+    loss_after: float
+    learning_rate: float
+    # Model-specific intermediate values (e.g. prediction, residual), computed in the same step.
+    extras: dict = field(default_factory=dict)
+
+
+def gradient_step(
+    loss_fn: Callable,
+    params: Any,
+    *args: Any,
+    learning_rate: float = 0.05,
+    engine: Engine | None = None,
+    **kwargs: Any,
+) -> StepResult:
+    """Exactly the lesson's step: `jax.value_and_grad`, then `jax.tree.map(p - lr * g)`."""
+    eng = engine or get_engine()
+    value, grads = eng.value_and_grad(loss_fn)(params, *args, **kwargs)
+    updated = eng.tree_map(lambda p, g: p - learning_rate * g, params, grads)
+    loss_after = loss_fn(updated, *args, **kwargs)
+    return StepResult(params, float(value), grads, updated, float(loss_after), float(learning_rate))
+
+
+class CompiledStep:
+    """`gradient_step` for one loss, compiled once and reused for every new value.
+
+    Call it with `params` and `inputs` whose leaves keep the dtypes they had the first time;
+    `pin` converts a tree to those dtypes. `traces` counts how often the step was traced.
+    """
+
+    def __init__(
+        self,
+        loss_fn: Callable,
+        *,
+        extras_fn: Callable | None = None,
+        engine: Engine | None = None,
+    ):
+        self.engine = eng = engine or get_engine()
+        self.loss_fn = loss_fn
+        self.traces = 0
+
+        def step(params, inputs, learning_rate):
+            self.traces += 1  # runs while tracing only
+            value, grads = eng.value_and_grad(lambda p: loss_fn(p, **inputs))(params)
+            updated = eng.tree_map(lambda p, g: p - learning_rate * g, params, grads)
+            loss_after = loss_fn(updated, **inputs)
+            extras = extras_fn(params, updated, inputs) if extras_fn is not None else {}
+            return value, grads, updated, loss_after, extras
+
+        self._step = eng.jit(step)
+
+    def __call__(self, params: Any, inputs: dict, learning_rate: float) -> StepResult:
+        import numpy as np
+
+        lr = np.float32(learning_rate)
+        value, grads, updated, loss_after, extras = self._step(params, inputs, lr)
+        return StepResult(params, float(value), grads, updated, float(loss_after), float(lr), dict(extras))
+
+
+def pin_dtypes(tree: Any, engine: Engine | None = None) -> Any:
+    """The tree with every numeric leaf a numpy array of the dtype JAX would give it.
+
+    Python floats become float32 (float64 under x64), so slider values never change a dtype.
+    """
+    import numpy as np
+
+    eng = engine or get_engine()
+    x64 = _x64(eng)
+
+    def pin(x):
+        if isinstance(x, bool):
+            return np.asarray(x)
+        if isinstance(x, int):
+            return np.asarray(x, np.int64 if x64 else np.int32)
+        if isinstance(x, float):
+            return np.asarray(x, np.float64 if x64 else np.float32)
+        if hasattr(x, "dtype") and hasattr(x, "shape"):
+            a = np.asarray(x)
+            if a.dtype == np.float64 and not x64:
+                return a.astype(np.float32)
+            return a
+        return x
+
+    return eng.tree_map(pin, tree)
+
+
+def _x64(eng: Engine) -> bool:
+    try:
+        return bool(eng.jax.config.jax_enable_x64)
+    except AttributeError:
+        return False
