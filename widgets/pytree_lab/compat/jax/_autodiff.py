@@ -1,0 +1,161 @@
+"""`grad`, `value_and_grad` and `jit` for the Lite engine, on autograd's reverse mode.
+
+The arguments selected by `argnums` are flattened with `jax.tree_util` rules; each leaf is traced
+by autograd and the gradient comes back as a tree of the same structure, each leaf with its
+parameter's dtype (autograd may widen intermediate values; JAX never changes a float32 to float64).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import numpy as _np
+from autograd.core import make_vjp as _make_vjp
+from autograd.extend import vspace as _vspace
+from autograd.numpy.numpy_boxes import ArrayBox as _ArrayBox
+from autograd.tracer import getval as _getval
+
+from .. import tree_util as _tu
+from . import numpy as _jnp
+
+
+def _as_primal(leaf: Any) -> Any:
+    """A leaf we differentiate with respect to, as JAX would store it (float32 by default)."""
+    if isinstance(leaf, _ArrayBox):  # a gradient of a gradient: keep tracing through it
+        value = leaf
+    elif isinstance(leaf, (_np.ndarray, _np.generic, bool, int, float, complex)) or hasattr(leaf, "__array__"):
+        value = _jnp.asarray(leaf)
+    else:
+        raise TypeError(f"Argument '{leaf}' of type {type(leaf)} is not a valid JAX type.")
+    dt = value.dtype
+    if not _np.issubdtype(dt, _np.inexact):
+        raise TypeError(
+            "grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+            f"np.inexact), but got {dt.name}. If you want to use Boolean- or integer-valued "
+            "inputs, use vjp or set allow_int to True."
+        )
+    return value
+
+
+def _check_output(out: Any) -> _np.ndarray:
+    value = _jnp.asarray(_getval(out))
+    if value.shape != ():
+        raise TypeError(
+            f"Gradient only defined for scalar-output functions. Output had shape: {value.shape}."
+        )
+    if not _np.issubdtype(value.dtype, _np.floating):
+        raise TypeError(
+            "grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), "
+            f"but got {value.dtype.name}. For differentiation of functions with integer outputs, "
+            "use jax.vjp directly."
+        )
+    return value
+
+
+def _like_primal(g: Any, primal: Any) -> Any:
+    if isinstance(g, _ArrayBox) or isinstance(primal, _ArrayBox):
+        return g if g.dtype == primal.dtype else g.astype(primal.dtype)
+    return _np.asarray(g, dtype=primal.dtype).reshape(_np.shape(primal))
+
+
+def _unbox(tree: Any) -> Any:
+    return _tu.tree_map(_getval, tree)
+
+
+def value_and_grad(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+    reduce_axes: Sequence = (),
+) -> Callable:
+    """``fun``'s value and its gradient with respect to the arguments at `argnums`."""
+    several = not isinstance(argnums, int)
+    positions = tuple(argnums) if several else (argnums,)
+
+    @functools.wraps(fun)
+    def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
+        if positions and max(positions) >= len(args):
+            raise TypeError(
+                f"differentiating with respect to argnums={argnums} requires at least "
+                f"{max(positions) + 1} positional arguments to be passed by the caller, "
+                f"but got only {len(args)} positional arguments."
+            )
+        leaves, treedef = _tu.tree_flatten(tuple(args[i] for i in positions))
+        primals = tuple(_as_primal(leaf) for leaf in leaves)
+        aux_out: list = []
+
+        def flat_fun(traced: Any) -> Any:
+            chosen = _tu.tree_unflatten(treedef, [traced[i] for i in range(len(primals))])
+            call_args = list(args)
+            for position, value in zip(positions, chosen):
+                call_args[position] = value
+            out = fun(*call_args, **kwargs)
+            if has_aux:
+                if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                    raise TypeError(
+                        "value_and_grad with has_aux=True requires the function to return a "
+                        f"pair (output, auxiliary data); got {type(out).__name__}"
+                    )
+                out, aux = out
+                aux_out.append(aux)
+            return out
+
+        if primals:
+            vjp, out = _make_vjp(flat_fun, primals)
+        else:  # nothing to differentiate: an empty gradient tree
+            vjp, out = None, flat_fun(())
+        value = _check_output(out)
+        if isinstance(out, _ArrayBox):  # inside an outer grad: keep the outer trace
+            value = _jnp.asarray(out)
+        cotangents = vjp(_vspace(out).ones()) if primals else ()
+        grads = [_like_primal(g, p) for g, p in zip(cotangents, primals)]
+        grad_tree = _tu.tree_unflatten(treedef, grads)
+        if not several:
+            grad_tree = grad_tree[0]
+        if has_aux:
+            return (value, _unbox(aux_out[0])), grad_tree
+        return value, grad_tree
+
+    return value_and_grad_f
+
+
+def grad(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+    reduce_axes: Sequence = (),
+) -> Callable:
+    """The gradient of a scalar `fun`: a tree shaped like the argument(s) at `argnums`."""
+    value_and_grad_f = value_and_grad(fun, argnums, has_aux=has_aux)
+
+    @functools.wraps(fun)
+    def grad_f(*args: Any, **kwargs: Any) -> Any:
+        result, g = value_and_grad_f(*args, **kwargs)
+        return (g, result[1]) if has_aux else g
+
+    return grad_f
+
+
+def jit(fun: Callable | None = None, /, *, static_argnums: Any = None, static_argnames: Any = None, **options: Any) -> Any:
+    """No compiler here: the function runs as written (numpy is already vectorised).
+
+    Accepts the same arguments as `jax.jit` so lesson code runs unchanged.
+    """
+    if fun is None:
+        return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames, **options)
+
+    @functools.wraps(fun)
+    def jitted(*args: Any, **kwargs: Any) -> Any:
+        return fun(*args, **kwargs)
+
+    return jitted
+
+
+def block_until_ready(x: Any) -> Any:
+    """Computation is eager here, so results are always ready."""
+    return x

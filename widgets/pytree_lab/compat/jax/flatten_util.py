@@ -1,0 +1,46 @@
+"""`jax.flatten_util.ravel_pytree` for the Lite engine."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as _np
+import autograd.numpy as _anp
+
+from ..tree_util import tree_flatten, tree_unflatten
+from . import numpy as _jnp
+
+
+def ravel_pytree(pytree: Any) -> tuple[Any, Callable[[Any], Any]]:
+    """All leaves as one 1-D array (in flatten order), and the function that undoes it.
+
+    As in JAX, leaves are promoted to one dtype and `unravel` casts each piece back to its
+    leaf's dtype and shape; both directions work inside `grad`.
+    """
+    leaves, treedef = tree_flatten(pytree)
+    leaves = [_jnp.asarray(leaf) for leaf in leaves]
+    shapes = [_np.shape(leaf) for leaf in leaves]
+    dtypes = [leaf.dtype for leaf in leaves]
+    sizes = [int(_np.prod(s, dtype=int)) for s in shapes]
+    if leaves:
+        flat_dtype = _jnp.result_type(*dtypes)
+        flat = _anp.concatenate([_anp.ravel(leaf).astype(flat_dtype) for leaf in leaves])
+    else:
+        flat_dtype = _np.dtype(_np.float32)
+        flat = _np.zeros((0,), dtype=flat_dtype)
+    total = sum(sizes)
+
+    def unravel(flat_values: Any) -> Any:
+        if _np.shape(flat_values) != (total,):
+            raise ValueError(
+                "The unravel function expected an array of shape "
+                f"{(total,)}, got shape {_np.shape(flat_values)}."
+            )
+        pieces, start = [], 0
+        for shape, dtype, size in zip(shapes, dtypes, sizes):
+            piece = _anp.reshape(flat_values[start : start + size], shape)
+            pieces.append(piece if piece.dtype == dtype else piece.astype(dtype))
+            start += size
+        return tree_unflatten(treedef, pieces)
+
+    return flat, unravel

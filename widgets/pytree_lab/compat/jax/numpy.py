@@ -1,0 +1,302 @@
+"""`jax.numpy` for the Lite engine: numpy arrays, autograd-traceable, JAX's 32-bit dtypes.
+
+Arrays are plain ``numpy.ndarray`` (0-d results may be numpy scalars). Every function here goes
+through ``autograd.numpy`` so it works on traced values inside `jax.grad`, and applies JAX's
+default dtype rules (64-bit types disabled): Python floats and float64 become float32, Python
+ints and int64 become int32, complex128 becomes complex64. With numpy >= 2, Python scalars in
+arithmetic are "weak" as in JAX, so ``float32_array - 0.05 * grad`` stays float32.
+
+Known differences from JAX: arrays are mutable numpy arrays (no ``.at[]``); an operator between
+two arrays of different kinds (``float32 + int32``) follows numpy and may give float64, which
+any function of this module or a gradient turns back into 32 bits.
+"""
+
+from __future__ import annotations
+
+import builtins
+import functools
+import math
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as _np
+import autograd.numpy as _anp
+from autograd.numpy.numpy_boxes import ArrayBox as _ArrayBox
+from autograd.tracer import getval as _getval
+
+ndarray = _np.ndarray
+Array = _np.ndarray
+dtype = _np.dtype
+issubdtype = _np.issubdtype
+generic = _np.generic
+number = _np.number
+inexact = _np.inexact
+floating = _np.floating
+integer = _np.integer
+signedinteger = _np.signedinteger
+unsignedinteger = _np.unsignedinteger
+complexfloating = _np.complexfloating
+pi = math.pi
+e = math.e
+inf = math.inf
+nan = math.nan
+newaxis = None
+
+# JAX with 64-bit types disabled (its default) stores these as their 32-bit counterparts.
+_CANONICAL = {
+    _np.dtype(_np.float64): _np.dtype(_np.float32),
+    _np.dtype(_np.int64): _np.dtype(_np.int32),
+    _np.dtype(_np.uint64): _np.dtype(_np.uint32),
+    _np.dtype(_np.complex128): _np.dtype(_np.complex64),
+}
+
+
+def canonicalize_dtype(dt: Any) -> _np.dtype:
+    """The dtype JAX would use for `dt` (float64 -> float32, int64 -> int32, ...)."""
+    d = _np.dtype(dt)
+    return _CANONICAL.get(d, d)
+
+
+def _canon(x: Any) -> Any:
+    """Bring a result (array, numpy scalar, traced value, or tuple of them) to JAX dtypes."""
+    if isinstance(x, (_np.ndarray, _np.generic, _ArrayBox)):
+        target = _CANONICAL.get(x.dtype)
+        return x if target is None else x.astype(target)
+    if type(x) is tuple or type(x) is list:
+        return type(x)(_canon(v) for v in x)
+    return x
+
+
+def _canon_arg(x: Any) -> Any:
+    # Arrays are narrowed before the op (as JAX would have stored them); Python scalars stay
+    # weakly typed so they adopt the other operand's dtype.
+    if isinstance(x, (_np.ndarray, _np.generic, _ArrayBox)):
+        return _canon(x)
+    if type(x) is list or type(x) is tuple:
+        return type(x)(_canon_arg(v) for v in x)
+    return x
+
+
+def _fix_kwargs(kwargs: dict) -> dict:
+    if kwargs.get("dtype") is not None:
+        kwargs["dtype"] = canonicalize_dtype(kwargs["dtype"])
+    return kwargs
+
+
+def _wrap(fn: Any) -> Any:
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        return _canon(fn(*(_canon_arg(a) for a in args), **_fix_kwargs(kwargs)))
+
+    return wrapped
+
+
+# --------------------------------------------------------------------------- dtypes
+
+
+class _ScalarType:
+    """`jnp.float32` and friends: usable as a dtype, and callable to make a 0-d array."""
+
+    def __init__(self, name: str):
+        self.dtype = _np.dtype(name)
+        self.__name__ = name
+
+    def __call__(self, x: Any) -> Any:
+        return array(x, dtype=self.dtype)
+
+    def __eq__(self, other: object) -> bool:
+        try:
+            return self.dtype == _np.dtype(other)
+        except TypeError:
+            return False
+
+    def __hash__(self) -> int:
+        return hash(self.dtype)
+
+    def __repr__(self) -> str:
+        return f"jnp.{self.__name__}"
+
+
+float16 = _ScalarType("float16")
+float32 = _ScalarType("float32")
+float64 = _ScalarType("float64")
+int8 = _ScalarType("int8")
+int16 = _ScalarType("int16")
+int32 = _ScalarType("int32")
+int64 = _ScalarType("int64")
+uint8 = _ScalarType("uint8")
+uint32 = _ScalarType("uint32")
+complex64 = _ScalarType("complex64")
+bool_ = _ScalarType("bool")
+
+
+def result_type(*args: Any) -> _np.dtype:
+    """The dtype of combining `args`, JAX style: Python scalars are weak, floats beat ints."""
+    strong = []
+    weak_kinds = set()
+    for a in args:
+        if isinstance(a, (builtins.bool, builtins.int, builtins.float, builtins.complex)):
+            weak_kinds.add(type(a))
+        else:
+            strong.append(_np.dtype(getattr(a, "dtype", a)))
+    if not strong:
+        return canonicalize_dtype(_np.result_type(*[t(0) for t in weak_kinds] or [0.0]))
+    kinds = {d.kind for d in strong}
+    for kind in ("c", "f"):
+        if kind in kinds:
+            widest = builtins.max((d for d in strong if d.kind == kind), key=lambda d: d.itemsize)
+            return canonicalize_dtype(widest)
+    if complex in weak_kinds:
+        return _np.dtype(_np.complex64)
+    if float in weak_kinds:
+        return _np.dtype(_np.float32)
+    return canonicalize_dtype(_np.result_type(*strong))
+
+
+# --------------------------------------------------------------------------- creation
+
+
+def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None, ndmin: int = 0) -> Any:
+    """An array with JAX's default dtypes: ``jnp.array([1., -1.])`` is float32."""
+    if dtype is not None:
+        dtype = canonicalize_dtype(dtype)
+    if isinstance(object, (_np.ndarray, _np.generic)) and dtype is None and not copy:
+        out = object
+    elif dtype is None:
+        out = _anp.array(object)
+    else:
+        out = _anp.array(object, dtype=dtype)
+    if ndmin and _anp.ndim(out) < ndmin:
+        out = _anp.reshape(out, (1,) * (ndmin - _anp.ndim(out)) + _anp.shape(out))
+    return _canon(out)
+
+
+def asarray(a: Any, dtype: Any = None, order: Any = None, copy: Any = None) -> Any:
+    if isinstance(a, _ArrayBox):
+        return _canon(a) if dtype is None else a.astype(canonicalize_dtype(dtype))
+    if dtype is None:
+        return _canon(_np.asarray(a))
+    return _np.asarray(a, dtype=canonicalize_dtype(dtype))
+
+
+def _default_float(dtype: Any) -> _np.dtype:
+    return _np.dtype(_np.float32) if dtype is None else canonicalize_dtype(dtype)
+
+
+def zeros(shape: Any, dtype: Any = None) -> _np.ndarray:
+    return _np.zeros(shape, dtype=_default_float(dtype))
+
+
+def ones(shape: Any, dtype: Any = None) -> _np.ndarray:
+    return _np.ones(shape, dtype=_default_float(dtype))
+
+
+def empty(shape: Any, dtype: Any = None) -> _np.ndarray:
+    return zeros(shape, dtype)  # JAX arrays are never uninitialised
+
+
+def full(shape: Any, fill_value: Any, dtype: Any = None) -> _np.ndarray:
+    if dtype is None:
+        dtype = result_type(fill_value)
+    return _np.full(shape, _getval(fill_value), dtype=canonicalize_dtype(dtype))
+
+
+def _like(fn: Any) -> Any:
+    def like(a: Any, dtype: Any = None, shape: Any = None) -> _np.ndarray:
+        base = _np.asarray(_getval(a))
+        dt = canonicalize_dtype(base.dtype if dtype is None else dtype)
+        return fn(base.shape if shape is None else shape, dtype=dt)
+
+    like.__name__ = fn.__name__ + "_like"
+    return like
+
+
+zeros_like = _like(_np.zeros)
+ones_like = _like(_np.ones)
+empty_like = zeros_like
+
+
+def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> _np.ndarray:
+    base = _np.asarray(_getval(a))
+    dt = canonicalize_dtype(base.dtype if dtype is None else dtype)
+    return _np.full(base.shape if shape is None else shape, _getval(fill_value), dtype=dt)
+
+
+def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> _np.ndarray:
+    args = [v for v in (start, stop, step) if v is not None]
+    out = _np.arange(*args)
+    return out.astype(canonicalize_dtype(out.dtype if dtype is None else dtype))
+
+
+def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None, axis: int = 0) -> Any:
+    out = _anp.linspace(start, stop, num, endpoint=endpoint, axis=axis)
+    return out.astype(_default_float(dtype))
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> _np.ndarray:
+    return _np.eye(N, M, k, dtype=_default_float(dtype))
+
+
+def identity(n: int, dtype: Any = None) -> _np.ndarray:
+    return eye(n, dtype=dtype)
+
+
+# --------------------------------------------------------------------------- comparisons (never traced)
+
+
+def _concrete(x: Any) -> Any:
+    return asarray(_getval(x))
+
+
+def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> _np.ndarray:
+    return _np.asarray(_np.allclose(_concrete(a), _concrete(b), rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> _np.ndarray:
+    return _np.asarray(_np.isclose(_concrete(a), _concrete(b), rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> _np.ndarray:
+    return _np.asarray(_np.array_equal(_concrete(a1), _concrete(a2), equal_nan=equal_nan))
+
+
+def shape(a: Any) -> tuple:
+    return _np.shape(_getval(a))
+
+
+def ndim(a: Any) -> int:
+    return _np.ndim(_getval(a))
+
+
+def size(a: Any, axis: int | None = None) -> int:
+    return _np.size(_getval(a), axis)
+
+
+# --------------------------------------------------------------------------- traced functions
+
+# Everything below comes from autograd.numpy (so gradients flow) with JAX dtypes applied.
+_TRACED = """
+abs absolute add subtract multiply divide true_divide floor_divide power negative positive
+square sqrt cbrt exp exp2 expm1 log log1p log2 log10 logaddexp reciprocal sign
+sin cos tan arcsin arccos arctan arctan2 sinh cosh tanh hypot sinc deg2rad rad2deg
+maximum minimum clip where floor ceil round nan_to_num real imag conj fabs
+dot matmul vdot outer inner tensordot einsum cross
+sum mean prod max min amax amin var std cumsum cumprod average
+argmax argmin sort
+reshape ravel transpose swapaxes moveaxis squeeze expand_dims broadcast_to atleast_1d
+stack concatenate hstack vstack take diag trace triu tril flip roll select
+isnan isfinite equal not_equal less greater less_equal greater_equal
+logical_and logical_or logical_not
+""".split()
+
+for _name in _TRACED:
+    globals()[_name] = _wrap(getattr(_anp, _name))
+del _name
+
+
+def _linalg_namespace() -> SimpleNamespace:
+    names = ["norm", "inv", "det", "solve", "slogdet", "cholesky", "eigh", "svd"]
+    return SimpleNamespace(**{n: _wrap(getattr(_anp.linalg, n)) for n in names if hasattr(_anp.linalg, n)})
+
+
+linalg = _linalg_namespace()

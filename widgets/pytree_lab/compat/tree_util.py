@@ -1,0 +1,666 @@
+"""Pytrees with `jax.tree_util` semantics, in plain Python.
+
+The JupyterLite kernel has no jax, and the tree model must describe plain-Python trees even
+before numpy is loaded, so this module uses the standard library only. The rules follow
+`jax.tree_util` exactly, because students later move the same code to real JAX:
+
+* ``dict`` children are visited in sorted key order; ``None`` is a node with no children;
+  ``list``, ``tuple`` and namedtuples are nodes (namedtuple fields have ``.field`` paths);
+  ``OrderedDict`` keeps insertion order; ``defaultdict`` sorts like ``dict``.
+* Subclasses of list/dict/tuple (other than namedtuples) are leaves, as in JAX.
+* Custom nodes come from `register_pytree_node`, `register_pytree_with_keys` and
+  `register_dataclass`.
+* Trees that do not match raise ``ValueError`` naming the key path and the difference.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import functools
+from typing import Any, Callable, Hashable, Iterable, NamedTuple
+
+__all__ = [
+    "DictKey",
+    "FlattenedIndexKey",
+    "GetAttrKey",
+    "KeyEntry",
+    "KeyPath",
+    "PyTreeDef",
+    "SequenceKey",
+    "all_leaves",
+    "keystr",
+    "register_dataclass",
+    "register_pytree_node",
+    "register_pytree_node_class",
+    "register_pytree_with_keys",
+    "register_pytree_with_keys_class",
+    "register_static",
+    "tree_all",
+    "tree_flatten",
+    "tree_flatten_with_path",
+    "tree_leaves",
+    "tree_leaves_with_path",
+    "tree_map",
+    "tree_map_with_path",
+    "tree_reduce",
+    "tree_structure",
+    "tree_unflatten",
+    "treedef_children",
+    "treedef_is_leaf",
+]
+
+
+# --------------------------------------------------------------------------- key entries
+
+
+@dataclasses.dataclass(frozen=True)
+class DictKey:
+    """A dict key on a path; prints as ``['weight']``."""
+
+    key: Hashable
+
+    def __str__(self) -> str:
+        return f"[{self.key!r}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceKey:
+    """A list/tuple position on a path; prints as ``[0]``."""
+
+    idx: int
+
+    def __str__(self) -> str:
+        return f"[{self.idx}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class GetAttrKey:
+    """An attribute (namedtuple or dataclass field) on a path; prints as ``.name``."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return f".{self.name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FlattenedIndexKey:
+    """A child of a custom node registered without keys; prints as ``[<flat index 0>]``."""
+
+    key: int
+
+    def __str__(self) -> str:
+        return f"[<flat index {self.key}>]"
+
+
+KeyEntry = Any
+KeyPath = tuple
+
+
+def _simple_str(key: Any) -> str:
+    if isinstance(key, DictKey):
+        return str(key.key)
+    if isinstance(key, SequenceKey):
+        return str(key.idx)
+    if isinstance(key, GetAttrKey):
+        return key.name
+    if isinstance(key, FlattenedIndexKey):
+        return str(key.key)
+    return str(key)
+
+
+def keystr(keys: KeyPath, *, simple: bool = False, separator: str = "") -> str:
+    """A key path as text: ``['layer']['weight']`` (or ``layer/weight`` with simple, '/')."""
+    if simple:
+        return separator.join(_simple_str(k) for k in keys)
+    return separator.join(str(k) for k in keys)
+
+
+# --------------------------------------------------------------------------- registry
+
+
+class _Registration(NamedTuple):
+    # flatten(node) -> (children, aux); keyed(node) -> (((key, child), ...), aux)
+    flatten: Callable[[Any], tuple]
+    unflatten: Callable[[Any, Iterable], Any]
+    keyed: Callable[[Any], tuple] | None
+
+
+_registry: dict[type, _Registration] = {}
+
+
+def _register(nodetype: type, reg: _Registration) -> None:
+    if nodetype in _registry or nodetype in (tuple, list, dict, type(None)):
+        raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
+    _registry[nodetype] = reg
+
+
+def register_pytree_node(
+    nodetype: type,
+    flatten_func: Callable[[Any], tuple[Iterable, Any]],
+    unflatten_func: Callable[[Any, Iterable], Any],
+    flatten_with_keys_func: Callable | None = None,
+) -> None:
+    """Make `nodetype` a tree node: ``flatten_func(x) -> (children, aux)``."""
+    _register(nodetype, _Registration(flatten_func, unflatten_func, flatten_with_keys_func))
+
+
+def register_pytree_with_keys(
+    nodetype: type,
+    flatten_with_keys: Callable[[Any], tuple[Iterable, Any]],
+    unflatten_func: Callable[[Any, Iterable], Any],
+    flatten_func: Callable | None = None,
+) -> None:
+    """Make `nodetype` a tree node whose children carry their own key entries."""
+    if flatten_func is None:
+
+        def flatten_func(node: Any) -> tuple:
+            pairs, aux = flatten_with_keys(node)
+            return [child for _, child in pairs], aux
+
+    _register(nodetype, _Registration(flatten_func, unflatten_func, flatten_with_keys))
+
+
+def register_pytree_node_class(cls: type) -> type:
+    """Class decorator: use ``cls.tree_flatten`` / ``cls.tree_unflatten``."""
+    register_pytree_node(cls, lambda node: node.tree_flatten(), cls.tree_unflatten)
+    return cls
+
+
+def register_pytree_with_keys_class(cls: type) -> type:
+    """Class decorator: use ``cls.tree_flatten_with_keys`` / ``cls.tree_unflatten``."""
+    flatten = getattr(cls, "tree_flatten", None)
+    register_pytree_with_keys(
+        cls,
+        lambda node: node.tree_flatten_with_keys(),
+        cls.tree_unflatten,
+        (lambda node: node.tree_flatten()) if flatten is not None else None,
+    )
+    return cls
+
+
+def register_static(cls: type) -> type:
+    """Instances of `cls` become nodes without children: metadata, never leaves."""
+    register_pytree_with_keys(cls, lambda node: ((), node), lambda aux, _: aux)
+    return cls
+
+
+def register_dataclass(
+    nodetype: type | None = None,
+    data_fields: Iterable[str] | None = None,
+    meta_fields: Iterable[str] | None = None,
+    drop_fields: Iterable[str] = (),
+) -> Any:
+    """Register a dataclass: `data_fields` are children (paths ``.name``), `meta_fields` are
+    static metadata kept in the treedef. For a dataclass both may be omitted: fields marked
+    ``field(metadata={"static": True})`` are metadata, the other ``init`` fields are data."""
+    if nodetype is None:  # used as @partial(register_dataclass, ...) or with keywords only
+        return functools.partial(
+            register_dataclass,
+            data_fields=data_fields,
+            meta_fields=meta_fields,
+            drop_fields=drop_fields,
+        )
+    drop = set(drop_fields)
+    if data_fields is None or meta_fields is None:
+        if not dataclasses.is_dataclass(nodetype):
+            raise TypeError(
+                "register_dataclass needs data_fields and meta_fields unless the class is a "
+                f"dataclass; got {nodetype!r}"
+            )
+        if (data_fields is None) != (meta_fields is None):
+            raise TypeError("register_dataclass: give both data_fields and meta_fields, or neither")
+        data, meta = [], []
+        for f in dataclasses.fields(nodetype):
+            if not f.init or f.name in drop:
+                continue
+            (meta if f.metadata.get("static", False) else data).append(f.name)
+        data_fields, meta_fields = data, meta
+    data_names = tuple(data_fields)
+    meta_names = tuple(meta_fields)
+    if dataclasses.is_dataclass(nodetype):
+        init_names = {f.name for f in dataclasses.fields(nodetype) if f.init} - drop
+        given = set(data_names) | set(meta_names)
+        if given != init_names:
+            missing, unexpected = init_names - given, given - init_names
+            msg = "data_fields and meta_fields must include all dataclass fields with init=True and only them."
+            if missing:
+                msg += f" Missing fields: {missing}. Add them to drop_fields to suppress this error."
+            if unexpected:
+                msg += f" Unexpected fields: {unexpected}."
+            raise ValueError(msg)
+    overlap = set(data_names) & set(meta_names)
+    if overlap:
+        raise ValueError(f"data_fields and meta_fields must not overlap. Overlapping fields: {overlap}.")
+
+    def flatten(node: Any) -> tuple:
+        return [getattr(node, n) for n in data_names], tuple(getattr(node, n) for n in meta_names)
+
+    def keyed(node: Any) -> tuple:
+        pairs = tuple((GetAttrKey(n), getattr(node, n)) for n in data_names)
+        return pairs, tuple(getattr(node, n) for n in meta_names)
+
+    def unflatten(meta: tuple, children: Iterable) -> Any:
+        kwargs = dict(zip(meta_names, meta))
+        kwargs.update(zip(data_names, children))
+        return nodetype(**kwargs)
+
+    _register(nodetype, _Registration(flatten, unflatten, keyed))
+    return nodetype
+
+
+def _flatten_ordered_dict(d: collections.OrderedDict) -> tuple:
+    return tuple((DictKey(k), d[k]) for k in d), tuple(d)
+
+
+def _flatten_defaultdict(d: collections.defaultdict) -> tuple:
+    keys = _sorted_keys(d)
+    return tuple((DictKey(k), d[k]) for k in keys), (d.default_factory, keys)
+
+
+register_pytree_with_keys(
+    collections.OrderedDict,
+    _flatten_ordered_dict,
+    lambda keys, values: collections.OrderedDict(zip(keys, values)),
+)
+register_pytree_with_keys(
+    collections.defaultdict,
+    _flatten_defaultdict,
+    lambda aux, values: collections.defaultdict(aux[0], zip(aux[1], values)),
+)
+
+
+# --------------------------------------------------------------------------- the treedef
+
+# Node kinds. Custom nodes (registered types and namedtuples) carry their type and aux data.
+_LEAF, _NONE, _TUPLE, _LIST, _DICT, _NAMEDTUPLE, _CUSTOM = range(7)
+
+
+def _sorted_keys(d: dict) -> tuple:
+    try:
+        return tuple(sorted(d))
+    except TypeError as err:
+        raise ValueError("Comparator raised exception while sorting pytree dictionary keys.") from err
+
+
+def _is_namedtuple(x: Any) -> bool:
+    return isinstance(x, tuple) and hasattr(type(x), "_fields")
+
+
+class PyTreeDef:
+    """The container structure of a tree, without its leaves (`jax.tree_util.PyTreeDef`)."""
+
+    __slots__ = ("_kind", "_type", "_aux", "_children", "num_leaves", "num_nodes")
+
+    def __init__(self, kind: int, node_type: type | None, aux: Any, children: tuple):
+        self._kind = kind
+        self._type = node_type
+        self._aux = aux
+        self._children = children
+        if kind == _LEAF:
+            self.num_leaves = 1
+        else:
+            self.num_leaves = sum(c.num_leaves for c in children)
+        self.num_nodes = 1 + sum(c.num_nodes for c in children)
+
+    # -- structure
+    def children(self) -> list[PyTreeDef]:
+        return list(self._children)
+
+    def unflatten(self, leaves: Iterable) -> Any:
+        leaves = list(leaves)
+        it = iter(leaves)
+        try:
+            tree = self._build(it)
+        except _TooFew:
+            raise ValueError(
+                f"Too few leaves for PyTreeDef; expected {self.num_leaves}, got {len(leaves)}"
+            ) from None
+        if next(it, _END) is not _END:
+            raise ValueError(f"Too many leaves for PyTreeDef; expected {self.num_leaves}.")
+        return tree
+
+    def _build(self, it: Any) -> Any:
+        kind = self._kind
+        if kind == _LEAF:
+            leaf = next(it, _END)
+            if leaf is _END:
+                raise _TooFew()
+            return leaf
+        if kind == _NONE:
+            return None
+        children = [c._build(it) for c in self._children]
+        if kind == _TUPLE:
+            return tuple(children)
+        if kind == _LIST:
+            return children
+        if kind == _DICT:
+            return dict(zip(self._aux, children))
+        if kind == _NAMEDTUPLE:
+            return self._type(*children)
+        return _registry[self._type].unflatten(self._aux, tuple(children))
+
+    def flatten_up_to(self, tree: Any) -> list:
+        """The subtrees of `tree` that sit where this treedef has leaves."""
+        out: list = []
+        error = self._up_to(tree, out, ())
+        if error is not None:
+            raise ValueError(error.message("tree", "this PyTreeDef", "the tree"))
+        return out
+
+    def _up_to(self, tree: Any, out: list, path: tuple) -> _Mismatch | None:
+        # Walks this treedef and `tree` together; the first difference found is returned.
+        kind = self._kind
+        if kind == _LEAF:
+            out.append(tree)
+            return None
+        if kind == _NONE:
+            if tree is not None:
+                return _Mismatch(path, "types", type(None), type(None), type(tree))
+            return None
+        if kind == _TUPLE or kind == _LIST:
+            want = tuple if kind == _TUPLE else list
+            if type(tree) is not want:
+                return _Mismatch(path, "types", want, want, type(tree))
+            if len(tree) != len(self._children):
+                return _Mismatch(path, "length", want, len(self._children), len(tree))
+            pairs = [(SequenceKey(i), c) for i, c in enumerate(tree)]
+        elif kind == _DICT:
+            if type(tree) is not dict:
+                return _Mismatch(path, "types", dict, dict, type(tree))
+            keys = _sorted_keys(tree)
+            if keys != self._aux:
+                return _Mismatch(path, "keys", dict, self._aux, keys)
+            pairs = [(DictKey(k), tree[k]) for k in keys]
+        elif kind == _NAMEDTUPLE:
+            if type(tree) is not self._type:
+                return _Mismatch(path, "types", self._type, self._type, type(tree))
+            pairs = [(GetAttrKey(f), c) for f, c in zip(self._type._fields, tree)]
+        else:
+            if type(tree) is not self._type:
+                return _Mismatch(path, "types", self._type, self._type, type(tree))
+            pairs, aux = _custom_children(tree, _registry[self._type])
+            if len(pairs) != len(self._children):
+                return _Mismatch(path, "arity", self._type, len(self._children), len(pairs))
+            if not _aux_equal(aux, self._aux):
+                return _Mismatch(path, "metadata", self._type, self._aux, aux)
+        for child_def, (key, child) in zip(self._children, pairs):
+            error = child_def._up_to(child, out, path + (key,))
+            if error is not None:
+                return error
+        return None
+
+    # -- comparison and display
+    def _signature(self) -> tuple:
+        return (self._kind, self._type, self._aux if self._kind in (_DICT, _CUSTOM) else None)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PyTreeDef):
+            return NotImplemented
+        if self is other:
+            return True
+        if (self._kind, self._type, self.num_leaves, self.num_nodes) != (
+            other._kind,
+            other._type,
+            other.num_leaves,
+            other.num_nodes,
+        ):
+            return False
+        if self._kind in (_DICT, _CUSTOM) and not _aux_equal(self._aux, other._aux):
+            return False
+        return all(a == b for a, b in zip(self._children, other._children))
+
+    def __ne__(self, other: object) -> bool:
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self) -> int:
+        aux = self._aux if self._kind in (_DICT, _CUSTOM) else None
+        try:
+            aux_hash = hash(aux)
+        except TypeError:  # unhashable metadata still compares with ==
+            aux_hash = 0
+        return hash((self._kind, self._type, aux_hash, self._children))
+
+    def _text(self) -> str:
+        kind = self._kind
+        if kind == _LEAF:
+            return "*"
+        if kind == _NONE:
+            return "None"
+        parts = [c._text() for c in self._children]
+        if kind == _TUPLE:
+            return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+        if kind == _LIST:
+            return "[" + ", ".join(parts) + "]"
+        if kind == _DICT:
+            return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(self._aux, parts)) + "}"
+        if kind == _NAMEDTUPLE:
+            return f"CustomNode(namedtuple[{self._type.__name__}], [{', '.join(parts)}])"
+        return f"CustomNode({self._type.__name__}[{self._aux}], [{', '.join(parts)}])"
+
+    def __repr__(self) -> str:
+        return f"PyTreeDef({self._text()})"
+
+    __str__ = __repr__
+
+
+_END = object()
+
+
+class _TooFew(Exception):
+    pass
+
+
+def _aux_equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # e.g. arrays as metadata: equal only if identical
+        return a is b
+
+
+_LEAF_DEF = PyTreeDef(_LEAF, None, None, ())
+_NONE_DEF = PyTreeDef(_NONE, None, None, ())
+
+
+def _custom_children(node: Any, reg: _Registration) -> tuple[list, Any]:
+    """(key, child) pairs and aux data of a registered node."""
+    if reg.keyed is not None:
+        pairs, aux = reg.keyed(node)
+        return [(k, c) for k, c in pairs], aux
+    children, aux = reg.flatten(node)
+    return [(FlattenedIndexKey(i), c) for i, c in enumerate(children)], aux
+
+
+# --------------------------------------------------------------------------- flattening
+
+
+def _flatten(tree: Any, is_leaf: Callable | None, leaves: list, paths: list | None, path: tuple) -> PyTreeDef:
+    if is_leaf is not None and is_leaf(tree):
+        leaves.append(tree)
+        if paths is not None:
+            paths.append(path)
+        return _LEAF_DEF
+    if tree is None:
+        return _NONE_DEF
+    node_type = type(tree)
+    reg = None
+    if node_type is tuple or node_type is list:
+        kind, aux = (_TUPLE if node_type is tuple else _LIST), None
+        pairs = [(SequenceKey(i), c) for i, c in enumerate(tree)]
+        node_type = None
+    elif node_type is dict:
+        kind = _DICT
+        aux = _sorted_keys(tree)
+        pairs = [(DictKey(k), tree[k]) for k in aux]
+        node_type = None
+    elif (reg := _registry.get(node_type)) is not None:
+        kind = _CUSTOM
+        if paths is None:
+            children, aux = reg.flatten(tree)
+            pairs = [(None, c) for c in children]
+        else:
+            pairs, aux = _custom_children(tree, reg)
+    elif _is_namedtuple(tree):
+        kind, aux = _NAMEDTUPLE, None
+        pairs = [(GetAttrKey(f), c) for f, c in zip(node_type._fields, tree)]
+    else:
+        leaves.append(tree)
+        if paths is not None:
+            paths.append(path)
+        return _LEAF_DEF
+    children = tuple(
+        _flatten(child, is_leaf, leaves, paths, path + (key,) if paths is not None else path)
+        for key, child in pairs
+    )
+    return PyTreeDef(kind, node_type, aux, children)
+
+
+def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, PyTreeDef]:
+    """Leaves in JAX order and the treedef that rebuilds the tree from them."""
+    leaves: list = []
+    treedef = _flatten(tree, is_leaf, leaves, None, ())
+    return leaves, treedef
+
+
+def tree_flatten_with_path(
+    tree: Any, is_leaf: Callable[[Any], bool] | None = None
+) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
+    """Like `tree_flatten`, each leaf paired with its key path."""
+    leaves: list = []
+    paths: list = []
+    treedef = _flatten(tree, is_leaf, leaves, paths, ())
+    return list(zip(paths, leaves)), treedef
+
+
+def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
+    return tree_flatten(tree, is_leaf)[0]
+
+
+def tree_leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> PyTreeDef:
+    return tree_flatten(tree, is_leaf)[1]
+
+
+def tree_unflatten(treedef: PyTreeDef, leaves: Iterable) -> Any:
+    """Rebuild a tree from a treedef and leaves in flatten order."""
+    return treedef.unflatten(leaves)
+
+
+def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
+    return treedef.children()
+
+
+def treedef_is_leaf(treedef: PyTreeDef) -> bool:
+    return treedef.num_nodes == 1
+
+
+def all_leaves(iterable: Iterable, is_leaf: Callable[[Any], bool] | None = None) -> bool:
+    """True if every item is a leaf on its own."""
+    if is_leaf is None:
+        return all(tree_structure(x) == _LEAF_DEF for x in iterable)
+    return all(tree_structure(x, is_leaf) == _LEAF_DEF for x in iterable)
+
+
+# --------------------------------------------------------------------------- mapping
+
+
+class _Mismatch:
+    """Where and how a second tree departs from the first one's structure.
+
+    `ours` is what the first tree has at `path` (a type, a length, keys or metadata) and
+    `theirs` what the other tree has there; `node_type` is the first tree's node type.
+    """
+
+    def __init__(self, path: tuple, what: str, node_type: type, ours: Any, theirs: Any):
+        self.path, self.what, self.node_type = path, what, node_type
+        self.ours, self.theirs = ours, theirs
+
+    def message(self, label: str, first: str, other: str) -> str:
+        head = f"pytree structure error: different {{}} at key path\n    {label}{keystr(self.path)}\n"
+        name = getattr(self.node_type, "__name__", str(self.node_type))
+        if self.what == "types":
+            return head.format("types") + (
+                f"At that key path, {first} has a subtree of type\n    {self.ours}\n"
+                f"but {other} has a subtree of different type\n    {self.theirs}."
+            )
+        if self.what == "length":
+            return head.format(f"lengths of {name}") + (
+                f"At that key path, {first} has a {name} of length {self.ours}, "
+                f"but {other} has a {name} of length {self.theirs}."
+            )
+        if self.what == "keys":
+            missing = [k for k in self.ours if k not in self.theirs]
+            extra = [k for k in self.theirs if k not in self.ours]
+            lines = [
+                head.format("dict keys")
+                + f"At that key path, {first} has a dict with keys\n    {list(self.ours)}",
+                f"but {other} has a dict with keys\n    {list(self.theirs)}",
+            ]
+            if missing:
+                lines.append(f"missing from {other}: {', '.join(map(repr, missing))}")
+            if extra:
+                lines.append(f"not in {first}: {', '.join(map(repr, extra))}")
+            return "\n".join(lines)
+        if self.what == "arity":
+            return head.format("numbers of pytree children") + (
+                f"At that key path, {first} has a node of type {name} with {self.ours} children, "
+                f"but {other} has one with {self.theirs} children."
+            )
+        return head.format("pytree metadata") + (
+            f"At that key path, {first} has a node of type {name} with metadata\n    {self.ours!r}\n"
+            f"but {other} has one with metadata\n    {self.theirs!r}."
+        )
+
+
+def _broadcast(treedef: PyTreeDef, rest: tuple, label: str) -> list[list]:
+    columns = []
+    for i, other in enumerate(rest, start=1):
+        out: list = []
+        error = treedef._up_to(other, out, ())
+        if error is not None:
+            raise ValueError(
+                error.message(label, "the first tree", f"tree {i} of the others")
+            ) from None
+        columns.append(out)
+    return columns
+
+
+def tree_map(f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """Apply `f` to corresponding leaves of `tree` and `rest` (which must share its structure,
+    or have whole subtrees where `tree` has leaves)."""
+    leaves, treedef = tree_flatten(tree, is_leaf)
+    columns = _broadcast(treedef, rest, "tree_map tree")
+    return treedef.unflatten(f(*xs) for xs in zip(leaves, *columns))
+
+
+def tree_map_with_path(
+    f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | None = None
+) -> Any:
+    """`tree_map` whose `f` also receives each leaf's key path first."""
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf)
+    columns = _broadcast(treedef, rest, "tree_map_with_path tree")
+    return treedef.unflatten(f(path, leaf, *xs) for (path, leaf), *xs in zip(pairs, *columns))
+
+
+_NO_INITIAL = object()
+
+
+def tree_reduce(
+    function: Callable[[Any, Any], Any],
+    tree: Any,
+    initializer: Any = _NO_INITIAL,
+    is_leaf: Callable[[Any], bool] | None = None,
+) -> Any:
+    leaves = tree_leaves(tree, is_leaf)
+    if initializer is _NO_INITIAL:
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
+
+
+def tree_all(tree: Any, *, is_leaf: Callable[[Any], bool] | None = None) -> bool:
+    return all(tree_leaves(tree, is_leaf))
