@@ -27,12 +27,12 @@ def _is_lite(module: object) -> bool:
 
 
 def _import_real_jax() -> bool:
-    if importlib.util.find_spec("jax") is None:
-        return False
     try:
+        if importlib.util.find_spec("jax") is None:
+            return False
         importlib.import_module("jax")
         return True
-    except Exception:  # a jax without a working jaxlib: any failure means it cannot run here
+    except Exception:  # e.g. jax without a working jaxlib: any failure means it cannot run here
         for name in [n for n in sys.modules if n == "jax" or n.startswith("jax.")]:
             del sys.modules[name]
         return False

@@ -346,7 +346,9 @@ class PyTreeDef:
         out: list = []
         error = self._up_to(tree, out, ())
         if error is not None:
-            raise ValueError(error.message("tree", "this PyTreeDef", "the tree"))
+            err = ValueError(error.message("tree", "this PyTreeDef", "the tree"))
+            err.key_path = error.path
+            raise err
         return out
 
     def _up_to(self, tree: Any, out: list, path: tuple) -> _Mismatch | None:
@@ -623,9 +625,9 @@ def _broadcast(treedef: PyTreeDef, rest: tuple, label: str) -> list[list]:
         out: list = []
         error = treedef._up_to(other, out, ())
         if error is not None:
-            raise ValueError(
-                error.message(label, "the first tree", f"tree {i} of the others")
-            ) from None
+            err = ValueError(error.message(label, "the first tree", f"tree {i} of the others"))
+            err.key_path = error.path  # for tools that point at the place, e.g. a diagram
+            raise err from None
         columns.append(out)
     return columns
 
