@@ -42,7 +42,7 @@ class BeforeAfterChart:
             tooltip=bqplot.Tooltip(fields=["x", "y"], labels=["element", "value"], formats=["", ".4g"]),
         )
         self.x_axis = bqplot.Axis(scale=self.x_scale, label="parameter element")
-        self.y_axis = bqplot.Axis(scale=self.y_scale, orientation="vertical", label="parameter value",
+        self.y_axis = bqplot.Axis(scale=self.y_scale, side="left", label="parameter value",
                                   tick_format=".2g", grid_lines="dashed")
         self.figure = bqplot.Figure(
             marks=[self.bars],
@@ -50,7 +50,7 @@ class BeforeAfterChart:
             title=title,
             legend_location="top-left",
             fig_margin={"top": 40, "bottom": 50, "left": 60, "right": 20},
-            layout={"width": "100%", "min_width": "320px", "height": "300px"},
+            layout={"flex": "1 1 440px", "min_width": "320px", "height": "300px"},
             animation_duration=0,
         )
         self._picking = False

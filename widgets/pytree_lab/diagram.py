@@ -61,6 +61,7 @@ class PytreeDiagram(anywidget.AnyWidget):
         self._summaries: list[TreeSummary] = []
         self._panel_summaries: list[TreeSummary] = []
         self._paths: set[str] = set()
+        self._containers: set[str] = set()
         self.set_trees(self._named(params, grads, updated, trees, name), extra=extra)
 
     @staticmethod
@@ -110,6 +111,7 @@ class PytreeDiagram(anywidget.AnyWidget):
         first = not self._summaries and not self.rows
         self._summaries = summaries
         paths = {r["p"] for r in rows}
+        containers = {r["p"] for r in rows if not r["leaf"]}
         with self.hold_sync():
             if panels is not None:
                 self._panel_summaries = panels
@@ -118,14 +120,15 @@ class PytreeDiagram(anywidget.AnyWidget):
                 ]
             for panel in self.panels:
                 paths.update(r["p"] for r in panel["rows"])
-            self._paths = paths
+                containers.update(r["p"] for r in panel["rows"] if not r["leaf"])
+            self._paths, self._containers = paths, containers
             self.columns = [s.name for s in summaries]
             self.counts = [s.counts_line() for s in summaries]
             self.rows = rows
             if first and (fold if fold is not None else len(rows) > FOLD_ABOVE):
                 self.collapsed = [r["p"] for r in rows if not r["leaf"] and r["d"] >= 1]
             elif self.collapsed:
-                self.collapsed = [p for p in self.collapsed if p in paths]
+                self.collapsed = [p for p in self.collapsed if p in containers]
             if self.selected_path and self.selected_path not in paths:
                 self.selected_path = ""
             self.message = ""
@@ -148,7 +151,8 @@ class PytreeDiagram(anywidget.AnyWidget):
 
     @traitlets.validate("collapsed")
     def _valid_collapsed(self, proposal):
-        return [p for p in dict.fromkeys(proposal["value"]) if p in self._paths]
+        # only containers fold; unknown paths (a stale page) are dropped
+        return [p for p in dict.fromkeys(proposal["value"]) if p in self._containers]
 
     # ------------------------------------------------------------------ without a widget front end
     def text(self) -> str:

@@ -8,7 +8,9 @@ calculation. One direction only: sliders -> step -> result -> views. No view com
 
 from __future__ import annotations
 
+import contextlib
 import html
+import logging
 import math
 from typing import Any, Callable
 
@@ -42,6 +44,29 @@ def _fmt_array(a: Any) -> str:
     if flat.size > 8:
         text += f", … ({flat.size} values)"
     return f"[{text}]"
+
+
+def short_error(err: BaseException, limit: int = 400) -> str:
+    """`Type: message` in one or two lines; a traceback embedded in the message is cut to its last line."""
+    text = str(err).strip()
+    if "Traceback (most recent call last)" in text:
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        text = lines[-1].strip() if lines else text
+        return text[:limit]
+    text = f"{type(err).__name__}: {text}" if text else type(err).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@contextlib.contextmanager
+def _quiet_callbacks():
+    """A failing `jax.debug.callback` inside a user's loss is reported in the widget, not logged too."""
+    logger = logging.getLogger("jax._src.debugging")
+    old = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = old
 
 
 class _Element:
@@ -147,7 +172,7 @@ class StepExplorer(ipywidgets.VBox):
         slider_box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "330px"})
         self.children = [
             self.status,
-            ipywidgets.HBox([slider_box, self.chart], layout={"flex_flow": "row wrap", "align_items": "flex-start"}),
+            ipywidgets.HBox([slider_box, self.chart], layout={"flex_flow": "row wrap", "align_items": "center"}),
             self.diagram,
             self.calculation,
         ]
@@ -236,12 +261,13 @@ class StepExplorer(ipywidgets.VBox):
             problem = self._check_inputs(lr)
             if problem:
                 return self._fail(problem)
-            result = self._step(params, inputs, lr)
+            with _quiet_callbacks():
+                result = self._step(params, inputs, lr)
             problem = self._check_result(result)
             if problem:
                 return self._fail(problem)
         except Exception as err:  # a user's loss can raise anything; the widget must survive it
-            return self._fail(f"The step failed: {type(err).__name__}: {err}")
+            return self._fail(f"The step failed: {short_error(err)}")
         self._last_good = result
         self._show(result)
         return result
@@ -307,20 +333,19 @@ class StepExplorer(ipywidgets.VBox):
         rows.append(("forward", "loss L", _fmt(r.loss), ""))
         if x:
             rows.append(("backward", "dL/dŷ", _fmt_array(x["dloss_dprediction"]), ""))
-        gflat, _ = eng.tree_flatten_with_path(r.grads)
-        uflat, _ = eng.tree_flatten_with_path(r.updated)
-        pflat, _ = eng.tree_flatten_with_path(r.params)
-        for path, g in gflat:
-            p = eng.keystr(path)
-            rows.append(("backward", f"∂L/∂{path_label(p) or 'params'}", _fmt_array(g), p))
+        # gradient and update rows follow the params as written (flatten indices are shared)
+        order = [n.leaf for n in self._param_summary.root.walk() if n.leaf is not None]
+        grads, updated, before = (eng.tree_leaves(t) for t in (r.grads, r.updated, r.params))
+        for leaf in order:
+            name = path_label(leaf.path) or "params"
+            rows.append(("backward", f"∂L/∂{name}", _fmt_array(grads[leaf.index]), leaf.path))
         lr = _fmt(r.learning_rate)
-        for (path, u), (_, p0), (_, g) in zip(uflat, pflat, gflat):
-            p = eng.keystr(path)
-            name = path_label(p) or "params"
-            gtext = _fmt_array(g)
-            gtext = f"({gtext})" if gtext.startswith("-") else gtext
-            rows.append(("update", f"{name} − {lr}·∂L/∂{name} = {_fmt_array(p0)} − {lr}·{gtext}",
-                         _fmt_array(u), p))
+        for leaf in order:
+            name = path_label(leaf.path) or "params"
+            g = _fmt_array(grads[leaf.index])
+            g = f"({g})" if g.startswith("-") else g
+            rows.append(("update", f"{name} − {lr}·∂L/∂{name} = {_fmt_array(before[leaf.index])} − {lr}·{g}",
+                         _fmt_array(updated[leaf.index]), leaf.path))
         if x:
             rows += [
                 ("after", "new prediction", _fmt_array(x["new_prediction"]), ""),

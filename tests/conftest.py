@@ -1,0 +1,17 @@
+"""Shared test settings.
+
+`strict_jax` (equinox-style): dtype promotion "strict" and rank promotion "raise", so a silent
+broadcast or an accidental float64 fails the test instead of passing quietly.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture
+def strict_jax():
+    import jax
+
+    with jax.numpy_dtype_promotion("strict"), jax.numpy_rank_promotion("raise"):
+        yield

@@ -1,0 +1,92 @@
+"""PytreeDiagram's Python side: the state it sends, what it accepts back, its text form."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from pytree_lab import PytreeDiagram, describe
+from pytree_lab.diagram import FOLD_ABOVE
+
+PARAMS = {"weight": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)}
+
+
+def loss(p):
+    return (jnp.dot(p["weight"], jnp.array([2.0, 1.0])) + p["bias"] - 3.0) ** 2
+
+
+def test_aligned_columns_and_computed_cells():
+    grads = jax.grad(loss)(PARAMS)
+    updated = jax.tree.map(lambda p, g: p - 0.05 * g, PARAMS, grads)
+    d = PytreeDiagram(PARAMS, grads=grads, updated=updated)
+    assert d.columns == ["params", "grads", "updated"]
+    assert d.counts == ["2 leaves, 3 numerical parameter values"] * 3
+    rows = {r["p"]: r for r in d.rows}
+    assert [c["v"] for c in rows["['weight']"]["c"]] == ["[1, -1]", "[-8, -4]", "[1.4, -0.8]"]
+    assert [c["v"] for c in rows["['bias']"]["c"]] == ["0", "-4", "0.2"]
+    assert all(r["s"] == "ok" for r in d.rows)
+
+
+def test_missing_gradient_is_shown_not_skipped():
+    d = PytreeDiagram(PARAMS, grads={"weight": jnp.array([-8.0, -4.0])})
+    rows = {r["p"]: r for r in d.rows}
+    assert rows["['bias']"]["c"][1] is None and rows["['bias']"]["s"] == "missing"
+    assert "missing" in d.text() or "bias" in d.text()
+
+
+def test_optimizer_state_has_its_own_panel():
+    state = optax.adam(1e-3).init(PARAMS)
+    d = PytreeDiagram(PARAMS, extra={"optimizer state": state})
+    assert d.columns == ["params"]
+    (panel,) = d.panels
+    assert panel["title"] == "optimizer state"
+    paths = [r["p"] for r in panel["rows"]]
+    assert "[0].count" in paths and "[0].mu['weight']" in paths and "[0].nu['bias']" in paths
+    s = describe(state)
+    assert panel["counts"] == s.counts_line()
+    assert s.num_leaves == len(jax.tree.leaves(state))  # count + mu (2) + nu (2)
+
+
+def test_selected_path_from_python_and_stale_paths():
+    d = PytreeDiagram(PARAMS)
+    d.selected_path = "['bias']"
+    assert d.selected_path == "['bias']"
+    d.selected_path = "['nope']"
+    assert d.selected_path == ""
+    d.selected_path = "['weight']"
+    d.set_trees({"params": {"w": jnp.zeros(2)}})  # the tree changed: the old path is gone
+    assert d.selected_path == ""
+    d.collapsed = ["['gone']", "['w']"]
+    assert d.collapsed == []  # unknown paths are dropped and a leaf cannot fold
+    d.set_trees({"params": {"layer": {"w": jnp.zeros(2)}}})
+    d.collapsed = ["['layer']", "['layer']"]
+    assert d.collapsed == ["['layer']"]
+
+
+def test_big_trees_start_folded_and_small_ones_open():
+    big = {f"layer{i}": {"w": jnp.zeros(3), "b": jnp.zeros(1)} for i in range(FOLD_ABOVE)}
+    d = PytreeDiagram(big)
+    assert len(d.rows) == 3 * FOLD_ABOVE
+    assert set(d.collapsed) == {f"['layer{i}']" for i in range(FOLD_ABOVE)}
+    assert PytreeDiagram({"layer": {"w": jnp.zeros(3)}}).collapsed == []
+
+
+def test_text_form_for_places_without_a_widget_front_end():
+    d = PytreeDiagram(PARAMS)
+    bundle = d._repr_mimebundle_()
+    data = bundle[0] if isinstance(bundle, tuple) else bundle
+    lesson = "params\n├── weight: float32[2]\n└── bias: float32[]\n2 leaves, 3 numerical parameter values"
+    assert data["text/plain"] == lesson
+    assert "application/vnd.jupyter.widget-view+json" in data
+    hostile = PytreeDiagram({"<img src=x onerror=alert(1)>": 1.0})
+    html = (hostile._repr_mimebundle_()[0] if isinstance(hostile._repr_mimebundle_(), tuple)
+            else hostile._repr_mimebundle_())["text/html"]
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+
+
+def test_a_message_keeps_the_trees():
+    d = PytreeDiagram(PARAMS)
+    rows = d.rows
+    d.show_message("['bias'] is missing from the gradient tree")
+    assert d.rows == rows and d.message.startswith("['bias']")
