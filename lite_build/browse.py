@@ -1,0 +1,159 @@
+"""Open the built site in Debian's Chromium with no way out but 127.0.0.1.
+
+Used by the site's browser test (tests/lite/) and its benchmark (bench/lite_bench.py), so
+both see the site the same way a student's browser would, minus the outside network:
+- DNS resolves nothing but 127.0.0.1/localhost (`--host-resolver-rules`);
+- every request that leaves 127.0.0.1 is recorded, then aborted (a Playwright route);
+- every request is logged with its time, so tests can say where each file came from.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
+]
+# Matched inside Playwright's driver, so loopback traffic never waits on Python.
+LEAVES_LOOPBACK = re.compile(r"^(https?|wss?)://(?!(127\.0\.0\.1|localhost)(:\d+)?/)")
+LITE_KERNEL_NAME = "Python (Pyodide)"
+
+
+class Timeouts:
+    """Every wait on the Lite page, in seconds, in one place."""
+
+    PAGE = 60.0  # the lab shell and its extensions, from 127.0.0.1
+    KERNEL = 120.0  # Pyodide + IPython boot in a worker on 2 busy cores
+    CELL = 120.0  # the setup cell installs a dozen wheels
+    WIDGET = 30.0
+    ROUND_TRIP = 15.0
+
+    @staticmethod
+    def ms(seconds: float) -> float:
+        return seconds * 1000.0
+
+
+class LiteError(AssertionError):
+    """The page did not do what the site promises; the message says what was seen."""
+
+
+@dataclass
+class NetLog:
+    """Requests the page made: all of them (in order, timed) and those that were refused."""
+
+    started: float = field(default_factory=time.monotonic)
+    requests: list[tuple[float, str]] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+
+    def local_paths(self) -> list[str]:
+        return [urlsplit(url).path for _, url in self.requests if not LEAVES_LOOPBACK.match(url)]
+
+    def first_time(self, path_suffix: str) -> float | None:
+        """Seconds from page open to the first request whose path ends with path_suffix."""
+        for t, url in self.requests:
+            if urlsplit(url).path.endswith(path_suffix) and not LEAVES_LOOPBACK.match(url):
+                return t - self.started
+        return None
+
+
+def launch(playwright):
+    """Debian's Chromium (never a downloaded browser build)."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+def offline_context(browser):
+    """A fresh browser profile whose outside requests are recorded and refused."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    net = NetLog()
+
+    def refuse(route):
+        net.refused.append(route.request.url)
+        route.abort("internetdisconnected")
+
+    context.route(LEAVES_LOOPBACK, refuse)
+    context.on("request", lambda request: net.requests.append((time.monotonic(), request.url)))
+    return context, net
+
+
+def open_notebook(page, site_url: str, path: str, net: NetLog | None = None) -> None:
+    """Open a notebook of the site in JupyterLab; the page starts its kernel by itself."""
+    if net is not None:
+        net.started = time.monotonic()
+    page.goto(f"{site_url}/lab/index.html?path={path}", timeout=Timeouts.ms(Timeouts.PAGE))
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=Timeouts.ms(Timeouts.PAGE))
+
+
+def wait_kernel_ready(page, timeout: float = Timeouts.KERNEL) -> None:
+    """The notebook's Pyodide kernel has booted and is idle."""
+    try:
+        page.wait_for_function(
+            """(name) => {
+                const kernel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Toolbar-kernelName');
+                const status = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator');
+                return kernel && kernel.textContent.trim() === name && status && status.dataset.status === 'idle';
+            }""",
+            arg=LITE_KERNEL_NAME,
+            timeout=Timeouts.ms(timeout),
+            polling=100,
+        )
+    except Exception as err:
+        raise LiteError(f"the {LITE_KERNEL_NAME} kernel was not ready after {timeout:.0f} s: {err}") from None
+
+
+def cell(page, index: int):
+    return page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell").nth(index)
+
+
+def run_cell(page, index: int, timeout: float = Timeouts.CELL) -> str:
+    """Run one code cell as a student would (select it, Shift+Enter); return its output text."""
+    target = cell(page, index)
+    target.scroll_into_view_if_needed()
+    prompt = target.locator(".jp-InputPrompt").first
+    before = prompt.inner_text().strip()
+    prompt.click()
+    page.keyboard.press("Shift+Enter")
+    try:
+        page.wait_for_function(
+            """([el, before]) => {
+                const text = el.textContent.trim();
+                return /^\\[\\d+\\]:$/.test(text) && text !== before;
+            }""",
+            arg=[prompt.element_handle(), before],
+            timeout=Timeouts.ms(timeout),
+            polling=100,
+        )
+    except Exception as err:
+        raise LiteError(f"cell {index} did not finish in {timeout:.0f} s; output so far:\n"
+                        f"{cell_output(page, index)}\n{err}") from None
+    return cell_output(page, index)
+
+
+def cell_output(page, index: int) -> str:
+    return "\n".join(cell(page, index).locator(".jp-OutputArea-output").all_inner_texts())
+
+
+def cell_errors(page, index: int) -> str:
+    """Tracebacks shown under a cell (empty when it ran cleanly)."""
+    return "\n".join(
+        cell(page, index).locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').all_inner_texts()
+    )
+
+
+def probe_lines(text: str) -> dict[str, str]:
+    """`PROBE key value` lines printed by probe cells -> {key: value}."""
+    found = {}
+    for line in text.splitlines():
+        m = re.match(r"\s*PROBE (\S+) ?(.*)$", line)
+        if m:
+            found[m[1]] = m[2].strip()
+    return found

@@ -1,0 +1,561 @@
+"""Build the pytree-lab JupyterLite site from the checkout, from scratch every time.
+
+    python lite_build/build.py [--output-dir DIR] [--contents PATH ...]
+
+What goes in (see README.md):
+- the course notebooks content/*.ipynb (plus any --contents), each starting with the
+  setup cell of first_cell.py (injected when a notebook lacks it);
+- the project's wheel, built from this checkout;
+- the pinned pure-Python wheels of kernel-wheels.txt (hash-checked);
+- the front ends of jupyterlab-widgets, anywidget, bqplot and bqscales, taken from those
+  same wheels, so browser and kernel versions cannot drift apart;
+- the Pyodide core from the npm package `pyodide` (integrity-checked), with a lock file
+  whose pure-Python entries point at local wheels and whose compiled packages (numpy,
+  pandas, ...) point at Pyodide's CDN with absolute, version-pinned URLs.
+
+Nothing is reused from an earlier build: jupyter-lite runs in a fresh staging folder with a
+fresh doit database, because an incremental rebuild was seen to drop settings silently.
+Downloads are cached (hash-checked) in lite_build/.cache/, which git ignores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+CACHE = HERE / ".cache"
+DEFAULT_OUTPUT = HERE / "_output"
+KERNEL_WHEELS = HERE / "kernel-wheels.txt"
+FIRST_CELL = HERE / "first_cell.py"
+SITE_CONFIG = HERE / "jupyter-lite.json"
+MANIFEST_NAME = "pytree-lab-site.json"
+
+# The kernel, its labextension and the Pyodide it was made for move together.
+JUPYTERLITE_VERSION = "0.8.6"
+PYODIDE_VERSION = "314.0.6"
+PYODIDE_NPM_INTEGRITY = (
+    "sha512-BKDTJyIqFxC4BExLqeRS3f5xvXZIjOt8C3zGLN/Cc7tFxSwvKVhVkchQQ2AGLOtR4YrVOIFxbV8poyDOOmWwxQ=="
+)
+# Only what the kernel loads; the npm package's html demos, typings and maps stay out.
+PYODIDE_CORE_FILES = (
+    "pyodide.mjs",
+    "pyodide.asm.mjs",
+    "pyodide.asm.wasm",
+    "python_stdlib.zip",
+    "pyodide-lock.json",
+    "package.json",
+)
+# The only packages allowed to come from outside the site: compiled for wasm by Pyodide,
+# not on PyPI for any emscripten tag.
+CDN_PACKAGES = ("numpy", "pandas")
+# The wheels whose front ends (share/jupyter/labextensions) go into the site.
+FRONT_END_WHEELS = ("jupyterlab-widgets", "anywidget", "bqplot", "bqscales")
+PYODIDE_KERNEL_EXTENSION = "@jupyterlite/pyodide-kernel-extension"
+SETUP_MARKER = "# pytree-lab setup:"
+SETUP_TAG = "pytree-lab-setup"
+LITE_KERNELSPEC = {"name": "python", "display_name": "Python (Pyodide)", "language": "python"}
+
+# How Pyodide's marker environment looks, to check wheel requirements at build time.
+PYODIDE_MARKERS = {
+    "sys_platform": "emscripten",
+    "platform_system": "Emscripten",
+    "platform_machine": "wasm32",
+    "os_name": "posix",
+    "implementation_name": "cpython",
+    "platform_python_implementation": "CPython",
+    "python_version": "3.14",
+    "python_full_version": "3.14.2",
+    "extra": "",
+}
+
+
+class BuildError(RuntimeError):
+    """The site cannot be built as pinned; the message says what to fix."""
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def log(msg: str = "") -> None:
+    print(msg, flush=True)
+
+
+def run(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    proc = subprocess.run(cmd, text=True, capture_output=True, **kwargs)
+    if proc.returncode != 0:
+        raise BuildError(f"command failed ({proc.returncode}): {' '.join(map(str, cmd))}\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def human(n: int) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return str(n)
+
+
+# ---------------------------------------------------------------- pins
+
+
+@dataclass(frozen=True)
+class Pin:
+    name: str  # normalized
+    version: str
+    sha256: str
+
+
+def read_pins(path: Path = KERNEL_WHEELS) -> dict[str, Pin]:
+    text = path.read_text().replace("\\\n", " ")
+    pins: dict[str, Pin] = {}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        m = re.fullmatch(r"([A-Za-z0-9._-]+)==(\S+)\s+--hash=sha256:([0-9a-f]{64})", line)
+        if not m:
+            raise BuildError(f"{path.name}: expected `name==version --hash=sha256:...`, got {line!r}")
+        pin = Pin(normalize(m[1]), m[2], m[3])
+        pins[pin.name] = pin
+    return pins
+
+
+def check_tool_versions() -> None:
+    from jupyterlite_pyodide_kernel import constants
+
+    for dist in ("jupyterlite-core", "jupyterlite-pyodide-kernel"):
+        found = importlib.metadata.version(dist)
+        if found != JUPYTERLITE_VERSION:
+            raise BuildError(f"{dist} {found} is installed; the site is pinned to {JUPYTERLITE_VERSION}")
+    if constants.PYODIDE_VERSION != PYODIDE_VERSION:
+        raise BuildError(
+            f"jupyterlite-pyodide-kernel expects Pyodide {constants.PYODIDE_VERSION}, the build pins {PYODIDE_VERSION}"
+        )
+
+
+# ---------------------------------------------------------------- fetching (cached)
+
+
+def fetch_pyodide(dest: Path) -> list[Path]:
+    """Copy the Pyodide core from the npm package into dest; return the files."""
+    npm_dir = CACHE / "npm"
+    npm_dir.mkdir(parents=True, exist_ok=True)
+    tgz = npm_dir / f"pyodide-{PYODIDE_VERSION}.tgz"
+    if not tgz.exists() or npm_integrity(tgz) != PYODIDE_NPM_INTEGRITY:
+        npm = shutil.which("npm")
+        if not npm:
+            raise BuildError("npm is needed to fetch the Pyodide core (Debian package `npm`)")
+        with tempfile.TemporaryDirectory(dir=npm_dir) as tmp:
+            run([npm, "pack", f"pyodide@{PYODIDE_VERSION}", "--pack-destination", tmp, "--silent"])
+            os.replace(Path(tmp) / tgz.name, tgz)  # atomic: concurrent builds share the cache
+    got = npm_integrity(tgz)
+    if got != PYODIDE_NPM_INTEGRITY:
+        tgz.unlink()
+        raise BuildError(f"pyodide@{PYODIDE_VERSION} from npm has integrity {got}, expected {PYODIDE_NPM_INTEGRITY}")
+    dest.mkdir(parents=True, exist_ok=True)
+    out = []
+    with tarfile.open(tgz) as tar:
+        for name in PYODIDE_CORE_FILES:
+            member = tar.getmember(f"package/{name}")
+            with tar.extractfile(member) as src, (dest / name).open("wb") as dst:
+                shutil.copyfileobj(src, dst)
+            out.append(dest / name)
+    return out
+
+
+def npm_integrity(path: Path) -> str:
+    return "sha512-" + base64.b64encode(hashlib.sha512(path.read_bytes()).digest()).decode()
+
+
+def fetch_wheels(pins: dict[str, Pin]) -> dict[str, Path]:
+    """pip-download the pinned wheels (pure Python only, hash-checked); name -> path."""
+    wheel_dir = CACHE / "wheels"
+    wheel_dir.mkdir(parents=True, exist_ok=True)
+    run(
+        [
+            sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+            "--no-deps", "--only-binary=:all:", "--require-hashes",
+            # platform "any": a compiled wheel could never load in Pyodide, so refuse one here
+            "--platform", "any", "--implementation", "py", "--abi", "none",
+            "--python-version", PYODIDE_MARKERS["python_version"],
+            "-r", str(KERNEL_WHEELS), "-d", str(wheel_dir),
+        ]
+    )
+    by_name: dict[str, Path] = {}
+    for whl in wheel_dir.glob("*.whl"):
+        name, version = wheel_name_version(whl)
+        pin = pins.get(name)
+        if pin and pin.version == version and sha256_file(whl) == pin.sha256:
+            by_name[name] = whl
+    missing = sorted(set(pins) - set(by_name))
+    if missing:
+        raise BuildError(f"pinned wheels missing after download: {missing}")
+    return by_name
+
+
+def wheel_name_version(whl: Path) -> tuple[str, str]:
+    parts = whl.name.split("-")
+    return normalize(parts[0]), parts[1]
+
+
+def wheel_metadata(whl: Path) -> tuple[str, str, list[str]]:
+    """(normalized name, version, Requires-Dist lines) from a wheel's METADATA."""
+    from email.parser import Parser
+
+    with zipfile.ZipFile(whl) as z:
+        meta_name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA") and n.count("/") == 1)
+        meta = Parser().parsestr(z.read(meta_name).decode())
+    return normalize(meta["Name"]), meta["Version"], meta.get_all("Requires-Dist") or []
+
+
+def build_project_wheel(dest: Path) -> Path:
+    """The project's own wheel, built from the checkout as it is now."""
+    dest.mkdir(parents=True, exist_ok=True)
+    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check",
+         "--no-deps", "--wheel-dir", str(dest), str(ROOT)])
+    wheels = list(dest.glob("pytree_lab-*.whl"))
+    if len(wheels) != 1:
+        raise BuildError(f"expected one pytree_lab wheel, found {wheels}")
+    return wheels[0]
+
+
+# ---------------------------------------------------------------- the lock file
+
+
+def rewrite_lock(lock_path: Path, wheels: dict[str, Path], cdn_url: str) -> dict:
+    """Point lock entries at local wheels where we ship one, else at the CDN (absolute).
+
+    Returns {"local": {name: file}, "cdn": {name: url}} for the manifest.
+    """
+    lock = json.loads(lock_path.read_text())
+    local, cdn = {}, {}
+    for key, entry in lock["packages"].items():
+        name = normalize(entry["name"])
+        whl = wheels.get(name)
+        if whl is not None:
+            if wheel_name_version(whl)[1] != entry["version"]:
+                raise BuildError(
+                    f"{name}: kernel-wheels.txt pins {wheel_name_version(whl)[1]}, "
+                    f"Pyodide {PYODIDE_VERSION} locks {entry['version']}; pin the lock's version"
+                )
+            entry["file_name"] = whl.name
+            entry["sha256"] = sha256_file(whl)  # PyPI's bytes, not Pyodide's rebuild
+            local[name] = whl.name
+        else:
+            entry["file_name"] = f"{cdn_url}/{entry['file_name']}"
+            cdn[name] = entry["file_name"]
+    # Every dependency of a local package must be local too, or booting would go outside.
+    for key, entry in lock["packages"].items():
+        if normalize(entry["name"]) in local:
+            outside = [d for d in entry["depends"] if normalize(d) not in local]
+            if outside:
+                raise BuildError(f"{entry['name']} is shipped locally but depends on {outside} from the CDN")
+    for name in CDN_PACKAGES:
+        entry = lock["packages"][name]
+        outside = [d for d in entry["depends"] if normalize(d) not in local and normalize(d) not in CDN_PACKAGES]
+        if outside:
+            raise BuildError(f"{name} needs {outside} from the CDN; pin them in kernel-wheels.txt")
+    lock_path.write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
+    return {"local": local, "cdn": cdn, "lock": lock}
+
+
+def check_requirements(index_wheels: list[Path], lock: dict, local: dict, extension_index: set[str]) -> None:
+    """Every requirement of a site wheel must be found without PyPI (which the site turns off)."""
+    from packaging.requirements import Requirement
+
+    available = {wheel_metadata(w)[0] for w in index_wheels} | set(local) | extension_index
+    lock_names = {normalize(e["name"]) for e in lock["packages"].values()}
+    problems = []
+    for whl in index_wheels:
+        name, _, requires = wheel_metadata(whl)
+        for line in requires:
+            req = Requirement(line)
+            if req.marker is not None and not req.marker.evaluate(PYODIDE_MARKERS):
+                continue
+            dep = normalize(req.name)
+            if dep in available or dep in CDN_PACKAGES:
+                continue
+            where = "only on Pyodide's CDN" if dep in lock_names else "nowhere in the site"
+            problems.append(f"{name} needs {req} ({where})")
+    if problems:
+        raise BuildError("the kernel would need PyPI for:\n  " + "\n  ".join(problems))
+
+
+# ---------------------------------------------------------------- notebooks
+
+
+def setup_cell_source() -> str:
+    return FIRST_CELL.read_text().rstrip("\n")
+
+
+def stage_notebook(src: Path, dest: Path) -> bool:
+    """Copy a notebook for the site; True if the setup cell had to be injected.
+
+    The copy opens on the Pyodide kernel (a CPython kernelspec would make the page ask the
+    student which kernel to start) and starts with the setup cell.
+    """
+    nb = json.loads(src.read_text())
+    nb.setdefault("metadata", {})["kernelspec"] = dict(LITE_KERNELSPEC)
+    cells = nb.get("cells", [])
+    first_code = next((c for c in cells if c.get("cell_type") == "code"), None)
+    has_setup = first_code is not None and "".join(first_code.get("source", "")).lstrip().startswith(SETUP_MARKER)
+    if not has_setup:
+        source = setup_cell_source()
+        lines = source.splitlines(keepends=True)
+        cell = {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {"tags": [SETUP_TAG]},
+            "outputs": [],
+            "source": lines,
+        }
+        if nb.get("nbformat", 4) >= 4 and nb.get("nbformat_minor", 0) >= 5:
+            cell["id"] = SETUP_TAG
+        nb["cells"] = [cell, *cells]
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
+    return not has_setup
+
+
+def collect_notebooks(extra: list[Path]) -> list[tuple[Path, str]]:
+    """(source, relative name) for content/*.ipynb and each extra file or folder."""
+    found = [(p, p.name) for p in sorted((ROOT / "content").glob("*.ipynb"))]
+    for path in extra:
+        path = path.resolve()
+        if path.is_dir():
+            found += [(p, p.relative_to(path).as_posix()) for p in sorted(path.rglob("*.ipynb"))
+                      if ".ipynb_checkpoints" not in p.parts]
+        elif path.suffix == ".ipynb":
+            found.append((path, path.name))
+        else:
+            raise BuildError(f"--contents: {path} is not a notebook or folder")
+    return found
+
+
+# ---------------------------------------------------------------- the build
+
+
+def source_date_epoch() -> int:
+    """Timestamps in the site come from the last commit, so rebuilds of one commit match."""
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%ct"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+        return int(out)
+    except (OSError, subprocess.CalledProcessError, ValueError):
+        return 315532800  # 1980-01-01, the zip epoch
+
+
+def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = None) -> dict:
+    from jupyterlite_pyodide_kernel.constants import PYODIDE_CDN_URL
+
+    check_tool_versions()
+    output_dir = output_dir.resolve()
+    pins = read_pins()
+
+    # No state survives from an earlier build (the doit database pitfall).
+    shutil.rmtree(output_dir, ignore_errors=True)
+    for stale in (HERE / ".jupyterlite.doit.db",):
+        stale.unlink(missing_ok=True)
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix="stage-", dir=CACHE))
+    try:
+        log(f"pytree-lab JupyterLite build -> {output_dir}")
+        pyodide_dir = stage / "static" / "pyodide"
+        core = fetch_pyodide(pyodide_dir)
+        log(f"  Pyodide {PYODIDE_VERSION} core from npm (integrity checked)")
+
+        wheels = fetch_wheels(pins)
+        log(f"  {len(wheels)} pinned wheels (sha256 checked)")
+        project = build_project_wheel(stage / "project")
+        log(f"  project wheel {project.name} built from the checkout")
+
+        lock_info = rewrite_lock(pyodide_dir / "pyodide-lock.json",
+                                 {n: w for n, w in wheels.items()}, PYODIDE_CDN_URL)
+        for name in lock_info["local"]:
+            shutil.copy2(wheels[name], pyodide_dir / wheels[name].name)
+
+        pypi_dir = stage / "pypi"
+        pypi_dir.mkdir()
+        index_wheels = [w for n, w in wheels.items() if n not in lock_info["local"]] + [project]
+        for whl in index_wheels:
+            shutil.copy2(whl, pypi_dir / whl.name)
+
+        kernel_ext = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / PYODIDE_KERNEL_EXTENSION
+        ext_index = json.loads((kernel_ext / "static" / "pypi" / "all.json").read_text())
+        check_requirements(index_wheels, lock_info["lock"], lock_info["local"], {normalize(n) for n in ext_index})
+
+        files_dir = stage / "files"
+        injected = []
+        notebooks = collect_notebooks(contents or [])
+        for src, rel in notebooks:
+            if stage_notebook(src, files_dir / rel):
+                injected.append(rel)
+        files_dir.mkdir(exist_ok=True)
+
+        shutil.copy2(SITE_CONFIG, stage / "jupyter-lite.json")
+        front_ends = [str(wheels[normalize(n)]) for n in FRONT_END_WHEELS]
+        config = {
+            "LiteBuildConfig": {
+                "contents": [str(files_dir)],
+                "output_dir": str(output_dir),
+                "cache_dir": str(stage / ".lite-cache"),
+                "no_sourcemaps": True,
+                "source_date_epoch": source_date_epoch(),
+                # front ends come from the pinned wheels and the kernel's own extension,
+                # never from whatever else happens to be installed in this environment
+                "ignore_sys_prefix": ["federated_extensions"],
+                "federated_extensions": [*front_ends, str(kernel_ext)],
+            }
+        }
+        (stage / "jupyter_lite_config.json").write_text(json.dumps(config, indent=2))
+
+        proc = subprocess.run(
+            [sys.executable, "-m", "jupyterlite_core", "build", "--lite-dir", str(stage)],
+            cwd=stage, text=True, capture_output=True,
+        )
+        if proc.returncode != 0:
+            raise BuildError(f"jupyter lite build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+
+        manifest = verify_and_describe(output_dir, lock_info, wheels, project, notebooks, injected)
+        (output_dir / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
+        print_manifest(output_dir, manifest)
+        return manifest
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def verify_and_describe(output_dir, lock_info, wheels, project, notebooks, injected) -> dict:
+    """Check the built site says what we meant (the pitfalls are silent), then describe it."""
+    config = json.loads((output_dir / "jupyter-lite.json").read_text())["jupyter-config-data"]
+    kernel = config["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
+    problems = []
+    if kernel.get("pyodideUrl") != "./static/pyodide/pyodide.mjs":
+        problems.append(f"pyodideUrl is {kernel.get('pyodideUrl')!r}, not the site's own Pyodide")
+    if kernel.get("disablePyPIFallback") is not True:
+        problems.append("disablePyPIFallback is not on")
+    if not any(u.startswith("./pypi/all.json") for u in kernel.get("pipliteUrls", [])):
+        problems.append("the site's wheel index ./pypi/all.json is not in pipliteUrls")
+    index = json.loads((output_dir / "pypi" / "all.json").read_text())
+    for whl in (w for n, w in wheels.items() if n not in lock_info["local"]):
+        name, version = wheel_name_version(whl)
+        if version not in index.get(name, {}).get("releases", {}):
+            problems.append(f"{name} {version} is not in pypi/all.json")
+
+    # Each front end must be byte-for-byte the one inside the wheel the kernel installs.
+    extensions = {}
+    for pkg_json in sorted((output_dir / "extensions").glob("**/package.json")):
+        if pkg_json.parent.parent.name != "extensions" and not pkg_json.parent.parent.name.startswith("@"):
+            continue
+        data = json.loads(pkg_json.read_text())
+        if "jupyterlab" not in data:
+            continue
+        ext_dir = pkg_json.parent
+        extensions[data["name"]] = {
+            "version": data["version"],
+            "bytes": sum(p.stat().st_size for p in ext_dir.rglob("*") if p.is_file()),
+            "files": sum(1 for p in ext_dir.rglob("*") if p.is_file()),
+        }
+    for dist in FRONT_END_WHEELS:
+        whl = wheels[normalize(dist)]
+        with zipfile.ZipFile(whl) as z:
+            inside = [n for n in z.namelist() if re.search(r"share/jupyter/labextensions/(@[^/]+/)?[^/@]+/package\.json$", n)]
+            for member in inside:
+                data = json.loads(z.read(member))
+                built = output_dir / "extensions" / data["name"] / "package.json"
+                if not built.exists() or json.loads(built.read_text()) != data:
+                    problems.append(f"front end {data['name']} differs from the one in {whl.name}")
+                else:
+                    extensions[data["name"]]["from_wheel"] = whl.name
+    expected = {PYODIDE_KERNEL_EXTENSION} | {
+        e for e, d in extensions.items() if d.get("from_wheel")
+    }
+    unexpected = sorted(set(extensions) - expected)
+    if unexpected:
+        problems.append(f"unexpected front ends in the site: {unexpected}")
+    if problems:
+        raise BuildError("the built site is not what was pinned:\n  " + "\n  ".join(problems))
+
+    def entry(path: Path) -> dict:
+        return {"path": path.relative_to(output_dir).as_posix(), "bytes": path.stat().st_size}
+
+    pyodide_dir = output_dir / "static" / "pyodide"
+    all_files = [p for p in output_dir.rglob("*") if p.is_file()]
+    return {
+        "pyodide_version": PYODIDE_VERSION,
+        "pyodide_core": [entry(pyodide_dir / n) for n in PYODIDE_CORE_FILES],
+        "lock_wheels": [entry(pyodide_dir / f) for f in sorted(lock_info["local"].values())],
+        "index_wheels": [entry(p) for p in sorted((output_dir / "pypi").glob("*.whl"))],
+        "project_wheel": f"pypi/{project.name}",
+        "notebooks": [entry(output_dir / "files" / rel) for _, rel in notebooks],
+        "setup_cell_injected": injected,
+        "extensions": extensions,
+        "cdn_packages": {name: lock_info["cdn"][name] for name in CDN_PACKAGES},
+        "total_bytes": sum(p.stat().st_size for p in all_files),
+        "total_files": len(all_files),
+    }
+
+
+def print_manifest(output_dir: Path, m: dict) -> None:
+    def rows(title, entries):
+        log(f"\n{title}")
+        for e in entries:
+            log(f"  {human(e['bytes']):>9}  {e['path']}")
+        log(f"  {human(sum(e['bytes'] for e in entries)):>9}  total")
+
+    rows(f"Pyodide {m['pyodide_version']} core (served by the site):", m["pyodide_core"])
+    rows("Pyodide lock packages shipped as local wheels:", m["lock_wheels"])
+    rows("Site wheel index (pypi/all.json; PyPI fallback off):", m["index_wheels"])
+    rows("Notebooks:", m["notebooks"])
+    if m["setup_cell_injected"]:
+        log(f"  setup cell injected into: {', '.join(m['setup_cell_injected'])}")
+    log("\nFront-end extensions:")
+    for name, e in sorted(m["extensions"].items()):
+        source = f"from {e['from_wheel']}" if e.get("from_wheel") else "the Pyodide kernel"
+        log(f"  {human(e['bytes']):>9}  {name} {e['version']} ({e['files']} files, {source})")
+    log("\nFetched at run time from Pyodide's CDN (pinned in static/pyodide/pyodide-lock.json):")
+    for name, url in m["cdn_packages"].items():
+        log(f"  {name}: {url}")
+    log(f"\nSite: {m['total_files']} files, {human(m['total_bytes'])} in {output_dir}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument("--contents", type=Path, action="append", default=[],
+                        help="extra notebook or folder of notebooks (besides content/*.ipynb)")
+    args = parser.parse_args(argv)
+    try:
+        build_site(args.output_dir, args.contents)
+    except BuildError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

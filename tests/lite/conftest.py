@@ -1,0 +1,186 @@
+"""Fixtures for the JupyterLite site test: build the site once, serve it, drive one notebook.
+
+The site is built by the same code as `make lite-build`, into a temporary folder, with one
+extra notebook (the probe below) so the test can run its own cells. The probe has no setup
+cell on purpose: the build must inject the canonical one, exactly as it would for a course
+notebook that lacks it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from lite_build import browse  # noqa: E402
+from lite_build.serve import SiteServer  # noqa: E402
+
+PROBE_NOTEBOOK = "lite_probe.ipynb"
+PACKAGE_FILE_TO_COMPARE = "static/diagram.js"  # the wheel in the kernel must carry this checkout's file
+
+# The probe's cells, after the setup cell the build puts first (index 0).
+BOOT_CELL = f"""\
+import sys, hashlib, importlib.metadata, pathlib
+import pyodide, pytree_lab
+print("PROBE platform", sys.platform)
+print("PROBE pyodide", pyodide.__version__)
+print("PROBE pytree-lab", importlib.metadata.version("pytree-lab"))
+print("PROBE file-sha256", hashlib.sha256(
+    (pathlib.Path(pytree_lab.__file__).parent / "{PACKAGE_FILE_TO_COMPARE}").read_bytes()).hexdigest())
+print("PROBE numpy-imported", "numpy" in sys.modules)
+"""
+# An anywidget with inline ES module: the widget stack on its own, independent of pytree-lab.
+ANYWIDGET_CELL = """\
+import anywidget, traitlets
+
+class ClickCounter(anywidget.AnyWidget):
+    _esm = '''
+    export default {
+      render({ model, el }) {
+        const button = document.createElement("button");
+        button.className = "lite-probe-counter";
+        const show = () => { button.textContent = `clicked ${model.get("count")}`; };
+        button.addEventListener("click", () => { model.set("count", model.get("count") + 1); model.save_changes(); });
+        model.on("change:count", show);
+        show();
+        el.appendChild(button);
+      },
+    };
+    '''
+    count = traitlets.Int(0).tag(sync=True)
+
+counter = ClickCounter()
+counter
+"""
+COUNTER_READ_CELL = 'print("PROBE count", counter.count)'
+DIAGRAM_CELL = """\
+from pytree_lab import PytreeDiagram
+diagram = PytreeDiagram({"weight": [1.0, -1.0], "bias": 0.0})
+diagram
+"""
+DIAGRAM_READ_CELL = """\
+print("PROBE selected", diagram.selected_path)
+print("PROBE numpy-imported", "numpy" in sys.modules)
+"""
+CELLS = [BOOT_CELL, ANYWIDGET_CELL, COUNTER_READ_CELL, DIAGRAM_CELL, DIAGRAM_READ_CELL]
+SETUP, BOOT, COUNTER, COUNTER_READ, DIAGRAM, DIAGRAM_READ = range(6)
+
+
+@pytest.fixture(scope="session")
+def lite_site(tmp_path_factory) -> Path:
+    """The site, built from this checkout by lite_build/build.py (+ the probe notebook)."""
+    work = tmp_path_factory.mktemp("lite")
+    probe = work / "probe" / PROBE_NOTEBOOK
+    probe.parent.mkdir()
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(src) for src in CELLS]
+    nbformat.write(nb, probe)
+    site = work / "site"
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "lite_build" / "build.py"), "--output-dir", str(site), "--contents", str(probe)],
+        capture_output=True, text=True, timeout=900,
+    )
+    if proc.returncode != 0:
+        pytest.fail(f"the site build failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}", pytrace=False)
+    return site
+
+
+@pytest.fixture(scope="session")
+def lite_manifest(lite_site) -> dict:
+    return json.loads((lite_site / "pytree-lab-site.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def lite_server(lite_site):
+    with SiteServer(lite_site) as server:
+        yield server
+
+
+@dataclass
+class LiteRun:
+    """What one student-like session on the probe notebook showed."""
+
+    net: browse.NetLog
+    outputs: dict[int, str] = field(default_factory=dict)
+    errors: dict[int, str] = field(default_factory=dict)
+    counter_text: str = ""
+    diagram_rendered: bool = False
+    bias_leaf_rendered: bool = False
+    failure: str = ""
+
+    def probes(self, index: int) -> dict[str, str]:
+        return browse.probe_lines(self.outputs.get(index, ""))
+
+    def check(self) -> None:
+        if self.failure:
+            raise AssertionError(self.failure)
+
+
+@pytest.fixture(scope="session")
+def lite_run(lite_server) -> LiteRun:
+    """Open the probe notebook offline, run its cells, click the widgets; record everything.
+
+    One page session serves every assertion (a Pyodide boot costs ~15 s); a step that fails
+    is recorded and each test that depends on it fails with the message.
+    """
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = browse.launch(pw)
+        try:
+            context, net = browse.offline_context(browser)
+            page = context.new_page()
+            run = LiteRun(net=net)
+            try:
+                browse.open_notebook(page, lite_server.url, PROBE_NOTEBOOK, net)
+                browse.wait_kernel_ready(page)
+                for index in (SETUP, BOOT, COUNTER):
+                    run.outputs[index] = browse.run_cell(page, index)
+                    run.errors[index] = browse.cell_errors(page, index)
+
+                button = browse.cell(page, COUNTER).locator("button.lite-probe-counter")
+                button.click(timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
+                page.wait_for_function(
+                    "(el) => el.textContent === 'clicked 1'", arg=button.element_handle(),
+                    timeout=browse.Timeouts.ms(browse.Timeouts.ROUND_TRIP))
+                run.counter_text = button.inner_text()
+                run.outputs[COUNTER_READ] = browse.run_cell(page, COUNTER_READ)
+
+                run.outputs[DIAGRAM] = browse.run_cell(page, DIAGRAM)
+                run.errors[DIAGRAM] = browse.cell_errors(page, DIAGRAM)
+                tree = browse.cell(page, DIAGRAM).locator("[role=tree]")
+                tree.first.wait_for(timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
+                run.diagram_rendered = True
+                bias = tree.locator("""[data-path="['bias']"]""").first
+                bias.wait_for(timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
+                run.bias_leaf_rendered = True
+                bias.click()
+                time.sleep(0.2)  # the click's comm message is in flight; the read cell queues after it
+                run.outputs[DIAGRAM_READ] = browse.run_cell(page, DIAGRAM_READ)
+            except Exception as err:  # recorded, then raised by every test that needs the step
+                shot = ROOT / "artifacts" / "lite-failure.png"
+                shot.parent.mkdir(exist_ok=True)
+                try:
+                    page.screenshot(path=str(shot))
+                except Exception:
+                    pass
+                run.failure = f"{type(err).__name__}: {err}\noutputs so far: {run.outputs}\nscreenshot: {shot}"
+            context.close()
+        finally:
+            browser.close()
+    return run
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -1,0 +1,125 @@
+"""The JupyterLite site, built from this checkout and opened offline in Debian's Chromium.
+
+Every request that leaves 127.0.0.1 is recorded and refused (see lite_build/browse.py), so
+what works here works for a student with no network but the site's own host; only numpy
+and pandas (compiled by Pyodide) would come from outside, at the lock file's pinned URLs.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+
+import pytest
+from jupyterlite_pyodide_kernel.constants import PYODIDE_CDN_URL
+
+from .conftest import (
+    BOOT,
+    COUNTER_READ,
+    DIAGRAM,
+    DIAGRAM_READ,
+    PACKAGE_FILE_TO_COMPARE,
+    PROBE_NOTEBOOK,
+    ROOT,
+    SETUP,
+    sha256_of,
+)
+
+pytestmark = pytest.mark.browser
+
+PROJECT_VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+PYODIDE_CORE = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
+
+
+# ---------------------------------------------------------------- the built site (no browser)
+
+
+def test_site_config_points_the_kernel_at_the_site_itself(lite_site):
+    kernel = json.loads((lite_site / "jupyter-lite.json").read_text())["jupyter-config-data"][
+        "litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
+    assert kernel["pyodideUrl"] == "./static/pyodide/pyodide.mjs"
+    assert kernel["disablePyPIFallback"] is True
+    assert kernel["pipliteUrls"][0].startswith("./pypi/all.json?sha256=")
+
+
+def test_lock_file_is_local_except_compiled_packages_at_pinned_cdn_urls(lite_site, lite_manifest):
+    lock = json.loads((lite_site / "static" / "pyodide" / "pyodide-lock.json").read_text())
+    packages = lock["packages"]
+    cdn = f"{PYODIDE_CDN_URL}/"
+    for name in ("numpy", "pandas"):
+        url = packages[name]["file_name"]
+        assert url == lite_manifest["cdn_packages"][name]
+        assert url.startswith(cdn) and url.endswith(".whl")
+    for name in ("micropip", "ipython", "traitlets", "python-dateutil", "pytz"):
+        file_name = packages[name]["file_name"]
+        assert "/" not in file_name, f"{name} should be served by the site, lock says {file_name}"
+        assert sha256_of(lite_site / "static" / "pyodide" / file_name) == packages[name]["sha256"]
+
+
+def test_site_wheel_index_holds_the_checkouts_wheel_and_pinned_widgets(lite_site):
+    index = json.loads((lite_site / "pypi" / "all.json").read_text())
+    assert PROJECT_VERSION in index["pytree-lab"]["releases"]
+    assert "0.11.0" in index["anywidget"]["releases"]
+    assert "8.1.9" in index["ipywidgets"]["releases"]
+    assert "0.13.1" in index["bqplot"]["releases"]
+    assert set(index) >= {"comm", "jupyterlab-widgets", "bqscales", "traittypes", "autograd", "psygnal"}
+
+
+def test_probe_notebook_got_the_setup_cell_and_the_lite_kernel(lite_site, lite_manifest):
+    nb = json.loads((lite_site / "files" / PROBE_NOTEBOOK).read_text())
+    first = "".join(nb["cells"][0]["source"])
+    assert first == (ROOT / "lite_build" / "first_cell.py").read_text().rstrip("\n")
+    assert nb["metadata"]["kernelspec"]["name"] == "python"
+    assert PROBE_NOTEBOOK in lite_manifest["setup_cell_injected"]
+
+
+# ---------------------------------------------------------------- in the browser, offline
+
+
+def test_kernel_boots_from_the_sites_own_pyodide(lite_run):
+    lite_run.check()
+    paths = lite_run.net.local_paths()
+    for name in PYODIDE_CORE:
+        assert f"/static/pyodide/{name}" in paths, f"{name} was not loaded from the site"
+    boot = lite_run.probes(BOOT)
+    assert boot["platform"] == "emscripten"
+    assert boot["pyodide"] == "314.0.6"
+    assert not lite_run.errors[BOOT], lite_run.errors[BOOT]
+
+
+def test_projects_wheel_installs_from_the_site(lite_run):
+    lite_run.check()
+    assert f"/pypi/pytree_lab-{PROJECT_VERSION}-py3-none-any.whl" in lite_run.net.local_paths()
+    boot = lite_run.probes(BOOT)
+    assert boot["pytree-lab"] == PROJECT_VERSION
+    # the package in the kernel is this checkout's, file for file
+    assert boot["file-sha256"] == sha256_of(ROOT / "widgets" / "pytree_lab" / PACKAGE_FILE_TO_COMPARE)
+
+
+def test_setup_cell_says_numpy_is_missing_offline(lite_run):
+    lite_run.check()
+    assert "numpy could not be loaded" in lite_run.outputs[SETUP], lite_run.outputs[SETUP]
+    assert not lite_run.errors[SETUP], lite_run.errors[SETUP]
+
+
+def test_inline_anywidget_click_round_trips_to_python(lite_run):
+    lite_run.check()
+    assert lite_run.counter_text == "clicked 1"
+    assert lite_run.probes(COUNTER_READ)["count"] == "1"
+
+
+def test_pytree_diagram_renders_and_a_leaf_click_reaches_python(lite_run):
+    lite_run.check()
+    assert not lite_run.errors[DIAGRAM], lite_run.errors[DIAGRAM]
+    assert lite_run.diagram_rendered and lite_run.bias_leaf_rendered
+    read = lite_run.probes(DIAGRAM_READ)
+    assert read["selected"] == "['bias']"
+    # the diagram of a plain-Python tree needed no numpy
+    assert read["numpy-imported"] == "False"
+
+
+def test_only_numpy_and_pandas_were_requested_from_outside(lite_run, lite_manifest):
+    lite_run.check()
+    refused = set(lite_run.net.refused)
+    expected = {lite_manifest["cdn_packages"]["numpy"], lite_manifest["cdn_packages"]["pandas"]}
+    assert refused == expected, f"refused: {sorted(refused)}"
