@@ -1,7 +1,9 @@
 """Fixtures for the real-browser suite: one JupyterLab server and one Chromium page per session.
 
-Tests get notebooks through the `open_nb` factory, which closes each notebook and shuts its
-kernel down afterwards, so the shared page starts every test with an empty main area.
+Tests get notebooks through the `open_nb` factory (closed after the test) or `open_module_nb`
+(shared by a module's tests, which then reset the state they touch). Closing a notebook
+shuts its kernel down, so the shared page starts each test with only what it asked for.
+On a failure, a screenshot of the page goes to artifacts/browser-failures/.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import pytest
 from .harness import (
     LIGHT,
     HarnessError,
+    Notebook,
     Timeouts,
     launch_chromium,
     open_lab,
@@ -25,11 +28,27 @@ from .harness import (
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "browser-failures"
 
 
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
-    setattr(item, f"rep_{report.when}", report)
+    # while the test's fixtures are still alive: the page shows what went wrong
+    page = item.funcargs.get("lab_page") if hasattr(item, "funcargs") else None
+    if page is None or not report.failed or report.when not in ("setup", "call"):
+        return
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shot = ARTIFACTS / f"{_slug(item.nodeid)}.png"
+    try:
+        page.screenshot(path=str(shot))
+        report.sections.append(("browser", f"screenshot: {shot}"))
+    except Exception as err:  # a debugging aid must never mask the real failure
+        report.sections.append(("browser", f"no screenshot: {err}"))
+    if page.pytree_lab_errors:
+        report.sections.append(("page errors", "\n".join(page.pytree_lab_errors)))
 
 
 @pytest.fixture(scope="session")
@@ -63,7 +82,7 @@ def browser():
 
 @pytest.fixture(scope="session")
 def lab_page(browser, lab_server):
-    """The lab shell, loaded once; page errors are collected for failing tests to show."""
+    """The lab shell, loaded once; page errors are collected for failure reports."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     page = context.new_page()
     page.set_default_timeout(Timeouts.ms(Timeouts.WIDGET_VIEW))
@@ -74,33 +93,43 @@ def lab_page(browser, lab_server):
     context.close()
 
 
-@pytest.fixture
-def open_nb(request, lab_page, lab_server):
-    """Factory: `open_nb(cells, wait_for=selector)` -> Notebook, run and showing its widgets."""
-    opened = []
+class NotebookOpener:
+    """`opener(cells, wait_for=selector)` -> a Notebook, every cell run, its widgets shown."""
 
-    def factory(cells, wait_for=None, name=None):
-        stem = re.sub(r"[^A-Za-z0-9_]+", "_", request.node.name)
-        nb_name = name or f"{stem}_{len(opened)}.ipynb"
-        nb = open_notebook(lab_page, lab_server, nb_name, cells, wait_for=wait_for)
-        opened.append(nb)
+    def __init__(self, page, server, stem: str):
+        self.page, self.server, self.stem = page, server, stem
+        self.opened: list[Notebook] = []
+
+    def __call__(self, cells: list[str], wait_for: str | None = None, name: str | None = None) -> Notebook:
+        nb_name = name or f"{self.stem}_{len(self.opened)}.ipynb"
+        nb = open_notebook(self.page, self.server, nb_name, cells, wait_for=wait_for)
+        self.opened.append(nb)
         return nb
 
-    yield factory
+    def close_all(self) -> None:
+        for nb in self.opened:
+            nb.close()
 
-    failed = any(getattr(request.node, f"rep_{when}", None) and getattr(request.node, f"rep_{when}").failed
-                 for when in ("setup", "call"))
-    if failed:
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        stem = re.sub(r"[^A-Za-z0-9_]+", "_", request.node.nodeid)
-        try:
-            lab_page.screenshot(path=str(ARTIFACTS / f"{stem}.png"))
-        except Exception:  # a screenshot is a debugging aid; never mask the real failure
-            pass
-        if lab_page.pytree_lab_errors:
-            print("page errors:\n" + "\n".join(lab_page.pytree_lab_errors))
-        print("server log tail:\n" + lab_server.log_tail())
-    for nb in opened:
-        nb.close()
-    if lab_page.evaluate("() => document.body.dataset.jpThemeName") != LIGHT:
-        set_theme(lab_page, LIGHT)
+
+@pytest.fixture
+def open_nb(request, lab_page, lab_server):
+    opener = NotebookOpener(lab_page, lab_server, _slug(request.node.name))
+    yield opener
+    opener.close_all()
+
+
+@pytest.fixture(scope="module")
+def open_module_nb(request, lab_page, lab_server):
+    opener = NotebookOpener(lab_page, lab_server, _slug(request.module.__name__.rsplit(".", 1)[-1]))
+    yield opener
+    opener.close_all()
+
+
+@pytest.fixture(autouse=True)
+def _light_theme_after_test(request):
+    """A test that switches theme leaves the shared page light again."""
+    yield
+    if "lab_page" in request.fixturenames:
+        page = request.getfixturevalue("lab_page")
+        if page.evaluate("() => document.body.dataset.jpThemeName") != LIGHT:
+            set_theme(page, LIGHT)

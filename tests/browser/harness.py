@@ -317,8 +317,12 @@ class KernelProbe:
         self._request(code)
 
     def value(self, expr: str) -> Any:
-        """Evaluate an expression in the notebook's namespace; return it JSON-decoded."""
-        content = self._request("", {"v": f"__import__('json').dumps({expr})"})
+        """Evaluate an expression in the notebook's namespace; return it JSON-decoded.
+
+        `silent=True` keeps the request out of the notebook's history and execution count.
+        """
+        # arrays (numpy, jax) and numpy scalars become lists and floats through .tolist()
+        content = self._request("", {"v": f"__import__('json').dumps({expr}, default=lambda o: o.tolist())"})
         result = content["user_expressions"]["v"]
         if result["status"] != "ok":
             raise HarnessError(f"kernel error evaluating {expr!r}: {result.get('ename')}: {result.get('evalue')}")

@@ -1,0 +1,133 @@
+"""Reading and driving pytree-lab widgets in the page: the DOM side of the browser tests.
+
+Selectors follow the widgets' DOM contract (role="tree", role="treeitem", data-path) and
+what ipywidgets (noUiSlider) and bqplot draw.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .harness import Timeouts
+
+
+def css_string(text: str) -> str:
+    """A CSS attribute-selector string literal (JSON escaping is valid CSS escaping here)."""
+    return json.dumps(text)
+
+
+def tree_item(scope, path: str):
+    return scope.locator(f'[role="treeitem"][data-path={css_string(path)}]')
+
+
+def tree_cell(scope, path: str, column: str):
+    """The cell of one tree (column) in the row of `path`: the row's own line, not a child's."""
+    return tree_item(scope, path).locator(f":scope > .ptl-line > .ptl-cell[data-column={css_string(column)}]")
+
+
+def selected_paths(scope) -> list[str]:
+    return scope.locator('[role="treeitem"][aria-selected="true"]').evaluate_all(
+        "els => els.map(e => e.dataset.path)"
+    )
+
+
+def wait_selected(scope, path: str) -> None:
+    """Wait until exactly `path` is the selected tree item in `scope`."""
+    tree_item(scope, path).and_(scope.locator('[aria-selected="true"]')).wait_for(
+        timeout=Timeouts.ms(Timeouts.ROUND_TRIP)
+    )
+
+
+def slider(scope, label: str):
+    """The ipywidgets FloatSlider whose description is exactly `label`."""
+    return scope.locator(".widget-slider").filter(
+        has=scope.page.locator("label.widget-label", has_text=re.compile(f"^{re.escape(label)}$"))
+    )
+
+
+def slider_handle(scope, label: str):
+    return slider(scope, label).locator('.noUi-handle[role="slider"]')
+
+
+def slider_aria_value(scope, label: str) -> float:
+    """The handle's aria-valuenow (noUiSlider rounds it to one decimal: a coarse check only)."""
+    return float(slider_handle(scope, label).get_attribute("aria-valuenow"))
+
+
+# Everything in screen coordinates, so transforms inside bqplot's SVG do not matter.
+_READ_BARS = """
+(fig) => {
+  const mid = (r) => ({x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2});
+  const axes = [...fig.querySelectorAll('svg.svg-background g.axis')].map(axis => {
+    const ticks = [...axis.querySelectorAll(':scope > g.tick')];
+    return {
+      vertical: ticks.length > 1 && ticks.every(t => /^translate\\(0[ ,]/.test(t.getAttribute('transform') || '')),
+      ticks: ticks.map(t => ({
+        text: t.querySelector('text').textContent,
+        ...mid(t.querySelector('line').getBoundingClientRect()),
+      })),
+      label: [...axis.querySelectorAll(':scope > text')].map(t => t.textContent).join(' '),
+    };
+  });
+  const groups = [...fig.querySelectorAll('g.bargroup')].map(g => ({
+    bars: [...g.querySelectorAll('rect.bar')].map(r => {
+      const b = r.getBoundingClientRect();
+      return {top: b.top, bottom: b.bottom, x: (b.left + b.right) / 2, height: +r.getAttribute('height')};
+    }),
+  }));
+  const zero = fig.querySelector('line.zeroLine');
+  return {
+    axes,
+    groups,
+    zero: zero ? mid(zero.getBoundingClientRect()).y : null,
+    legend: [...fig.querySelectorAll('text.legendtext')].map(t => t.textContent),
+    texts: [...fig.querySelectorAll('text')].map(t => t.textContent),
+  };
+}
+"""
+
+
+def _number(text: str) -> float:
+    return float(text.replace("\u2212", "-").strip())
+
+
+def read_bars(figure) -> dict:
+    """The values bqplot drew, read from the SVG: {label: [before, after]}, plus the axis texts.
+
+    Pixel positions of the y-axis ticks give the pixel -> value map; each bar's value is its
+    end away from zero. Bars are matched to x labels by horizontal position.
+    """
+    raw = figure.evaluate(_READ_BARS)
+    vertical = [a for a in raw["axes"] if a["vertical"]]
+    horizontal = [a for a in raw["axes"] if not a["vertical"]]
+    assert len(vertical) == 1 and len(horizontal) == 1, f"expected one x and one y axis: {raw['axes']}"
+    ticks = [(t["y"], _number(t["text"])) for t in vertical[0]["ticks"]]
+    # least squares through every tick: tick labels are rounded for display, positions are not
+    n = len(ticks)
+    my = sum(y for y, _ in ticks) / n
+    mv = sum(v for _, v in ticks) / n
+    slope = sum((y - my) * (v - mv) for y, v in ticks) / sum((y - my) ** 2 for y, _ in ticks)
+
+    def value(y: float) -> float:
+        return mv + slope * (y - my)
+
+    out: dict[str, list[float]] = {}
+    xticks = horizontal[0]["ticks"]
+    for group in raw["groups"]:
+        values = []
+        for bar in group["bars"]:
+            ends = [value(bar["top"]), value(bar["bottom"])]
+            values.append(max(ends, key=abs) if bar["height"] > 0 else 0.0)
+        cx = sum(b["x"] for b in group["bars"]) / len(group["bars"])
+        label = min(xticks, key=lambda t: abs(t["x"] - cx))["text"]
+        out[label] = values
+    return {
+        "bars": out,
+        "x_labels": [t["text"] for t in xticks],
+        "pixels_per_unit": abs(1.0 / slope),
+        "zero_pixel": raw["zero"],
+        "zero_from_ticks": my - mv / slope,
+        "legend": raw["legend"],
+        "texts": raw["texts"],
+    }
