@@ -26,7 +26,8 @@ chromium:
 	@test -x /usr/bin/chromium || { echo "error: /usr/bin/chromium is missing; browser tests cannot run" >&2; exit 1; }
 
 lab: $(STAMP)
-	$(VENV)/bin/jupyter lab --port=$(PORT) --notebook-dir=content
+	$(VENV)/bin/jupyter lab --port=$(PORT) --ServerApp.root_dir=content \
+	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 test: $(STAMP) chromium
 	$(PY) -m pytest
@@ -37,6 +38,17 @@ test-fast: $(STAMP)
 
 bench: $(STAMP) chromium
 	$(PY) -m bench
+
+# The JupyterLite site (lite_build/README.md): rebuilt from scratch into lite_build/_output,
+# printing what it packed; `make lite` then serves it on 127.0.0.1 and prints the URL
+# (LITE_PORT=0 picks a free port). Publish lite_build/_output on any static host.
+LITE_PORT ?= 0
+.PHONY: lite-build
+lite-build: $(STAMP)
+	$(PY) lite_build/build.py
+
+lite: lite-build
+	$(PY) lite_build/serve.py lite_build/_output --port $(LITE_PORT)
 
 clean:
 	rm -rf $(VENV) .pytest_cache lite_build/_output lite_build/.jupyterlite.doit.db

@@ -409,6 +409,11 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         ext_index = json.loads((kernel_ext / "static" / "pypi" / "all.json").read_text())
         check_requirements(index_wheels, lock_info["lock"], lock_info["local"], {normalize(n) for n in ext_index})
 
+        # The wheel index records file times: make them the commit's, not the download's.
+        epoch = source_date_epoch()
+        for whl in [*pyodide_dir.glob("*.whl"), *pypi_dir.glob("*.whl")]:
+            os.utime(whl, (epoch, epoch))
+
         files_dir = stage / "files"
         injected = []
         notebooks = collect_notebooks(contents or [])
@@ -419,13 +424,16 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
 
         shutil.copy2(SITE_CONFIG, stage / "jupyter-lite.json")
         front_ends = [str(wheels[normalize(n)]) for n in FRONT_END_WHEELS]
+        # jupyter-lite re-stamps every file under the output folder's *parent* with the
+        # source date, so it builds inside the private staging folder and we move it after.
+        staged_output = stage / "_output"
         config = {
             "LiteBuildConfig": {
                 "contents": [str(files_dir)],
-                "output_dir": str(output_dir),
+                "output_dir": str(staged_output),
                 "cache_dir": str(stage / ".lite-cache"),
                 "no_sourcemaps": True,
-                "source_date_epoch": source_date_epoch(),
+                "source_date_epoch": epoch,
                 # front ends come from the pinned wheels and the kernel's own extension,
                 # never from whatever else happens to be installed in this environment
                 "ignore_sys_prefix": ["federated_extensions"],
@@ -440,6 +448,8 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         )
         if proc.returncode != 0:
             raise BuildError(f"jupyter lite build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        output_dir.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(staged_output), str(output_dir))
 
         manifest = verify_and_describe(output_dir, lock_info, wheels, project, notebooks, injected)
         (output_dir / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
