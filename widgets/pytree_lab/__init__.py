@@ -57,3 +57,23 @@ __all__ = [
     "gradient_step",
     "get_engine",
 ]
+
+# exercises
+from .exercises import EXERCISES as EXERCISES  # noqa: E402
+from .exercises import CheckButton as CheckButton  # noqa: E402
+from .exercises import CheckResult as CheckResult  # noqa: E402
+from .exercises import Evidence as Evidence  # noqa: E402
+from .exercises import EvidenceButton as EvidenceButton  # noqa: E402
+from .exercises import PredictionPrompt as PredictionPrompt  # noqa: E402
+from .exercises import Quiz as Quiz  # noqa: E402
+from .exercises import check as check  # noqa: E402
+from .exercises import clear_evidence as clear_evidence  # noqa: E402
+from .exercises import grad_structure_quiz as grad_structure_quiz  # noqa: E402
+from .exercises import lesson_prediction as lesson_prediction  # noqa: E402
+from .exercises import record_output as record_output  # noqa: E402
+from .exercises import save_evidence as save_evidence  # noqa: E402
+
+__all__ += [
+    "EXERCISES", "CheckButton", "CheckResult", "Evidence", "EvidenceButton", "PredictionPrompt", "Quiz",
+    "check", "clear_evidence", "grad_structure_quiz", "lesson_prediction", "record_output", "save_evidence",
+]

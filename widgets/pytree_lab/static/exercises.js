@@ -1,0 +1,163 @@
+// Exercise widgets: check button, prediction prompt, quiz, evidence button (pytree_lab.exercises).
+//
+// Python owns every result. The browser sends only intents and the student's own input:
+//   model.send({type: "check"})   CheckButton: check the answer; Quiz: submit the chosen answer
+//   model.send({type: "reveal"})  PredictionPrompt: reveal the computed answer
+//   model.send({type: "save"})    EvidenceButton: write the evidence file
+//   writes `prediction` (PredictionPrompt, the typed text) and `selected` (Quiz, choice index)
+//
+// Every string reaches the page through textContent: feedback can quote the student's answer.
+
+/**
+ * @typedef {{
+ *   kind: "check" | "predict" | "quiz" | "evidence",
+ *   title: string, announcement: string, busy: boolean,
+ *   exercise_id: string, task: string, label: string, status: string, feedback: string, score: number,
+ *   prompt: string, prediction: string, revealed: boolean, answer: string,
+ *   question: string, choices: string[], selected: number, answered: boolean, correct: boolean,
+ *   explanation: string, saved_path: string,
+ * }} Model
+ */
+
+let uid = 0;
+
+/** @param {string} tag @param {Record<string, string>} [attrs] @param {string} [text] */
+function h(tag, attrs = {}, text) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+/** The announcement region: polite, so a result is read after what the student is doing. */
+function liveRegion() {
+  return h("p", { class: "ptl-ex-status", role: "status", "aria-live": "polite" });
+}
+
+/** Re-run `update` when any of `traits` changes; returns the cleanup for render(). */
+function watch(model, traits, update) {
+  const events = traits.map((name) => `change:${name}`);
+  for (const event of events) model.on(event, update);
+  update();
+  return () => { for (const event of events) model.off(event, update); };
+}
+
+function renderCheck(model, root) {
+  const task = h("p", { class: "ptl-ex-task" });
+  const button = h("button", { type: "button", class: "ptl-ex-button" });
+  const status = liveRegion();
+  const feedback = h("div", { class: "ptl-ex-feedback" });
+  button.addEventListener("click", () => model.send({ type: "check" }));
+  root.append(task, button, status, feedback);
+  return watch(model, ["task", "label", "busy", "announcement", "status", "feedback"], () => {
+    task.textContent = model.get("task");
+    button.textContent = model.get("label");
+    button.disabled = model.get("busy");
+    status.textContent = model.get("announcement");
+    root.dataset.status = model.get("status");
+    feedback.textContent = model.get("feedback");
+    feedback.hidden = !model.get("feedback");
+  });
+}
+
+function renderPredict(model, root) {
+  const id = `ptl-ex-prediction-${++uid}`;
+  const prompt = h("label", { class: "ptl-ex-prompt", for: id });
+  const input = h("textarea", { id, class: "ptl-ex-input", rows: "3" });
+  const button = h("button", { type: "button", class: "ptl-ex-button" }, "Reveal the answer");
+  const status = liveRegion();
+  const answer = h("div", { class: "ptl-ex-answer" });
+  input.addEventListener("input", () => {
+    model.set("prediction", input.value);
+    model.save_changes();
+  });
+  button.addEventListener("click", () => {
+    // the typed text travels before the intent, on the same channel, so Python sees it first
+    model.set("prediction", input.value);
+    model.save_changes();
+    model.send({ type: "reveal" });
+  });
+  root.append(prompt, input, button, status, answer);
+  return watch(model, ["prompt", "prediction", "revealed", "answer", "announcement", "busy"], () => {
+    prompt.textContent = model.get("prompt");
+    if (input.value !== model.get("prediction")) input.value = model.get("prediction");
+    const revealed = model.get("revealed");
+    input.readOnly = revealed; // the prediction stays as it was before the answer was seen
+    button.disabled = revealed || model.get("busy");
+    status.textContent = model.get("announcement");
+    answer.textContent = model.get("answer");
+    answer.hidden = !revealed;
+    root.dataset.status = revealed ? "revealed" : "";
+  });
+}
+
+function renderQuiz(model, root) {
+  const name = `ptl-ex-quiz-${++uid}`;
+  const fieldset = h("fieldset", { class: "ptl-ex-choices" });
+  const legend = h("legend");
+  fieldset.append(legend);
+  const button = h("button", { type: "button", class: "ptl-ex-button" }, "Check answer");
+  const status = liveRegion();
+  const explanation = h("div", { class: "ptl-ex-explanation" });
+  button.addEventListener("click", () => model.send({ type: "check" }));
+  root.append(fieldset, button, status, explanation);
+  let drawn = "";
+  return watch(model, ["question", "choices", "selected", "answered", "correct", "explanation", "announcement", "busy"], () => {
+    legend.textContent = model.get("question");
+    const choices = model.get("choices");
+    if (JSON.stringify(choices) !== drawn) {
+      drawn = JSON.stringify(choices);
+      for (const old of fieldset.querySelectorAll(".ptl-ex-choice")) old.remove();
+      choices.forEach((text, index) => {
+        const label = h("label", { class: "ptl-ex-choice" });
+        const radio = h("input", { type: "radio", name, value: String(index) });
+        radio.addEventListener("change", () => {
+          model.set("selected", index);
+          model.save_changes();
+        });
+        label.append(radio, document.createTextNode(` ${text}`));
+        fieldset.append(label);
+      });
+    }
+    fieldset.querySelectorAll("input").forEach((radio, index) => {
+      radio.checked = index === model.get("selected");
+    });
+    button.disabled = model.get("busy");
+    status.textContent = model.get("announcement");
+    explanation.textContent = model.get("explanation");
+    explanation.hidden = !model.get("answered");
+    root.dataset.status = model.get("answered") ? (model.get("correct") ? "passed" : "failed") : "";
+  });
+}
+
+function renderEvidence(model, root) {
+  const button = h("button", { type: "button", class: "ptl-ex-button" });
+  const status = liveRegion();
+  button.addEventListener("click", () => model.send({ type: "save" }));
+  root.append(button, status);
+  return watch(model, ["label", "announcement", "busy"], () => {
+    button.textContent = model.get("label");
+    button.disabled = model.get("busy");
+    status.textContent = model.get("announcement");
+  });
+}
+
+const RENDERERS = { check: renderCheck, predict: renderPredict, quiz: renderQuiz, evidence: renderEvidence };
+
+/** @param {{ model: any, el: HTMLElement }} ctx */
+function render({ model, el }) {
+  const kind = model.get("kind");
+  const root = h("section", { class: `ptl-ex ptl-ex-${kind}`, "data-kind": kind });
+  const title = h("h4", { class: "ptl-ex-title" });
+  root.append(title);
+  el.append(root);
+  const stopTitle = watch(model, ["title"], () => { title.textContent = model.get("title"); });
+  const stop = (RENDERERS[kind] ?? (() => () => {}))(model, root);
+  return () => {
+    stopTitle();
+    stop();
+    root.remove();
+  };
+}
+
+export default { render };
