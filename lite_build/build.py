@@ -312,8 +312,11 @@ def setup_cell_source() -> str:
     return FIRST_CELL.read_text().rstrip("\n")
 
 
-def stage_notebook(src: Path, dest: Path) -> bool:
-    """Copy a notebook for the site; True if the setup cell had to be injected.
+def stage_notebook(src: Path, dest: Path) -> str:
+    """Copy a notebook for the site; say how its setup cell was found.
+
+    "injected" (it had none, the canonical one was put first), "canonical" (its first code
+    cell is first_cell.py verbatim) or "differs" (it starts with a setup cell of its own).
 
     The copy opens on the Pyodide kernel (a CPython kernelspec would make the page ask the
     student which kernel to start) and starts with the setup cell.
@@ -322,9 +325,10 @@ def stage_notebook(src: Path, dest: Path) -> bool:
     nb.setdefault("metadata", {})["kernelspec"] = dict(LITE_KERNELSPEC)
     cells = nb.get("cells", [])
     first_code = next((c for c in cells if c.get("cell_type") == "code"), None)
-    has_setup = first_code is not None and "".join(first_code.get("source", "")).lstrip().startswith(SETUP_MARKER)
+    first_source = "".join(first_code.get("source", "")) if first_code is not None else ""
+    source = setup_cell_source()
+    has_setup = first_source.lstrip().startswith(SETUP_MARKER)
     if not has_setup:
-        source = setup_cell_source()
         lines = source.splitlines(keepends=True)
         cell = {
             "cell_type": "code",
@@ -338,7 +342,9 @@ def stage_notebook(src: Path, dest: Path) -> bool:
         nb["cells"] = [cell, *cells]
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-    return not has_setup
+    if not has_setup:
+        return "injected"
+    return "canonical" if first_source.rstrip("\n") == source else "differs"
 
 
 def collect_notebooks(extra: list[Path]) -> list[tuple[Path, str]]:
@@ -415,11 +421,10 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
             os.utime(whl, (epoch, epoch))
 
         files_dir = stage / "files"
-        injected = []
+        setup_cells = {}
         notebooks = collect_notebooks(contents or [])
         for src, rel in notebooks:
-            if stage_notebook(src, files_dir / rel):
-                injected.append(rel)
+            setup_cells[rel] = stage_notebook(src, files_dir / rel)
         files_dir.mkdir(exist_ok=True)
 
         shutil.copy2(SITE_CONFIG, stage / "jupyter-lite.json")
@@ -451,7 +456,7 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         output_dir.parent.mkdir(parents=True, exist_ok=True)
         shutil.move(str(staged_output), str(output_dir))
 
-        manifest = verify_and_describe(output_dir, lock_info, wheels, project, notebooks, injected)
+        manifest = verify_and_describe(output_dir, lock_info, wheels, project, notebooks, setup_cells)
         (output_dir / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
         print_manifest(output_dir, manifest)
         return manifest
@@ -459,7 +464,7 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def verify_and_describe(output_dir, lock_info, wheels, project, notebooks, injected) -> dict:
+def verify_and_describe(output_dir, lock_info, wheels, project, notebooks, setup_cells) -> dict:
     """Check the built site says what we meant (the pitfalls are silent), then describe it."""
     config = json.loads((output_dir / "jupyter-lite.json").read_text())["jupyter-config-data"]
     kernel = config["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
@@ -522,7 +527,7 @@ def verify_and_describe(output_dir, lock_info, wheels, project, notebooks, injec
         "index_wheels": [entry(p) for p in sorted((output_dir / "pypi").glob("*.whl"))],
         "project_wheel": f"pypi/{project.name}",
         "notebooks": [entry(output_dir / "files" / rel) for _, rel in notebooks],
-        "setup_cell_injected": injected,
+        "setup_cell": setup_cells,
         "extensions": extensions,
         "cdn_packages": {name: lock_info["cdn"][name] for name in CDN_PACKAGES},
         "total_bytes": sum(p.stat().st_size for p in all_files),
@@ -541,8 +546,11 @@ def print_manifest(output_dir: Path, m: dict) -> None:
     rows("Pyodide lock packages shipped as local wheels:", m["lock_wheels"])
     rows("Site wheel index (pypi/all.json; PyPI fallback off):", m["index_wheels"])
     rows("Notebooks:", m["notebooks"])
-    if m["setup_cell_injected"]:
-        log(f"  setup cell injected into: {', '.join(m['setup_cell_injected'])}")
+    for how in ("injected", "differs"):
+        names = [n for n, h in m["setup_cell"].items() if h == how]
+        if names:
+            note = "setup cell injected into" if how == "injected" else "setup cell differs from first_cell.py in"
+            log(f"  {note}: {', '.join(names)}")
     log("\nFront-end extensions:")
     for name, e in sorted(m["extensions"].items()):
         source = f"from {e['from_wheel']}" if e.get("from_wheel") else "the Pyodide kernel"

@@ -70,7 +70,7 @@ def test_probe_notebook_got_the_setup_cell_and_the_lite_kernel(lite_site, lite_m
     first = "".join(nb["cells"][0]["source"])
     assert first == (ROOT / "lite_build" / "first_cell.py").read_text().rstrip("\n")
     assert nb["metadata"]["kernelspec"]["name"] == "python"
-    assert PROBE_NOTEBOOK in lite_manifest["setup_cell_injected"]
+    assert lite_manifest["setup_cell"][PROBE_NOTEBOOK] == "injected"
 
 
 # ---------------------------------------------------------------- in the browser, offline
