@@ -12,7 +12,6 @@ import hashlib
 import json
 import subprocess
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -166,7 +165,11 @@ def lite_run(lite_server) -> LiteRun:
                 bias.wait_for(timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
                 run.bias_leaf_rendered = True
                 bias.click()
-                time.sleep(0.2)  # the click's comm message is in flight; the read cell queues after it
+                page.wait_for_function(
+                    "(el) => el.getAttribute('aria-selected') === 'true'", arg=bias.element_handle(),
+                    timeout=browse.Timeouts.ms(browse.Timeouts.ROUND_TRIP))
+                # the click's comm message left before the read cell's execute request, and the
+                # kernel handles them in order: the read cell sees what the click set
                 run.outputs[DIAGRAM_READ] = browse.run_cell(page, DIAGRAM_READ)
             except Exception as err:  # recorded, then raised by every test that needs the step
                 shot = ROOT / "artifacts" / "lite-failure.png"
