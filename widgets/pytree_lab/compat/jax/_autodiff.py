@@ -8,6 +8,7 @@ parameter's dtype (autograd may widen intermediate values; JAX never changes a f
 from __future__ import annotations
 
 import functools
+import warnings
 from typing import Any, Callable, Sequence
 
 import numpy as _np
@@ -104,12 +105,17 @@ def value_and_grad(
             return out
 
         if primals:
-            vjp, out = _make_vjp(flat_fun, primals)
+            with warnings.catch_warnings():
+                # a constant function has a zero gradient in JAX, without a warning
+                warnings.filterwarnings("ignore", "Output seems independent of input", UserWarning)
+                vjp, out = _make_vjp(flat_fun, primals)
         else:  # nothing to differentiate: an empty gradient tree
             vjp, out = None, flat_fun(())
         value = _check_output(out)
         if isinstance(out, _ArrayBox):  # inside an outer grad: keep the outer trace
             value = _jnp.asarray(out)
+        elif isinstance(out, (int, float)):  # a constant, returned as written (as JAX does)
+            value = out
         cotangents = vjp(_vspace(out).ones()) if primals else ()
         grads = [_like_primal(g, p) for g, p in zip(cotangents, primals)]
         grad_tree = _tu.tree_unflatten(treedef, grads)
