@@ -305,6 +305,21 @@ def check_requirements(index_wheels: list[Path], lock: dict, local: dict, extens
         raise BuildError("the kernel would need PyPI for:\n  " + "\n  ".join(problems))
 
 
+def check_setup_cell_installs(project: Path) -> None:
+    """The setup cell installs pytree-lab without deps (so diagrams need no numpy), so it
+    must name every runtime dependency itself; fail when pyproject gains one it lacks."""
+    from packaging.requirements import Requirement
+
+    named = {normalize(n) for n in re.findall(r'"([A-Za-z0-9._-]+)"', setup_cell_source())}
+    _, _, requires = wheel_metadata(project)
+    missing = [
+        str(req) for req in map(Requirement, requires)
+        if (req.marker is None or req.marker.evaluate(PYODIDE_MARKERS)) and normalize(req.name) not in named
+    ]
+    if missing:
+        raise BuildError(f"first_cell.py does not install these pytree-lab dependencies: {missing}")
+
+
 # ---------------------------------------------------------------- notebooks
 
 
@@ -399,6 +414,7 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         log(f"  {len(wheels)} pinned wheels (sha256 checked)")
         project = build_project_wheel(stage / "project")
         log(f"  project wheel {project.name} built from the checkout")
+        check_setup_cell_installs(project)
 
         lock_info = rewrite_lock(pyodide_dir / "pyodide-lock.json",
                                  {n: w for n, w in wheels.items()}, PYODIDE_CDN_URL)
