@@ -342,3 +342,11 @@ def test_ravel_pytree_mixed_dtypes_and_empty():
     (r, _), (lt, l_un) = real_ravel({}), lite_ravel({})
     assert lt.shape == r.shape == (0,) and lt.dtype == r.dtype
     assert l_un(lt) == {}
+
+
+def test_config_reports_32_bit_mode():
+    assert lite_jax.config.jax_enable_x64 is False is bool(real_jax.config.jax_enable_x64)
+    lite_jax.config.update("jax_enable_x64", False)
+    with pytest.raises(NotImplementedError, match="32-bit"):
+        lite_jax.config.update("jax_enable_x64", True)
+    assert lite_jax.config.jax_enable_x64 is False

@@ -380,6 +380,26 @@ def test_dataclass_metadata_is_not_a_leaf():
     assert ctu.tree_map(lambda x: x * 2, model) == Linear([2.0, 4.0], 1.0, "dense")
 
 
+def test_is_leaf_takes_path_like_jax():
+    tree = {"layer": {"weight": [1, 2], "bias": 3}, "opt": {"count": 0, "mu": [4, 5]}}
+    for tu in (jtu, ctu):
+        flat, _ = tu.tree_flatten_with_path(tree, lambda p, n: tu.keystr(p) == "['opt']", True)
+        assert [tu.keystr(p) for p, _ in flat] == [
+            "['layer']['bias']",
+            "['layer']['weight'][0]",
+            "['layer']['weight'][1]",
+            "['opt']",
+        ]
+        mapped = tu.tree_map_with_path(
+            lambda p, x: tu.keystr(p),
+            tree,
+            is_leaf=lambda p, n: tu.keystr(p) == "['layer']['weight']",
+            is_leaf_takes_path=True,
+        )
+        assert mapped["layer"]["weight"] == "['layer']['weight']"
+        assert mapped["opt"]["mu"] == ["['opt']['mu'][0]", "['opt']['mu'][1]"]
+
+
 def test_tree_reduce_and_all():
     tree = {"a": [1, 2], "b": (3, None)}
     assert ctu.tree_reduce(lambda x, y: x + y, tree) == jtu.tree_reduce(lambda x, y: x + y, tree) == 6

@@ -478,8 +478,15 @@ def _custom_children(node: Any, reg: _Registration) -> tuple[list, Any]:
 # --------------------------------------------------------------------------- flattening
 
 
-def _flatten(tree: Any, is_leaf: Callable | None, leaves: list, paths: list | None, path: tuple) -> PyTreeDef:
-    if is_leaf is not None and is_leaf(tree):
+def _flatten(
+    tree: Any,
+    is_leaf: Callable | None,
+    leaves: list,
+    paths: list | None,
+    path: tuple,
+    leaf_takes_path: bool = False,
+) -> PyTreeDef:
+    if is_leaf is not None and (is_leaf(path, tree) if leaf_takes_path else is_leaf(tree)):
         leaves.append(tree)
         if paths is not None:
             paths.append(path)
@@ -513,7 +520,7 @@ def _flatten(tree: Any, is_leaf: Callable | None, leaves: list, paths: list | No
             paths.append(path)
         return _LEAF_DEF
     children = tuple(
-        _flatten(child, is_leaf, leaves, paths, path + (key,) if paths is not None else path)
+        _flatten(child, is_leaf, leaves, paths, path + (key,) if paths is not None else path, leaf_takes_path)
         for key, child in pairs
     )
     return PyTreeDef(kind, node_type, aux, children)
@@ -527,12 +534,15 @@ def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tup
 
 
 def tree_flatten_with_path(
-    tree: Any, is_leaf: Callable[[Any], bool] | None = None
+    tree: Any, is_leaf: Callable[..., bool] | None = None, is_leaf_takes_path: bool = False
 ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
-    """Like `tree_flatten`, each leaf paired with its key path."""
+    """Like `tree_flatten`, each leaf paired with its key path.
+
+    With `is_leaf_takes_path`, `is_leaf` is called as ``is_leaf(path, node)``.
+    """
     leaves: list = []
     paths: list = []
-    treedef = _flatten(tree, is_leaf, leaves, paths, ())
+    treedef = _flatten(tree, is_leaf, leaves, paths, (), is_leaf_takes_path)
     return list(zip(paths, leaves)), treedef
 
 
@@ -540,8 +550,10 @@ def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list
     return tree_flatten(tree, is_leaf)[0]
 
 
-def tree_leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
-    return tree_flatten_with_path(tree, is_leaf)[0]
+def tree_leaves_with_path(
+    tree: Any, is_leaf: Callable[..., bool] | None = None, is_leaf_takes_path: bool = False
+) -> list:
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
 
 
 def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> PyTreeDef:
@@ -641,10 +653,14 @@ def tree_map(f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: Callable[[An
 
 
 def tree_map_with_path(
-    f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: Callable[[Any], bool] | None = None
+    f: Callable[..., Any],
+    tree: Any,
+    *rest: Any,
+    is_leaf: Callable[..., bool] | None = None,
+    is_leaf_takes_path: bool = False,
 ) -> Any:
     """`tree_map` whose `f` also receives each leaf's key path first."""
-    pairs, treedef = tree_flatten_with_path(tree, is_leaf)
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
     columns = _broadcast(treedef, rest, "tree_map_with_path tree")
     return treedef.unflatten(f(path, leaf, *xs) for (path, leaf), *xs in zip(pairs, *columns))
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ... import __version__ as _package_version
 from . import flatten_util, numpy, tree, tree_util
-from ._autodiff import block_until_ready, grad, jit, value_and_grad
+from ._autodiff import block_until_ready, config, grad, jit, value_and_grad
 from .numpy import Array
 
 # A local version label: it sorts near the package version and never claims to be a JAX release.
@@ -23,6 +23,7 @@ __pytree_lab_lite__ = True
 __all__ = [
     "Array",
     "block_until_ready",
+    "config",
     "flatten_util",
     "grad",
     "jit",

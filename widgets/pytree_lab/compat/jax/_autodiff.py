@@ -165,3 +165,23 @@ def jit(fun: Callable | None = None, /, *, static_argnums: Any = None, static_ar
 def block_until_ready(x: Any) -> Any:
     """Computation is eager here, so results are always ready."""
     return x
+
+
+class _Config:
+    """`jax.config` as far as the Lite engine goes: JAX's default 32-bit mode only."""
+
+    jax_enable_x64 = False
+
+    def update(self, name: str, value: Any) -> None:
+        if name == "jax_enable_x64" and value:
+            raise NotImplementedError(
+                "The pytree-lab Lite engine computes in JAX's default 32-bit mode only; "
+                "jax_enable_x64 needs real JAX."
+            )
+        setattr(self, name, value)
+
+    def __repr__(self) -> str:
+        return "<jax.config of the pytree-lab Lite engine>"
+
+
+config = _Config()
