@@ -131,3 +131,47 @@ def read_bars(figure) -> dict:
         "legend": raw["legend"],
         "texts": raw["texts"],
     }
+
+
+# Effective colours: JupyterLab's text colours are often translucent (rgba(0,0,0,.54)),
+# so the text colour is composited over the background stack it sits on.
+_COLOURS = """
+(el) => {
+  const parse = (c) => {
+    const v = (c.match(/[\\d.]+/g) || []).map(Number);
+    return v.length === 3 ? [...v, 1] : v.length === 4 ? v : [0, 0, 0, 0];
+  };
+  const over = (top, under) => {
+    const a = top[3];
+    return [0, 1, 2].map(i => top[i] * a + under[i] * (1 - a)).concat([1]);
+  };
+  const layers = [];
+  for (let n = el; n; n = n.parentElement) {
+    const c = parse(getComputedStyle(n).backgroundColor);
+    if (c[3] > 0) layers.push(c);
+    if (c[3] >= 1) break;
+  }
+  let bg = [255, 255, 255, 1];
+  for (const layer of layers.reverse()) bg = over(layer, bg);
+  // SVG text (bqplot's labels) is painted with fill, not color
+  const style = getComputedStyle(el);
+  const fg = over(parse(el instanceof SVGElement ? style.fill : style.color), bg);
+  return {fg: fg.slice(0, 3), bg: bg.slice(0, 3)};
+}
+"""
+
+
+def contrast_ratio(locator) -> float:
+    """WCAG 2 contrast ratio of an element's text against the background it sits on."""
+    colours = locator.evaluate(_COLOURS)
+
+    def luminance(rgb):
+        def channel(c):
+            c = c / 255.0
+            return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+
+        r, g, b = (channel(c) for c in rgb)
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+    hi, lo = sorted((luminance(colours["fg"]), luminance(colours["bg"])), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)

@@ -7,7 +7,8 @@ and, after a slider move, from calling jax directly in this test process.
 
 import pytest
 
-from .pages import read_bars, selected_paths, slider_aria_value, slider_handle, tree_cell, tree_item, wait_selected
+from .harness import DARK, LIGHT, set_theme
+from .pages import contrast_ratio, read_bars, selected_paths, slider_aria_value, slider_handle, tree_cell, tree_item, wait_selected
 
 pytestmark = pytest.mark.browser
 
@@ -205,3 +206,24 @@ def test_tree_keys_move_focus_and_select(nb):
     nb.page.keyboard.press(" ")
     assert nb.wait_for_value("ex.selected_path", "['weight']") == "['weight']"
     wait_selected(nb.panel, "['weight']")
+
+
+@pytest.mark.parametrize("theme", [LIGHT, DARK])
+def test_text_reads_in_both_themes(nb, lab_page, theme):
+    set_theme(lab_page, theme)
+    fig = figure(nb)
+    checks = {
+        "slider label": nb.panel.locator("label.widget-label").first,
+        "slider readout": nb.panel.locator(".widget-readout").first,
+        "chart title": fig.locator("text.mainheading"),
+        "axis label": fig.locator("text.axislabel").first,
+        "tick label": fig.locator("g.tick text").first,
+        "legend: before": fig.locator("text.legendtext").nth(0),
+        "legend: after": fig.locator("text.legendtext").nth(1),
+        "calculation": nb.panel.locator(".ptl-calc td").first,
+        "calculation section": nb.panel.locator(".ptl-calc th").first,
+    }
+    ratios = {name: round(contrast_ratio(loc), 2) for name, loc in checks.items()}
+    # WCAG AA for normal-size text
+    too_low = {name: r for name, r in ratios.items() if r < 4.5}
+    assert not too_low, f"{theme}: contrast too low {too_low} (all: {ratios})"
