@@ -499,7 +499,7 @@ def test_prediction_needs_a_prediction_then_reveals_the_computed_answer():
     assert prompt.revealed
     assert prompt.answer.startswith("weight[0] changes more: weight[0] moves by 0.4 and weight[1] by 0.2")
     assert "-8" in prompt.answer and "-4" in prompt.answer
-    assert prompt.announcement == f"Answer: {prompt.answer}"
+    assert prompt.announcement == "Revealed. Compare it with your prediction:"
     assert log.predictions[0]["prediction"] == "weight[0], its input is bigger"
 
 
@@ -534,12 +534,12 @@ def test_quiz_explains_after_an_answer():
     quiz.selected = 0
     _click(quiz, "check")
     assert quiz.answered and not quiz.correct
-    assert quiz.announcement.startswith("Not quite: you chose “One scalar regardless of parameters”.")
+    assert quiz.announcement == "Not quite: you chose “One scalar regardless of parameters”."
     assert "The answer: A pytree corresponding to params." in quiz.explanation
     assert "Each floating-point parameter leaf gets a corresponding gradient leaf." in quiz.explanation
     quiz.selected = 1
     _click(quiz, "check")
-    assert quiz.correct and quiz.announcement.startswith("Correct.")
+    assert quiz.correct and quiz.announcement == "Correct."
     assert [q["correct"] for q in log.quiz] == [False, True]
 
 

@@ -1017,7 +1017,7 @@ class _ExerciseWidget(anywidget.AnyWidget):
     _css = _STATIC / "exercises.css"
     kind = traitlets.Unicode("").tag(sync=True)
     title = traitlets.Unicode("").tag(sync=True)
-    # the text of the aria-live="polite" region: what a screen reader announces
+    # the verdict in the aria-live="polite" region (a revealed answer or explanation is read with it)
     announcement = traitlets.Unicode("").tag(sync=True)
     busy = traitlets.Bool(False).tag(sync=True)
 
@@ -1147,7 +1147,7 @@ class PredictionPrompt(_ExerciseWidget):
             self.busy = False
         self.answer = answer
         self.revealed = True
-        self.announcement = f"Answer: {answer}"
+        self.announcement = "Revealed. Compare it with your prediction:"
         self.evidence.add_prediction(self.prompt, self.prediction, answer, self.prediction_id)
         return answer
 
@@ -1182,8 +1182,8 @@ class Quiz(_ExerciseWidget):
         self.answered = True
         right = self.choices[self._answer]
         self.explanation = f"The answer: {right}. {self._explanation}"
-        verdict = "Correct." if self.correct else f"Not quite: you chose “{self.choices[self.selected]}”."
-        self.announcement = f"{verdict} {self.explanation}"
+        # the explanation is shown inside the same live region, so it is read after the verdict
+        self.announcement = "Correct." if self.correct else f"Not quite: you chose “{self.choices[self.selected]}”."
         self.evidence.add_quiz(self.question, self.choices[self.selected], self.correct, self._explanation)
         return self.correct
 

@@ -29,9 +29,15 @@ function h(tag, attrs = {}, text) {
   return node;
 }
 
-/** The announcement region: polite, so a result is read after what the student is doing. */
-function liveRegion() {
-  return h("p", { class: "ptl-ex-status", role: "status", "aria-live": "polite" });
+/**
+ * The announcement region: polite, so a result is read after what the student is doing.
+ * `details` (a revealed answer, an explanation) sit inside it and are read with the verdict.
+ */
+function liveRegion(...details) {
+  const region = h("div", { class: "ptl-ex-live", role: "status", "aria-live": "polite" });
+  const status = h("p", { class: "ptl-ex-status" });
+  region.append(status, ...details);
+  return { region, status };
 }
 
 /** Re-run `update` when any of `traits` changes; returns the cleanup for render(). */
@@ -45,10 +51,11 @@ function watch(model, traits, update) {
 function renderCheck(model, root) {
   const task = h("p", { class: "ptl-ex-task" });
   const button = h("button", { type: "button", class: "ptl-ex-button" });
-  const status = liveRegion();
+  // the feedback can be long: announced is the verdict; the feedback follows it on the page
+  const { region, status } = liveRegion();
   const feedback = h("div", { class: "ptl-ex-feedback" });
   button.addEventListener("click", () => model.send({ type: "check" }));
-  root.append(task, button, status, feedback);
+  root.append(task, button, region, feedback);
   return watch(model, ["task", "label", "busy", "announcement", "status", "feedback"], () => {
     task.textContent = model.get("task");
     button.textContent = model.get("label");
@@ -65,8 +72,8 @@ function renderPredict(model, root) {
   const prompt = h("label", { class: "ptl-ex-prompt", for: id });
   const input = h("textarea", { id, class: "ptl-ex-input", rows: "3" });
   const button = h("button", { type: "button", class: "ptl-ex-button" }, "Reveal the answer");
-  const status = liveRegion();
   const answer = h("div", { class: "ptl-ex-answer" });
+  const { region, status } = liveRegion(answer);
   input.addEventListener("input", () => {
     model.set("prediction", input.value);
     model.save_changes();
@@ -77,7 +84,7 @@ function renderPredict(model, root) {
     model.save_changes();
     model.send({ type: "reveal" });
   });
-  root.append(prompt, input, button, status, answer);
+  root.append(prompt, input, button, region);
   return watch(model, ["prompt", "prediction", "revealed", "answer", "announcement", "busy"], () => {
     prompt.textContent = model.get("prompt");
     if (input.value !== model.get("prediction")) input.value = model.get("prediction");
@@ -97,10 +104,10 @@ function renderQuiz(model, root) {
   const legend = h("legend");
   fieldset.append(legend);
   const button = h("button", { type: "button", class: "ptl-ex-button" }, "Check answer");
-  const status = liveRegion();
   const explanation = h("div", { class: "ptl-ex-explanation" });
+  const { region, status } = liveRegion(explanation);
   button.addEventListener("click", () => model.send({ type: "check" }));
-  root.append(fieldset, button, status, explanation);
+  root.append(fieldset, button, region);
   let drawn = "";
   return watch(model, ["question", "choices", "selected", "answered", "correct", "explanation", "announcement", "busy"], () => {
     legend.textContent = model.get("question");
@@ -132,9 +139,9 @@ function renderQuiz(model, root) {
 
 function renderEvidence(model, root) {
   const button = h("button", { type: "button", class: "ptl-ex-button" });
-  const status = liveRegion();
+  const { region, status } = liveRegion();
   button.addEventListener("click", () => model.send({ type: "save" }));
-  root.append(button, status);
+  root.append(button, region);
   return watch(model, ["label", "announcement", "busy"], () => {
     button.textContent = model.get("label");
     button.disabled = model.get("busy");

@@ -1,0 +1,151 @@
+"""The exercise widgets in a real JupyterLab: clicks reach Python, results are announced in the
+aria-live region, student text stays text, and the evidence file lands in the notebook's folder."""
+
+import json
+import pathlib
+
+import pytest
+
+from .harness import Timeouts
+
+pytestmark = pytest.mark.browser
+
+CELLS = [
+    # 0: two answers to the packed-parameters task; the first check compiles, so warm it up here
+    """\
+import jax, jax.numpy as jnp
+import pytree_lab
+from pytree_lab import CheckButton, EvidenceButton, grad_structure_quiz, lesson_prediction
+
+def mean_version(flat_params, x):
+    return jax.grad(lambda p: jnp.mean((x @ p[:-1] + p[-1]) ** 2))(flat_params)
+
+def sum_version(flat_params, x):
+    return jax.grad(lambda p: jnp.sum((x @ p[:-1] + p[-1]) ** 2))(flat_params)
+
+pytree_lab.check("grad_over_flat_params", mean_version, evidence=pytree_lab.Evidence())
+answers = {"flat": mean_version}
+flat_button = CheckButton("grad_over_flat_params", lambda: answers["flat"])
+flat_button""",
+    # 1: a tree answer carrying markup in a string leaf
+    """\
+g = {"layer": {"weight": jnp.array([-8.0, -4.0]), "bias": jnp.array(-4.0)}, "scale": jnp.array(-4.0),
+     "name": "<img src=x onerror=window.__ptl_injected=1>"}
+tree_button = CheckButton("nested_scale_grad", "g")
+tree_button""",
+    # 2
+    """\
+prompt = lesson_prediction("which_weight_changes_more")
+prompt""",
+    # 3
+    """\
+quiz = grad_structure_quiz()
+quiz""",
+    # 4
+    """\
+save_button = EvidenceButton()
+save_button""",
+]
+
+
+@pytest.fixture(scope="module")
+def exercises_nb(open_module_nb):
+    nb = open_module_nb(CELLS, wait_for=".ptl-ex")
+    outputs = nb.panel.locator(".jp-CodeCell .jp-OutputArea")
+    outputs.nth(len(CELLS) - 1).locator(".ptl-ex").wait_for()
+    return nb, [outputs.nth(i).locator(".ptl-ex") for i in range(len(CELLS))]
+
+
+def wait_text(locator, text: str, timeout: float = Timeouts.ROUND_TRIP) -> None:
+    locator.page.wait_for_function(
+        "([el, text]) => el.textContent === text", arg=[locator.element_handle(), text],
+        timeout=Timeouts.ms(timeout),
+    )
+
+
+def test_check_button_click_is_checked_in_python_and_announced(exercises_nb):
+    nb, (flat, *_) = exercises_nb
+    status = flat.locator(".ptl-ex-status")
+    live = flat.locator('[aria-live="polite"]')
+    assert live.count() == 1 and live.get_attribute("role") == "status"
+    assert live.locator(".ptl-ex-status").count() == 1  # the announced text sits in the live region
+    assert flat.locator(".ptl-ex-title").text_content() == "Gradient of packed parameters"
+
+    flat.get_by_role("button", name="Check my answer").click()
+    wait_text(status, "Check 1: not yet, score 0.20 (1 of 5 cases right).")
+    assert nb.value("flat_button.status") == "failed"
+    assert nb.value("flat_button.result.score") == pytest.approx(0.2)
+    feedback = flat.locator(".ptl-ex-feedback")
+    assert feedback.is_visible()
+    assert "a mean where a sum was asked" in feedback.text_content()
+    assert feedback.text_content() == nb.value("flat_button.feedback")
+    assert flat.get_attribute("data-status") == "failed"
+
+    nb.run('answers["flat"] = sum_version')  # the student fixes the cell
+    flat.get_by_role("button", name="Check my answer").click()
+    wait_text(status, "Check 2: passed, score 1.00 (5 of 5 cases right).")
+    assert nb.value("flat_button.status") == "passed"
+    assert flat.get_attribute("data-status") == "passed"
+
+
+def test_student_markup_in_feedback_is_shown_as_text(exercises_nb):
+    nb, (_, tree, *_) = exercises_nb
+    tree.get_by_role("button", name="Check my answer").click()
+    status = tree.locator(".ptl-ex-status")
+    wait_text(status, "Check 1: not yet, score 0.75 (3 of 4 parts right).")
+    feedback = tree.locator(".ptl-ex-feedback")
+    assert "Extra leaf ['name'] is text ('<img src=x onerror" in feedback.text_content()
+    assert feedback.locator("img").count() == 0
+    assert nb.page.evaluate("() => window.__ptl_injected") is None
+
+
+def test_prediction_then_reveal(exercises_nb):
+    nb, (_, _, prompt, *_) = exercises_nb
+    assert prompt.locator("label.ptl-ex-prompt").text_content() == "Which weight changes more, and why?"
+    reveal = prompt.get_by_role("button", name="Reveal the answer")
+    status = prompt.locator(".ptl-ex-status")
+    reveal.click()
+    wait_text(status, "Type your prediction first, then reveal the answer.")
+    assert nb.value("prompt.revealed") is False
+
+    box = prompt.get_by_label("Which weight changes more, and why?")
+    box.fill("weight[0]: its input 2 is larger")
+    reveal.click()
+    nb.kernel.wait_for("prompt.revealed", lambda v: v is True)
+    answer = nb.value("prompt.answer")
+    assert answer.startswith("weight[0] changes more: weight[0] moves by 0.4 and weight[1] by 0.2")
+    wait_text(status, "Revealed. Compare it with your prediction:")
+    # the answer is read with the announcement: it is inside the same live region
+    assert prompt.locator('[aria-live="polite"] .ptl-ex-answer').text_content() == answer
+    assert nb.value("prompt.prediction") == "weight[0]: its input 2 is larger"
+    assert box.get_attribute("readonly") is not None and reveal.is_disabled()
+
+
+def test_quiz_choice_and_explanation(exercises_nb):
+    nb, (*_, quiz, _) = exercises_nb
+    assert quiz.locator("legend").text_content() == "What structure does grad(loss)(params) have?"
+    quiz.get_by_label("A pytree corresponding to params").check()
+    nb.kernel.wait_for("quiz.selected", lambda v: v == 1)
+    quiz.get_by_role("button", name="Check answer").click()
+    status = quiz.locator(".ptl-ex-status")
+    nb.kernel.wait_for("quiz.answered", lambda v: v is True)
+    wait_text(status, "Correct.")
+    explanation = quiz.locator('[aria-live="polite"] .ptl-ex-explanation')
+    assert explanation.is_visible()
+    assert explanation.text_content() == (
+        "The answer: A pytree corresponding to params. The differentiated input determines the gradient "
+        "structure. Each floating-point parameter leaf gets a corresponding gradient leaf.")
+
+
+def test_evidence_button_writes_into_the_notebooks_folder(exercises_nb):
+    nb, (*_, save) = exercises_nb
+    nb.run('pytree_lab.check("squared_norm", 96.0)')
+    save.get_by_role("button", name="Save my evidence").click()
+    nb.kernel.wait_for("save_button.saved_path", bool)
+    notebook = (nb.server.root_dir / nb.path).resolve()
+    markdown = notebook.parent / "pytree-lab-evidence.md"
+    assert pathlib.Path(nb.value("save_button.saved_path")).resolve() == markdown
+    wait_text(save.locator(".ptl-ex-status"), nb.value("save_button.announcement"))
+    text = markdown.read_text()
+    assert "## Checks" in text and "Make it yours (`squared_norm`): passed, score 1.00" in text
+    assert json.loads(markdown.with_suffix(".json").read_text())["checks"][-1]["exercise_id"] == "squared_norm"
