@@ -283,12 +283,21 @@ def rewrite_lock(lock_path: Path, wheels: dict[str, Path], cdn_url: str) -> dict
     return {"local": local, "cdn": cdn, "lock": lock}
 
 
-def check_requirements(index_wheels: list[Path], lock: dict, local: dict, extension_index: set[str]) -> None:
-    """Every requirement of a site wheel must be found without PyPI (which the site turns off)."""
+def check_requirements(index_wheels: list[Path], lock: dict, extension_index: dict) -> None:
+    """Every requirement of a site wheel must be met, at a fitting version, without PyPI
+    (which the site turns off): by the site's wheels, the lock file, or the kernel's shims."""
     from packaging.requirements import Requirement
 
-    available = {wheel_metadata(w)[0] for w in index_wheels} | set(local) | extension_index
-    lock_names = {normalize(e["name"]) for e in lock["packages"].values()}
+    versions: dict[str, set[str]] = {}
+    for entry in lock["packages"].values():
+        # from the lock: what the site ships, and the compiled packages allowed from the CDN
+        if "/" not in entry["file_name"] or normalize(entry["name"]) in CDN_PACKAGES:
+            versions.setdefault(normalize(entry["name"]), set()).add(entry["version"])
+    for whl in index_wheels:
+        name, version, _ = wheel_metadata(whl)
+        versions.setdefault(name, set()).add(version)
+    for name, data in extension_index.items():
+        versions.setdefault(normalize(name), set()).update(data.get("releases", {}))
     problems = []
     for whl in index_wheels:
         name, _, requires = wheel_metadata(whl)
@@ -296,11 +305,9 @@ def check_requirements(index_wheels: list[Path], lock: dict, local: dict, extens
             req = Requirement(line)
             if req.marker is not None and not req.marker.evaluate(PYODIDE_MARKERS):
                 continue
-            dep = normalize(req.name)
-            if dep in available or dep in CDN_PACKAGES:
-                continue
-            where = "only on Pyodide's CDN" if dep in lock_names else "nowhere in the site"
-            problems.append(f"{name} needs {req} ({where})")
+            found = versions.get(normalize(req.name), set())
+            if not any(req.specifier.contains(v, prereleases=True) for v in found):
+                problems.append(f"{name} needs {req}; the site has {sorted(found) or 'none'}")
     if problems:
         raise BuildError("the kernel would need PyPI for:\n  " + "\n  ".join(problems))
 
@@ -429,7 +436,7 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
 
         kernel_ext = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / PYODIDE_KERNEL_EXTENSION
         ext_index = json.loads((kernel_ext / "static" / "pypi" / "all.json").read_text())
-        check_requirements(index_wheels, lock_info["lock"], lock_info["local"], {normalize(n) for n in ext_index})
+        check_requirements(index_wheels, lock_info["lock"], ext_index)
 
         # The wheel index records file times: make them the commit's, not the download's.
         epoch = source_date_epoch()
