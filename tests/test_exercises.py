@@ -8,6 +8,8 @@ import importlib.util
 import json
 import pathlib
 import re
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -599,3 +601,49 @@ def test_evidence_fences_survive_backticks_in_feedback():
     text = log.to_markdown()
     assert "````text\n```\nprint('hi')\n```\n````" in text
     assert re.search(r"^## Key outputs$", text, re.M)
+
+
+# --------------------------------------------------------------------------- JupyterLite engine
+
+LITE_SCRIPT = '''
+import json, sys
+class _Block:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("jax", "jaxlib"):
+            raise ImportError(f"{name} is not installed here")
+sys.meta_path.insert(0, _Block())
+from pytree_lab import compat
+engine = compat.install_as_jax()
+import jax, jax.numpy as jnp
+from pytree_lab import check
+x = jnp.array([2.0, 1.0])
+params = {"weight": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)}
+def loss(p):
+    return (jnp.dot(p["weight"], x) + p["bias"] - 3.0) ** 2
+grads = jax.grad(loss)(params)
+fixed = jax.tree.map(lambda p, g: p - 0.05 * g, params, grads)
+def flat_sum(fp, x):
+    return jax.grad(lambda p: jnp.sum((x @ p[:-1] + p[-1]) ** 2))(fp)
+def flat_mean(fp, x):
+    return jax.grad(lambda p: jnp.mean((x @ p[:-1] + p[-1]) ** 2))(fp)
+results = [check("squared_norm", 96.0), check("repair_update", fixed),
+           check("repair_update", {"weight": fixed["weight"]}),
+           check("grad_over_flat_params", flat_sum), check("grad_over_flat_params", flat_mean)]
+print(json.dumps({"engine": engine, "real_jax": "jaxlib" in sys.modules,
+                  "results": [[r.passed, r.score, r.feedback] for r in results]}))
+'''
+
+
+def test_checks_run_on_the_jupyterlite_engine():
+    # jax cannot be imported in the browser kernel: the checks must work on the Lite engine
+    out = subprocess.run([sys.executable, "-W", "error", "-c", LITE_SCRIPT],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout.strip().splitlines()[-1])
+    assert data["engine"] == "lite" and not data["real_jax"]
+    (norm, repaired, missing, flat_sum, flat_mean) = data["results"]
+    assert norm[:2] == [True, 1.0]
+    assert repaired[:2] == [True, 1.0] and "Loss at your updated tree: 0.64" in repaired[2]
+    assert missing[:2] == [False, 0.5] and "Your tree is missing ['bias']" in missing[2]
+    assert flat_sum[:2] == [True, 1.0]
+    assert flat_mean[:2] == [False, 0.2] and "mean where a sum was asked" in flat_mean[2]

@@ -67,15 +67,16 @@ def _np():
 
 
 def _jax():
-    try:
-        import jax
-    except ImportError:  # the JupyterLite kernel: the package's numpy + autograd engine
-        from .compat import jax  # type: ignore[no-redef]
-    return jax
+    """The engine's jax-like module: real JAX, or the Lite engine in a JupyterLite kernel."""
+    from .engine import get_engine
+
+    return get_engine().jax
 
 
 def _jnp():
-    return _jax().numpy
+    from .engine import get_engine
+
+    return get_engine().numpy
 
 
 # The lesson's inputs (the hand-derivation's starting point). Only inputs live here; every
