@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import html
+import json
 import pathlib
 from typing import Any
 
 import anywidget
 import traitlets
 
-from .trees import TreeSummary, align, describe
+from .trees import Diagnosis, TreeSummary, align, describe, diagnose, diagnose_summaries
 
 __all__ = ["PytreeDiagram"]
 
@@ -18,6 +19,10 @@ _MISSING = object()
 
 # Beyond this many rows, containers start folded (children are rendered when unfolded).
 FOLD_ABOVE = 200
+
+
+def _as_json_text(value: Any, widget: Any = None) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 class PytreeDiagram(anywidget.AnyWidget):
@@ -30,6 +35,17 @@ class PytreeDiagram(anywidget.AnyWidget):
     Click a leaf to select it in every tree (`selected_path`, a keystr, settable from Python);
     click a container to fold it. Bad input never clears the diagram: `show_message` puts a
     message above the last good trees.
+
+    Aligned trees are checked with `diagnose` (``compare=True``, the default): when a column
+    disagrees with the first (a missing, extra or renamed key, another shape or dtype), the
+    first difference is shown as a warning above the trees, path named, and kept in
+    `diagnosis`. Rows stay aligned, with the differing paths marked.
+
+    ``expected={"grads": hand_derived_grads}`` also compares a column's *values* with a tree
+    known independently (the lesson's hand-derived update): this is what catches two
+    equal-shaped leaves that were swapped, which no structural check can see.
+
+    Text from the trees (keys, field names, string leaves) is always drawn as text, never HTML.
     """
 
     _esm = _STATIC / "diagram.js"
@@ -37,9 +53,11 @@ class PytreeDiagram(anywidget.AnyWidget):
 
     # The Python <-> JS contract (spelled the same in static/diagram.js).
     columns = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    rows = traitlets.List(traitlets.Dict()).tag(sync=True)
+    # Rows and panels travel as one JSON text each: ipywidgets otherwise walks every nested
+    # row and cell looking for binary buffers (a third of a second for 10,000 leaves).
+    rows = traitlets.List().tag(sync=True, to_json=_as_json_text)
     counts = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    panels = traitlets.List(traitlets.Dict()).tag(sync=True)
+    panels = traitlets.List().tag(sync=True, to_json=_as_json_text)
     selected_path = traitlets.Unicode("").tag(sync=True)
     collapsed = traitlets.List(traitlets.Unicode()).tag(sync=True)
     message = traitlets.Unicode("").tag(sync=True)
@@ -55,6 +73,8 @@ class PytreeDiagram(anywidget.AnyWidget):
         trees: dict | None = None,
         extra: Any = _MISSING,
         name: str = "params",
+        compare: bool = True,
+        expected: dict | None = None,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
@@ -62,7 +82,10 @@ class PytreeDiagram(anywidget.AnyWidget):
         self._panel_summaries: list[TreeSummary] = []
         self._paths: set[str] = set()
         self._containers: set[str] = set()
-        self.set_trees(self._named(params, grads, updated, trees, name), extra=extra)
+        self._order: TreeSummary | None = None
+        self.compare = compare
+        self.diagnosis: Diagnosis | None = None
+        self.set_trees(self._named(params, grads, updated, trees, name), extra=extra, expected=expected)
 
     @staticmethod
     def _named(params, grads, updated, trees, name) -> dict:
@@ -79,14 +102,30 @@ class PytreeDiagram(anywidget.AnyWidget):
 
     # ------------------------------------------------------------------ data
     def set_trees(
-        self, trees: dict, *, extra: Any = _MISSING, fold: bool | None = None, order: Any = _MISSING
+        self,
+        trees: dict,
+        *,
+        extra: Any = _MISSING,
+        fold: bool | None = None,
+        order: Any = _MISSING,
+        expected: dict | None = None,
     ) -> None:
         """Replace the trees (name -> tree) and side panels; selection and folding are kept.
 
         `order`: a tree (or TreeSummary) whose order the rows follow, e.g. the params as written,
         when the trees shown came back from JAX with their dict keys sorted.
+        `expected`: column name -> a tree that column's values should equal (see the class doc).
         """
         summaries = [describe(tree, name) for name, tree in trees.items()]
+        found = None
+        for column, reference in (expected or {}).items():
+            if column not in trees:
+                raise ValueError(f"expected= names {column!r}, which is not one of the trees {list(trees)}")
+            verdict = diagnose(reference, trees[column], reference_name=f"the expected {column}",
+                               candidate_name=f"the {column} tree", values=True)
+            if not verdict.ok:
+                found = verdict
+                break
         panels = []
         if extra is not _MISSING and extra is not None:
             if not isinstance(extra, dict) or not all(isinstance(k, str) for k in extra):
@@ -96,7 +135,7 @@ class PytreeDiagram(anywidget.AnyWidget):
             order = describe(order, "order", values=False)
         self.show_summaries(
             summaries, panels if extra is not _MISSING else None, fold=fold,
-            order=None if order is _MISSING else order,
+            order=None if order is _MISSING else order, diagnosis=found,
         )
 
     def show_summaries(
@@ -106,8 +145,18 @@ class PytreeDiagram(anywidget.AnyWidget):
         *,
         fold: bool | None = None,
         order: TreeSummary | None = None,
+        diagnosis: Diagnosis | None = None,
     ) -> None:
         rows = align(summaries, order)
+        self._order = order
+        if self.compare and len(summaries) > 1:
+            # structure first, then values (`diagnosis` from expected=): the lesson's order
+            for other in summaries[1:]:
+                verdict = diagnose_summaries(summaries[0], other, f"the {summaries[0].name} tree",
+                                             f"the {other.name} tree")
+                if not verdict.ok:
+                    diagnosis = verdict
+                    break
         first = not self._summaries and not self.rows
         self._summaries = summaries
         paths = {r["p"] for r in rows}
@@ -131,7 +180,12 @@ class PytreeDiagram(anywidget.AnyWidget):
                 self.collapsed = [p for p in self.collapsed if p in containers]
             if self.selected_path and self.selected_path not in paths:
                 self.selected_path = ""
-            self.message = ""
+            self.diagnosis = diagnosis
+            if diagnosis is not None and not diagnosis.ok:
+                self.message_kind = "warning"
+                self.message = diagnosis.message
+            else:
+                self.message = ""
 
     def show_message(self, text: str, kind: str = "error") -> None:
         """Show a message above the trees; the trees on screen stay as they were."""
@@ -157,7 +211,9 @@ class PytreeDiagram(anywidget.AnyWidget):
     # ------------------------------------------------------------------ without a widget front end
     def text(self) -> str:
         """The trees as the lesson's text diagrams (with the side panels)."""
-        parts = [s.text() for s in self._summaries + self._panel_summaries]
+        order = self._order
+        shown = [s.in_order_of(order) if order is not None else s for s in self._summaries]
+        parts = [s.text() for s in shown + self._panel_summaries]
         if self.message:
             parts.insert(0, f"[{self.message_kind}] {self.message}")
         return "\n\n".join(parts)

@@ -206,7 +206,8 @@ class StepExplorer(ipywidgets.VBox):
             v = float(np.asarray(self._input_leaves[el.flat_index]).ravel()[el.position])
             self._input_sliders.append((el, make(el.label, v, *span(v))))
         lr_max = max(0.5, 2 * learning_rate)
-        make("learning_rate", float(learning_rate), 0.0, lr_max, 0.005)
+        # a negative rate given from Python is kept (and refused with a message), not clamped to 0
+        make("learning_rate", float(learning_rate), min(0.0, math.floor(learning_rate)), lr_max, 0.005)
         for el in _elements(self._param_summary, max_sliders):
             v = float(np.asarray(self._param_leaves[el.flat_index]).ravel()[el.position])
             self._param_sliders.append((el, make(el.label, v, *span(v))))
@@ -267,10 +268,31 @@ class StepExplorer(ipywidgets.VBox):
             if problem:
                 return self._fail(problem)
         except Exception as err:  # a user's loss can raise anything; the widget must survive it
-            return self._fail(f"The step failed: {short_error(err)}")
+            return self._fail(self._explain(err))
         self._last_good = result
         self._show(result)
+        if not self._param_summary.leaves:
+            self._note("params has no leaves: there is nothing to differentiate, so the step changes nothing.")
+        elif lr == 0:
+            self._note("The learning rate is 0: updated equals params, so nothing moves "
+                       "(the gradients are still computed and shown).")
         return result
+
+    def _explain(self, err: Exception) -> str:
+        """The step's error in the lesson's terms, with the original error after it."""
+        text = short_error(err)
+        hint = ""
+        if isinstance(err, TypeError) and "scalar" in str(err):
+            hint = "The loss must return a single number (a scalar) to be differentiated. "
+        elif isinstance(err, TypeError) and ("argument" in str(err)):
+            names = ", ".join(f"{k}=…" for k in self._inputs)
+            hint = f"loss_fn is called as loss_fn(params{', ' if names else ''}{names}). "
+        else:
+            empty = [n.path for n in self._param_summary.root.walk() if n.kind == "none"]
+            if empty:
+                hint = (f"params{empty[0]} is None: JAX treats None as an empty subtree with no leaves, "
+                        "so it is not a parameter and has no gradient. ")
+        return f"{hint}The step failed: {text}"
 
     def _check_inputs(self, lr: float) -> str:
         bad = self._param_summary.non_differentiable
@@ -280,6 +302,9 @@ class StepExplorer(ipywidgets.VBox):
                     "differentiate it. Keep metadata such as names or counts outside the params tree.")
         if not math.isfinite(lr):
             return "The learning rate must be a finite number."
+        if lr < 0:
+            return (f"The learning rate is {_fmt(lr)}: a negative rate steps uphill (p + |η|·g), so the loss "
+                    "would grow. Use a learning rate of 0 or more.")
         return ""
 
     def _check_result(self, result: StepResult) -> str:
@@ -300,6 +325,11 @@ class StepExplorer(ipywidgets.VBox):
         self.diagram.show_message(text)
         return None
 
+    def _note(self, text: str) -> None:
+        """Information beside a good step (not an error: the step is shown)."""
+        self.status.value = f'<div role="status" class="pytree-lab-note">{html.escape(text)}</div>'
+        self.diagram.show_message(text, kind="info")
+
     # ------------------------------------------------------------------ views
     def _show(self, r: StepResult) -> None:
         import numpy as np
@@ -319,10 +349,8 @@ class StepExplorer(ipywidgets.VBox):
             self.calculation.value = self._calculation_html(r)
             self.result = r
 
-    def _calculation_html(self, r: StepResult) -> str:
+    def _calculation_rows(self, r: StepResult) -> list[tuple[str, str, str, str]]:
         eng = self.engine
-        esc = html.escape
-        sel = self.selected_path
         rows: list[tuple[str, str, str, str]] = []  # (section, what, value, path)
         x = r.extras
         if x:
@@ -352,6 +380,12 @@ class StepExplorer(ipywidgets.VBox):
                 ("after", "new residual", _fmt_array(x["new_residual"]), ""),
             ]
         rows.append(("after", "new loss", _fmt(r.loss_after), ""))
+        return rows
+
+    def _calculation_html(self, r: StepResult) -> str:
+        esc = html.escape
+        sel = self.selected_path
+        rows = self._calculation_rows(r)
         body = []
         last = None
         for section, what, value, path in rows:
@@ -367,6 +401,33 @@ class StepExplorer(ipywidgets.VBox):
             "<caption>Worked calculation (numbers from the step just computed)</caption>"
             + "".join(body) + "</table>"
         )
+
+    # ------------------------------------------------------------------ without a widget front end
+    def text(self) -> str:
+        """The explorer as text: the message, the trees (params, grads, updated), the worked calculation."""
+        parts = [self.diagram.text()]
+        r = self._last_good
+        if r is not None:
+            rows = self._calculation_rows(r)
+            width = max(len(what) for _, what, _, _ in rows)
+            lines, last = ["Worked calculation (numbers from the step just computed)"], None
+            for section, what, value, _ in rows:
+                head = section if section != last else ""
+                last = section
+                lines.append(f"{head:<9} {what:<{width}}  {value}")
+            parts.append("\n".join(lines))
+        return "\n\n".join(parts)
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict):
+            text = self.text()
+            data["text/plain"] = text
+            data["text/html"] = (
+                '<pre class="pytree-lab-text" style="font-family:monospace">' + html.escape(text) + "</pre>"
+            )
+        return bundle
 
     # ------------------------------------------------------------------ selection
     @traitlets.validate("selected_path")

@@ -9,6 +9,7 @@ tree works in a JupyterLite kernel that has neither. Paths are `jax.tree_util.ke
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from dataclasses import dataclass, field
@@ -21,12 +22,15 @@ __all__ = [
     "Diagnosis",
     "describe",
     "diagnose",
+    "diagnose_summaries",
     "element_labels",
     "path_label",
 ]
 
 # Leaves at or below this many values have their values shown; bigger ones are summarised.
 SMALL_LEAF = 8
+# Text diagrams indent at most this many characters (a 1,000-level tree stays readable).
+_MAX_INDENT = 4 * 24
 _FLOAT_DTYPES = {"float16", "bfloat16", "float32", "float64"}
 
 
@@ -50,9 +54,15 @@ class Leaf:
     @property
     def type_label(self) -> str:
         """`float32[2]`, `float32[]`, `str` — the lesson's notation."""
-        if self.dtype in ("str", "object"):
-            return self.dtype
-        return f"{self.dtype}[{','.join(str(d) for d in self.shape)}]"
+        return _type_label(self.dtype, self.shape)
+
+
+@functools.lru_cache(maxsize=4096)
+def _type_label(dtype: str, shape: tuple) -> str:
+    # cached: a big model repeats a handful of (dtype, shape) pairs thousands of times
+    if dtype in ("str", "object"):
+        return dtype
+    return f"{dtype}[{','.join(map(str, shape))}]"
 
 
 @dataclass
@@ -113,34 +123,65 @@ class TreeSummary:
         return line
 
     def text(self, max_lines: int = 200) -> str:
-        """The lesson's text diagram (`params`, `├── weight: float32[2]`, ..., the counts line)."""
+        """The lesson's text diagram (`params`, `├── weight: float32[2]`, ..., the counts line).
+
+        At most `max_lines` tree lines; iterative, so a 1,000-level tree does not hit the
+        recursion limit.
+        """
         lines = [self.name]
-
-        def emit(node: Node, prefix: str) -> None:
-            for i, child in enumerate(node.children):
-                if len(lines) > max_lines:
-                    return
-                last = i == len(node.children) - 1
-                branch = "└── " if last else "├── "
-                if child.leaf is not None:
-                    extra = "" if child.leaf.differentiable else " (not differentiable)"
-                    lines.append(f"{prefix}{branch}{child.label}: {child.leaf.type_label}{extra}")
-                else:
-                    empty = " (empty)" if not child.children else ""
-                    lines.append(f"{prefix}{branch}{child.label}{empty}")
-                    emit(child, prefix + ("    " if last else "│   "))
-
         if self.root.leaf is not None:
             lines[0] = f"{self.name}: {self.root.leaf.type_label}"
         else:
-            emit(self.root, "")
+            # (children, next child index, prefix) frames: depth-first in display order
+            stack = [(self.root.children, 0, "")]
+            while stack and len(lines) <= max_lines:
+                children, i, prefix = stack.pop()
+                if i >= len(children):
+                    continue
+                stack.append((children, i + 1, prefix))
+                child = children[i]
+                last = i == len(children) - 1
+                branch = "└── " if last else "├── "
+                shown = prefix
+                if len(prefix) > _MAX_INDENT:  # very deep trees: keep lines readable
+                    shown = f"[{(len(prefix) - _MAX_INDENT) // 4} levels] " + prefix[-_MAX_INDENT:]
+                if child.leaf is not None:
+                    extra = "" if child.leaf.differentiable else " (not differentiable)"
+                    lines.append(f"{shown}{branch}{child.label}: {child.leaf.type_label}{extra}")
+                else:
+                    empty = " (empty)" if not child.children else ""
+                    lines.append(f"{shown}{branch}{child.label}{empty}")
+                    stack.append((child.children, 0, prefix + ("    " if last else "│   ")))
         if len(lines) > max_lines:
-            lines = lines[:max_lines] + [f"… ({self.num_leaves} leaves in all)"]
+            n = self.num_leaves
+            lines = lines[:max_lines] + [f"… ({n} {'leaf' if n == 1 else 'leaves'} in all)"]
         lines.append(self.counts_line())
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.text()
+
+    def in_order_of(self, order: "TreeSummary") -> "TreeSummary":
+        """The same summary with children shown in `order`'s display order where paths match
+        (e.g. a tree JAX returned with sorted dict keys, shown as the user wrote the params)."""
+        rank: dict[str, int] = {}
+        for node in order.root.walk():
+            for i, child in enumerate(node.children):
+                rank[child.path] = i
+        big = len(rank) + 1
+
+        def copy(node: Node) -> Node:
+            return Node(node.path, node.label, node.kind, node.type_name, node.depth, list(node.children), node.leaf)
+
+        root = copy(self.root)
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            kids = [copy(c) for c in node.children]
+            kids.sort(key=lambda c: rank.get(c.path, big))  # stable: unknown paths keep their place at the end
+            node.children = kids
+            stack.extend(kids)
+        return TreeSummary(self.name, root, self.leaves)
 
 
 # --------------------------------------------------------------------------- children
@@ -179,9 +220,15 @@ def _sorted_keys(d: dict) -> list:
         return sorted(d, key=lambda k: (type(k).__name__, repr(k)))
 
 
+_INDEX = [f"[{i}]" for i in range(64)]
+_ATOMS = {float, int, bool, complex, str, bytes}
+
+
 def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | None:
     """(kind, type_name, [(path_piece, label, display_rank, child), ...]) in JAX order; None for a leaf."""
     t = type(node)
+    if t in _ATOMS:
+        return None
     if node is None:
         return "none", "None", []
     if t is dict:
@@ -189,7 +236,7 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
         rank = {k: i for i, k in enumerate(node)}
         return "dict", "dict", [(_dict_key(k), _display_key(k), rank[k], node[k]) for k in keys]
     if t is list or t is tuple:
-        pieces = [(f"[{i}]", f"[{i}]", i, c) for i, c in enumerate(node)]
+        pieces = [(_INDEX[i] if i < 64 else f"[{i}]",) * 2 + (i, c) for i, c in enumerate(node)]
         return t.__name__, t.__name__, pieces
     if _is_namedtuple(node):
         return "namedtuple", t.__name__, [(f".{f}", f, i, getattr(node, f)) for i, f in enumerate(t._fields)]
@@ -230,8 +277,8 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
 
 
 def _fmt(v: float) -> str:
-    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
-        return str(v)
+    if v != v or v == math.inf or v == -math.inf:
+        return str(float(v))
     if v == 0:
         return "0"
     return f"{v:.4g}"
@@ -257,6 +304,20 @@ def _x64() -> bool:
         return False
 
 
+_DTYPE_NAMES: dict = {}
+
+
+def _dtype_name(dtype: Any) -> str:
+    """`str(dtype)`, cached: numpy computes the name afresh on every call (slow for 10k leaves)."""
+    try:
+        return _DTYPE_NAMES[dtype]
+    except KeyError:
+        name = _DTYPE_NAMES[dtype] = str(dtype)
+        return name
+    except TypeError:  # an unhashable dtype-like object
+        return str(dtype)
+
+
 def _leaf(path: str, x: Any, index: int, with_values: bool = True) -> Leaf:
     if isinstance(x, (bool, int, float, complex)):
         dtype = _scalar_dtype(x)
@@ -270,9 +331,9 @@ def _leaf(path: str, x: Any, index: int, with_values: bool = True) -> Leaf:
             text = text[:37] + "…"
         return Leaf(path, (), "str", 1, False, text, index, None)
     if hasattr(x, "shape") and hasattr(x, "dtype"):
-        shape = tuple(int(d) for d in x.shape)
+        shape = tuple(map(int, x.shape))
         size = math.prod(shape)
-        dtype = str(x.dtype)
+        dtype = _dtype_name(x.dtype)
         diff = dtype in _FLOAT_DTYPES
         summary, values = _array_summary(x, size, dtype) if with_values else ("", None)
         return Leaf(path, shape, dtype, size, diff, summary, index, values)
@@ -291,17 +352,22 @@ def _array_summary(x: Any, size: int, dtype: str) -> tuple[str, tuple | None]:
         return f"{dtype} values", None
     a = np.asarray(x)
     if size <= SMALL_LEAF:
-        flat = a.astype(np.float64).ravel().tolist()
+        # .tolist() gives Python numbers directly (float32 -> the same float64 astype would give)
+        flat = a.ravel().tolist() if kind == "f" and dtype != "bfloat16" else a.astype(np.float64).ravel().tolist()
         if a.ndim == 0:
             return _fmt(flat[0]), tuple(flat)
-        return "[" + ", ".join(_fmt(v) for v in flat) + "]", tuple(flat)
-    af = a.astype(np.float64, copy=False).ravel()
-    finite = np.isfinite(af)
+        return "[" + ", ".join(map(_fmt, flat)) + "]", tuple(flat)
+    # Reduce in the leaf's own dtype (no float64 copy of a 10^7-element leaf); sum in float64.
+    a = a.ravel()
+    if a.dtype.kind == "b" or dtype == "bfloat16":
+        a = a.astype(np.float32)
+    finite = np.isfinite(a)
+    bad = int(size - np.count_nonzero(finite))
     parts = []
-    if finite.any():
-        fv = af[finite] if not finite.all() else af
-        parts.append(f"mean {_fmt(float(fv.mean()))}, min {_fmt(float(fv.min()))}, max {_fmt(float(fv.max()))}")
-    bad = int(size - finite.sum())
+    if bad < size:
+        fv = a[finite] if bad else a
+        parts.append(f"mean {_fmt(float(fv.mean(dtype=np.float64)))}, "
+                     f"min {_fmt(float(fv.min()))}, max {_fmt(float(fv.max()))}")
     if bad:
         parts.append(f"{bad} non-finite")
     return "; ".join(parts), None
@@ -326,22 +392,31 @@ def describe(tree: Any, name: str = "params", *, values: bool = True) -> TreeSum
 
     # Iterative depth-first walk in JAX order (deep trees must not hit the recursion limit).
     stack: list[tuple[Node, Any]] = [(root, tree)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, obj = stack.pop()
+        node, obj = pop()
         kids = _children(obj)
         if kids is None:
             node.kind = "leaf"
-            node.leaf = _leaf(node.path, obj, len(leaves), values)
-            leaves.append(node.leaf)
+            node.leaf = leaf = _leaf(node.path, obj, len(leaves), values)
+            leaves.append(leaf)
             continue
         node.kind, node.type_name, pieces = kids
-        made = []
-        for piece, label, rank, child in pieces:
-            made.append((rank, Node(node.path + piece, label, "leaf", type(child).__name__, node.depth + 1), child))
+        path, depth = node.path, node.depth + 1
+        made = [(rank, Node(path + piece, label, "leaf", type(child).__name__, depth), child)
+                for piece, label, rank, child in pieces]
         # Children are walked in JAX order (for flatten indices) but displayed as written.
-        node.children = [n for _, n, _ in sorted(made, key=lambda t: t[0])]
-        stack.extend((n, c) for _, n, c in reversed(made))
+        if all(made[k][0] < made[k + 1][0] for k in range(len(made) - 1)):
+            node.children = [n for _, n, _ in made]
+        else:
+            node.children = [n for _, n, _ in sorted(made, key=_first)]
+        for k in range(len(made) - 1, -1, -1):
+            push((made[k][1], made[k][2]))
     return TreeSummary(name, root, leaves)
+
+
+def _first(item: tuple) -> Any:
+    return item[0]
 
 
 def path_label(path: str) -> str:
@@ -420,12 +495,17 @@ class Diagnosis:
     """The first difference between two trees, in the order the lesson teaches."""
 
     ok: bool
-    kind: str | None = None  # None | "structure" | "shape" | "dtype"
+    kind: str | None = None  # None | "structure" | "shape" | "dtype" (| "value" with diagnose(values=True))
     path: str = ""
     message: str = "The trees match: same structure, leaf paths, shapes and dtypes."
 
     def __bool__(self) -> bool:
         return self.ok
+
+
+def _sentence(name: str) -> str:
+    """`the gradient tree` -> `The gradient tree` (only the first letter: names keep their case)."""
+    return name[:1].upper() + name[1:]
 
 
 def _where(path: str) -> str:
@@ -438,21 +518,30 @@ def diagnose(
     *,
     reference_name: str = "params",
     candidate_name: str = "the gradient tree",
+    values: bool = False,
 ) -> Diagnosis:
     """Compare two trees: structure, then leaf paths, then shapes, then dtypes.
 
-    Equal-shaped leaves that were swapped are not caught here (nothing structural differs):
-    that is why the lesson compares with an independently known update.
+    Equal-shaped leaves that were swapped are not caught by those checks (nothing structural
+    differs): that is why the lesson compares with an independently known update. Pass
+    ``values=True`` with such a reference (e.g. the hand-derived gradients) to compare leaf
+    values last (kind ``"value"``); the message says when a value belongs at another path.
     """
-    ref = describe(reference, reference_name, values=False)
-    cand = describe(candidate, candidate_name, values=False)
-    ref_name, cand_name = reference_name, candidate_name
+    ref = describe(reference, reference_name, values=values)
+    cand = describe(candidate, candidate_name, values=values)
+    found = diagnose_summaries(ref, cand, reference_name, candidate_name)
+    if not found.ok or not values:
+        return found
+    return _compare_values(reference, candidate, ref, cand, reference_name, candidate_name)
 
+
+def diagnose_summaries(ref: TreeSummary, cand: TreeSummary, ref_name: str, cand_name: str) -> Diagnosis:
+    """`diagnose` for trees already described (the diagram reuses its summaries)."""
     # 1. structure and leaf paths: walk both node trees together.
     stack = [(ref.root, cand.root)]
     while stack:
         a, b = stack.pop()
-        if a.kind != b.kind or (a.kind != "leaf" and a.type_name != b.type_name and a.kind == "custom"):
+        if a.kind != b.kind or (a.type_name != b.type_name and a.kind in ("custom", "namedtuple")):
             what_a = "a leaf" if a.kind == "leaf" else f"a {a.type_name}"
             what_b = "a leaf" if b.kind == "leaf" else f"a {b.type_name}"
             return Diagnosis(
@@ -468,15 +557,15 @@ def diagnose(
         extra = [p for p in b_keys if p not in a_keys]
         if missing or extra:
             if missing and extra:
-                msg = (f"{cand_name.capitalize()} is missing {missing[0]} and has {extra[0]} instead: "
+                msg = (f"{_sentence(cand_name)} is missing {missing[0]} and has {extra[0]} instead: "
                        f"a renamed key is a different path, so {missing[0]} has no partner.")
                 path = missing[0]
             elif missing:
-                msg = (f"{cand_name.capitalize()} is missing {missing[0]}, which {ref_name} has: "
+                msg = (f"{_sentence(cand_name)} is missing {missing[0]}, which {ref_name} has: "
                        f"every leaf of {ref_name} needs a partner at the same path.")
                 path = missing[0]
             else:
-                msg = (f"{cand_name.capitalize()} has {extra[0]}, which {ref_name} does not have: "
+                msg = (f"{_sentence(cand_name)} has {extra[0]}, which {ref_name} does not have: "
                        "an extra path has no partner.")
                 path = extra[0]
             return Diagnosis(False, "structure", path, msg)
@@ -500,13 +589,58 @@ def diagnose(
     return Diagnosis(True)
 
 
+def leaf_objects(tree: Any) -> list:
+    """The leaves themselves, in JAX flatten order (the same walk as `describe`)."""
+    out, stack = [], [tree]
+    while stack:
+        obj = stack.pop()
+        kids = _children(obj)
+        if kids is None:
+            out.append(obj)
+        else:
+            stack.extend(child for _, _, _, child in reversed(kids[2]))
+    return out
+
+
+def _values_close(a: Any, b: Any) -> bool:
+    try:
+        import numpy as np
+
+        x, y = np.asarray(a), np.asarray(b)
+        if x.dtype.kind in "fcuib" and y.dtype.kind in "fcuib":
+            return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-5, atol=1e-6, equal_nan=True))
+    except ImportError:  # plain Python leaves in a kernel without numpy
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
+    try:
+        return bool(a == b)
+    except Exception:  # an object whose == is not a truth value
+        return a is b
+
+
+def _compare_values(reference, candidate, ref: TreeSummary, cand: TreeSummary, ref_name, cand_name) -> Diagnosis:
+    ra, ca = leaf_objects(reference), leaf_objects(candidate)
+    for k, (la, lb) in enumerate(zip(ref.leaves, cand.leaves)):
+        if _values_close(ra[k], ca[k]):
+            continue
+        got = lb.summary or lb.type_label
+        message = f"{_where(la.path)} is {got} in {cand_name} but {la.summary or la.type_label} in {ref_name}."
+        owner = next((other.path for j, other in enumerate(ref.leaves)
+                      if j != k and other.shape == lb.shape and _values_close(ra[j], ca[k])), None)
+        if owner is not None:
+            message += (f" That is the value that belongs at {owner}: equal shapes do not say which parameter "
+                        "a value belongs to, so keep each leaf on its path.")
+        return Diagnosis(False, "value", la.path, message)
+    return Diagnosis(True, message="The trees match: structure, leaf paths, shapes, dtypes and values.")
+
+
 # --------------------------------------------------------------------------- alignment
 
 
 def _cell(node: Node) -> dict:
-    if node.leaf is not None:
-        leaf = node.leaf
-        cell = {"ty": leaf.type_label, "v": leaf.summary, "i": leaf.index}
+    leaf = node.leaf
+    if leaf is not None:
+        cell = {"ty": _type_label(leaf.dtype, leaf.shape), "v": leaf.summary, "i": leaf.index}
         if not leaf.differentiable:
             cell["nd"] = 1
         return cell
@@ -522,11 +656,13 @@ def align(summaries: list[TreeSummary], order: TreeSummary | None = None) -> lis
     Each row: ``p`` path, ``u`` parent path, ``l`` label, ``d`` depth, ``leaf`` (0/1),
     ``c`` one cell per tree (None where the path is missing), ``s`` status
     (``ok``, ``missing``, ``shape``, ``dtype``, ``kind``). The root container is not a row
-    unless the whole tree is a single leaf.
+    unless the whole tree is a single leaf. A path only some trees have comes after its
+    siblings, at the end of its parent's subtree.
     """
-    rows: list[dict] = []
-    index: dict[str, int] = {}
     n = len(summaries)
+    by_path: dict[str, dict] = {}
+    top: list[dict] = []
+    kids: dict[str, list[dict]] = {}
     seeded = order is not None
     for col, summary in enumerate(([order] if seeded else []) + list(summaries)):
         col -= seeded
@@ -539,46 +675,57 @@ def align(summaries: list[TreeSummary], order: TreeSummary | None = None) -> lis
             while stack:
                 node, parent = stack.pop()
                 walk.append((node, parent))
-                stack.extend((c, node.path) for c in reversed(node.children))
+                if node.children:
+                    path = node.path
+                    stack.extend([(c, path) for c in reversed(node.children)])
         for node, parent in walk:
-            i = index.get(node.path)
-            if i is None:
-                row = {"p": node.path, "u": parent, "l": node.label, "d": node.depth,
-                       "leaf": int(node.leaf is not None), "c": [None] * n}
-                if col <= 0 or parent is None or parent not in index:
-                    pos = len(rows)
+            row = by_path.get(node.path)
+            if row is None:
+                row = by_path[node.path] = {
+                    "p": node.path, "u": parent, "l": node.label, "d": node.depth,
+                    "leaf": int(node.leaf is not None), "c": [None] * n,
+                }
+                if parent is None or parent not in by_path:
+                    top.append(row)
                 else:
-                    # an extra path: place it at the end of its parent's subtree
-                    pos = index[parent] + 1
-                    prefix = parent
-                    while pos < len(rows) and rows[pos]["p"].startswith(prefix) and rows[pos]["d"] > node.depth - 1:
-                        pos += 1
-                if pos == len(rows):
-                    rows.append(row)
-                    index[node.path] = pos
-                else:
-                    rows.insert(pos, row)
-                    index = {r["p"]: k for k, r in enumerate(rows)}
-                i = index[node.path]
+                    siblings = kids.get(parent)
+                    if siblings is None:
+                        siblings = kids[parent] = []
+                    siblings.append(row)
             if col >= 0:
-                rows[i]["c"][col] = _cell(node)
+                row["c"][col] = _cell(node)
+                if node.leaf is None:
+                    row["leaf"] = 0  # a container in any tree can unfold
+    # rows in display order: parents before children, first-seen order among siblings
+    rows: list[dict] = []
+    stack = list(reversed(top))
+    while stack:
+        row = stack.pop()
+        rows.append(row)
+        children = kids.get(row["p"])
+        if children:
+            stack.extend(reversed(children))
     if seeded:
         rows = [r for r in rows if any(c is not None for c in r["c"])]
     for row in rows:
-        cells = row["c"]
-        status = "ok"
-        if any(c is None for c in cells):
-            status = "missing"
-        else:
-            kinds = {("i" in c) for c in cells}
-            if len(kinds) > 1:
-                status = "kind"
-            elif row["leaf"]:
-                shapes = {c["ty"].partition("[")[2] for c in cells}
-                dtypes = {c["ty"].partition("[")[0] for c in cells}
-                if len(shapes) > 1:
-                    status = "shape"
-                elif len(dtypes) > 1:
-                    status = "dtype"
-        row["s"] = status
+        row["s"] = _status(row["c"], row["leaf"]) if n > 1 else "ok"
     return rows
+
+
+def _status(cells: list, is_leaf: int) -> str:
+    if None in cells:
+        return "missing"
+    first = cells[0]
+    has_index = "i" in first
+    ty = first["ty"]
+    same = True
+    for c in cells:
+        if ("i" in c) != has_index:
+            return "kind"
+        if c["ty"] != ty:
+            same = False
+    if same or not is_leaf:
+        return "ok"
+    if len({c["ty"].partition("[")[2] for c in cells}) > 1:
+        return "shape"
+    return "dtype"

@@ -27,6 +27,23 @@ function h(tag, cls, text) {
   return el;
 }
 
+/**
+ * A list trait that Python sends as one JSON text (rows, panels), parsed once per change.
+ * @param {any} model @param {string} name
+ */
+function jsonTrait(model, name) {
+  let raw = undefined;
+  let parsed = [];
+  return () => {
+    const now = model.get(name);
+    if (now !== raw) {
+      raw = now;
+      parsed = typeof now === "string" ? JSON.parse(now) : now || [];
+    }
+    return parsed;
+  };
+}
+
 /** Index rows into parent -> children lists. @param {Row[]} rows */
 function index(rows) {
   /** @type {Map<string, Row[]>} */
@@ -328,13 +345,15 @@ function render({ model, el }) {
   wrap.append(msg, trees, side, caption);
   el.append(wrap);
 
+  const getRows = jsonTrait(model, "rows");
+  const getPanels = jsonTrait(model, "panels");
   /** @type {ReturnType<typeof makeTree> | null} */
   let main = null;
   /** @type {ReturnType<typeof makeTree>[]} */
   let panels = [];
 
   function drawMain() {
-    const rows = model.get("rows");
+    const rows = getRows();
     const sig = rows.map((/** @type {Row} */ r) => r.p).join("\u0000") + "\u0001" + model.get("columns").join("\u0000");
     if (main && main.signature + "\u0001" + model.get("columns").join("\u0000") === sig) {
       main.refresh(rows);
@@ -353,14 +372,15 @@ function render({ model, el }) {
   }
 
   function drawPanels() {
-    panels = model.get("panels").map((/** @type {Panel} */ p) => {
+    const specs = getPanels();
+    panels = specs.map((/** @type {Panel} */ p) => {
       const t = makeTree({ model, label: p.title, columns: [p.title], rows: p.rows, counts: [p.counts], className: "ptl-side" });
       return t;
     });
     side.replaceChildren(
       ...panels.map((t, i) => {
         const box = h("section", "ptl-panel");
-        box.append(h("div", "ptl-panel-title", model.get("panels")[i].title), t.el);
+        box.append(h("div", "ptl-panel-title", specs[i].title), t.el);
         return box;
       }),
     );
