@@ -1,0 +1,461 @@
+"""The course notebooks run top to bottom in a real kernel, and say the lessons' numbers.
+
+Each notebook is executed with nbclient in a fresh kernel of this venv's python:
+- *answered*: every exercise cell (tagged `exercise:<id>`) gets the reference solution from
+  tests/solutions/, the prediction prompts get a typed prediction and are revealed, the quiz is
+  answered; the outputs must show the hand-derived numbers and every check must pass with score 1;
+- *unanswered*: exactly as a student first opens it; it must run without an error and say
+  "not answered yet" where an answer is missing;
+- *Lite engine*: answered, with `import jax` bound to pytree_lab.compat.jax and no optax, as in
+  the JupyterLite kernel: the same numbers.
+
+Expected values are the lessons' hand derivations (4.0 -> 0.64, grads [-8, -4] and -4, squared
+norm 96, d/dscale -4, [8, 12, 4], loss 0.25, ...), never numbers copied from a previous run.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+ROOT = Path(__file__).resolve().parents[1]
+CONTENT = ROOT / "content"
+SOLUTIONS = ROOT / "tests" / "solutions"
+FIRST_CELL = ROOT / "lite_build" / "first_cell.py"
+
+LESSON = "01_pytrees.ipynb"
+PACKED = "02_packed_parameters.ipynb"
+INSTRUCTOR = "03_instructor_demo.ipynb"
+NOTEBOOKS = [LESSON, PACKED, INSTRUCTOR]
+
+# which solutions module answers which notebook's exercises
+SOLUTION_MODULES = {LESSON: SOLUTIONS / "pytree_lesson.py", PACKED: SOLUTIONS / "packed_params.py"}
+
+CELL_TIMEOUT = 300  # seconds; the first cell that imports jax and compiles is the slow one
+
+# What a student types into each prediction prompt before revealing the answer.
+PREDICTIONS = {
+    "predict-gradient-leaves": "weight: -4 * [2, 1] = [-8, -4]; bias: -4",
+    "predict-which-weight": "weight[0]: its input 2 is larger than 1",
+    "predict-treedef": "the dict and its keys; the values come from the new leaves",
+}
+
+# The Lite kernel's situation, recreated in CPython: `import jax` is the Lite engine and optax
+# cannot be imported.
+LITE_ENGINE_CELL = """\
+import sys
+sys.modules["optax"] = None
+from pytree_lab.compat import jax as lite_jax
+sys.modules["jax"] = lite_jax
+for name in ("numpy", "tree", "tree_util", "flatten_util"):
+    sys.modules["jax." + name] = getattr(lite_jax, name)
+"""
+
+
+# --------------------------------------------------------------------------- solutions
+
+
+def defined_names(source: str) -> set[str]:
+    """Names a cell binds at top level (assignments, defs)."""
+    names: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                names.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return names
+
+
+def solution_source(module: Path, names: set[str]) -> str:
+    """The statements of a solutions module that bind `names`, as source, in module order."""
+    text = module.read_text()
+    picked, found = [], set()
+    for node in ast.parse(text).body:
+        bound = defined_names(ast.get_source_segment(text, node))
+        if bound & names:
+            picked.append(ast.get_source_segment(text, node))
+            found |= bound & names
+    missing = names - found
+    assert not missing, f"{module.name} has no reference solution for {sorted(missing)}"
+    return "\n".join(picked)
+
+
+def quiz_answer() -> int:
+    tree = ast.parse((SOLUTIONS / "pytree_lesson.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "quiz_answer" for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise AssertionError("tests/solutions/pytree_lesson.py has no quiz_answer")
+
+
+def exercise_tag(cell) -> str | None:
+    for tag in cell.get("metadata", {}).get("tags", []):
+        if tag.startswith("exercise:"):
+            return tag.split(":", 1)[1]
+    return None
+
+
+def fill_in_answers(nb, name: str) -> None:
+    """Replace each exercise scaffold by its reference solution; type and reveal predictions."""
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        exercise = exercise_tag(cell)
+        if exercise == "quiz":
+            cell.source += (f"\nquiz.selected = {quiz_answer()}\n"
+                            "print('quiz answered, correct:', quiz.submit())\n"
+                            "print(quiz.explanation)\n"
+                            "quiz")
+        elif exercise is not None:
+            cell.source = solution_source(SOLUTION_MODULES[name], defined_names(cell.source))
+        elif cell.get("id") in PREDICTIONS:
+            call = cell.source.strip()
+            cell.source = (f"prompt = {call}\n"
+                           f"prompt.prediction = {PREDICTIONS[cell.id]!r}\n"
+                           "print('revealed:', prompt.reveal())\n"
+                           "prompt")
+
+
+# --------------------------------------------------------------------------- running
+
+
+def kernel_env() -> dict:
+    env = dict(os.environ)
+    # the kernelspec runs `python`: make it this venv's interpreter
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env["JAX_PLATFORMS"] = "cpu"
+    env.pop("JUPYTER_PLATFORM_DIRS", None)
+    return env
+
+
+def execute(name: str, workdir: Path, *, answered: bool, lite: bool = False, extra: str = ""):
+    """Run a notebook in a fresh kernel with `workdir` as its folder; an error fails the test."""
+    nb = nbformat.read(CONTENT / name, as_version=4)
+    if answered:
+        fill_in_answers(nb, name)
+    if lite:
+        nb.cells.insert(1, nbformat.v4.new_code_cell(LITE_ENGINE_CELL, id="lite-engine"))
+    if extra:
+        nb.cells.append(nbformat.v4.new_code_cell(extra, id="test-extra"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    client = NotebookClient(
+        nb, timeout=CELL_TIMEOUT, kernel_name="python3", allow_errors=False,
+        resources={"metadata": {"path": str(workdir)}},
+    )
+    client.execute(env=kernel_env())
+    return nb
+
+
+def cell_text(nb, cell_id: str) -> str:
+    """Everything a cell printed or displayed as text."""
+    for cell in nb.cells:
+        if cell.get("id") == cell_id:
+            parts = []
+            for out in cell.get("outputs", []):
+                if out.output_type == "stream":
+                    parts.append(out.text)
+                elif "data" in out:
+                    parts.append(out.data.get("text/plain", ""))
+            return "".join(parts)
+    raise AssertionError(f"no cell with id {cell_id!r}")
+
+
+def widget_states(nb) -> list[dict]:
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {})
+    return [model["state"] for model in state.get("state", {}).values()]
+
+
+def evidence(workdir: Path, stem: str) -> dict:
+    return json.loads((workdir / f"{stem}.json").read_text())
+
+
+def assert_checks_passed(record: dict, exercise_ids: set[str]) -> None:
+    checks = {entry["exercise_id"]: entry for entry in record["checks"]}
+    assert set(checks) == exercise_ids, record["checks"]
+    for exercise_id, entry in checks.items():
+        assert entry["passed"] is True and entry["score"] == 1.0, entry
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def lesson_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("lesson")
+    return execute(LESSON, workdir, answered=True), workdir
+
+
+@pytest.fixture(scope="module")
+def packed_run(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("packed")
+    # the packed-position view, driven from Python as a click would: position -> path and back
+    links = (
+        "view.buttons.value = 2\n"
+        "print('position 2 selects', view.diagram.selected_path)\n"
+        "view.diagram.selected_path = \"['b']\"\n"
+        "print(\"['b'] selects position\", view.buttons.value)\n"
+    )
+    return execute(PACKED, workdir, answered=True, extra=links), workdir
+
+
+# --------------------------------------------------------------------------- the notebooks as files
+
+
+def test_notebooks_are_generated_from_the_script():
+    result = subprocess.run([sys.executable, str(CONTENT / "_build_notebooks.py"), "--check"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("name", NOTEBOOKS)
+def test_committed_notebook_is_clean_and_starts_with_the_setup_cell(name):
+    nb = nbformat.read(CONTENT / name, as_version=4)
+    nbformat.validate(nb)
+    first = nb.cells[0]
+    assert first.cell_type == "code" and first.source == FIRST_CELL.read_text().rstrip("\n")
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            assert cell.outputs == [] and cell.execution_count is None, cell.id
+
+
+@pytest.mark.parametrize("name", [LESSON, PACKED])
+def test_exercise_cells_hold_the_scaffold_not_the_solution(name):
+    nb = nbformat.read(CONTENT / name, as_version=4)
+    scaffolds = {exercise_tag(c): c.source for c in nb.cells if exercise_tag(c) not in (None, "quiz")}
+    expected = {LESSON: {"squared_norm", "nested_scale_grad", "repair_update"},
+                PACKED: {"grad_over_flat_params"}}[name]
+    assert set(scaffolds) == expected
+    for exercise_id, source in scaffolds.items():
+        assert "..." in source and "TODO" in source, exercise_id
+        solution = solution_source(SOLUTION_MODULES[name], defined_names(source))
+        code_lines = {ln.strip() for ln in solution.splitlines() if ln.strip() and not ln.strip().startswith("#")}
+        leaked = [ln for ln in source.splitlines() if ln.strip() in code_lines and "..." not in ln
+                  and not ln.strip().startswith(("def ", "return", "#"))]
+        assert not leaked, f"{exercise_id}: solution lines in the student's cell: {leaked}"
+
+
+# --------------------------------------------------------------------------- the lesson, answered
+
+
+def test_lesson_tree_diagram_and_counts(lesson_run):
+    nb, _ = lesson_run
+    text = cell_text(nb, "params")
+    assert "params\n├── weight: float32[2]\n└── bias: float32[]\n2 leaves, 3 numerical parameter values" in text
+
+
+def test_lesson_hand_derivation_matches_value_and_grad(lesson_run):
+    nb, _ = lesson_run
+    text = cell_text(nb, "value-and-grad")
+    assert "loss: 4.0" in text
+    assert "grads['weight']: [-8. -4.]" in text
+    assert "grads['bias']: -4.0" in text
+    rows = cell_text(nb, "hand-vs-jax").splitlines()
+    assert len(rows) == 2 and all(row.endswith("agree: True") for row in rows)
+
+
+def test_lesson_worked_calculation_panel_shows_the_step(lesson_run):
+    nb, _ = lesson_run
+    tables = [s["value"] for s in widget_states(nb) if "pytree-lab-calculation" in s.get("_dom_classes", [])]
+    assert tables, "no worked-calculation panel in the widget state"
+    text = re.sub(r"<[^>]+>", "|", tables[0])
+    for expected in ("prediction ŷ||1|", "loss L||4|", "dL/dŷ||-4|", "∂L/∂weight||[-8, -4]|",
+                     "∂L/∂bias||-4|", "[1.4, -0.8]", "|0.2|", "new loss||0.64|"):
+        assert expected in text, (expected, text)
+
+
+def test_lesson_update_and_recorded_reference(lesson_run):
+    nb, _ = lesson_run
+    assert re.search(r"Before/after: 4\.0 0\.6399999\d*\n", cell_text(nb, "update"))
+    result = cell_text(nb, "explorer-result")
+    assert re.search(r"loss before/after: 4\.0 0\.6399999\d*", result)
+    assert "before [1.0, -1.0, 0.0]" in result and "after [1.4, -0.8, 0.2]" in result
+    assert "All leaves agree with the hand-derived update." in cell_text(nb, "verify-leaves")
+
+
+def test_lesson_zip_pitfall_is_caught_by_shape(lesson_run):
+    text = cell_text(lesson_run[0], "zip-pitfall")
+    assert "grads keys:  ['bias', 'weight']" in text
+    assert "zip paired by position -> bias: [0.4 0.2]" in text
+    assert "['bias'] has shape () in params but (2,)" in text
+
+
+def test_lesson_prediction_reveals_which_weight(lesson_run):
+    text = cell_text(lesson_run[0], "predict-which-weight")
+    assert "revealed: weight[0] changes more" in text
+
+
+def test_lesson_swapped_gradients_run_but_miss_the_hand_update(lesson_run):
+    text = cell_text(lesson_run[0], "swap-demo")
+    assert "diagnose: The trees match" in text  # nothing structural differs
+    rows = {line.split()[0]: line for line in text.splitlines() if line.startswith(("w_x", "w_z", "bias "))}
+    assert rows["w_x"].endswith("swapped matches the hand update: False")
+    assert rows["w_z"].endswith("swapped matches the hand update: False")
+    assert rows["bias"].endswith("swapped matches the hand update: True")
+    losses = re.search(r"right ([\d.]+) \| swapped ([\d.]+)", text)
+    # by hand: prediction 4.2 -> loss 1.44 with the right gradients; 3.2 -> 0.04 swapped
+    assert abs(float(losses.group(1)) - 1.44) < 1e-5 and abs(float(losses.group(2)) - 0.04) < 1e-5
+
+
+def test_lesson_metadata_and_optimizer_state(lesson_run):
+    nb, _ = lesson_run
+    text = cell_text(nb, "metadata")
+    assert "└── name: str (not differentiable)" in text
+    assert "not differentiable: ['name'] (str)" in text
+    assert "jax.grad refused it: TypeError" in text
+    state = cell_text(nb, "optimizer-state")
+    assert "optimizer state (optax.adam)" in state and "count: int32[] (not differentiable)" in state
+    assert "mu" in state and "nu" in state
+
+
+def test_lesson_flatten_round_trip_and_treedef(lesson_run):
+    nb, _ = lesson_run
+    assert "definition: PyTreeDef({'bias': *, 'weight': *})" in cell_text(nb, "flatten")
+    text = cell_text(nb, "treedef-keeps")
+    assert "{'bias': 'leaf 0', 'weight': 'leaf 1'}" in text
+    assert "leaves the definition expects: 2" in text
+
+
+def test_lesson_exercises_pass_with_the_reference_solutions(lesson_run):
+    nb, workdir = lesson_run
+    norm = cell_text(nb, "check-squared-norm")
+    assert "squared norm over every leaf: 96.0" in norm and "they agree: True" in norm
+    assert "Passed" in norm and "score 1.00" in norm
+    nested = cell_text(nb, "check-nested")
+    assert "d loss / d scale: -4.0" in nested and "same structure as nested: True" in nested
+    assert "Passed" in nested and "score 1.00" in nested
+    repair = cell_text(nb, "check-repair")
+    assert "Passed" in repair and "score 1.00" in repair
+    assert re.search(r"loss\(fixed\): 0\.6399999\d*", repair)
+    assert_checks_passed(evidence(workdir, "pytree-lesson-evidence"),
+                         {"squared_norm", "nested_scale_grad", "repair_update"})
+
+
+def test_lesson_repair_shows_the_real_error(lesson_run):
+    text = cell_text(lesson_run[0], "repair-error")
+    assert "Expected tree mismatch\nValueError: " in text
+    assert "diagnose: The gradient tree is missing ['bias']" in text
+    result = cell_text(lesson_run[0], "diagnose-result")
+    assert result.count("still a ValueError") == 2
+    assert "['bias'] has shape () in params but (2,) in the updated tree" in result
+
+
+def test_lesson_quiz_and_evidence_file(lesson_run):
+    nb, workdir = lesson_run
+    assert "quiz answered, correct: True" in cell_text(nb, "quiz")
+    record = evidence(workdir, "pytree-lesson-evidence")
+    assert [q["correct"] for q in record["quiz"]] == [True]
+    assert {p["id"] for p in record["predictions"]} == {"gradient_leaves", "which_weight_changes_more",
+                                                        "treedef_keeps"}
+    labels = {o["label"] for o in record["outputs"]}
+    assert {"parameter and gradient tree diagram", "hand-derived update, computed",
+            "flatten / unflatten round trip", "nested-scale derivative", "missing-key repair"} <= labels
+    nested = next(o for o in record["outputs"] if o["label"] == "nested-scale derivative")
+    assert nested["value"]["scale"] == -4.0
+    markdown = (workdir / "pytree-lesson-evidence.md").read_text()
+    assert "squared_norm" in markdown and "2 leaves, 3 numerical parameter values" in markdown
+
+
+# --------------------------------------------------------------------------- packed parameters
+
+
+def test_packed_dict_example(packed_run):
+    text = cell_text(packed_run[0], "dict-example")
+    for expected in ("prediction: [-0.5]", "loss: 0.25", "grads['w']: [-1.0, 1.0]", "grads['b']: [-1.0]"):
+        assert expected in text
+
+
+def test_packed_one_leaf_and_argnums(packed_run):
+    nb, _ = packed_run
+    one = cell_text(nb, "one-leaf")
+    assert "flat_params: float32[3]\n1 leaf, 3 numerical parameter values" in one
+    assert "gradient: [-1.0, 1.0, -1.0]" in one and "shape: (3,)" in one
+    argnums = cell_text(nb, "argnums")
+    assert "argnums=0 (flat_params): [-1.0, 1.0, -1.0]" in argnums
+    # d/dx of (x @ w + b)^2 = 2 * (-0.5) * w = [-1, -2]: the data's shape, not the parameters'
+    assert "[[-1.0, -2.0]]" in argnums
+
+
+def test_packed_view_links_positions_to_paths(packed_run):
+    nb, _ = packed_run
+    text = cell_text(nb, "packed-view")
+    assert "packed: [0.5, 1.0, 2.0]" in text  # dict keys sorted: b first
+    assert "packed[0] <- params['b'][0]" in text
+    assert "packed[1] <- params['w'][0]" in text
+    assert "packed[2] <- params['w'][1]" in text
+    assert "[1.0, 2.0, 0.5]" in cell_text(nb, "packed-tuple")
+    links = cell_text(nb, "test-extra")
+    assert "position 2 selects ['w']" in links
+    assert "['b'] selects position 0" in links
+
+
+def test_packed_task_passes_with_the_reference_solution(packed_run):
+    nb, workdir = packed_run
+    assert "worked example: [8.0, 12.0, 4.0]" in cell_text(nb, "worked-example")
+    check = cell_text(nb, "check-flat")
+    assert "Passed" in check and "score 1.00" in check
+    back = cell_text(nb, "packed-vs-dict")
+    assert "from the packed gradient: w [-1.0, 1.0] b [-1.0]" in back
+    assert "from the dictionary:      w [-1.0, 1.0] b [-1.0]" in back
+    assert_checks_passed(evidence(workdir, "packed-parameters-evidence"), {"grad_over_flat_params"})
+
+
+# --------------------------------------------------------------------------- instructor demo
+
+
+def test_instructor_demo_runs(tmp_path):
+    nb = execute(INSTRUCTOR, tmp_path, answered=False)
+    assert "sliders: ['x[0]', 'x[1]', 'target', 'learning_rate', 'weight[0]', 'weight[1]', 'bias']" in cell_text(
+        nb, "default-explorer")
+    assert "selected: ['bias']" in cell_text(nb, "drive-explorer")
+    assert "selected ['weight']" in cell_text(nb, "observe")
+    assert "└── [1]\n│       ├── w: float32[2]" in cell_text(nb, "mlp")
+    assert "d loss / d scale: -4.0" in cell_text(nb, "dataclass")
+    assert "CustomNode(Dense[('encoder',)]" in cell_text(nb, "dataclass")  # the name is metadata
+    assert "side panels: ['Adam state after one update']" in cell_text(nb, "optax-panel")
+    assert "['bias'] has shape () in params but (2,)" in cell_text(nb, "diagram-alone")
+
+
+# --------------------------------------------------------------------------- as a student first sees them
+
+
+@pytest.mark.parametrize("name", [LESSON, PACKED])
+def test_unanswered_notebook_runs_and_says_not_answered(name, tmp_path):
+    nb = execute(name, tmp_path, answered=False)
+    check_cells = {LESSON: ["check-squared-norm", "check-nested", "check-repair"], PACKED: ["check-flat"]}[name]
+    for cell_id in check_cells:
+        assert "Not answered yet" in cell_text(nb, cell_id), cell_id
+    stem = {LESSON: "pytree-lesson-evidence", PACKED: "packed-parameters-evidence"}[name]
+    assert evidence(tmp_path, stem)["checks"] == []  # nothing was graded without an answer
+
+
+# --------------------------------------------------------------------------- the Lite engine
+
+
+@pytest.mark.parametrize("name", [LESSON, PACKED])
+def test_notebook_runs_on_the_lite_engine(name, tmp_path):
+    nb = execute(name, tmp_path, answered=True, lite=True)
+    assert "computing with pytree-lab Lite engine" in cell_text(nb, "imports")
+    if name == LESSON:
+        assert re.search(r"Before/after: 4\.0 0\.6399999\d*\n", cell_text(nb, "update"))
+        assert "grads['weight']: [-8. -4.]" in cell_text(nb, "value-and-grad")
+        assert "Adam's layout, built by hand" in cell_text(nb, "optimizer-state")
+        assert "squared norm over every leaf: 96.0" in cell_text(nb, "check-squared-norm")
+        assert "d loss / d scale: -4.0" in cell_text(nb, "check-nested")
+        assert_checks_passed(evidence(tmp_path, "pytree-lesson-evidence"),
+                             {"squared_norm", "nested_scale_grad", "repair_update"})
+    else:
+        assert "loss: 0.25" in cell_text(nb, "dict-example")
+        assert "packed: [0.5, 1.0, 2.0]" in cell_text(nb, "packed-view")
+        assert "worked example: [8.0, 12.0, 4.0]" in cell_text(nb, "worked-example")
+        assert_checks_passed(evidence(tmp_path, "packed-parameters-evidence"), {"grad_over_flat_params"})
