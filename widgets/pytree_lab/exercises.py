@@ -3,7 +3,8 @@
 `check(exercise_id, answer)` grades an answer to one of the lessons' exercises and explains what
 is wrong in the lessons' terms (a missing key and its path, a wrong shape, the bias in the wrong
 position, a mean where a sum was asked, a swapped leaf). Every expected value is computed when
-the check runs, with real `jax.grad` of a reference loss: nothing here is a typed-in answer.
+the check runs, with `jax.grad` of a reference loss (real JAX; the Lite engine in a JupyterLite
+kernel): nothing here is a typed-in answer.
 
 Function answers run on the lesson's worked example plus hidden cases drawn from a fresh random
 generator; feedback may describe a hidden case's size (N examples, d features) but never its
