@@ -1,10 +1,11 @@
 """Screenshots of the widgets in a real JupyterLab, in the light and the dark theme.
 
-    .venv/bin/python tools/screenshots.py [--out artifacts/screenshots]
+    .venv/bin/python tools/screenshots.py [--out artifacts/screenshots] [--scale 2]
 
 Opens one notebook with a StepExplorer and PytreeDiagrams (the lesson's nested tree with
 params | grads | updated and an optax.adam state panel; a gradient tree missing a leaf),
-then saves one PNG per widget and theme, plus the whole notebook, for a person to look at.
+then saves one PNG per widget and theme (and the explorer with ['bias'] selected), plus
+the whole notebook, for a person to look at.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ missing""",
 SHOTS = {0: "explorer", 1: "diagram-nested-adam", 2: "diagram-missing-leaf"}
 
 
-def take(out: Path) -> list[Path]:
+def take(out: Path, scale: float = 1.0) -> list[Path]:
     from playwright.sync_api import sync_playwright
 
     out.mkdir(parents=True, exist_ok=True)
@@ -68,7 +69,7 @@ def take(out: Path) -> list[Path]:
         with sync_playwright() as pw:
             browser = harness.launch_chromium(pw)
             try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page = browser.new_page(viewport={"width": 1400, "height": 1000}, device_scale_factor=scale)
                 harness.open_lab(page, server)
                 nb = harness.open_notebook(page, server, "screenshots.ipynb", CELLS, wait_for='[role="tree"]')
                 try:
@@ -84,6 +85,14 @@ def take(out: Path) -> list[Path]:
                             target = out / f"{name}-{tag}.png"
                             outputs.nth(index).screenshot(path=str(target))
                             saved.append(target)
+                        # the linked selection: highlighted row, bars and calculation lines
+                        nb.run("ex.selected_path = \"['bias']\"")
+                        nb.panel.locator('[role="treeitem"][aria-selected="true"]').first.wait_for()
+                        page.wait_for_timeout(300)  # bqplot restyles the selected bars
+                        target = out / f"explorer-bias-selected-{tag}.png"
+                        outputs.nth(0).screenshot(path=str(target))
+                        saved.append(target)
+                        nb.run('ex.selected_path = ""')
                         target = out / f"notebook-{tag}.png"
                         page.screenshot(path=str(target), full_page=True)
                         saved.append(target)
@@ -101,8 +110,9 @@ def take(out: Path) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "artifacts" / "screenshots")
+    parser.add_argument("--scale", type=float, default=1.0, help="device pixel ratio (2 for close inspection)")
     args = parser.parse_args(argv)
-    for path in take(args.out):
+    for path in take(args.out, args.scale):
         print(path)
     return 0
 

@@ -139,7 +139,12 @@ def test_text_reads_in_both_themes(diagrams, lab_page, theme):
     nb, (aligned, broken, _) = diagrams
     set_theme(lab_page, theme)
     assert lab_page.evaluate("() => document.body.dataset.jpThemeName") == theme
+    nb.run("aligned.selected_path = \"['bias']\"")
+    wait_selected(aligned, "['bias']")
+    selected = tree_item(aligned, "['bias']")
     checks = {
+        "selected leaf name": selected.locator(".ptl-key"),
+        "selected value": selected.locator(".ptl-val").first,
         "leaf name": aligned.locator(".ptl-key").first,
         "value": aligned.locator(".ptl-val").first,
         "column heading": aligned.locator(".ptl-head > span").nth(1),

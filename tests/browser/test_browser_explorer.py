@@ -211,8 +211,12 @@ def test_tree_keys_move_focus_and_select(nb):
 @pytest.mark.parametrize("theme", [LIGHT, DARK])
 def test_text_reads_in_both_themes(nb, lab_page, theme):
     set_theme(lab_page, theme)
+    nb.run("ex.selected_path = \"['bias']\"")
+    wait_selected(nb.panel, "['bias']")
     fig = figure(nb)
     checks = {
+        "selected leaf in the diagram": tree_item(nb.panel, "['bias']").locator(".ptl-val").first,
+        "selected calculation line": nb.panel.locator(".ptl-calc-selected td").first,
         "slider label": nb.panel.locator("label.widget-label").first,
         "slider readout": nb.panel.locator(".widget-readout").first,
         "chart title": fig.locator("text.mainheading"),
