@@ -109,3 +109,48 @@ def test_every_listed_function_exists_in_real_jax_numpy():
     from pytree_lab.compat.jax.numpy import _TRACED
 
     assert [n for n in _TRACED if not hasattr(real_jnp, n)] == []
+
+
+TRACED = {
+    "asarray of traced list": lambda jnp, x: jnp.sum(jnp.asarray([x[0], 2.0 * x[1]])),
+    "array of traced list": lambda jnp, x: jnp.sum(jnp.array([x[0], 2.0 * x[1]]) ** 2),
+    "scalar type call": lambda jnp, x: jnp.float32(x[0]) * 3.0,
+    "stack": lambda jnp, x: jnp.sum(jnp.stack([x, x * x])),
+    "indexing": lambda jnp, x: (x[0] - x[1]) ** 2,
+    "mean method": lambda jnp, x: x.mean() * 2.0,
+    "transpose and matmul": lambda jnp, x: jnp.sum(x.reshape(2, 1).T @ x.reshape(2, 1)),
+    "norm": lambda jnp, x: jnp.linalg.norm(x),
+    "where": lambda jnp, x: jnp.sum(jnp.where(x > 0, x**2, 0.0)),
+    "builtin abs": lambda jnp, x: jnp.sum(abs(x)),
+    "reciprocal": lambda jnp, x: jnp.sum(1.0 / (1.0 + x**2)),
+    "zeros_like": lambda jnp, x: jnp.sum(x + jnp.zeros_like(x)),
+    "astype": lambda jnp, x: jnp.sum(x.astype(jnp.float32) * x),
+    "concatenate": lambda jnp, x: jnp.sum(jnp.concatenate([x, x[:1]]) ** 3),
+    "dot with constant": lambda jnp, x: jnp.dot(jnp.array([2.0, 1.0]), x),
+    "ravel": lambda jnp, x: jnp.sum(jnp.ravel(jnp.tanh(x))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TRACED))
+def test_functions_inside_grad_match_jax(name):
+    import jax as real_jax
+
+    from pytree_lab.compat import jax as lite_jax
+
+    x = np.array([1.0, -2.0], np.float32)
+    real = real_jax.value_and_grad(lambda v: TRACED[name](real_jnp, v))(x)
+    lite = lite_jax.value_and_grad(lambda v: TRACED[name](lite_jnp, v))(x)
+    for r, lt in zip(real, lite):
+        assert np.asarray(lt).dtype == np.asarray(r).dtype == np.float32
+        np.testing.assert_allclose(np.asarray(lt), np.asarray(r), rtol=1e-6, atol=1e-7)
+
+
+def test_array_isinstance_covers_numpy_scalars_and_traced_values():
+    from pytree_lab.compat import jax as lite_jax
+
+    bias = lite_jnp.array(0.0) - 0.05 * lite_jnp.array(-4.0)  # numpy arithmetic gives a numpy scalar
+    assert isinstance(bias, lite_jax.Array) and isinstance(bias, lite_jnp.ndarray)
+    assert not isinstance([1.0], lite_jax.Array) and not isinstance(1.0, lite_jax.Array)
+    seen = []
+    lite_jax.grad(lambda v: seen.append(isinstance(v, lite_jax.Array)) or lite_jnp.sum(v))(lite_jnp.ones(2))
+    assert seen == [True]

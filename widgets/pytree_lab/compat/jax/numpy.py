@@ -24,8 +24,19 @@ import autograd.numpy as _anp
 from autograd.numpy.numpy_boxes import ArrayBox as _ArrayBox
 from autograd.tracer import getval as _getval
 
-ndarray = _np.ndarray
-Array = _np.ndarray
+
+
+class _ArrayType(type):
+    def __instancecheck__(cls, obj: Any) -> bool:
+        return isinstance(obj, (_np.ndarray, _np.generic, _ArrayBox))
+
+
+class Array(metaclass=_ArrayType):
+    """`jax.Array` for isinstance checks and annotations: numpy arrays, numpy scalars (the 0-d
+    results of numpy arithmetic) and values traced inside `grad`."""
+
+
+ndarray = Array
 dtype = _np.dtype
 issubdtype = _np.issubdtype
 generic = _np.generic
@@ -172,6 +183,8 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None, 
 
 
 def asarray(a: Any, dtype: Any = None, order: Any = None, copy: Any = None) -> Any:
+    if type(a) is list or type(a) is tuple:  # may hold traced values: build it like `array`
+        return array(a, dtype=dtype)
     if isinstance(a, _ArrayBox):
         return _canon(a) if dtype is None else a.astype(canonicalize_dtype(dtype))
     if dtype is None:
