@@ -394,9 +394,6 @@ class PyTreeDef:
         return None
 
     # -- comparison and display
-    def _signature(self) -> tuple:
-        return (self._kind, self._type, self._aux if self._kind in (_DICT, _CUSTOM) else None)
-
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PyTreeDef):
             return NotImplemented
