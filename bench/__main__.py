@@ -1,0 +1,266 @@
+"""`python -m bench` (`make bench`): every pytree-lab benchmark in one run, printed beside its target.
+
+    python -m bench                      # everything (about 5-10 minutes on 2 cores)
+    python -m bench --only compute,trees # some sections: compute, roundtrip, burst, trees
+    python -m bench --quick              # fewer repetitions, for a smoke run
+
+Sections: 1 compute per update; 2 slider -> chart round trip vs a no-op-kernel floor;
+3 a 20-move burst; 4 big trees (Python model, first paint, select / fold) beside treescope.
+Results go to artifacts/bench.json as well. A missed target gets a profile of where the
+time goes (cProfile for Python, Chromium's CPU profile for the page).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import sys
+import time
+from pathlib import Path
+
+from .stats import Table, fmt, verdict
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "artifacts" / "bench.json"
+SECTIONS = ["compute", "roundtrip", "burst", "trees"]
+
+# Targets (issue: foundation, section 5; hardening, section 3).
+TARGET_RATIO = 1.25  # explorer p95 <= 1.25 x floor p95
+TARGET_MODEL_S = 0.3  # 10k leaves: Python model
+TARGET_PAINT_MS = 300.0  # 10k leaves: first paint
+TARGET_CLICK_MS = 50.0  # 10k leaves: select / fold
+
+
+def _print(table: Table) -> None:
+    print()
+    print(table.render(), flush=True)
+
+
+def _load() -> list[float]:
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def trees_tables(py: dict, br: dict | None) -> list[Table]:
+    from .trees import TREE_NAMES
+
+    t1 = Table(
+        "4a. Python: the diagram's model (describe + align + widget state) vs treescope.render_to_html",
+        ["tree", "leaves", "rows", "describe", "align", "widget+JSON (here)", "state", "in kernel",
+         "treescope (kernel)", "target", "ok/MISSED"],
+    )
+    for name in TREE_NAMES:
+        p = py[name]
+        d = (br or {}).get("diagram", {}).get(name, {})
+        ts = (br or {}).get("treescope", {}).get(name, {})
+        kernel = d.get("python_s")
+        is10k = name == "layers-10k"
+        judged = kernel if kernel is not None else p["model"]
+        t1.add(name, str(p["leaves"]), str(p["rows"]), fmt(p["describe"] * 1e3, " ms"), fmt(p["align"] * 1e3, " ms"),
+               fmt(p["model"] * 1e3, " ms"), fmt(p["bytes"] / 1e6, " MB"),
+               fmt(kernel * 1e3, " ms") if kernel is not None else "—",
+               fmt(ts["python_s"] * 1e3, " ms") if ts.get("python_s") is not None else "—",
+               f"≤ {TARGET_MODEL_S * 1e3:.0f} ms" if is10k else "",
+               verdict(judged <= TARGET_MODEL_S) if is10k else "")
+    t1.notes.append("'in kernel' = PytreeDiagram(tree) in the notebook's kernel, its comm open and state "
+                    "serialisation included (judged); 'here' = the same in this process plus json.dumps of the state")
+    tables = [t1]
+    if br is None:
+        return tables
+
+    t2 = Table(
+        "4b. First paint in JupyterLab + Chromium: display() -> rows painted (cell run -> painted in brackets)",
+        ["tree", "pytree-lab diagram", "treeitems in DOM", "treescope", "treescope HTML", "target", "ok/MISSED"],
+    )
+    for name in TREE_NAMES:
+        d = br["diagram"].get(name, {})
+        ts = br["treescope"].get(name, {})
+        is10k = name == "layers-10k"
+        fp = d.get("first_paint_ms")
+
+        def both(x):
+            if not x or x.get("first_paint_ms") is None:
+                return "—" if not x else "not painted"
+            return f"{fmt(x['first_paint_ms'], ' ms')} ({fmt(x['cell_to_paint_ms'], ' ms')})"
+
+        items = d.get("treeitems_in_dom")
+        t2.add(name, both(d), "—" if items is None else str(round(items)), both(ts),
+               fmt(ts["html_bytes"] / 1e6, " MB") if ts.get("html_bytes") else "—",
+               f"≤ {TARGET_PAINT_MS:.0f} ms" if is10k else "",
+               verdict(fp is not None and fp <= TARGET_PAINT_MS) if is10k else "")
+    big = br["diagram"].get("layers-10k", {})
+    if big.get("state_arrival_ms") is not None and big.get("first_paint_ms") is not None:
+        t2.notes.append(f"10k diagram: its state message ({py['layers-10k']['bytes'] / 1e6:.1f} MB) reaches the page "
+                        f"{big['state_arrival_ms']:.0f} ms after display(); rows painted "
+                        f"{big['first_paint_ms'] - big['state_arrival_ms']:.0f} ms after that")
+    t2.notes.append("medians over the runs (diagram: 2-3 per tree; treescope: 1); widget module and treescope's "
+                    "elements loaded once before timing")
+    tables.append(t2)
+
+    c = br["clicks_10k"]
+    t3 = Table(
+        f"4c. Select / fold on the 10k-leaf diagram (click -> attribute, and -> next frame painted; {c['select']['n']} each)",
+        ["action", "-> attr p50", "-> attr p95", "-> painted p50", "-> painted p95", "target (painted p95)", "ok/MISSED"],
+    )
+    for kind, label in (("unfold", "unfold a layer (aria-expanded)"), ("select", "select a leaf (aria-selected)"),
+                        ("fold", "fold a layer (aria-expanded)")):
+        k = c[kind]
+        t3.add(label, fmt(k["attr_ms"]["median"], " ms"), fmt(k["attr_ms"]["p95"], " ms"),
+               fmt(k["paint_ms"]["median"], " ms"), fmt(k["paint_ms"]["p95"], " ms"),
+               f"≤ {TARGET_CLICK_MS:.0f} ms", verdict(k["paint_ms"]["p95"] <= TARGET_CLICK_MS))
+    tables.append(t3)
+    return tables
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated: " + ", ".join(SECTIONS))
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run, not for the README)")
+    ap.add_argument("--moves", type=int, default=None, help="round-trip moves per mode (default 60; quick 20)")
+    ap.add_argument("--no-profile", action="store_true", help="skip the profiles of missed targets")
+    ap.add_argument("--json", default=str(OUT), help=f"where to write the results (default {OUT.relative_to(ROOT)})")
+    args = ap.parse_args(argv)
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = set(only) - set(SECTIONS)
+    if unknown:
+        ap.error(f"unknown sections: {', '.join(sorted(unknown))}")
+    moves = args.moves or (20 if args.quick else 60)
+
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    started = time.monotonic()
+    results: dict = {
+        "meta": {
+            "started": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+            "python": platform.python_version(),
+            "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+            "load_average_at_start": _load(),
+            "quick": args.quick,
+            "sections": only,
+        },
+        "targets": {"explorer_p95_over_floor_p95": TARGET_RATIO, "model_10k_s": TARGET_MODEL_S,
+                    "first_paint_10k_ms": TARGET_PAINT_MS, "select_fold_10k_ms": TARGET_CLICK_MS},
+    }
+    print(f"pytree-lab benchmark: {', '.join(only)}; load average {results['meta']['load_average_at_start']} "
+          f"on {results['meta']['machine']}", flush=True)
+
+    def save() -> None:
+        results["meta"]["seconds"] = round(time.monotonic() - started, 1)
+        results["meta"]["load_average_at_end"] = _load()
+        path = Path(args.json)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(_clean(results), indent=1, default=_jsonable, allow_nan=False))
+
+    if "compute" in only:
+        from . import compute
+
+        r = compute.run(*( (60, 500, 60) if args.quick else () ))
+        results["compute"] = r
+        _print(compute.table(r))
+        save()
+
+    py_trees = None
+    trees_data = None
+    if "trees" in only:
+        from . import trees
+
+        print("\nbuilding trees (100 / 1k / 10k leaves, 50-layer MLP, small transformer) ...", flush=True)
+        trees_data = trees.build_all()
+        reps = {name: (1 if args.quick else (2 if name == "layers-10k" else 3)) for name in trees_data}
+        py_trees = trees.run(trees_data, reps)
+        results["trees_python"] = py_trees
+        save()
+
+    browser_sections = [s for s in ("roundtrip", "burst", "trees") if s in only]
+    if browser_sections:
+        from . import roundtrip
+        from .lab import BenchLab
+
+        print(f"\nstarting JupyterLab + Chromium for: {', '.join(browser_sections)} ...", flush=True)
+        with BenchLab() as lab:
+            if "roundtrip" in only or "burst" in only:
+                rt = roundtrip.RoundTrip(lab)
+                try:
+                    moves_r = None
+                    if "roundtrip" in only:
+                        moves_r = roundtrip.run_moves(rt, moves=moves, warmup=3 if args.quick else 5)
+                        results["roundtrip"] = moves_r
+                        _print(roundtrip.table_moves(moves_r))
+                        save()
+                    if "burst" in only:
+                        b = roundtrip.run_burst(rt, repeats=2 if args.quick else 3)
+                        results["burst"] = b
+                        _print(roundtrip.table_burst(b, moves_r))
+                        save()
+                finally:
+                    rt.close()
+            if "trees" in only:
+                from . import paint
+
+                reps = {name: (1 if args.quick else (2 if name in ("layers-10k",) else 3)) for name in trees_data}
+                br = paint.run(lab, reps, clicks=4 if args.quick else 10)
+                results["trees_browser"] = br
+                for t in trees_tables(py_trees, br):
+                    _print(t)
+                save()
+                missed_paint = (br["diagram"]["layers-10k"].get("first_paint_ms") or math.inf) > TARGET_PAINT_MS
+                if missed_paint and not args.no_profile:
+                    tp = paint.TreePaint(lab)
+                    try:
+                        prof = paint.profile_first_paint(lab, tp, "layers-10k")
+                    finally:
+                        tp.close()
+                    results["profile_first_paint_10k"] = prof
+                    print("\nwhere the 10k first paint goes (Chromium CPU profile of one display, self time):")
+                    head, rest = prof[0], prof[1:]
+                    print(f"  profiled run: first paint {head['self_ms']:.0f} ms, page main thread busy "
+                          f"{head['busy_ms']:.0f} ms in all")
+                    for row in rest:
+                        print(f"  {row['self_ms']:8.1f} ms  {row['function']}  {row['where']}")
+                    save()
+            if lab.errors:
+                results["page_errors"] = lab.errors
+                print("\npage errors during the run:\n  " + "\n  ".join(lab.errors[:10]))
+    elif py_trees is not None:
+        for t in trees_tables(py_trees, None):
+            _print(t)
+
+    if py_trees is not None and not args.no_profile:
+        judged = results.get("trees_browser", {}).get("diagram", {}).get("layers-10k", {}).get("python_s")
+        if (judged if judged is not None else py_trees["layers-10k"]["model"]) > TARGET_MODEL_S:
+            from . import trees
+
+            text = trees.profile_model(trees_data["layers-10k"])
+            results["profile_model_10k"] = text
+            print("\nwhere the 10k Python model goes (cProfile of PytreeDiagram(tree) + state JSON, by own time):")
+            print("\n".join("  " + ln for ln in text.splitlines()))
+
+    save()
+    print(f"\nload average at end {results['meta']['load_average_at_end']}; "
+          f"{results['meta']['seconds']:.0f} s in all; results in {Path(args.json)}")
+    return 0
+
+
+def _clean(o):
+    """NaN (no data) becomes null: the file stays strict JSON."""
+    if isinstance(o, float):
+        return None if not math.isfinite(o) else o
+    if isinstance(o, dict):
+        return {str(k): _clean(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_clean(v) for v in o]
+    return o
+
+
+def _jsonable(o):
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    return str(o)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
