@@ -106,12 +106,15 @@ def exercise_tag(cell) -> str | None:
     return None
 
 
-def fill_in_answers(nb, name: str) -> None:
-    """Replace each exercise scaffold by its reference solution; type and reveal predictions."""
+def fill_in_answers(nb, name: str, *, interactions: bool = True) -> None:
+    """Replace each exercise scaffold by its reference solution. With `interactions`, also type
+    and reveal the predictions and answer the quiz in code (what a student does in the widgets)."""
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
         exercise = exercise_tag(cell)
+        if not interactions and (exercise == "quiz" or cell.get("id") in PREDICTIONS):
+            continue
         if exercise == "quiz":
             cell.source += (f"\nquiz.selected = {quiz_answer()}\n"
                             "print('quiz answered, correct:', quiz.submit())\n"
