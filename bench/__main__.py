@@ -122,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated: " + ", ".join(SECTIONS))
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run, not for the README)")
     ap.add_argument("--moves", type=int, default=None, help="round-trip moves per mode (default 60; quick 20)")
+    ap.add_argument("--nodelay", action="store_true",
+                    help="diagnostic: a server whose kernel websockets set TCP_NODELAY (stock servers do not)")
     ap.add_argument("--no-profile", action="store_true", help="skip the profiles of missed targets")
     ap.add_argument("--json", default=str(OUT), help=f"where to write the results (default {OUT.relative_to(ROOT)})")
     args = ap.parse_args(argv)
@@ -141,12 +143,13 @@ def main(argv: list[str] | None = None) -> int:
             "load_average_at_start": _load(),
             "quick": args.quick,
             "sections": only,
+            "server": "TCP_NODELAY on kernel websockets (diagnostic)" if args.nodelay else "stock jupyter_server",
         },
         "targets": {"explorer_p95_over_floor_p95": TARGET_RATIO, "model_10k_s": TARGET_MODEL_S,
                     "first_paint_10k_ms": TARGET_PAINT_MS, "select_fold_10k_ms": TARGET_CLICK_MS},
     }
     print(f"pytree-lab benchmark: {', '.join(only)}; load average {results['meta']['load_average_at_start']} "
-          f"on {results['meta']['machine']}", flush=True)
+          f"on {results['meta']['machine']}; server: {results['meta']['server']}", flush=True)
 
     def save() -> None:
         results["meta"]["seconds"] = round(time.monotonic() - started, 1)
@@ -181,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         from .lab import BenchLab
 
         print(f"\nstarting JupyterLab + Chromium for: {', '.join(browser_sections)} ...", flush=True)
-        with BenchLab() as lab:
+        with BenchLab(nodelay=args.nodelay) as lab:
             if "roundtrip" in only or "burst" in only:
                 rt = roundtrip.RoundTrip(lab)
                 try:

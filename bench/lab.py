@@ -34,11 +34,35 @@ FIND_PANEL = """
 """
 
 
+# A diagnostic server variant: kernel websockets with Nagle's algorithm off, so small
+# server -> page messages are not held back waiting for the page's delayed ACK.
+NODELAY_CONFIG = """\
+from jupyter_server.services.kernels.websocket import KernelWebsocketHandler
+
+_open = KernelWebsocketHandler.open
+
+
+async def _open_nodelay(self, *args, **kwargs):
+    self.set_nodelay(True)
+    return await _open(self, *args, **kwargs)
+
+
+KernelWebsocketHandler.open = _open_nodelay
+print(NODELAY_MARK, flush=True)
+""".replace("NODELAY_MARK", repr("bench: TCP_NODELAY on kernel websockets"))
+
+
 class BenchLab:
     """`with BenchLab() as lab:` a lab server, Chromium and a loaded lab page; all stopped after."""
 
-    def __init__(self):
+    def __init__(self, nodelay: bool = False):
         self.base = Path(tempfile.mkdtemp(prefix="pytree-lab-bench-"))
+        self.nodelay = nodelay
+        if nodelay:
+            # start_lab points JUPYTER_CONFIG_DIR at base/config: the server reads this file there
+            config = self.base / "config"
+            config.mkdir(parents=True, exist_ok=True)
+            (config / "jupyter_server_config.py").write_text(NODELAY_CONFIG)
         self.server = None
         self._pw = None
         self.browser = None
@@ -56,6 +80,8 @@ class BenchLab:
             self.page = context.new_page()
             self.page.set_default_timeout(Timeouts.ms(Timeouts.WIDGET_VIEW))
             self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
+            if self.nodelay and "bench: TCP_NODELAY on kernel websockets" not in self.server.log_tail(400):
+                raise RuntimeError("the server did not load the TCP_NODELAY config:\n" + self.server.log_tail())
             open_lab(self.page, self.server)
         except BaseException:
             self.__exit__(None, None, None)
