@@ -307,7 +307,7 @@ def test_jit_runs_the_function_and_accepts_jax_arguments():
     assert lite_jax.jit(scaled_doc := (lambda x: x)).__wrapped__ is scaled_doc
 
 
-@SETTINGS
+@settings(SETTINGS, max_examples=max(10, SETTINGS.max_examples // 3))  # JAX compiles unravel per shape
 @given(param_trees)
 def test_ravel_pytree_matches_jax(params):
     from jax.flatten_util import ravel_pytree as real_ravel
