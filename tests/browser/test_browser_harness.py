@@ -36,8 +36,13 @@ counter
 '''
 
 
-def test_click_reaches_python_and_python_reaches_dom(open_nb):
-    nb = open_nb([COUNTER], wait_for=".counter-button")
+@pytest.fixture(scope="module")
+def counter_nb(open_module_nb):
+    return open_module_nb([COUNTER, "answer = {'x': [1.5, 2]}"], wait_for=".counter-button")
+
+
+def test_click_reaches_python_and_python_reaches_dom(counter_nb):
+    nb = counter_nb
     button = nb.panel.locator(".counter-button")
     assert button.text_content() == "clicks: 0"
     assert nb.value("counter.clicks") == 0
@@ -54,11 +59,17 @@ def test_click_reaches_python_and_python_reaches_dom(open_nb):
     assert nb.wait_for_value("counter.clicks", 42) == 42
 
 
-def test_probe_reports_kernel_errors(open_nb):
-    nb = open_nb(["answer = {'x': [1.5, 2]}"])
-    assert nb.value("answer") == {"x": [1.5, 2]}
+def test_probe_reads_values_and_reports_kernel_errors(counter_nb):
+    assert counter_nb.value("answer") == {"x": [1.5, 2]}
     with pytest.raises(AssertionError, match="NameError"):
-        nb.value("no_such_name")
+        counter_nb.value("no_such_name")
+    with pytest.raises(AssertionError, match="ZeroDivisionError"):
+        counter_nb.run("1 / 0")
+    # the probe's requests stay out of the notebook: no new outputs, no execution count
+    counts = counter_nb.page.evaluate(
+        "() => [...document.querySelectorAll('.jp-InputArea-prompt')].map(p => p.textContent.trim())"
+    )
+    assert counts == ["[1]:", "[2]:"]
 
 
 def test_failing_cell_is_reported(open_nb):
@@ -66,15 +77,18 @@ def test_failing_cell_is_reported(open_nb):
         open_nb(["1 / 0"])
 
 
-def test_theme_switch(open_nb, lab_page):
-    nb = open_nb([COUNTER], wait_for=".counter-button")
-    light_bg = nb.page.evaluate("() => getComputedStyle(document.body).getPropertyValue('--jp-layout-color0')")
+def test_theme_switch(lab_page):
+    def background():
+        return lab_page.evaluate("() => getComputedStyle(document.body).getPropertyValue('--jp-layout-color0')")
+
+    light_bg = background()
     set_theme(lab_page, DARK)
     assert lab_page.evaluate("() => document.body.dataset.jpThemeLight") == "false"
-    dark_bg = nb.page.evaluate("() => getComputedStyle(document.body).getPropertyValue('--jp-layout-color0')")
+    dark_bg = background()
     assert dark_bg.strip() and dark_bg != light_bg
     set_theme(lab_page, LIGHT)
     assert lab_page.evaluate("() => document.body.dataset.jpThemeLight") == "true"
+    assert background() == light_bg
 
 
 def test_missing_chromium_fails_loudly(monkeypatch, tmp_path):
