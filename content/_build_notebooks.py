@@ -672,7 +672,9 @@ PACKED = [
     gradient array for each parameter array. This exercise then asks for the opposite layout: every
     parameter packed into **one** array.
 
-    Run the cells from top to bottom; the first one sets things up.
+    Run the cells from top to bottom; the first one sets things up. In the browser version of the
+    course, `import jax` is pytree-lab's Lite engine (numpy + autograd), because JAX itself cannot be
+    installed in WebAssembly; the next cell says which engine computes.
     """),
     code(r"""
     import jax
