@@ -157,6 +157,8 @@ class PytreeDiagram(anywidget.AnyWidget):
                 if not verdict.ok:
                     diagnosis = verdict
                     break
+            else:
+                diagnosis = verdict if diagnosis is None else diagnosis
         first = not self._summaries and not self.rows
         self._summaries = summaries
         paths = {r["p"] for r in rows}

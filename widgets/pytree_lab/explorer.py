@@ -92,6 +92,13 @@ def _elements(summary, limit: int) -> list[_Element]:
     return out
 
 
+def _span(v: float) -> tuple[float, float, float]:
+    """Slider min, max and step around a starting value."""
+    width = max(2.0, 2 * abs(v))
+    step = 0.01 if width <= 10 else round(width / 500, 3)
+    return math.floor(v - width), math.ceil(v + width), step
+
+
 class StepExplorer(ipywidgets.VBox):
     """Move a slider, watch one gradient step: loss, gradient tree, updated parameters.
 
@@ -134,6 +141,7 @@ class StepExplorer(ipywidgets.VBox):
         self.target_key = target
         self.pointwise_loss = pointwise_loss or lesson.squared_error
         inputs = dict(inputs or {})
+        self._input_names = [str(k) for k in inputs]
 
         # Pinned copies of the trees: every slider value keeps these dtypes (no retracing).
         self._params = pin_dtypes(params, eng)
@@ -145,6 +153,7 @@ class StepExplorer(ipywidgets.VBox):
         self._param_summary = describe(params, "params", values=False)
         self._input_summary = describe(inputs, "inputs", values=False)
 
+        self._holding = False  # set while several sliders change at once: one recompute after
         self._step = CompiledStep(loss_fn, extras_fn=self._extras if prediction_fn else None, engine=eng)
         self._last_good: StepResult | None = None
 
@@ -197,20 +206,15 @@ class StepExplorer(ipywidgets.VBox):
             self.sliders[label] = s
             return s
 
-        def span(v: float) -> tuple[float, float, float]:
-            width = max(2.0, 2 * abs(v))
-            step = 0.01 if width <= 10 else round(width / 500, 3)
-            return math.floor(v - width), math.ceil(v + width), step
-
         for el in _elements(self._input_summary, max_sliders):
             v = float(np.asarray(self._input_leaves[el.flat_index]).ravel()[el.position])
-            self._input_sliders.append((el, make(el.label, v, *span(v))))
+            self._input_sliders.append((el, make(el.label, v, *_span(v))))
         lr_max = max(0.5, 2 * learning_rate)
         # a negative rate given from Python is kept (and refused with a message), not clamped to 0
         make("learning_rate", float(learning_rate), min(0.0, math.floor(learning_rate)), lr_max, 0.005)
         for el in _elements(self._param_summary, max_sliders):
             v = float(np.asarray(self._param_leaves[el.flat_index]).ravel()[el.position])
-            self._param_sliders.append((el, make(el.label, v, *span(v))))
+            self._param_sliders.append((el, make(el.label, v, *_span(v))))
 
     def _gather(self) -> tuple[Any, dict, float]:
         """Params, inputs and learning rate from the sliders, in the pinned dtypes."""
@@ -233,7 +237,79 @@ class StepExplorer(ipywidgets.VBox):
         return params, inputs, float(self.sliders["learning_rate"].value)
 
     def _on_slider(self, change) -> None:
-        self.recompute()
+        if not self._holding:
+            self.recompute()
+
+    # ------------------------------------------------------------------ new trees or loss from Python
+    def set_params(self, params: Any) -> StepResult | None:
+        """Start from other parameter values (same structure, shapes and dtypes as before).
+
+        A tree that does not fit (a missing, extra or renamed key, another shape or dtype, a
+        string, int, bool, complex or None leaf) is refused with a message naming its path; the
+        last good step stays on screen. Build a new StepExplorer for a new model.
+        """
+        return self._set_tree("params", params, self._params, self._param_leaves, self._param_sliders)
+
+    def set_inputs(self, inputs: dict) -> StepResult | None:
+        """New input values (same keys, shapes and dtypes); refused with a message otherwise."""
+        return self._set_tree("inputs", dict(inputs), self._inputs, self._input_leaves, self._input_sliders)
+
+    def set_loss(self, loss_fn: Callable) -> StepResult | None:
+        """Use another loss (called as `loss_fn(params, **inputs)`), compiled once.
+
+        If it fails (raises, returns a non-scalar, NaN or Inf), the message says why and the last
+        good step stays on screen; the new loss is kept, so fixing the sliders or giving a
+        corrected loss recovers.
+        """
+        self.loss_fn = loss_fn
+        extras = self._extras if self.prediction_fn is not None else None
+        self._step = CompiledStep(loss_fn, extras_fn=extras, engine=self.engine)
+        return self.recompute()
+
+    def _set_tree(self, name: str, tree: Any, current: Any, leaves: list, sliders: list) -> StepResult | None:
+        import numpy as np
+
+        from .trees import diagnose
+
+        try:
+            summary = describe(tree, name, values=False)
+            nones = [n.path for n in summary.root.walk() if n.kind == "none"]
+            if nones:
+                return self._fail(f"{name}{nones[0]} is None, where a number was expected: JAX treats None as "
+                                  "an empty subtree with no leaves, so it cannot be a parameter or an input.")
+            bad = summary.non_differentiable
+            if bad:
+                leaf = bad[0]
+                return self._fail(f"{name}{leaf.path} is {leaf.type_label}, not a floating-point value: "
+                                  f"JAX cannot differentiate it. Keep names, counts and flags outside the {name} tree.")
+            pinned = pin_dtypes(tree, self.engine)
+            found = diagnose(current, pinned, reference_name=f"the explorer's {name}",
+                             candidate_name=f"the new {name}")
+            if not found.ok:
+                return self._fail(f"{found.message} The explorer keeps its {name} tree; "
+                                  "build a new StepExplorer for another model.")
+            new_leaves = self.engine.tree_leaves(pinned)
+            for leaf, arr in zip(summary.leaves, new_leaves):
+                values = np.asarray(arr)
+                if not np.all(np.isfinite(values)):
+                    shown = ", ".join(str(v) for v in values.ravel()[~np.isfinite(values.ravel())][:3].tolist())
+                    return self._fail(f"{name}{leaf.path} holds a non-finite value ({shown}): a slider cannot "
+                                      "start there and every number computed from it would be NaN or Inf.")
+        except Exception as err:  # a tree the engine cannot flatten: say so, keep the last good step
+            return self._fail(f"The new {name} could not be used: {short_error(err)}")
+        self._holding = True
+        try:
+            for i, leaf in enumerate(new_leaves):
+                leaves[i] = np.asarray(leaf)
+            for el, slider in sliders:
+                value = float(np.asarray(leaves[el.flat_index]).ravel()[el.position])
+                if value < slider.min or value > slider.max:
+                    lo, hi, _ = _span(value)
+                    slider.min, slider.max = min(slider.min, lo), max(slider.max, hi)
+                slider.value = value
+        finally:
+            self._holding = False
+        return self.recompute()
 
     # ------------------------------------------------------------------ the step
     def _extras(self, params: Any, updated: Any, inputs: dict) -> dict:
@@ -285,7 +361,7 @@ class StepExplorer(ipywidgets.VBox):
         if isinstance(err, TypeError) and "scalar" in str(err):
             hint = "The loss must return a single number (a scalar) to be differentiated. "
         elif isinstance(err, TypeError) and ("argument" in str(err)):
-            names = ", ".join(f"{k}=…" for k in self._inputs)
+            names = ", ".join(f"{k}=…" for k in self._input_names)
             hint = f"loss_fn is called as loss_fn(params{', ' if names else ''}{names}). "
         else:
             empty = [n.path for n in self._param_summary.root.walk() if n.kind == "none"]
@@ -311,7 +387,8 @@ class StepExplorer(ipywidgets.VBox):
         import numpy as np
 
         if not math.isfinite(result.loss):
-            return f"The loss is {result.loss} for these values: the step is not shown."
+            return (f"The loss is {result.loss} for these values, so this step is not shown; "
+                    "the last good step stays on screen.")
         for name, tree in (("grads", result.grads), ("updated", result.updated)):
             flat, _ = self.engine.tree_flatten_with_path(tree)
             for path, leaf in flat:
