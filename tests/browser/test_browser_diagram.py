@@ -79,12 +79,12 @@ def test_a_missing_path_is_shown_missing(diagrams):
     bias_grads = tree_cell(broken, "['bias']", "grads")
     assert "missing" in bias_grads.text_content()
     assert "ptl-absent" in bias_grads.get_attribute("class")
-    assert "ptl-missing" in tree_item(broken, "['bias']").get_attribute("class")
+    assert "ptl-s-missing" in tree_item(broken, "['bias']").get_attribute("class")
     # still in the params cell's row
     assert abs(box(bias_grads)["y"] - box(tree_cell(broken, "['bias']", "params"))["y"]) < 1
     # an extra gradient leaf is a row too, missing on the params side
     assert "missing" in tree_cell(broken, "['extra']", "params").text_content()
-    assert "ptl-missing" not in tree_item(broken, "['weight']").get_attribute("class")
+    assert "ptl-s-missing" not in tree_item(broken, "['weight']").get_attribute("class")
     statuses = nb.value("{row['p']: row['s'] for row in broken.rows}")
     assert statuses == {"['weight']": "ok", "['bias']": "missing", "['extra']": "missing"}
 

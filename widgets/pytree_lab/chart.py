@@ -43,13 +43,14 @@ class BeforeAfterChart:
         )
         self.x_axis = bqplot.Axis(scale=self.x_scale, label="parameter element")
         self.y_axis = bqplot.Axis(scale=self.y_scale, side="left", label="parameter value",
-                                  tick_format=".2g", grid_lines="dashed")
+                                  tick_format=".3~g", num_ticks=6, label_offset="45px",
+                                  grid_lines="dashed")
         self.figure = bqplot.Figure(
             marks=[self.bars],
             axes=[self.x_axis, self.y_axis],
             title=title,
-            legend_location="top-left",
-            fig_margin={"top": 40, "bottom": 50, "left": 60, "right": 20},
+            legend_location="top-right",
+            fig_margin={"top": 40, "bottom": 50, "left": 70, "right": 20},
             layout={"flex": "1 1 440px", "min_width": "320px", "height": "300px"},
             animation_duration=0,
         )
@@ -62,9 +63,11 @@ class BeforeAfterChart:
         values = [v for v in list(before) + list(after) if math.isfinite(v)] + [0.0]
         lo, hi = min(values), max(values)
         pad = max(0.1 * (hi - lo), 0.05)
+        # headroom above the tallest bar keeps the legend (top right) clear of every bar
+        head = max(0.35 * (hi - lo), 0.3)
         with self.figure.hold_sync(), self.bars.hold_sync():
             self.y_scale.min = _round_down(lo - pad)
-            self.y_scale.max = _round_up(hi + pad)
+            self.y_scale.max = _round_up(hi + head)
             self.bars.y = [list(before), list(after)]
 
     def highlight(self, path: str) -> None:

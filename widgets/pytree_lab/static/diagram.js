@@ -95,7 +95,7 @@ function makeTree({ model, label, columns, rows, counts, className }) {
 
   /** @param {Row} r */
   function item(r) {
-    const li = h("div", `ptl-item ptl-${r.s}`);
+    const li = h("div", `ptl-item ptl-s-${r.s}`);
     li.setAttribute("role", "treeitem");
     li.dataset.path = r.p;
     li.setAttribute("aria-level", String(r.d || 1));
@@ -309,7 +309,7 @@ function makeTree({ model, label, columns, rows, counts, className }) {
       const old = byPath.get(r.p);
       if (old) Object.assign(old, r);
       if (!li) continue;
-      li.className = `ptl-item ptl-${r.s}`;
+      li.className = `ptl-item ptl-s-${r.s}`;
       const cells = li.firstElementChild.querySelectorAll(":scope > .ptl-cell");
       r.c.forEach((cell, i) => cells[i] && fillCell(/** @type {HTMLElement} */ (cells[i]), cell, r));
     }
