@@ -43,7 +43,7 @@ class BeforeAfterChart:
         )
         self.x_axis = bqplot.Axis(scale=self.x_scale, label="parameter element")
         self.y_axis = bqplot.Axis(scale=self.y_scale, side="left", label="parameter value",
-                                  tick_format=".3~g", num_ticks=6, label_offset="45px",
+                                  tick_format=".3~g", label_offset="45px",
                                   grid_lines="dashed")
         self.figure = bqplot.Figure(
             marks=[self.bars],
@@ -62,12 +62,16 @@ class BeforeAfterChart:
         """New bar heights; the y scale always covers 0 and every value."""
         values = [v for v in list(before) + list(after) if math.isfinite(v)] + [0.0]
         lo, hi = min(values), max(values)
-        pad = max(0.1 * (hi - lo), 0.05)
         # headroom above the tallest bar keeps the legend (top right) clear of every bar
-        head = max(0.35 * (hi - lo), 0.3)
+        top = hi + max(0.35 * (hi - lo), 0.3)
+        step = _nice_step((top - lo) / 7)
+        y_min = math.floor(lo / step) * step
+        y_max = math.ceil(top / step) * step
+        ticks = [round(y_min + k * step, 10) for k in range(int(round((y_max - y_min) / step)) + 1)]
         with self.figure.hold_sync(), self.bars.hold_sync():
-            self.y_scale.min = _round_down(lo - pad)
-            self.y_scale.max = _round_up(hi + head)
+            self.y_scale.min = y_min
+            self.y_scale.max = y_max
+            self.y_axis.tick_values = ticks
             self.bars.y = [list(before), list(after)]
 
     def highlight(self, path: str) -> None:
@@ -93,10 +97,13 @@ class BeforeAfterChart:
             self._on_pick(self.owners[i])
 
 
-def _round_down(v: float) -> float:
-    return math.floor(v * 10) / 10
-
-
-def _round_up(v: float) -> float:
-    return math.ceil(v * 10) / 10
+def _nice_step(raw: float) -> float:
+    """1, 2 or 5 times a power of ten: ticks a reader can add up."""
+    if not math.isfinite(raw) or raw <= 0:
+        return 1.0
+    power = 10 ** math.floor(math.log10(raw))
+    for m in (1, 2, 5, 10):
+        if raw <= m * power:
+            return m * power
+    return 10 * power
 
