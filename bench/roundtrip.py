@@ -86,8 +86,9 @@ INSTRUMENT = """
 }
 """
 
-# Resolve once the key press arrived and the figure has been quiet for `quiet` ms after
-# a bar mutation; report the key time and the first and last mutation after it.
+# Resolve once the key press arrived, the kernel went idle after it (every message of the
+# move has arrived) and the figure has been quiet for `quiet` ms after a bar mutation; report
+# the key time and the first and last bar mutation after it.
 WAIT_MOVE = """
 async ({name, keys0, quiet, timeout}) => {
   const B = window.__bench;
@@ -98,7 +99,8 @@ async ({name, keys0, quiet, timeout}) => {
     if (B.keys.length > keys0) {
       const key = B.keys[B.keys.length - 1];
       const after = B.muts[name].filter((t) => t >= key);
-      if (after.length && now - after[after.length - 1] >= quiet) {
+      const idle = B.iopub.some((m) => m.t >= key && m.type === 'status' && m.method === 'idle');
+      if (after.length && idle && now - after[after.length - 1] >= quiet) {
         return {key, first: after[0], last: after[after.length - 1], n: after.length};
       }
     }
