@@ -647,3 +647,22 @@ def test_checks_run_on_the_jupyterlite_engine():
     assert missing[:2] == [False, 0.5] and "Your tree is missing ['bias']" in missing[2]
     assert flat_sum[:2] == [True, 1.0]
     assert flat_mean[:2] == [False, 0.2] and "mean where a sum was asked" in flat_mean[2]
+
+
+@pytest.mark.parametrize("exercise_id", ["squared_norm", "nested_scale_grad", "repair_update", "grad_over_flat_params"])
+@pytest.mark.parametrize("answer", [None, ...])
+def test_an_unanswered_exercise_says_so_and_records_nothing(exercise_id, answer):
+    evidence = Evidence()
+    result = check(exercise_id, answer, evidence=evidence)
+    assert (result.passed, result.score) == (False, 0.0)
+    assert result.feedback.startswith("Not answered yet")
+    assert len(evidence) == 0
+
+
+def test_widgets_read_as_text_without_a_front_end():
+    from pytree_lab import grad_structure_quiz
+
+    bundle = grad_structure_quiz()._repr_mimebundle_()
+    text = (bundle[0] if isinstance(bundle, tuple) else bundle)["text/plain"]
+    assert "What structure does grad(loss)(params) have?" in text
+    assert "2. A pytree corresponding to params" in text

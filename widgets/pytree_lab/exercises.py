@@ -844,6 +844,11 @@ def check(exercise_id: str, answer: Any, *, rng=None, evidence: Evidence | None 
     if exercise_id not in EXERCISES:
         raise ValueError(f"unknown exercise {exercise_id!r}; the exercises are: {', '.join(EXERCISES)}")
     exercise = EXERCISES[exercise_id]
+    if answer is None or answer is Ellipsis:  # the scaffold's `...`, or nothing assigned yet
+        return CheckResult(
+            passed=False, score=0.0, exercise_id=exercise_id, cases_passed=0, cases_total=0,
+            feedback="Not answered yet: replace the `...` in the exercise cell, run it, then check again.",
+        )
     outcome = exercise.grade(answer, rng)
     total = max(outcome.total_cases, 1)
     score = outcome.passed_cases / total
@@ -1039,6 +1044,29 @@ class _ExerciseWidget(anywidget.AnyWidget):
 
     def _intents(self) -> dict[str, Callable[[], Any]]:
         return {}
+
+    def text(self) -> str:
+        """What the widget says, for places with no widget front end (exports, plain consoles)."""
+        parts = [self.title or type(self).__name__]
+        for name in ("task", "question", "prompt"):
+            value = getattr(self, name, "")
+            if value:
+                parts.append(value)
+        for i, choice in enumerate(getattr(self, "choices", []) or [], 1):
+            parts.append(f"  {i}. {choice}")
+        if self.announcement:
+            parts.append(self.announcement)
+        feedback = getattr(self, "feedback", "")
+        if feedback:
+            parts.append(feedback)
+        return "\n".join(parts)
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict):
+            data["text/plain"] = self.text()
+        return bundle
 
 
 def _lookup_answer(get_answer) -> Any:
