@@ -160,14 +160,19 @@ function makeTree({ model, label, columns, rows, counts, className }) {
     const frag = document.createDocumentFragment();
     for (let k = start; k < end; k++) frag.append(item(list[k]));
     group.append(frag);
+    /** @type {any} */ (group).ptlMore = null;
     if (end < list.length) {
       const more = h("button", "ptl-more", `show ${Math.min(PAGE, list.length - end)} more of ${list.length - end}`);
       more.type = "button";
-      more.addEventListener("click", (e) => {
-        e.stopPropagation();
+      const next = () => {
         more.remove();
         fill(group, list, end);
+      };
+      more.addEventListener("click", (e) => {
+        e.stopPropagation();
+        next();
       });
+      /** @type {any} */ (group).ptlMore = next;
       group.append(more);
     }
   }
@@ -225,16 +230,30 @@ function makeTree({ model, label, columns, rows, counts, className }) {
     root.querySelectorAll('[aria-selected="true"]').forEach((el) => el.setAttribute("aria-selected", "false"));
     root.querySelectorAll(".ptl-related").forEach((el) => el.classList.remove("ptl-related"));
     if (!sel) return;
-    // reveal the selected node: unfold its ancestors
+    // reveal the selected node: render and unfold its ancestors (pages past the first included)
     let r = byPath.get(sel);
-    const chain = [];
+    const chain = r ? [sel] : [];
     while (r && r.u !== null && r.u !== undefined && byPath.has(r.u)) {
       chain.unshift(r.u);
       r = byPath.get(r.u);
     }
-    for (const p of chain) {
+    let unfolded = false;
+    for (let k = 0; k < chain.length; k++) {
+      const p = chain[k];
+      const parent = k === 0 ? null : items.get(chain[k - 1]);
+      const group = /** @type {any} */ (parent ? parent.lastElementChild : body);
+      while (!items.has(p) && group && group.ptlMore) group.ptlMore();
       const li = items.get(p);
-      if (li && li.getAttribute("aria-expanded") === "false") setExpanded(li, byPath.get(p), true);
+      if (k < chain.length - 1 && li && li.getAttribute("aria-expanded") === "false") {
+        setExpanded(li, byPath.get(p), true);
+        folded.delete(p);
+        unfolded = true;
+      }
+    }
+    if (unfolded) {
+      // tell Python what is open now, so a later change of `collapsed` does not fold it again
+      model.set("collapsed", [...folded]);
+      model.save_changes();
     }
     const el = items.get(sel);
     if (el) el.setAttribute("aria-selected", "true");
