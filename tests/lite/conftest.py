@@ -86,6 +86,8 @@ def lite_site(tmp_path_factory) -> Path:
     nb.cells = [nbformat.v4.new_code_cell(src) for src in CELLS]
     nbformat.write(nb, probe)
     site = work / "site"
+    # what the checkout holds as the build starts (others may edit the tree while tests run)
+    (work / "checkout-sha256").write_text(sha256_of(ROOT / "widgets" / "pytree_lab" / PACKAGE_FILE_TO_COMPARE))
     proc = subprocess.run(
         [sys.executable, str(ROOT / "lite_build" / "build.py"), "--output-dir", str(site), "--contents", str(probe)],
         capture_output=True, text=True, timeout=900,

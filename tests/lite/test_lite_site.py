@@ -7,8 +7,10 @@ and pandas (compiled by Pyodide) would come from outside, at the lock file's pin
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tomllib
+import zipfile
 
 import pytest
 from jupyterlite_pyodide_kernel.constants import PYODIDE_CDN_URL
@@ -87,13 +89,17 @@ def test_kernel_boots_from_the_sites_own_pyodide(lite_run):
     assert not lite_run.errors[BOOT], lite_run.errors[BOOT]
 
 
-def test_projects_wheel_installs_from_the_site(lite_run):
+def test_projects_wheel_installs_from_the_site(lite_run, lite_site):
     lite_run.check()
     assert f"/pypi/pytree_lab-{PROJECT_VERSION}-py3-none-any.whl" in lite_run.net.local_paths()
     boot = lite_run.probes(BOOT)
     assert boot["pytree-lab"] == PROJECT_VERSION
-    # the package in the kernel is this checkout's, file for file
-    assert boot["file-sha256"] == sha256_of(ROOT / "widgets" / "pytree_lab" / PACKAGE_FILE_TO_COMPARE)
+    # the package in the kernel is the site's wheel, and that wheel is this checkout's
+    wheel = lite_site / "pypi" / f"pytree_lab-{PROJECT_VERSION}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel) as z:
+        in_wheel = hashlib.sha256(z.read(f"pytree_lab/{PACKAGE_FILE_TO_COMPARE}")).hexdigest()
+    assert boot["file-sha256"] == in_wheel
+    assert in_wheel == (lite_site.parent / "checkout-sha256").read_text()
 
 
 def test_setup_cell_says_numpy_is_missing_offline(lite_run):
