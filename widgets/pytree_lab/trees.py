@@ -691,11 +691,15 @@ def align(summaries: list[TreeSummary], order: TreeSummary | None = None) -> lis
                     siblings = kids.get(parent)
                     if siblings is None:
                         siblings = kids[parent] = []
+                        by_path[parent]["leaf"] = 0  # a leaf in one tree, a container in another
                     siblings.append(row)
             if col >= 0:
                 row["c"][col] = _cell(node)
                 if node.leaf is None:
                     row["leaf"] = 0  # a container in any tree can unfold
+    for row in top:
+        if row["u"] is not None and row["u"] in by_path:
+            row["u"] = None  # its parent row came later (a root leaf in another tree): shown on top
     # rows in display order: parents before children, first-seen order among siblings
     rows: list[dict] = []
     stack = list(reversed(top))
