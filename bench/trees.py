@@ -132,3 +132,28 @@ def profile_model(tree: Any, top: int = 12) -> str:
     start = next((i for i, ln in enumerate(lines) if "function calls" in ln), 0)
     body = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("ncalls")), start)
     return "\n".join([lines[start].strip()] + lines[body:])
+
+
+def gc_share(tree: Any, reps: int = 3) -> dict:
+    """PytreeDiagram(tree) with Python's cyclic GC running and paused: how much of the time is collection."""
+    import gc
+
+    from pytree_lab import PytreeDiagram
+
+    def once() -> float:
+        t0 = time.perf_counter()
+        w = PytreeDiagram(tree)
+        took = time.perf_counter() - t0
+        w.close()
+        return took
+
+    on, off = [], []
+    for _ in range(reps):
+        on.append(once())
+        gc.disable()
+        try:
+            off.append(once())
+        finally:
+            gc.enable()
+    return {"gc_on_s": summary(on)["median"], "gc_paused_s": summary(off)["median"],
+            "tracked_objects": len(gc.get_objects())}
