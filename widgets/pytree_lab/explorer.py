@@ -106,6 +106,13 @@ class StepExplorer(ipywidgets.VBox):
     lesson's model (x = [2, 1], weight = [1, -1], bias = 0, target = 3, squared loss).
     Give `prediction_fn(params, **inputs_without_target)` to show the prediction, residual and
     dL/dprediction in the worked calculation.
+
+    `set_params`, `set_inputs` and `set_loss` change the starting point or the loss from Python.
+    Bad input of any kind (a tree that does not fit, a leaf JAX cannot differentiate, a loss
+    that raises or returns a non-scalar, NaN or Inf, a negative learning rate) ends in a message
+    inside the widget, naming the tree path where there is one; the last good step stays on
+    screen until the input is fixed. Without a widget front end (a static HTML export) the
+    explorer shows as text: the three trees and the worked calculation.
     """
 
     selected_path = traitlets.Unicode("")
