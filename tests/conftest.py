@@ -15,3 +15,13 @@ def strict_jax():
 
     with jax.numpy_dtype_promotion("strict"), jax.numpy_rank_promotion("raise"):
         yield
+
+
+@pytest.fixture(scope="session")
+def pw():
+    """One Playwright driver for the whole session: its sync API cannot be started twice at once,
+    and both the JupyterLab tests (tests/browser) and the Lite tests (tests/lite) drive Chromium."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        yield playwright

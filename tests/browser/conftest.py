@@ -65,19 +65,16 @@ def lab_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        chromium, error = None, None
-        try:
-            chromium = launch_chromium(pw)
-        except HarnessError as err:
-            error = str(err)
-        if error:
-            pytest.fail(error, pytrace=False)
-        yield chromium
-        chromium.close()
+def browser(pw):
+    chromium, error = None, None
+    try:
+        chromium = launch_chromium(pw)
+    except HarnessError as err:
+        error = str(err)
+    if error:
+        pytest.fail(error, pytrace=False)
+    yield chromium
+    chromium.close()
 
 
 @pytest.fixture(scope="session")

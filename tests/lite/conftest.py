@@ -129,61 +129,58 @@ class LiteRun:
 
 
 @pytest.fixture(scope="session")
-def lite_run(lite_server) -> LiteRun:
+def lite_run(lite_server, pw) -> LiteRun:
     """Open the probe notebook offline, run its cells, click the widgets; record everything.
 
     One page session serves every assertion (a Pyodide boot costs ~15 s); a step that fails
     is recorded and each test that depends on it fails with the message.
     """
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = browse.launch(pw)
+    browser = browse.launch(pw)
+    try:
+        context, net = browse.offline_context(browser)
+        page = context.new_page()
+        run = LiteRun(net=net)
         try:
-            context, net = browse.offline_context(browser)
-            page = context.new_page()
-            run = LiteRun(net=net)
+            browse.open_notebook(page, lite_server.url, PROBE_NOTEBOOK, net)
+            browse.wait_kernel_ready(page)
+            for index in (SETUP, BOOT, COUNTER):
+                run.outputs[index] = browse.run_cell(page, index)
+                run.errors[index] = browse.cell_errors(page, index)
+
+            button = browse.cell(page, COUNTER).locator("button.lite-probe-counter")
+            button.click(timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
+            page.wait_for_function(
+                "(el) => el.textContent === 'clicked 1'", arg=button.element_handle(),
+                timeout=browse.Timeouts.ms(browse.Timeouts.ROUND_TRIP))
+            run.counter_text = button.inner_text()
+            run.outputs[COUNTER_READ] = browse.run_cell(page, COUNTER_READ)
+
+            run.outputs[DIAGRAM] = browse.run_cell(page, DIAGRAM)
+            run.errors[DIAGRAM] = browse.cell_errors(page, DIAGRAM)
+            tree = browse.cell(page, DIAGRAM).locator("[role=tree]")
+            tree.first.wait_for(timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
+            run.diagram_rendered = True
+            bias = tree.locator("""[data-path="['bias']"]""").first
+            bias.wait_for(timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
+            run.bias_leaf_rendered = True
+            bias.click()
+            page.wait_for_function(
+                "(el) => el.getAttribute('aria-selected') === 'true'", arg=bias.element_handle(),
+                timeout=browse.Timeouts.ms(browse.Timeouts.ROUND_TRIP))
+            # the click's comm message left before the read cell's execute request, and the
+            # kernel handles them in order: the read cell sees what the click set
+            run.outputs[DIAGRAM_READ] = browse.run_cell(page, DIAGRAM_READ)
+        except Exception as err:  # recorded, then raised by every test that needs the step
+            shot = ROOT / "artifacts" / "lite-failure.png"
+            shot.parent.mkdir(exist_ok=True)
             try:
-                browse.open_notebook(page, lite_server.url, PROBE_NOTEBOOK, net)
-                browse.wait_kernel_ready(page)
-                for index in (SETUP, BOOT, COUNTER):
-                    run.outputs[index] = browse.run_cell(page, index)
-                    run.errors[index] = browse.cell_errors(page, index)
-
-                button = browse.cell(page, COUNTER).locator("button.lite-probe-counter")
-                button.click(timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
-                page.wait_for_function(
-                    "(el) => el.textContent === 'clicked 1'", arg=button.element_handle(),
-                    timeout=browse.Timeouts.ms(browse.Timeouts.ROUND_TRIP))
-                run.counter_text = button.inner_text()
-                run.outputs[COUNTER_READ] = browse.run_cell(page, COUNTER_READ)
-
-                run.outputs[DIAGRAM] = browse.run_cell(page, DIAGRAM)
-                run.errors[DIAGRAM] = browse.cell_errors(page, DIAGRAM)
-                tree = browse.cell(page, DIAGRAM).locator("[role=tree]")
-                tree.first.wait_for(timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
-                run.diagram_rendered = True
-                bias = tree.locator("""[data-path="['bias']"]""").first
-                bias.wait_for(timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
-                run.bias_leaf_rendered = True
-                bias.click()
-                page.wait_for_function(
-                    "(el) => el.getAttribute('aria-selected') === 'true'", arg=bias.element_handle(),
-                    timeout=browse.Timeouts.ms(browse.Timeouts.ROUND_TRIP))
-                # the click's comm message left before the read cell's execute request, and the
-                # kernel handles them in order: the read cell sees what the click set
-                run.outputs[DIAGRAM_READ] = browse.run_cell(page, DIAGRAM_READ)
-            except Exception as err:  # recorded, then raised by every test that needs the step
-                shot = ROOT / "artifacts" / "lite-failure.png"
-                shot.parent.mkdir(exist_ok=True)
-                try:
-                    page.screenshot(path=str(shot))
-                except Exception:
-                    pass
-                run.failure = f"{type(err).__name__}: {err}\noutputs so far: {run.outputs}\nscreenshot: {shot}"
-            context.close()
-        finally:
-            browser.close()
+                page.screenshot(path=str(shot))
+            except Exception:
+                pass
+            run.failure = f"{type(err).__name__}: {err}\noutputs so far: {run.outputs}\nscreenshot: {shot}"
+        context.close()
+    finally:
+        browser.close()
     return run
 
 
