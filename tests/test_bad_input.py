@@ -436,6 +436,24 @@ def test_deep_tree_starts_folded_and_text_stays_readable():
     assert d.selected_path == "['k']" * 1000
 
 
+def test_abstract_leaves_show_shape_and_dtype_without_values():
+    """jax.eval_shape gives ShapeDtypeStructs and jit gives tracers: no values, no crash."""
+    abstract = jax.eval_shape(lambda: {"w": jnp.ones((3, 4)), "b": jnp.ones(4), "c": jnp.ones(4)})
+    d = PytreeDiagram(abstract)
+    cells = {r["p"]: r["c"][0] for r in d.rows}
+    assert cells["['w']"] == {"ty": "float32[3,4]", "v": "no values", "i": 2}
+    assert cells["['b']"]["v"] == cells["['c']"]["v"] == "no values"
+    seen = []
+
+    @jax.jit
+    def step(p):
+        seen.append(describe(p).text())
+        return p
+
+    step({"w": jnp.ones(3), "b": jnp.ones(3)})
+    assert seen == ["params\n├── b: float32[3]\n└── w: float32[3]\n2 leaves, 6 numerical parameter values"]
+
+
 def test_look_alike_keys_stay_distinct():
     d = PytreeDiagram({"a": jnp.array(1.0), "a ": jnp.array(2.0)})
     labels = [r["l"] for r in d.rows]

@@ -226,3 +226,16 @@ def test_no_tree_breaks_the_diagrams_serialisation(a, b):
     assert d.text()
     if not diagnose(a, b).ok:
         assert d.message == d.diagnosis.message != ""
+
+
+@PROPERTY
+@given(st.lists(arrays(dtypes=[np.float32, np.float16, np.int32, np.bool_]), min_size=1, max_size=6).map(
+    lambda xs: xs + [x.copy() for x in xs] + [np.full(np.shape(xs[0]), np.nan, np.float32)]))
+def test_batched_value_summaries_equal_the_per_leaf_ones(leaves):
+    """describe summarises leaves of one shape and dtype together; the text is the same as alone."""
+    from pytree_lab.trees import _array_summary
+
+    s = describe(leaves)
+    for leaf, x in zip(s.leaves, leaves):
+        alone = _array_summary(x, int(np.size(x)), str(x.dtype))
+        assert repr((leaf.summary, leaf.values)) == repr(alone), leaf.path  # repr: NaN equals NaN

@@ -10,7 +10,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from .trees import Diagnosis, TreeSummary, align, describe, diagnose, diagnose_summaries
+from .trees import Diagnosis, TreeSummary, align, describe, diagnose, diagnose_summaries, gc_paused
 
 __all__ = ["PytreeDiagram"]
 
@@ -116,6 +116,10 @@ class PytreeDiagram(anywidget.AnyWidget):
         when the trees shown came back from JAX with their dict keys sorted.
         `expected`: column name -> a tree that column's values should equal (see the class doc).
         """
+        with gc_paused():  # describe, align and the JSON text of the rows, for big trees
+            self._set_trees(trees, extra, fold, order, expected)
+
+    def _set_trees(self, trees: dict, extra: Any, fold: bool | None, order: Any, expected: dict | None) -> None:
         summaries = [describe(tree, name) for name, tree in trees.items()]
         found = None
         for column, reference in (expected or {}).items():

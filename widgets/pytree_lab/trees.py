@@ -9,7 +9,9 @@ tree works in a JupyterLite kernel that has neither. Paths are `jax.tree_util.ke
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import gc
 import math
 import sys
 from dataclasses import dataclass, field
@@ -184,6 +186,24 @@ class TreeSummary:
         return TreeSummary(self.name, root, self.leaves)
 
 
+@contextlib.contextmanager
+def gc_paused():
+    """Pause Python's cyclic GC while a tree model is built.
+
+    Everything built here is acyclic (freed by reference counting), yet its many small objects
+    trigger full collections, which in a kernel holding jax walk every object it has: for 10,000
+    leaves that costs as much as the build itself.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 # --------------------------------------------------------------------------- children
 
 
@@ -341,6 +361,18 @@ def _leaf(path: str, x: Any, index: int, with_values: bool = True) -> Leaf:
     return Leaf(path, (), "object", 1, False, text, index, None)
 
 
+def _host(x: Any, size: int) -> Any:
+    """`x` as a numpy array, or None for array-likes that hold no values (jax.ShapeDtypeStruct
+    from eval_shape, a tracer inside jit)."""
+    import numpy as np
+
+    try:
+        a = np.asarray(x)
+    except Exception:  # a tracer refuses conversion; its shape and dtype are still shown
+        return None
+    return a if a.dtype != object and a.size == size else None
+
+
 def _array_summary(x: Any, size: int, dtype: str) -> tuple[str, tuple | None]:
     """Values for small leaves; count, mean, min, max for big ones. Computed here, never shipped whole."""
     import numpy as np  # an array leaf means numpy is there
@@ -350,7 +382,9 @@ def _array_summary(x: Any, size: int, dtype: str) -> tuple[str, tuple | None]:
     kind = dtype[:1]
     if kind not in ("f", "i", "u", "b") and dtype != "bfloat16":
         return f"{dtype} values", None
-    a = np.asarray(x)
+    a = _host(x, size)
+    if a is None:
+        return "no values", None
     if size <= SMALL_LEAF:
         # .tolist() gives Python numbers directly (float32 -> the same float64 astype would give)
         flat = a.ravel().tolist() if kind == "f" and dtype != "bfloat16" else a.astype(np.float64).ravel().tolist()
@@ -387,19 +421,28 @@ def describe(tree: Any, name: str = "params", *, values: bool = True) -> TreeSum
     └── bias: float32[]
     3 leaves, 3 numerical parameter values
     """
+    with gc_paused():
+        return _describe(tree, name, values)
+
+
+def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
     leaves: list[Leaf] = []
     root = Node("", name, "leaf", type(tree).__name__, 0)
 
     # Iterative depth-first walk in JAX order (deep trees must not hit the recursion limit).
     stack: list[tuple[Node, Any]] = [(root, tree)]
     pop, push = stack.pop, stack.append
+    pending: list[tuple[Node, Any]] = []  # array leaves whose values are summarised in batches
     while stack:
         node, obj = pop()
         kids = _children(obj)
         if kids is None:
             node.kind = "leaf"
-            node.leaf = leaf = _leaf(node.path, obj, len(leaves), values)
+            is_array = values and hasattr(obj, "shape") and hasattr(obj, "dtype")
+            node.leaf = leaf = _leaf(node.path, obj, len(leaves), values and not is_array)
             leaves.append(leaf)
+            if is_array:
+                pending.append((node, obj))
             continue
         node.kind, node.type_name, pieces = kids
         path, depth = node.path, node.depth + 1
@@ -412,7 +455,68 @@ def describe(tree: Any, name: str = "params", *, values: bool = True) -> TreeSum
             node.children = [n for _, n, _ in sorted(made, key=_first)]
         for k in range(len(made) - 1, -1, -1):
             push((made[k][1], made[k][2]))
+    if pending:
+        _summarise_arrays(pending, leaves)
     return TreeSummary(name, root, leaves)
+
+
+def _summarise_arrays(pending: list[tuple[Node, Any]], leaves: list[Leaf]) -> None:
+    """Fill in the value summaries of array leaves, leaves of one dtype and shape at a time.
+
+    A model repeats a few shapes thousands of times: one numpy reduction over a stack of them
+    costs far less than a handful of numpy calls per leaf.
+    """
+    import numpy as np
+
+    groups: dict[tuple, list[tuple[Node, Any]]] = {}
+    for node, obj in pending:
+        leaf = node.leaf
+        groups.setdefault((leaf.dtype, leaf.shape), []).append((node, obj))
+    for (dtype, shape), members in groups.items():
+        size = members[0][0].leaf.size
+        kind = dtype[:1]
+        numeric = kind in ("f", "i", "u", "b") or dtype == "bfloat16"
+        hosts = [] if len(members) == 1 or size == 0 or not numeric or size > 4096 else [
+            _host(obj, size) for _, obj in members]
+        if not hosts or any(h is None for h in hosts):
+            found = [_array_summary(obj, size, dtype) for _, obj in members]
+        else:
+            stacked = np.stack([h.reshape(size) for h in hosts])
+            if size <= SMALL_LEAF:
+                found = _small_summaries(stacked, dtype, len(shape) == 0)
+            else:
+                found = _big_summaries(stacked, dtype, [obj for _, obj in members])
+        for (node, _), (summary, vals) in zip(members, found):
+            leaf = node.leaf
+            node.leaf = leaves[leaf.index] = Leaf(leaf.path, leaf.shape, leaf.dtype, leaf.size,
+                                                  leaf.differentiable, summary, leaf.index, vals)
+
+
+def _small_summaries(stacked: Any, dtype: str, scalar: bool) -> list[tuple[str, tuple]]:
+    import numpy as np
+
+    rows = (stacked if dtype[:1] == "f" and dtype != "bfloat16" else stacked.astype(np.float64)).tolist()
+    if scalar:
+        return [(_fmt(r[0]), (r[0],)) for r in rows]
+    return [("[" + ", ".join(map(_fmt, r)) + "]", tuple(r)) for r in rows]
+
+
+def _big_summaries(stacked: Any, dtype: str, objs: list) -> list[tuple[str, None]]:
+    import numpy as np
+
+    if stacked.dtype.kind == "b" or dtype == "bfloat16":
+        stacked = stacked.astype(np.float32)
+    all_finite = np.isfinite(stacked).all(axis=1).tolist()
+    means = stacked.mean(axis=1, dtype=np.float64).tolist()
+    lows = stacked.min(axis=1).tolist()
+    highs = stacked.max(axis=1).tolist()
+    out = []
+    for k, ok in enumerate(all_finite):
+        if ok:
+            out.append((f"mean {_fmt(means[k])}, min {_fmt(lows[k])}, max {_fmt(highs[k])}", None))
+        else:  # NaN or Inf inside: the per-leaf path counts them and summarises the rest
+            out.append(_array_summary(objs[k], stacked.shape[1], dtype))
+    return out
 
 
 def _first(item: tuple) -> Any:
@@ -659,6 +763,11 @@ def align(summaries: list[TreeSummary], order: TreeSummary | None = None) -> lis
     unless the whole tree is a single leaf. A path only some trees have comes after its
     siblings, at the end of its parent's subtree.
     """
+    with gc_paused():
+        return _align(summaries, order)
+
+
+def _align(summaries: list[TreeSummary], order: TreeSummary | None) -> list[dict]:
     n = len(summaries)
     by_path: dict[str, dict] = {}
     top: list[dict] = []
