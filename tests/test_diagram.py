@@ -90,3 +90,16 @@ def test_a_message_keeps_the_trees():
     rows = d.rows
     d.show_message("['bias'] is missing from the gradient tree")
     assert d.rows == rows and d.message.startswith("['bias']")
+
+
+def test_a_closed_diagram_is_freed():
+    """Nothing keeps a closed diagram (and the trees it summarised) alive."""
+    import gc
+    import weakref
+
+    d = PytreeDiagram({"w": jnp.zeros(3)})
+    ref = weakref.ref(d)
+    d.close()
+    del d
+    gc.collect()
+    assert ref() is None

@@ -39,7 +39,9 @@ _FLOAT_DTYPES = {"float16", "bfloat16", "float32", "float64"}
 # --------------------------------------------------------------------------- model
 
 
-@dataclass(frozen=True)
+# slots: a 10k-leaf model makes tens of thousands of these; without a __dict__ each is
+# smaller, faster to make and half the work for the cyclic GC.
+@dataclass(frozen=True, slots=True)
 class Leaf:
     """One leaf of a tree: where it is and what it holds."""
 
@@ -67,7 +69,7 @@ def _type_label(dtype: str, shape: tuple) -> str:
     return f"{dtype}[{','.join(map(str, shape))}]"
 
 
-@dataclass
+@dataclass(slots=True)
 class Node:
     """A container or a leaf, with its children in the order the user wrote them."""
 
