@@ -5,7 +5,8 @@
     python -m bench --quick              # fewer repetitions, for a smoke run
 
 Sections: 1 compute per update; 2 slider -> chart round trip vs a no-op-kernel floor;
-3 a 20-move burst; 4 big trees (Python model, first paint, select / fold) beside treescope.
+3 a 20-move burst; 4 big trees (Python model, first paint, select / fold) beside treescope;
+5 the JupyterLite site (size, page open -> kernel ready, page open -> first diagram).
 Results go to artifacts/bench.json as well. A missed target gets a profile of where the
 time goes (cProfile for Python, Chromium's CPU profile for the page).
 """
@@ -25,7 +26,7 @@ from .stats import Table, fmt, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "artifacts" / "bench.json"
-SECTIONS = ["compute", "roundtrip", "burst", "trees"]
+SECTIONS = ["compute", "roundtrip", "burst", "trees", "lite"]
 
 # Targets (issue: foundation, section 5; hardening, section 3).
 TARGET_RATIO = 1.25  # explorer p95 <= 1.25 x floor p95
@@ -255,6 +256,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  PytreeDiagram(10k leaves) here: {g['gc_on_s'] * 1e3:.0f} ms with the cyclic GC running, "
                   f"{g['gc_paused_s'] * 1e3:.0f} ms with it paused ({g['tracked_objects']} objects tracked): "
                   "time in a list comprehension above is mostly collections it happened to trigger")
+
+    if "lite" in only:
+        from . import lite_bench
+
+        print("\n5. building the JupyterLite site and opening it offline in Chromium ...", flush=True)
+        lite = lite_bench.run(runs=1 if args.quick else 3)
+        results["lite"] = lite
+        print()
+        print(lite_bench.report(lite), flush=True)
 
     save()
     print(f"\nload average at end {results['meta']['load_average_at_end']}; "
