@@ -44,8 +44,8 @@ def test_optimizer_state_has_its_own_panel():
     paths = [r["p"] for r in panel["rows"]]
     assert "[0].count" in paths and "[0].mu['weight']" in paths and "[0].nu['bias']" in paths
     s = describe(state)
-    assert panel["counts"] == s.counts_line()
     assert s.num_leaves == len(jax.tree.leaves(state))  # count + mu (2) + nu (2)
+    assert panel["counts"].startswith(f"{s.num_leaves} leaves")
 
 
 def test_selected_path_from_python_and_stale_paths():
@@ -103,3 +103,29 @@ def test_a_closed_diagram_is_freed():
     del d
     gc.collect()
     assert ref() is None
+
+
+def test_state_panels_count_values_and_do_not_flag_step_counts():
+    state = optax.adam(1e-3).init(PARAMS)
+    d = PytreeDiagram(PARAMS, extra=state)  # a bare tree is titled "optimizer state"
+    (panel,) = d.panels
+    assert panel["title"] == "optimizer state"
+    assert panel["counts"] == "5 leaves, 7 values"  # count + mu (1 + 2) + nu (1 + 2)
+    count_row = next(r for r in panel["rows"] if r["p"] == "[0].count")
+    assert count_row["c"][0]["ty"] == "int32[]" and "nd" not in count_row["c"][0]
+    assert "not differentiable" not in d.text().split("optimizer state")[1]
+
+
+def test_explorer_keeps_an_optimizer_state_panel_across_moves():
+    from pytree_lab import StepExplorer
+    from pytree_lab.lesson import lesson_inputs, lesson_loss
+
+    state = optax.adam(1e-2).init(PARAMS)
+    ex = StepExplorer(lesson_loss, PARAMS, lesson_inputs(), extra={"optimizer state": state})
+    ex.sliders["x[0]"].value = 3.0
+    assert ex.diagram.columns == ["params", "grads", "updated"]
+    assert [p["title"] for p in ex.diagram.panels] == ["optimizer state"]
+    new_state = optax.adam(1e-2).update(ex.result.grads, state, PARAMS)[1]
+    ex.show_extra({"optimizer state": new_state})
+    count = next(r for r in ex.diagram.panels[0]["rows"] if r["p"] == "[0].count")
+    assert count["c"][0]["v"] == "1"  # one optax step counted

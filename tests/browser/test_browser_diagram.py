@@ -29,6 +29,8 @@ nested_grads = jax.tree.map(jnp.ones_like, nested_params)
 state = optax.adam(1e-2).init(nested_params)
 nested = PytreeDiagram(nested_params, grads=nested_grads, extra={"optimizer state": state})
 nested""",
+    # 3: metadata inside params: flagged as not differentiable
+    """PytreeDiagram({"weight": jnp.array([1.0, -1.0]), "name": "mlp"})""",
 ]
 COLUMNS = ["params", "grads", "updated"]
 
@@ -48,7 +50,7 @@ def box(locator) -> dict:
 
 
 def test_rows_are_aligned_by_path(diagrams):
-    nb, (aligned, _, _) = diagrams
+    nb, (aligned, *_) = diagrams
     tree = aligned.locator('[role="tree"]')
     assert tree.count() == 1
     head = tree.locator(".ptl-head > span").all_text_contents()
@@ -75,7 +77,7 @@ def test_rows_are_aligned_by_path(diagrams):
 
 
 def test_a_missing_path_is_shown_missing(diagrams):
-    nb, (_, broken, _) = diagrams
+    nb, (_, broken, *_) = diagrams
     bias_grads = tree_cell(broken, "['bias']", "grads")
     assert "missing" in bias_grads.text_content()
     assert "ptl-absent" in bias_grads.get_attribute("class")
@@ -90,7 +92,7 @@ def test_a_missing_path_is_shown_missing(diagrams):
 
 
 def test_optimizer_state_has_its_own_panel(diagrams):
-    nb, (_, _, nested) = diagrams
+    nb, (_, _, nested, *_) = diagrams
     main = nested.locator(".ptl-trees [role='tree']")
     panel = nested.locator(".ptl-panel")
     assert panel.count() == 1
@@ -105,7 +107,7 @@ def test_optimizer_state_has_its_own_panel(diagrams):
 
 
 def test_selecting_a_leaf_marks_it_in_every_tree(diagrams):
-    nb, (_, _, nested) = diagrams
+    nb, (_, _, nested, *_) = diagrams
     nb.run('nested.selected_path = ""')
     tree_cell(nested, "['layer']['bias']", "grads").click()
     assert nb.wait_for_value("nested.selected_path", "['layer']['bias']") == "['layer']['bias']"
@@ -118,7 +120,7 @@ def test_selecting_a_leaf_marks_it_in_every_tree(diagrams):
 
 
 def test_containers_fold_from_the_page_and_from_python(diagrams):
-    nb, (_, _, nested) = diagrams
+    nb, (_, _, nested, *_) = diagrams
     layer = nested.locator(".ptl-trees").locator('[role="treeitem"][data-path="[\'layer\']"]')
     weight = tree_item(nested.locator(".ptl-trees"), "['layer']['weight']")
     assert layer.get_attribute("aria-expanded") == "true"
@@ -136,7 +138,7 @@ def test_containers_fold_from_the_page_and_from_python(diagrams):
 
 @pytest.mark.parametrize("theme", [LIGHT, DARK])
 def test_text_reads_in_both_themes(diagrams, lab_page, theme):
-    nb, (aligned, broken, _) = diagrams
+    nb, (aligned, broken, *_) = diagrams
     set_theme(lab_page, theme)
     assert lab_page.evaluate("() => document.body.dataset.jpThemeName") == theme
     nb.run("aligned.selected_path = \"['bias']\"")

@@ -181,6 +181,8 @@ class PytreeDiagram(anywidget.AnyWidget):
         containers = {r["p"] for r in rows if not r["leaf"]}
         with self.hold_sync():
             if panels is not None:
+                for panel in panels:
+                    panel.role = "state"  # optimizer state and metadata: integer counts are expected
                 self._panel_summaries = panels
                 self.panels = [
                     {"title": s.name, "rows": align([s]), "counts": s.counts_line()} for s in panels

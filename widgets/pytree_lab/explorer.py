@@ -129,6 +129,7 @@ class StepExplorer(ipywidgets.VBox):
         target: str = "target",
         pointwise_loss: Callable | None = None,
         max_sliders: int = 24,
+        extra: Any = None,
         engine: Engine | None = None,
         **kwargs: Any,
     ):
@@ -169,6 +170,8 @@ class StepExplorer(ipywidgets.VBox):
         self.status.add_class("pytree-lab-status")
         self.diagram = PytreeDiagram()
         self.diagram.set_trees({"params": self._params}, order=self._param_summary)
+        if extra is not None:
+            self.show_extra(extra)
         self.diagram.caption = f"computed in the kernel by {eng.name}: value_and_grad, then tree.map(p − η·g)"
         chart_elements = _elements(self._param_summary, max_sliders)
         self._chart_elements = chart_elements
@@ -319,6 +322,14 @@ class StepExplorer(ipywidgets.VBox):
         return self.recompute()
 
     # ------------------------------------------------------------------ the step
+    def show_extra(self, extra: Any) -> None:
+        """Show trees that are not aligned with params, e.g. `{"optimizer state": opt_state}`, in
+        their own panel (a bare tree is titled "optimizer state"). Slider moves keep the panel;
+        call again after your own optimizer step to show the new state."""
+        r = self._last_good
+        trees = {"params": self._params} if r is None else {"params": r.params, "grads": r.grads, "updated": r.updated}
+        self.diagram.set_trees(trees, extra=extra, order=self._param_summary)
+
     def _extras(self, params: Any, updated: Any, inputs: dict) -> dict:
         """Intermediate values of the lesson's model, computed inside the compiled step."""
         eng = self.engine

@@ -96,6 +96,9 @@ class TreeSummary:
     name: str
     root: Node
     leaves: list[Leaf]
+    # "params" (trainable: non-float leaves are flagged) or "state" (optimizer state, metadata:
+    # integer step counts are expected there and not flagged)
+    role: str = "params"
 
     @property
     def num_leaves(self) -> int:
@@ -118,6 +121,9 @@ class TreeSummary:
 
     def counts_line(self) -> str:
         n, v = self.num_leaves, self.num_values
+        if self.role != "params":
+            total = sum(leaf.size for leaf in self.leaves if leaf.dtype not in ("str", "object"))
+            return f"{n} {'leaf' if n == 1 else 'leaves'}, {total} value{'' if total == 1 else 's'}"
         line = f"{n} {'leaf' if n == 1 else 'leaves'}, {v} numerical parameter value{'' if v == 1 else 's'}"
         bad = self.non_differentiable
         if bad:
@@ -150,7 +156,7 @@ class TreeSummary:
                 if len(prefix) > _MAX_INDENT:  # very deep trees: keep lines readable
                     shown = f"[{(len(prefix) - _MAX_INDENT) // 4} levels] " + prefix[-_MAX_INDENT:]
                 if child.leaf is not None:
-                    extra = "" if child.leaf.differentiable else " (not differentiable)"
+                    extra = "" if child.leaf.differentiable or self.role != "params" else " (not differentiable)"
                     lines.append(f"{shown}{branch}{child.label}: {child.leaf.type_label}{extra}")
                 else:
                     empty = " (empty)" if not child.children else ""
@@ -743,11 +749,11 @@ def _compare_values(reference, candidate, ref: TreeSummary, cand: TreeSummary, r
 # --------------------------------------------------------------------------- alignment
 
 
-def _cell(node: Node) -> dict:
+def _cell(node: Node, flag: bool = True) -> dict:
     leaf = node.leaf
     if leaf is not None:
         cell = {"ty": _type_label(leaf.dtype, leaf.shape), "v": leaf.summary, "i": leaf.index}
-        if not leaf.differentiable:
+        if flag and not leaf.differentiable:
             cell["nd"] = 1
         return cell
     return {"ty": node.type_name, "n": len(node.children)}
@@ -805,7 +811,7 @@ def _align(summaries: list[TreeSummary], order: TreeSummary | None) -> list[dict
                         by_path[parent]["leaf"] = 0  # a leaf in one tree, a container in another
                     siblings.append(row)
             if col >= 0:
-                row["c"][col] = _cell(node)
+                row["c"][col] = _cell(node, summary.role == "params")
                 if node.leaf is None:
                     row["leaf"] = 0  # a container in any tree can unfold
     for row in top:

@@ -393,7 +393,7 @@ function render({ model, el }) {
   function drawPanels() {
     const specs = getPanels();
     panels = specs.map((/** @type {Panel} */ p) => {
-      const t = makeTree({ model, label: p.title, columns: [p.title], rows: p.rows, counts: [p.counts], className: "ptl-side" });
+      const t = makeTree({ model, label: p.title, columns: ["value"], rows: p.rows, counts: [p.counts], className: "ptl-side" });
       return t;
     });
     side.replaceChildren(
