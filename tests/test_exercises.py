@@ -666,3 +666,18 @@ def test_widgets_read_as_text_without_a_front_end():
     text = (bundle[0] if isinstance(bundle, tuple) else bundle)["text/plain"]
     assert "What structure does grad(loss)(params) have?" in text
     assert "2. A pytree corresponding to params" in text
+
+
+def test_a_closed_check_button_is_freed():
+    """Like the diagram: nothing keeps a closed exercise widget alive."""
+    import gc
+    import weakref
+
+    from pytree_lab import CheckButton
+
+    b = CheckButton("squared_norm", lambda: 96.0)
+    ref = weakref.ref(b)
+    b.close()
+    del b
+    gc.collect()
+    assert ref() is None

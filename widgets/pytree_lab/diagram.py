@@ -4,30 +4,17 @@ from __future__ import annotations
 
 import html
 import json
-import os
-import pathlib
 from typing import Any
 
 import anywidget
 import traitlets
 
+from ._static import static_asset
 from .trees import Diagnosis, TreeSummary, align, describe, diagnose, diagnose_summaries, gc_paused
 
 __all__ = ["PytreeDiagram"]
 
-_STATIC = pathlib.Path(__file__).parent / "static"
 _MISSING = object()
-
-def _static(name: str) -> str | pathlib.Path:
-    """A static file's text for anywidget.
-
-    Given a path, anywidget connects every instance to the file's change signal, which keeps
-    each diagram (and its trees) alive after `close()`; the text does not. `ANYWIDGET_HMR=1`
-    (live reload while editing the JS) gets the path.
-    """
-    path = _STATIC / name
-    return path if os.environ.get("ANYWIDGET_HMR") == "1" else path.read_text(encoding="utf-8")
-
 
 # Beyond this many rows, containers start folded (children are rendered when unfolded).
 FOLD_ABOVE = 200
@@ -60,8 +47,8 @@ class PytreeDiagram(anywidget.AnyWidget):
     Text from the trees (keys, field names, string leaves) is always drawn as text, never HTML.
     """
 
-    _esm = _static("diagram.js")
-    _css = _static("diagram.css")
+    _esm = static_asset("diagram.js")
+    _css = static_asset("diagram.css")
 
     # The Python <-> JS contract (spelled the same in static/diagram.js).
     columns = traitlets.List(traitlets.Unicode()).tag(sync=True)

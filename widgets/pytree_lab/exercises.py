@@ -32,6 +32,7 @@ from typing import Any, Callable, NamedTuple
 import anywidget
 import traitlets
 
+from ._static import static_asset
 from .trees import diagnose
 
 __all__ = [
@@ -54,7 +55,6 @@ __all__ = [
     "save_evidence",
 ]
 
-_STATIC = pathlib.Path(__file__).parent / "static"
 
 
 # --------------------------------------------------------------------------- compute helpers
@@ -1020,8 +1020,8 @@ def save_evidence(path: str | pathlib.Path | None = None, *, evidence: Evidence 
 class _ExerciseWidget(anywidget.AnyWidget):
     """Shared front end: `kind` picks what static/exercises.js draws."""
 
-    _esm = _STATIC / "exercises.js"
-    _css = _STATIC / "exercises.css"
+    _esm = static_asset("exercises.js")
+    _css = static_asset("exercises.css")
     kind = traitlets.Unicode("").tag(sync=True)
     title = traitlets.Unicode("").tag(sync=True)
     # the verdict in the aria-live="polite" region (a revealed answer or explanation is read with it)
