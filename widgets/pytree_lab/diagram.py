@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import json
 from typing import Any
 
@@ -10,6 +9,7 @@ import anywidget
 import traitlets
 
 from ._static import static_asset
+from ._text import TextForm
 from .trees import Diagnosis, TreeSummary, align, describe, diagnose, diagnose_summaries, gc_paused
 
 __all__ = ["PytreeDiagram"]
@@ -24,7 +24,7 @@ def _as_json_text(value: Any, widget: Any = None) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-class PytreeDiagram(anywidget.AnyWidget):
+class PytreeDiagram(TextForm, anywidget.AnyWidget):
     """One or more pytrees drawn side by side, each leaf beside its partners at the same path.
 
     >>> PytreeDiagram(params)                                   # one tree
@@ -224,17 +224,6 @@ class PytreeDiagram(anywidget.AnyWidget):
         if self.message:
             parts.insert(0, f"[{self.message_kind}] {self.message}")
         return "\n\n".join(parts)
-
-    def _repr_mimebundle_(self, **kwargs):
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
-        if isinstance(data, dict):
-            text = self.text()
-            data["text/plain"] = text
-            data["text/html"] = (
-                '<pre class="pytree-lab-text" style="font-family:monospace">' + html.escape(text) + "</pre>"
-            )
-        return bundle
 
     def __repr__(self) -> str:
         names = ", ".join(self.columns) or "empty"

@@ -33,6 +33,7 @@ import anywidget
 import traitlets
 
 from ._static import static_asset
+from ._text import TextForm
 from .trees import diagnose
 
 __all__ = [
@@ -1017,7 +1018,7 @@ def save_evidence(path: str | pathlib.Path | None = None, *, evidence: Evidence 
 # --------------------------------------------------------------------------- widgets
 
 
-class _ExerciseWidget(anywidget.AnyWidget):
+class _ExerciseWidget(TextForm, anywidget.AnyWidget):
     """Shared front end: `kind` picks what static/exercises.js draws."""
 
     _esm = static_asset("exercises.js")
@@ -1060,13 +1061,6 @@ class _ExerciseWidget(anywidget.AnyWidget):
         if feedback:
             parts.append(feedback)
         return "\n".join(parts)
-
-    def _repr_mimebundle_(self, **kwargs):
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
-        if isinstance(data, dict):
-            data["text/plain"] = self.text()
-        return bundle
 
 
 def _lookup_answer(get_answer) -> Any:

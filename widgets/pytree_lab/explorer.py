@@ -18,6 +18,7 @@ import ipywidgets
 import traitlets
 
 from . import lesson
+from ._text import TextForm
 from .chart import BeforeAfterChart
 from .diagram import PytreeDiagram
 from .engine import Engine, get_engine
@@ -99,7 +100,7 @@ def _span(v: float) -> tuple[float, float, float]:
     return math.floor(v - width), math.ceil(v + width), step
 
 
-class StepExplorer(ipywidgets.VBox):
+class StepExplorer(TextForm, ipywidgets.VBox):
     """Move a slider, watch one gradient step: loss, gradient tree, updated parameters.
 
     `loss_fn(params, **inputs)` is any scalar loss; with no arguments the explorer is the
@@ -512,17 +513,6 @@ class StepExplorer(ipywidgets.VBox):
                 lines.append(f"{head:<9} {what:<{width}}  {value}")
             parts.append("\n".join(lines))
         return "\n\n".join(parts)
-
-    def _repr_mimebundle_(self, **kwargs):
-        bundle = super()._repr_mimebundle_(**kwargs)
-        data = bundle[0] if isinstance(bundle, tuple) else bundle
-        if isinstance(data, dict):
-            text = self.text()
-            data["text/plain"] = text
-            data["text/html"] = (
-                '<pre class="pytree-lab-text" style="font-family:monospace">' + html.escape(text) + "</pre>"
-            )
-        return bundle
 
     # ------------------------------------------------------------------ selection
     @traitlets.validate("selected_path")

@@ -1,0 +1,24 @@
+"""Widgets that still read where no widget front end runs (HTML exports, plain consoles)."""
+
+from __future__ import annotations
+
+import html
+
+
+class TextForm:
+    """Mixin for a widget with a `text()` method: its mimebundle carries that text as
+    text/plain and as an escaped <pre> (text/html) beside the live view."""
+
+    def text(self) -> str:  # pragma: no cover - every widget defines its own
+        raise NotImplementedError
+
+    def _repr_mimebundle_(self, **kwargs):
+        bundle = super()._repr_mimebundle_(**kwargs)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict):
+            text = self.text()
+            data["text/plain"] = text
+            data["text/html"] = (
+                '<pre class="pytree-lab-text" style="font-family:monospace">' + html.escape(text) + "</pre>"
+            )
+        return bundle
