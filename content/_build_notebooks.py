@@ -759,52 +759,9 @@ PACKED = [
     contract; a tuple `(w, b)` packs in the order written.
     """),
     code(r"""
-    import ipywidgets as widgets
+    from pytree_lab import PackedView
 
-    def packed_view(tree, name="params"):
-        # One row of buttons (the packed positions) linked to a diagram (the tree and its positions).
-        packed, unravel = ravel_pytree(tree)
-        positions = unravel(jnp.arange(packed.size, dtype=packed.dtype))
-        flat, _ = jax.tree_util.tree_flatten_with_path(positions)
-        owner = {}  # position -> (leaf path, element index or None)
-        for path, where in flat:
-            where = np.asarray(where)
-            for index, position in np.ndenumerate(where):
-                owner[int(position)] = (jax.tree_util.keystr(path), index if where.ndim else None)
-
-        def label(position):
-            path, index = owner[position]
-            element = "" if index is None else "[" + ",".join(map(str, index)) + "]"
-            return f"{name}{path}{element}"
-
-        diagram = PytreeDiagram(trees={name: tree, "position in packed vector": positions})
-        buttons = widgets.ToggleButtons(
-            options=[(f"[{i}] {float(v):g}", i) for i, v in enumerate(packed)], value=None,
-            description="packed", tooltips=[label(i) for i in range(packed.size)],
-            style={"button_width": "5.5em"},
-        )
-        readout = widgets.HTML()
-
-        def from_buttons(change):
-            if change["new"] is not None:
-                diagram.selected_path = owner[change["new"]][0]
-                readout.value = f"packed[{change['new']}] comes from <code>{label(change['new'])}</code>"
-
-        def from_diagram(change):
-            path = change["new"]
-            mine = [i for i, (p, _) in sorted(owner.items()) if p == path]
-            if mine and buttons.value not in mine:
-                buttons.value = mine[0]
-            if mine:
-                readout.value = f"<code>{name}{path}</code> occupies packed positions {mine}"
-
-        buttons.observe(from_buttons, "value")
-        diagram.observe(from_diagram, "selected_path")
-        box = widgets.VBox([buttons, readout, diagram])
-        box.packed, box.owner, box.label, box.diagram, box.buttons = packed, owner, label, diagram, buttons
-        return box
-
-    view = packed_view(params)
+    view = PackedView(params)  # buttons for the packed positions, linked to the diagram
     print("packed:", view.packed.tolist())
     for position in sorted(view.owner):
         print(f"  packed[{position}] <- {view.label(position)}")

@@ -21,6 +21,7 @@ __version__ = "0.1.0"
 # name -> module, imported on first access (they need numpy, jax or bqplot)
 _LAZY = {
     "StepExplorer": ".explorer",
+    "PackedView": ".packed",
     "StepResult": ".step",
     "gradient_step": ".step",
     "get_engine": ".engine",
@@ -29,6 +30,7 @@ _LAZY = {
 if TYPE_CHECKING:  # pragma: no cover
     from .engine import get_engine as get_engine
     from .explorer import StepExplorer as StepExplorer
+    from .packed import PackedView as PackedView
     from .step import StepResult as StepResult
     from .step import gradient_step as gradient_step
 
@@ -49,6 +51,7 @@ def __dir__():
 __all__ = [
     "PytreeDiagram",
     "StepExplorer",
+    "PackedView",
     "StepResult",
     "TreeSummary",
     "Diagnosis",
