@@ -13,7 +13,7 @@ import importlib
 from functools import cached_property
 from typing import Any, Callable
 
-__all__ = ["Engine", "get_engine", "set_engine"]
+__all__ = ["Engine", "get_engine"]
 
 
 class Engine:
@@ -105,9 +105,3 @@ def get_engine() -> Engine:
                 ) from err
         _ENGINE = Engine(jax)
     return _ENGINE
-
-
-def set_engine(engine: Engine | Any | None) -> None:
-    """Use another engine (an Engine or a jax-like module); None goes back to the default."""
-    global _ENGINE
-    _ENGINE = engine if engine is None or isinstance(engine, Engine) else Engine(engine)

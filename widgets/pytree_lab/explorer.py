@@ -431,19 +431,18 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         import numpy as np
 
         eng = self.engine
-        with self.hold_sync():
-            self.status.value = ""
-            self.diagram.set_trees(
-                {"params": r.params, "grads": r.grads, "updated": r.updated}, order=self._param_summary
-            )
-            before = eng.tree_leaves(r.params)
-            after = eng.tree_leaves(r.updated)
-            ys0 = [float(np.asarray(before[e.flat_index]).ravel()[e.position]) for e in self._chart_elements]
-            ys1 = [float(np.asarray(after[e.flat_index]).ravel()[e.position]) for e in self._chart_elements]
-            self.chart_view.show(ys0, ys1)
-            self.chart_view.highlight(self.selected_path)
-            self.calculation.value = self._calculation_html(r)
-            self.result = r
+        self.status.value = ""
+        self.diagram.set_trees(
+            {"params": r.params, "grads": r.grads, "updated": r.updated}, order=self._param_summary
+        )
+        before = eng.tree_leaves(r.params)
+        after = eng.tree_leaves(r.updated)
+        ys0 = [float(np.asarray(before[e.flat_index]).ravel()[e.position]) for e in self._chart_elements]
+        ys1 = [float(np.asarray(after[e.flat_index]).ravel()[e.position]) for e in self._chart_elements]
+        self.chart_view.show(ys0, ys1)
+        self.chart_view.highlight(self.selected_path)
+        self.calculation.value = self._calculation_html(r)
+        self.result = r
 
     def _calculation_rows(self, r: StepResult) -> list[tuple[str, str, str, str]]:
         eng = self.engine

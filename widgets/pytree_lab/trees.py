@@ -113,12 +113,6 @@ class TreeSummary:
     def non_differentiable(self) -> list[Leaf]:
         return [leaf for leaf in self.leaves if not leaf.differentiable]
 
-    def leaf(self, path: str) -> Leaf | None:
-        for leaf in self.leaves:
-            if leaf.path == path:
-                return leaf
-        return None
-
     def counts_line(self) -> str:
         n, v = self.num_leaves, self.num_values
         if self.role != "params":
