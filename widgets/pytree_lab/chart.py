@@ -107,3 +107,79 @@ def _nice_step(raw: float) -> float:
             return m * power
     return 10 * power
 
+
+
+class LossHistoryChart:
+    """The loss at every point visited, one point per step (bqplot line + the current point).
+
+    `show(history)` draws `history[0]` (the start) through `history[-1]` (where the explorer
+    stands now). `log=True` puts the loss on a log scale when every value is positive (Adam's
+    loss falls by orders of magnitude); with a zero or negative loss the scale stays linear.
+    """
+
+    def __init__(self, title: str = "Loss at each step", *, log: bool = False):
+        self.log = log
+        self.history: list[float] = []
+        self.x_scale = bqplot.LinearScale(min=0.0, max=1.0)
+        self.y_linear = bqplot.LinearScale(min=0.0, max=1.0)
+        self.y_log = bqplot.LogScale(min=1e-3, max=1.0)
+        self.line = bqplot.Lines(
+            x=[0.0], y=[0.0], scales={"x": self.x_scale, "y": self.y_linear},
+            colors=[BEFORE], stroke_width=2, labels=["loss"],
+        )
+        self.point = bqplot.Scatter(
+            x=[0.0], y=[0.0], scales={"x": self.x_scale, "y": self.y_linear},
+            colors=[AFTER], default_size=48,
+            tooltip=bqplot.Tooltip(fields=["x", "y"], labels=["step", "loss"], formats=["", ".4g"]),
+        )
+        self.x_axis = bqplot.Axis(scale=self.x_scale, label="step", tick_format="d")
+        self.y_axis = bqplot.Axis(scale=self.y_linear, side="left", label="loss", tick_format=".3~g",
+                                  label_offset="45px", grid_lines="dashed")
+        self.figure = bqplot.Figure(
+            marks=[self.line, self.point],
+            axes=[self.x_axis, self.y_axis],
+            title=title,
+            fig_margin={"top": 40, "bottom": 50, "left": 70, "right": 20},
+            layout={"flex": "1 1 320px", "min_width": "260px", "height": "300px"},
+            animation_duration=0,
+        )
+
+    @property
+    def on_log_scale(self) -> bool:
+        return self.y_axis.scale is self.y_log
+
+    def set_log(self, log: bool) -> None:
+        self.log = bool(log)
+        self.show(self.history)
+
+    def show(self, history: Sequence[float]) -> None:
+        """Redraw the whole line (once per step or run, not per point)."""
+        self.history = [float(v) for v in history]
+        ys = self.history or [0.0]
+        xs = [float(i) for i in range(len(ys))]
+        finite = [v for v in ys if math.isfinite(v)] or [0.0]
+        use_log = self.log and min(finite) > 0
+        scale = self.y_log if use_log else self.y_linear
+        lo, hi = min(finite), max(finite)
+        if use_log:
+            y_min = 10 ** math.floor(math.log10(lo))
+            y_max = 10 ** math.ceil(math.log10(hi))
+            if y_max <= y_min:
+                y_max = y_min * 10
+        else:
+            lo, hi = min(lo, 0.0), max(hi, 0.0)
+            pad = 0.08 * (hi - lo) or 1.0
+            y_min = lo if lo == 0 else lo - pad
+            y_max = hi + pad
+        with self.figure.hold_sync(), self.line.hold_sync(), self.point.hold_sync():
+            self.x_scale.min = 0.0
+            self.x_scale.max = float(max(len(ys) - 1, 1))
+            scale.min, scale.max = float(y_min), float(y_max)
+            if self.y_axis.scale is not scale:
+                self.y_axis.scale = scale
+                self.line.scales = {"x": self.x_scale, "y": scale}
+                self.point.scales = {"x": self.x_scale, "y": scale}
+            self.line.x, self.line.y = xs, ys
+            self.point.x, self.point.y = xs[-1:], ys[-1:]
+
+__all__.append("LossHistoryChart")
