@@ -6,7 +6,8 @@
 
 Sections: 1 compute per update; 2 slider -> chart round trip vs a no-op-kernel floor;
 3 a 20-move burst; 4 big trees (Python model, first paint, select / fold) beside treescope;
-5 the JupyterLite site (size, page open -> kernel ready, page open -> first diagram).
+5 the JupyterLite site (size, page open -> kernel ready, page open -> first diagram);
+6 (training) 100 optimizer steps, compiled loop vs hand-written jitted optax loops.
 Results go to artifacts/bench.json as well. A missed target gets a profile of where the
 time goes (cProfile for Python, Chromium's CPU profile for the page).
 """
@@ -26,7 +27,7 @@ from .stats import Table, fmt, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "artifacts" / "bench.json"
-SECTIONS = ["compute", "roundtrip", "burst", "trees", "lite"]
+SECTIONS = ["compute", "roundtrip", "burst", "trees", "lite", "training"]
 
 # Targets (issue: foundation, section 5; hardening, section 3).
 TARGET_RATIO = 1.25  # explorer p95 <= 1.25 x floor p95
@@ -256,6 +257,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  PytreeDiagram(10k leaves) here: {g['gc_on_s'] * 1e3:.0f} ms with the cyclic GC running, "
                   f"{g['gc_paused_s'] * 1e3:.0f} ms with it paused ({g['tracked_objects']} objects tracked): "
                   "time in a list comprehension above is mostly collections it happened to trigger")
+
+    if "training" in only:
+        from . import training
+
+        r = training.run(*((15,) if args.quick else ()))
+        results["training"] = r
+        _print(training.table(r))
+        save()
 
     if "lite" in only:
         from . import lite_bench

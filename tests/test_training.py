@@ -250,11 +250,25 @@ def test_a_run_stops_before_a_step_that_is_not_finite():
     assert all(math.isfinite(v) for v in run.losses)
     assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree.leaves(run.params))
     assert run.stopped_loss is not None
-    # the point it stopped at is the one after exactly `steps` steps
+    assert not math.isfinite(run.stopped_loss)
+    # it stopped on the point after exactly `steps` steps, the last one whose step is not finite
     p = lesson_params()
     for _ in range(run.steps):
         p = ts.step(p, None, lesson_inputs(), 10.0).updated
     assert_leaves_close(run.params, p, rtol=1e-5)
+    last = ts.step(run.params, None, lesson_inputs(), 10.0)
+    assert math.isfinite(last.loss) and not math.isfinite(last.loss_after)
+    # the Lite engine's loop stops at the same point
+    from pytree_lab.compat import jax as lite_jax
+    from pytree_lab.engine import Engine
+
+    def lite_loss(p, x, target):
+        return (lite_jax.numpy.dot(p["weight"], x) + p["bias"] - target) ** 2
+
+    lite = TrainingStep(lite_loss, engine=Engine(lite_jax))
+    with np.errstate(over="ignore", invalid="ignore"):
+        lite_run = lite.run(lesson_params(), None, lesson_inputs(), 10.0, n=100)
+    assert lite_run.steps == run.steps
 
 
 # ------------------------------------------------------------------ learning rates, honestly

@@ -15,8 +15,8 @@ rate then lives in the optimizer state). A fixed ``optax.adam(0.1)`` or a schedu
 adjustable rate (`lr_adjustable` is False) and a given rate is refused, not ignored.
 
 `run(params, state, inputs, lr, n)` takes n steps in one compiled loop (a `lax.while_loop`
-over a fixed-size buffer of losses, so every n uses the same compiled code); it stops early,
-and says so, at the first step whose loss or new parameters are not finite.
+over a fixed-size buffer of losses, so every n uses the same compiled code); if the steps
+diverge it stops, and says so, at the last point before the first non-finite loss.
 
 `decompose_state(state, params)` splits an optimizer state the way the lesson describes it:
 the moment trees that share the parameters' structure (Adam's ``mu`` and ``nu``, momentum's
@@ -345,32 +345,25 @@ class TrainingStep:
         import jax
         import jax.numpy as jnp
 
-        eng = self.engine
         value0 = jax.eval_shape(lambda p: self.loss_fn(p, **inputs), params)
         losses = jnp.full((CHUNK,), jnp.nan, dtype=value0.dtype)
 
-        def finite(tree):
-            leaves = [jnp.all(jnp.isfinite(x)) for x in eng.tree_leaves(tree)
-                      if jnp.issubdtype(jnp.result_type(x), jnp.inexact)]
-            return jnp.all(jnp.stack(leaves)) if leaves else jnp.array(True)
-
+        # Only the loss is checked in the loop (a non-finite step shows up as a non-finite loss at
+        # the next point); `run` then goes back to the last point with a finite loss.
         def cond(carry):
             i, _, _, _, ok = carry
             return (i < k) & ok
 
         def body(carry):
             i, p, s, losses, _ = carry
-            value, new_p, new_s = self._one(p, s, inputs, lr)
-            ok = jnp.isfinite(value) & finite(new_p)
-            keep = lambda new, old: jnp.where(ok, new, old)  # noqa: E731
-            p = eng.tree_map(keep, new_p, p)
-            s = eng.tree_map(keep, new_s, s)
+            value, p, s = self._one(p, s, inputs, lr)
             losses = losses.at[i].set(value.astype(losses.dtype))
-            return i + ok.astype(i.dtype), p, s, losses, ok
+            return i + 1, p, s, losses, jnp.isfinite(value)
 
         i0 = jnp.zeros((), jnp.int32)
-        i, p, s, losses, ok = jax.lax.while_loop(cond, body, (i0, params, state, losses, jnp.array(True)))
-        return i, p, s, losses, ok
+        _, p, s, losses, _ = jax.lax.while_loop(cond, body, (i0, params, state, losses, jnp.array(True)))
+        # steps taken need not travel back: k, or up to the first non-finite loss
+        return p, s, losses
 
     # ---- calls
     def _lr_value(self, learning_rate: Any, params: Any, opt_state: Any) -> Any:
@@ -414,7 +407,12 @@ class TrainingStep:
     __call__ = step
 
     def run(self, params: Any, opt_state: Any, inputs: dict, learning_rate: Any = None, n: int = 1) -> RunResult:
-        """`n` steps from `params`, compiled as one loop; stops at the first step that is not finite."""
+        """`n` steps from `params`, compiled as one loop.
+
+        If the loss at some point is not finite (the steps diverged), the run ends at the last
+        point before it, the one whose step goes wrong: `steps` says how many were taken and
+        `stopped_loss` the loss at the point that was not entered.
+        """
         import numpy as np
 
         n = int(n)
@@ -427,35 +425,39 @@ class TrainingStep:
         while done < n:
             k = min(CHUNK, n - done)
             if self._run_fn is None:
-                taken, p, s, chunk_losses, stopped = self._python_loop(p, s, inputs, lr, k)
+                taken, new_p, new_s, chunk_losses = self._python_loop(p, s, inputs, lr, k)
             else:
-                i, p, s, buf, ok = self._run_fn(p, s, inputs, lr, np.int32(k))
-                taken = int(i)
-                chunk_losses = np.asarray(buf)[: taken + (0 if bool(ok) else 1)].tolist()
-                stopped = not bool(ok)
-            losses += chunk_losses[:taken]
-            done += taken
-            if stopped:
-                bad = chunk_losses[taken] if len(chunk_losses) > taken else None
-                return RunResult(p, s, losses, done, float(bad) if bad is not None else math.nan)
+                new_p, new_s, buf = self._run_fn(p, s, inputs, lr, np.int32(k))
+                chunk_losses = np.asarray(buf)[:k].tolist()
+                taken = k
+            if all(math.isfinite(v) for v in chunk_losses):
+                losses += chunk_losses
+                done += taken
+                p, s = new_p, new_s
+                continue
+            # the loss at point j is not finite: back to point j - 1 (the same code, fewer steps)
+            j = next(t for t, v in enumerate(chunk_losses) if not math.isfinite(v))
+            back = max(j - 1, 0)
+            if back and self._run_fn is not None:
+                p, s, _ = self._run_fn(p, s, inputs, lr, np.int32(back))
+            elif back:
+                _, p, s, _ = self._python_loop(p, s, inputs, lr, back)
+            losses += chunk_losses[:back]
+            return RunResult(p, s, losses, done + back, float(chunk_losses[j]))
         return RunResult(p, s, losses, done, None)
 
     def _python_loop(self, p, s, inputs, lr, k):
-        """The Lite engine's loop (no compiler there): the same steps, one by one."""
+        """The Lite engine's loop (no compiler there): the same steps one by one, stopping after
+        the first point whose loss is not finite, as the compiled loop does."""
         import numpy as np
 
         losses = []
         for _ in range(k):
-            value, new_p, new_s = self._one(p, s, inputs, lr)
-            value = float(np.asarray(value))
-            losses.append(value)
-            finite = math.isfinite(value) and all(
-                np.all(np.isfinite(np.asarray(x))) for x in self.engine.tree_leaves(new_p)
-            )
-            if not finite:
-                return len(losses) - 1, p, s, losses, True
-            p, s = new_p, new_s
-        return len(losses), p, s, losses, False
+            value, p, s = self._one(p, s, inputs, lr)
+            losses.append(float(np.asarray(value)))
+            if not math.isfinite(losses[-1]):
+                break
+        return len(losses), p, s, losses
 
 
 # ---------------------------------------------------------------------------------------- state view
