@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+import traitlets
 
 from pytree_lab import StepExplorer
 
@@ -46,7 +47,9 @@ def test_default_explorer_is_the_lesson():
 def test_chart_is_the_seed_figure():
     ex = StepExplorer()
     bars = ex.chart_view.bars
-    assert list(bars.x) == ["weight[0]", "weight[1]", "bias"]
+    # the bars' x values are full paths (the tooltip names them); the axis shows the labels
+    assert list(bars.x) == ["params['weight'][0]", "params['weight'][1]", "params['bias']"]
+    assert [ex.chart_view.x_axis.tick_labels[x] for x in bars.x] == ["weight[0]", "weight[1]", "bias"]
     np.testing.assert_allclose(bars.y, [[1.0, -1.0, 0.0], [1.4, -0.8, 0.2]], rtol=1e-6)
     assert ex.chart_view.y_axis.label == "parameter value"
     assert bars.type == "grouped"
@@ -99,7 +102,11 @@ def test_selection_is_shared_by_diagram_chart_and_explorer():
     assert 'class="ptl-calc-selected" data-path="[&#x27;weight&#x27;]"' in ex.calculation.value
     ex.chart_view.bars.selected = [2]  # a click on the bias bars
     assert ex.selected_path == "['bias']" and ex.diagram.selected_path == "['bias']"
-    ex.selected_path = "['no such leaf']"  # stale or bogus paths select nothing
+    # a path set from Python that names nothing is an error with a message, not silence
+    with pytest.raises(traitlets.TraitError, match=r"\['no such leaf'\]\" is no path.*\"\['weight'\]\""):
+        ex.selected_path = "['no such leaf']"
+    assert ex.selected_path == "['bias']" and ex.diagram.selected_path == "['bias']"  # kept
+    ex.diagram.selected_path = "['no such leaf']"  # a stale page path selects nothing
     assert ex.selected_path == "" and ex.diagram.selected_path == ""
 
 
