@@ -581,12 +581,11 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         try:
             self._show(result)
         except BaseException as err:  # a view failed after a good step: the same as a failed step
-            self._fail(f"The step was computed, but showing it failed: {short_error(err)}. "
-                       "The last good step stays on screen.")
-            if self._last_good is not None:
+            if self._last_good is not None:  # put every view back on the last good step
                 with contextlib.suppress(BaseException):
                     self._show(self._last_good)
-            return None
+            return self._fail(f"The step was computed, but showing it failed: {short_error(err)}. "
+                              "The last good step stays on screen.")
         self._last_good = result
         notes = self._notes
         self._notes = []
