@@ -81,16 +81,22 @@ class WorkedCalculation(ipywidgets.HTML):
         self._order: TreeSummary | None = None
         self._extras_notes: Sequence[str] = ()
         self._selected = ""
+        # optimizer_rows(result, leaves, selected_path) -> rows for the selected leaf's optimizer
+        # update (set by an explorer with an optimizer); the rows then follow the selection
+        self.optimizer_rows: Any = None
 
     def show(self, result: StepResult, order: TreeSummary, selected_path: str = "") -> None:
+        self._selected = selected_path
         rows = self._rows(result, order)  # computed first: a failure leaves the last table on screen
-        self._result, self._order, self._selected = result, order, selected_path
+        self._result, self._order = result, order
         self._rows_cache = rows
         self.value = self._html(rows)
 
     def select(self, path: str) -> None:
         self._selected = path
         if self._result is not None:
+            if self.optimizer_rows is not None:
+                self._rows_cache = self._rows(self._result, self._order)
             self.value = self._html(self._rows_cache)
 
     def rows(self) -> list[CalcRow]:
@@ -127,11 +133,20 @@ class WorkedCalculation(ipywidgets.HTML):
         if hidden > 0:
             rows.append(CalcRow("backward", f"… {hidden} more leaves", "in the diagram's grads column"))
         lr = fmt_number(r.learning_rate)
+        updates = getattr(r, "updates", None)  # an optimizer's step (TrainingResult)
+        if updates is not None and self.optimizer_rows is not None:
+            rows.extend(self.optimizer_rows(r, shown, self._selected))
+            steps = eng.tree_leaves(updates)
         for leaf in shown:
             name = path_label(leaf.path) or "params"
+            p, _ = fmt_value(before[leaf.index])
+            if updates is not None and self.optimizer_rows is not None:
+                u, _ = fmt_value(steps[leaf.index])
+                u = f"({u})" if u.startswith("-") else u
+                add("update", f"{name} + update = {p} + {u}", updated[leaf.index], leaf.path)
+                continue
             g, _ = fmt_value(grads[leaf.index])
             g = f"({g})" if g.startswith("-") else g
-            p, _ = fmt_value(before[leaf.index])
             add("update", f"{name} − {lr}·∂L/∂{name} = {p} − {lr}·{g}", updated[leaf.index], leaf.path)
         if hidden > 0:
             rows.append(CalcRow("update", f"… {hidden} more leaves", "in the diagram's updated column"))

@@ -68,6 +68,8 @@ class BeforeAfterChart:
             layout={"flex": "1 1 440px", "min_width": "320px", "height": "345px" if many else "300px"},
             animation_duration=0,
         )
+        # fixed_range: keep the y scale across steps (it only widens when a bar would leave it)
+        self.fixed_range = False
         self._picking = False
         self._on_pick: Callable[[str], None] | None = None
         self.bars.observe(self._picked, "selected")
@@ -76,6 +78,12 @@ class BeforeAfterChart:
         """New bar heights; the y scale always covers 0 and every value."""
         values = [v for v in list(before) + list(after) if math.isfinite(v)] + [0.0]
         lo, hi = min(values), max(values)
+        if self.fixed_range and self.y_scale.min <= lo and hi <= self.y_scale.max:
+            # a fixed range keeps its scale while every bar fits, so motion across steps shows
+            self.bars.y = [list(before), list(after)]
+            return
+        if self.fixed_range:  # it only grows, to keep every bar on screen
+            lo, hi = min(lo, self.y_scale.min), max(hi, self.y_scale.max)
         # headroom above the tallest bar keeps the legend (top right) clear of every bar
         top = hi + max(0.35 * (hi - lo), 0.3)
         step = _nice_step((top - lo) / 7)
@@ -136,7 +144,7 @@ class LossHistoryChart:
         self.history: list[float] = []
         self.x_scale = bqplot.LinearScale(min=0.0, max=1.0)
         self.y_linear = bqplot.LinearScale(min=0.0, max=1.0)
-        self.y_log = bqplot.LogScale(min=1e-3, max=1.0)
+        self.y_log: bqplot.LogScale | None = None  # made when first needed
         self.line = bqplot.Lines(
             x=[0.0], y=[0.0], scales={"x": self.x_scale, "y": self.y_linear},
             colors=[BEFORE], stroke_width=2, labels=["loss"],
@@ -160,7 +168,14 @@ class LossHistoryChart:
 
     @property
     def on_log_scale(self) -> bool:
-        return self.y_axis.scale is self.y_log
+        return self.y_log is not None and self.y_axis.scale is self.y_log
+
+    def close(self) -> None:
+        """Close every widget of the chart, the scale not on screen included."""
+        for w in (self.figure, self.line, self.point, self.point.tooltip, self.x_axis, self.y_axis,
+                  self.x_scale, self.y_linear, self.y_log):
+            if w is not None:
+                w.close()
 
     def set_log(self, log: bool) -> None:
         self.log = bool(log)
@@ -173,6 +188,8 @@ class LossHistoryChart:
         xs = [float(i) for i in range(len(ys))]
         finite = [v for v in ys if math.isfinite(v)] or [0.0]
         use_log = self.log and min(finite) > 0
+        if use_log and self.y_log is None:
+            self.y_log = bqplot.LogScale(min=1e-3, max=1.0)
         scale = self.y_log if use_log else self.y_linear
         lo, hi = min(finite), max(finite)
         if use_log:

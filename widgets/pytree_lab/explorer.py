@@ -13,6 +13,7 @@ learning rate keeps each leaf's dtype.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import html
 import logging
 import math
@@ -24,11 +25,12 @@ import traitlets
 from . import lesson
 from ._text import TextForm
 from .calculation import WorkedCalculation, fmt_number, fmt_value
-from .chart import BeforeAfterChart
+from .chart import BeforeAfterChart, LossHistoryChart
 from .diagram import PytreeDiagram
 from .engine import Engine, get_engine
 from .slider import Slider, short_label, span
 from .step import CompiledStep, StepResult, fresh, pin_dtypes
+from .training import OptimizerError, StateView, TrainingStep, decompose_state
 from .trees import Leaf, TreeSummary, describe, path_label
 
 __all__ = ["StepExplorer"]
@@ -147,6 +149,23 @@ class StepExplorer(TextForm, ipywidgets.VBox):
     `pointwise_loss(prediction, target)` adds up (sum or mean) to the loss. `target=` names
     the target input.
 
+    `optimizer=` puts an optimizer in the step: an optax GradientTransformation runs inside the
+    compiled step (``updates, state = opt.update(grads, state, params)``, then
+    ``optax.apply_updates``), so `updated` is that optimizer's step; its moment trees (Adam's
+    mu and nu, momentum's trace) are aligned with params row by row, and its counts and
+    hyperparameters are shown apart as optimizer state. The learning-rate slider appears only
+    where it changes the step: no optimizer, ``optimizer=lambda lr: optax.adam(lr)``, or
+    ``optax.inject_hyperparams(optax.adam)(learning_rate=...)``; a fixed ``optax.adam(0.1)``
+    keeps its rate. In the Lite engine (no JAX) use `pytree_lab.compat.optax` (sgd, momentum,
+    adam with optax's rules).
+
+    `step(n)` takes n real steps as one compiled loop and moves the explorer there (sliders
+    follow; `params`, `opt_state` and `history` say where it is); `reset()` goes back to the
+    construction-time params and a fresh optimizer state. The buttons Step, Step ×10 and Reset
+    do the same; the line chart beside the bars is `history`, the loss at every point visited
+    (a slider move moves the current point). `fixed_range=True` (or the checkbox) keeps the bars'
+    y range across steps so their motion shows.
+
     `set_params`, `set_inputs` and `set_loss` change the starting point or the loss from Python
     (`set_params` is also how an optimizer loop shows its new parameters). Bad input of any kind
     ends in a message inside the widget, naming the tree path where there is one; the last good
@@ -162,8 +181,10 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         loss_fn: Callable | None = None,
         params: Any = None,
         inputs: dict | None = None,
-        learning_rate: float = lesson.LEARNING_RATE,
+        learning_rate: float | None = None,
         *,
+        optimizer: Any = None,
+        fixed_range: bool = False,
         prediction_fn: Callable | None = None,
         target: str = "target",
         pointwise_loss: Callable | None = None,
@@ -216,6 +237,15 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         self._input_data = describe(inputs, "inputs")
 
         self._holding = False  # set while several sliders change at once: one recompute after
+        # ---- the optimizer (None: the lesson's p − η·g) and the trajectory
+        self.optimizer = optimizer
+        self._trainer: TrainingStep | None = None
+        self._opt_state: Any = None
+        self._history: list[float] = []
+        self._new_point = True  # the next good step is a newly visited point (else the current one moved)
+        self._good_now = False  # the last recompute succeeded (a step can start from here)
+        self._initial_leaves = list(self._param_leaves)
+        learning_rate = self._start_optimizer(learning_rate)
         self._step = self._compile(loss_fn)
         self._last_good: StepResult | None = None
         self._closed = False
@@ -227,7 +257,10 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         self.diagram.set_trees({"params": self._params}, order=self._param_summary)
         if extra is not None:
             self.show_extra(extra)
-        self.diagram.caption = f"computed in the kernel by {eng.name}: value_and_grad, then tree.map(p − η·g)"
+        self.diagram.caption = f"computed in the kernel by {eng.name}: " + (
+            "value_and_grad, then tree.map(p − η·g)" if optimizer is None else
+            "value_and_grad, then opt.update(grads, state, params) and optax.apply_updates; "
+            "moment columns and the optimizer state panel are the state after this step")
         self._chart_elements = _elements(self._param_summary, "params", MAX_BARS)
         self.chart_view = BeforeAfterChart(
             [e.label for e in self._chart_elements],
@@ -236,7 +269,28 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             paths=[e.path for e in self._chart_elements],
         )
         self.chart = self.chart_view.figure
+        self.chart_view.fixed_range = bool(fixed_range)
+        self.history_view = LossHistoryChart()
+        self.history_chart = self.history_view.figure
+        self.step_button = ipywidgets.Button(description="Step", tooltip="take one step: move to updated")
+        self.step10_button = ipywidgets.Button(description="Step ×10", tooltip="take ten steps (one compiled loop)")
+        self.reset_button = ipywidgets.Button(description="Reset", tooltip="back to the starting params and a fresh optimizer state")
+        self.fixed_range_box = ipywidgets.Checkbox(value=bool(fixed_range), description="fix the bars' y range",
+                                                   indent=False, layout={"width": "auto"})
+        for button in (self.step_button, self.step10_button, self.reset_button):
+            button.add_class("pytree-lab-step-button")
+        self.step_button.on_click(lambda _: self.step(1))
+        self.step10_button.on_click(lambda _: self.step(10))
+        self.reset_button.on_click(lambda _: self.reset())
+        self.fixed_range_box.observe(self._fixed_range_changed, "value")
+        self.controls = ipywidgets.HBox(
+            [self.step_button, self.step10_button, self.reset_button, self.fixed_range_box],
+            layout={"flex_flow": "row wrap", "align_items": "center"},
+        )
+        self.controls.add_class("pytree-lab-controls")
         self.calculation = WorkedCalculation(eng)
+        if optimizer is not None:
+            self.calculation.optimizer_rows = self._optimizer_rows
         self.data_view = ipywidgets.HTML(layout={"width": "100%"})
         self.data_view.add_class("pytree-lab-data")
         self.sliders: dict[str, Slider] = {}
@@ -249,7 +303,9 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         slider_box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "330px"})
         self.children = [
             self.status,
-            ipywidgets.HBox([slider_box, self.chart], layout={"flex_flow": "row wrap", "align_items": "center"}),
+            self.controls,
+            ipywidgets.HBox([slider_box, self.chart, self.history_chart],
+                            layout={"flex_flow": "row wrap", "align_items": "center"}),
             self.data_view,
             self.diagram,
             self.calculation,
@@ -274,9 +330,13 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             return self.engine.numpy.asarray(x)
         return x
 
-    def _compile(self, loss_fn: Callable) -> CompiledStep:
-        extras = self._extras if self.prediction_fn is not None else None
-        return CompiledStep(loss_fn, extras_fn=extras, engine=self.engine, static=self._static)
+    def _compile(self, loss_fn: Callable, with_extras: bool = True) -> Callable:
+        extras = self._extras if self.prediction_fn is not None and with_extras else None
+        if self.optimizer is None:
+            return CompiledStep(loss_fn, extras_fn=extras, engine=self.engine, static=self._static)
+        trainer = TrainingStep(loss_fn, self.optimizer, extras_fn=extras, engine=self.engine, static=self._static)
+        trainer.init(self._params, self._lr)  # finds where the state keeps its learning rate
+        return _OptimizerStep(self, trainer)
 
     # ------------------------------------------------------------------ sliders
     def _build_sliders(self, learning_rate: float, chosen: Iterable[str] | None, max_sliders: int) -> None:
@@ -301,6 +361,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             inputs = [el for el in ordered if el.tree == "inputs"]
             params = [el for el in ordered if el.tree == "params"]
             want_lr = "learning_rate" in chosen
+        want_lr = want_lr and self._lr_adjustable  # never a slider that does nothing
         plan = [("inputs", el) for el in inputs] + ([("lr", None)] if want_lr else []) + [("params", el) for el in params]
         if len(plan) > max_sliders:
             if chosen is not None:
@@ -499,8 +560,166 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         call again after your own optimizer step to show the new state."""
         self._extra = extra
         r = self._last_good
-        trees = {"params": self._params} if r is None else {"params": r.params, "grads": r.grads, "updated": r.updated}
-        self.diagram.set_trees(trees, extra=extra, order=self._param_summary)
+        if r is None:
+            self.diagram.set_trees({"params": self._params}, extra=extra, order=self._param_summary)
+            return
+        trees, panels = self._trees_of(r)
+        self.diagram.set_trees(trees, extra=panels, order=self._param_summary)
+
+    # ------------------------------------------------------------------ optimizer, steps, history
+    def _start_optimizer(self, learning_rate: float | None) -> float:
+        """Check the optimizer, make its first state, and say where the learning rate lives."""
+        given = learning_rate is not None
+        lr = float(learning_rate) if given else lesson.LEARNING_RATE
+        self._lr = lr
+        self._lr_source = "argument"
+        if self.optimizer is None:
+            return lr
+        # a wrong optimizer is refused here, as a missing params tree is (OptimizerError says why)
+        trainer = TrainingStep(self.loss_fn, self.optimizer, engine=self.engine, static=self._static)
+        self._opt_state = trainer.init(self._params, lr)
+        self._lr_source = trainer.lr_source
+        if trainer.lr_source == "state" and not given:
+            lr = trainer.learning_rate_of(self._opt_state)
+        elif trainer.lr_source == "fixed" and given:
+            self._notes.append("learning_rate= does nothing here: this optimizer keeps its rate inside it (e.g. "
+                               "optax.adam(0.1)), so there is no learning-rate slider. To slide it, pass "
+                               "optimizer=lambda lr: optax.adam(lr) or "
+                               "optax.inject_hyperparams(optax.adam)(learning_rate=0.1).")
+        self._lr = lr
+        return lr
+
+    @property
+    def _lr_adjustable(self) -> bool:
+        return self._lr_source != "fixed"
+
+    def _runner(self) -> TrainingStep:
+        """The compiled n-step loop for the current loss (and optimizer)."""
+        if isinstance(self._step, _OptimizerStep):
+            return self._step.trainer
+        runner = getattr(self, "_plain_runner", None)
+        if runner is None or runner.loss_fn is not self.loss_fn or runner.static != self._static:
+            runner = TrainingStep(self.loss_fn, None, engine=self.engine, static=self._static)
+            self._plain_runner = runner
+        return runner
+
+    @property
+    def params(self) -> Any:
+        """Where the explorer stands now (the sliders' values; `result` is the step from here)."""
+        return self._gather()[0]
+
+    @property
+    def opt_state(self) -> Any:
+        """The optimizer state the next step starts from (None without an optimizer)."""
+        return self._opt_state
+
+    @property
+    def history(self) -> list[float]:
+        """The loss at every point visited, starting with the first; the last is `result.loss`."""
+        return list(self._history)
+
+    def step(self, n: int = 1) -> StepResult | None:
+        """Take `n` real steps (one compiled loop) and move there: params, optimizer state and the
+        sliders follow, `history` grows by n points, every view is drawn once at the end.
+
+        Steps that diverge stop at the last point whose loss is finite, with a message. Returns
+        the step from the new point (as `result`), or None with a message in the widget.
+        """
+        import numpy as np
+
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"step(n) takes a whole number of steps, 0 or more, not {n!r}.")
+        if self._closed:
+            return None
+        if not self._good_now and self.recompute() is None:
+            return None  # the step from here fails: its message is on screen
+        try:
+            params, inputs, lr = self._gather()
+            problem = self._check_inputs(lr)
+            if problem:
+                return self._fail(problem)
+            with _quiet_callbacks():
+                run = self._runner().run(params, self._opt_state, inputs, lr if self._lr_adjustable else None, int(n))
+        except KeyboardInterrupt:
+            return self._fail("The steps were interrupted; the explorer stays where it was.")
+        except BaseException as err:  # a user's loss or optimizer can raise anything
+            return self._fail(self._explain(err))
+        if run.stopped_loss is not None:
+            self._notes.append(f"Stopped after {run.steps} of {int(n)} steps: the next point's loss would be "
+                               f"{_fmt(run.stopped_loss)} (the steps diverge). Try a smaller learning rate.")
+        if run.steps == 0:
+            return self.recompute()
+        self._history.extend(run.losses[1:])  # the first is the current point, already recorded
+        self._opt_state = run.opt_state
+        self._new_point = True
+        self._move_params(self.engine.tree_leaves(run.params))
+        return self.recompute()
+
+    def reset(self) -> StepResult | None:
+        """Back to the construction-time params and a fresh optimizer state; history starts again."""
+        if self._closed:
+            return None
+        if self.optimizer is not None:
+            try:
+                self._opt_state = self._runner().init(self._params, self._lr)
+            except BaseException as err:  # noqa: BLE001 - said in the widget
+                return self._fail(f"The optimizer's init failed: {short_error(err)}")
+        self._history = []
+        self._new_point = True
+        self._move_params(self._initial_leaves)
+        return self.recompute()
+
+    def _move_params(self, leaves: list) -> None:
+        """Put the explorer at other parameter values: stored leaves and sliders, one recompute after."""
+        import numpy as np
+
+        notes = list(self._notes)
+        self._holding = True
+        try:
+            for i, leaf in enumerate(leaves):
+                self._param_leaves[i] = self._frozen(np.array(leaf)) if isinstance(leaf, np.ndarray) else leaf
+            for el, slider in self._param_sliders:
+                slider.value = float(np.asarray(self._param_leaves[el.flat_index]).ravel()[el.position])
+                slider.widened = None  # a step, not a value pushed out of range by hand
+        finally:
+            self._holding = False
+            self._notes = notes
+
+    def _record(self, loss: float) -> None:
+        """The current point's loss in `history`: a new point after a step, the same point moved
+        after a slider, a new input or a new loss."""
+        if self._new_point or not self._history:
+            self._history.append(loss)
+        else:
+            self._history[-1] = loss
+        self._new_point = False
+        self.history_view.show(self._history)
+
+    def _fixed_range_changed(self, change) -> None:
+        self.chart_view.fixed_range = bool(change["new"])
+
+    def _trees_of(self, r: StepResult) -> tuple[dict, Any]:
+        """The diagram's aligned columns (params, grads, the optimizer's moment trees, updated)
+        and its side panels (the rest of the optimizer state, then anything from show_extra)."""
+        trees = {"params": r.params, "grads": r.grads}
+        extra = self._extra
+        state = getattr(r, "opt_state_after", None)
+        if self.optimizer is not None and state is not None:
+            view = decompose_state(state, r.params, self.engine)
+            trees.update(view.moments)
+            panels = {"optimizer state": view.rest} if view.rest else {}
+            if extra is not None:
+                if isinstance(extra, dict) and all(isinstance(k, str) for k in extra):
+                    panels.update(extra)
+                else:
+                    panels["extra"] = extra
+            extra = panels or None
+        trees["updated"] = r.updated
+        return trees, extra
+
+    def _optimizer_rows(self, r: StepResult, leaves: list, selected: str) -> list:
+        """The worked calculation's optimizer rows for the selected leaf (or the first)."""
+        return _optimizer_rows(self, r, leaves, selected)
 
     def _extras(self, params: Any, updated: Any, inputs: dict) -> dict:
         """Prediction, residual and dL/dŷ, computed inside the compiled step (per example for a batch)."""
@@ -563,12 +782,11 @@ class StepExplorer(TextForm, ipywidgets.VBox):
                     if self.prediction_fn is None:
                         raise
                     # the loss may be fine and only prediction_fn fail: try the step without it
-                    plain = CompiledStep(self.loss_fn, engine=self.engine, static=self._static)
+                    plain = self._compile(self.loss_fn, with_extras=False)
                     result = plain(params, inputs, lr)
                     self._notes.append(self._prediction_failed(params, inputs))
                     self._step = plain
-                result = StepResult(params, result.loss, result.grads, result.updated, result.loss_after,
-                                    result.learning_rate, result.extras)
+                result = dataclasses.replace(result, params=params)
             if self.prediction_fn is not None:
                 result = self._with_extras(result)
             problem = self._check_result(result)
@@ -587,11 +805,13 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             return self._fail(f"The step was computed, but showing it failed: {short_error(err)}. "
                               "The last good step stays on screen.")
         self._last_good = result
+        self._good_now = True
+        self._record(result.loss)
         notes = self._notes
         self._notes = []
         if not self._param_summary.leaves:
             notes.append("params has no leaves: there is nothing to differentiate, so the step changes nothing.")
-        elif lr == 0:
+        elif lr == 0 and self._lr_adjustable:
             notes.append("The learning rate is 0: updated equals params, so nothing moves "
                          "(the gradients are still computed and shown).")
         if self.prediction_fn is not None and self.target_key not in self._input_names:
@@ -643,6 +863,8 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             leaf = bad[0]
             obj = self._param_objects[leaf.index] if leaf.index < len(self._param_objects) else None
             return _type_hint(self._params, leaf, obj)
+        if not self._lr_adjustable:
+            return ""
         if not math.isfinite(lr):
             return "The learning rate must be a finite number."
         if lr < 0:
@@ -665,6 +887,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         return ""
 
     def _fail(self, text: str) -> None:
+        self._good_now = False
         self.status.value = f'<div role="alert" class="pytree-lab-alert">{html.escape(text)}</div>'
         self.diagram.show_message(text)
         return None
@@ -685,10 +908,8 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         ys1 = [float(np.asarray(after[e.flat_index]).ravel()[e.position]) for e in self._chart_elements]
         self.calculation.show(r, self._param_summary, self.selected_path)
         self.status.value = ""
-        self.diagram.set_trees(
-            {"params": r.params, "grads": r.grads, "updated": r.updated}, order=self._param_summary,
-            **({"extra": self._extra} if self._extra is not None else {}),
-        )
+        trees, extra = self._trees_of(r)
+        self.diagram.set_trees(trees, order=self._param_summary, **({"extra": extra} if extra is not None else {}))
         self.chart_view.show(ys0, ys1)
         self.chart_view.highlight(self.selected_path)
         self.result = r
@@ -727,6 +948,9 @@ class StepExplorer(TextForm, ipywidgets.VBox):
                     f"  {path}: {ty} ({why}) {summary}" for path, ty, why, summary in self._data_rows))
             if self._last_good is not None:
                 parts.append(self.calculation.text())
+            if self._history:
+                parts.append("Loss at each point visited: " + " → ".join(_fmt(v) for v in self._history[-12:])
+                             + (f" ({len(self._history)} points)" if len(self._history) > 12 else ""))
             return "\n\n".join(p for p in parts if p)
         except BaseException as err:  # noqa: BLE001 - a text form must never raise
             return f"StepExplorer (its text form failed: {short_error(err, 200)})"
@@ -756,6 +980,8 @@ class StepExplorer(TextForm, ipywidgets.VBox):
     def close(self) -> None:
         """Close the explorer and every widget inside it (sliders, chart parts, diagram, views)."""
         self._closed = True
+        with contextlib.suppress(Exception):
+            self.history_view.close()  # its log scale is not reachable while the linear one is shown
         for widget in _descendants(self):
             if widget is not self:
                 with contextlib.suppress(Exception):
@@ -786,3 +1012,70 @@ def _descendants(root: ipywidgets.Widget) -> list[ipywidgets.Widget]:
         elif isinstance(obj, dict):
             stack.extend(obj.values())
     return list(seen.values())
+
+
+class _OptimizerStep:
+    """The explorer's step with an optimizer: the compiled `TrainingStep` from the explorer's
+    current optimizer state, called like `CompiledStep` (params, inputs, learning rate)."""
+
+    def __init__(self, explorer: StepExplorer, trainer: TrainingStep):
+        self.explorer = explorer
+        self.trainer = trainer
+
+    @property
+    def traces(self) -> int:
+        return self.trainer.traces["step"]
+
+    def __call__(self, params: Any, inputs: dict, learning_rate: float) -> StepResult:
+        lr = learning_rate if self.explorer._lr_adjustable else None
+        return self.trainer.step(params, self.explorer._opt_state, inputs, lr)
+
+
+def _optimizer_rows(explorer: StepExplorer, r: StepResult, leaves: list, selected: str) -> list:
+    """Rows of the worked calculation for one leaf: its moments after this step, and for Adam
+    with visible hyperparameters (inject_hyperparams) the bias-corrected m̂, v̂ and the step."""
+    import numpy as np
+
+    from .calculation import CalcRow, fmt_value
+
+    state = getattr(r, "opt_state_after", None)
+    if state is None or not leaves:
+        return []
+    leaf = next((lf for lf in leaves if selected and (lf.path == selected or lf.path.startswith(selected))), leaves[0])
+    eng = explorer.engine
+    view = decompose_state(state, r.params, eng)
+    name = path_label(leaf.path) or "params"
+    rows: list = []
+
+    def add(what: str, value: Any) -> None:
+        text, grid = fmt_value(value)
+        rows.append(CalcRow("optimizer", what, text, leaf.path, grid))
+
+    def at(tree: Any) -> Any:
+        return np.asarray(eng.tree_leaves(tree)[leaf.index])
+
+    g = at(r.grads)
+    for moment, tree in view.moments.items():
+        add(f"{moment}[{name}] (after this step)", at(tree))
+    hp = {k: float(np.asarray(v)) for k, v in view.rest.items()
+          if k in ("b1", "b2", "eps", "eps_root", "learning_rate") and np.size(v) == 1}
+    count = next((v for k, v in view.rest.items() if k.startswith("adam count")), None)
+    mu = next((t for k, t in view.moments.items() if k.startswith("adam mu")), None)
+    nu = next((t for k, t in view.moments.items() if k.startswith("adam nu")), None)
+    if mu is not None and nu is not None and count is not None:
+        t = int(np.asarray(count))
+        add("t (adam count)", t)
+        if {"b1", "b2", "eps", "learning_rate"} <= set(hp) and t > 0:
+            b1, b2, eps, lr = hp["b1"], hp["b2"], hp["eps"], hp["learning_rate"]
+            m, v = at(mu).astype(np.float64), at(nu).astype(np.float64)
+            m_hat, v_hat = m / (1 - b1 ** t), v / (1 - b2 ** t)
+            add(f"m̂ = mu / (1 − {b1:.4g}^{t})", m_hat)
+            add(f"v̂ = nu / (1 − {b2:.4g}^{t})", v_hat)
+            add(f"−η·m̂/(√v̂ + ε) with η = {lr:.4g}, ε = {eps:.3g}", -lr * m_hat / (np.sqrt(v_hat + hp.get("eps_root", 0.0)) + eps))
+        else:
+            rows.append(CalcRow("optimizer", "m̂, v̂", "give optimizer=optax.inject_hyperparams(optax.adam)(learning_rate=…) "
+                                "to see them: its b1, b2 and ε are then in the state", leaf.path))
+    updates = getattr(r, "updates", None)
+    if updates is not None:
+        add(f"update[{name}] from the optimizer (∂L/∂{name} = {fmt_value(g)[0]})", at(updates))
+    return rows

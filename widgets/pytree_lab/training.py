@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
 from .engine import Engine, get_engine
-from .step import StepResult, pin_dtypes
+from .step import StepResult, fresh, pin_dtypes
 
 __all__ = [
     "TrainingStep",
@@ -218,10 +218,12 @@ class TrainingStep:
         *,
         extras_fn: Callable | None = None,
         engine: Engine | None = None,
+        static: dict | None = None,
     ):
         self.engine = eng = engine or get_engine()
         self.loss_fn = loss_fn
         self.optimizer = optimizer
+        self.static = dict(static or {})
         self._opt = _Optimizer(optimizer, eng)
         self.traces = {"step": 0, "run": 0}
         self._extras_fn = extras_fn
@@ -325,18 +327,21 @@ class TrainingStep:
 
     def _traced_step(self, params, state, inputs, lr):
         self.traces["step"] += 1  # runs while tracing only
-        eng = self.engine
-        loss_fn = self.loss_fn
-        value, grads = eng.value_and_grad(lambda p: loss_fn(p, **inputs))(params)
+        value, grads = self.engine.value_and_grad(lambda p: self._loss(p, inputs))(params)
         updates, updated, new_state = self._update(params, state, grads, lr)
-        loss_after = loss_fn(updated, **inputs)
-        extras = self._extras_fn(params, updated, inputs) if self._extras_fn is not None else {}
+        loss_after = self._loss(updated, inputs)
+        extras = self._extras_fn(params, updated, {**inputs, **self.static}) if self._extras_fn is not None else {}
         return value, grads, updates, updated, new_state, loss_after, extras
+
+    def _loss(self, params, inputs):
+        # the loss gets its own containers (and numpy copies): a loss that assigns into or pops
+        # from its argument changes nothing shown or stored
+        eng = self.engine
+        return self.loss_fn(fresh(params, eng), **fresh(inputs, eng), **self.static)
 
     def _one(self, params, state, inputs, lr):
         """One step of the loop: the loss where it starts, new params and state."""
-        eng = self.engine
-        value, grads = eng.value_and_grad(lambda p: self.loss_fn(p, **inputs))(params)
+        value, grads = self.engine.value_and_grad(lambda p: self._loss(p, inputs))(params)
         _, updated, new_state = self._update(params, state, grads, lr)
         return value, updated, new_state
 
@@ -345,7 +350,7 @@ class TrainingStep:
         import jax
         import jax.numpy as jnp
 
-        value0 = jax.eval_shape(lambda p: self.loss_fn(p, **inputs), params)
+        value0 = jax.eval_shape(lambda p: self._loss(p, inputs), params)
         losses = jnp.full((CHUNK,), jnp.nan, dtype=value0.dtype)
 
         # Only the loss is checked in the loop (a non-finite step shows up as a non-finite loss at
