@@ -123,7 +123,7 @@ def _nice_step(raw: float) -> float:
     """1, 2 or 5 times a power of ten: ticks a reader can add up."""
     if not math.isfinite(raw) or raw <= 0:
         return 1.0
-    power = 10 ** math.floor(math.log10(raw))
+    power = 10.0 ** math.floor(math.log10(raw))  # a float: an int power of 1e20 would make object-dtype ticks
     for m in (1, 2, 5, 10):
         if raw <= m * power:
             return m * power
