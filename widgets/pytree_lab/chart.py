@@ -162,7 +162,7 @@ class LossHistoryChart:
             axes=[self.x_axis, self.y_axis],
             title=title,
             fig_margin={"top": 40, "bottom": 50, "left": 70, "right": 20},
-            layout={"flex": "1 1 320px", "min_width": "260px", "height": "300px"},
+            layout={"flex": "1 1 320px", "min_width": "260px", "max_width": "560px", "height": "300px"},
             animation_duration=0,
         )
 
@@ -205,6 +205,9 @@ class LossHistoryChart:
         with self.figure.hold_sync(), self.line.hold_sync(), self.point.hold_sync():
             self.x_scale.min = 0.0
             self.x_scale.max = float(max(len(ys) - 1, 1))
+            # whole steps only, at most about eight ticks
+            every = int(_nice_step(max(len(ys) - 1, 1) / 8)) or 1
+            self.x_axis.tick_values = [float(k) for k in range(0, max(len(ys) - 1, 1) + 1, every)]
             scale.min, scale.max = float(y_min), float(y_max)
             if self.y_axis.scale is not scale:
                 self.y_axis.scale = scale
