@@ -265,6 +265,13 @@ def main(argv: list[str] | None = None) -> int:
         results["training"] = r
         _print(training.table(r))
         save()
+        from .lab import BenchLab
+
+        with BenchLab() as lab:
+            rb = training.run_browser(lab, clicks=5 if args.quick else 15)
+        results["training_browser"] = rb
+        _print(training.table_browser(rb))
+        save()
 
     if "lite" in only:
         from . import lite_bench
