@@ -348,3 +348,26 @@ def test_the_lite_engine_explorer_runs_its_own_adam_like_optax():
     np.testing.assert_allclose(ex.history[:-1], losses, rtol=1e-5)
     with pytest.raises(OptimizerError, match="needs JAX"):
         StepExplorer(loss, start(), inputs(), optimizer=optax.adam(0.1), engine=eng)
+
+
+@pytest.mark.parametrize("make", [lambda: optax.adam(0.1), lambda: (lambda lr: optax.adam(lr))], ids=["fixed", "factory"])
+def test_plain_adam_shows_m_hat_and_v_hat_too(make):
+    ex = StepExplorer(optimizer=make(), learning_rate=0.1)
+    ex.step(2)
+    ex.selected_path = "['weight']"
+    rows = {r.what.split(" ")[0]: r for r in ex.calculation.rows() if r.section == "optimizer"}
+    state = ex.result.opt_state_after[0]
+    m_hat = np.asarray(state.mu["weight"], np.float64) / (1 - 0.9 ** 3)
+    assert rows["m̂"].value == "[" + ", ".join(f"{v:.4g}" for v in m_hat) + "]"
+    step = next(r for r in ex.calculation.rows() if r.what.startswith("−η"))
+    assert step.value == next(r for r in ex.calculation.rows() if r.what.startswith("update[weight]")).value
+
+
+def test_weight_decay_shows_as_a_difference_not_hidden():
+    ex = StepExplorer(optimizer=optax.adamw(0.1, weight_decay=0.5))
+    ex.step(2)
+    ex.selected_path = "['bias']"
+    step = next(r for r in ex.calculation.rows() if r.what.startswith("−η"))
+    update = next(r for r in ex.calculation.rows() if r.what.startswith("update[bias]"))
+    assert step.value != update.value  # adamw adds −η·wd·p to Adam's step
+    assert float(update.value) == pytest.approx(float(ex.result.updates["bias"]), rel=1e-3)

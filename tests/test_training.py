@@ -502,3 +502,21 @@ def test_lite_optimizers_run_in_a_kernel_without_jax():
     out = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "3 ['momentum trace']"
+
+
+def test_adams_constants_are_read_from_the_optimizer_as_built():
+    from pytree_lab.compat import optax as lite_optax
+    from pytree_lab.training import adam_hyperparameters
+
+    assert adam_hyperparameters(optax.adam(0.1)) == {"b1": 0.9, "b2": 0.999, "eps": 1e-8, "eps_root": 0.0,
+                                                     "learning_rate": 0.1}
+    clipped = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(0.2, b1=0.8))
+    assert adam_hyperparameters(clipped)["b1"] == 0.8
+    assert adam_hyperparameters(optax.MultiSteps(optax.adam(0.3), 2))["learning_rate"] == 0.3
+    assert adam_hyperparameters(lite_optax.adam(0.1, b2=0.99))["b2"] == 0.99
+    # not one plain Adam: nothing is claimed
+    assert adam_hyperparameters(optax.sgd(0.1, momentum=0.9)) is None
+    assert adam_hyperparameters(optax.chain(optax.adam(0.1), optax.adam(0.2))) is None
+    assert adam_hyperparameters(optax.adam(0.1, nesterov=True)) is None
+    # a schedule: b1, b2 known, no single learning rate
+    assert "learning_rate" not in adam_hyperparameters(optax.adam(optax.linear_schedule(0.1, 0.01, 10)))

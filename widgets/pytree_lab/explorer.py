@@ -30,7 +30,7 @@ from .diagram import PytreeDiagram
 from .engine import Engine, get_engine
 from .slider import Slider, short_label, span
 from .step import CompiledStep, StepResult, fresh, pin_dtypes
-from .training import OptimizerError, StateView, TrainingStep, decompose_state
+from .training import OptimizerError, StateView, TrainingStep, _is_transformation, adam_hyperparameters, decompose_state
 from .trees import Leaf, TreeSummary, describe, path_label
 
 __all__ = ["StepExplorer"]
@@ -1057,24 +1057,35 @@ def _optimizer_rows(explorer: StepExplorer, r: StepResult, leaves: list, selecte
     g = at(r.grads)
     for moment, tree in view.moments.items():
         add(f"{moment}[{name}] (after this step)", at(tree))
+    # Adam's constants: in the state (inject_hyperparams), else from the optimizer as built
     hp = {k: float(np.asarray(v)) for k, v in view.rest.items()
           if k in ("b1", "b2", "eps", "eps_root", "learning_rate") and np.size(v) == 1}
+    if not {"b1", "b2", "eps"} <= set(hp):
+        opt = explorer.optimizer
+        built = opt(r.learning_rate) if not _is_transformation(opt) else opt
+        hp = {**(adam_hyperparameters(built) or {}), **hp}
+        if "learning_rate" not in hp and explorer._lr_source == "argument":
+            hp["learning_rate"] = r.learning_rate
     count = next((v for k, v in view.rest.items() if k.startswith("adam count")), None)
     mu = next((t for k, t in view.moments.items() if k.startswith("adam mu")), None)
     nu = next((t for k, t in view.moments.items() if k.startswith("adam nu")), None)
     if mu is not None and nu is not None and count is not None:
         t = int(np.asarray(count))
         add("t (adam count)", t)
-        if {"b1", "b2", "eps", "learning_rate"} <= set(hp) and t > 0:
-            b1, b2, eps, lr = hp["b1"], hp["b2"], hp["eps"], hp["learning_rate"]
+        if {"b1", "b2"} <= set(hp) and t > 0:
+            b1, b2 = hp["b1"], hp["b2"]
             m, v = at(mu).astype(np.float64), at(nu).astype(np.float64)
             m_hat, v_hat = m / (1 - b1 ** t), v / (1 - b2 ** t)
             add(f"m̂ = mu / (1 − {b1:.4g}^{t})", m_hat)
             add(f"v̂ = nu / (1 − {b2:.4g}^{t})", v_hat)
-            add(f"−η·m̂/(√v̂ + ε) with η = {lr:.4g}, ε = {eps:.3g}", -lr * m_hat / (np.sqrt(v_hat + hp.get("eps_root", 0.0)) + eps))
+            if "learning_rate" in hp and "eps" in hp:
+                lr, eps = hp["learning_rate"], hp["eps"]
+                add(f"−η·m̂/(√v̂ + ε) with η = {lr:.4g}, ε = {eps:.3g}",
+                    -lr * m_hat / (np.sqrt(v_hat + hp.get("eps_root", 0.0)) + eps))
         else:
-            rows.append(CalcRow("optimizer", "m̂, v̂", "give optimizer=optax.inject_hyperparams(optax.adam)(learning_rate=…) "
-                                "to see them: its b1, b2 and ε are then in the state", leaf.path))
+            rows.append(CalcRow("optimizer", "m̂, v̂", "Adam's b1 and b2 could not be read from this optimizer; "
+                                "optax.inject_hyperparams(optax.adam)(learning_rate=…) keeps them in the state",
+                                leaf.path))
     updates = getattr(r, "updates", None)
     if updates is not None:
         add(f"update[{name}] from the optimizer (∂L/∂{name} = {fmt_value(g)[0]})", at(updates))

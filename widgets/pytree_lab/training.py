@@ -42,6 +42,7 @@ __all__ = [
     "RunResult",
     "StateView",
     "decompose_state",
+    "adam_hyperparameters",
     "OptimizerError",
 ]
 
@@ -580,3 +581,60 @@ def decompose_state(state: Any, params: Any, engine: Engine | None = None) -> St
         (moments if is_moment else rest)[name] = value
         where[name] = path
     return StateView(moments, rest, where)
+
+
+# ---------------------------------------------------------------------------------------- Adam's numbers
+def _closure(fn: Any) -> dict:
+    cells = getattr(fn, "__closure__", None) or ()
+    out = {}
+    for name, cell in zip(fn.__code__.co_freevars, cells):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:  # an empty cell
+            pass
+    return out
+
+
+def adam_hyperparameters(optimizer: Any) -> dict | None:
+    """b1, b2, eps, eps_root and the learning rate of the one Adam inside an optax (or Lite)
+    optimizer, read from the functions it was built from; None unless exactly one plain Adam
+    (not Nesterov) with numeric constants is found. The worked calculation uses them to show
+    m̂ and v̂; it also shows the optimizer's own update beside, so a reading that does not fit
+    (weight decay, clipping after Adam) is visible rather than hidden."""
+    adams: list[dict] = []
+    scales: list[Any] = []
+    seen: set[int] = set()
+
+    def walk(obj: Any, depth: int) -> None:
+        if depth > 10 or id(obj) in seen:
+            return
+        seen.add(id(obj))
+        fn = getattr(obj, "__func__", obj)  # bound methods (MultiSteps.update)
+        if callable(fn) and hasattr(fn, "__code__"):
+            name = fn.__qualname__
+            cells = _closure(fn)
+            if name.startswith("scale_by_adam.<locals>.update"):
+                adams.append(cells)
+            elif name.startswith("scale.<locals>.update") and "step_size" in cells:
+                scales.append(cells["step_size"])
+            for value in cells.values():
+                walk(value, depth + 1)
+            owner = getattr(obj, "__self__", None)
+            if owner is not None:
+                walk(owner, depth + 1)
+        elif isinstance(obj, (tuple, list)):
+            for item in obj:
+                walk(item, depth + 1)
+        elif hasattr(obj, "__dict__") and type(obj).__module__.split(".")[0] in ("optax", "pytree_lab"):
+            for value in vars(obj).values():
+                walk(value, depth + 1)
+
+    walk(getattr(optimizer, "update", None), 0)
+    if len(adams) != 1 or adams[0].get("nesterov", False):
+        return None
+    found = {k: adams[0].get(k) for k in ("b1", "b2", "eps", "eps_root")}
+    if len(scales) == 1:
+        found["learning_rate"] = -scales[0] if isinstance(scales[0], (int, float)) else None
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in found.values() if v is not None):
+        return None
+    return {k: float(v) for k, v in found.items() if v is not None}
