@@ -12,7 +12,7 @@ from ._intent import PageIntents
 from ._static import static_asset
 from ._text import TextForm
 from .diagnose import Diagnosis, diagnose, diagnose_summaries
-from .trees import Node, TreeSummary, _type_label, describe, gc_paused
+from .trees import Node, TreeError, TreeSummary, _type_label, describe, gc_paused
 
 __all__ = ["PytreeDiagram", "align"]
 
@@ -132,6 +132,16 @@ def _status(cells: list, is_leaf: int) -> str:
     return "dtype"
 
 
+def _unknown_path_message(path: str, paths: set) -> str:
+    import difflib
+
+    shown = path if len(path) <= 80 else path[:79] + "…"
+    close = difflib.get_close_matches(path, sorted(paths), n=1, cutoff=0.6) if len(paths) <= 20_000 else []
+    hint = f" Did you mean {close[0]}?" if close else (
+        f" Paths are keystr strings such as {min(paths, key=len)}." if paths else " The diagram shows no paths yet.")
+    return f"selected_path {shown!r} is not a path in these trees, so the selection is unchanged.{hint}"
+
+
 # --------------------------------------------------------------------------- the widget
 
 
@@ -162,6 +172,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     _css = static_asset("diagram.css")
     # The page reports what the person did; every other trait is written by Python only.
     _page_intents = frozenset({"selected_path", "collapsed"})
+    _selection_note = ""
 
     # The Python <-> JS contract (spelled the same in static/diagram.js).
     columns = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -197,6 +208,8 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         self._order: TreeSummary | None = None
         self.compare = compare
         self.diagnosis: Diagnosis | None = None
+        # The last tree that could not be shown (a cycle, a node that raises), "" when none.
+        self.error = ""
         self.set_trees(self._named(params, grads, updated, trees, name), extra=extra, expected=expected)
 
     @staticmethod
@@ -229,7 +242,14 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         `expected`: column name -> a tree that column's values should equal (see the class doc).
         """
         with gc_paused():  # describe, align and the JSON text of the rows, for big trees
-            self._set_trees(trees, extra, fold, order, expected)
+            try:
+                self._set_trees(trees, extra, fold, order, expected)
+            except TreeError as err:  # a tree that contains itself or whose nodes raise
+                self.error = str(err)
+                kept = " The diagram keeps the trees it showed before." if self.rows else ""
+                self.show_message(f"{err}{kept}")
+                return
+        self.error = ""
 
     def _set_trees(self, trees: dict, extra: Any, fold: bool | None, order: Any, expected: dict | None) -> None:
         summaries = [describe(tree, name) for name, tree in trees.items()]
@@ -320,8 +340,17 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     @traitlets.validate("selected_path")
     def _valid_selection(self, proposal):
         path = proposal["value"]
-        # A path that no longer exists (the tree changed) selects nothing.
-        return path if path == "" or path in self._paths else ""
+        if path == "" or path in self._paths:
+            if self._selection_note and self.message == self._selection_note:
+                self.message = ""
+            self._selection_note = ""
+            return path
+        if "selected_path" in self._property_lock:
+            return ""  # a stale page (the tree changed under it) selects nothing
+        # From Python: say so, and keep the selection that was there.
+        self._selection_note = _unknown_path_message(path, self._paths)
+        self.show_message(self._selection_note, kind="warning")
+        return self.selected_path
 
     @traitlets.validate("collapsed")
     def _valid_collapsed(self, proposal):
