@@ -160,3 +160,11 @@ def test_explorer_constructor_refuses_a_cyclic_tree_before_jax_sees_it():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "REFUSED" in out.stdout and "['self'] refers back to" in out.stdout, out.stderr[-2000:]
+
+
+def test_an_explorer_with_a_ten_million_element_leaf_builds_and_labels_what_it_shows():
+    p = {"w": jnp.full(10**7, 0.001), "b": jnp.float32(0.5)}
+    ex = StepExplorer(lambda p, x: jnp.mean((p["w"] * x) ** 2) + p["b"] ** 2, p, {"x": jnp.float32(2.0)})
+    assert ex.result.loss == pytest.approx(0.001**2 * 4 + 0.25, rel=1e-4)
+    rows = {r["p"]: r for r in ex.diagram.rows}
+    assert rows["['w']"]["c"][0]["v"].startswith("mean 0.001, min 0.001, max 0.001")

@@ -171,3 +171,27 @@ def test_the_page_may_write_only_selection_and_folding(caplog):
     # the diagram still works after the refused writes
     d.set_trees({"params": PARAMS, "grads": grads})
     assert [c["v"] for c in {r["p"]: r for r in d.rows}["['bias']"]["c"]] == ["0", "-4"]
+
+
+def test_small_matrices_are_shown_whole_as_a_grid():
+    w = jnp.array([[0.1, -0.4, 0.2], [0.3, 0.0, 0.4], [-0.0, 2.5, -3.0]])
+    g = jax.grad(lambda p: jnp.sum(p["w"] ** 2))({"w": w})
+    d = PytreeDiagram({"w": w, "big": jnp.arange(25.0).reshape(5, 5), "v": jnp.arange(16.0)},
+                      grads={"w": g["w"], "big": jnp.zeros((5, 5)), "v": jnp.zeros(16)})
+    rows = {r["p"]: r for r in d.rows}
+    params_cell, grads_cell = rows["['w']"]["c"]
+    # every one of the 9 values, hand-checked: 2·w for the gradient; -0 shows as 0
+    assert params_cell["g"] == "0.1 -0.4 0.2\n0.3 0 0.4\n0 2.5 -3" and "v" not in params_cell
+    assert grads_cell["g"] == "0.2 -0.8 0.4\n0.6 0 0.8\n0 5 -6"
+    # 25 values: a summary, as before; a 16-value vector is listed on one line
+    assert rows["['big']"]["c"][0]["v"] == "mean 12, min 0, max 24" and "g" not in rows["['big']"]["c"][0]
+    assert rows["['v']"]["c"][0]["v"] == "[" + ", ".join(str(i) for i in range(16)) + "]"
+    leaf = {leaf.path: leaf for leaf in d.summaries[0].leaves}["['w']"]
+    assert leaf.summary == "[[0.1, -0.4, 0.2], [0.3, 0, 0.4], [0, 2.5, -3]]"
+    assert leaf.values[8] == -3.0 and len(leaf.values) == 9
+    # a 4x4 (16 values) is still whole, and so is a (2, 2, 2): rows along the last axis
+    d.set_trees({"params": {"m": jnp.eye(4), "t": jnp.arange(8.0).reshape(2, 2, 2)}})
+    rows = {r["p"]: r for r in d.rows}
+    assert rows["['m']"]["c"][0]["g"] == "1 0 0 0\n0 1 0 0\n0 0 1 0\n0 0 0 1"
+    assert rows["['t']"]["c"][0]["g"] == "0 1\n2 3\n4 5\n6 7"
+    assert {leaf.path: leaf for leaf in d.summaries[0].leaves}["['t']"].summary == "[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]"

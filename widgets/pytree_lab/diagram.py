@@ -32,7 +32,10 @@ def _as_json_text(value: Any, widget: Any = None) -> str:
 def _cell(node: Node, flag: bool = True) -> dict:
     leaf = node.leaf
     if leaf is not None:
-        cell = {"ty": _type_label(leaf.dtype, leaf.shape), "v": leaf.summary, "i": leaf.index}
+        if leaf.grid is not None:  # a small matrix, shown whole: its rows, no one-line text
+            cell = {"ty": _type_label(leaf.dtype, leaf.shape), "g": leaf.grid, "i": leaf.index}
+        else:
+            cell = {"ty": _type_label(leaf.dtype, leaf.shape), "v": leaf.summary, "i": leaf.index}
         if flag and not leaf.differentiable:
             cell["nd"] = 1
         return cell

@@ -13,14 +13,16 @@ import contextlib
 import functools
 import gc
 import math
+import operator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from ._format import fmt_number
 from .engine import active_tree_util, x64_enabled
 from .summaries import SMALL_LEAF
+from .summaries import _summarise_one, summarise_arrays
 from .summaries import summarise_array as _array_summary  # noqa: F401 (kept importable here)
-from .summaries import summarise_arrays
 
 __all__ = [
     "Leaf",
@@ -80,6 +82,9 @@ class Leaf:
     index: int = 0  # position in JAX flatten order
     # Up to SMALL_LEAF values as floats (None for non-numeric leaves and for big leaves).
     values: tuple | None = None
+    # A small matrix (2+ dimensions, up to SMALL_LEAF values) shown whole: its formatted values,
+    # a row's separated by spaces, rows (the last axis across) by newlines. None otherwise.
+    grid: str | None = None
 
     @property
     def type_label(self) -> str:
@@ -446,8 +451,8 @@ def _leaf(path: str, x: Any, index: int, with_values: bool = True) -> Leaf:
         size = math.prod(shape)
         dtype = _dtype_name(x.dtype)
         diff = dtype in _FLOAT_DTYPES
-        summary, values = _array_summary(x, size, dtype) if with_values else ("", None)
-        return Leaf(path, shape, dtype, size, diff, summary, index, values)
+        summary, values, grid = _summarise_one(x, size, dtype) if with_values else ("", None, None)
+        return Leaf(path, shape, dtype, size, diff, summary, index, values, grid)
     text = f"{type(x).__name__} object"
     return Leaf(path, (), "object", 1, False, text, index, None)
 
@@ -537,10 +542,10 @@ def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
 def _fill_summaries(pending: list[tuple[Node, Any]], leaves: list[Leaf]) -> None:
     """Put the value summaries of array leaves into their Leaf (one batched pass)."""
     found = summarise_arrays([(obj, node.leaf.dtype, node.leaf.shape, node.leaf.size) for node, obj in pending])
-    for (node, _), (summary, vals) in zip(pending, found):
+    for (node, _), (summary, vals, grid) in zip(pending, found):
         leaf = node.leaf
         node.leaf = leaves[leaf.index] = Leaf(leaf.path, leaf.shape, leaf.dtype, leaf.size,
-                                              leaf.differentiable, summary, leaf.index, vals)
+                                              leaf.differentiable, summary, leaf.index, vals, grid)
 
 
 def _first(item: tuple) -> Any:
@@ -600,19 +605,63 @@ def _split_path(path: str) -> list[str]:
     return pieces
 
 
-def element_labels(leaf: Leaf) -> list[str]:
-    """One label per element of a leaf: `weight[0]`, `weight[1]`, `bias`, `w[0,1]`."""
-    base = path_label(leaf.path)
-    if not leaf.shape:
-        return [base]
-    labels = []
-    for flat in range(leaf.size):
+class ElementLabels(Sequence):
+    """The labels of a leaf's elements, made on demand: `weight[0]`, `w[0,1]`, `bias`.
+
+    A 10^7-element leaf has 10^7 labels, and a view shows a couple of dozen: iterating,
+    indexing or slicing makes only the labels asked for. Equal to the list of all labels.
+    """
+
+    __slots__ = ("base", "shape", "size")
+
+    def __init__(self, base: str, shape: tuple, size: int):
+        self.base, self.shape, self.size = base, shape, size
+
+    def __len__(self) -> int:
+        return self.size if self.shape else 1
+
+    def _label(self, flat: int) -> str:
+        if not self.shape:
+            return self.base
         idx, rem = [], flat
-        for d in reversed(leaf.shape):
+        for d in reversed(self.shape):
             idx.append(rem % d)
             rem //= d
-        labels.append(f"{base}[{','.join(str(i) for i in reversed(idx))}]")
-    return labels
+        return f"{self.base}[{','.join(str(i) for i in reversed(idx))}]"
+
+    def __getitem__(self, k):
+        n = len(self)
+        if isinstance(k, slice):
+            return [self._label(i) for i in range(*k.indices(n))]
+        k = operator.index(k)
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError(f"element {k} of {n}")
+        return self._label(k)
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self._label, range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, ElementLabels)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        head = ", ".join(repr(x) for x in self[:3])
+        return f"ElementLabels([{head}{', …' if len(self) > 3 else ''}], {len(self)} labels)"
+
+
+def element_labels(leaf: Leaf, limit: int | None = None) -> ElementLabels | list[str]:
+    """One label per element of a leaf: `weight[0]`, `weight[1]`, `bias`, `w[0,1]`.
+
+    Lazy (labels are made as they are read); `limit` gives a list of at most that many.
+    """
+    labels = ElementLabels(path_label(leaf.path), leaf.shape, leaf.size)
+    return labels if limit is None else labels[:limit]
 
 
 def leaf_objects(tree: Any) -> list:
