@@ -5,7 +5,8 @@
     python -m bench --quick              # fewer repetitions, for a smoke run
 
 Sections: 1 compute per update; 2 slider -> chart round trip vs a no-op-kernel floor;
-3 a 20-move burst; 4 big trees (Python model, first paint, select / fold) beside treescope;
+3 a 20-move burst; 4 big trees (Python model, first paint, select / fold) beside treescope,
+4c (bigleaf) one 10^7-element leaf and a tree that contains itself;
 5 the JupyterLite site (size, page open -> kernel ready, page open -> first diagram).
 Results go to artifacts/bench.json as well. A missed target gets a profile of where the
 time goes (cProfile for Python, Chromium's CPU profile for the page).
@@ -26,7 +27,7 @@ from .stats import Table, fmt, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "artifacts" / "bench.json"
-SECTIONS = ["compute", "roundtrip", "burst", "trees", "lite"]
+SECTIONS = ["compute", "roundtrip", "burst", "trees", "bigleaf", "lite"]
 
 # Targets (issue: foundation, section 5; hardening, section 3).
 TARGET_RATIO = 1.25  # explorer p95 <= 1.25 x floor p95
@@ -256,6 +257,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  PytreeDiagram(10k leaves) here: {g['gc_on_s'] * 1e3:.0f} ms with the cyclic GC running, "
                   f"{g['gc_paused_s'] * 1e3:.0f} ms with it paused ({g['tracked_objects']} objects tracked): "
                   "time in a list comprehension above is mostly collections it happened to trigger")
+
+    if "bigleaf" in only:
+        from . import big_leaf
+
+        print("\n4c. one 10^7-element leaf, and a tree that contains itself ...", flush=True)
+        results["big_leaf"] = big_leaf.run(quick=args.quick)
+        _print(big_leaf.table(results["big_leaf"]))
+        save()
 
     if "lite" in only:
         from . import lite_bench
