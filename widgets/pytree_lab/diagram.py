@@ -12,7 +12,7 @@ from ._intent import PageIntents
 from ._static import static_asset
 from ._text import TextForm
 from .diagnose import Diagnosis, diagnose, diagnose_summaries
-from .trees import Node, TreeError, TreeSummary, _type_label, describe, gc_paused
+from .trees import _MAX_INDENT, Node, TreeError, TreeSummary, _type_label, describe, gc_paused
 
 __all__ = ["PytreeDiagram", "align"]
 
@@ -133,6 +133,15 @@ def _status(cells: list, is_leaf: int) -> str:
     if len({c["ty"].partition("[")[2] for c in cells}) > 1:
         return "shape"
     return "dtype"
+
+
+# Why a row is marked (the same words as the page's tooltips, static/diagram.js STATUS_TEXT).
+_STATUS_TEXT = {
+    "missing": "missing in one tree",
+    "shape": "shapes differ",
+    "dtype": "dtypes differ",
+    "kind": "leaf in one tree, container in another",
+}
 
 
 def _unknown_path_message(path: str, paths: set) -> str:
@@ -361,14 +370,69 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         return [p for p in dict.fromkeys(proposal["value"]) if p in self._containers]
 
     # ------------------------------------------------------------------ without a widget front end
-    def text(self) -> str:
-        """The trees as the lesson's text diagrams (with the side panels)."""
+    def text(self, max_lines: int = 200) -> str:
+        """The diagram as text, for places without a widget front end (HTML exports, consoles).
+
+        One tree: the lesson's text diagram. Several trees: one aligned table, as on screen,
+        a row per path with each tree's cell beside the others (a path a tree lacks shows
+        ``— missing`` in its column). Side panels follow as text diagrams.
+        """
         order = self._order
-        shown = [s.in_order_of(order) if order is not None else s for s in self._summaries]
-        parts = [s.text() for s in shown + self._panel_summaries]
+        if len(self._summaries) == 1:
+            shown = [s.in_order_of(order) if order is not None else s for s in self._summaries]
+            parts = [s.text(max_lines) for s in shown]
+        elif self._summaries:
+            parts = [self._aligned_text(max_lines)]
+        else:
+            parts = []
+        parts += [s.text(max_lines) for s in self._panel_summaries]
         if self.message:
             parts.insert(0, f"[{self.message_kind}] {self.message}")
         return "\n\n".join(parts)
+
+    def _aligned_text(self, max_lines: int) -> str:
+        rows = self.rows
+        leaves = [{leaf.path: leaf for leaf in s.leaves} for s in self._summaries]
+        # tree glyphs: the last child of a parent gets └──, its descendants no bar
+        last_child: dict = {}
+        for r in rows:
+            last_child[r["u"]] = r["p"]
+        names, cells = [], []
+        prefixes: dict = {None: "", "": ""}
+        for r in rows[:max_lines]:
+            parent = r["u"]
+            above = prefixes.get(parent, "")
+            last = last_child.get(parent) == r["p"]
+            prefixes[r["p"]] = above + ("    " if last else "│   ")
+            shown = above if len(above) <= _MAX_INDENT else f"[{(len(above) - _MAX_INDENT) // 4} levels] " + above[-_MAX_INDENT:]
+            names.append(f"{shown}{'└── ' if last else '├── '}{r['l']}" if parent is not None else r["l"])
+            line = []
+            for col, cell in enumerate(r["c"]):
+                if cell is None:
+                    line.append("— missing")
+                elif "i" in cell:
+                    leaf = leaves[col].get(r["p"])
+                    value = leaf.summary if leaf is not None else cell.get("v", "")
+                    text = f"{cell['ty']} {value}".rstrip()
+                    line.append(text + (" (not differentiable)" if cell.get("nd") else ""))
+                else:
+                    line.append(cell["ty"])
+            if r["s"] != "ok":
+                line[-1] += f"   ← {_STATUS_TEXT.get(r['s'], r['s'])}"
+            cells.append(line)
+        width = min(max([len(n) for n in names] + [4]), 60)
+        col_widths = [min(max([len(c[k]) for c in cells] + [len(name)]), 48) for k, name in enumerate(self.columns)]
+
+        def join(first: str, rest: list[str]) -> str:
+            parts = [first.ljust(width)] + [t.ljust(w) for t, w in zip(rest, col_widths)]
+            return "  ".join(parts).rstrip()
+
+        lines = [join("path", list(self.columns))]
+        lines += [join(n, c) for n, c in zip(names, cells)]
+        if len(rows) > max_lines:
+            lines.append(f"… ({len(rows)} rows in all)")
+        lines += [f"{name}: {counts}" for name, counts in zip(self.columns, self.counts)]
+        return "\n".join(lines)
 
     def __repr__(self) -> str:
         names = ", ".join(self.columns) or "empty"
