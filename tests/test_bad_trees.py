@@ -168,3 +168,16 @@ def test_an_explorer_with_a_ten_million_element_leaf_builds_and_labels_what_it_s
     assert ex.result.loss == pytest.approx(0.001**2 * 4 + 0.25, rel=1e-4)
     rows = {r["p"]: r for r in ex.diagram.rows}
     assert rows["['w']"]["c"][0]["v"].startswith("mean 0.001, min 0.001, max 0.001")
+
+
+def test_value_comparison_survives_leaves_whose_equality_raises():
+    class Loud:
+        def __eq__(self, other):
+            raise SystemExit("== exploded")
+
+        __hash__ = object.__hash__
+
+    a, b = Loud(), Loud()
+    found = diagnose({"w": a}, {"w": b}, values=True)
+    assert not found.ok and found.kind == "value" and found.path == "['w']"
+    assert diagnose({"w": a}, {"w": a}, values=True).ok  # the same object is equal to itself
