@@ -81,16 +81,15 @@ class CompiledStep:
         return StepResult(params, float(value), grads, updated, float(loss_after), float(lr), dict(extras))
 
 
-def pin_dtypes(tree: Any, engine: Engine | None = None, name: str = "the tree") -> Any:
+def pin_dtypes(tree: Any, engine: Engine | None = None) -> Any:
     """The tree with every numeric leaf a numpy array of the dtype JAX would give it.
 
     Python floats become float32 (float64 under x64), so slider values never change a dtype.
-    A tree that contains itself or whose nodes raise is refused first (`TreeError`, path named).
     """
     import numpy as np
 
     eng = engine or get_engine()
-    eng.check_tree(tree, name)
+    eng.check_tree(tree, "the tree")  # a cyclic tree: a message now, not JAX recursing until the interpreter breaks
     x64 = _x64(eng)
 
     def pin(x):
