@@ -44,6 +44,10 @@ KERNEL_WHEELS = HERE / "kernel-wheels.txt"
 FIRST_CELL = HERE / "first_cell.py"
 SITE_CONFIG = HERE / "jupyter-lite.json"
 MANIFEST_NAME = "pytree-lab-site.json"
+# Written last into every site this build makes: the list of its files and their sha256.
+# A later build replaces an output folder only when this marker is there and every file
+# in the folder is still one the build wrote, unchanged; anything else is refused.
+MARKER_NAME = ".pytree-lab-build.json"
 
 # The kernel, its labextension and the Pyodide it was made for move together.
 JUPYTERLITE_VERSION = "0.8.6"
@@ -66,6 +70,9 @@ CDN_PACKAGES = ("numpy", "pandas")
 # The wheels whose front ends (share/jupyter/labextensions) go into the site.
 FRONT_END_WHEELS = ("jupyterlab-widgets", "anywidget", "bqplot", "bqscales")
 PYODIDE_KERNEL_EXTENSION = "@jupyterlite/pyodide-kernel-extension"
+# Where students' work is kept (README: "How students' work is kept"): a fixed name, so the
+# site's path on its host does not decide which copy a student sees; memory-only storage off.
+STORAGE_SETTINGS = ("contentsStorageName", "workspacesStorageName", "settingsStorageName", "enableMemoryStorage")
 SETUP_MARKER = "# pytree-lab setup:"
 SETUP_TAG = "pytree-lab-setup"
 LITE_KERNELSPEC = {"name": "python", "display_name": "Python (Pyodide)", "language": "python"}
@@ -312,12 +319,25 @@ def check_requirements(index_wheels: list[Path], lock: dict, extension_index: di
         raise BuildError("the kernel would need PyPI for:\n  " + "\n  ".join(problems))
 
 
+def lite_kernel_array_packages() -> list[str]:
+    """ARRAY_PACKAGES of pytree_lab.compat.lite_kernel (what the setup cell's setup() installs),
+    read from the checkout's source: the build environment need not import it."""
+    import ast
+
+    source = (ROOT / "widgets" / "pytree_lab" / "compat" / "lite_kernel.py").read_text()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "ARRAY_PACKAGES" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    raise BuildError("pytree_lab/compat/lite_kernel.py has no ARRAY_PACKAGES list")
+
+
 def check_setup_cell_installs(project: Path) -> None:
     """The setup cell installs pytree-lab without deps (so diagrams need no numpy), so it
     must name every runtime dependency itself; fail when pyproject gains one it lacks."""
     from packaging.requirements import Requirement
 
     named = {normalize(n) for n in re.findall(r'"([A-Za-z0-9._-]+)"', setup_cell_source())}
+    named |= {normalize(n) for n in lite_kernel_array_packages()}
     _, _, requires = wheel_metadata(project)
     missing = [
         str(req) for req in map(Requirement, requires)
@@ -334,6 +354,33 @@ def setup_cell_source() -> str:
     return FIRST_CELL.read_text().rstrip("\n")
 
 
+def read_notebook(src: Path) -> dict:
+    """The notebook's JSON, checked against the notebook format; a broken file fails the
+    build naming it (a site whose notebook cannot open would only fail in the browser)."""
+    import copy
+    import warnings
+
+    import nbformat
+
+    try:
+        nb = json.loads(src.read_text(encoding="utf-8"))
+        if not isinstance(nb, dict):
+            raise ValueError("the file is not a JSON object")
+        with warnings.catch_warnings():  # e.g. cells without ids: nbformat fixes those itself
+            warnings.simplefilter("ignore")
+            nbformat.validate(copy.deepcopy(nb))  # a copy: validate may repair in place
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, nbformat.ValidationError) as err:
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise BuildError(f"{src}: not a valid notebook ({first_line})") from None
+    return nb
+
+
+def check_staged_notebooks(files_dir: Path, rels: list[str]) -> None:
+    """What the site will serve must still be a valid notebook after the setup cell went in."""
+    for rel in rels:
+        read_notebook(files_dir / rel)
+
+
 def stage_notebook(src: Path, dest: Path) -> str:
     """Copy a notebook for the site; say how its setup cell was found.
 
@@ -343,7 +390,7 @@ def stage_notebook(src: Path, dest: Path) -> str:
     The copy opens on the Pyodide kernel (a CPython kernelspec would make the page ask the
     student which kernel to start) and starts with the setup cell.
     """
-    nb = json.loads(src.read_text())
+    nb = read_notebook(src)
     nb.setdefault("metadata", {})["kernelspec"] = dict(LITE_KERNELSPEC)
     cells = nb.get("cells", [])
     first_code = next((c for c in cells if c.get("cell_type") == "code"), None)
@@ -397,20 +444,84 @@ def source_date_epoch() -> int:
         return 315532800  # 1980-01-01, the zip epoch
 
 
+def check_output_dir(output_dir: Path) -> None:
+    """Refuse an output folder this build did not make (or that holds files it did not write).
+
+    Allowed: a missing folder, an empty folder, or a folder whose marker lists exactly its
+    files with their sha256 (a site made by this build and left as it was).
+    """
+    if not output_dir.exists():
+        return
+    if not output_dir.is_dir():
+        raise BuildError(f"the output path {output_dir} is a file, not a folder; choose another --output-dir")
+    present = sorted(p.relative_to(output_dir).as_posix() for p in output_dir.rglob("*") if not p.is_dir())
+    if not present:
+        return
+    marker = output_dir / MARKER_NAME
+    if not marker.is_file():
+        raise BuildError(
+            f"{output_dir} is not empty and was not made by this build (no {MARKER_NAME}); "
+            "nothing was changed: choose an empty or new --output-dir"
+        )
+    try:
+        written = json.loads(marker.read_text())["files"]
+    except (ValueError, KeyError, TypeError):
+        raise BuildError(f"{marker} is unreadable; nothing was changed: move the folder away or choose another --output-dir") from None
+    foreign = [rel for rel in present if rel != MARKER_NAME and rel not in written]
+    changed = [rel for rel, digest in written.items()
+               if (output_dir / rel).is_file() and sha256_file(output_dir / rel) != digest]
+    if foreign or changed:
+        listed = ", ".join((foreign + changed)[:5]) + (" ..." if len(foreign) + len(changed) > 5 else "")
+        raise BuildError(
+            f"{output_dir} holds files this build did not write or that changed since ({listed}); "
+            "nothing was changed: move them away or choose another --output-dir"
+        )
+
+
+def write_marker(site: Path) -> None:
+    files = {p.relative_to(site).as_posix(): sha256_file(p)
+             for p in sorted(site.rglob("*")) if p.is_file() and p.name != MARKER_NAME}
+    (site / MARKER_NAME).write_text(json.dumps({"made_by": "pytree-lab lite_build/build.py", "files": files},
+                                               indent=0, sort_keys=True) + "\n")
+
+
+def swap_in(staged: Path, output_dir: Path, scratch: Path) -> None:
+    """Put the finished site at output_dir; an earlier site there (checked) goes only now."""
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    if output_dir.exists():
+        check_output_dir(output_dir)  # again: someone may have written into it during the build
+        old = scratch / "previous-site"
+        os.replace(output_dir, old)
+        os.replace(staged, output_dir)
+        shutil.rmtree(old)
+    else:
+        os.replace(staged, output_dir)
+
+
 def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = None) -> dict:
+    """Build the site into a private staging folder and put it at output_dir only on success.
+
+    An existing output_dir is replaced only when an earlier run of this build made it and it
+    holds nothing else (see check_output_dir); a failed build leaves it as it was.
+    """
     from jupyterlite_pyodide_kernel.constants import PYODIDE_CDN_URL
 
     check_tool_versions()
     output_dir = output_dir.resolve()
+    check_output_dir(output_dir)
     pins = read_pins()
+    notebooks = collect_notebooks(contents or [])
+    for src, _ in notebooks:  # a broken notebook fails the build before anything is made
+        read_notebook(src)
 
     # No state survives from an earlier build (the doit database pitfall).
-    shutil.rmtree(output_dir, ignore_errors=True)
     for stale in (HERE / ".jupyterlite.doit.db",):
         stale.unlink(missing_ok=True)
 
     CACHE.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix="stage-", dir=CACHE))
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    # next to the output folder, so the finished site moves in with a rename
+    stage = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}-building-", dir=output_dir.parent))
     try:
         log(f"pytree-lab JupyterLite build -> {output_dir}")
         pyodide_dir = stage / "static" / "pyodide"
@@ -445,9 +556,9 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
 
         files_dir = stage / "files"
         setup_cells = {}
-        notebooks = collect_notebooks(contents or [])
         for src, rel in notebooks:
             setup_cells[rel] = stage_notebook(src, files_dir / rel)
+        check_staged_notebooks(files_dir, [rel for _, rel in notebooks])
         files_dir.mkdir(exist_ok=True)
 
         shutil.copy2(SITE_CONFIG, stage / "jupyter-lite.json")
@@ -476,11 +587,10 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         )
         if proc.returncode != 0:
             raise BuildError(f"jupyter lite build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-        output_dir.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(staged_output), str(output_dir))
-
-        manifest = verify_and_describe(output_dir, lock_info, wheels, project, notebooks, setup_cells)
-        (output_dir / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
+        manifest = verify_and_describe(staged_output, lock_info, wheels, project, notebooks, setup_cells)
+        (staged_output / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
+        write_marker(staged_output)
+        swap_in(staged_output, output_dir, stage)
         print_manifest(output_dir, manifest)
         return manifest
     finally:
@@ -494,6 +604,10 @@ def verify_and_describe(output_dir, lock_info, wheels, project, notebooks, setup
     problems = []
     if kernel.get("pyodideUrl") != "./static/pyodide/pyodide.mjs":
         problems.append(f"pyodideUrl is {kernel.get('pyodideUrl')!r}, not the site's own Pyodide")
+    wanted = json.loads(SITE_CONFIG.read_text())["jupyter-config-data"]
+    for key in STORAGE_SETTINGS:
+        if config.get(key) != wanted[key]:
+            problems.append(f"{key} is {config.get(key)!r}, not {wanted[key]!r} (students' work would be kept elsewhere)")
     if kernel.get("disablePyPIFallback") is not True:
         problems.append("disablePyPIFallback is not on")
     if not any(u.startswith("./pypi/all.json") for u in kernel.get("pipliteUrls", [])):
