@@ -1,0 +1,105 @@
+"""What the Lite engine offers when numpy cannot be loaded (a JupyterLite page offline).
+
+The tree operations (`jax.tree`, `jax.tree_util`) are plain Python and work as usual. Every
+part that computes with arrays (`grad`, `value_and_grad`, `jit`, `jax.numpy`,
+`jax.flatten_util`) raises `NumpyUnavailable` with one sentence saying so, with one exception:
+`jax.numpy.array` / `asarray` give plain Python numbers and lists, so the lessons' trees can
+still be built, described and drawn. Those plain values are not arrays: arithmetic on them is
+not array arithmetic, and every `jax.numpy` function refuses them with the same sentence.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+__all__ = ["NumpyUnavailable", "numpy_module", "flatten_util_module", "needs_numpy"]
+
+# Why numpy is missing, as the setup cell found out (set by pytree_lab.compat.lite_kernel).
+REASON = {"text": "numpy could not be loaded in this kernel"}
+# Stand-ins are for the browser kernel only: in a regular kernel without numpy, importing the
+# Lite engine fails as before (`pip install` is the answer there, not a tree-only engine).
+ALLOWED = {"on": sys.platform == "emscripten"}
+
+
+class NumpyUnavailable(ModuleNotFoundError):
+    """A part of the Lite engine that needs numpy was used where numpy could not be loaded."""
+
+    def __init__(self, what: str):
+        super().__init__(f"{what} needs numpy, and {REASON['text']}.", name="numpy")
+        self.what = what
+
+
+def needs_numpy(what: str) -> Any:
+    """A stand-in for a function that computes with arrays: calling it says why it cannot."""
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise NumpyUnavailable(what)
+
+    refuse.__name__ = what.rsplit(".", 1)[-1]
+    refuse.__qualname__ = refuse.__name__
+    refuse.__doc__ = f"{what} (needs numpy, which could not be loaded here)."
+    return refuse
+
+
+def _plain(value: Any, what: str) -> Any:
+    """A nested list / number copy of `value`: the values of an array, as plain Python."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float, complex)):
+        return float(value) if isinstance(value, int) else value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, what) for v in value]
+    raise NumpyUnavailable(f"{what} of a {type(value).__name__}")
+
+
+def _array(object: Any, dtype: Any = None, copy: bool = True) -> Any:  # noqa: A002 - numpy's name
+    """Plain Python numbers and (nested) lists; floats for numbers, as `jnp.array([1., 2.])`
+    would hold them. Only numbers, lists and tuples: anything else needs numpy."""
+    if dtype is not None:
+        raise NumpyUnavailable("jax.numpy.array with a dtype")
+    return _plain(object, "jax.numpy.array")
+
+
+def _asarray(a: Any, dtype: Any = None) -> Any:
+    if dtype is not None:
+        raise NumpyUnavailable("jax.numpy.asarray with a dtype")
+    return _plain(a, "jax.numpy.asarray")
+
+
+def _module(name: str, doc: str, members: dict[str, Any]) -> types.ModuleType:
+    module = types.ModuleType(name, doc)
+    module.__dict__.update(members)
+    module.__pytree_lab_lite__ = True
+    module.__pytree_lab_without_numpy__ = True
+
+    def __getattr__(attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise NumpyUnavailable(f"{name}.{attr}")
+
+    module.__getattr__ = __getattr__
+    return module
+
+
+def numpy_module() -> types.ModuleType:
+    """`jax.numpy` without numpy: `array`/`asarray` give plain values; the rest refuses."""
+    return _module(
+        "jax.numpy",
+        "jax.numpy of the pytree-lab Lite engine without numpy: array() and asarray() give plain "
+        "Python numbers and lists; every other name needs numpy.",
+        {"array": _array, "asarray": _asarray},
+    )
+
+
+def flatten_util_module() -> types.ModuleType:
+    return _module(
+        "jax.flatten_util",
+        "jax.flatten_util of the pytree-lab Lite engine without numpy: ravel_pytree needs numpy.",
+        {"ravel_pytree": needs_numpy("jax.flatten_util.ravel_pytree")},
+    )
+
+
+class Array:
+    """`jax.Array` where numpy cannot be loaded: there are no arrays, so nothing is one."""
