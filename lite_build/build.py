@@ -250,10 +250,59 @@ def build_project_wheel(dest: Path) -> Path:
     return wheels[0]
 
 
+def download(url: str, dest: Path, timeout: float = 60.0) -> None:
+    """url -> dest (through a temporary file, so an interrupted download leaves nothing)."""
+    import urllib.request
+
+    tmp = dest.with_name(dest.name + ".part")
+    with urllib.request.urlopen(url, timeout=timeout) as response, tmp.open("wb") as f:
+        shutil.copyfileobj(response, f)
+    os.replace(tmp, dest)
+
+
+def include_compiled(lock_path: Path, dest: Path, cdn_url: str, fetch=download, cache: Path | None = None) -> dict[str, str]:
+    """Download the compiled packages (numpy, pandas) at the lock's exact URLs into dest,
+    each checked against the sha256 in Pyodide's own lock; {name: file name}.
+
+    Any failure raises BuildError with one sentence; nothing half-downloaded is kept.
+    """
+    lock = json.loads(lock_path.read_text())
+    cache = cache or CACHE / "compiled"
+    cache.mkdir(parents=True, exist_ok=True)
+    included = {}
+    for name in CDN_PACKAGES:
+        entry = lock["packages"][name]
+        file_name, expected = entry["file_name"], entry["sha256"]
+        url = f"{cdn_url}/{file_name}"
+        cached = cache / file_name
+        if not cached.exists() or sha256_file(cached) != expected:
+            cached.unlink(missing_ok=True)
+            try:
+                fetch(url, cached)
+            except Exception as err:  # DNS, refused, timeout, HTTP error: all mean "cannot reach it"
+                cached.with_name(cached.name + ".part").unlink(missing_ok=True)
+                cached.unlink(missing_ok=True)
+                reason = getattr(err, "reason", None) or err
+                raise BuildError(
+                    f"--include-compiled: Pyodide's CDN could not be reached for {name} ({url}: {reason}); "
+                    "nothing was built: build without --include-compiled, or on a machine that can reach the CDN"
+                ) from None
+            got = sha256_file(cached)
+            if got != expected:
+                cached.unlink()
+                raise BuildError(
+                    f"--include-compiled: {name} from {url} has sha256 {got}, Pyodide's lock says {expected}; "
+                    "nothing was built"
+                )
+        shutil.copy2(cached, dest / file_name)
+        included[name] = file_name
+    return included
+
+
 # ---------------------------------------------------------------- the lock file
 
 
-def rewrite_lock(lock_path: Path, wheels: dict[str, Path], cdn_url: str) -> dict:
+def rewrite_lock(lock_path: Path, wheels: dict[str, Path], cdn_url: str, included: dict[str, str] | None = None) -> dict:
     """Point lock entries at local wheels where we ship one, else at the CDN (absolute).
 
     Returns {"local": {name: file}, "cdn": {name: url}} for the manifest.
@@ -263,7 +312,9 @@ def rewrite_lock(lock_path: Path, wheels: dict[str, Path], cdn_url: str) -> dict
     for key, entry in lock["packages"].items():
         name = normalize(entry["name"])
         whl = wheels.get(name)
-        if whl is not None:
+        if included and name in included:
+            local[name] = entry["file_name"] = included[name]  # Pyodide's own file: its sha256 stays
+        elif whl is not None:
             if wheel_name_version(whl)[1] != entry["version"]:
                 raise BuildError(
                     f"{name}: kernel-wheels.txt pins {wheel_name_version(whl)[1]}, "
@@ -385,7 +436,8 @@ def stage_notebook(src: Path, dest: Path) -> str:
     """Copy a notebook for the site; say how its setup cell was found.
 
     "injected" (it had none, the canonical one was put first), "canonical" (its first code
-    cell is first_cell.py verbatim) or "differs" (it starts with a setup cell of its own).
+    cell is first_cell.py verbatim) or "replaced" (it started with an older or edited setup
+    cell, whose source is replaced by first_cell.py: the site's setup has one source).
 
     The copy opens on the Pyodide kernel (a CPython kernelspec would make the page ask the
     student which kernel to start) and starts with the setup cell.
@@ -409,11 +461,16 @@ def stage_notebook(src: Path, dest: Path) -> str:
         if nb.get("nbformat", 4) >= 4 and nb.get("nbformat_minor", 0) >= 5:
             cell["id"] = SETUP_TAG
         nb["cells"] = [cell, *cells]
+        how = "injected"
+    elif first_source.rstrip("\n") == source:
+        how = "canonical"
+    else:
+        first_code["source"] = source.splitlines(keepends=True)
+        first_code["outputs"], first_code["execution_count"] = [], None
+        how = "replaced"
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-    if not has_setup:
-        return "injected"
-    return "canonical" if first_source.rstrip("\n") == source else "differs"
+    return how
 
 
 def collect_notebooks(extra: list[Path]) -> list[tuple[Path, str]]:
@@ -498,7 +555,8 @@ def swap_in(staged: Path, output_dir: Path, scratch: Path) -> None:
         os.replace(staged, output_dir)
 
 
-def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = None) -> dict:
+def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = None,
+               include_compiled_packages: bool = False) -> dict:
     """Build the site into a private staging folder and put it at output_dir only on success.
 
     An existing output_dir is replaced only when an earlier run of this build made it and it
@@ -527,6 +585,10 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         pyodide_dir = stage / "static" / "pyodide"
         core = fetch_pyodide(pyodide_dir)
         log(f"  Pyodide {PYODIDE_VERSION} core from npm (integrity checked)")
+        included = {}
+        if include_compiled_packages:
+            included = include_compiled(pyodide_dir / "pyodide-lock.json", pyodide_dir, PYODIDE_CDN_URL)
+            log(f"  {', '.join(included)} from Pyodide's CDN, sha256 checked against its lock: shipped in the site")
 
         wheels = fetch_wheels(pins)
         log(f"  {len(wheels)} pinned wheels (sha256 checked)")
@@ -535,9 +597,10 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         check_setup_cell_installs(project)
 
         lock_info = rewrite_lock(pyodide_dir / "pyodide-lock.json",
-                                 {n: w for n, w in wheels.items()}, PYODIDE_CDN_URL)
+                                 {n: w for n, w in wheels.items()}, PYODIDE_CDN_URL, included)
         for name in lock_info["local"]:
-            shutil.copy2(wheels[name], pyodide_dir / wheels[name].name)
+            if name not in included:
+                shutil.copy2(wheels[name], pyodide_dir / wheels[name].name)
 
         pypi_dir = stage / "pypi"
         pypi_dir.mkdir()
@@ -661,12 +724,13 @@ def verify_and_describe(output_dir, lock_info, wheels, project, notebooks, setup
         "pyodide_version": PYODIDE_VERSION,
         "pyodide_core": [entry(pyodide_dir / n) for n in PYODIDE_CORE_FILES],
         "lock_wheels": [entry(pyodide_dir / f) for f in sorted(lock_info["local"].values())],
+        "included_compiled": sorted(n for n in CDN_PACKAGES if n in lock_info["local"]),
         "index_wheels": [entry(p) for p in sorted((output_dir / "pypi").glob("*.whl"))],
         "project_wheel": f"pypi/{project.name}",
         "notebooks": [entry(output_dir / "files" / rel) for _, rel in notebooks],
         "setup_cell": setup_cells,
         "extensions": extensions,
-        "cdn_packages": {name: lock_info["cdn"][name] for name in CDN_PACKAGES},
+        "cdn_packages": {name: lock_info["cdn"][name] for name in CDN_PACKAGES if name in lock_info["cdn"]},
         "total_bytes": sum(p.stat().st_size for p in all_files),
         "total_files": len(all_files),
     }
@@ -683,18 +747,21 @@ def print_manifest(output_dir: Path, m: dict) -> None:
     rows("Pyodide lock packages shipped as local wheels:", m["lock_wheels"])
     rows("Site wheel index (pypi/all.json; PyPI fallback off):", m["index_wheels"])
     rows("Notebooks:", m["notebooks"])
-    for how in ("injected", "differs"):
+    for how in ("injected", "replaced"):
         names = [n for n, h in m["setup_cell"].items() if h == how]
         if names:
-            note = "setup cell injected into" if how == "injected" else "setup cell differs from first_cell.py in"
+            note = "setup cell injected into" if how == "injected" else "setup cell replaced by first_cell.py in"
             log(f"  {note}: {', '.join(names)}")
     log("\nFront-end extensions:")
     for name, e in sorted(m["extensions"].items()):
         source = f"from {e['from_wheel']}" if e.get("from_wheel") else "the Pyodide kernel"
         log(f"  {human(e['bytes']):>9}  {name} {e['version']} ({e['files']} files, {source})")
-    log("\nFetched at run time from Pyodide's CDN (pinned in static/pyodide/pyodide-lock.json):")
-    for name, url in m["cdn_packages"].items():
-        log(f"  {name}: {url}")
+    if m["cdn_packages"]:
+        log("\nFetched at run time from Pyodide's CDN (pinned in static/pyodide/pyodide-lock.json):")
+        for name, url in m["cdn_packages"].items():
+            log(f"  {name}: {url}")
+    if m["included_compiled"]:
+        log(f"\nShipped in the site (works offline): {', '.join(m['included_compiled'])}")
     log(f"\nSite: {m['total_files']} files, {human(m['total_bytes'])} in {output_dir}")
 
 
@@ -703,9 +770,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT)
     parser.add_argument("--contents", type=Path, action="append", default=[],
                         help="extra notebook or folder of notebooks (besides content/*.ipynb)")
+    parser.add_argument("--include-compiled", action="store_true",
+                        help="download numpy and pandas from Pyodide's CDN (sha256-checked against its lock) "
+                             "and ship them in the site, so it works fully offline")
     args = parser.parse_args(argv)
     try:
-        build_site(args.output_dir, args.contents)
+        build_site(args.output_dir, args.contents, include_compiled_packages=args.include_compiled)
     except BuildError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
