@@ -70,11 +70,12 @@ def test_lesson_cells_without_numpy():
 
     assert imported["stdout"] == "imported True\n" and imported["error"] is None
     # jnp.array gives plain values; the tree is described and drawn from them
-    assert params["stdout"].splitlines()[0] == "{'weight': [1.0, -1.0], 'bias': 0.0}"
-    assert params["stdout"].splitlines()[1].startswith("3 leaves, 3 numerical parameter values")
-    assert "['weight'][0]" in diagram["stdout"] and diagram["error"] is None
+    assert params["stdout"].splitlines()[0] == "{'weight': Array([1.0, -1.0]), 'bias': 0.0}"
+    # two leaves, as in JAX: the weight vector is one leaf (its values as plain Python)
+    assert params["stdout"].splitlines()[1].startswith("2 leaves"), params["stdout"]
+    assert diagram["stdout"].endswith("[\"['bias']\", \"['weight']\"]\n") and diagram["error"] is None, diagram
     # jax.tree / jax.tree_util work on plain values
-    assert trees["stdout"].splitlines() == ["{'a': 2.0, 'b': [4.0, 6.0]}", "[0.0, 1.0, -1.0] 3"]
+    assert trees["stdout"].splitlines() == ["{'a': 2.0, 'b': [4.0, 6.0]}", "[0.0, Array([1.0, -1.0])] 2"]
 
     # cells that need numpy: one short line on stderr each, no traceback
     for cell in (grad, name, np_import, explorer, dot, arith):
@@ -86,7 +87,7 @@ def test_lesson_cells_without_numpy():
     assert np_import["stderr"].startswith("numpy is not available: numpy could not be downloaded")
     assert explorer["stderr"].startswith("pytree_lab.StepExplorer needs numpy")
     assert dot["stderr"].startswith("jax.numpy.dot needs numpy")
-    assert "plain Python lists" in arith["stderr"]
+    assert arith["stderr"].startswith("arithmetic on jax.numpy arrays needs numpy")
 
     # any other error keeps its usual traceback
     assert "ZeroDivisionError" in zero["stdout"] + zero["stderr"] and zero["error"] == "ZeroDivisionError"

@@ -3,9 +3,9 @@
 The tree operations (`jax.tree`, `jax.tree_util`) are plain Python and work as usual. Every
 part that computes with arrays (`grad`, `value_and_grad`, `jit`, `jax.numpy`,
 `jax.flatten_util`) raises `NumpyUnavailable` with one sentence saying so, with one exception:
-`jax.numpy.array` / `asarray` give plain Python numbers and lists, so the lessons' trees can
-still be built, described and drawn. Those plain values are not arrays: arithmetic on them is
-not array arithmetic, and every `jax.numpy` function refuses them with the same sentence.
+`jax.numpy.array` / `asarray` give Python numbers, or for sequences a read-only `Array` of the
+values (one tree leaf, like a JAX array), so the lessons' trees keep their structure and can
+still be built, described and drawn. An `Array` refuses arithmetic with the same sentence.
 """
 
 from __future__ import annotations
@@ -44,28 +44,70 @@ def needs_numpy(what: str) -> Any:
 
 
 def _plain(value: Any, what: str) -> Any:
-    """A nested list / number copy of `value`: the values of an array, as plain Python."""
-    if isinstance(value, bool) or value is None:
+    """Plain Python copy of an array's values: numbers stay numbers, sequences become nested
+    tuples of numbers (ints become floats, as in `jnp.array([1., 2.])`)."""
+    if isinstance(value, bool):
         return value
-    if isinstance(value, (int, float, complex)):
-        return float(value) if isinstance(value, int) else value
+    if isinstance(value, int):
+        return float(value)
+    if isinstance(value, (float, complex)):
+        return value
     if isinstance(value, (list, tuple)):
-        return [_plain(v, what) for v in value]
+        return tuple(_plain(v, what) for v in value)
     raise NumpyUnavailable(f"{what} of a {type(value).__name__}")
 
 
+def _refuse_arithmetic(self: Any, *args: Any) -> Any:
+    raise NumpyUnavailable("arithmetic on jax.numpy arrays")
+
+
+class Array(tuple):
+    """What `jax.numpy.array([...])` gives where numpy cannot be loaded: the values, read-only.
+
+    One tree leaf (as a JAX array is), indexable and iterable, with `shape` and `tolist()`.
+    It is not an array: `+`, `-`, `*`, `/`, `@`, `**` and negation refuse with one sentence
+    (a tuple would silently concatenate or repeat).
+    """
+
+    __slots__ = ()
+
+    @property
+    def shape(self) -> tuple:
+        shape, level = [], self
+        while isinstance(level, tuple):
+            shape.append(len(level))
+            level = level[0] if len(level) else None
+        return tuple(shape)
+
+    def tolist(self) -> list:
+        return [v.tolist() if isinstance(v, Array) else v for v in self]
+
+    def __repr__(self) -> str:
+        return f"Array({self.tolist()!r})"
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse_arithmetic
+    __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __matmul__ = __rmatmul__ = _refuse_arithmetic
+    __pow__ = __rpow__ = __mod__ = __rmod__ = __neg__ = __pos__ = __abs__ = _refuse_arithmetic
+
+
+def _as_array(values: Any) -> Any:
+    if isinstance(values, tuple):
+        return Array(_as_array(v) for v in values)
+    return values
+
+
 def _array(object: Any, dtype: Any = None, copy: bool = True) -> Any:  # noqa: A002 - numpy's name
-    """Plain Python numbers and (nested) lists; floats for numbers, as `jnp.array([1., 2.])`
-    would hold them. Only numbers, lists and tuples: anything else needs numpy."""
+    """Numbers stay Python numbers (ints become floats); sequences become a read-only `Array`
+    of their values. Only numbers, lists and tuples: anything else needs numpy."""
     if dtype is not None:
         raise NumpyUnavailable("jax.numpy.array with a dtype")
-    return _plain(object, "jax.numpy.array")
+    return _as_array(_plain(object, "jax.numpy.array"))
 
 
 def _asarray(a: Any, dtype: Any = None) -> Any:
     if dtype is not None:
         raise NumpyUnavailable("jax.numpy.asarray with a dtype")
-    return _plain(a, "jax.numpy.asarray")
+    return _as_array(_plain(a, "jax.numpy.asarray"))
 
 
 def _module(name: str, doc: str, members: dict[str, Any]) -> types.ModuleType:
@@ -100,6 +142,3 @@ def flatten_util_module() -> types.ModuleType:
         {"ravel_pytree": needs_numpy("jax.flatten_util.ravel_pytree")},
     )
 
-
-class Array:
-    """`jax.Array` where numpy cannot be loaded: there are no arrays, so nothing is one."""

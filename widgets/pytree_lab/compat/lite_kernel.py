@@ -13,7 +13,8 @@ If numpy arrives, `import jax` gives the Lite engine (numpy + autograd). If it d
 kernel keeps working on trees:
 
 - `import jax` gives the tree operations (`jax.tree`, `jax.tree_util`) without numpy, and
-  `jax.numpy.array` gives plain Python values, so the lessons' trees are built and drawn;
+  `jax.numpy.array` gives the values as plain Python (one leaf per array, as in JAX), so the
+  lessons' trees are built and drawn;
 - a cell that needs numpy shows one short line (no traceback) and Run All goes on;
 - the kernel stops trying to fetch numpy for cells that import it (a fetch that hangs would
   otherwise hang each such cell).
@@ -49,7 +50,7 @@ def numpy_url() -> str:
     """Where this site's Pyodide lock says numpy comes from (absolute)."""
     import pyodide_js  # the running Pyodide's JS API
 
-    entry = pyodide_js.lockfile.packages["numpy"]
+    entry = getattr(pyodide_js.lockfile.packages, "numpy")  # a JS object: attribute access
     name = str(entry.file_name)
     if "://" in name:
         return name
@@ -135,7 +136,7 @@ def degrade(reason: str, shell: Any = None) -> None:
 
         shell = get_ipython()
     if shell is not None:
-        shell.set_custom_exc((ImportError, NameError, TypeError), _handler)
+        shell.set_custom_exc((ImportError, NameError), _handler)
 
 
 def _stand_ins_for_pytree_lab() -> None:
@@ -186,11 +187,6 @@ def short_message(etype: type, value: BaseException) -> str | None:
     if isinstance(value, NameError):
         return (f"{value} (probably set by an earlier cell that needed numpy, which could not be "
                 "loaded here; see the setup cell).")
-    if isinstance(value, TypeError) and any(
-        phrase in str(value) for phrase in ("can't multiply sequence", "'list' and", "and 'list'")
-    ):
-        return (f"TypeError: {value}: without numpy, jnp.array gives plain Python lists, and this "
-                "cell computes with arrays (see the setup cell).")
     return None
 
 
