@@ -299,6 +299,87 @@ def include_compiled(lock_path: Path, dest: Path, cdn_url: str, fetch=download, 
     return included
 
 
+# ---------------------------------------------------------------- bytecode (faster start)
+
+PYODIDE_KERNEL_PYPI = Path("extensions") / PYODIDE_KERNEL_EXTENSION / "static" / "pypi"
+# What the kernel imports at start comes from these; preloaded while Pyodide boots.
+PRELOAD_PACKAGES = ["micropip", "ipython", "jedi"]
+
+
+def ship_bytecode(site: Path) -> dict:
+    """Add bytecode compiled by the site's own Pyodide (Python 3.14.2, under node) to the
+    stdlib zip and every wheel the kernel installs, then put the new sha256s and sizes in
+    the Pyodide lock, both wheel indexes and the index URL. Returns what was compiled.
+
+    Without bytecode the kernel compiles IPython & co. at every start (2.2 s of a cold
+    start here); unchecked-hash .pyc files are used whatever the files' times.
+    """
+    node = shutil.which("node")
+    if not node:
+        raise BuildError("node is needed to compile the site's bytecode with Pyodide's own Python (Debian package `nodejs`)")
+    pyodide_dir = site / "static" / "pyodide"
+    jobs = [{"src": str(pyodide_dir / "python_stdlib.zip"), "layout": "zipimport", "prefix": "/lib/python314.zip"}]
+    wheels = sorted(pyodide_dir.glob("*.whl")) + sorted((site / "pypi").glob("*.whl")) \
+        + sorted((site / PYODIDE_KERNEL_PYPI).glob("*.whl"))
+    wheels = [w for w in wheels if "wasm32" not in w.name]  # compiled packages ship their own
+    jobs += [{"src": str(w), "layout": "wheel", "prefix": "/lib/python3.14/site-packages"} for w in wheels]
+    with tempfile.TemporaryDirectory(prefix="bytecode-") as tmp:
+        for i, job in enumerate(jobs):
+            job["dst"] = str(Path(tmp) / f"{i}-{Path(job['src']).name}")
+        (Path(tmp) / "jobs.json").write_text(json.dumps(jobs))
+        proc = subprocess.run([node, str(HERE / "bytecode.mjs"), str(pyodide_dir), str(Path(tmp) / "jobs.json")],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BuildError(f"compiling bytecode with Pyodide under node failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        report = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        if report[-1].get("python") != PYODIDE_MARKERS["python_full_version"]:
+            raise BuildError(f"bytecode compiled by Python {report[-1]}, the site runs {PYODIDE_MARKERS['python_full_version']}")
+        for job in jobs:
+            os.replace(job["dst"], job["src"])
+    epoch = source_date_epoch()
+    for w in wheels:
+        os.utime(w, (epoch, epoch))
+    fix_hashes(site, wheels)
+    return {"python": report[-1]["python"], "compiled": {r["src"]: r["compiled"] for r in report[:-1]}}
+
+
+def fix_hashes(site: Path, wheels: list[Path]) -> None:
+    """New sha256 and size of each rewritten wheel, wherever the site records them."""
+    digests = {w.name: (sha256_file(w), w.stat().st_size, hashlib.md5(w.read_bytes()).hexdigest()) for w in wheels}
+    lock_path = site / "static" / "pyodide" / "pyodide-lock.json"
+    lock = json.loads(lock_path.read_text())
+    for entry in lock["packages"].values():
+        if entry["file_name"] in digests:
+            entry["sha256"] = digests[entry["file_name"]][0]
+    lock_path.write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
+    for index_path in (site / "pypi" / "all.json", site / PYODIDE_KERNEL_PYPI / "all.json"):
+        if not index_path.exists():
+            continue
+        text = index_path.read_text()
+        index = json.loads(text)
+        for package in index.values():
+            for files in package.get("releases", {}).values():
+                for f in files:
+                    name = f.get("filename") or f["url"].rsplit("/", 1)[-1].split("?")[0]
+                    if name in digests:
+                        f["digests"]["sha256"], f["size"], md5 = digests[name]
+                        if "md5" in f["digests"]:
+                            f["digests"]["md5"] = md5
+                        if "md5_digest" in f:
+                            f["md5_digest"] = md5
+        index_path.write_text(json.dumps(index, indent=2, sort_keys=True))
+    # jupyter-lite.json names the site index with its sha256 (a cache key)
+    config_path = site / "jupyter-lite.json"
+    config = json.loads(config_path.read_text())
+    kernel = config["jupyter-config-data"]["litePluginSettings"][f"{PYODIDE_KERNEL_EXTENSION}:kernel"]
+    new_hash = sha256_file(site / "pypi" / "all.json")
+    kernel["pipliteUrls"] = [re.sub(r"^\./pypi/all\.json\?sha256=[0-9a-f]+$", f"./pypi/all.json?sha256={new_hash}", u)
+                             for u in kernel.get("pipliteUrls", [])]
+    # the kernel's start packages load with Pyodide, in parallel, instead of one by one after it
+    kernel["loadPyodideOptions"] = {"packages": list(PRELOAD_PACKAGES)}
+    config_path.write_text(json.dumps(config, indent=2, sort_keys=True))
+
+
 # ---------------------------------------------------------------- the lock file
 
 
@@ -556,7 +637,7 @@ def swap_in(staged: Path, output_dir: Path, scratch: Path) -> None:
 
 
 def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = None,
-               include_compiled_packages: bool = False) -> dict:
+               include_compiled_packages: bool = False, fast_start: bool = True) -> dict:
     """Build the site into a private staging folder and put it at output_dir only on success.
 
     An existing output_dir is replaced only when an earlier run of this build made it and it
@@ -650,7 +731,13 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         )
         if proc.returncode != 0:
             raise BuildError(f"jupyter lite build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
+        bytecode = None
+        if fast_start:
+            bytecode = ship_bytecode(staged_output)
+            log(f"  bytecode compiled by Pyodide's Python {bytecode['python']} for the stdlib and "
+                f"{len(bytecode['compiled']) - 1} wheels; packages preloaded at start: {', '.join(PRELOAD_PACKAGES)}")
         manifest = verify_and_describe(staged_output, lock_info, wheels, project, notebooks, setup_cells)
+        manifest["bytecode"] = bytecode
         (staged_output / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
         write_marker(staged_output)
         swap_in(staged_output, output_dir, stage)
