@@ -30,7 +30,7 @@ LESSON = "01_pytrees.ipynb"
 @dataclass
 class LessonRun:
     setup_output: str = ""
-    setup_seconds: float = 0.0
+    setup_seconds: float = 0.0  # recorded for the artifact, not asserted (timing is the benchmark's)
     prompts: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
@@ -125,6 +125,6 @@ def test_cdn_refused_the_lesson_degrades_to_trees(refused_run):
 
 def test_cdn_black_holed_the_setup_cell_ends_in_seconds(black_hole_run):
     check_degraded_lesson(black_hole_run)
+    # the probe's own bound ended the wait (a hanging fetch would have kept the cell at [*]
+    # until run_cell's timeout failed the test); how long the cell takes is the benchmark's job
     assert "no answer from cdn.jsdelivr.net within 8 s" in black_hole_run.setup_output
-    # the bounded probe, plus the installs from the site itself (about 10 s on 2 busy cores)
-    assert black_hole_run.setup_seconds < 60, black_hole_run.setup_seconds
