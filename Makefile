@@ -51,4 +51,4 @@ lite: lite-build
 	$(PY) lite_build/serve.py lite_build/_output --port $(LITE_PORT)
 
 clean:
-	rm -rf $(VENV) .pytest_cache lite_build/_output lite_build/.jupyterlite.doit.db
+	rm -rf $(VENV) .venv-lite .pytest_cache lite_build/_output lite_build/.jupyterlite.doit.db

@@ -1,4 +1,4 @@
-"""JupyterLite site numbers: size, page open -> kernel ready, page open -> first diagram.
+"""JupyterLite site numbers, old build vs new: size, page open -> kernel ready -> first diagram.
 
     python bench/lite_bench.py [--runs 3] [--json FILE]
 
@@ -83,61 +83,94 @@ def one_run(browser, site: Path, url: str) -> dict:
         context.close()
 
 
+VARIANTS = {
+    # what the build made before bytecode and preloading: the kernel compiles IPython & co.
+    # from source at every start and installs its packages one by one after Pyodide booted
+    "old": {"fast_start": False},
+    # bytecode compiled by Pyodide's own Python, start packages preloaded with Pyodide
+    "new": {"fast_start": True},
+}
+
+
 def run(runs: int = 3) -> dict:
+    """Build both variants, then open them in turn (old, new, new, old, ...) so load on the
+    machine falls on both alike; medians per variant, and new/old ratios, from one run."""
     from playwright.sync_api import sync_playwright
 
     with tempfile.TemporaryDirectory(prefix="pytree-lab-lite-bench-") as tmp:
         tmp = Path(tmp)
-        started = time.monotonic()
-        manifest = build_site(tmp / "site", [write_notebook(tmp)])
-        build_s = time.monotonic() - started
-        site = tmp / "site"
-        bench_nb = (site / "files" / NOTEBOOK).stat().st_size
-        results = []
-        with SiteServer(site) as server, sync_playwright() as pw:
+        notebook = write_notebook(tmp)
+        sites, manifests, build_s = {}, {}, {}
+        for name, options in VARIANTS.items():
+            started = time.monotonic()
+            manifests[name] = build_site(tmp / f"site-{name}", [notebook], **options)
+            build_s[name] = round(time.monotonic() - started, 1)
+            sites[name] = tmp / f"site-{name}"
+        results = {name: [] for name in VARIANTS}
+        with SiteServer(sites["old"]) as old_server, SiteServer(sites["new"]) as new_server, sync_playwright() as pw:
+            servers = {"old": old_server, "new": new_server}
             browser = browse.launch(pw)
             try:
-                for _ in range(runs):
-                    results.append(one_run(browser, site, server.url))
+                for i in range(runs):
+                    order = ["old", "new"] if i % 2 == 0 else ["new", "old"]
+                    for name in order:
+                        results[name].append(one_run(browser, sites[name], servers[name].url))
             finally:
                 browser.close()
 
     load = os.getloadavg()[0]
 
-    def median(key):
-        return statistics.median(r[key] for r in results)
+    def median(name, key):
+        return statistics.median(r[key] for r in results[name])
 
-    return {
-        "build_s": round(build_s, 1),
-        "load_average_1min": round(load, 2),  # other work on the 2 cores slows every number
-        # the site as `make lite-build` makes it (the bench notebook is not part of it)
-        "site_bytes": manifest["total_bytes"] - bench_nb,
-        "site_files": manifest["total_files"] - 1,
-        "pyodide_core_bytes": sum(e["bytes"] for e in manifest["pyodide_core"]),
-        "wheel_bytes": sum(e["bytes"] for e in manifest["lock_wheels"] + manifest["index_wheels"]),
-        "runs": results,
-        "median_kernel_ready_s": median("kernel_ready_s"),
-        "median_setup_cell_done_s": median("setup_cell_done_s"),
-        "median_first_diagram_s": median("first_diagram_s"),
-        "median_bytes_to_first_diagram": median("bytes_to_first_diagram"),
+    out = {"load_average_1min": round(load, 2), "runs_per_variant": runs, "variants": {}}
+    for name in VARIANTS:
+        manifest = manifests[name]
+        bench_nb = (sites[name] / "files" / NOTEBOOK).stat().st_size if (sites[name] / "files" / NOTEBOOK).exists() else 0
+        out["variants"][name] = {
+            "build_s": build_s[name],
+            "site_bytes": manifest["total_bytes"] - bench_nb,
+            "site_files": manifest["total_files"] - 1,
+            "pyodide_core_bytes": sum(e["bytes"] for e in manifest["pyodide_core"]),
+            "wheel_bytes": sum(e["bytes"] for e in manifest["lock_wheels"] + manifest["index_wheels"]),
+            "runs": results[name],
+            "median_kernel_ready_s": median(name, "kernel_ready_s"),
+            "median_setup_cell_done_s": median(name, "setup_cell_done_s"),
+            "median_first_diagram_s": median(name, "first_diagram_s"),
+            "median_bytes_to_first_diagram": median(name, "bytes_to_first_diagram"),
+        }
+    old, new = out["variants"]["old"], out["variants"]["new"]
+    out["ratio_new_over_old"] = {
+        key: round(new[key] / old[key], 2)
+        for key in ("median_kernel_ready_s", "median_first_diagram_s", "median_bytes_to_first_diagram")
     }
+    return out
 
 
 def report(r: dict) -> str:
     mb = lambda n: f"{n / 1e6:.1f} MB"  # noqa: E731
     lines = [
-        "JupyterLite site (Debian Chromium, fresh profile per run, served on 127.0.0.1, outside requests refused)",
-        f"  site size                      {mb(r['site_bytes'])} in {r['site_files']} files "
-        f"(Pyodide core {mb(r['pyodide_core_bytes'])}, wheels {mb(r['wheel_bytes'])})",
-        f"  build                          {r['build_s']:.1f} s",
-        f"  machine load (1 min average)   {r['load_average_1min']:.1f} on {os.cpu_count()} cores",
-        f"  page open -> kernel ready      {r['median_kernel_ready_s']:.1f} s (median of {len(r['runs'])})",
-        f"  page open -> setup cell done   {r['median_setup_cell_done_s']:.1f} s",
-        f"  page open -> first diagram     {r['median_first_diagram_s']:.1f} s",
-        f"  loaded until first diagram     {mb(r['median_bytes_to_first_diagram'])}",
-        "  runs (kernel / setup / diagram, s): "
-        + "; ".join(f"{x['kernel_ready_s']} / {x['setup_cell_done_s']} / {x['first_diagram_s']}" for x in r["runs"]),
+        "JupyterLite site (Debian Chromium, fresh profile per run, served on 127.0.0.1, outside requests refused;",
+        f"  old and new builds opened in turn, {r['runs_per_variant']} runs each; machine load "
+        f"{r['load_average_1min']:.1f} on {os.cpu_count()} cores)",
+        f"  {'':32}{'old':>12}{'new':>12}{'new/old':>10}",
     ]
+    old, new, ratio = r["variants"]["old"], r["variants"]["new"], r["ratio_new_over_old"]
+    rows = [
+        ("page open -> kernel ready", "median_kernel_ready_s", lambda v: f"{v:.1f} s"),
+        ("page open -> setup cell done", "median_setup_cell_done_s", lambda v: f"{v:.1f} s"),
+        ("page open -> first diagram", "median_first_diagram_s", lambda v: f"{v:.1f} s"),
+        ("loaded until first diagram", "median_bytes_to_first_diagram", mb),
+        ("site size", "site_bytes", mb),
+        ("build", "build_s", lambda v: f"{v:.1f} s"),
+    ]
+    for label, key, fmt in rows:
+        ratio_text = f"{ratio[key]:.2f}" if key in ratio else ""
+        lines.append(f"  {label:32}{fmt(old[key]):>12}{fmt(new[key]):>12}{ratio_text:>10}")
+    for name in ("old", "new"):
+        lines.append(f"  {name} runs (kernel / setup / diagram, s): "
+                     + "; ".join(f"{x['kernel_ready_s']} / {x['setup_cell_done_s']} / {x['first_diagram_s']}"
+                                 for x in r["variants"][name]["runs"]))
     return "\n".join(lines)
 
 

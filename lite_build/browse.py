@@ -54,6 +54,7 @@ class NetLog:
     started: float = field(default_factory=time.monotonic)
     requests: list[tuple[float, str]] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    held: list = field(default_factory=list)  # black-holed requests still waiting
 
     def local_paths(self) -> list[str]:
         return [urlsplit(url).path for _, url in self.requests if not LEAVES_LOOPBACK.match(url)]
@@ -71,18 +72,35 @@ def launch(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
-def offline_context(browser):
-    """A fresh browser profile whose outside requests are recorded and refused."""
+def offline_context(browser, black_hole: bool = False):
+    """A fresh browser profile whose outside requests are recorded and refused.
+
+    black_hole=True: outside requests are recorded and never answered (a filtering firewall
+    that drops packets); call `release(net)` before closing the context.
+    """
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     net = NetLog()
 
     def refuse(route):
         net.refused.append(route.request.url)
-        route.abort("internetdisconnected")
+        if black_hole:
+            net.held.append(route)  # no answer, ever (until release)
+        else:
+            route.abort("internetdisconnected")
 
     context.route(LEAVES_LOOPBACK, refuse)
     context.on("request", lambda request: net.requests.append((time.monotonic(), request.url)))
     return context, net
+
+
+def release(net: NetLog) -> None:
+    """End the black-holed requests (so the context can close)."""
+    while net.held:
+        route = net.held.pop()
+        try:
+            route.abort("timedout")
+        except Exception:
+            pass
 
 
 def open_notebook(page, site_url: str, path: str, net: NetLog | None = None) -> None:
@@ -140,6 +158,25 @@ def run_cell(page, index: int, timeout: float = Timeouts.CELL) -> str:
 
 def cell_output(page, index: int) -> str:
     return "\n".join(cell(page, index).locator(".jp-OutputArea-output").all_inner_texts())
+
+
+def run_all(page, timeout: float = 300.0) -> None:
+    """Run > Run All Cells, as a student would; wait until no cell is queued or running."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="Run").first.click()
+    page.locator(".lm-Menu-itemLabel", has_text="Run All Cells").first.click()
+    page.wait_for_function(
+        """() => {
+            const prompts = [...document.querySelectorAll(
+                '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt')];
+            return prompts.length > 0 && prompts.every(p => /^\\[(\\d+| )\\]:$/.test(p.textContent.trim()))
+                && prompts.some(p => /^\\[\\d+\\]:$/.test(p.textContent.trim()));
+        }""",
+        timeout=Timeouts.ms(timeout), polling=250,
+    )
+
+
+def code_cells(page):
+    return page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-CodeCell")
 
 
 def cell_errors(page, index: int) -> str:

@@ -44,6 +44,10 @@ KERNEL_WHEELS = HERE / "kernel-wheels.txt"
 FIRST_CELL = HERE / "first_cell.py"
 SITE_CONFIG = HERE / "jupyter-lite.json"
 MANIFEST_NAME = "pytree-lab-site.json"
+# Written last into every site this build makes: the list of its files and their sha256.
+# A later build replaces an output folder only when this marker is there and every file
+# in the folder is still one the build wrote, unchanged; anything else is refused.
+MARKER_NAME = ".pytree-lab-build.json"
 
 # The kernel, its labextension and the Pyodide it was made for move together.
 JUPYTERLITE_VERSION = "0.8.6"
@@ -66,6 +70,9 @@ CDN_PACKAGES = ("numpy", "pandas")
 # The wheels whose front ends (share/jupyter/labextensions) go into the site.
 FRONT_END_WHEELS = ("jupyterlab-widgets", "anywidget", "bqplot", "bqscales")
 PYODIDE_KERNEL_EXTENSION = "@jupyterlite/pyodide-kernel-extension"
+# Where students' work is kept (README: "How students' work is kept"): a fixed name, so the
+# site's path on its host does not decide which copy a student sees; memory-only storage off.
+STORAGE_SETTINGS = ("contentsStorageName", "workspacesStorageName", "settingsStorageName", "enableMemoryStorage")
 SETUP_MARKER = "# pytree-lab setup:"
 SETUP_TAG = "pytree-lab-setup"
 LITE_KERNELSPEC = {"name": "python", "display_name": "Python (Pyodide)", "language": "python"}
@@ -243,10 +250,140 @@ def build_project_wheel(dest: Path) -> Path:
     return wheels[0]
 
 
+def download(url: str, dest: Path, timeout: float = 60.0) -> None:
+    """url -> dest (through a temporary file, so an interrupted download leaves nothing)."""
+    import urllib.request
+
+    tmp = dest.with_name(dest.name + ".part")
+    with urllib.request.urlopen(url, timeout=timeout) as response, tmp.open("wb") as f:
+        shutil.copyfileobj(response, f)
+    os.replace(tmp, dest)
+
+
+def include_compiled(lock_path: Path, dest: Path, cdn_url: str, fetch=download, cache: Path | None = None) -> dict[str, str]:
+    """Download the compiled packages (numpy, pandas) at the lock's exact URLs into dest,
+    each checked against the sha256 in Pyodide's own lock; {name: file name}.
+
+    Any failure raises BuildError with one sentence; nothing half-downloaded is kept.
+    """
+    lock = json.loads(lock_path.read_text())
+    cache = cache or CACHE / "compiled"
+    cache.mkdir(parents=True, exist_ok=True)
+    included = {}
+    for name in CDN_PACKAGES:
+        entry = lock["packages"][name]
+        file_name, expected = entry["file_name"], entry["sha256"]
+        url = f"{cdn_url}/{file_name}"
+        cached = cache / file_name
+        if not cached.exists() or sha256_file(cached) != expected:
+            cached.unlink(missing_ok=True)
+            try:
+                fetch(url, cached)
+            except Exception as err:  # DNS, refused, timeout, HTTP error: all mean "cannot reach it"
+                cached.with_name(cached.name + ".part").unlink(missing_ok=True)
+                cached.unlink(missing_ok=True)
+                reason = getattr(err, "reason", None) or err
+                raise BuildError(
+                    f"--include-compiled: Pyodide's CDN could not be reached for {name} ({url}: {reason}); "
+                    "nothing was built: build without --include-compiled, or on a machine that can reach the CDN"
+                ) from None
+            got = sha256_file(cached)
+            if got != expected:
+                cached.unlink()
+                raise BuildError(
+                    f"--include-compiled: {name} from {url} has sha256 {got}, Pyodide's lock says {expected}; "
+                    "nothing was built"
+                )
+        shutil.copy2(cached, dest / file_name)
+        included[name] = file_name
+    return included
+
+
+# ---------------------------------------------------------------- bytecode (faster start)
+
+PYODIDE_KERNEL_PYPI = Path("extensions") / PYODIDE_KERNEL_EXTENSION / "static" / "pypi"
+# What the kernel imports at start comes from these; preloaded while Pyodide boots.
+PRELOAD_PACKAGES = ["micropip", "ipython", "jedi"]
+
+
+def ship_bytecode(site: Path) -> dict:
+    """Add bytecode compiled by the site's own Pyodide (Python 3.14.2, under node) to the
+    stdlib zip and every wheel the kernel installs, then put the new sha256s and sizes in
+    the Pyodide lock, both wheel indexes and the index URL. Returns what was compiled.
+
+    Without bytecode the kernel compiles IPython & co. at every start (2.2 s of a cold
+    start here); unchecked-hash .pyc files are used whatever the files' times.
+    """
+    node = shutil.which("node")
+    if not node:
+        raise BuildError("node is needed to compile the site's bytecode with Pyodide's own Python (Debian package `nodejs`)")
+    pyodide_dir = site / "static" / "pyodide"
+    jobs = [{"src": str(pyodide_dir / "python_stdlib.zip"), "layout": "zipimport", "prefix": "/lib/python314.zip"}]
+    wheels = sorted(pyodide_dir.glob("*.whl")) + sorted((site / "pypi").glob("*.whl")) \
+        + sorted((site / PYODIDE_KERNEL_PYPI).glob("*.whl"))
+    wheels = [w for w in wheels if "wasm32" not in w.name]  # compiled packages ship their own
+    jobs += [{"src": str(w), "layout": "wheel", "prefix": "/lib/python3.14/site-packages"} for w in wheels]
+    with tempfile.TemporaryDirectory(prefix="bytecode-") as tmp:
+        for i, job in enumerate(jobs):
+            job["dst"] = str(Path(tmp) / f"{i}-{Path(job['src']).name}")
+        (Path(tmp) / "jobs.json").write_text(json.dumps(jobs))
+        proc = subprocess.run([node, str(HERE / "bytecode.mjs"), str(pyodide_dir), str(Path(tmp) / "jobs.json")],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BuildError(f"compiling bytecode with Pyodide under node failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        report = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        if report[-1].get("python") != PYODIDE_MARKERS["python_full_version"]:
+            raise BuildError(f"bytecode compiled by Python {report[-1]}, the site runs {PYODIDE_MARKERS['python_full_version']}")
+        for job in jobs:
+            os.replace(job["dst"], job["src"])
+    epoch = source_date_epoch()
+    for w in wheels:
+        os.utime(w, (epoch, epoch))
+    fix_hashes(site, wheels)
+    return {"python": report[-1]["python"], "compiled": {r["src"]: r["compiled"] for r in report[:-1]}}
+
+
+def fix_hashes(site: Path, wheels: list[Path]) -> None:
+    """New sha256 and size of each rewritten wheel, wherever the site records them."""
+    digests = {w.name: (sha256_file(w), w.stat().st_size, hashlib.md5(w.read_bytes()).hexdigest()) for w in wheels}
+    lock_path = site / "static" / "pyodide" / "pyodide-lock.json"
+    lock = json.loads(lock_path.read_text())
+    for entry in lock["packages"].values():
+        if entry["file_name"] in digests:
+            entry["sha256"] = digests[entry["file_name"]][0]
+    lock_path.write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
+    for index_path in (site / "pypi" / "all.json", site / PYODIDE_KERNEL_PYPI / "all.json"):
+        if not index_path.exists():
+            continue
+        text = index_path.read_text()
+        index = json.loads(text)
+        for package in index.values():
+            for files in package.get("releases", {}).values():
+                for f in files:
+                    name = f.get("filename") or f["url"].rsplit("/", 1)[-1].split("?")[0]
+                    if name in digests:
+                        f["digests"]["sha256"], f["size"], md5 = digests[name]
+                        if "md5" in f["digests"]:
+                            f["digests"]["md5"] = md5
+                        if "md5_digest" in f:
+                            f["md5_digest"] = md5
+        index_path.write_text(json.dumps(index, indent=2, sort_keys=True))
+    # jupyter-lite.json names the site index with its sha256 (a cache key)
+    config_path = site / "jupyter-lite.json"
+    config = json.loads(config_path.read_text())
+    kernel = config["jupyter-config-data"]["litePluginSettings"][f"{PYODIDE_KERNEL_EXTENSION}:kernel"]
+    new_hash = sha256_file(site / "pypi" / "all.json")
+    kernel["pipliteUrls"] = [re.sub(r"^\./pypi/all\.json\?sha256=[0-9a-f]+$", f"./pypi/all.json?sha256={new_hash}", u)
+                             for u in kernel.get("pipliteUrls", [])]
+    # the kernel's start packages load with Pyodide, in parallel, instead of one by one after it
+    kernel["loadPyodideOptions"] = {"packages": list(PRELOAD_PACKAGES)}
+    config_path.write_text(json.dumps(config, indent=2, sort_keys=True))
+
+
 # ---------------------------------------------------------------- the lock file
 
 
-def rewrite_lock(lock_path: Path, wheels: dict[str, Path], cdn_url: str) -> dict:
+def rewrite_lock(lock_path: Path, wheels: dict[str, Path], cdn_url: str, included: dict[str, str] | None = None) -> dict:
     """Point lock entries at local wheels where we ship one, else at the CDN (absolute).
 
     Returns {"local": {name: file}, "cdn": {name: url}} for the manifest.
@@ -256,7 +393,9 @@ def rewrite_lock(lock_path: Path, wheels: dict[str, Path], cdn_url: str) -> dict
     for key, entry in lock["packages"].items():
         name = normalize(entry["name"])
         whl = wheels.get(name)
-        if whl is not None:
+        if included and name in included:
+            local[name] = entry["file_name"] = included[name]  # Pyodide's own file: its sha256 stays
+        elif whl is not None:
             if wheel_name_version(whl)[1] != entry["version"]:
                 raise BuildError(
                     f"{name}: kernel-wheels.txt pins {wheel_name_version(whl)[1]}, "
@@ -312,12 +451,25 @@ def check_requirements(index_wheels: list[Path], lock: dict, extension_index: di
         raise BuildError("the kernel would need PyPI for:\n  " + "\n  ".join(problems))
 
 
+def lite_kernel_array_packages() -> list[str]:
+    """ARRAY_PACKAGES of pytree_lab.compat.lite_kernel (what the setup cell's setup() installs),
+    read from the checkout's source: the build environment need not import it."""
+    import ast
+
+    source = (ROOT / "widgets" / "pytree_lab" / "compat" / "lite_kernel.py").read_text()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "ARRAY_PACKAGES" for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    raise BuildError("pytree_lab/compat/lite_kernel.py has no ARRAY_PACKAGES list")
+
+
 def check_setup_cell_installs(project: Path) -> None:
     """The setup cell installs pytree-lab without deps (so diagrams need no numpy), so it
     must name every runtime dependency itself; fail when pyproject gains one it lacks."""
     from packaging.requirements import Requirement
 
     named = {normalize(n) for n in re.findall(r'"([A-Za-z0-9._-]+)"', setup_cell_source())}
+    named |= {normalize(n) for n in lite_kernel_array_packages()}
     _, _, requires = wheel_metadata(project)
     missing = [
         str(req) for req in map(Requirement, requires)
@@ -334,16 +486,44 @@ def setup_cell_source() -> str:
     return FIRST_CELL.read_text().rstrip("\n")
 
 
+def read_notebook(src: Path) -> dict:
+    """The notebook's JSON, checked against the notebook format; a broken file fails the
+    build naming it (a site whose notebook cannot open would only fail in the browser)."""
+    import copy
+    import warnings
+
+    import nbformat
+
+    try:
+        nb = json.loads(src.read_text(encoding="utf-8"))
+        if not isinstance(nb, dict):
+            raise ValueError("the file is not a JSON object")
+        with warnings.catch_warnings():  # e.g. cells without ids: nbformat fixes those itself
+            warnings.simplefilter("ignore")
+            nbformat.validate(copy.deepcopy(nb))  # a copy: validate may repair in place
+    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError, nbformat.ValidationError) as err:
+        first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise BuildError(f"{src}: not a valid notebook ({first_line})") from None
+    return nb
+
+
+def check_staged_notebooks(files_dir: Path, rels: list[str]) -> None:
+    """What the site will serve must still be a valid notebook after the setup cell went in."""
+    for rel in rels:
+        read_notebook(files_dir / rel)
+
+
 def stage_notebook(src: Path, dest: Path) -> str:
     """Copy a notebook for the site; say how its setup cell was found.
 
     "injected" (it had none, the canonical one was put first), "canonical" (its first code
-    cell is first_cell.py verbatim) or "differs" (it starts with a setup cell of its own).
+    cell is first_cell.py verbatim) or "replaced" (it started with an older or edited setup
+    cell, whose source is replaced by first_cell.py: the site's setup has one source).
 
     The copy opens on the Pyodide kernel (a CPython kernelspec would make the page ask the
     student which kernel to start) and starts with the setup cell.
     """
-    nb = json.loads(src.read_text())
+    nb = read_notebook(src)
     nb.setdefault("metadata", {})["kernelspec"] = dict(LITE_KERNELSPEC)
     cells = nb.get("cells", [])
     first_code = next((c for c in cells if c.get("cell_type") == "code"), None)
@@ -362,11 +542,16 @@ def stage_notebook(src: Path, dest: Path) -> str:
         if nb.get("nbformat", 4) >= 4 and nb.get("nbformat_minor", 0) >= 5:
             cell["id"] = SETUP_TAG
         nb["cells"] = [cell, *cells]
+        how = "injected"
+    elif first_source.rstrip("\n") == source:
+        how = "canonical"
+    else:
+        first_code["source"] = source.splitlines(keepends=True)
+        first_code["outputs"], first_code["execution_count"] = [], None
+        how = "replaced"
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
-    if not has_setup:
-        return "injected"
-    return "canonical" if first_source.rstrip("\n") == source else "differs"
+    return how
 
 
 def collect_notebooks(extra: list[Path]) -> list[tuple[Path, str]]:
@@ -397,25 +582,94 @@ def source_date_epoch() -> int:
         return 315532800  # 1980-01-01, the zip epoch
 
 
-def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = None) -> dict:
+def check_output_dir(output_dir: Path) -> None:
+    """Refuse an output folder this build did not make (or that holds files it did not write).
+
+    Allowed: a missing folder, an empty folder, or a folder whose marker lists exactly its
+    files with their sha256 (a site made by this build and left as it was).
+    """
+    if not output_dir.exists():
+        return
+    if not output_dir.is_dir():
+        raise BuildError(f"the output path {output_dir} is a file, not a folder; choose another --output-dir")
+    present = sorted(p.relative_to(output_dir).as_posix() for p in output_dir.rglob("*") if not p.is_dir())
+    if not present:
+        return
+    marker = output_dir / MARKER_NAME
+    if not marker.is_file():
+        raise BuildError(
+            f"{output_dir} is not empty and was not made by this build (no {MARKER_NAME}); "
+            "nothing was changed: choose an empty or new --output-dir"
+        )
+    try:
+        written = json.loads(marker.read_text())["files"]
+    except (ValueError, KeyError, TypeError):
+        raise BuildError(f"{marker} is unreadable; nothing was changed: move the folder away or choose another --output-dir") from None
+    foreign = [rel for rel in present if rel != MARKER_NAME and rel not in written]
+    changed = [rel for rel, digest in written.items()
+               if (output_dir / rel).is_file() and sha256_file(output_dir / rel) != digest]
+    if foreign or changed:
+        listed = ", ".join((foreign + changed)[:5]) + (" ..." if len(foreign) + len(changed) > 5 else "")
+        raise BuildError(
+            f"{output_dir} holds files this build did not write or that changed since ({listed}); "
+            "nothing was changed: move them away or choose another --output-dir"
+        )
+
+
+def write_marker(site: Path) -> None:
+    files = {p.relative_to(site).as_posix(): sha256_file(p)
+             for p in sorted(site.rglob("*")) if p.is_file() and p.name != MARKER_NAME}
+    (site / MARKER_NAME).write_text(json.dumps({"made_by": "pytree-lab lite_build/build.py", "files": files},
+                                               indent=0, sort_keys=True) + "\n")
+
+
+def swap_in(staged: Path, output_dir: Path, scratch: Path) -> None:
+    """Put the finished site at output_dir; an earlier site there (checked) goes only now."""
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    if output_dir.exists():
+        check_output_dir(output_dir)  # again: someone may have written into it during the build
+        old = scratch / "previous-site"
+        os.replace(output_dir, old)
+        os.replace(staged, output_dir)
+        shutil.rmtree(old)
+    else:
+        os.replace(staged, output_dir)
+
+
+def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = None,
+               include_compiled_packages: bool = False, fast_start: bool = True) -> dict:
+    """Build the site into a private staging folder and put it at output_dir only on success.
+
+    An existing output_dir is replaced only when an earlier run of this build made it and it
+    holds nothing else (see check_output_dir); a failed build leaves it as it was.
+    """
     from jupyterlite_pyodide_kernel.constants import PYODIDE_CDN_URL
 
     check_tool_versions()
     output_dir = output_dir.resolve()
+    check_output_dir(output_dir)
     pins = read_pins()
+    notebooks = collect_notebooks(contents or [])
+    for src, _ in notebooks:  # a broken notebook fails the build before anything is made
+        read_notebook(src)
 
     # No state survives from an earlier build (the doit database pitfall).
-    shutil.rmtree(output_dir, ignore_errors=True)
     for stale in (HERE / ".jupyterlite.doit.db",):
         stale.unlink(missing_ok=True)
 
     CACHE.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix="stage-", dir=CACHE))
+    output_dir.parent.mkdir(parents=True, exist_ok=True)
+    # next to the output folder, so the finished site moves in with a rename
+    stage = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}-building-", dir=output_dir.parent))
     try:
         log(f"pytree-lab JupyterLite build -> {output_dir}")
         pyodide_dir = stage / "static" / "pyodide"
         core = fetch_pyodide(pyodide_dir)
         log(f"  Pyodide {PYODIDE_VERSION} core from npm (integrity checked)")
+        included = {}
+        if include_compiled_packages:
+            included = include_compiled(pyodide_dir / "pyodide-lock.json", pyodide_dir, PYODIDE_CDN_URL)
+            log(f"  {', '.join(included)} from Pyodide's CDN, sha256 checked against its lock: shipped in the site")
 
         wheels = fetch_wheels(pins)
         log(f"  {len(wheels)} pinned wheels (sha256 checked)")
@@ -424,9 +678,10 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         check_setup_cell_installs(project)
 
         lock_info = rewrite_lock(pyodide_dir / "pyodide-lock.json",
-                                 {n: w for n, w in wheels.items()}, PYODIDE_CDN_URL)
+                                 {n: w for n, w in wheels.items()}, PYODIDE_CDN_URL, included)
         for name in lock_info["local"]:
-            shutil.copy2(wheels[name], pyodide_dir / wheels[name].name)
+            if name not in included:
+                shutil.copy2(wheels[name], pyodide_dir / wheels[name].name)
 
         pypi_dir = stage / "pypi"
         pypi_dir.mkdir()
@@ -445,9 +700,9 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
 
         files_dir = stage / "files"
         setup_cells = {}
-        notebooks = collect_notebooks(contents or [])
         for src, rel in notebooks:
             setup_cells[rel] = stage_notebook(src, files_dir / rel)
+        check_staged_notebooks(files_dir, [rel for _, rel in notebooks])
         files_dir.mkdir(exist_ok=True)
 
         shutil.copy2(SITE_CONFIG, stage / "jupyter-lite.json")
@@ -476,11 +731,16 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         )
         if proc.returncode != 0:
             raise BuildError(f"jupyter lite build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
-        output_dir.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(staged_output), str(output_dir))
-
-        manifest = verify_and_describe(output_dir, lock_info, wheels, project, notebooks, setup_cells)
-        (output_dir / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
+        bytecode = None
+        if fast_start:
+            bytecode = ship_bytecode(staged_output)
+            log(f"  bytecode compiled by Pyodide's Python {bytecode['python']} for the stdlib and "
+                f"{len(bytecode['compiled']) - 1} wheels; packages preloaded at start: {', '.join(PRELOAD_PACKAGES)}")
+        manifest = verify_and_describe(staged_output, lock_info, wheels, project, notebooks, setup_cells)
+        manifest["bytecode"] = bytecode
+        (staged_output / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
+        write_marker(staged_output)
+        swap_in(staged_output, output_dir, stage)
         print_manifest(output_dir, manifest)
         return manifest
     finally:
@@ -494,6 +754,10 @@ def verify_and_describe(output_dir, lock_info, wheels, project, notebooks, setup
     problems = []
     if kernel.get("pyodideUrl") != "./static/pyodide/pyodide.mjs":
         problems.append(f"pyodideUrl is {kernel.get('pyodideUrl')!r}, not the site's own Pyodide")
+    wanted = json.loads(SITE_CONFIG.read_text())["jupyter-config-data"]
+    for key in STORAGE_SETTINGS:
+        if config.get(key) != wanted[key]:
+            problems.append(f"{key} is {config.get(key)!r}, not {wanted[key]!r} (students' work would be kept elsewhere)")
     if kernel.get("disablePyPIFallback") is not True:
         problems.append("disablePyPIFallback is not on")
     if not any(u.startswith("./pypi/all.json") for u in kernel.get("pipliteUrls", [])):
@@ -547,12 +811,13 @@ def verify_and_describe(output_dir, lock_info, wheels, project, notebooks, setup
         "pyodide_version": PYODIDE_VERSION,
         "pyodide_core": [entry(pyodide_dir / n) for n in PYODIDE_CORE_FILES],
         "lock_wheels": [entry(pyodide_dir / f) for f in sorted(lock_info["local"].values())],
+        "included_compiled": sorted(n for n in CDN_PACKAGES if n in lock_info["local"]),
         "index_wheels": [entry(p) for p in sorted((output_dir / "pypi").glob("*.whl"))],
         "project_wheel": f"pypi/{project.name}",
         "notebooks": [entry(output_dir / "files" / rel) for _, rel in notebooks],
         "setup_cell": setup_cells,
         "extensions": extensions,
-        "cdn_packages": {name: lock_info["cdn"][name] for name in CDN_PACKAGES},
+        "cdn_packages": {name: lock_info["cdn"][name] for name in CDN_PACKAGES if name in lock_info["cdn"]},
         "total_bytes": sum(p.stat().st_size for p in all_files),
         "total_files": len(all_files),
     }
@@ -569,18 +834,21 @@ def print_manifest(output_dir: Path, m: dict) -> None:
     rows("Pyodide lock packages shipped as local wheels:", m["lock_wheels"])
     rows("Site wheel index (pypi/all.json; PyPI fallback off):", m["index_wheels"])
     rows("Notebooks:", m["notebooks"])
-    for how in ("injected", "differs"):
+    for how in ("injected", "replaced"):
         names = [n for n, h in m["setup_cell"].items() if h == how]
         if names:
-            note = "setup cell injected into" if how == "injected" else "setup cell differs from first_cell.py in"
+            note = "setup cell injected into" if how == "injected" else "setup cell replaced by first_cell.py in"
             log(f"  {note}: {', '.join(names)}")
     log("\nFront-end extensions:")
     for name, e in sorted(m["extensions"].items()):
         source = f"from {e['from_wheel']}" if e.get("from_wheel") else "the Pyodide kernel"
         log(f"  {human(e['bytes']):>9}  {name} {e['version']} ({e['files']} files, {source})")
-    log("\nFetched at run time from Pyodide's CDN (pinned in static/pyodide/pyodide-lock.json):")
-    for name, url in m["cdn_packages"].items():
-        log(f"  {name}: {url}")
+    if m["cdn_packages"]:
+        log("\nFetched at run time from Pyodide's CDN (pinned in static/pyodide/pyodide-lock.json):")
+        for name, url in m["cdn_packages"].items():
+            log(f"  {name}: {url}")
+    if m["included_compiled"]:
+        log(f"\nShipped in the site (works offline): {', '.join(m['included_compiled'])}")
     log(f"\nSite: {m['total_files']} files, {human(m['total_bytes'])} in {output_dir}")
 
 
@@ -589,9 +857,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT)
     parser.add_argument("--contents", type=Path, action="append", default=[],
                         help="extra notebook or folder of notebooks (besides content/*.ipynb)")
+    parser.add_argument("--include-compiled", action="store_true",
+                        help="download numpy and pandas from Pyodide's CDN (sha256-checked against its lock) "
+                             "and ship them in the site, so it works fully offline")
     args = parser.parse_args(argv)
     try:
-        build_site(args.output_dir, args.contents)
+        build_site(args.output_dir, args.contents, include_compiled_packages=args.include_compiled)
     except BuildError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -1,5 +1,9 @@
 # pytree-lab setup: installs the course packages when this notebook runs in the browser (JupyterLite).
 # In a regular Jupyter kernel it does nothing. Run it first; no need to edit it.
+#
+# Your work in this site is kept in this browser only (not on a server, not in other browsers).
+# File > Download saves a notebook to your computer. To get a fresh copy of a course notebook,
+# rename or delete your copy in the file browser (download it first), then reopen the page.
 import sys
 
 if sys.platform == "emscripten":
@@ -8,14 +12,7 @@ if sys.platform == "emscripten":
     # Widgets and the course package come from this site's own wheels (no numpy needed).
     await piplite.install(["anywidget", "ipywidgets"])
     await piplite.install("pytree-lab", deps=False)
-    try:
-        # numpy and pandas are compiled for the browser and come from Pyodide's CDN.
-        await piplite.install(["numpy", "autograd", "bqplot"])
-        import numpy  # a failed download is only logged by Pyodide: check it arrived
-    except Exception as err:
-        print(f"numpy could not be loaded ({type(err).__name__}): tree diagrams work, gradient steps need a network.")
-    else:
-        # JAX cannot run in the browser: `import jax` gives pytree-lab's Lite engine (numpy + autograd).
-        import pytree_lab.compat
+    # numpy comes from Pyodide's CDN: a bounded wait, then one message; `import jax` works either way.
+    import pytree_lab.compat.lite_kernel
 
-        pytree_lab.compat.install_as_jax()
+    await pytree_lab.compat.lite_kernel.setup()

@@ -38,6 +38,11 @@ print("PROBE pytree-lab", importlib.metadata.version("pytree-lab"))
 print("PROBE file-sha256", hashlib.sha256(
     (pathlib.Path(pytree_lab.__file__).parent / "{PACKAGE_FILE_TO_COMPARE}").read_bytes()).hexdigest())
 print("PROBE numpy-imported", "numpy" in sys.modules)
+import importlib.util, IPython.core.interactiveshell as _shell
+_pyc = pathlib.Path(importlib.util.cache_from_source(_shell.__file__))
+# the site's bytecode: an unchecked-hash pyc (flags 1) that only the build writes
+print("PROBE ipython-pyc-flags", int.from_bytes(_pyc.read_bytes()[4:8], "little") if _pyc.exists() else "missing")
+print("PROBE dont-write-bytecode", sys.dont_write_bytecode)
 """
 # An anywidget with inline ES module: the widget stack on its own, independent of pytree-lab.
 ANYWIDGET_CELL = """\

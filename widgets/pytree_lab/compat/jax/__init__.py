@@ -7,18 +7,90 @@ browser, with gradients from autograd (a real reverse-mode autodiff library) and
 that follow `jax.tree_util` exactly. It is not JAX: `__version__` says so, and there is no
 compiler, no `vmap`, no random keys and no devices. `pytree_lab.compat.install_as_jax()` makes it
 importable as ``jax`` only where real JAX cannot be imported.
+
+The tree operations are plain Python and are imported with the package. The parts that compute
+with arrays are imported on first use; where numpy (or autograd) cannot be loaded, as on a
+JupyterLite page offline, they become the stand-ins of `pytree_lab.compat._without_numpy`: `jax.numpy.array`
+gives plain Python values so trees can still be built and drawn, everything else says in one
+sentence that it needs numpy.
 """
 
 from __future__ import annotations
 
+import importlib
+from typing import Any
+
 from ... import __version__ as _package_version
-from . import flatten_util, numpy, tree, tree_util
-from ._autodiff import block_until_ready, config, grad, jit, value_and_grad
-from .numpy import Array
+from . import tree, tree_util
+from ._config import config
 
 # A local version label: it sorts near the package version and never claims to be a JAX release.
 __version__ = f"{_package_version}+pytree-lab-lite"
 __pytree_lab_lite__ = True
+
+# name -> (module, attribute or None for the module itself); these need numpy (+ autograd)
+_ARRAY_PARTS = {
+    "numpy": ("numpy", None),
+    "flatten_util": ("flatten_util", None),
+    "Array": ("numpy", "Array"),
+    "grad": ("_autodiff", "grad"),
+    "value_and_grad": ("_autodiff", "value_and_grad"),
+    "jit": ("_autodiff", "jit"),
+    "block_until_ready": ("_autodiff", "block_until_ready"),
+}
+_MISSING = ("numpy", "autograd")
+
+
+def without_numpy() -> bool:
+    """True when numpy or autograd cannot be imported here (the array parts are stand-ins)."""
+    try:
+        importlib.import_module(".numpy", __name__)
+        importlib.import_module("._autodiff", __name__)
+    except ModuleNotFoundError as err:
+        if (err.name or "").split(".")[0] in _MISSING:
+            return True
+        raise
+    return False
+
+
+def _check_importable() -> None:
+    """Outside the browser kernel the Lite engine needs numpy and autograd, as it always did."""
+    from .._without_numpy import ALLOWED
+
+    if not ALLOWED["on"]:
+        importlib.import_module(".numpy", __name__)
+        importlib.import_module("._autodiff", __name__)
+
+
+def __getattr__(name: str) -> Any:
+    part = _ARRAY_PARTS.get(name)
+    if part is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module_name, attr = part
+    try:
+        module = importlib.import_module(f".{module_name}", __name__)
+    except ModuleNotFoundError as err:
+        if (err.name or "").split(".")[0] not in _MISSING:
+            raise
+        from .. import _without_numpy as stand_in
+
+        if name == "numpy":
+            return stand_in.numpy_module()
+        if name == "flatten_util":
+            return stand_in.flatten_util_module()
+        if name == "Array":
+            return stand_in.Array
+        return stand_in.needs_numpy(f"jax.{name}")
+    value = module if attr is None else getattr(module, attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_ARRAY_PARTS))
+
+
+_check_importable()
 
 __all__ = [
     "Array",

@@ -18,6 +18,7 @@ from autograd.numpy.numpy_boxes import ArrayBox as _ArrayBox
 from autograd.tracer import getval as _getval
 
 from .. import tree_util as _tu
+from ._config import config  # noqa: F401  (jax.config, re-exported)
 from . import numpy as _jnp
 
 
@@ -165,23 +166,3 @@ def jit(fun: Callable | None = None, /, *, static_argnums: Any = None, static_ar
 def block_until_ready(x: Any) -> Any:
     """Computation is eager here, so results are always ready."""
     return x
-
-
-class _Config:
-    """`jax.config` as far as the Lite engine goes: JAX's default 32-bit mode only."""
-
-    jax_enable_x64 = False
-
-    def update(self, name: str, value: Any) -> None:
-        if name == "jax_enable_x64" and value:
-            raise NotImplementedError(
-                "The pytree-lab Lite engine computes in JAX's default 32-bit mode only; "
-                "jax_enable_x64 needs real JAX."
-            )
-        setattr(self, name, value)
-
-    def __repr__(self) -> str:
-        return "<jax.config of the pytree-lab Lite engine>"
-
-
-config = _Config()
