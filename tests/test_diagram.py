@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import jax
 import jax.numpy as jnp
 import optax
@@ -129,3 +131,36 @@ def test_explorer_keeps_an_optimizer_state_panel_across_moves():
     ex.show_extra({"optimizer state": new_state})
     count = next(r for r in ex.diagram.panels[0]["rows"] if r["p"] == "[0].count")
     assert count["c"][0]["v"] == "1"  # one optax step counted
+
+
+def _page_writes(widget, state: dict) -> None:
+    """The comm message the front end sends when the page writes traits (model.save_changes)."""
+    widget._handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}},
+                        "buffers": []})
+
+
+def test_the_page_may_write_only_selection_and_folding(caplog):
+    grads = jax.grad(loss)(PARAMS)
+    state = optax.sgd(0.1).init(PARAMS)
+    d = PytreeDiagram(PARAMS, grads=grads, extra={"optimizer state": state})
+    rows, panels, columns = d.rows, d.panels, d.columns
+    sent = []
+    d._send = lambda msg, buffers=None: sent.append(msg)  # what goes back to the page
+    with caplog.at_level("INFO", logger="pytree_lab.page"):
+        _page_writes(d, {"panels": "[{\"title\": \"x\"}]", "rows": "[]", "columns": ["hacked"],
+                         "selected_path": "['bias']"})
+        _page_writes(d, {"panels": "[]"})
+    # kernel-owned traits keep the kernel's values; the intent trait is accepted
+    assert d.rows == rows and d.panels == panels and d.columns == columns
+    assert d.selected_path == "['bias']"
+    assert d.refused_page_writes == {"panels": 2, "rows": 1, "columns": 1}
+    # the kernel's values are sent back so the page shows them again
+    restored = [m["state"] for m in sent if m["method"] == "update"]
+    assert any("panels" in s and s["panels"] == json.dumps(panels, ensure_ascii=False, separators=(",", ":"))
+               for s in restored)
+    # logged once per trait, quietly (INFO: no traceback, nothing printed into the notebook)
+    refusals = [r for r in caplog.records if r.name == "pytree_lab.page"]
+    assert len(refusals) <= 3 and all(r.levelname == "INFO" for r in refusals)
+    # the diagram still works after the refused writes
+    d.set_trees({"params": PARAMS, "grads": grads})
+    assert [c["v"] for c in {r["p"]: r for r in d.rows}["['bias']"]["c"]] == ["0", "-4"]

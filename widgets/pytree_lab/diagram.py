@@ -8,11 +8,13 @@ from typing import Any
 import anywidget
 import traitlets
 
+from ._intent import PageIntents
 from ._static import static_asset
 from ._text import TextForm
-from .trees import Diagnosis, TreeSummary, align, describe, diagnose, diagnose_summaries, gc_paused
+from .diagnose import Diagnosis, diagnose, diagnose_summaries
+from .trees import Node, TreeSummary, _type_label, describe, gc_paused
 
-__all__ = ["PytreeDiagram"]
+__all__ = ["PytreeDiagram", "align"]
 
 _MISSING = object()
 
@@ -24,7 +26,116 @@ def _as_json_text(value: Any, widget: Any = None) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-class PytreeDiagram(TextForm, anywidget.AnyWidget):
+# --------------------------------------------------------------------------- wire rows
+
+
+def _cell(node: Node, flag: bool = True) -> dict:
+    leaf = node.leaf
+    if leaf is not None:
+        cell = {"ty": _type_label(leaf.dtype, leaf.shape), "v": leaf.summary, "i": leaf.index}
+        if flag and not leaf.differentiable:
+            cell["nd"] = 1
+        return cell
+    return {"ty": node.type_name, "n": len(node.children)}
+
+
+def align(summaries: list[TreeSummary], order: TreeSummary | None = None) -> list[dict]:
+    """Rows matched by path across trees, in the first tree's display order.
+
+    `order` (optional) is a tree whose display order wins, e.g. the params as the user wrote
+    them when the first tree came back from a JAX transformation with its dict keys sorted.
+
+    Each row: ``p`` path, ``u`` parent path, ``l`` label, ``d`` depth, ``leaf`` (0/1),
+    ``c`` one cell per tree (None where the path is missing), ``s`` status
+    (``ok``, ``missing``, ``shape``, ``dtype``, ``kind``). The root container is not a row
+    unless the whole tree is a single leaf. A path only some trees have comes after its
+    siblings, at the end of its parent's subtree.
+    """
+    with gc_paused():
+        return _align(summaries, order)
+
+
+def _align(summaries: list[TreeSummary], order: TreeSummary | None) -> list[dict]:
+    n = len(summaries)
+    by_path: dict[str, dict] = {}
+    top: list[dict] = []
+    kids: dict[str, list[dict]] = {}
+    seeded = order is not None
+    for col, summary in enumerate(([order] if seeded else []) + list(summaries)):
+        col -= seeded
+        root = summary.root
+        if root.leaf is not None:
+            walk = [(root, None)]
+        else:
+            walk = []
+            stack = [(c, "") for c in reversed(root.children)]
+            while stack:
+                node, parent = stack.pop()
+                walk.append((node, parent))
+                if node.children:
+                    path = node.path
+                    stack.extend([(c, path) for c in reversed(node.children)])
+        for node, parent in walk:
+            row = by_path.get(node.path)
+            if row is None:
+                row = by_path[node.path] = {
+                    "p": node.path, "u": parent, "l": node.label, "d": node.depth,
+                    "leaf": int(node.leaf is not None), "c": [None] * n,
+                }
+                if parent is None or parent not in by_path:
+                    top.append(row)
+                else:
+                    siblings = kids.get(parent)
+                    if siblings is None:
+                        siblings = kids[parent] = []
+                        by_path[parent]["leaf"] = 0  # a leaf in one tree, a container in another
+                    siblings.append(row)
+            if col >= 0:
+                row["c"][col] = _cell(node, summary.role == "params")
+                if node.leaf is None:
+                    row["leaf"] = 0  # a container in any tree can unfold
+    for row in top:
+        if row["u"] is not None and row["u"] in by_path:
+            row["u"] = None  # its parent row came later (a root leaf in another tree): shown on top
+    # rows in display order: parents before children, first-seen order among siblings
+    rows: list[dict] = []
+    stack = list(reversed(top))
+    while stack:
+        row = stack.pop()
+        rows.append(row)
+        children = kids.get(row["p"])
+        if children:
+            stack.extend(reversed(children))
+    if seeded:
+        rows = [r for r in rows if any(c is not None for c in r["c"])]
+    for row in rows:
+        row["s"] = _status(row["c"], row["leaf"]) if n > 1 else "ok"
+    return rows
+
+
+def _status(cells: list, is_leaf: int) -> str:
+    if None in cells:
+        return "missing"
+    first = cells[0]
+    has_index = "i" in first
+    ty = first["ty"]
+    same = True
+    for c in cells:
+        if ("i" in c) != has_index:
+            return "kind"
+        if c["ty"] != ty:
+            same = False
+    if same or not is_leaf:
+        return "ok"
+    if len({c["ty"].partition("[")[2] for c in cells}) > 1:
+        return "shape"
+    return "dtype"
+
+
+# --------------------------------------------------------------------------- the widget
+
+
+class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     """One or more pytrees drawn side by side, each leaf beside its partners at the same path.
 
     >>> PytreeDiagram(params)                                   # one tree
@@ -49,6 +160,8 @@ class PytreeDiagram(TextForm, anywidget.AnyWidget):
 
     _esm = static_asset("diagram.js")
     _css = static_asset("diagram.css")
+    # The page reports what the person did; every other trait is written by Python only.
+    _page_intents = frozenset({"selected_path", "collapsed"})
 
     # The Python <-> JS contract (spelled the same in static/diagram.js).
     columns = traitlets.List(traitlets.Unicode()).tag(sync=True)

@@ -13,6 +13,8 @@ import importlib
 from functools import cached_property
 from typing import Any, Callable
 
+from .compat import _is_lite as _is_lite_module
+
 __all__ = ["Engine", "get_engine"]
 
 
@@ -29,8 +31,11 @@ class Engine:
 
     @property
     def is_lite(self) -> bool:
-        """True for the JupyterLite engine (numpy + autograd), False for real JAX."""
-        return "lite" in self.version
+        """True for the JupyterLite engine (numpy + autograd), False for real JAX.
+
+        Told by the module itself (the Lite engine marks itself), never by a version string.
+        """
+        return _is_lite_module(self.jax)
 
     @property
     def name(self) -> str:

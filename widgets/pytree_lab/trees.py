@@ -1,4 +1,4 @@
-"""The tree model: nodes, paths, leaf summaries, alignment and diagnosis.
+"""The tree model: nodes, paths, leaves and `describe`.
 
 Pure Python. Nothing here imports jax or numpy at module level, so a diagram of a plain-Python
 tree works in a JupyterLite kernel that has neither. Paths are `jax.tree_util.keystr` strings
@@ -17,6 +17,11 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+from ._format import fmt_number
+from .summaries import SMALL_LEAF
+from .summaries import summarise_array as _array_summary  # noqa: F401 (kept importable here)
+from .summaries import summarise_arrays
+
 __all__ = [
     "Leaf",
     "Node",
@@ -26,11 +31,30 @@ __all__ = [
     "diagnose",
     "diagnose_summaries",
     "element_labels",
+    "leaf_objects",
     "path_label",
 ]
 
-# Leaves at or below this many values have their values shown; bigger ones are summarised.
-SMALL_LEAF = 8
+# Elsewhere since the model was split along its seams; still importable from here:
+#   diagnose.py  Diagnosis, diagnose, diagnose_summaries (comparing two trees)
+#   diagram.py   align (the diagram's wire rows)
+_MOVED = {
+    "Diagnosis": "diagnose",
+    "diagnose": "diagnose",
+    "diagnose_summaries": "diagnose",
+    "align": "diagram",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # lazy: diagnose imports this module, and the diagram imports anywidget
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{module}", __package__), name)
+
 # Text diagrams indent at most this many characters (a 1,000-level tree stays readable).
 _MAX_INDENT = 4 * 24
 _FLOAT_DTYPES = {"float16", "bfloat16", "float32", "float64"}
@@ -298,14 +322,6 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
 # --------------------------------------------------------------------------- leaves
 
 
-def _fmt(v: float) -> str:
-    if v != v or v == math.inf or v == -math.inf:
-        return str(float(v))
-    if v == 0:
-        return "0"
-    return f"{v:.4g}"
-
-
 def _scalar_dtype(x: Any) -> str:
     if isinstance(x, bool):
         return "bool"
@@ -345,7 +361,7 @@ def _leaf(path: str, x: Any, index: int, with_values: bool = True) -> Leaf:
         dtype = _scalar_dtype(x)
         diff = isinstance(x, float)
         values = (float(x.real) if isinstance(x, complex) else float(x),) if with_values else None
-        summary = repr(x) if isinstance(x, complex) else _fmt(float(x)) if not isinstance(x, bool) else str(x)
+        summary = repr(x) if isinstance(x, complex) else fmt_number(float(x)) if not isinstance(x, bool) else str(x)
         return Leaf(path, (), dtype, 1, diff, summary, index, values if not isinstance(x, complex) else None)
     if isinstance(x, (str, bytes)):
         text = repr(x)
@@ -361,52 +377,6 @@ def _leaf(path: str, x: Any, index: int, with_values: bool = True) -> Leaf:
         return Leaf(path, shape, dtype, size, diff, summary, index, values)
     text = f"{type(x).__name__} object"
     return Leaf(path, (), "object", 1, False, text, index, None)
-
-
-def _host(x: Any, size: int) -> Any:
-    """`x` as a numpy array, or None for array-likes that hold no values (jax.ShapeDtypeStruct
-    from eval_shape, a tracer inside jit)."""
-    import numpy as np
-
-    try:
-        a = np.asarray(x)
-    except Exception:  # a tracer refuses conversion; its shape and dtype are still shown
-        return None
-    return a if a.dtype != object and a.size == size else None
-
-
-def _array_summary(x: Any, size: int, dtype: str) -> tuple[str, tuple | None]:
-    """Values for small leaves; count, mean, min, max for big ones. Computed here, never shipped whole."""
-    import numpy as np  # an array leaf means numpy is there
-
-    if size == 0:
-        return "empty", ()
-    kind = dtype[:1]
-    if kind not in ("f", "i", "u", "b") and dtype != "bfloat16":
-        return f"{dtype} values", None
-    a = _host(x, size)
-    if a is None:
-        return "no values", None
-    if size <= SMALL_LEAF:
-        # .tolist() gives Python numbers directly (float32 -> the same float64 astype would give)
-        flat = a.ravel().tolist() if kind == "f" and dtype != "bfloat16" else a.astype(np.float64).ravel().tolist()
-        if a.ndim == 0:
-            return _fmt(flat[0]), tuple(flat)
-        return "[" + ", ".join(map(_fmt, flat)) + "]", tuple(flat)
-    # Reduce in the leaf's own dtype (no float64 copy of a 10^7-element leaf); sum in float64.
-    a = a.ravel()
-    if a.dtype.kind == "b" or dtype == "bfloat16":
-        a = a.astype(np.float32)
-    finite = np.isfinite(a)
-    bad = int(size - np.count_nonzero(finite))
-    parts = []
-    if bad < size:
-        fv = a[finite] if bad else a
-        parts.append(f"mean {_fmt(float(fv.mean(dtype=np.float64)))}, "
-                     f"min {_fmt(float(fv.min()))}, max {_fmt(float(fv.max()))}")
-    if bad:
-        parts.append(f"{bad} non-finite")
-    return "; ".join(parts), None
 
 
 # --------------------------------------------------------------------------- describe
@@ -458,67 +428,17 @@ def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
         for k in range(len(made) - 1, -1, -1):
             push((made[k][1], made[k][2]))
     if pending:
-        _summarise_arrays(pending, leaves)
+        _fill_summaries(pending, leaves)
     return TreeSummary(name, root, leaves)
 
 
-def _summarise_arrays(pending: list[tuple[Node, Any]], leaves: list[Leaf]) -> None:
-    """Fill in the value summaries of array leaves, leaves of one dtype and shape at a time.
-
-    A model repeats a few shapes thousands of times: one numpy reduction over a stack of them
-    costs far less than a handful of numpy calls per leaf.
-    """
-    import numpy as np
-
-    groups: dict[tuple, list[tuple[Node, Any]]] = {}
-    for node, obj in pending:
+def _fill_summaries(pending: list[tuple[Node, Any]], leaves: list[Leaf]) -> None:
+    """Put the value summaries of array leaves into their Leaf (one batched pass)."""
+    found = summarise_arrays([(obj, node.leaf.dtype, node.leaf.shape, node.leaf.size) for node, obj in pending])
+    for (node, _), (summary, vals) in zip(pending, found):
         leaf = node.leaf
-        groups.setdefault((leaf.dtype, leaf.shape), []).append((node, obj))
-    for (dtype, shape), members in groups.items():
-        size = members[0][0].leaf.size
-        kind = dtype[:1]
-        numeric = kind in ("f", "i", "u", "b") or dtype == "bfloat16"
-        hosts = [] if len(members) == 1 or size == 0 or not numeric or size > 4096 else [
-            _host(obj, size) for _, obj in members]
-        if not hosts or any(h is None for h in hosts):
-            found = [_array_summary(obj, size, dtype) for _, obj in members]
-        else:
-            stacked = np.stack([h.reshape(size) for h in hosts])
-            if size <= SMALL_LEAF:
-                found = _small_summaries(stacked, dtype, len(shape) == 0)
-            else:
-                found = _big_summaries(stacked, dtype, [obj for _, obj in members])
-        for (node, _), (summary, vals) in zip(members, found):
-            leaf = node.leaf
-            node.leaf = leaves[leaf.index] = Leaf(leaf.path, leaf.shape, leaf.dtype, leaf.size,
-                                                  leaf.differentiable, summary, leaf.index, vals)
-
-
-def _small_summaries(stacked: Any, dtype: str, scalar: bool) -> list[tuple[str, tuple]]:
-    import numpy as np
-
-    rows = (stacked if dtype[:1] == "f" and dtype != "bfloat16" else stacked.astype(np.float64)).tolist()
-    if scalar:
-        return [(_fmt(r[0]), (r[0],)) for r in rows]
-    return [("[" + ", ".join(map(_fmt, r)) + "]", tuple(r)) for r in rows]
-
-
-def _big_summaries(stacked: Any, dtype: str, objs: list) -> list[tuple[str, None]]:
-    import numpy as np
-
-    if stacked.dtype.kind == "b" or dtype == "bfloat16":
-        stacked = stacked.astype(np.float32)
-    all_finite = np.isfinite(stacked).all(axis=1).tolist()
-    means = stacked.mean(axis=1, dtype=np.float64).tolist()
-    lows = stacked.min(axis=1).tolist()
-    highs = stacked.max(axis=1).tolist()
-    out = []
-    for k, ok in enumerate(all_finite):
-        if ok:
-            out.append((f"mean {_fmt(means[k])}, min {_fmt(lows[k])}, max {_fmt(highs[k])}", None))
-        else:  # NaN or Inf inside: the per-leaf path counts them and summarises the rest
-            out.append(_array_summary(objs[k], stacked.shape[1], dtype))
-    return out
+        node.leaf = leaves[leaf.index] = Leaf(leaf.path, leaf.shape, leaf.dtype, leaf.size,
+                                              leaf.differentiable, summary, leaf.index, vals)
 
 
 def _first(item: tuple) -> Any:
@@ -593,108 +513,6 @@ def element_labels(leaf: Leaf) -> list[str]:
     return labels
 
 
-# --------------------------------------------------------------------------- diagnose
-
-
-@dataclass(frozen=True)
-class Diagnosis:
-    """The first difference between two trees, in the order the lesson teaches."""
-
-    ok: bool
-    kind: str | None = None  # None | "structure" | "shape" | "dtype" (| "value" with diagnose(values=True))
-    path: str = ""
-    message: str = "The trees match: same structure, leaf paths, shapes and dtypes."
-
-    def __bool__(self) -> bool:
-        return self.ok
-
-
-def _sentence(name: str) -> str:
-    """`the gradient tree` -> `The gradient tree` (only the first letter: names keep their case)."""
-    return name[:1].upper() + name[1:]
-
-
-def _where(path: str) -> str:
-    return path if path else "the root"
-
-
-def diagnose(
-    reference: Any,
-    candidate: Any,
-    *,
-    reference_name: str = "params",
-    candidate_name: str = "the gradient tree",
-    values: bool = False,
-) -> Diagnosis:
-    """Compare two trees: structure, then leaf paths, then shapes, then dtypes.
-
-    Equal-shaped leaves that were swapped are not caught by those checks (nothing structural
-    differs): that is why the lesson compares with an independently known update. Pass
-    ``values=True`` with such a reference (e.g. the hand-derived gradients) to compare leaf
-    values last (kind ``"value"``); the message says when a value belongs at another path.
-    """
-    ref = describe(reference, reference_name, values=values)
-    cand = describe(candidate, candidate_name, values=values)
-    found = diagnose_summaries(ref, cand, reference_name, candidate_name)
-    if not found.ok or not values:
-        return found
-    return _compare_values(reference, candidate, ref, cand, reference_name, candidate_name)
-
-
-def diagnose_summaries(ref: TreeSummary, cand: TreeSummary, ref_name: str, cand_name: str) -> Diagnosis:
-    """`diagnose` for trees already described (the diagram reuses its summaries)."""
-    # 1. structure and leaf paths: walk both node trees together.
-    stack = [(ref.root, cand.root)]
-    while stack:
-        a, b = stack.pop()
-        if a.kind != b.kind or (a.type_name != b.type_name and a.kind in ("custom", "namedtuple")):
-            what_a = "a leaf" if a.kind == "leaf" else f"a {a.type_name}"
-            what_b = "a leaf" if b.kind == "leaf" else f"a {b.type_name}"
-            return Diagnosis(
-                False, "structure", a.path,
-                f"At {_where(a.path)}, {ref_name} has {what_a} but {cand_name} has {what_b}: "
-                "the containers must agree before any leaves can be paired.",
-            )
-        if a.kind == "leaf":
-            continue
-        a_keys = {c.path: c for c in a.children}
-        b_keys = {c.path: c for c in b.children}
-        missing = [p for p in a_keys if p not in b_keys]
-        extra = [p for p in b_keys if p not in a_keys]
-        if missing or extra:
-            if missing and extra:
-                msg = (f"{_sentence(cand_name)} is missing {missing[0]} and has {extra[0]} instead: "
-                       f"a renamed key is a different path, so {missing[0]} has no partner.")
-                path = missing[0]
-            elif missing:
-                msg = (f"{_sentence(cand_name)} is missing {missing[0]}, which {ref_name} has: "
-                       f"every leaf of {ref_name} needs a partner at the same path.")
-                path = missing[0]
-            else:
-                msg = (f"{_sentence(cand_name)} has {extra[0]}, which {ref_name} does not have: "
-                       "an extra path has no partner.")
-                path = extra[0]
-            return Diagnosis(False, "structure", path, msg)
-        stack.extend((a_keys[p], b_keys[p]) for p in reversed(list(a_keys)))
-
-    # 2. shapes, in JAX flatten order.
-    for la, lb in zip(ref.leaves, cand.leaves):
-        if la.shape != lb.shape:
-            return Diagnosis(
-                False, "shape", la.path,
-                f"{_where(la.path)} has shape {la.shape} in {ref_name} but {lb.shape} in {cand_name}: "
-                "a matching structure does not prove matching shapes, and broadcasting could hide this.",
-            )
-    # 3. dtypes.
-    for la, lb in zip(ref.leaves, cand.leaves):
-        if la.dtype != lb.dtype:
-            return Diagnosis(
-                False, "dtype", la.path,
-                f"{_where(la.path)} is {la.dtype} in {ref_name} but {lb.dtype} in {cand_name}.",
-            )
-    return Diagnosis(True)
-
-
 def leaf_objects(tree: Any) -> list:
     """The leaves themselves, in JAX flatten order (the same walk as `describe`)."""
     out, stack = [], [tree]
@@ -706,141 +524,3 @@ def leaf_objects(tree: Any) -> list:
         else:
             stack.extend(child for _, _, _, child in reversed(kids[2]))
     return out
-
-
-def _values_close(a: Any, b: Any) -> bool:
-    try:
-        import numpy as np
-
-        x, y = np.asarray(a), np.asarray(b)
-        if x.dtype.kind in "fcuib" and y.dtype.kind in "fcuib":
-            return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-5, atol=1e-6, equal_nan=True))
-    except ImportError:  # plain Python leaves in a kernel without numpy
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-            return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
-    try:
-        return bool(a == b)
-    except Exception:  # an object whose == is not a truth value
-        return a is b
-
-
-def _compare_values(reference, candidate, ref: TreeSummary, cand: TreeSummary, ref_name, cand_name) -> Diagnosis:
-    ra, ca = leaf_objects(reference), leaf_objects(candidate)
-    for k, (la, lb) in enumerate(zip(ref.leaves, cand.leaves)):
-        if _values_close(ra[k], ca[k]):
-            continue
-        got = lb.summary or lb.type_label
-        message = f"{_where(la.path)} is {got} in {cand_name} but {la.summary or la.type_label} in {ref_name}."
-        owner = next((other.path for j, other in enumerate(ref.leaves)
-                      if j != k and other.shape == lb.shape and _values_close(ra[j], ca[k])), None)
-        if owner is not None:
-            message += (f" That is the value that belongs at {owner}: equal shapes do not say which parameter "
-                        "a value belongs to, so keep each leaf on its path.")
-        return Diagnosis(False, "value", la.path, message)
-    return Diagnosis(True, message="The trees match: structure, leaf paths, shapes, dtypes and values.")
-
-
-# --------------------------------------------------------------------------- alignment
-
-
-def _cell(node: Node, flag: bool = True) -> dict:
-    leaf = node.leaf
-    if leaf is not None:
-        cell = {"ty": _type_label(leaf.dtype, leaf.shape), "v": leaf.summary, "i": leaf.index}
-        if flag and not leaf.differentiable:
-            cell["nd"] = 1
-        return cell
-    return {"ty": node.type_name, "n": len(node.children)}
-
-
-def align(summaries: list[TreeSummary], order: TreeSummary | None = None) -> list[dict]:
-    """Rows matched by path across trees, in the first tree's display order.
-
-    `order` (optional) is a tree whose display order wins, e.g. the params as the user wrote
-    them when the first tree came back from a JAX transformation with its dict keys sorted.
-
-    Each row: ``p`` path, ``u`` parent path, ``l`` label, ``d`` depth, ``leaf`` (0/1),
-    ``c`` one cell per tree (None where the path is missing), ``s`` status
-    (``ok``, ``missing``, ``shape``, ``dtype``, ``kind``). The root container is not a row
-    unless the whole tree is a single leaf. A path only some trees have comes after its
-    siblings, at the end of its parent's subtree.
-    """
-    with gc_paused():
-        return _align(summaries, order)
-
-
-def _align(summaries: list[TreeSummary], order: TreeSummary | None) -> list[dict]:
-    n = len(summaries)
-    by_path: dict[str, dict] = {}
-    top: list[dict] = []
-    kids: dict[str, list[dict]] = {}
-    seeded = order is not None
-    for col, summary in enumerate(([order] if seeded else []) + list(summaries)):
-        col -= seeded
-        root = summary.root
-        if root.leaf is not None:
-            walk = [(root, None)]
-        else:
-            walk = []
-            stack = [(c, "") for c in reversed(root.children)]
-            while stack:
-                node, parent = stack.pop()
-                walk.append((node, parent))
-                if node.children:
-                    path = node.path
-                    stack.extend([(c, path) for c in reversed(node.children)])
-        for node, parent in walk:
-            row = by_path.get(node.path)
-            if row is None:
-                row = by_path[node.path] = {
-                    "p": node.path, "u": parent, "l": node.label, "d": node.depth,
-                    "leaf": int(node.leaf is not None), "c": [None] * n,
-                }
-                if parent is None or parent not in by_path:
-                    top.append(row)
-                else:
-                    siblings = kids.get(parent)
-                    if siblings is None:
-                        siblings = kids[parent] = []
-                        by_path[parent]["leaf"] = 0  # a leaf in one tree, a container in another
-                    siblings.append(row)
-            if col >= 0:
-                row["c"][col] = _cell(node, summary.role == "params")
-                if node.leaf is None:
-                    row["leaf"] = 0  # a container in any tree can unfold
-    for row in top:
-        if row["u"] is not None and row["u"] in by_path:
-            row["u"] = None  # its parent row came later (a root leaf in another tree): shown on top
-    # rows in display order: parents before children, first-seen order among siblings
-    rows: list[dict] = []
-    stack = list(reversed(top))
-    while stack:
-        row = stack.pop()
-        rows.append(row)
-        children = kids.get(row["p"])
-        if children:
-            stack.extend(reversed(children))
-    if seeded:
-        rows = [r for r in rows if any(c is not None for c in r["c"])]
-    for row in rows:
-        row["s"] = _status(row["c"], row["leaf"]) if n > 1 else "ok"
-    return rows
-
-
-def _status(cells: list, is_leaf: int) -> str:
-    if None in cells:
-        return "missing"
-    first = cells[0]
-    has_index = "i" in first
-    ty = first["ty"]
-    same = True
-    for c in cells:
-        if ("i" in c) != has_index:
-            return "kind"
-        if c["ty"] != ty:
-            same = False
-    if same or not is_leaf:
-        return "ok"
-    if len({c["ty"].partition("[")[2] for c in cells}) > 1:
-        return "shape"
-    return "dtype"
