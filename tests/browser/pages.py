@@ -1,7 +1,7 @@
 """Reading and driving pytree-lab widgets in the page: the DOM side of the browser tests.
 
 Selectors follow the widgets' DOM contract (role="tree", role="treeitem", data-path) and
-what ipywidgets (noUiSlider) and bqplot draw.
+what the pytree-lab slider (a native range input) and bqplot draw.
 """
 
 from __future__ import annotations
@@ -40,19 +40,25 @@ def wait_selected(scope, path: str) -> None:
 
 
 def slider(scope, label: str):
-    """The ipywidgets FloatSlider whose description is exactly `label`."""
-    return scope.locator(".widget-slider").filter(
-        has=scope.page.locator("label.widget-label", has_text=re.compile(f"^{re.escape(label)}$"))
+    """The pytree-lab slider whose visible label is exactly `label`."""
+    return scope.locator(".ptl-slider").filter(
+        has=scope.page.locator("label.ptl-slider-label", has_text=re.compile(f"^{re.escape(label)}$"))
     )
 
 
 def slider_handle(scope, label: str):
-    return slider(scope, label).locator('.noUi-handle[role="slider"]')
+    """The slider's native range input (it takes focus and Arrow/Home/End keys)."""
+    return slider(scope, label).locator('input[type="range"]')
 
 
 def slider_aria_value(scope, label: str) -> float:
-    """The handle's aria-valuenow (noUiSlider rounds it to one decimal: a coarse check only)."""
-    return float(slider_handle(scope, label).get_attribute("aria-valuenow"))
+    """The position the range input shows (the browser snaps what it shows to the step grid;
+    the kernel keeps the exact value until the person moves the slider)."""
+    return float(slider_handle(scope, label).input_value())
+
+
+def slider_readout(scope, label: str) -> str:
+    return slider(scope, label).locator("output.ptl-slider-readout").text_content()
 
 
 # Everything in screen coordinates, so transforms inside bqplot's SVG do not matter.

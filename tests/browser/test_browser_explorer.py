@@ -217,8 +217,8 @@ def test_text_reads_in_both_themes(nb, lab_page, theme):
     checks = {
         "selected leaf in the diagram": tree_item(nb.panel, "['bias']").locator(".ptl-val").first,
         "selected calculation line": nb.panel.locator(".ptl-calc-selected td").first,
-        "slider label": nb.panel.locator("label.widget-label").first,
-        "slider readout": nb.panel.locator(".widget-readout").first,
+        "slider label": nb.panel.locator("label.ptl-slider-label").first,
+        "slider readout": nb.panel.locator(".ptl-slider-readout").first,
         "chart title": fig.locator("text.mainheading"),
         "axis label": fig.locator("text.axislabel").first,
         "tick label": fig.locator("g.tick text").first,

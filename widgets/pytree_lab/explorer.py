@@ -22,6 +22,7 @@ from ._text import TextForm
 from .chart import BeforeAfterChart
 from .diagram import PytreeDiagram
 from .engine import Engine, get_engine
+from .slider import Slider, span
 from .step import CompiledStep, StepResult, pin_dtypes
 from .trees import Leaf, describe, element_labels, path_label
 
@@ -91,13 +92,6 @@ def _elements(summary, limit: int) -> list[_Element]:
                 return out
             out.append(_Element(leaf, leaf.index, pos, label))
     return out
-
-
-def _span(v: float) -> tuple[float, float, float]:
-    """Slider min, max and step around a starting value."""
-    width = max(2.0, 2 * abs(v))
-    step = 0.01 if width <= 10 else round(width / 500, 3)
-    return math.floor(v - width), math.ceil(v + width), step
 
 
 class StepExplorer(TextForm, ipywidgets.VBox):
@@ -184,9 +178,9 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         self.chart = self.chart_view.figure
         self.calculation = ipywidgets.HTML(layout={"width": "100%"})
         self.calculation.add_class("pytree-lab-calculation")
-        self.sliders: dict[str, ipywidgets.FloatSlider] = {}
-        self._input_sliders: list[tuple[_Element, ipywidgets.FloatSlider]] = []
-        self._param_sliders: list[tuple[_Element, ipywidgets.FloatSlider]] = []
+        self.sliders: dict[str, Slider] = {}
+        self._input_sliders: list[tuple[_Element, Slider]] = []
+        self._param_sliders: list[tuple[_Element, Slider]] = []
         self._build_sliders(learning_rate, max_sliders)
 
         slider_box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "330px"})
@@ -208,24 +202,20 @@ class StepExplorer(TextForm, ipywidgets.VBox):
     def _build_sliders(self, learning_rate: float, max_sliders: int) -> None:
         import numpy as np
 
-        def make(label: str, value: float, lo: float, hi: float, step: float) -> ipywidgets.FloatSlider:
-            s = ipywidgets.FloatSlider(
-                value=value, min=lo, max=hi, step=step, description=label,
-                continuous_update=True, readout_format=".3g",
-                style={"description_width": "7em"}, layout={"width": "320px"},
-            )
+        def make(label: str, value: float, lo: float, hi: float, step: float, path: str = "") -> Slider:
+            s = Slider(value, description=label, path=path or label, min=lo, max=hi, step=step)
             self.sliders[label] = s
             return s
 
         for el in _elements(self._input_summary, max_sliders):
             v = float(np.asarray(self._input_leaves[el.flat_index]).ravel()[el.position])
-            self._input_sliders.append((el, make(el.label, v, *_span(v))))
+            self._input_sliders.append((el, make(el.label, v, *span(v), path=f"inputs{el.leaf.path}")))
         lr_max = max(0.5, 2 * learning_rate)
         # a negative rate given from Python is kept (and refused with a message), not clamped to 0
         make("learning_rate", float(learning_rate), min(0.0, math.floor(learning_rate)), lr_max, 0.005)
         for el in _elements(self._param_summary, max_sliders):
             v = float(np.asarray(self._param_leaves[el.flat_index]).ravel()[el.position])
-            self._param_sliders.append((el, make(el.label, v, *_span(v))))
+            self._param_sliders.append((el, make(el.label, v, *span(v), path=f"params{el.leaf.path}")))
 
     def _gather(self) -> tuple[Any, dict, float]:
         """Params, inputs and learning rate from the sliders, in the pinned dtypes."""
@@ -315,7 +305,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             for el, slider in sliders:
                 value = float(np.asarray(leaves[el.flat_index]).ravel()[el.position])
                 if value < slider.min or value > slider.max:
-                    lo, hi, _ = _span(value)
+                    lo, hi, _ = span(value)
                     slider.min, slider.max = min(slider.min, lo), max(slider.max, hi)
                 slider.value = value
         finally:

@@ -1,0 +1,193 @@
+"""`Slider`: one number of the person's model on a native range input.
+
+The value is the kernel's: the page never writes it back. A slider shows the number it was
+given, exactly (0.123456 stays 0.123456, -0.0026 stays -0.0026), until the person moves *that*
+slider; only then does the page send the new position. Step and range follow the value's
+scale, ten to the power of its magnitude, so a small initial weight gets a fine step.
+
+Every move is sent at once as a custom message ``{"type": "move", "value": v, "seq": n}``, not
+as a synced trait that waits for the previous echo. The kernel keeps only the newest message
+(highest ``seq``) and applies it when the messages already queued have been read: a burst of
+moves costs one computation for the latest value, and the last value always wins. ``ack``
+(synced to the page) says which move the kernel applied, so the page ignores echoes of moves
+older than the one under the person's finger.
+
+The page may write no trait at all: ``value``, ``min``, ``max``, ``step``, ``description`` and
+``path`` are refused when a page message tries to set them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from typing import Any
+
+import anywidget
+import traitlets
+
+from ._static import static_asset
+
+__all__ = ["Slider", "span", "short_label"]
+
+log = logging.getLogger(__name__)
+
+
+def _finite_or_none(value: float, widget: Any = None) -> float | None:
+    """Strict JSON has no NaN or Infinity: the page gets null and shows the text form."""
+    return value if isinstance(value, (int, float)) and math.isfinite(value) else None
+
+
+def _nice(x: float) -> float:
+    """1, 2 or 5 times a power of ten, at least `x`."""
+    power = 10.0 ** math.floor(math.log10(x))
+    for m in (1, 2, 5, 10):
+        if x <= m * power * (1 + 1e-12):
+            return _round(m * power)
+    return _round(10 * power)
+
+
+def _round(x: float) -> float:
+    """A power-of-ten multiple written as the decimal it means (1e-05, not 1.0000000000000001e-05)."""
+    return float(f"{x:.12g}")
+
+
+def span(value: float) -> tuple[float, float, float]:
+    """Slider (min, max, step) around a starting value, following its scale.
+
+    Values of magnitude 0.1 or more (and exact zeros) keep the lesson's ranges: width
+    max(2, 2|v|) on each side, rounded out to integers, step 0.01 (coarser for wide ranges).
+    Smaller values are log-aware: the range is the next power of ten on each side and the
+    step a thousandth of it, so -0.0026 gets [-0.01, 0.01] in steps of 0.00001.
+    """
+    v = float(value)
+    if not math.isfinite(v):
+        return -1.0, 1.0, 0.01
+    m = abs(v)
+    if m == 0 or m >= 0.1:
+        width = max(2.0, 2 * m)
+        step = 0.01 if width <= 10 else _nice(width / 500)
+        return float(math.floor(v - width)), float(math.ceil(v + width)), step
+    top = _round(10.0 ** math.ceil(math.log10(m) + 1e-12))
+    if top < 2 * m:  # keep the value away from the ends
+        top = _round(top * 10)
+    return -top, top, _round(top / 1000)
+
+
+def short_label(label: str, limit: int = 18) -> str:
+    """A label that fits beside a slider or under a bar: long paths lose their beginning
+    (`…/kernel[1,2]`), since the end says which element it is. The full path is the title."""
+    if len(label) <= limit:
+        return label
+    tail = label[-(limit - 1):]
+    cut = tail.find("/")
+    if 0 <= cut < len(tail) - 4:
+        tail = tail[cut:]
+    return "…" + tail
+
+
+class Slider(anywidget.AnyWidget):
+    """A labelled range input for one number; moves from the page arrive as messages.
+
+    Python sets `value`, `min`, `max` and `step` as with any ipywidgets slider; a value
+    outside [min, max] set from Python is kept as given and the range grows to hold it
+    (`widened` then says what the range was). Observe `value` to react to moves.
+    """
+
+    _esm = static_asset("slider.js")
+    _css = static_asset("slider.css")
+
+    # The Python <-> JS contract (same names in static/slider.js). All kernel-owned.
+    value = traitlets.Float(0.0).tag(sync=True, to_json=_finite_or_none)
+    min = traitlets.Float(-1.0).tag(sync=True, to_json=_finite_or_none)
+    max = traitlets.Float(1.0).tag(sync=True, to_json=_finite_or_none)
+    step = traitlets.Float(0.01).tag(sync=True, to_json=_finite_or_none)
+    description = traitlets.Unicode("").tag(sync=True)  # the visible label
+    path = traitlets.Unicode("").tag(sync=True)  # the full path: title and accessible description
+    ack = traitlets.Int(0).tag(sync=True)  # seq of the last page move applied
+
+    def __init__(self, value: float = 0.0, *, description: str = "", path: str = "",
+                 min: float | None = None, max: float | None = None, step: float | None = None,
+                 **kwargs: Any):
+        lo, hi, st = span(value)
+        super().__init__(value=float(value), description=description, path=path or description,
+                         min=lo if min is None else float(min), max=hi if max is None else float(max),
+                         step=st if step is None else float(step), **kwargs)
+        self.widened: tuple[float, float] | None = None
+        self.moves = 0  # page moves applied (for tests and benchmarks)
+        self._pending: tuple[int, float] | None = None
+        self._flush_scheduled = False
+        self.on_msg(self._on_page_message)
+
+    # ------------------------------------------------------------------ values from Python
+    @traitlets.observe("value")
+    def _widen(self, change) -> None:
+        v = change["new"]
+        if not math.isfinite(v) or self.min <= v <= self.max:
+            return
+        lo, hi, step = span(v)
+        self.widened = (self.min, self.max)
+        with self.hold_sync():
+            if v > self.max:
+                self.max = hi
+            else:
+                self.min = lo
+            self.step = max(self.step, step) if abs(v) >= 0.1 else min(self.step, step)
+
+    # ------------------------------------------------------------------ moves from the page
+    def _on_page_message(self, widget: Any, content: Any, buffers: Any) -> None:
+        if not isinstance(content, dict) or content.get("type") != "move":
+            return
+        value, seq = content.get("value"), content.get("seq")
+        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+                or isinstance(seq, bool) or not isinstance(seq, int)):
+            log.warning("slider %s: a malformed move from the page was ignored", self.path)
+            return
+        if not (self.min <= value <= self.max):
+            log.warning("slider %s: a move outside [%s, %s] from the page was ignored", self.path, self.min, self.max)
+            return
+        if seq <= self.ack or (self._pending is not None and seq <= self._pending[0]):
+            return  # an older move than one already taken: the newest wins
+        self._pending = (seq, float(value))
+        self._schedule_flush()
+
+    def _schedule_flush(self) -> None:
+        """Apply the newest move once the messages already waiting have been read.
+
+        In a kernel the flush runs as the event loop's next callback: moves that arrived
+        together collapse into one. Without a running loop (plain Python, tests) at once.
+        """
+        if self._flush_scheduled:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.flush()
+            return
+        self._flush_scheduled = True
+        loop.call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Apply the newest pending move (if any) to `value`."""
+        self._flush_scheduled = False
+        pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        seq, value = pending
+        self.moves += 1
+        with self.hold_sync():
+            self.ack = seq
+            self.value = value
+
+    # ------------------------------------------------------------------ the page writes intent only
+    def set_state(self, sync_data: dict) -> None:
+        """State from the page: refused. Every trait here is the kernel's; moves are messages."""
+        if sync_data:
+            log.warning("slider %s: the page may not set %s; ignored", self.path, ", ".join(sorted(sync_data)))
+        # the page's copy is now stale: send the kernel's state back so it shows the truth
+        known = [k for k in (sync_data or {}) if k in self.keys]
+        if known:
+            self.send_state(known)
+
+    def __repr__(self) -> str:
+        return f"Slider({self.description!r}, value={self.value!r}, min={self.min!r}, max={self.max!r}, step={self.step!r})"

@@ -1,0 +1,89 @@
+// Slider view: one number of the person's model on a native <input type="range">.
+//
+// Traits (same names in slider.py), all written by Python only:
+//   value, min, max, step   numbers (null for a non-finite value, shown as text)
+//   description             the visible label
+//   path                    the full tree path: the title (tooltip) and accessible description
+//   ack                     seq of the last move the kernel applied
+// The page never writes a trait. A move sends {type: "move", value, seq} at once, for every
+// input event; the kernel keeps the newest. Until the person moves this slider, the page sends
+// nothing, so the kernel keeps the exact value it was given (a range input snaps what it
+// *shows* to its step grid; that snapped position never travels back).
+//
+// All text goes through textContent / attributes: never interpreted as HTML.
+
+let uid = 0;
+/** @type {WeakMap<object, number>} last seq sent per model (several views share one counter) */
+const lastSent = new WeakMap();
+
+/** @param {string} tag @param {string} [cls] @param {string} [text] */
+function h(tag, cls, text) {
+  const el = document.createElement(tag);
+  if (cls) el.className = cls;
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+/** A readout with the value's own digits (up to 6 significant), never the step's rounding. */
+function fmt(v) {
+  if (v === null || v === undefined) return "not finite";
+  if (v === 0) return "0";
+  const a = Math.abs(v);
+  if (a >= 1e-4 && a < 1e6) return String(Number(v.toPrecision(6)));
+  return v.toExponential(3).replace(/\.?0+e/, "e");
+}
+
+/** @param {{model: any, el: HTMLElement}} ctx */
+function render({ model, el }) {
+  const id = `ptl-slider-${++uid}`;
+  const root = h("div", "ptl-slider");
+  const label = h("label", "ptl-slider-label");
+  label.htmlFor = id;
+  const input = /** @type {HTMLInputElement} */ (h("input", "ptl-slider-input"));
+  input.type = "range";
+  input.id = id;
+  const readout = h("output", "ptl-slider-readout");
+  readout.htmlFor = id;
+  readout.setAttribute("aria-hidden", "true"); // aria-valuetext says it to screen readers
+  root.append(label, input, readout);
+  el.append(root);
+
+  const show = (/** @type {number|null} */ v) => {
+    readout.textContent = fmt(v);
+    input.setAttribute("aria-valuetext", fmt(v));
+  };
+
+  const update = () => {
+    const path = model.get("path") || model.get("description");
+    label.textContent = model.get("description");
+    root.title = path;
+    input.setAttribute("aria-description", path);
+    const lo = model.get("min"), hi = model.get("max"), step = model.get("step");
+    // order matters: the range first, so the value is not clamped by a stale min/max
+    if (lo !== null) input.min = String(lo);
+    if (hi !== null) input.max = String(hi);
+    input.step = step !== null && step > 0 ? String(step) : "any";
+    // a move of ours is still on its way: the page keeps what the person chose
+    if ((lastSent.get(model) || 0) > model.get("ack")) return;
+    const v = model.get("value");
+    if (v !== null) input.value = String(v);
+    show(v);
+  };
+
+  input.addEventListener("input", () => {
+    const v = input.valueAsNumber;
+    if (!Number.isFinite(v)) return;
+    const seq = Math.max(lastSent.get(model) || 0, model.get("ack")) + 1;
+    lastSent.set(model, seq);
+    show(v);
+    model.send({ type: "move", value: v, seq });
+  });
+
+  const events = ["change:value", "change:min", "change:max", "change:step", "change:ack",
+                  "change:description", "change:path"];
+  for (const ev of events) model.on(ev, update);
+  update();
+  return () => { for (const ev of events) model.off(ev, update); };
+}
+
+export default { render };
