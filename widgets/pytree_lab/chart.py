@@ -18,17 +18,30 @@ class BeforeAfterChart:
 
     `labels` name the elements (`weight[0]`, `weight[1]`, `bias`); `owners` give the leaf path
     each element belongs to, so selecting a leaf highlights its bars and clicking a bar
-    reports the leaf (`on_pick`).
+    reports the leaf (`on_pick`). `paths` (optional) are the elements' full paths: the bars'
+    x values, so a bar's tooltip names it in full; the axis shows the labels, shortened from
+    the left when long and turned when many, so ticks never overlap.
     """
 
-    def __init__(self, labels: Sequence[str], owners: Sequence[str], title: str = ""):
+    def __init__(self, labels: Sequence[str], owners: Sequence[str], title: str = "",
+                 paths: Sequence[str] | None = None):
+        from .slider import short_label
+
         self.labels = list(labels)
         self.owners = list(owners)
+        self.paths = list(paths) if paths is not None else list(self.labels)
+        if len(set(self.paths)) != len(self.paths):  # x values must be distinct
+            self.paths = [f"{p} #{i}" for i, p in enumerate(self.paths)]
+        shown = [short_label(label, 14) for label in self.labels]
+        if len(set(shown)) != len(shown):
+            shown = list(self.labels)
+        many = len(self.labels) > 8 or max((len(t) for t in shown), default=0) > 10
+        self.tick_labels = dict(zip(self.paths, shown))
         self.x_scale = bqplot.OrdinalScale()
         # Explicit min/max: a grouped Bars mark on a scale without them draws zero-height bars.
         self.y_scale = bqplot.LinearScale(min=-1.0, max=1.0)
         self.bars = bqplot.Bars(
-            x=self.labels,
+            x=self.paths,
             y=[[0.0] * len(self.labels), [0.0] * len(self.labels)],
             scales={"x": self.x_scale, "y": self.y_scale},
             type="grouped",
@@ -39,9 +52,10 @@ class BeforeAfterChart:
             interactions={"click": "select"},
             selected_style={"stroke": "currentColor", "stroke-width": "2"},
             unselected_style={"opacity": "0.35"},
-            tooltip=bqplot.Tooltip(fields=["x", "y"], labels=["element", "value"], formats=["", ".4g"]),
+            tooltip=bqplot.Tooltip(fields=["x", "y"], labels=["path", "value"], formats=["", ".4g"]),
         )
-        self.x_axis = bqplot.Axis(scale=self.x_scale, label="parameter element")
+        self.x_axis = bqplot.Axis(scale=self.x_scale, label="parameter element", tick_labels=self.tick_labels,
+                                  tick_rotate=-40 if many else 0, label_offset="75px" if many else "35px")
         self.y_axis = bqplot.Axis(scale=self.y_scale, side="left", label="parameter value",
                                   tick_format=".3~g", label_offset="45px",
                                   grid_lines="dashed")
@@ -50,8 +64,8 @@ class BeforeAfterChart:
             axes=[self.x_axis, self.y_axis],
             title=title,
             legend_location="top-right",
-            fig_margin={"top": 40, "bottom": 50, "left": 70, "right": 20},
-            layout={"flex": "1 1 440px", "min_width": "320px", "height": "300px"},
+            fig_margin={"top": 40, "bottom": 95 if many else 50, "left": 70, "right": 20},
+            layout={"flex": "1 1 440px", "min_width": "320px", "height": "345px" if many else "300px"},
             animation_duration=0,
         )
         self._picking = False

@@ -1,9 +1,13 @@
-"""`StepExplorer`: the lesson's interactive figure.
+"""`StepExplorer`: the lesson's interactive figure, for the lesson's model or an instructor's.
 
-Sliders for the inputs, the learning rate and the initial parameters. Every move runs one
-compiled `value_and_grad` + `tree.map` step in the kernel and updates every view from its
-result: the aligned diagram (params | grads | updated), the before/after bars and the worked
-calculation. One direction only: sliders -> step -> result -> views. No view computes numbers.
+Sliders for the parameters, the learning rate and small inputs. Every move runs one compiled
+`value_and_grad` + `tree.map` step in the kernel and updates every view from its result: the
+aligned diagram (params | grads | updated), the before/after bars and the worked calculation.
+One direction only: sliders -> step -> result -> views. No view computes numbers.
+
+The person's numbers are never changed: trees are copied on the way in (never aliased), a slider
+holds its value exactly until that slider is moved, the loss gets its own copies, and the
+learning rate keeps each leaf's dtype.
 """
 
 from __future__ import annotations
@@ -12,40 +16,26 @@ import contextlib
 import html
 import logging
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import ipywidgets
 import traitlets
 
 from . import lesson
 from ._text import TextForm
+from .calculation import WorkedCalculation, fmt_number, fmt_value
 from .chart import BeforeAfterChart
 from .diagram import PytreeDiagram
 from .engine import Engine, get_engine
-from .slider import Slider, span
-from .step import CompiledStep, StepResult, pin_dtypes
-from .trees import Leaf, describe, element_labels, path_label
+from .slider import Slider, short_label, span
+from .step import CompiledStep, StepResult, fresh, pin_dtypes
+from .trees import Leaf, TreeSummary, describe, path_label
 
 __all__ = ["StepExplorer"]
 
-
-def _fmt(v: float) -> str:
-    if not math.isfinite(v):
-        return str(v)
-    return "0" if v == 0 else f"{v:.4g}"
-
-
-def _fmt_array(a: Any) -> str:
-    import numpy as np
-
-    arr = np.asarray(a, dtype=np.float64)
-    if arr.ndim == 0:
-        return _fmt(float(arr))
-    flat = arr.ravel()
-    text = ", ".join(_fmt(float(v)) for v in flat[:8])
-    if flat.size > 8:
-        text += f", … ({flat.size} values)"
-    return f"[{text}]"
+_fmt = fmt_number
+MAX_BARS = 24  # parameter elements drawn as before/after bars
+SMALL_INPUT = 4  # a 1-D float input of at most this many values gets sliders by default
 
 
 def short_error(err: BaseException, limit: int = 400) -> str:
@@ -71,27 +61,71 @@ def _quiet_callbacks():
         logger.disabled = old
 
 
+def _index_text(shape: tuple, position: int) -> str:
+    idx, rem = [], position
+    for d in reversed(shape):
+        idx.append(rem % d)
+        rem //= d
+    return "[" + ",".join(str(i) for i in reversed(idx)) + "]"
+
+
 class _Element:
-    """One scalar element of one leaf: where it lives and what it is called."""
+    """One scalar element of one leaf: which tree, where it lives, what it is called."""
 
-    __slots__ = ("leaf", "flat_index", "position", "label")
+    __slots__ = ("tree", "leaf", "flat_index", "position", "label", "path")
 
-    def __init__(self, leaf: Leaf, flat_index: int, position: int, label: str):
-        self.leaf, self.flat_index, self.position, self.label = leaf, flat_index, position, label
+    def __init__(self, tree: str, leaf: Leaf, position: int):
+        self.tree, self.leaf, self.flat_index, self.position = tree, leaf, leaf.index, position
+        suffix = _index_text(leaf.shape, position) if leaf.shape else ""
+        self.label = (path_label(leaf.path) or tree) + suffix
+        self.path = f"{tree}{leaf.path}{suffix}"  # the full path: a slider's title, a bar's tooltip
 
 
-def _elements(summary, limit: int) -> list[_Element]:
-    """Float elements of a tree in display order (as the user wrote it), at most `limit`."""
-    out: list[_Element] = []
+def _walk_leaves(summary: TreeSummary) -> Iterable[Leaf]:
+    """Leaves in display order (as the person wrote the tree)."""
     for node in summary.root.walk():
-        leaf = node.leaf
-        if leaf is None or not leaf.differentiable:
+        if node.leaf is not None:
+            yield node.leaf
+
+
+def _elements(summary: TreeSummary, tree: str, limit: int, keep=lambda leaf: True) -> list[_Element]:
+    """Float elements of a tree in display order, at most `limit` (labels made only for those)."""
+    out: list[_Element] = []
+    for leaf in _walk_leaves(summary):
+        if not leaf.differentiable or not keep(leaf):
             continue
-        for pos, label in enumerate(element_labels(leaf)):
+        for pos in range(leaf.size):
             if len(out) >= limit:
                 return out
-            out.append(_Element(leaf, leaf.index, pos, label))
+            out.append(_Element(tree, leaf, pos))
     return out
+
+
+def _small_input(leaf: Leaf) -> bool:
+    return len(leaf.shape) == 0 or (len(leaf.shape) == 1 and leaf.size <= SMALL_INPUT)
+
+
+def _type_hint(params: Any, leaf: Leaf, obj: Any) -> str:
+    """Why a params leaf cannot be differentiated, in the terms of the library it came from."""
+    import dataclasses
+
+    name = f"params{leaf.path}"
+    if callable(obj) and not hasattr(obj, "shape"):
+        return (f"{name} is a function ({getattr(obj, '__name__', type(obj).__name__)}), not a parameter. "
+                "An equinox module (eqx.nn.MLP, ...) keeps functions and sizes beside its arrays: split it with "
+                "`params, static = eqx.partition(model, eqx.is_inexact_array)`, give the explorer `params`, and "
+                "rebuild the model in the loss with `eqx.combine(params, static)`.")
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return (f"{name} is a {type(obj).__name__} dataclass that JAX does not know how to open, so it is one "
+                "opaque leaf. Register it: decorate the class with @jax.tree_util.register_dataclass "
+                "(or use a dict, a NamedTuple or an equinox Module).")
+    origin = type(params).__module__.split(".")[0] if params is not None else ""
+    if origin == "equinox" or type(obj).__module__.split(".")[0] == "equinox":
+        return (f"{name} is {leaf.type_label}: an equinox module holds non-array fields. Split it with "
+                "`params, static = eqx.partition(model, eqx.is_inexact_array)` and combine in the loss.")
+    return (f"{name} is {leaf.type_label}, not a floating-point parameter: JAX cannot differentiate it. "
+            "Keep metadata such as names or counts outside the params tree (or pass them as inputs, "
+            "marked static=[...]).")
 
 
 class StepExplorer(TextForm, ipywidgets.VBox):
@@ -99,15 +133,25 @@ class StepExplorer(TextForm, ipywidgets.VBox):
 
     `loss_fn(params, **inputs)` is any scalar loss; with no arguments the explorer is the
     lesson's model (x = [2, 1], weight = [1, -1], bias = 0, target = 3, squared loss).
-    Give `prediction_fn(params, **inputs_without_target)` to show the prediction, residual and
-    dL/dprediction in the worked calculation.
 
-    `set_params`, `set_inputs` and `set_loss` change the starting point or the loss from Python.
-    Bad input of any kind (a tree that does not fit, a leaf JAX cannot differentiate, a loss
-    that raises or returns a non-scalar, NaN or Inf, a negative learning rate) ends in a message
-    inside the widget, naming the tree path where there is one; the last good step stays on
-    screen until the input is fixed. Without a widget front end (a static HTML export) the
-    explorer shows as text: the three trees and the worked calculation.
+    What slides: every parameter element, the learning rate, and small float inputs (scalars
+    and 1-D inputs of at most 4 values). A data batch (more values or 2+ dimensions) and
+    non-float inputs (int class labels, bool masks) are shown as data, never as sliders.
+    `sliders=[...]` chooses exactly (keystr paths such as ``"params['w']"`` or ``"['x']"``,
+    or slider labels such as ``"weight[0]"`` and ``"learning_rate"``); `max_sliders` caps the
+    total. `static=[...]` names inputs (Python ints, bools, strings) passed as they are, not
+    traced: a loss may use them in Python `if` statements.
+
+    `prediction_fn(params, **inputs_without_target)` adds the prediction (per example for a
+    batch), the residual when prediction and target have the same shape, and dL/dŷ when
+    `pointwise_loss(prediction, target)` adds up (sum or mean) to the loss. `target=` names
+    the target input.
+
+    `set_params`, `set_inputs` and `set_loss` change the starting point or the loss from Python
+    (`set_params` is also how an optimizer loop shows its new parameters). Bad input of any kind
+    ends in a message inside the widget, naming the tree path where there is one; the last good
+    step stays on screen until the input is fixed. Without a widget front end (a static HTML
+    export) the explorer shows as text: the three trees and the worked calculation.
     """
 
     selected_path = traitlets.Unicode("")
@@ -123,7 +167,9 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         prediction_fn: Callable | None = None,
         target: str = "target",
         pointwise_loss: Callable | None = None,
+        sliders: Iterable[str] | None = None,
         max_sliders: int = 24,
+        static: Iterable[str] = (),
         extra: Any = None,
         engine: Engine | None = None,
         **kwargs: Any,
@@ -139,26 +185,40 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             inputs = lesson.lesson_inputs() if inputs is None else inputs
         if params is None:
             raise TypeError("StepExplorer needs `params` (a pytree) when you give your own `loss_fn`.")
+        if not isinstance(max_sliders, int) or max_sliders < 0:
+            raise ValueError(f"max_sliders must be a whole number of 0 or more, not {max_sliders!r}.")
         self.loss_fn = loss_fn
         self.prediction_fn = prediction_fn
         self.target_key = target
         self.pointwise_loss = pointwise_loss or lesson.squared_error
         inputs = dict(inputs or {})
-        self._input_names = [str(k) for k in inputs]
+        static = [static] if isinstance(static, str) else list(static)
+        unknown = [k for k in static if k not in inputs]
+        if unknown:
+            raise ValueError(f"static= names {unknown[0]!r}, which is not one of the inputs {list(inputs)}.")
+        self._static = {k: inputs.pop(k) for k in static}
+        self._input_names = [str(k) for k in inputs] + [str(k) for k in self._static]
+        self._notes: list[str] = []
+        self._extra: Any = extra
 
-        # Pinned copies of the trees: every slider value keeps these dtypes (no retracing).
+        # Our own copies of the trees (never the caller's arrays), in the dtypes JAX gives them.
         self._params = pin_dtypes(params, eng)
         self._inputs = pin_dtypes(inputs, eng)
         self._param_leaves, self._param_def = eng.tree_flatten(self._params)
         self._input_leaves, self._input_def = eng.tree_flatten(self._inputs)
+        self._param_leaves = [self._frozen(x) for x in self._param_leaves]
+        self._input_leaves = [self._frozen(x) for x in self._input_leaves]
+        self._param_objects = eng.tree_leaves(params)
         # Summaries of the trees as written: JAX returns dicts with sorted keys, but sliders,
-        # bars and rows follow the user's order (flatten indices are the same either way).
+        # bars and rows follow the person's order (flatten indices are the same either way).
         self._param_summary = describe(params, "params", values=False)
         self._input_summary = describe(inputs, "inputs", values=False)
+        self._input_data = describe(inputs, "inputs")
 
         self._holding = False  # set while several sliders change at once: one recompute after
-        self._step = CompiledStep(loss_fn, extras_fn=self._extras if prediction_fn else None, engine=eng)
+        self._step = self._compile(loss_fn)
         self._last_good: StepResult | None = None
+        self._closed = False
 
         # ---- views
         self.status = ipywidgets.HTML(layout={"width": "100%"})
@@ -168,25 +228,29 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         if extra is not None:
             self.show_extra(extra)
         self.diagram.caption = f"computed in the kernel by {eng.name}: value_and_grad, then tree.map(p − η·g)"
-        chart_elements = _elements(self._param_summary, max_sliders)
-        self._chart_elements = chart_elements
+        self._chart_elements = _elements(self._param_summary, "params", MAX_BARS)
         self.chart_view = BeforeAfterChart(
-            [e.label for e in chart_elements],
-            [e.leaf.path for e in chart_elements],
+            [e.label for e in self._chart_elements],
+            [e.leaf.path for e in self._chart_elements],
             title="A gradient tree matches parameter leaves",
+            paths=[e.path for e in self._chart_elements],
         )
         self.chart = self.chart_view.figure
-        self.calculation = ipywidgets.HTML(layout={"width": "100%"})
-        self.calculation.add_class("pytree-lab-calculation")
+        self.calculation = WorkedCalculation(eng)
+        self.data_view = ipywidgets.HTML(layout={"width": "100%"})
+        self.data_view.add_class("pytree-lab-data")
         self.sliders: dict[str, Slider] = {}
         self._input_sliders: list[tuple[_Element, Slider]] = []
         self._param_sliders: list[tuple[_Element, Slider]] = []
-        self._build_sliders(learning_rate, max_sliders)
+        self._lr = float(learning_rate)
+        self._build_sliders(learning_rate, sliders, max_sliders)
+        self._show_data()
 
         slider_box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "330px"})
         self.children = [
             self.status,
             ipywidgets.HBox([slider_box, self.chart], layout={"flex_flow": "row wrap", "align_items": "center"}),
+            self.data_view,
             self.diagram,
             self.calculation,
         ]
@@ -198,52 +262,151 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             slider.observe(self._on_slider, "value")
         self.recompute()
 
-    # ------------------------------------------------------------------ sliders
-    def _build_sliders(self, learning_rate: float, max_sliders: int) -> None:
+    # ------------------------------------------------------------------ our copies
+    def _frozen(self, x: Any) -> Any:
+        """A leaf as the explorer stores it: immutable, never the caller's object."""
         import numpy as np
 
-        def make(label: str, value: float, lo: float, hi: float, step: float, path: str = "") -> Slider:
-            s = Slider(value, description=label, path=path or label, min=lo, max=hi, step=step)
+        if isinstance(x, np.ndarray):
+            if self.engine.is_lite:
+                x.setflags(write=False)  # pin_dtypes made this copy; a loss cannot write into it
+                return x
+            return self.engine.numpy.asarray(x)
+        return x
+
+    def _compile(self, loss_fn: Callable) -> CompiledStep:
+        extras = self._extras if self.prediction_fn is not None else None
+        return CompiledStep(loss_fn, extras_fn=extras, engine=self.engine, static=self._static)
+
+    # ------------------------------------------------------------------ sliders
+    def _build_sliders(self, learning_rate: float, chosen: Iterable[str] | None, max_sliders: int) -> None:
+        import numpy as np
+
+        if chosen is None:
+            inputs = _elements(self._input_summary, "inputs", max_sliders, _small_input)
+            params = _elements(self._param_summary, "params", max_sliders)
+            want_lr = True
+        else:
+            chosen = [chosen] if isinstance(chosen, str) else list(chosen)
+            picked: dict[tuple, _Element] = {}
+            for name in chosen:
+                if not isinstance(name, str):
+                    raise TypeError(f"sliders= takes paths or labels as strings, not {name!r}.")
+                if name != "learning_rate":
+                    for el in self._find(name, max_sliders + 1):
+                        picked.setdefault((el.tree, el.flat_index, el.position), el)
+            rank = {("inputs", leaf.index): k for k, leaf in enumerate(_walk_leaves(self._input_summary))}
+            rank.update({("params", leaf.index): k for k, leaf in enumerate(_walk_leaves(self._param_summary))})
+            ordered = sorted(picked.values(), key=lambda el: (rank[(el.tree, el.flat_index)], el.position))
+            inputs = [el for el in ordered if el.tree == "inputs"]
+            params = [el for el in ordered if el.tree == "params"]
+            want_lr = "learning_rate" in chosen
+        plan = [("inputs", el) for el in inputs] + ([("lr", None)] if want_lr else []) + [("params", el) for el in params]
+        if len(plan) > max_sliders:
+            if chosen is not None:
+                self._notes.append(f"sliders= chose {len(plan)} values; max_sliders={max_sliders} caps the "
+                                   f"total, so the last {len(plan) - max_sliders} have no slider.")
+            plan = plan[:max_sliders]
+        labels = [el.label for kind, el in plan if el is not None]
+        clash = {lab for lab in labels if labels.count(lab) > 1} | ({"learning_rate"} & set(labels))
+
+        def make(el: _Element | None, value: float, lo: float, hi: float, step: float) -> Slider:
+            if el is None:
+                label, path = "learning_rate", "learning_rate"
+            else:
+                label = f"{el.tree}/{el.label}" if el.label in clash else el.label
+                path = el.path
+            s = Slider(value, description=short_label(label), path=path, min=lo, max=hi, step=step)
             self.sliders[label] = s
             return s
 
-        for el in _elements(self._input_summary, max_sliders):
-            v = float(np.asarray(self._input_leaves[el.flat_index]).ravel()[el.position])
-            self._input_sliders.append((el, make(el.label, v, *span(v), path=f"inputs{el.leaf.path}")))
-        lr_max = max(0.5, 2 * learning_rate)
-        # a negative rate given from Python is kept (and refused with a message), not clamped to 0
-        make("learning_rate", float(learning_rate), min(0.0, math.floor(learning_rate)), lr_max, 0.005)
-        for el in _elements(self._param_summary, max_sliders):
-            v = float(np.asarray(self._param_leaves[el.flat_index]).ravel()[el.position])
-            self._param_sliders.append((el, make(el.label, v, *span(v), path=f"params{el.leaf.path}")))
+        for kind, el in plan:
+            if kind == "lr":
+                finite = math.isfinite(learning_rate)
+                lr_max = max(0.5, 2 * learning_rate) if finite else 0.5
+                # a negative rate given from Python is kept (and refused with a message), not clamped to 0
+                lo = min(0.0, math.floor(learning_rate)) if finite else 0.0
+                step = 0.005 if not finite or learning_rate >= 0.005 or learning_rate <= 0 else span(learning_rate)[2]
+                make(None, float(learning_rate), lo, lr_max, step)
+                continue
+            leaves = self._input_leaves if kind == "inputs" else self._param_leaves
+            v = float(np.asarray(leaves[el.flat_index]).ravel()[el.position])
+            s = make(el, v, *span(v))
+            (self._input_sliders if kind == "inputs" else self._param_sliders).append((el, s))
+
+    def _find(self, name: str, limit: int) -> list[_Element]:
+        """The float elements `sliders=[...]` means by `name`: a leaf (keystr path, with or without
+        its tree, or its label) gives its elements, an element path or label gives one."""
+        import numpy as np
+
+        out: list[_Element] = []
+        for tree, summary in (("inputs", self._input_summary), ("params", self._param_summary)):
+            for leaf in _walk_leaves(summary):
+                label, full = path_label(leaf.path) or tree, f"{tree}{leaf.path}"
+                names = [full] + ([leaf.path, label] if leaf.path else [])
+                if name in names:
+                    if not leaf.differentiable:
+                        raise ValueError(f"sliders= names {name!r}: {full} is {leaf.type_label}, data rather "
+                                         "than a slider value (only floating-point values can slide).")
+                    out.extend(_Element(tree, leaf, pos) for pos in range(min(leaf.size, limit)))
+                    continue
+                prefix = next((p for p in names if name.startswith(p + "[")), None)
+                if prefix is None or not leaf.shape or not leaf.differentiable:
+                    continue
+                try:
+                    index = [int(i) for i in name[len(prefix):].replace("][", ",").strip("[]").split(",")]
+                    position = int(np.ravel_multi_index(tuple(index), leaf.shape))
+                except (ValueError, TypeError):
+                    continue
+                out.append(_Element(tree, leaf, position))
+        trees = {el.tree for el in out}
+        if len(trees) > 1:
+            raise ValueError(f"sliders= names {name!r}, which is in both params and inputs: write "
+                             f"params[...] or inputs[...] with its keystr path.")
+        if not out:
+            examples = [el.path for el in _elements(self._param_summary, "params", 2)]
+            examples += [el.path for el in _elements(self._input_summary, "inputs", 2)]
+            raise ValueError(f"sliders= names {name!r}, which is no parameter or input value here. Use keystr "
+                             f"paths or labels, e.g. {', '.join(map(repr, examples))}, or 'learning_rate'.")
+        return out
 
     def _gather(self) -> tuple[Any, dict, float]:
-        """Params, inputs and learning rate from the sliders, in the pinned dtypes."""
+        """Params, inputs and learning rate: the stored trees with the slider values written in."""
         import numpy as np
 
         def apply(leaves: list, pairs: list) -> list:
             out = list(leaves)
-            copied: set[int] = set()
+            copies: dict[int, Any] = {}
             for el, slider in pairs:
                 i = el.flat_index
-                if i not in copied:
-                    out[i] = np.array(out[i], copy=True)
-                    copied.add(i)
-                out[i].reshape(-1)[el.position] = slider.value
+                if i not in copies:
+                    copies[i] = np.array(out[i], copy=True)
+                copies[i].reshape(-1)[el.position] = slider.value
+            for i, a in copies.items():
+                out[i] = self._frozen(a)
             return out
 
         eng = self.engine
         params = eng.tree_unflatten(self._param_def, apply(self._param_leaves, self._param_sliders))
         inputs = eng.tree_unflatten(self._input_def, apply(self._input_leaves, self._input_sliders))
-        return params, inputs, float(self.sliders["learning_rate"].value)
+        lr = self.sliders["learning_rate"].value if "learning_rate" in self.sliders else self._lr
+        return params, inputs, float(lr)
 
     def _on_slider(self, change) -> None:
+        slider = change["owner"]
+        if slider.widened is not None:
+            lo, hi = slider.widened
+            slider.widened = None
+            self._notes.append(f"{slider.path} = {_fmt(change['new'])} was outside its slider's range "
+                               f"[{_fmt(lo)}, {_fmt(hi)}]: the value is kept and the range now reaches it.")
         if not self._holding:
             self.recompute()
 
     # ------------------------------------------------------------------ new trees or loss from Python
     def set_params(self, params: Any) -> StepResult | None:
-        """Start from other parameter values (same structure, shapes and dtypes as before).
+        """Start from other parameter values (same structure, shapes and dtypes as before) and
+        recompute: the sliders move to the new values. An optimizer loop calls this after each
+        of its steps to show where it got to.
 
         A tree that does not fit (a missing, extra or renamed key, another shape or dtype, a
         string, int, bool, complex or None leaf) is refused with a message naming its path; the
@@ -252,8 +415,19 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         return self._set_tree("params", params, self._params, self._param_leaves, self._param_sliders)
 
     def set_inputs(self, inputs: dict) -> StepResult | None:
-        """New input values (same keys, shapes and dtypes); refused with a message otherwise."""
-        return self._set_tree("inputs", dict(inputs), self._inputs, self._input_leaves, self._input_sliders)
+        """New input values (same keys, shapes and dtypes; int labels stay ints); refused with a
+        message otherwise. Static inputs (static=[...]) may change value: the step recompiles."""
+        inputs = dict(inputs)
+        new_static = {k: inputs.pop(k) for k in list(inputs) if k in self._static}
+        missing = [k for k in self._static if k not in new_static]
+        if missing:
+            return self._fail(f"The new inputs are missing {missing[0]!r} (a static input).")
+        result = self._set_tree("inputs", inputs, self._inputs, self._input_leaves, self._input_sliders)
+        if result is not None and any(new_static[k] is not self._static[k] for k in new_static):
+            self._static = new_static
+            self._step = self._compile(self.loss_fn)
+            result = self.recompute()
+        return result
 
     def set_loss(self, loss_fn: Callable) -> StepResult | None:
         """Use another loss (called as `loss_fn(params, **inputs)`), compiled once.
@@ -263,8 +437,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         corrected loss recovers.
         """
         self.loss_fn = loss_fn
-        extras = self._extras if self.prediction_fn is not None else None
-        self._step = CompiledStep(loss_fn, extras_fn=extras, engine=self.engine)
+        self._step = self._compile(loss_fn)
         return self.recompute()
 
     def _set_tree(self, name: str, tree: Any, current: Any, leaves: list, sliders: list) -> StepResult | None:
@@ -278,11 +451,18 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             if nones:
                 return self._fail(f"{name}{nones[0]} is None, where a number was expected: JAX treats None as "
                                   "an empty subtree with no leaves, so it cannot be a parameter or an input.")
-            bad = summary.non_differentiable
-            if bad:
-                leaf = bad[0]
-                return self._fail(f"{name}{leaf.path} is {leaf.type_label}, not a floating-point value: "
-                                  f"JAX cannot differentiate it. Keep names, counts and flags outside the {name} tree.")
+            if name == "params":
+                bad = summary.non_differentiable
+                if bad:
+                    leaf = bad[0]
+                    return self._fail(f"{name}{leaf.path} is {leaf.type_label}, not a floating-point value: "
+                                      f"JAX cannot differentiate it. Keep names, counts and flags outside the {name} tree.")
+            else:
+                bad = [leaf for leaf in summary.leaves if leaf.dtype in ("str", "object")]
+                if bad:
+                    leaf = bad[0]
+                    return self._fail(f"{name}{leaf.path} is {leaf.type_label}, not a number: inputs are arrays "
+                                      "(floats, int labels, bool masks); pass other values as static=[...] inputs.")
             pinned = pin_dtypes(tree, self.engine)
             found = diagnose(current, pinned, reference_name=f"the explorer's {name}",
                              candidate_name=f"the new {name}")
@@ -292,7 +472,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             new_leaves = self.engine.tree_leaves(pinned)
             for leaf, arr in zip(summary.leaves, new_leaves):
                 values = np.asarray(arr)
-                if not np.all(np.isfinite(values)):
+                if values.dtype.kind == "f" and not np.all(np.isfinite(values)):
                     shown = ", ".join(str(v) for v in values.ravel()[~np.isfinite(values.ravel())][:3].tolist())
                     return self._fail(f"{name}{leaf.path} holds a non-finite value ({shown}): a slider cannot "
                                       "start there and every number computed from it would be NaN or Inf.")
@@ -301,15 +481,15 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         self._holding = True
         try:
             for i, leaf in enumerate(new_leaves):
-                leaves[i] = np.asarray(leaf)
+                leaves[i] = self._frozen(leaf)
             for el, slider in sliders:
-                value = float(np.asarray(leaves[el.flat_index]).ravel()[el.position])
-                if value < slider.min or value > slider.max:
-                    lo, hi, _ = span(value)
-                    slider.min, slider.max = min(slider.min, lo), max(slider.max, hi)
-                slider.value = value
+                slider.value = float(np.asarray(leaves[el.flat_index]).ravel()[el.position])
+                slider.widened = None  # a new starting point, not a value pushed out of range
         finally:
             self._holding = False
+        if name == "inputs":
+            self._input_data = describe(tree, "inputs")
+            self._show_data()
         return self.recompute()
 
     # ------------------------------------------------------------------ the step
@@ -317,61 +497,139 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         """Show trees that are not aligned with params, e.g. `{"optimizer state": opt_state}`, in
         their own panel (a bare tree is titled "optimizer state"). Slider moves keep the panel;
         call again after your own optimizer step to show the new state."""
+        self._extra = extra
         r = self._last_good
         trees = {"params": self._params} if r is None else {"params": r.params, "grads": r.grads, "updated": r.updated}
         self.diagram.set_trees(trees, extra=extra, order=self._param_summary)
 
     def _extras(self, params: Any, updated: Any, inputs: dict) -> dict:
-        """Intermediate values of the lesson's model, computed inside the compiled step."""
+        """Prediction, residual and dL/dŷ, computed inside the compiled step (per example for a batch)."""
         eng = self.engine
-        target = inputs[self.target_key]
-        rest = {k: v for k, v in inputs.items() if k != self.target_key}
-        prediction = self.prediction_fn(params, **rest)
-        new_prediction = self.prediction_fn(updated, **rest)
-        d_prediction = eng.grad(lambda yhat: self.pointwise_loss(yhat, target))(prediction)
-        return {
-            "prediction": prediction,
-            "residual": prediction - target,
-            "dloss_dprediction": d_prediction,
-            "new_prediction": new_prediction,
-            "new_residual": new_prediction - target,
-        }
+        jnp = eng.numpy
+        key = self.target_key
+        target = inputs.get(key)
+        rest = {k: v for k, v in inputs.items() if k != key}
+        prediction = self.prediction_fn(fresh(params, eng), **fresh(rest, eng))
+        new_prediction = self.prediction_fn(fresh(updated, eng), **fresh(rest, eng))
+        out = {"prediction": prediction, "new_prediction": new_prediction}
+        same = (target is not None and jnp.shape(prediction) == jnp.shape(target)
+                and jnp.issubdtype(jnp.result_type(target), jnp.floating))
+        if same:
+            out["residual"] = prediction - target
+            out["new_residual"] = new_prediction - target
+        if target is not None and (same or self.pointwise_loss is not lesson.squared_error):
+            each = self.pointwise_loss(prediction, target)
+            out["pointwise"] = each
+            out["dpointwise"] = eng.grad(lambda y: jnp.sum(self.pointwise_loss(y, target)))(prediction)
+        return out
+
+    def _with_extras(self, result: StepResult) -> StepResult:
+        """Decide honestly what dL/dŷ is: the pointwise losses must add up (sum or mean) to L."""
+        import dataclasses
+
+        import numpy as np
+
+        x = dict(result.extras or {})
+        each, d = x.pop("pointwise", None), x.pop("dpointwise", None)
+        if each is not None and d is not None:
+            each = np.asarray(each, dtype=np.float64)
+            n = max(each.size, 1)
+            tol = 1e-4 * max(1.0, abs(result.loss))
+            if abs(each.sum() - result.loss) <= tol:
+                x["dloss_dprediction"] = d
+                x["dloss_label"] = "dL/dŷ" if n == 1 else "dL/dŷ per example (L = Σ ℓ)"
+            elif abs(each.mean() - result.loss) <= tol:
+                x["dloss_dprediction"] = np.asarray(d) / n
+                x["dloss_label"] = f"dL/dŷ per example (L = mean ℓ, so ∂ℓ/∂ŷ ÷ {n})"
+        return dataclasses.replace(result, extras=x)
 
     def recompute(self) -> StepResult | None:
         """Run the step for the current slider values and update every view.
 
-        On bad input the message appears in the widget and the last good state stays.
+        On bad input the message appears in the widget and the last good state stays. Nothing
+        the loss raises (BaseException included) escapes: the kernel stays alive.
         """
+        if self._closed:
+            return None
         try:
             params, inputs, lr = self._gather()
             problem = self._check_inputs(lr)
             if problem:
                 return self._fail(problem)
             with _quiet_callbacks():
-                result = self._step(params, inputs, lr)
+                try:
+                    result = self._step(params, inputs, lr)
+                except Exception:
+                    if self.prediction_fn is None:
+                        raise
+                    # the loss may be fine and only prediction_fn fail: try the step without it
+                    plain = CompiledStep(self.loss_fn, engine=self.engine, static=self._static)
+                    result = plain(params, inputs, lr)
+                    self._notes.append(self._prediction_failed(params, inputs))
+                    self._step = plain
+                result = StepResult(params, result.loss, result.grads, result.updated, result.loss_after,
+                                    result.learning_rate, result.extras)
+            if self.prediction_fn is not None:
+                result = self._with_extras(result)
             problem = self._check_result(result)
             if problem:
                 return self._fail(problem)
-        except Exception as err:  # a user's loss can raise anything; the widget must survive it
+        except KeyboardInterrupt:
+            return self._fail("The step was interrupted; the last good step stays on screen.")
+        except BaseException as err:  # a user's loss can raise anything; the kernel must survive it
             return self._fail(self._explain(err))
+        try:
+            self._show(result)
+        except BaseException as err:  # a view failed after a good step: the same as a failed step
+            if self._last_good is not None:  # put every view back on the last good step
+                with contextlib.suppress(BaseException):
+                    self._show(self._last_good)
+            return self._fail(f"The step was computed, but showing it failed: {short_error(err)}. "
+                              "The last good step stays on screen.")
         self._last_good = result
-        self._show(result)
+        notes = self._notes
+        self._notes = []
         if not self._param_summary.leaves:
-            self._note("params has no leaves: there is nothing to differentiate, so the step changes nothing.")
+            notes.append("params has no leaves: there is nothing to differentiate, so the step changes nothing.")
         elif lr == 0:
-            self._note("The learning rate is 0: updated equals params, so nothing moves "
-                       "(the gradients are still computed and shown).")
+            notes.append("The learning rate is 0: updated equals params, so nothing moves "
+                         "(the gradients are still computed and shown).")
+        if self.prediction_fn is not None and self.target_key not in self._input_names:
+            notes.append(f"prediction_fn is given but the inputs have no {self.target_key!r} key (inputs: "
+                         f"{', '.join(self._input_names) or 'none'}): name the target with target='...' to see "
+                         "the residual and dL/dŷ.")
+        if notes:
+            self._note(" ".join(notes))
         return result
 
-    def _explain(self, err: Exception) -> str:
+    def _prediction_failed(self, params: Any, inputs: dict) -> str:
+        try:
+            rest = {k: v for k, v in {**inputs, **self._static}.items() if k != self.target_key}
+            self.prediction_fn(fresh(params, self.engine), **rest)
+        except BaseException as err:  # noqa: BLE001 - said in the note
+            return (f"prediction_fn failed ({short_error(err, 200)}), so the worked calculation shows the loss "
+                    f"only. It is called as prediction_fn(params, **inputs) without {self.target_key!r}; for a "
+                    "batch it may return one prediction per example.")
+        return "prediction_fn could not be traced with the step; the worked calculation shows the loss only."
+
+    def _explain(self, err: BaseException) -> str:
         """The step's error in the lesson's terms, with the original error after it."""
         text = short_error(err)
+        name = type(err).__name__
         hint = ""
-        if isinstance(err, TypeError) and "scalar" in str(err):
+        if name in ("ConcretizationTypeError", "TracerBoolConversionError", "TracerIntegerConversionError",
+                    "TracerArrayConversionError"):
+            hint = ("The loss turns a traced value into a Python bool or number (an `if`, `while`, `int()` or "
+                    "`float()` on an array): inside value_and_grad the arrays are tracers, not numbers. Use "
+                    "jnp.where / jax.lax.cond for data-dependent choices, or pass a Python flag as a static "
+                    "input (static=['name']). ")
+        elif isinstance(err, TypeError) and "scalar" in str(err):
             hint = "The loss must return a single number (a scalar) to be differentiated. "
         elif isinstance(err, TypeError) and ("argument" in str(err)):
             names = ", ".join(f"{k}=…" for k in self._input_names)
             hint = f"loss_fn is called as loss_fn(params{', ' if names else ''}{names}). "
+        elif not isinstance(err, Exception):
+            hint = f"The loss raised {name}, which would stop the kernel; it was caught. "
         else:
             empty = [n.path for n in self._param_summary.root.walk() if n.kind == "none"]
             if empty:
@@ -383,8 +641,8 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         bad = self._param_summary.non_differentiable
         if bad:
             leaf = bad[0]
-            return (f"params{leaf.path} is {leaf.type_label}, not a floating-point parameter: JAX cannot "
-                    "differentiate it. Keep metadata such as names or counts outside the params tree.")
+            obj = self._param_objects[leaf.index] if leaf.index < len(self._param_objects) else None
+            return _type_hint(self._params, leaf, obj)
         if not math.isfinite(lr):
             return "The learning rate must be a finite number."
         if lr < 0:
@@ -421,99 +679,110 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         import numpy as np
 
         eng = self.engine
-        self.status.value = ""
-        self.diagram.set_trees(
-            {"params": r.params, "grads": r.grads, "updated": r.updated}, order=self._param_summary
-        )
         before = eng.tree_leaves(r.params)
         after = eng.tree_leaves(r.updated)
         ys0 = [float(np.asarray(before[e.flat_index]).ravel()[e.position]) for e in self._chart_elements]
         ys1 = [float(np.asarray(after[e.flat_index]).ravel()[e.position]) for e in self._chart_elements]
+        self.calculation.show(r, self._param_summary, self.selected_path)
+        self.status.value = ""
+        self.diagram.set_trees(
+            {"params": r.params, "grads": r.grads, "updated": r.updated}, order=self._param_summary,
+            **({"extra": self._extra} if self._extra is not None else {}),
+        )
         self.chart_view.show(ys0, ys1)
         self.chart_view.highlight(self.selected_path)
-        self.calculation.value = self._calculation_html(r)
         self.result = r
 
-    def _calculation_rows(self, r: StepResult) -> list[tuple[str, str, str, str]]:
-        eng = self.engine
-        rows: list[tuple[str, str, str, str]] = []  # (section, what, value, path)
-        x = r.extras
-        if x:
-            rows += [
-                ("forward", "prediction ŷ", _fmt_array(x["prediction"]), ""),
-                ("forward", "residual ŷ − target", _fmt_array(x["residual"]), ""),
-            ]
-        rows.append(("forward", "loss L", _fmt(r.loss), ""))
-        if x:
-            rows.append(("backward", "dL/dŷ", _fmt_array(x["dloss_dprediction"]), ""))
-        # gradient and update rows follow the params as written (flatten indices are shared)
-        order = [n.leaf for n in self._param_summary.root.walk() if n.leaf is not None]
-        grads, updated, before = (eng.tree_leaves(t) for t in (r.grads, r.updated, r.params))
-        for leaf in order:
-            name = path_label(leaf.path) or "params"
-            rows.append(("backward", f"∂L/∂{name}", _fmt_array(grads[leaf.index]), leaf.path))
-        lr = _fmt(r.learning_rate)
-        for leaf in order:
-            name = path_label(leaf.path) or "params"
-            g = _fmt_array(grads[leaf.index])
-            g = f"({g})" if g.startswith("-") else g
-            rows.append(("update", f"{name} − {lr}·∂L/∂{name} = {_fmt_array(before[leaf.index])} − {lr}·{g}",
-                         _fmt_array(updated[leaf.index]), leaf.path))
-        if x:
-            rows += [
-                ("after", "new prediction", _fmt_array(x["new_prediction"]), ""),
-                ("after", "new residual", _fmt_array(x["new_residual"]), ""),
-            ]
-        rows.append(("after", "new loss", _fmt(r.loss_after), ""))
-        return rows
-
-    def _calculation_html(self, r: StepResult) -> str:
+    def _show_data(self) -> None:
+        """Inputs without sliders, as data: shape, dtype and values or a summary."""
+        slid = {el.flat_index for el, _ in self._input_sliders}
+        parts = []
+        for leaf in _walk_leaves(self._input_data):
+            if leaf.index in slid:
+                continue
+            why = "int labels" if leaf.dtype.startswith(("int", "uint")) else \
+                "mask" if leaf.dtype == "bool" else "batch" if not _small_input(leaf) else "data"
+            parts.append((f"inputs{leaf.path}", leaf.type_label, why, leaf.summary))
+        for key, value in self._static.items():
+            parts.append((f"inputs[{key!r}]", type(value).__name__, "static", repr(value)[:60]))
+        self._data_rows = parts
+        if not parts:
+            self.data_view.value = ""
+            return
         esc = html.escape
-        sel = self.selected_path
-        rows = self._calculation_rows(r)
-        body = []
-        last = None
-        for section, what, value, path in rows:
-            cls = ' class="ptl-calc-selected"' if sel and path and (path == sel or path.startswith(sel)) else ""
-            head = esc(section) if section != last else ""
-            last = section
-            body.append(
-                f'<tr{cls} data-path="{esc(path, quote=True)}"><th scope="row">{head}</th>'
-                f"<td>{esc(what)}</td><td class=\"ptl-calc-value\">{esc(value)}</td></tr>"
-            )
-        return (
-            '<table class="ptl-calc" aria-label="worked calculation">'
-            "<caption>Worked calculation (numbers from the step just computed)</caption>"
-            + "".join(body) + "</table>"
+        items = "".join(
+            f'<li title="{esc(path, quote=True)}"><code>{esc(path)}</code> {esc(ty)} ({esc(why)}): '
+            f"{esc(summary)}</li>" for path, ty, why, summary in parts
         )
+        self.data_view.value = (f'<div class="ptl-data" aria-label="inputs shown as data"><b>Data</b> '
+                                f"(fixed; change with set_inputs): <ul>{items}</ul></div>")
 
     # ------------------------------------------------------------------ without a widget front end
     def text(self) -> str:
         """The explorer as text: the message, the trees (params, grads, updated), the worked calculation."""
-        parts = [self.diagram.text()]
-        r = self._last_good
-        if r is not None:
-            rows = self._calculation_rows(r)
-            width = max(len(what) for _, what, _, _ in rows)
-            lines, last = ["Worked calculation (numbers from the step just computed)"], None
-            for section, what, value, _ in rows:
-                head = section if section != last else ""
-                last = section
-                lines.append(f"{head:<9} {what:<{width}}  {value}")
-            parts.append("\n".join(lines))
-        return "\n\n".join(parts)
+        try:
+            parts = [self.diagram.text()]
+            if getattr(self, "_data_rows", None):
+                parts.append("Data (fixed):\n" + "\n".join(
+                    f"  {path}: {ty} ({why}) {summary}" for path, ty, why, summary in self._data_rows))
+            if self._last_good is not None:
+                parts.append(self.calculation.text())
+            return "\n\n".join(p for p in parts if p)
+        except BaseException as err:  # noqa: BLE001 - a text form must never raise
+            return f"StepExplorer (its text form failed: {short_error(err, 200)})"
 
     # ------------------------------------------------------------------ selection
     @traitlets.validate("selected_path")
     def _valid_selection(self, proposal):
         path = proposal["value"]
-        return path if path == "" or path in self.diagram._paths else ""
+        if path == "" or path in self.diagram._paths:
+            return path
+        paths = [r["p"] for r in self.diagram.rows][:4]
+        raise traitlets.TraitError(
+            f"selected_path {path!r} is no path in this explorer's trees. Paths are keystr strings as "
+            f"jax.tree_util.keystr writes them, e.g. {', '.join(repr(p) for p in paths) or 'none (no leaves)'}; "
+            "'' selects nothing."
+        )
 
     @traitlets.observe("selected_path")
     def _selection_changed(self, change) -> None:
         self.chart_view.highlight(change["new"])
-        if self._last_good is not None:
-            self.calculation.value = self._calculation_html(self._last_good)
+        self.calculation.select(change["new"])
 
     def _pick(self, path: str) -> None:
         self.selected_path = path
+
+    # ------------------------------------------------------------------ lifetime
+    def close(self) -> None:
+        """Close the explorer and every widget inside it (sliders, chart parts, diagram, views)."""
+        self._closed = True
+        for widget in _descendants(self):
+            if widget is not self:
+                with contextlib.suppress(Exception):
+                    widget.close()
+        super().close()
+
+
+def _elements_of(leaf: Leaf, tree: str) -> list[_Element]:
+    return [_Element(tree, leaf, pos) for pos in range(leaf.size)]
+
+
+def _descendants(root: ipywidgets.Widget) -> list[ipywidgets.Widget]:
+    """Every widget reachable from `root` through its synced traits (children, marks, axes,
+    scales, layouts, styles, tooltips), root first."""
+    seen: dict[int, ipywidgets.Widget] = {}
+    stack: list[Any] = [root]
+    while stack:
+        obj = stack.pop()
+        if isinstance(obj, ipywidgets.Widget):
+            if id(obj) in seen:
+                continue
+            seen[id(obj)] = obj
+            for key in obj.keys:
+                with contextlib.suppress(Exception):
+                    stack.append(getattr(obj, key))
+        elif isinstance(obj, (list, tuple)):
+            stack.extend(obj)
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+    return list(seen.values())

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from .engine import Engine, get_engine
 
-__all__ = ["StepResult", "gradient_step", "CompiledStep"]
+__all__ = ["StepResult", "gradient_step", "CompiledStep", "fresh", "pin_dtypes"]
 
 
 @dataclass(frozen=True)
@@ -58,33 +58,46 @@ class CompiledStep:
         *,
         extras_fn: Callable | None = None,
         engine: Engine | None = None,
+        static: dict | None = None,
     ):
         self.engine = eng = engine or get_engine()
         self.loss_fn = loss_fn
         self.traces = 0
 
+        static = dict(static or {})
+
         def step(params, inputs, learning_rate):
             self.traces += 1  # runs while tracing only
-            value, grads = eng.value_and_grad(lambda p: loss_fn(p, **inputs))(params)
+            # the loss gets its own containers (and, eagerly, its own arrays): a loss that
+            # assigns into or pops from its argument changes nothing shown or stored
+            value, grads = eng.value_and_grad(lambda p: loss_fn(fresh(p, eng), **fresh(inputs, eng), **static))(params)
+            # learning_rate is a Python float: weakly typed, so the update keeps each leaf's dtype
             updated = eng.tree_map(lambda p, g: p - learning_rate * g, params, grads)
-            loss_after = loss_fn(updated, **inputs)
-            extras = extras_fn(params, updated, inputs) if extras_fn is not None else {}
+            loss_after = loss_fn(fresh(updated, eng), **fresh(inputs, eng), **static)
+            extras = extras_fn(params, updated, {**inputs, **static}) if extras_fn is not None else {}
             return value, grads, updated, loss_after, extras
 
         self._step = eng.jit(step)
 
     def __call__(self, params: Any, inputs: dict, learning_rate: float) -> StepResult:
-        import numpy as np
-
-        lr = np.float32(learning_rate)
+        lr = float(learning_rate)
         value, grads, updated, loss_after, extras = self._step(params, inputs, lr)
         return StepResult(params, float(value), grads, updated, float(loss_after), float(lr), dict(extras))
+
+
+def fresh(tree: Any, engine: Engine | None = None) -> Any:
+    """The same tree in new containers; numpy leaves copied (JAX arrays and tracers are immutable)."""
+    import numpy as np
+
+    eng = engine or get_engine()
+    return eng.tree_map(lambda x: x.copy() if isinstance(x, np.ndarray) else x, tree)
 
 
 def pin_dtypes(tree: Any, engine: Engine | None = None) -> Any:
     """The tree with every numeric leaf a numpy array of the dtype JAX would give it.
 
     Python floats become float32 (float64 under x64), so slider values never change a dtype.
+    numpy leaves are copied: the caller's arrays are never aliased.
     """
     import numpy as np
 
@@ -98,8 +111,10 @@ def pin_dtypes(tree: Any, engine: Engine | None = None) -> Any:
             return np.asarray(x, np.int64 if x64 else np.int32)
         if isinstance(x, float):
             return np.asarray(x, np.float64 if x64 else np.float32)
+        if isinstance(x, np.ndarray) or isinstance(x, np.generic):
+            return np.array(x, dtype=np.float32 if x.dtype == np.float64 and not x64 else x.dtype)
         if hasattr(x, "dtype") and hasattr(x, "shape"):
-            a = np.asarray(x)
+            a = np.asarray(x)  # a JAX array: immutable, so a view of it is safe
             if a.dtype == np.float64 and not x64:
                 return a.astype(np.float32)
             return a

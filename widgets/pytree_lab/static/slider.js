@@ -79,6 +79,11 @@ function render({ model, el }) {
     model.send({ type: "move", value: v, seq });
   });
 
+  // The range input's own keys move it; the notebook's shortcuts (which would cancel the
+  // move: ArrowUp/ArrowDown select cells) must not see them.
+  const KEYS = new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"]);
+  input.addEventListener("keydown", (e) => { if (KEYS.has(e.key)) e.stopPropagation(); });
+
   const events = ["change:value", "change:min", "change:max", "change:step", "change:ack",
                   "change:description", "change:path"];
   for (const ev of events) model.on(ev, update);

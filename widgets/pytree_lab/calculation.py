@@ -1,0 +1,185 @@
+"""The worked calculation: one step written out as the lesson writes it by hand.
+
+A view, a peer of the chart and the diagram: it is fed a `StepResult` and computes nothing
+itself. Rows follow the parameters as the person wrote them; small matrices (up to 16 values)
+are shown whole as a grid, bigger leaves by their first values and a summary. Every number
+is escaped text (keys from user trees included), never HTML.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import ipywidgets
+
+from .step import StepResult
+from .trees import TreeSummary, path_label
+
+__all__ = ["WorkedCalculation", "CalcRow", "fmt_number", "fmt_value"]
+
+GRID_MAX = 16  # a 2-D leaf up to this many values is shown whole, as a grid
+FIRST = 8  # values shown of a bigger leaf
+MAX_LEAF_ROWS = 24  # gradient and update rows shown; the rest are counted (the diagram has them all)
+
+
+def fmt_number(v: float) -> str:
+    if not math.isfinite(v):
+        return str(v)
+    return "0" if v == 0 else f"{v:.4g}"
+
+
+@dataclass(frozen=True)
+class CalcRow:
+    section: str  # forward | backward | update | after
+    what: str
+    value: str  # one line
+    path: str = ""  # the params path it belongs to ("" for model-wide quantities)
+    grid: tuple = ()  # rows of cells for a small matrix, shown whole
+
+
+def fmt_value(a: Any) -> tuple[str, tuple]:
+    """(one-line text, grid) of a number or array: scalars and short vectors in full, a small
+    matrix whole (the grid), a bigger leaf by its first values, count and mean."""
+    import numpy as np
+
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "fiub":
+        return str(a), ()
+    arr = arr.astype(np.float64)
+    if arr.ndim == 0:
+        return fmt_number(float(arr)), ()
+    flat = arr.ravel()
+    if arr.ndim >= 2 and flat.size <= GRID_MAX:
+        rows2 = arr.reshape(-1, arr.shape[-1])
+        grid = tuple(tuple(fmt_number(float(v)) for v in row) for row in rows2)
+        return "[" + "; ".join(", ".join(r) for r in grid) + "]", grid
+    if flat.size <= GRID_MAX and arr.ndim == 1:
+        return "[" + ", ".join(fmt_number(float(v)) for v in flat) + "]", ()
+    head = ", ".join(fmt_number(float(v)) for v in flat[:FIRST])
+    finite = flat[np.isfinite(flat)]
+    mean = fmt_number(float(finite.mean())) if finite.size else "nan"
+    shape = "×".join(map(str, arr.shape))
+    return f"[{head}, …] ({shape} = {flat.size} values, mean {mean})", ()
+
+
+class WorkedCalculation(ipywidgets.HTML):
+    """The step written out: forward (prediction, residual, loss), backward (dL/dŷ, one
+    gradient per leaf), update (p − η·g = new p), after (new prediction, new loss).
+
+    `show(result, order)` draws a step; `select(path)` highlights the rows of a leaf;
+    `rows()` and `text()` give the same content without a front end.
+    """
+
+    def __init__(self, engine: Any, **kwargs: Any):
+        super().__init__(layout={"width": "100%"}, **kwargs)
+        self.add_class("pytree-lab-calculation")
+        self.engine = engine
+        self._result: StepResult | None = None
+        self._order: TreeSummary | None = None
+        self._extras_notes: Sequence[str] = ()
+        self._selected = ""
+
+    def show(self, result: StepResult, order: TreeSummary, selected_path: str = "") -> None:
+        rows = self._rows(result, order)  # computed first: a failure leaves the last table on screen
+        self._result, self._order, self._selected = result, order, selected_path
+        self._rows_cache = rows
+        self.value = self._html(rows)
+
+    def select(self, path: str) -> None:
+        self._selected = path
+        if self._result is not None:
+            self.value = self._html(self._rows_cache)
+
+    def rows(self) -> list[CalcRow]:
+        return list(self._rows_cache) if self._result is not None else []
+
+    # ------------------------------------------------------------------ content
+    def _rows(self, r: StepResult, order: TreeSummary) -> list[CalcRow]:
+        eng = self.engine
+        rows: list[CalcRow] = []
+        x = r.extras or {}
+
+        def add(section: str, what: str, value: Any, path: str = "") -> None:
+            text, grid = fmt_value(value)
+            rows.append(CalcRow(section, what, text, path, grid))
+
+        batch = ""
+        if "prediction" in x:
+            import numpy as np
+
+            size = int(np.size(x["prediction"]))
+            batch = f" (per example, {size})" if size > 1 else ""
+            add("forward", "prediction ŷ" + batch, x["prediction"])
+            if "residual" in x:
+                add("forward", "residual ŷ − target" + batch, x["residual"])
+        add("forward", "loss L", r.loss)
+        if "dloss_dprediction" in x:
+            add("backward", x.get("dloss_label", "dL/dŷ"), x["dloss_dprediction"])
+        leaves = [n.leaf for n in order.root.walk() if n.leaf is not None and n.leaf.differentiable]
+        shown, hidden = leaves[:MAX_LEAF_ROWS], len(leaves) - MAX_LEAF_ROWS
+        grads, updated, before = (eng.tree_leaves(t) for t in (r.grads, r.updated, r.params))
+        for leaf in shown:
+            name = path_label(leaf.path) or "params"
+            add("backward", f"∂L/∂{name}", grads[leaf.index], leaf.path)
+        if hidden > 0:
+            rows.append(CalcRow("backward", f"… {hidden} more leaves", "in the diagram's grads column"))
+        lr = fmt_number(r.learning_rate)
+        for leaf in shown:
+            name = path_label(leaf.path) or "params"
+            g, _ = fmt_value(grads[leaf.index])
+            g = f"({g})" if g.startswith("-") else g
+            p, _ = fmt_value(before[leaf.index])
+            add("update", f"{name} − {lr}·∂L/∂{name} = {p} − {lr}·{g}", updated[leaf.index], leaf.path)
+        if hidden > 0:
+            rows.append(CalcRow("update", f"… {hidden} more leaves", "in the diagram's updated column"))
+        if "new_prediction" in x:
+            add("after", "new prediction" + batch, x["new_prediction"])
+            if "new_residual" in x:
+                add("after", "new residual" + batch, x["new_residual"])
+        add("after", "new loss", r.loss_after)
+        return rows
+
+    def _html(self, rows: list[CalcRow]) -> str:
+        esc = html.escape
+        sel = self._selected
+        body, last = [], None
+        for row in rows:
+            path = row.path
+            cls = ' class="ptl-calc-selected"' if sel and path and (path == sel or path.startswith(sel)) else ""
+            head = esc(row.section) if row.section != last else ""
+            last = row.section
+            if row.grid:
+                cells = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in row.grid)
+                value = f'<table class="ptl-calc-grid" aria-label="{esc(row.what, quote=True)}">{cells}</table>'
+            else:
+                value = esc(row.value)
+            body.append(
+                f'<tr{cls} data-path="{esc(path, quote=True)}"><th scope="row">{head}</th>'
+                f'<td>{esc(row.what)}</td><td class="ptl-calc-value">{value}</td></tr>'
+            )
+        return (
+            '<table class="ptl-calc" aria-label="worked calculation">'
+            "<caption>Worked calculation (numbers from the step just computed)</caption>"
+            + "".join(body) + "</table>"
+        )
+
+    def text(self) -> str:
+        rows = self.rows()
+        if not rows:
+            return ""
+        width = max(len(r.what) for r in rows)
+        lines, last = ["Worked calculation (numbers from the step just computed)"], None
+        for r in rows:
+            head = r.section if r.section != last else ""
+            last = r.section
+            if r.grid:
+                widths = [max(len(g[c]) for g in r.grid) for c in range(len(r.grid[0]))]
+                grid = ["[" + "  ".join(cell.rjust(w) for cell, w in zip(g, widths)) + "]" for g in r.grid]
+                lines.append(f"{head:<9} {r.what:<{width}}  {grid[0]}")
+                lines.extend(f"{'':<9} {'':<{width}}  {g}" for g in grid[1:])
+            else:
+                lines.append(f"{head:<9} {r.what:<{width}}  {r.value}")
+        return "\n".join(lines)
