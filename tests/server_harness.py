@@ -7,8 +7,7 @@ browser). No pytest dependency.
 - `start_server(python, base)`: `python -m jupyter_server` with its own config, data and
   runtime dirs under `base`, and the test-only probe extension (tests/serverprobe) that
   reports every live websocket's TCP_NODELAY as the kernel sees it.
-- `disable_extension(python, base)`: the documented off switch, run for real, into the
-  server's own (isolated) user config dir.
+- `EXTENSION_OFF`: the arguments that start one server without pytree_lab's extension.
 - `KernelSocket`: the kernel websocket protocol as a browser speaks it (JSON messages with a
   `channel`), enough to send `execute_request` and wait for the kernel's `idle`.
 """
@@ -64,15 +63,9 @@ def _enable_probe(base: Path) -> None:
     (d / "nodelay_probe.json").write_text(json.dumps({"ServerApp": {"jpserver_extensions": {"nodelay_probe": True}}}))
 
 
-def disable_extension(python: str | os.PathLike, base: Path, level: str = "--user") -> str:
-    """`jupyter server extension disable <level> pytree_lab`, for this server's dirs; returns its output."""
-    out = subprocess.run(
-        [str(python), "-m", "jupyter_server", "extension", "disable", level, "pytree_lab"],
-        env=server_env(base, python), capture_output=True, text=True, timeout=120,
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"disabling pytree_lab failed ({out.returncode}):\n{out.stdout}\n{out.stderr}")
-    return out.stdout + out.stderr
+# One server without pytree_lab's extension, whatever the environment's config enables: a
+# jpserver_extensions entry given on the command line wins over config files.
+EXTENSION_OFF = ["--ServerApp.jpserver_extensions=pytree_lab=False"]
 
 
 @dataclass
@@ -172,6 +165,7 @@ class KernelSocket:
         self.kernel_id = kernel_id
         self.session = uuid.uuid4().hex
         self.ws = None
+        self.sent = 0.0  # perf_counter() when the last request was written
 
     async def connect(self) -> "KernelSocket":
         from tornado.httpclient import HTTPRequest
@@ -201,6 +195,7 @@ class KernelSocket:
         import asyncio
 
         msg = self._message(msg_type, content)
+        self.sent = time.perf_counter()
         await self.ws.write_message(json.dumps(msg))
         return await asyncio.wait_for(self._until_done(msg["header"]["msg_id"], msg_type), timeout)
 
@@ -211,7 +206,9 @@ class KernelSocket:
             raw = await self.ws.read_message()
             if raw is None:
                 raise ConnectionError("the kernel websocket closed")
+            arrived = time.perf_counter()
             m = json.loads(raw)
+            m["arrived"] = arrived  # perf_counter() when it was read here
             if m.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             got.append(m)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from server_harness import KernelSocket, close_websocket, open_events_socket, server_env, start_server
+from server_harness import EXTENSION_OFF, KernelSocket, close_websocket, open_events_socket, server_env, start_server
 
 REPO = Path(__file__).resolve().parents[1]
 CONFIG_ENTRY = "etc/jupyter/jupyter_server_config.d/pytree_lab.json"
@@ -185,6 +185,25 @@ def test_the_off_switch_restores_stock_behaviour(clean_venv, tmp_path):
     assert "pytree-lab" not in log
     assert json.loads((clean_venv / CONFIG_ENTRY).read_text())["ServerApp"]["jpserver_extensions"] == {
         "pytree_lab": True}
+
+
+def test_one_server_can_run_without_it(clean_venv, tmp_path):
+    # what the benchmark's "stock" server uses: the extension stays enabled in the environment
+    with start_server(_python(clean_venv), tmp_path, EXTENSION_OFF) as server:
+        async def main():
+            kernel, events = await _open_sockets(server)
+            try:
+                return server.probe(), kernel.local_address
+            finally:
+                await kernel.close()
+                await close_websocket(events)
+
+        probe, addr = asyncio.run(main())
+        log = server.log()
+    assert probe["setting_mro"][0] == STOCK
+    assert _socket_of(probe, addr)["nodelay"] is False
+    assert ACTIVE not in log
+    assert "nodelay_probe | extension was successfully loaded" in log  # the other extensions still load
 
 
 # ------------------------------------------------------------------ fail soft, in this process
