@@ -154,18 +154,36 @@ class Slider(anywidget.AnyWidget):
     def _schedule_flush(self) -> None:
         """Apply the newest move once the messages already waiting have been read.
 
-        In a kernel the flush runs as the event loop's next callback: moves that arrived
-        together collapse into one. Without a running loop (plain Python, tests) at once.
+        In a kernel the flush waits until no move has arrived for `_QUIET` seconds: moves
+        that queued up while the kernel was busy are read back to back (well under a
+        millisecond apart) and collapse into one, whereas the loop's next callback would run
+        between two queued messages (ipykernel hands each one over separately). A steady
+        stream of moves is flushed at least every `_MAX_WAIT`. Without a running loop (plain
+        Python, tests) at once.
         """
-        if self._flush_scheduled:
-            return
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self.flush()
             return
+        now = loop.time()
+        self._last_move_at = now
+        if self._flush_scheduled:
+            return
         self._flush_scheduled = True
-        loop.call_soon(self.flush)
+        self._first_move_at = now
+        loop.call_later(self._QUIET, self._flush_when_quiet)
+
+    _QUIET = 0.001
+    _MAX_WAIT = 0.02
+
+    def _flush_when_quiet(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if now - self._last_move_at < self._QUIET and now - self._first_move_at < self._MAX_WAIT:
+            loop.call_later(self._QUIET, self._flush_when_quiet)
+            return
+        self.flush()
 
     def flush(self) -> None:
         """Apply the newest pending move (if any) to `value`."""
