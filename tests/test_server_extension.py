@@ -156,6 +156,26 @@ def test_a_configured_connection_class_is_wrapped_not_replaced(clean_venv, tmp_p
     assert "(nodelay_probe.CustomConnection)" in log
 
 
+def test_a_class_set_by_an_extension_loaded_later_is_wrapped_too(clean_venv, tmp_path):
+    # zz_replacer (tests/serverprobe) loads after pytree_lab and puts its own class in the settings
+    with start_server(_python(clean_venv), tmp_path, ["--ServerApp.jpserver_extensions=zz_replacer=True"]) as server:
+        async def main():
+            kernel, events = await _open_sockets(server)
+            try:
+                return server.probe(), kernel.local_address
+            finally:
+                await kernel.close()
+                await close_websocket(events)
+
+        probe, addr = asyncio.run(main())
+        log = server.log()
+    assert "zz_replacer | extension was successfully loaded" in log
+    assert probe["setting_mro"][:2] == ["pytree_lab.server.NoDelayCustomConnection", "nodelay_probe.CustomConnection"]
+    assert probe["custom_connects"] == 1
+    assert _socket_of(probe, addr)["nodelay"] is True
+    assert "another extension set nodelay_probe.CustomConnection for kernel websockets; TCP_NODELAY kept" in log
+
+
 def test_the_off_switch_restores_stock_behaviour(clean_venv, tmp_path):
     python = _python(clean_venv)
     env = server_env(tmp_path, python)

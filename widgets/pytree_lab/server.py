@@ -111,6 +111,24 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
         return
     if getattr(configured, MARK, False):
         return  # loaded twice: already on
+    _wrap(serverapp, settings, configured)
+    serverapp.log.info(
+        "pytree-lab: TCP_NODELAY on kernel websockets (%s.%s); turn it off with `%s`",
+        configured.__module__,
+        configured.__qualname__,
+        OFF_SWITCH,
+    )
+    # Extensions load in name order: one loaded after this one may set its own class. Once
+    # every extension has loaded (the loop's first callbacks), wrap that one too.
+    try:
+        from tornado.ioloop import IOLoop
+
+        IOLoop.current().add_callback(_wrap_if_replaced, serverapp, settings)
+    except Exception:
+        pass
+
+
+def _wrap(serverapp: Any, settings: dict, configured: type) -> None:
     wrapped = nodelay_connection_class(configured)
     settings[SETTING] = wrapped
     # Keep the ServerApp option in step, so its shutdown (close_all) and any extension that
@@ -119,9 +137,17 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
         serverapp.kernel_websocket_connection_class = wrapped
     except Exception:
         pass
-    serverapp.log.info(
-        "pytree-lab: TCP_NODELAY on kernel websockets (%s.%s); turn it off with `%s`",
-        configured.__module__,
-        configured.__qualname__,
-        OFF_SWITCH,
-    )
+
+
+def _wrap_if_replaced(serverapp: Any, settings: dict) -> None:
+    from jupyter_server.services.kernels.connection.base import BaseKernelWebsocketConnection
+
+    current = settings.get(SETTING)
+    if getattr(current, MARK, False):
+        return
+    if isinstance(current, type) and issubclass(current, BaseKernelWebsocketConnection):
+        _wrap(serverapp, settings, current)
+        serverapp.log.info("pytree-lab: another extension set %s.%s for kernel websockets; TCP_NODELAY kept on it",
+                           current.__module__, current.__qualname__)
+    else:
+        _unsupported(serverapp, f"{SETTING} was replaced by {current!r}")
