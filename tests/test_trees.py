@@ -244,3 +244,16 @@ def test_trees_split_keeps_old_imports():
 
     assert D2 is Diagnosis and diagnose_again is diagnose_module_fn is pytree_lab.diagnose
     assert callable(diagnose_summaries) and align_again is align
+
+
+def test_element_labels_are_made_only_when_read():
+    big = describe({"w": np.zeros(10**7, np.float32)}).leaves[0]
+    labels = element_labels(big)
+    assert len(labels) == 10**7
+    assert labels[:3] == ["w[0]", "w[1]", "w[2]"] and labels[-1] == "w[9999999]"
+    assert [x for _, x in zip(range(24), labels)][-1] == "w[23]"
+    assert element_labels(big, limit=24) == [f"w[{i}]" for i in range(24)]
+    m = describe({"m": np.zeros((2, 3))}).leaves[0]
+    assert list(element_labels(m)) == ["m[0,0]", "m[0,1]", "m[0,2]", "m[1,0]", "m[1,1]", "m[1,2]"]
+    with pytest.raises(IndexError):
+        element_labels(m)[6]

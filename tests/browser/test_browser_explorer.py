@@ -8,9 +8,13 @@ and, after a slider move, from calling jax directly in this test process.
 import pytest
 
 from .harness import DARK, LIGHT, set_theme
-from .pages import contrast_ratio, read_bars, selected_paths, slider_aria_value, slider_handle, tree_cell, tree_item, wait_selected
+from pathlib import Path
+
+from .pages import (contrast_ratio, read_bars, selected_paths, slider_aria_value, slider_handle, slider_readout,
+                    tree_cell, tree_item, wait_selected)
 
 pytestmark = pytest.mark.browser
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 
 CELLS = [
     "from pytree_lab import StepExplorer\n"
@@ -231,3 +235,105 @@ def test_text_reads_in_both_themes(nb, lab_page, theme):
     # WCAG AA for normal-size text
     too_low = {name: r for name, r in ratios.items() if r < 4.5}
     assert not too_low, f"{theme}: contrast too low {too_low} (all: {ratios})"
+
+
+# --------------------------------------------------------------------------- instructors' models
+
+FAITHFUL = '''
+import jax, jax.numpy as jnp, numpy as np
+from pytree_lab import StepExplorer
+params = {"w": jnp.array([0.123456, -0.987654]), "b": jnp.array(0.3333333), "tiny": jnp.array([-0.0026, 0.0013])}
+inputs = {"x": jnp.array([1.5, -0.25]), "target": jnp.array(2.71828)}
+def loss(p, x, target):
+    return (jnp.dot(p["w"], x) + p["b"] + jnp.sum(p["tiny"]) - target) ** 2
+ex = StepExplorer(loss, params, inputs)
+def same_as_jax(p, i):
+    value, grads = jax.value_and_grad(loss)(p, **i)
+    r = ex.result
+    return (float(value) == r.loss
+            and all(np.array_equal(np.asarray(grads[k]), np.asarray(r.grads[k])) for k in p)
+            and all(np.array_equal(np.asarray(p[k]), np.asarray(r.params[k])) for k in p))
+ex
+'''
+
+
+def test_displayed_values_are_the_persons_own_until_one_slider_moves(open_nb):
+    nb = open_nb([FAITHFUL], wait_for=".bqplot rect.bar")
+    nb.page.wait_for_timeout(1000)  # let every view settle: nothing may travel back
+    assert nb.value("same_as_jax(params, inputs)") is True
+    assert nb.value("sum(s.moves for s in ex.sliders.values())") == 0
+    # the readouts show the values themselves, not the step grid
+    assert slider_readout(nb.panel, "w[0]") == "0.123456"
+    assert slider_readout(nb.panel, "tiny[0]") == "-0.0026"
+    assert nb.value("ex.sliders['tiny[0]'].step") == 1e-05
+
+    handle = slider_handle(nb.panel, "w[1]")
+    handle.focus()
+    handle.press("ArrowRight")
+    moved = nb.kernel.wait_for("float(ex.result.params['w'][1])", lambda v: v != nb.value("float(params['w'][1])"))
+    assert moved == pytest.approx(-0.98, abs=1e-6)  # one step on the slider's 0.01 grid
+    # every other leaf is exactly the person's own
+    assert nb.value("np.array_equal(np.asarray(ex.result.params['w'][0]), np.asarray(params['w'][0]))") is True
+    for leaf in ("b", "tiny"):
+        assert nb.value(f"np.array_equal(np.asarray(ex.result.params['{leaf}']), np.asarray(params['{leaf}']))") is True
+    assert nb.value("[s.value for k, s in ex.sliders.items() if k in ('x[0]', 'x[1]', 'target')]") == \
+        nb.value("[float(inputs['x'][0]), float(inputs['x'][1]), float(inputs['target'])]")
+    assert nb.value("same_as_jax({**params, 'w': params['w'].at[1].set(ex.result.params['w'][1])}, inputs)") is True
+
+
+BATCHED = '''
+import jax, jax.numpy as jnp
+from pytree_lab import StepExplorer
+k1, k2, k3 = jax.random.split(jax.random.PRNGKey(0), 3)
+params = {"hidden": {"w": jax.random.normal(k1, (2, 8)) * 0.5, "b": jnp.zeros(8)},
+          "out": {"w": jax.random.normal(k2, (8, 3)) * 0.5, "b": jnp.zeros(3)}}
+x = jax.random.normal(k3, (32, 2))
+labels = (x[:, 0] > 0).astype(jnp.int32) + (x[:, 1] > 0).astype(jnp.int32)
+def logits(p, x):
+    return jnp.tanh(x @ p["hidden"]["w"] + p["hidden"]["b"]) @ p["out"]["w"] + p["out"]["b"]
+def loss(p, x, labels):
+    logp = jax.nn.log_softmax(logits(p, x))
+    return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
+ex = StepExplorer(loss, params, {"x": x, "labels": labels}, learning_rate=0.5, prediction_fn=logits, target="labels")
+ex
+'''
+
+
+def _boxes_overlap(a, b) -> bool:
+    return not (a["right"] <= b["left"] or b["right"] <= a["left"] or a["bottom"] <= b["top"] or b["bottom"] <= a["top"])
+
+
+@pytest.mark.parametrize("theme", [LIGHT, DARK])
+def test_a_batched_mlp_slides_params_and_shows_data_readably(open_nb, lab_page, theme, tmp_path):
+    nb = open_nb([BATCHED], wait_for=".bqplot rect.bar")
+    set_theme(lab_page, theme)
+    sliders = nb.panel.locator(".ptl-slider")
+    assert sliders.count() == 24  # max_sliders caps the total
+    labels = sliders.locator("label").all_text_contents()
+    assert labels[0] == "learning_rate" and labels[1] == "hidden/w[0,0]"
+    assert not any(t.startswith(("x", "labels")) for t in labels)  # the batch and int labels are data
+    titles = sliders.evaluate_all("els => els.map(e => e.title)")
+    assert titles[1] == "params['hidden']['w'][0,0]"  # the full path, as the tooltip
+    data = nb.panel.locator(".ptl-data").text_content()
+    assert "inputs['x'] float32[32,2] (batch)" in data and "inputs['labels'] int32[32] (int labels)" in data
+    # 24 bars with readable, non-overlapping tick labels
+    fig = figure(nb)
+    ticks = fig.locator("g.axis g.tick text").evaluate_all(
+        "els => els.map(e => { const r = e.getBoundingClientRect();"
+        " return {text: e.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom}; })")
+    xs = [t for t in ticks if "/" in t["text"] or "[" in t["text"]]
+    assert len(xs) == 24
+    for a, b in zip(xs, xs[1:]):
+        assert not _boxes_overlap(a, b), (a, b)
+    assert nb.value("ex.result.loss") == pytest.approx(nb.value("float(loss(params, x, labels))"), rel=1e-6)
+    checks = {
+        "slider label": sliders.locator("label").first,
+        "slider readout": sliders.locator("output").first,
+        "data": nb.panel.locator(".ptl-data li").first,
+        "tick label": fig.locator("g.tick text").first,
+    }
+    ratios = {name: round(contrast_ratio(loc), 2) for name, loc in checks.items()}
+    assert all(r >= 4.5 for r in ratios.values()), (theme, ratios)
+    shot = ARTIFACTS / f"explorer-batched-{'dark' if theme == DARK else 'light'}.png"
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    nb.panel.locator(".pytree-lab-explorer").first.screenshot(path=str(shot))

@@ -8,10 +8,11 @@ trees format in a kernel without it.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
-__all__ = ["GRID_MAX", "fmt_number", "fmt_array", "fmt_grid", "grid_cells"]
+__all__ = ["GRID_MAX", "fmt_number", "fmt_array", "fmt_grid", "fmt_small", "grid_cells", "grid_rows", "nested_text"]
 
 # Arrays of at most this many elements are shown whole (a 4x4 matrix, a (2, 8) weight).
 GRID_MAX = 16
@@ -20,17 +21,51 @@ HEAD = 8
 
 
 def fmt_number(v: Any) -> str:
-    """One number as the widgets show it: ``0.1235``, ``-4``, ``1e-07``, ``nan``."""
-    if isinstance(v, complex):
-        return f"({fmt_number(v.real)}{'-' if v.imag < 0 else '+'}{fmt_number(abs(v.imag))}j)"
-    v = float(v)
-    if v != v:
-        return "nan"
-    if v in (math.inf, -math.inf):
-        return "inf" if v > 0 else "-inf"
-    if v == 0:
-        return "0"
-    return f"{v:.4g}"
+    """One number as the widgets show it: ``0.1235``, ``-4``, ``1e-07``, ``nan``, ``-inf``."""
+    if type(v) is not float:
+        if isinstance(v, complex):
+            return f"({fmt_number(v.real)}{'-' if v.imag < 0 else '+'}{fmt_number(abs(v.imag))}j)"
+        v = float(v)
+    text = format(v, ".4g")  # nan, inf and -inf come out as Python prints them
+    return "0" if text == "-0" else text
+
+
+def grid_rows(texts: list[str], shape: tuple) -> list[list[str]]:
+    """Formatted values (row-major) cut into the rows of a grid: the last axis across."""
+    width = shape[-1] if shape else 1
+    if not width:
+        return [[]]
+    return [texts[k : k + width] for k in range(0, len(texts), width)]
+
+
+def nested_text(texts: list[str], shape: tuple) -> str:
+    """Formatted values (row-major) as one line with numpy's nesting: ``[[1, 2], [3, 4]]``."""
+    if not shape:
+        return texts[0]
+    for n in reversed(shape[1:]):  # nest from the last axis outwards
+        texts = ["[" + ", ".join(texts[k : k + n]) + "]" for k in range(0, len(texts), n)] if n else ["[]"]
+    return "[" + ", ".join(texts) + "]"
+
+
+@functools.lru_cache(maxsize=512)
+def _templates(shape: tuple) -> tuple[str, str | None]:
+    """str.format templates for a small array of this shape: its one-line text and, for 2+
+    dimensions, its grid text (values by spaces, rows by newlines). One format call per leaf
+    instead of one per value: a 10k-leaf model has 80,000 values to show."""
+    slots = ["{:.4g}"] * _size(shape)
+    line = nested_text(slots, shape) if shape else slots[0]
+    grid = "\n".join(" ".join(r) for r in grid_rows(slots, shape)) if len(shape) >= 2 else None
+    return line, grid
+
+
+def fmt_small(flat: list, shape: tuple) -> tuple[str, str | None]:
+    """A small array (Python floats, row-major) as (one-line text, grid text or None), the same
+    numbers `fmt_number` gives. The grid text has the values of a row separated by spaces and
+    the rows by newlines (the diagram lays it out as a grid)."""
+    if 0.0 in flat:  # -0.0 shows as 0 (adding +0.0 turns -0.0 into 0.0, nothing else changes)
+        flat = [v + 0.0 for v in flat]
+    line, grid = _templates(shape)
+    return line.format(*flat), (grid.format(*flat) if grid is not None else None)
 
 
 def _values(a: Any) -> tuple[tuple, list]:
@@ -78,10 +113,7 @@ def grid_cells(a: Any) -> list[list[str]] | None:
     if _size(shape) > GRID_MAX:
         return None
     texts = [fmt_number(v) for v in flat]
-    if not shape:
-        return [texts]
-    width = shape[-1] or 1
-    return [texts[k : k + width] for k in range(0, len(texts), width)] if texts else [[]]
+    return grid_rows(texts, shape)
 
 
 def fmt_grid(a: Any) -> str | None:
@@ -126,9 +158,6 @@ def fmt_array(a: Any, limit: int = HEAD) -> str:
         return fmt_number(flat[0])
     size = _size(shape)
     if size <= GRID_MAX:
-        texts = [fmt_number(v) for v in flat]
-        for n in reversed(shape[1:]):  # nest from the last axis outwards
-            texts = ["[" + ", ".join(texts[k : k + n]) + "]" for k in range(0, len(texts), n)] if n else ["[]"]
-        return "[" + ", ".join(texts) + "]"
+        return nested_text([fmt_number(v) for v in flat], shape)
     head = ", ".join(fmt_number(v) for v in flat[:limit])
     return f"[{head}, …] ({size} values)"

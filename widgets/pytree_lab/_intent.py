@@ -17,7 +17,7 @@ through which the front end's trait writes come in.
 from __future__ import annotations
 
 import logging
-from typing import Any, ClassVar
+from typing import ClassVar
 
 __all__ = ["PageIntents"]
 
@@ -31,8 +31,10 @@ class PageIntents:
     # The traits the page may write; every other synced trait is the kernel's.
     _page_intents: ClassVar[frozenset[str]] = frozenset()
 
-    # How many page writes this widget refused (per trait name): for tests and curious users.
-    refused_page_writes: dict[str, int]
+    @property
+    def refused_page_writes(self) -> dict[str, int]:
+        """How many page writes this widget refused, per trait ({} when none)."""
+        return dict(self.__dict__.get("_refused_page_writes", {}))
 
     def set_state(self, sync_data: dict) -> None:
         allowed = self._page_intents
@@ -48,7 +50,7 @@ class PageIntents:
                 self.send_state(known)  # type: ignore[attr-defined]  # the page shows the kernel's values again
 
     def _refuse(self, names: list[str]) -> None:
-        counts = self.__dict__.setdefault("refused_page_writes", {})
+        counts = self.__dict__.setdefault("_refused_page_writes", {})
         cls = type(self).__name__
         for name in names:
             counts[name] = counts.get(name, 0) + 1
@@ -56,8 +58,3 @@ class PageIntents:
                 _logged.add((cls, name))
                 log.info("%s: the page tried to write %r, which only the kernel writes; kept the kernel's value "
                          "(the page may write: %s)", cls, name, ", ".join(sorted(self._page_intents)) or "nothing")
-
-
-def refused_writes(widget: Any) -> dict[str, int]:
-    """Page writes a widget refused so far, per trait (empty when none)."""
-    return dict(widget.__dict__.get("refused_page_writes", {}))

@@ -9,26 +9,19 @@ is escaped text (keys from user trees included), never HTML.
 from __future__ import annotations
 
 import html
-import math
 from dataclasses import dataclass
 from typing import Any, Sequence
 
 import ipywidgets
 
+from ._format import GRID_MAX, fmt_number
 from .step import StepResult
 from .trees import TreeSummary, path_label
 
 __all__ = ["WorkedCalculation", "CalcRow", "fmt_number", "fmt_value"]
 
-GRID_MAX = 16  # a 2-D leaf up to this many values is shown whole, as a grid
 FIRST = 8  # values shown of a bigger leaf
 MAX_LEAF_ROWS = 24  # gradient and update rows shown; the rest are counted (the diagram has them all)
-
-
-def fmt_number(v: float) -> str:
-    if not math.isfinite(v):
-        return str(v)
-    return "0" if v == 0 else f"{v:.4g}"
 
 
 @dataclass(frozen=True)

@@ -55,7 +55,8 @@ class BeforeAfterChart:
             tooltip=bqplot.Tooltip(fields=["x", "y"], labels=["path", "value"], formats=["", ".4g"]),
         )
         self.x_axis = bqplot.Axis(scale=self.x_scale, label="parameter element", tick_labels=self.tick_labels,
-                                  tick_rotate=-40 if many else 0, label_offset="75px" if many else "35px")
+                                  tick_rotate=-90 if many else 0, label_offset="100px" if many else "35px",
+                                  tick_style={"text-anchor": "end", "dominant-baseline": "central"} if many else {})
         self.y_axis = bqplot.Axis(scale=self.y_scale, side="left", label="parameter value",
                                   tick_format=".3~g", label_offset="45px",
                                   grid_lines="dashed")
@@ -64,8 +65,8 @@ class BeforeAfterChart:
             axes=[self.x_axis, self.y_axis],
             title=title,
             legend_location="top-right",
-            fig_margin={"top": 40, "bottom": 95 if many else 50, "left": 70, "right": 20},
-            layout={"flex": "1 1 440px", "min_width": "320px", "height": "345px" if many else "300px"},
+            fig_margin={"top": 40, "bottom": 115 if many else 50, "left": 70, "right": 20},
+            layout={"flex": "1 1 440px", "min_width": "320px", "height": "380px" if many else "300px"},
             animation_duration=0,
         )
         self._picking = False

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .trees import TreeSummary, describe, leaf_objects
+from .trees import TreeSummary, _fatal, describe, leaf_objects
 
 __all__ = ["Diagnosis", "diagnose", "diagnose_summaries"]
 
@@ -117,18 +117,26 @@ def diagnose_summaries(ref: TreeSummary, cand: TreeSummary, ref_name: str, cand_
 
 
 def _values_close(a: Any, b: Any) -> bool:
+    """Equal within float tolerance (NaN equals NaN). Leaves are user objects: whatever their
+    conversion or == raises (KeyboardInterrupt aside) counts as "not equal", never as a crash."""
     try:
         import numpy as np
-
-        x, y = np.asarray(a), np.asarray(b)
-        if x.dtype.kind in "fcuib" and y.dtype.kind in "fcuib":
-            return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-5, atol=1e-6, equal_nan=True))
     except ImportError:  # plain Python leaves in a kernel without numpy
         if isinstance(a, (int, float)) and isinstance(b, (int, float)):
             return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
+    else:
+        try:
+            x, y = np.asarray(a), np.asarray(b)
+            if x.dtype.kind in "fcuib" and y.dtype.kind in "fcuib":
+                return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-5, atol=1e-6, equal_nan=True))
+        except BaseException as err:  # noqa: BLE001
+            if _fatal(err):
+                raise
     try:
         return bool(a == b)
-    except Exception:  # an object whose == is not a truth value
+    except BaseException as err:  # noqa: BLE001 - an object whose == is not a truth value, or raises
+        if _fatal(err):
+            raise
         return a is b
 
 

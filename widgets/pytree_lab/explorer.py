@@ -737,12 +737,12 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         path = proposal["value"]
         if path == "" or path in self.diagram._paths:
             return path
-        paths = [r["p"] for r in self.diagram.rows][:4]
-        raise traitlets.TraitError(
-            f"selected_path {path!r} is no path in this explorer's trees. Paths are keystr strings as "
-            f"jax.tree_util.keystr writes them, e.g. {', '.join(repr(p) for p in paths) or 'none (no leaves)'}; "
-            "'' selects nothing."
-        )
+        # set from Python (the page's selections arrive through the diagram, already checked):
+        # said in the widget, as the diagram says it, and the selection stays as it was
+        from .diagram import _unknown_path_message
+
+        self._note(_unknown_path_message(path, self.diagram._paths))
+        return self.selected_path
 
     @traitlets.observe("selected_path")
     def _selection_changed(self, change) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 import anywidget
 import traitlets
 
+from ._intent import PageIntents
 from ._static import static_asset
 
 __all__ = ["Slider", "span", "short_label"]
@@ -86,7 +87,7 @@ def short_label(label: str, limit: int = 18) -> str:
     return "…" + tail
 
 
-class Slider(anywidget.AnyWidget):
+class Slider(PageIntents, anywidget.AnyWidget):
     """A labelled range input for one number; moves from the page arrive as messages.
 
     Python sets `value`, `min`, `max` and `step` as with any ipywidgets slider; a value
@@ -94,6 +95,7 @@ class Slider(anywidget.AnyWidget):
     (`widened` then says what the range was). Observe `value` to react to moves.
     """
 
+    _page_intents = frozenset()  # the page writes nothing; moves arrive as messages
     _esm = static_asset("slider.js")
     _css = static_asset("slider.css")
 
@@ -196,16 +198,6 @@ class Slider(anywidget.AnyWidget):
         with self.hold_sync():
             self.ack = seq
             self.value = value
-
-    # ------------------------------------------------------------------ the page writes intent only
-    def set_state(self, sync_data: dict) -> None:
-        """State from the page: refused. Every trait here is the kernel's; moves are messages."""
-        if sync_data:
-            log.warning("slider %s: the page may not set %s; ignored", self.path, ", ".join(sorted(sync_data)))
-        # the page's copy is now stale: send the kernel's state back so it shows the truth
-        known = [k for k in (sync_data or {}) if k in self.keys]
-        if known:
-            self.send_state(known)
 
     def __repr__(self) -> str:
         return f"Slider({self.description!r}, value={self.value!r}, min={self.min!r}, max={self.max!r}, step={self.step!r})"

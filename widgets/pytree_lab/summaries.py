@@ -10,13 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._format import GRID_MAX, fmt_array, fmt_number
+from ._format import GRID_MAX, fmt_number, fmt_small
 
 __all__ = ["SMALL_LEAF", "summarise_array", "summarise_arrays"]
 
-# Leaves of at most this many values have their values shown (a 4x4 matrix whole, as a grid);
+# Leaves of at most this many values are shown whole (a (3, 3) or 4x4 matrix as a grid);
 # bigger ones are summarised.
-SMALL_LEAF = 8
+SMALL_LEAF = GRID_MAX
+
+# (summary text, values or None, grid text or None: a small matrix's formatted values, a row's
+# values separated by spaces, rows by newlines)
+Found = tuple  # tuple[str, tuple | None, str | None]
 
 _NUMERIC_KINDS = ("f", "i", "u", "b")
 # Leaves bigger than this are summarised one at a time (stacking them would copy a lot).
@@ -49,31 +53,31 @@ def _as_floats(a: Any, dtype: str) -> list:
     return a.astype(np.float64).ravel().tolist()
 
 
-def _small_text(flat: list, shape: tuple) -> str:
-    if not shape:
-        return fmt_number(flat[0])
-    if len(flat) <= GRID_MAX:
-        import numpy as np
-
-        return fmt_array(np.asarray(flat).reshape(shape))
-    return fmt_array(flat)
+def _small(flat: list, shape: tuple) -> Found:
+    """A small leaf shown whole: one line of text, its values, and for a matrix (or more
+    dimensions) its grid text."""
+    text, grid = fmt_small(flat, shape)
+    return text, tuple(flat), grid
 
 
 def summarise_array(x: Any, size: int, dtype: str) -> tuple[str, tuple | None]:
     """(summary text, values) of one array leaf: the values of a small leaf, count, mean, min,
     max of a big one (values None)."""
+    return _summarise_one(x, size, dtype)[:2]
+
+
+def _summarise_one(x: Any, size: int, dtype: str) -> Found:
     import numpy as np
 
     if size == 0:
-        return "empty", ()
+        return "empty", (), None
     if not _numeric(dtype):
-        return f"{dtype} values", None
+        return f"{dtype} values", None, None
     a = _host(x, size)
     if a is None:
-        return "no values", None
+        return "no values", None, None
     if size <= SMALL_LEAF:
-        flat = _as_floats(a, dtype)
-        return _small_text(flat, a.shape), tuple(flat)
+        return _small(_as_floats(a, dtype), a.shape)
     # Reduce in the leaf's own dtype (no float64 copy of a 10^7-element leaf); sum in float64.
     a = a.ravel()
     if a.dtype.kind == "b" or dtype == "bfloat16":
@@ -87,11 +91,11 @@ def summarise_array(x: Any, size: int, dtype: str) -> tuple[str, tuple | None]:
                      f"min {fmt_number(float(fv.min()))}, max {fmt_number(float(fv.max()))}")
     if bad:
         parts.append(f"{bad} non-finite")
-    return "; ".join(parts), None
+    return "; ".join(parts), None, None
 
 
-def summarise_arrays(items: list[tuple[Any, str, tuple, int]]) -> list[tuple[str, tuple | None]]:
-    """`summarise_array` for many leaves, given as (leaf, dtype, shape, size), in that order.
+def summarise_arrays(items: list[tuple[Any, str, tuple, int]]) -> list[Found]:
+    """(summary, values, grid) for many leaves, given as (leaf, dtype, shape, size), in that order.
 
     Leaves of one dtype and shape are stacked and reduced together.
     """
@@ -107,7 +111,7 @@ def summarise_arrays(items: list[tuple[Any, str, tuple, int]]) -> list[tuple[str
         hosts = [] if len(members) == 1 or size == 0 or not _numeric(dtype) or size > _STACK_MAX else [
             _host(obj, size) for obj in objs]
         if not hosts or any(h is None for h in hosts):
-            found = [summarise_array(obj, size, dtype) for obj in objs]
+            found = [_summarise_one(obj, size, dtype) for obj in objs]
         else:
             stacked = np.stack([h.reshape(size) for h in hosts])
             if size <= SMALL_LEAF:
@@ -119,18 +123,14 @@ def summarise_arrays(items: list[tuple[Any, str, tuple, int]]) -> list[tuple[str
     return out
 
 
-def _small_summaries(stacked: Any, dtype: str, shape: tuple) -> list[tuple[str, tuple]]:
+def _small_summaries(stacked: Any, dtype: str, shape: tuple) -> list[Found]:
     import numpy as np
 
     rows = (stacked if dtype[:1] == "f" and dtype != "bfloat16" else stacked.astype(np.float64)).tolist()
-    if not shape:
-        return [(fmt_number(r[0]), (r[0],)) for r in rows]
-    if len(shape) == 1:  # the common case, without a reshape per leaf
-        return [("[" + ", ".join(map(fmt_number, r)) + "]", tuple(r)) for r in rows]
-    return [(_small_text(r, shape), tuple(r)) for r in rows]
+    return [_small(r, shape) for r in rows]
 
 
-def _big_summaries(stacked: Any, dtype: str, objs: list) -> list[tuple[str, None]]:
+def _big_summaries(stacked: Any, dtype: str, objs: list) -> list[Found]:
     import numpy as np
 
     if stacked.dtype.kind == "b" or dtype == "bfloat16":
@@ -142,7 +142,8 @@ def _big_summaries(stacked: Any, dtype: str, objs: list) -> list[tuple[str, None
     out = []
     for k, ok in enumerate(all_finite):
         if ok:
-            out.append((f"mean {fmt_number(means[k])}, min {fmt_number(lows[k])}, max {fmt_number(highs[k])}", None))
+            out.append((f"mean {fmt_number(means[k])}, min {fmt_number(lows[k])}, max {fmt_number(highs[k])}",
+                        None, None))
         else:  # NaN or Inf inside: the per-leaf path counts them and summarises the rest
-            out.append(summarise_array(objs[k], stacked.shape[1], dtype))
+            out.append(_summarise_one(objs[k], stacked.shape[1], dtype))
     return out

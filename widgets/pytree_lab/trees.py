@@ -13,20 +13,24 @@ import contextlib
 import functools
 import gc
 import math
-import sys
+import operator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from ._format import fmt_number
+from .engine import active_tree_util, x64_enabled
 from .summaries import SMALL_LEAF
+from .summaries import _summarise_one, summarise_arrays
 from .summaries import summarise_array as _array_summary  # noqa: F401 (kept importable here)
-from .summaries import summarise_arrays
 
 __all__ = [
     "Leaf",
     "Node",
     "TreeSummary",
     "Diagnosis",
+    "TreeError",
+    "check_tree",
     "describe",
     "diagnose",
     "diagnose_summaries",
@@ -78,6 +82,9 @@ class Leaf:
     index: int = 0  # position in JAX flatten order
     # Up to SMALL_LEAF values as floats (None for non-numeric leaves and for big leaves).
     values: tuple | None = None
+    # A small matrix (2+ dimensions, up to SMALL_LEAF values) shown whole: its formatted values,
+    # a row's separated by spaces, rows (the last axis across) by newlines. None otherwise.
+    grid: str | None = None
 
     @property
     def type_label(self) -> str:
@@ -230,16 +237,47 @@ def gc_paused():
         gc.enable()
 
 
+class TreeError(ValueError):
+    """A tree that cannot be described: it contains itself, or its own code raised.
+
+    `path` is the keystr of the node at fault (``""`` for the root); the message names it
+    after the tree's name: ``params['self'] refers back to params``.
+    """
+
+    def __init__(self, message: str, path: str = ""):
+        super().__init__(message)
+        self.path = path
+
+
+# A custom node that makes new children forever has no cycle to find: stop at this depth.
+MAX_DEPTH = 10_000
+
+
+def _error_text(err: BaseException, limit: int = 200) -> str:
+    """`Type: message`, short; an exception whose str() raises still gets its type named."""
+    try:
+        text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    except BaseException as inner:  # noqa: BLE001 - a user exception's __str__ can raise anything
+        if _fatal(inner):
+            raise
+        text = "(its message could not be read)"
+    text = f"{type(err).__name__}: {text}" if text else type(err).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _unreadable_message(where: str, obj: Any, problem: "_Unreadable") -> str:
+    kind = type(obj).__name__
+    err = _error_text(problem.error)
+    if problem.stage == "flatten":
+        return f"{where}: flattening this {kind} raised {err}; its registered flatten function failed."
+    if problem.stage == "attributes":
+        return f"{where}: this {kind} raised {err} when its attributes were read (a __getattr__ that raises)."
+    if problem.stage == "leaf":
+        return f"{where}: this {kind} leaf raised {err} when its shape and dtype were read."
+    return f"{where}: a key of this {kind} raised {err} when it was written as a path (its repr or ordering)."
+
+
 # --------------------------------------------------------------------------- children
-
-
-def _jax_tree_util():
-    """The tree library that may know custom nodes: real jax if in use, else the Lite one."""
-    jax = sys.modules.get("jax")
-    if jax is not None:
-        return jax.tree_util
-    lite = sys.modules.get("pytree_lab.compat.tree_util")
-    return lite
 
 
 def _is_namedtuple(x: Any) -> bool:
@@ -270,53 +308,101 @@ _INDEX = [f"[{i}]" for i in range(64)]
 _ATOMS = {float, int, bool, complex, str, bytes}
 
 
+class _Unreadable(Exception):
+    """User code inside a node (its flatten, a key's repr, an attribute) raised: `stage` says
+    what was being done, `error` is what it raised."""
+
+    def __init__(self, stage: str, error: BaseException):
+        super().__init__(stage)
+        self.stage, self.error = stage, error
+
+
+def _fatal(err: BaseException) -> bool:
+    """Errors that must not be caught: the person interrupted the kernel. Everything else a
+    tree's own code raises (SystemExit and other BaseExceptions included) is reported."""
+    return isinstance(err, KeyboardInterrupt)
+
+
+def _has_array_attrs(node: Any) -> bool:
+    try:
+        return hasattr(node, "shape") and hasattr(node, "dtype")
+    except BaseException as err:  # a __getattr__ that raises something other than AttributeError
+        if _fatal(err):
+            raise
+        raise _Unreadable("attributes", err) from err
+
+
 def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | None:
-    """(kind, type_name, [(path_piece, label, display_rank, child), ...]) in JAX order; None for a leaf."""
+    """(kind, type_name, [(path_piece, label, display_rank, child), ...]) in JAX order; None for a leaf.
+
+    Raises `_Unreadable` when the node's own code (a flatten, a key's repr or ordering, an
+    attribute) raises.
+    """
     t = type(node)
     if t in _ATOMS:
         return None
     if node is None:
         return "none", "None", []
-    if t is dict:
-        keys = _sorted_keys(node)
-        rank = {k: i for i, k in enumerate(node)}
-        return "dict", "dict", [(_dict_key(k), _display_key(k), rank[k], node[k]) for k in keys]
-    if t is list or t is tuple:
-        pieces = [(_INDEX[i] if i < 64 else f"[{i}]",) * 2 + (i, c) for i, c in enumerate(node)]
-        return t.__name__, t.__name__, pieces
-    if _is_namedtuple(node):
-        return "namedtuple", t.__name__, [(f".{f}", f, i, getattr(node, f)) for i, f in enumerate(t._fields)]
-    if isinstance(node, (str, bytes, int, float, complex, bool)) or (
-        hasattr(node, "shape") and hasattr(node, "dtype")
-    ):
-        return None
-    tu = _jax_tree_util()
-    if tu is None:
-        if isinstance(node, dict):  # dict subclasses, without jax: as a dict
+    stage = "keys"
+    try:
+        if t is dict:
             keys = _sorted_keys(node)
             rank = {k: i for i, k in enumerate(node)}
-            return "dict", t.__name__, [(_dict_key(k), _display_key(k), rank[k], node[k]) for k in keys]
-        return None
-    # One level of any registered node: every child is treated as a leaf.
-    flat, _ = tu.tree_flatten_with_path(node, is_leaf=lambda x: x is not node)
-    if len(flat) == 1 and flat[0][0] == () and flat[0][1] is node:
-        return None
-    pieces = []
-    kind = "namedtuple" if _is_namedtuple(node) else ("dict" if isinstance(node, dict) else "custom")
-    for i, (keypath, child) in enumerate(flat):
-        piece = tu.keystr(keypath)
-        key = keypath[-1] if keypath else None
-        label = piece
-        if hasattr(key, "key"):
-            label = _display_key(key.key)
-        elif hasattr(key, "name"):
-            label = str(key.name)
-        pieces.append((piece, label, i, child))
-    if kind == "dict":
-        rank = {k: i for i, k in enumerate(node)}
-        pieces = [(p, lab, rank.get(getattr(kp[-1], "key", None), i), c)
-                  for (p, lab, i, c), (kp, _) in zip(pieces, flat)]
-    return kind, t.__name__, pieces
+            return "dict", "dict", [(_dict_key(k), _display_key(k), rank[k], node[k]) for k in keys]
+        if t is list or t is tuple:
+            pieces = [(_INDEX[i] if i < 64 else f"[{i}]",) * 2 + (i, c) for i, c in enumerate(node)]
+            return t.__name__, t.__name__, pieces
+        stage = "attributes"
+        if _is_namedtuple(node):
+            return "namedtuple", t.__name__, [(f".{f}", f, i, getattr(node, f)) for i, f in enumerate(t._fields)]
+        if isinstance(node, (str, bytes, int, float, complex, bool)) or _has_array_attrs(node):
+            return None
+        tu = active_tree_util()
+        stage = "keys"
+        if tu is None:
+            if isinstance(node, dict):  # dict subclasses, without jax: as a dict
+                keys = _sorted_keys(node)
+                rank = {k: i for i, k in enumerate(node)}
+                return "dict", t.__name__, [(_dict_key(k), _display_key(k), rank[k], node[k]) for k in keys]
+            return None
+        # One level of any registered node: every child is treated as a leaf (the node itself
+        # too, if it is its own child: that cycle is found by the walk, not inside JAX's flatten,
+        # whose recursion would exhaust the interpreter).
+        stage = "flatten"
+        first = [True]
+
+        def one_level(x: Any) -> bool:
+            if first[0]:
+                first[0] = False
+                return False
+            return True
+
+        flat, _ = tu.tree_flatten_with_path(node, is_leaf=one_level)
+        if len(flat) == 1 and flat[0][0] == () and flat[0][1] is node:
+            return None
+        stage = "keys"
+        pieces = []
+        kind = "namedtuple" if _is_namedtuple(node) else ("dict" if isinstance(node, dict) else "custom")
+        for i, (keypath, child) in enumerate(flat):
+            piece = tu.keystr(keypath)
+            key = keypath[-1] if keypath else None
+            label = piece
+            if hasattr(key, "key"):
+                label = _display_key(key.key)
+            elif hasattr(key, "name"):
+                label = str(key.name)
+            pieces.append((piece, label, i, child))
+        if kind == "dict":
+            rank = {k: i for i, k in enumerate(node)}
+            pieces = [(p, lab, rank.get(getattr(kp[-1], "key", None), i), c)
+                      for (p, lab, i, c), (kp, _) in zip(pieces, flat)]
+        return kind, t.__name__, pieces
+    except _Unreadable:
+        raise
+    except BaseException as err:
+        if _fatal(err):
+            raise
+        raise _Unreadable(stage, err) from err
 
 
 # --------------------------------------------------------------------------- leaves
@@ -326,20 +412,12 @@ def _scalar_dtype(x: Any) -> str:
     if isinstance(x, bool):
         return "bool"
     if isinstance(x, int):
-        return "int64" if _x64() else "int32"
+        return "int64" if x64_enabled() else "int32"
     if isinstance(x, float):
-        return "float64" if _x64() else "float32"
+        return "float64" if x64_enabled() else "float32"
     if isinstance(x, complex):
-        return "complex128" if _x64() else "complex64"
+        return "complex128" if x64_enabled() else "complex64"
     return type(x).__name__
-
-
-def _x64() -> bool:
-    jax = sys.modules.get("jax")
-    try:
-        return bool(jax.config.jax_enable_x64) if jax is not None else False
-    except AttributeError:
-        return False
 
 
 _DTYPE_NAMES: dict = {}
@@ -373,8 +451,8 @@ def _leaf(path: str, x: Any, index: int, with_values: bool = True) -> Leaf:
         size = math.prod(shape)
         dtype = _dtype_name(x.dtype)
         diff = dtype in _FLOAT_DTYPES
-        summary, values = _array_summary(x, size, dtype) if with_values else ("", None)
-        return Leaf(path, shape, dtype, size, diff, summary, index, values)
+        summary, values, grid = _summarise_one(x, size, dtype) if with_values else ("", None, None)
+        return Leaf(path, shape, dtype, size, diff, summary, index, values, grid)
     text = f"{type(x).__name__} object"
     return Leaf(path, (), "object", 1, False, text, index, None)
 
@@ -402,21 +480,50 @@ def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
     root = Node("", name, "leaf", type(tree).__name__, 0)
 
     # Iterative depth-first walk in JAX order (deep trees must not hit the recursion limit).
-    stack: list[tuple[Node, Any]] = [(root, tree)]
+    # `open_` holds the containers on the way from the root to the node being walked (id ->
+    # (path, container)): meeting one again is a cycle. A (None, id) frame closes a container
+    # once its children are done. The same container twice side by side is no cycle.
+    stack: list[tuple[Any, Any]] = [(root, tree)]
     pop, push = stack.pop, stack.append
+    open_: dict[int, tuple[str, Any]] = {}
     pending: list[tuple[Node, Any]] = []  # array leaves whose values are summarised in batches
     while stack:
         node, obj = pop()
-        kids = _children(obj)
+        if node is None:
+            del open_[obj]
+            continue
+        try:
+            kids = _children(obj)
+        except _Unreadable as problem:
+            raise TreeError(_unreadable_message(name + node.path, obj, problem), node.path) from problem.error
         if kids is None:
             node.kind = "leaf"
-            is_array = values and hasattr(obj, "shape") and hasattr(obj, "dtype")
-            node.leaf = leaf = _leaf(node.path, obj, len(leaves), values and not is_array)
+            try:
+                is_array = values and _has_array_attrs(obj)
+                node.leaf = leaf = _leaf(node.path, obj, len(leaves), values and not is_array)
+            except _Unreadable as problem:
+                raise TreeError(_unreadable_message(name + node.path, obj, problem), node.path) from problem.error
+            except BaseException as err:
+                if _fatal(err):
+                    raise
+                raise TreeError(_unreadable_message(name + node.path, obj, _Unreadable("leaf", err)),
+                                node.path) from err
             leaves.append(leaf)
             if is_array:
                 pending.append((node, obj))
             continue
         node.kind, node.type_name, pieces = kids
+        if not pieces:
+            continue
+        key = id(obj)
+        if key in open_:
+            raise TreeError(f"{name}{node.path} refers back to {name}{open_[key][0]}: a tree cannot contain "
+                            "itself (JAX would recurse forever); keep the reference outside the tree.", node.path)
+        if node.depth >= MAX_DEPTH:
+            raise TreeError(f"{name}{node.path[:200]}… is more than {MAX_DEPTH} levels deep: is a node making "
+                            "new children without end?", node.path)
+        open_[key] = (node.path, obj)
+        push((None, key))
         path, depth = node.path, node.depth + 1
         made = [(rank, Node(path + piece, label, "leaf", type(child).__name__, depth), child)
                 for piece, label, rank, child in pieces]
@@ -435,10 +542,10 @@ def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
 def _fill_summaries(pending: list[tuple[Node, Any]], leaves: list[Leaf]) -> None:
     """Put the value summaries of array leaves into their Leaf (one batched pass)."""
     found = summarise_arrays([(obj, node.leaf.dtype, node.leaf.shape, node.leaf.size) for node, obj in pending])
-    for (node, _), (summary, vals) in zip(pending, found):
+    for (node, _), (summary, vals, grid) in zip(pending, found):
         leaf = node.leaf
         node.leaf = leaves[leaf.index] = Leaf(leaf.path, leaf.shape, leaf.dtype, leaf.size,
-                                              leaf.differentiable, summary, leaf.index, vals)
+                                              leaf.differentiable, summary, leaf.index, vals, grid)
 
 
 def _first(item: tuple) -> Any:
@@ -498,29 +605,84 @@ def _split_path(path: str) -> list[str]:
     return pieces
 
 
-def element_labels(leaf: Leaf) -> list[str]:
-    """One label per element of a leaf: `weight[0]`, `weight[1]`, `bias`, `w[0,1]`."""
-    base = path_label(leaf.path)
-    if not leaf.shape:
-        return [base]
-    labels = []
-    for flat in range(leaf.size):
+class ElementLabels(Sequence):
+    """The labels of a leaf's elements, made on demand: `weight[0]`, `w[0,1]`, `bias`.
+
+    A 10^7-element leaf has 10^7 labels, and a view shows a couple of dozen: iterating,
+    indexing or slicing makes only the labels asked for. Equal to the list of all labels.
+    """
+
+    __slots__ = ("base", "shape", "size")
+
+    def __init__(self, base: str, shape: tuple, size: int):
+        self.base, self.shape, self.size = base, shape, size
+
+    def __len__(self) -> int:
+        return self.size if self.shape else 1
+
+    def _label(self, flat: int) -> str:
+        if not self.shape:
+            return self.base
         idx, rem = [], flat
-        for d in reversed(leaf.shape):
+        for d in reversed(self.shape):
             idx.append(rem % d)
             rem //= d
-        labels.append(f"{base}[{','.join(str(i) for i in reversed(idx))}]")
-    return labels
+        return f"{self.base}[{','.join(str(i) for i in reversed(idx))}]"
+
+    def __getitem__(self, k):
+        n = len(self)
+        if isinstance(k, slice):
+            return [self._label(i) for i in range(*k.indices(n))]
+        k = operator.index(k)
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError(f"element {k} of {n}")
+        return self._label(k)
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self._label, range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, ElementLabels)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        head = ", ".join(repr(x) for x in self[:3])
+        return f"ElementLabels([{head}{', …' if len(self) > 3 else ''}], {len(self)} labels)"
+
+
+def element_labels(leaf: Leaf, limit: int | None = None) -> ElementLabels | list[str]:
+    """One label per element of a leaf: `weight[0]`, `weight[1]`, `bias`, `w[0,1]`.
+
+    Lazy (labels are made as they are read); `limit` gives a list of at most that many.
+    """
+    labels = ElementLabels(path_label(leaf.path), leaf.shape, leaf.size)
+    return labels if limit is None else labels[:limit]
 
 
 def leaf_objects(tree: Any) -> list:
-    """The leaves themselves, in JAX flatten order (the same walk as `describe`)."""
+    """The leaves themselves, in JAX flatten order (the same walk as `describe`, on a tree
+    `describe` accepted)."""
     out, stack = [], [tree]
     while stack:
         obj = stack.pop()
-        kids = _children(obj)
+        try:
+            kids = _children(obj)
+        except _Unreadable as problem:  # it read once and not now: a node that lies
+            raise TreeError(_unreadable_message("a leaf's container", obj, problem)) from problem.error
         if kids is None:
             out.append(obj)
         else:
             stack.extend(child for _, _, _, child in reversed(kids[2]))
     return out
+
+
+def check_tree(tree: Any, name: str = "params") -> None:
+    """Raise `TreeError` (path named) for a tree no tree library can walk: one that contains
+    itself or whose nodes raise. Call it before handing a tree from a user to JAX, whose own
+    recursion on a cyclic tree exhausts the interpreter."""
+    _describe(tree, name, values=False)
