@@ -1,12 +1,16 @@
 """`python -m bench` (`make bench`): every pytree-lab benchmark in one run, printed beside its target.
 
-    python -m bench                      # everything (about 5-10 minutes on 2 cores)
-    python -m bench --only compute,trees # some sections: compute, roundtrip, burst, trees
+    python -m bench                      # everything (about 10 minutes on 2 cores)
+    python -m bench --only compute,trees # some sections: compute, kernelws, roundtrip, burst, trees, lite
     python -m bench --quick              # fewer repetitions, for a smoke run
+    python -m bench --servers installed  # the browser sections on the server as installed only
 
-Sections: 1 compute per update; 2 slider -> chart round trip vs a no-op-kernel floor;
-3 a 20-move burst; 4 big trees (Python model, first paint, select / fold) beside treescope;
-5 the JupyterLite site (size, page open -> kernel ready, page open -> first diagram);
+Sections: 1 compute per update; 2a kernel websocket round trips without a browser; 2 slider ->
+chart round trip vs a no-op-kernel floor; 3 a 20-move burst; 4 big trees (Python model, first
+paint, select / fold) beside treescope; 5 the JupyterLite site (size, page open -> kernel
+ready, page open -> first diagram). Sections 2a, 2 and 3 run on two servers side by side:
+pytree-lab as installed (its jupyter_server extension sets TCP_NODELAY on kernel websockets)
+and stock (the extension switched off); targets are judged on the server as installed.
 6 (training) 100 optimizer steps, compiled loop vs hand-written jitted optax loops.
 Results go to artifacts/bench.json as well. A missed target gets a profile of where the
 time goes (cProfile for Python, Chromium's CPU profile for the page).
@@ -15,6 +19,7 @@ time goes (cProfile for Python, Chromium's CPU profile for the page).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -27,16 +32,18 @@ from .stats import Table, fmt, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "artifacts" / "bench.json"
-SECTIONS = ["compute", "roundtrip", "burst", "trees", "lite", "training"]
+SECTIONS = ["compute", "kernelws", "roundtrip", "burst", "trees", "lite", "training"]
 
-# Targets (issue: foundation, section 5; hardening, section 3).
-TARGET_RATIO = 1.25  # explorer p95 <= 1.25 x floor p95
+# Targets.
+TARGET_RATIO = 1.25  # explorer p95 <= 1.25 x floor p95 (server as installed)
+TARGET_P50_MS = 30.0  # explorer round trip p50 (server as installed)
 TARGET_MODEL_S = 0.3  # 10k leaves: Python model
 TARGET_PAINT_MS = 300.0  # 10k leaves: first paint
 TARGET_CLICK_MS = 50.0  # 10k leaves: select / fold
 
 
 def _print(table: Table) -> None:
+    table.notes.append(f"load average (1, 5, 15 min) when this table was printed: {_load()}")
     print()
     print(table.render(), flush=True)
 
@@ -137,8 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated: " + ", ".join(SECTIONS))
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run, not for the README)")
     ap.add_argument("--moves", type=int, default=None, help="round-trip moves per mode (default 80; quick 20)")
-    ap.add_argument("--nodelay", action="store_true",
-                    help="diagnostic: a server whose kernel websockets set TCP_NODELAY (stock servers do not)")
+    ap.add_argument("--servers", default="stock,installed",
+                    help="for the round trip and burst: stock and/or installed (pytree_lab's server extension on); "
+                         "the trees section uses the installed one")
     ap.add_argument("--no-profile", action="store_true", help="skip the profiles of missed targets")
     ap.add_argument("--json", default=str(OUT), help=f"where to write the results (default {OUT.relative_to(ROOT)})")
     args = ap.parse_args(argv)
@@ -147,6 +155,9 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"unknown sections: {', '.join(sorted(unknown))}")
     moves = args.moves or (20 if args.quick else 80)
+    servers = [x.strip() for x in args.servers.split(",") if x.strip()]
+    if not servers or set(servers) - {"stock", "installed"}:
+        ap.error("--servers: stock, installed or both")
 
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     started = time.monotonic()
@@ -158,13 +169,14 @@ def main(argv: list[str] | None = None) -> int:
             "load_average_at_start": _load(),
             "quick": args.quick,
             "sections": only,
-            "server": "TCP_NODELAY on kernel websockets (diagnostic)" if args.nodelay else "stock jupyter_server",
+            "servers": servers,
         },
-        "targets": {"explorer_p95_over_floor_p95": TARGET_RATIO, "model_10k_s": TARGET_MODEL_S,
+        "targets": {"explorer_p95_over_floor_p95": TARGET_RATIO, "explorer_p50_ms": TARGET_P50_MS,
+                    "model_10k_s": TARGET_MODEL_S,
                     "first_paint_10k_ms": TARGET_PAINT_MS, "select_fold_10k_ms": TARGET_CLICK_MS},
     }
     print(f"pytree-lab benchmark: {', '.join(only)}; load average {results['meta']['load_average_at_start']} "
-          f"on {results['meta']['machine']}; server: {results['meta']['server']}", flush=True)
+          f"on {results['meta']['machine']}; servers: {', '.join(servers)}", flush=True)
 
     def save() -> None:
         results["meta"]["seconds"] = round(time.monotonic() - started, 1)
@@ -179,6 +191,15 @@ def main(argv: list[str] | None = None) -> int:
         r = compute.run(*( (60, 500, 60) if args.quick else () ))
         results["compute"] = r
         _print(compute.table(r))
+        save()
+
+    if "kernelws" in only:
+        from . import kernelws
+
+        print("\n2a. kernel websocket round trips without a browser (two jupyter_servers) ...", flush=True)
+        kw = kernelws.run(rounds=30 if args.quick else 100)
+        results["kernelws"] = kw
+        _print(kernelws.table(kw))
         save()
 
     py_trees = None
@@ -196,26 +217,35 @@ def main(argv: list[str] | None = None) -> int:
     browser_sections = [s for s in ("roundtrip", "burst", "trees") if s in only]
     if browser_sections:
         from . import roundtrip
-        from .lab import BenchLab
+        from .lab import BenchLab, Chromium
 
-        print(f"\nstarting JupyterLab + Chromium for: {', '.join(browser_sections)} ...", flush=True)
-        with BenchLab(nodelay=args.nodelay) as lab:
-            if "roundtrip" in only or "burst" in only:
-                rt = roundtrip.RoundTrip(lab)
+        rt_servers = servers if ("roundtrip" in only or "burst" in only) else []
+        lab_kinds = list(dict.fromkeys(rt_servers + (["installed"] if "trees" in only else [])))
+        print(f"\nstarting JupyterLab ({', '.join(lab_kinds)}) + Chromium for: {', '.join(browser_sections)} ...",
+              flush=True)
+        with Chromium() as browser, contextlib.ExitStack() as stack:
+            labs = {kind: stack.enter_context(BenchLab(browser, kind)) for kind in lab_kinds}
+            results["meta"]["browser_servers"] = {kind: lab.describe for kind, lab in labs.items()}
+            if rt_servers:
+                rts = {}
                 try:
+                    for kind in rt_servers:
+                        rts[kind] = roundtrip.RoundTrip(labs[kind])
                     moves_r = None
                     if "roundtrip" in only:
-                        moves_r = roundtrip.run_moves(rt, moves=moves, warmup=3 if args.quick else 5)
+                        moves_r = roundtrip.run_moves(rts, moves=moves, warmup=3 if args.quick else 5)
                         results["roundtrip"] = moves_r
                         _print(roundtrip.table_moves(moves_r))
                         save()
                     if "burst" in only:
-                        b = roundtrip.run_burst(rt, repeats=2 if args.quick else 3)
+                        b = {kind: roundtrip.run_burst(rt, repeats=2 if args.quick else 3) for kind, rt in rts.items()}
                         results["burst"] = b
                         _print(roundtrip.table_burst(b, moves_r))
                         save()
                 finally:
-                    rt.close()
+                    for rt in rts.values():
+                        rt.close()
+            lab = labs.get("installed")
             if "trees" in only:
                 from . import paint
 
@@ -240,12 +270,33 @@ def main(argv: list[str] | None = None) -> int:
                     for row in rest:
                         print(f"  {row['self_ms']:8.1f} ms  {row['function']}  {row['where']}")
                     save()
-            if lab.errors:
-                results["page_errors"] = lab.errors
-                print("\npage errors during the run:\n  " + "\n  ".join(lab.errors[:10]))
+            errors = [e for each in labs.values() for e in each.errors]
+            if errors:
+                results["page_errors"] = errors
+                print("\npage errors during the run:\n  " + "\n  ".join(errors[:10]))
     elif py_trees is not None:
         for t in trees_tables(py_trees, None):
             _print(t)
+
+    if py_trees is not None:
+        from . import trees
+
+        print("\n4d. the 10k-leaf model in a fresh kernel (no page attached), by phase ...", flush=True)
+        kp = trees.kernel_phases("layers-10k", runs=3 if args.quick else 5)
+        results["kernel_phases_10k"] = kp
+        t = Table("4d. PytreeDiagram(10k leaves) in a kernel: CPU time by phase (median of "
+                  f"{kp['runs']} runs; kernel main thread, cyclic GC apart)", ["phase", "CPU", "share of process CPU"])
+        total = kp["process CPU (all threads)"]
+        for k, v in kp.items():
+            if k in ("runs", "wall", "process CPU (all threads)"):
+                continue
+            t.add(k, fmt(v * 1e3, " ms"), f"{v / total * 100:.0f}%")
+        t.add("process CPU (all threads)", fmt(total * 1e3, " ms"), "100%")
+        t.add("wall clock", fmt(kp["wall"] * 1e3, " ms"), "")
+        t.notes.append("describe = the tree model (nodes, leaves, value summaries); align = the wire rows; state JSON "
+                       "text = the rows as one JSON string; comm message = ipykernel's json_clean, pack, HMAC and send")
+        _print(t)
+        save()
 
     if py_trees is not None and not args.no_profile:
         judged = results.get("trees_browser", {}).get("diagram", {}).get("layers-10k", {}).get("python_s")

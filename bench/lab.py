@@ -1,4 +1,4 @@
-"""One JupyterLab server and one Chromium page for the browser sections, via the test harness."""
+"""JupyterLab servers (as installed, stock) and their Chromium pages for the browser sections, via the test harness."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ from tests.browser.harness import (  # noqa: E402  (the harness lives with the b
     remove_tree,
     start_lab,
 )
+from tests.server_harness import EXTENSION_OFF  # noqa: E402
 
-__all__ = ["BenchLab", "KernelProbe", "Notebook", "REPO", "Timeouts"]
+__all__ = ["ACTIVE_MARK", "BenchLab", "Chromium", "KernelProbe", "Notebook", "REPO", "SERVERS", "Timeouts"]
 
 # The notebook panel for a path, in page JS (the harness marks panels with this attribute).
 FIND_PANEL = """
@@ -34,54 +35,65 @@ FIND_PANEL = """
 """
 
 
-# A diagnostic server variant: kernel websockets with Nagle's algorithm off, so small
-# server -> page messages are not held back waiting for the page's delayed ACK.
-NODELAY_CONFIG = """\
-from jupyter_server.services.kernels.websocket import KernelWebsocketHandler
-
-_open = KernelWebsocketHandler.open
-
-
-async def _open_nodelay(self, *args, **kwargs):
-    self.set_nodelay(True)
-    return await _open(self, *args, **kwargs)
+# The server as pytree-lab installs it has its jupyter_server extension on (TCP_NODELAY on
+# kernel websockets, pytree_lab/server.py); "stock" is the same server with the extension
+# switched off for this one server (a jpserver_extensions entry on its command line).
+ACTIVE_MARK = "pytree-lab: TCP_NODELAY on kernel websockets"
+SERVERS = {"stock": "stock jupyter_server (pytree_lab extension disabled)",
+           "installed": "as installed (pytree_lab extension: TCP_NODELAY on kernel websockets)"}
 
 
-KernelWebsocketHandler.open = _open_nodelay
-print(NODELAY_MARK, flush=True)
-""".replace("NODELAY_MARK", repr("bench: TCP_NODELAY on kernel websockets"))
+class Chromium:
+    """`with Chromium() as browser:` one Debian Chromium for every lab page of a run."""
+
+    def __enter__(self):
+        from playwright.sync_api import sync_playwright
+
+        self._pw = sync_playwright().start()
+        try:
+            self.browser = launch_chromium(self._pw)
+        except BaseException:
+            self._pw.stop()
+            raise
+        return self.browser
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.browser.close()
+        finally:
+            self._pw.stop()
 
 
 class BenchLab:
-    """`with BenchLab() as lab:` a lab server, Chromium and a loaded lab page; all stopped after."""
+    """`with BenchLab(browser) as lab:` a lab server, a page of its own in `browser`, loaded; all stopped after.
 
-    def __init__(self, nodelay: bool = False):
-        self.base = Path(tempfile.mkdtemp(prefix="pytree-lab-bench-"))
-        self.nodelay = nodelay
-        if nodelay:
-            # start_lab points JUPYTER_CONFIG_DIR at base/config: the server reads this file there
-            config = self.base / "config"
-            config.mkdir(parents=True, exist_ok=True)
-            (config / "jupyter_server_config.py").write_text(NODELAY_CONFIG)
+    `server="installed"`: pytree-lab as installed (its server extension on); `"stock"`: the
+    extension switched off. The server log is checked for which one is running.
+    """
+
+    def __init__(self, browser, server: str = "installed"):
+        if server not in SERVERS:
+            raise ValueError(f"server is one of {sorted(SERVERS)}, not {server!r}")
+        self.kind = server
+        self.describe = SERVERS[server]
+        self.browser = browser
+        self.base = Path(tempfile.mkdtemp(prefix=f"pytree-lab-bench-{server}-"))
         self.server = None
-        self._pw = None
-        self.browser = None
+        self.context = None
         self.page = None
         self.errors: list[str] = []
 
     def __enter__(self) -> "BenchLab":
-        from playwright.sync_api import sync_playwright
-
         try:
-            self.server = start_lab(self.base)
-            self._pw = sync_playwright().start()
-            self.browser = launch_chromium(self._pw)
-            context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
-            self.page = context.new_page()
+            self.server = start_lab(self.base, args=EXTENSION_OFF if self.kind == "stock" else ())
+            active = ACTIVE_MARK in self.server.log_tail(400)
+            if active != (self.kind == "installed"):
+                raise RuntimeError(f"expected a {self.describe} server; its log says otherwise:\n"
+                                   + self.server.log_tail())
+            self.context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
+            self.page = self.context.new_page()
             self.page.set_default_timeout(Timeouts.ms(Timeouts.WIDGET_VIEW))
-            self.page.on("pageerror", lambda exc: self.errors.append(str(exc)))
-            if self.nodelay and "bench: TCP_NODELAY on kernel websockets" not in self.server.log_tail(400):
-                raise RuntimeError("the server did not load the TCP_NODELAY config:\n" + self.server.log_tail())
+            self.page.on("pageerror", lambda exc: self.errors.append(f"{self.kind}: {exc}"))
             open_lab(self.page, self.server)
         except BaseException:
             self.__exit__(None, None, None)
@@ -93,10 +105,8 @@ class BenchLab:
 
     def __exit__(self, *exc) -> None:
         try:
-            if self.browser is not None:
-                self.browser.close()
-            if self._pw is not None:
-                self._pw.stop()
+            if self.context is not None:
+                self.context.close()
         finally:
             if self.server is not None:
                 self.server.stop()

@@ -157,3 +157,74 @@ def gc_share(tree: Any, reps: int = 3) -> dict:
             gc.enable()
     return {"gc_on_s": summary(on)["median"], "gc_paused_s": summary(off)["median"],
             "tracked_objects": len(gc.get_objects())}
+
+
+# In a real kernel (ipykernel via jupyter_client, no page attached): where PytreeDiagram(tree)'s
+# time goes, per phase, by CPU time of the kernel's main thread. The phases are timed by
+# wrapping the functions the diagram calls, inside that kernel only; nothing is changed on disk.
+KERNEL_PHASES = r'''
+import sys, time, gc
+sys.path.insert(0, {repo!r})
+from bench.trees import build
+import ipywidgets
+import pytree_lab.diagram as _D
+from pytree_lab import PytreeDiagram
+_TREE = build({name!r})
+PytreeDiagram({{"warm": [1.0, 2.0]}})
+_ACC, _GC, _RUNS = {{}}, [], []
+def _timed(name, f):
+    def g(*a, **k):
+        c = time.thread_time()
+        try:
+            return f(*a, **k)
+        finally:
+            _ACC[name] = _ACC.get(name, 0.0) + time.thread_time() - c
+    return g
+_D.describe = _timed("describe", _D.describe)
+_D.align = _timed("align", _D.align)
+_json = _timed("state JSON text", _D._as_json_text)
+for _tr in ("rows", "panels"):
+    _D.PytreeDiagram.class_traits()[_tr].metadata["to_json"] = _json
+ipywidgets.Widget._send = _timed("comm message (json_clean, pack, sign, send)", ipywidgets.Widget._send)
+def _gc(phase, info, _s=[0.0]):
+    if phase == "start":
+        _s[0] = time.thread_time()
+    else:
+        _GC.append(time.thread_time() - _s[0])
+gc.callbacks.append(_gc)
+for _ in range({runs}):
+    _ACC.clear(); _GC.clear()
+    _c, _t = time.process_time(), time.perf_counter()
+    _d = PytreeDiagram(_TREE)
+    _cpu, _wall = time.process_time() - _c, time.perf_counter() - _t
+    _d.close()
+    _RUNS.append(dict(_ACC, **{{"cyclic GC": sum(_GC), "process CPU (all threads)": _cpu, "wall": _wall}}))
+gc.callbacks.remove(_gc)
+print(__import__("json").dumps(_RUNS))
+'''
+
+
+def kernel_phases(name: str = "layers-10k", runs: int = 5) -> dict:
+    """PytreeDiagram(tree) in a fresh ipykernel, `runs` times: median seconds per phase."""
+    import json as _json
+    import os
+    from pathlib import Path
+
+    from jupyter_client.manager import start_new_kernel
+
+    repo = str(Path(__file__).resolve().parents[1])
+    km, kc = start_new_kernel(kernel_name="python3", env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    out: list[str] = []
+    try:
+        def hook(msg):
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                raise RuntimeError("\n".join(msg["content"]["traceback"]))
+
+        kc.execute_interactive(KERNEL_PHASES.format(repo=repo, name=name, runs=runs), output_hook=hook, timeout=600)
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    rs = _json.loads("".join(out).strip().splitlines()[-1])
+    return {k: summary([r.get(k, 0.0) for r in rs])["median"] for k in rs[0]} | {"runs": len(rs)}

@@ -62,8 +62,7 @@ def test_a_burst_collapses_to_the_last_value_in_a_running_loop():
         for k in range(1, 11):
             move(s, k / 100, k)
         assert seen == []  # nothing computed while messages are still being read
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
+        await asyncio.sleep(0.05)  # the flush waits for a quiet millisecond
 
     asyncio.run(burst())
     assert seen == [0.1] and s.ack == 10 and s.moves == 1

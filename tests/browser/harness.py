@@ -24,7 +24,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -140,8 +140,8 @@ class LabServer:
                 self.proc.wait(Timeouts.SERVER_STOP)
 
 
-def start_lab(base: Path | None = None) -> LabServer:
-    """Start JupyterLab on a free port and wait until its API answers."""
+def start_lab(base: Path | None = None, args: Sequence[str] = ()) -> LabServer:
+    """Start JupyterLab on a free port and wait until its API answers (`args`: more options)."""
     base = Path(base or tempfile.mkdtemp(prefix="pytree-lab-browser-"))
     dirs = {
         name: base / name
@@ -187,6 +187,7 @@ def start_lab(base: Path | None = None) -> LabServer:
         "--LabApp.expose_app_in_browser=True",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         "--LabApp.news_url=",
+        *args,
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")  # containers and CI often run as root

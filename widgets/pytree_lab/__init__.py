@@ -44,6 +44,11 @@ def __getattr__(name: str):
     return value
 
 
+def _jupyter_server_extension_points() -> list[dict]:
+    """`pytree_lab` is also a jupyter_server extension: TCP_NODELAY on kernel websockets (server.py)."""
+    return [{"module": "pytree_lab.server"}]
+
+
 def __dir__():
     return sorted(set(globals()) | set(_LAZY))
 

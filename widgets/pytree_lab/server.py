@@ -1,0 +1,153 @@
+"""A jupyter_server extension: kernel websockets with TCP_NODELAY.
+
+Every slider move is a small message to the kernel and a few small replies back. jupyter_server
+leaves Nagle's algorithm on for its kernel websockets, so a small reply that follows another
+one waits for the browser's delayed ACK (~40 ms on Linux) before it leaves the server: a
+round trip that takes ~25 ms takes ~50 ms. This extension sets TCP_NODELAY on the server's
+kernel websockets, and on nothing else.
+
+It is enabled wherever pytree-lab is installed (the wheel ships
+`etc/jupyter/jupyter_server_config.d/pytree_lab.json`); turn it off with
+
+    jupyter server extension disable pytree_lab
+
+How: the server builds one connection object per kernel websocket from the class in its
+`kernel_websocket_connection_class` setting (a public `ServerApp` option). The extension
+replaces that class with a subclass of whatever is configured (the stock ZMQ connection, a
+gateway connection, or another extension's class), whose `connect()` sets TCP_NODELAY on its
+websocket first and then does exactly what the configured class does. On a jupyter_server
+without that setting it logs a warning and changes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["nodelay_connection_class"]
+
+EXTENSION = "pytree_lab"
+OFF_SWITCH = f"jupyter server extension disable {EXTENSION}"
+SETTING = "kernel_websocket_connection_class"
+# set on the classes this module makes, so wrapping twice is a no-op
+MARK = "_pytree_lab_nodelay"
+
+
+def _set_nodelay(connection: Any) -> None:
+    """TCP_NODELAY on the websocket behind `connection`; never stops the connection opening."""
+    handler = getattr(connection, "websocket_handler", None)
+    if handler is None or getattr(handler, "ws_connection", None) is None:
+        return
+    try:
+        handler.set_nodelay(True)
+    except Exception as e:  # a closed stream, an unusual transport: stock behaviour for this socket
+        log = getattr(connection, "log", None)
+        if log is not None:
+            log.debug("pytree-lab: could not set TCP_NODELAY on a kernel websocket: %r", e)
+
+
+def nodelay_connection_class(base: type) -> type:
+    """A subclass of the kernel websocket connection class `base` that sets TCP_NODELAY first."""
+    if getattr(base, MARK, False):
+        return base
+
+    def connect(self, *args, **kwargs):
+        # The handler calls connect() right after the websocket handshake, before any kernel
+        # message goes out. The return value (a future, a coroutine or None) is the base's.
+        _set_nodelay(self)
+        return super(cls, self).connect(*args, **kwargs)
+
+    connect.__doc__ = f"Set TCP_NODELAY on the websocket, then {base.__name__}.connect()."
+    cls = type(
+        f"NoDelay{base.__name__}",
+        (base,),
+        {
+            "connect": connect,
+            MARK: True,
+            "__module__": __name__,
+            "__doc__": f"{base.__module__}.{base.__qualname__} with TCP_NODELAY on its websocket.",
+        },
+    )
+    return cls
+
+
+def _unsupported(serverapp: Any, why: str) -> None:
+    serverapp.log.warning(
+        "pytree-lab: kernel websockets keep Nagle's algorithm (stock behaviour): %s "
+        "(jupyter_server %s); small replies may wait ~40 ms for a delayed ACK.",
+        why,
+        _server_version(),
+    )
+
+
+def _server_version() -> str:
+    try:
+        import jupyter_server
+
+        return str(jupyter_server.__version__)
+    except Exception:
+        return "unknown version"
+
+
+def _load_jupyter_server_extension(serverapp: Any) -> None:
+    web_app = getattr(serverapp, "web_app", None)
+    settings = getattr(web_app, "settings", None)
+    if not isinstance(settings, dict) or settings.get(SETTING) is None:
+        _unsupported(serverapp, f"this server has no {SETTING} setting")
+        return
+    try:
+        from jupyter_server.services.kernels.connection.base import BaseKernelWebsocketConnection
+        from tornado.websocket import WebSocketHandler
+    except ImportError as e:
+        _unsupported(serverapp, f"cannot import the kernel websocket classes ({e})")
+        return
+    configured = settings[SETTING]
+    if not (isinstance(configured, type) and issubclass(configured, BaseKernelWebsocketConnection)):
+        _unsupported(serverapp, f"{SETTING} is {configured!r}, not a kernel websocket connection class")
+        return
+    if not callable(getattr(configured, "connect", None)) or not callable(
+        getattr(WebSocketHandler, "set_nodelay", None)
+    ):
+        _unsupported(serverapp, f"{configured.__name__} has no connect() or tornado has no set_nodelay()")
+        return
+    if getattr(configured, MARK, False):
+        return  # loaded twice: already on
+    _wrap(serverapp, settings, configured)
+    serverapp.log.info(
+        "pytree-lab: TCP_NODELAY on kernel websockets (%s.%s); turn it off with `%s`",
+        configured.__module__,
+        configured.__qualname__,
+        OFF_SWITCH,
+    )
+    # Extensions load in name order: one loaded after this one may set its own class. Once
+    # every extension has loaded (the loop's first callbacks), wrap that one too.
+    try:
+        from tornado.ioloop import IOLoop
+
+        IOLoop.current().add_callback(_wrap_if_replaced, serverapp, settings)
+    except Exception:
+        pass
+
+
+def _wrap(serverapp: Any, settings: dict, configured: type) -> None:
+    wrapped = nodelay_connection_class(configured)
+    settings[SETTING] = wrapped
+    # Keep the ServerApp option in step, so its shutdown (close_all) and any extension that
+    # reads the option after this one see the class actually in use.
+    try:
+        serverapp.kernel_websocket_connection_class = wrapped
+    except Exception:
+        pass
+
+
+def _wrap_if_replaced(serverapp: Any, settings: dict) -> None:
+    from jupyter_server.services.kernels.connection.base import BaseKernelWebsocketConnection
+
+    current = settings.get(SETTING)
+    if getattr(current, MARK, False):
+        return
+    if isinstance(current, type) and issubclass(current, BaseKernelWebsocketConnection):
+        _wrap(serverapp, settings, current)
+        serverapp.log.info("pytree-lab: another extension set %s.%s for kernel websockets; TCP_NODELAY kept on it",
+                           current.__module__, current.__qualname__)
+    else:
+        _unsupported(serverapp, f"{SETTING} was replaced by {current!r}")
