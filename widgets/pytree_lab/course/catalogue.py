@@ -184,7 +184,7 @@ def _grade_squared_norm(answer, rng=None) -> Outcome:
 def _grade_nested_scale_grad(answer, rng=None) -> Outcome:
     jax, jnp = _jax(), _jnp()
     nested = _nested_params()
-    x, target = jnp.array(_LESSON_X), jnp.array(_LESSON_TARGET)
+    _, x, target, _ = _lesson_setup()
     grads = jax.grad(_nested_loss)(nested, x, target)
     spec = _TreeSpec(
         expected=grads,
@@ -216,7 +216,7 @@ def _grade_repair_update(answer, rng=None) -> Outcome:
             (params, "still holds the original parameter: it was not updated. Every parameter leaf needs "
                      "its own gradient leaf in tree.map."),
             (grads, "holds the gradient, not the updated parameter (p − learning_rate · g)."),
-            (jax.tree.map(lambda p, g: p + _LESSON_LR * g, params, grads),
+            (jax.tree.map(lambda p, g: p + lesson.LEARNING_RATE * g, params, grads),
              "holds p + learning_rate · g, a step uphill; subtract the gradient."),
         ),
         hints={
@@ -229,7 +229,7 @@ def _grade_repair_update(answer, rng=None) -> Outcome:
     try:
         leaves = {k: _as_number_array(v) for k, v in answer.items()} if isinstance(answer, dict) else {}
         if set(leaves) == {"weight", "bias"} and all(v is not None for v in leaves.values()):
-            x, target = jnp.array(_LESSON_X), jnp.array(_LESSON_TARGET)
+            _, x, target, _ = _lesson_setup()
             candidate = {k: jnp.asarray(v, dtype=jnp.float32) for k, v in leaves.items()}
             loss = float(_lesson_loss(candidate, x, target))
             outcome.lines.append(f"Loss at your updated tree: {_fmt_num(loss)} (before the step: "

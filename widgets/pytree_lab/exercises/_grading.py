@@ -90,6 +90,7 @@ class CheckResult:
     exercise_id: str = ""
     cases_passed: int = 0
     cases_total: int = 0
+    unit: str = "parts"
 
     def __str__(self) -> str:
         verdict = "Passed" if self.passed else "Not yet"
@@ -105,6 +106,7 @@ class Outcome:
     total_cases: int
     lines: list[str]
     passed: bool | None = None  # None: passed when every case passed
+    unit: str = ""  # what the counted parts are ("leaves", "cases"); the exercise's unit when ""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -366,19 +368,23 @@ def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
         else:
             structure.append((path, f"Extra leaf {path}: {spec.name} has exactly the leaves {paths_text}.", True))
 
-    total = n_expected  # extra leaves fail the check but are not counted as parts
+    total = n_expected + len(extras)  # an extra leaf is one more part to get right (remove it)
     passed = correct == n_expected and not extras and not structure
     if passed:
         lines = [f"All {n_expected} leaves match {spec.name}: {paths_text}."]
     else:
-        lines = [f"{correct} of {n_expected} leaves of {spec.name} are right."]
+        if extras:
+            lines = [f"{correct} of {total} parts right: {correct} of {n_expected} leaves of {spec.name}, "
+                     f"and {len(extras)} extra leaf{'s' if len(extras) > 1 else ''} to remove."]
+        else:
+            lines = [f"{correct} of {n_expected} leaves of {spec.name} are right."]
         first = _first_difference(spec, answer)
         if first is not None:
             lines.append(f"- First difference: {first.message}{reshape_hints.get(first.path, '')}")
         lines += [f"- {text}" for path, text, plain in structure + shapes
                   if not (plain and first is not None and path == first.path)]
         lines += [f"- {', '.join(paths)}: {why}" for why, paths in values.items()]
-    return Outcome(correct, total, lines, passed=passed)
+    return Outcome(correct, total, lines, passed=passed, unit="parts" if extras else "leaves")
 
 
 def _first_difference(spec: _TreeSpec, answer):
@@ -433,9 +439,10 @@ def grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | None
     """
     from ._guard import describe_failure, notes_for, run_guarded
 
-    def result(passed, score, lines, cases=(0, 0)):
+    def result(passed, score, lines, cases=(0, 0), unit=exercise.unit):
         return CheckResult(passed=bool(passed), score=float(score), feedback="\n".join(lines),
-                           exercise_id=exercise.id, cases_passed=cases[0], cases_total=cases[1])
+                           exercise_id=exercise.id, cases_passed=cases[0], cases_total=cases[1],
+                           unit=unit or exercise.unit)
 
     if stale:
         return result(False, 0.0, [
@@ -459,11 +466,15 @@ def grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | None
             "Your code changed the checker itself (" + ", ".join(checker_parts) + "). It was put back; "
             "this check does not count. Check again with an answer that only computes."])
     if not run.ok:
-        why = describe_failure(run, what="Your answer", budget=exercise.budget)
-        return result(False, 0.0, [f"{why}"])
+        if run.timed_out or exercise.answer_kind == "function" or not isinstance(run.error, Exception):
+            why = describe_failure(run, what="Your answer", budget=exercise.budget)
+        else:  # reading a value answer failed: an object that is not numbers, or a checker bug
+            why = ("Checking this answer failed (" + describe_failure(run, what="it").removeprefix("it ")
+                   + "). Is it made of numbers and arrays only?")
+        return result(False, 0.0, [why])
     outcome: Outcome = run.value
     total = max(outcome.total_cases, 1)
     passed = outcome.passed if outcome.passed is not None else outcome.passed_cases == outcome.total_cases
     lines = list(outcome.lines) + notes_for(run)
     return result(passed, 1.0 if passed else min(outcome.passed_cases / total, 1.0), lines,
-                  (outcome.passed_cases, outcome.total_cases))
+                  (outcome.passed_cases, outcome.total_cases), outcome.unit)

@@ -173,7 +173,7 @@ class CheckButton(_ExerciseWidget):
             self.score = result.score
             self.feedback = result.feedback
             verdict = "passed" if result.passed else "not yet"
-            cases = (f" ({result.cases_passed} of {result.cases_total} {self.exercise.unit} right)"
+            cases = (f" ({result.cases_passed} of {result.cases_total} {result.unit} right)"
                      if result.cases_total > 1 else "")
             offer = ""
             if self.exercise.solutions and not self.solution:
