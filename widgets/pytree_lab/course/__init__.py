@@ -47,9 +47,16 @@ def check_cell(exercise_id: str, *, evidence: Evidence | None = None, rng=None) 
     """What a notebook's check cell does: check the current answer now (printing the verdict, so
     a saved or exported notebook shows it) and return the button for later re-checks."""
     button = check_button(exercise_id, evidence=evidence, rng=rng)
-    button.check()
+    result = button.check()
     print(button.announcement)
     print(button.feedback)
+    if result is not None and result.passed:
+        try:
+            answer = button._answer()
+        except Exception:  # noqa: BLE001 - the answer was readable a moment ago
+            answer = None
+        if answer is not None:
+            (evidence or default_evidence()).add_output(f"{exercise(exercise_id).title}: my answer", answer)
     return button
 
 

@@ -203,7 +203,11 @@ def _grade_nested_scale_grad(answer, rng=None) -> Outcome:
             "['layer']['bias']": "The bias gradient is the derivative with respect to the prediction, times scale.",
         },
     )
-    return _grade_tree(answer, spec)
+    outcome = _grade_tree(answer, spec)
+    if outcome.passed:
+        outcome.lines.append(f"d loss / d scale: {_fmt_num(grads['scale'])}, as derived by hand "
+                             "(residual −2, times 2, times w·x + b = 1).")
+    return outcome
 
 
 def _grade_repair_update(answer, rng=None) -> Outcome:
@@ -623,6 +627,6 @@ def check(exercise_id: str, answer: Any = None, *, rng=None, evidence: Evidence 
         answer = {**({ex.answer_name.split(",")[0].strip(): answer} if answer is not None else {}), **named}
     _grading.bind_tools()
     result = grade_answer(ex, answer, rng=rng, stale=stale)
-    if stale is None and not (answer is None or answer is Ellipsis):
+    if stale is None and not _grading.is_unanswered(answer):
         (evidence if evidence is not None else default_evidence()).add_check(ex, result, answer, code=code)
     return result

@@ -426,8 +426,21 @@ def _explain_leaf(path, arr, ref, expected, related, spec) -> str:
 NOT_ANSWERED = "Not answered yet: replace the `...` in the exercise cell, run it, then check again."
 
 
+def _scaffold(*args):
+    ...
+
+
 def is_unanswered(answer) -> bool:
-    return answer is None or answer is Ellipsis
+    """None or `...`; a dict of only those; a function whose whole body is still `...`."""
+    if answer is None or answer is Ellipsis:
+        return True
+    if isinstance(answer, dict) and answer and all(v is None or v is Ellipsis for v in answer.values()):
+        return True
+    code = getattr(answer, "__code__", None)
+    if code is not None and code.co_code == _scaffold.__code__.co_code and code.co_consts[-1:] == (None,) \
+            and not code.co_names:
+        return True
+    return False
 
 
 def grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | None = None) -> CheckResult:
