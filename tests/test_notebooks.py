@@ -484,3 +484,86 @@ def test_notebook_runs_on_the_lite_engine(name, tmp_path):
         assert "packed: [0.5, 1.0, 2.0]" in cell_text(nb, "packed-view")
         assert "worked example: [8.0, 12.0, 4.0]" in cell_text(nb, "worked-example")
         assert_checks_passed(evidence(tmp_path, "packed-parameters-evidence"), {"grad_over_flat_params"})
+
+
+# --------------------------------------------------------------------------- natural wrong answers, in the notebooks
+# Each entry: the exercise, what the student typed into its tagged cell, words the check must say.
+# They are run one after another in one kernel, as a student edits and re-runs the cell: each
+# attempt is inserted after the exercise's own check cell as a new exercise cell + check cell.
+
+WRONG_IN_LESSON = [
+    ("squared_norm", "norm_squared = [jnp.sum(g ** 2) for g in jax.tree.leaves(grads)]\nmanual = 96.", "one sum per leaf"),
+    ("squared_norm", "norm_squared = sum(g ** 2 for g in jax.tree.leaves(grads))\nmanual = 96.", "broadcasts the bias's square"),
+    ("squared_norm", "norm_squared = sum(jnp.mean(g ** 2) for g in jax.tree.leaves(grads))\nmanual = 96.", "jnp.mean"),
+    ("squared_norm", "norm_squared = 96.\nmanual = jnp.sum(grads['weight'] ** 2) + grads['bias']", "without squaring it"),
+    ("squared_norm", "norm_squared = 1 / 0", "Your last run of the exercise cell raised ZeroDivisionError"),
+    ("squared_norm", "import sys\nsys.exit()", "sys.exit()"),
+    ("squared_norm", "while True:\n    pass", "still running after"),
+    ("squared_norm", "import time\ntime.sleep(60)", "still running after"),
+    ("squared_norm", "print('x' * 10_000_000)\nnorm_squared = 96.\nmanual = 96.", "passed"),
+    ("squared_norm", "jax.grad = lambda f: f\nnorm_squared = 96.\nmanual = 96.", "replaced jax.grad"),
+    ("nested_scale_grad", "g = {'layer': {'weight': grads['weight'][::-1], 'bias': grads['bias']}, 'scale': jnp.array(-4.)}", "swapped"),
+    ("nested_scale_grad", "g = {'weight': grads['weight'], 'bias': grads['bias'], 'scale': jnp.array(-4.)}", "Same name, different path"),
+    ("nested_scale_grad", "def f(n):\n    return f(n + 1)\ng = f(0)", "RecursionError"),
+    ("repair_update", "fixed = jax.tree.map(lambda p, g: p - 0.05 * g, params, {'weight': grads['weight']})", "ValueError"),
+    ("repair_update", "fixed = {'weight': params['weight'] + 0.05 * grads['weight'], 'bias': params['bias'] + 0.05 * grads['bias']}", "a step uphill"),
+    ("repair_update", "fixed = {k: p - 0.05 * g for k, p, g in zip(params, params.values(), grads.values())}", "has shape () in"),
+]
+
+WRONG_IN_PACKED = [
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n    w, b = flat_params[:-1], flat_params[-1]\n"
+     "    return jax.grad(lambda p: jnp.sum((x @ w + b) ** 2))(flat_params)", "the loss does not depend on flat_params"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
+     "    return jax.grad(lambda p: jnp.sum((x @ p[:2] + p[2]) ** 2))(flat_params)", "hidden case"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
+     "    return jax.grad(lambda p: jnp.mean((x @ p[:-1] + p[-1]) ** 2))(flat_params)", "a mean where a sum was asked"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
+     "    g = jax.grad(lambda p: jnp.sum((x @ p[:-1] + p[-1]) ** 2))(flat_params)\n    return (g[:-1], g[-1])", "tuple"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
+     "    return jax.grad(lambda p: jnp.sum((x @ p[:-1] + p[-1]) ** 2))(flat_params)[:-1]", "the bias gradient is missing"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
+     "    jax.grad(lambda p: jnp.sum((x @ p[:-1] + p[-1]) ** 2))(flat_params)", "returned None"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n    import sys\n    sys.exit()", "sys.exit()"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n    while True:\n        pass", "still running after"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n    raise KeyboardInterrupt", "KeyboardInterrupt"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
+     "    return jax.grad(lambda p: jnp.sum((x @ p[1:] + p[0]) ** 2))(flat_params)", "the bias is in the wrong position"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x)\n    return 0", "SyntaxError"),
+]
+
+SHORT_BUDGETS = """\
+from pytree_lab.course import catalogue
+from pytree_lab.exercises import cells
+catalogue.CASE_BUDGET = 1.0
+cells.CELL_BUDGET = 1.0
+"""
+
+
+def inject_wrong_answers(nb, wrong):
+    check_ids = {"squared_norm": "check-squared-norm", "nested_scale_grad": "check-nested",
+                 "repair_update": "check-repair", "grad_over_flat_params": "check-flat"}
+    nb.cells.insert(2, nbformat.v4.new_code_cell(SHORT_BUDGETS, id="short-budgets"))
+    for n, (exercise_id, code, _) in reversed(list(enumerate(wrong))):
+        at = next(i for i, c in enumerate(nb.cells) if c.get("id") == check_ids[exercise_id]) + 1
+        attempt = nbformat.v4.new_code_cell(f"%%exercise {exercise_id}\n{code}", id=f"wrong-{n}")
+        attempt.metadata["tags"] = [f"exercise:{exercise_id}"]
+        nb.cells[at:at] = [attempt, nbformat.v4.new_code_cell(
+            f'_attempt = check_cell("{exercise_id}")\n_attempt', id=f"wrong-{n}-check")]
+
+
+@pytest.mark.parametrize("name, wrong", [(LESSON, WRONG_IN_LESSON), (PACKED, WRONG_IN_PACKED)])
+def test_natural_wrong_answers_in_the_notebook(name, wrong, tmp_path):
+    nb = nbformat.read(CONTENT / name, as_version=4)
+    fill_in_answers(nb, name)
+    inject_wrong_answers(nb, wrong)
+    client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3", allow_errors=False,
+                            resources={"metadata": {"path": str(tmp_path)}})
+    client.execute(env=kernel_env())  # no cell raised: Run All went through every wrong answer
+    for n, (exercise_id, code, words) in enumerate(wrong):
+        said = cell_text(nb, f"wrong-{n}") + cell_text(nb, f"wrong-{n}-check")
+        assert words in said, (exercise_id, code, said[:2000])
+        expect_pass = code.startswith(("print(", "jax.grad ="))  # bounded output; a patch put back
+        assert ("Check 1: passed" if expect_pass else "Check 1: not yet") in said, said[:2000]
+    # the kernel kept going to the end: the evidence file was written after every attempt
+    stem = {LESSON: "pytree-lesson-evidence", PACKED: "packed-parameters-evidence"}[name]
+    assert evidence(tmp_path, stem)["checks"]

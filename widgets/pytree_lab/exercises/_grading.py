@@ -43,6 +43,7 @@ def bind_tools() -> None:
 
     if "np" not in _TOOLS:
         import numpy
+        import numpy.random  # noqa: F401 - a lazily loaded submodule in numpy 2
 
         _TOOLS["np"] = _Frozen(numpy, ("random",))
     engine = get_engine()
@@ -479,8 +480,11 @@ def grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | None
             "Your code changed the checker itself (" + ", ".join(checker_parts) + "). It was put back; "
             "this check does not count. Check again with an answer that only computes."])
     if not run.ok:
-        if run.timed_out or exercise.answer_kind == "function" or not isinstance(run.error, Exception):
+        if run.timed_out or not isinstance(run.error, Exception):
             why = describe_failure(run, what="Your answer", budget=exercise.budget)
+        elif exercise.answer_kind == "function":  # the student's calls are guarded one by one
+            why = ("The check itself failed (" + describe_failure(run, what="it").removeprefix("it raised ")
+                   + "); this is not about your answer. Please tell your instructor.")
         else:  # reading a value answer failed: an object that is not numbers, or a checker bug
             why = ("Checking this answer failed (" + describe_failure(run, what="it").removeprefix("it ")
                    + "). Is it made of numbers and arrays only?")

@@ -29,6 +29,7 @@ class CellRun:
     output: str = ""
 
 
+CELL_BUDGET = DEFAULT_BUDGET  # seconds an exercise cell may run (read at each run)
 _RUNS: dict[str, CellRun] = {}
 _NAMES: dict[str, tuple[str, ...]] = {}  # exercise id -> answer names, for the post-run hook
 
@@ -45,8 +46,9 @@ def forget(exercise_id: str | None = None) -> None:
 
 
 def run_exercise_cell(exercise_id: str, code: str, namespace: dict, *,
-                      budget: float | None = DEFAULT_BUDGET) -> CellRun:
+                      budget: float | None = None) -> CellRun:
     """Run `code` in `namespace` as the exercise's cell; print its output and what went wrong."""
+    budget = CELL_BUDGET if budget is None else budget
     try:
         compiled = compile(code, f"<exercise {exercise_id}>", "exec")
     except SyntaxError as exc:
@@ -107,7 +109,7 @@ def _post_run_cell(result) -> None:
 
 def register_magic(shell=None, *, known: Callable[[str], tuple[str, ...]] | None = None,
                    answer_names: dict[str, tuple[str, ...]] | None = None,
-                   budget: float | None = DEFAULT_BUDGET) -> bool:
+                   budget: float | None = None) -> bool:
     """Register `%%exercise` and the post-run hook in this IPython kernel (no-op elsewhere).
 
     `known(exercise_id)` raises ValueError for an unknown id; `answer_names` maps exercise ids
