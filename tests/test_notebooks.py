@@ -534,8 +534,8 @@ WRONG_IN_PACKED = [
 SHORT_BUDGETS = """\
 from pytree_lab.course import catalogue
 from pytree_lab.exercises import cells
-catalogue.CASE_BUDGET = 1.0
-cells.CELL_BUDGET = 1.0
+catalogue.CASE_BUDGET = 3.0
+cells.CELL_BUDGET = 3.0
 """
 
 

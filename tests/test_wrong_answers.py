@@ -26,9 +26,13 @@ LEAVES = jax.tree.leaves(GRADS)
 
 @pytest.fixture(autouse=True)
 def _short_budgets(monkeypatch):
-    monkeypatch.setattr(catalogue, "CASE_BUDGET", 1.0)
+    monkeypatch.setattr(catalogue, "CASE_BUDGET", 3.0)
+    before = {ex.id: ex.budget for ex in course.EXERCISES.values()}
     for ex in course.EXERCISES.values():
-        object.__setattr__(ex, "budget", 1.0)
+        object.__setattr__(ex, "budget", 3.0)
+    yield
+    for ex in course.EXERCISES.values():
+        object.__setattr__(ex, "budget", before[ex.id])
 
 
 def good(flat_params, x):
@@ -128,9 +132,9 @@ FUNCTION_ANSWERS = [
     (missing_return, "returned None"),
     (calls_exit, "sys.exit()"),
     (keyboard_interrupt, "KeyboardInterrupt"),
-    (endless, "still running after 1 seconds"),
-    (endless_swallowing, "still running after 1 seconds"),
-    (sleeps, "still running after 1 seconds"),
+    (endless, "still running after 3 seconds"),
+    (endless_swallowing, "still running after 3 seconds"),
+    (sleeps, "still running after 3 seconds"),
     (recurses, "RecursionError"),
     (bias_first, "the bias is in the wrong position"),
     (wrt_x, "differentiated with respect to x"),

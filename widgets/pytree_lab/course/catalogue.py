@@ -462,7 +462,7 @@ def _cases_label(indices: list[int], cases: list[_FlatCase]) -> str:
     return text[0].upper() + text[1:]
 
 
-CASE_BUDGET = 5.0  # seconds of student code per case
+CASE_BUDGET = 10.0  # seconds of student code per case (first calls compile: generous)
 
 
 def _grade_grad_over_flat_params(answer, rng=None) -> Outcome:
