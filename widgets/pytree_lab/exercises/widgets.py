@@ -217,7 +217,8 @@ class PredictionPrompt(_ExerciseWidget):
 
     @traitlets.validate("prediction")
     def _locked_once_revealed(self, proposal):
-        return self.prediction if self.revealed else proposal["value"]
+        locked = getattr(self, "_revealed_prediction", None)
+        return locked if locked is not None else proposal["value"]
 
     @traitlets.observe("self_rating")
     def _rated(self, change):
@@ -250,6 +251,7 @@ class PredictionPrompt(_ExerciseWidget):
             return None
         finally:
             self.busy = False
+        self._revealed_prediction = self.prediction
         self.answer = answer
         self.revealed = True
         self.announcement = "Revealed. Compare it with your prediction:"
@@ -287,7 +289,10 @@ class Quiz(_ExerciseWidget):
 
     @traitlets.validate("selected")
     def _locked(self, proposal):
-        return self.selected if self.answered else proposal["value"]
+        # the first answer counts (kept apart: during a front-end update traitlets validates after
+        # the new value is already in place)
+        locked = getattr(self, "_first_choice", None)
+        return locked if locked is not None else proposal["value"]
 
     def _intents(self):
         return {"check": self.submit}
@@ -300,6 +305,7 @@ class Quiz(_ExerciseWidget):
         if not 0 <= self.selected < len(self.choices):
             self.announcement = "Choose an answer first."
             return None
+        self._first_choice = self.selected
         self.correct = self.selected == self._answer
         self.answered = True
         self.answer_index = self._answer
