@@ -200,7 +200,9 @@ class CheckButton(_ExerciseWidget):
             self.evidence.add_output(f"reference solution revealed: {self.exercise.title}", text)
         self.solution = text
         self.solution_available = True
-        self.announcement = "Reference solution shown below. Compare it with yours."
+        verdict = self.announcement.split(" A reference solution is available")[0]
+        self.announcement = (verdict + " " if verdict.startswith("Check") else "") + \
+            "Reference solution shown below your feedback: compare it with yours."
         return text
 
 

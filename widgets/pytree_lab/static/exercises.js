@@ -60,10 +60,12 @@ function renderCheck(model, root) {
   const { region, status } = liveRegion();
   const feedback = h("div", { class: "ptl-ex-feedback" });
   const reveal = h("button", { type: "button", class: "ptl-ex-button ptl-ex-secondary" }, "Show a reference solution");
+  const solutionBox = h("div", { class: "ptl-ex-solution-box" });
   const solution = h("pre", { class: "ptl-ex-solution", "aria-label": "reference solution" });
+  solutionBox.append(h("p", { class: "ptl-ex-solution-title" }, "Reference solution"), solution);
   button.addEventListener("click", () => model.send({ type: "check" }));
   reveal.addEventListener("click", () => model.send({ type: "solution" }));
-  root.append(task, button, reveal, region, feedback, solution);
+  root.append(task, button, reveal, region, feedback, solutionBox);
   return watch(model, ["task", "label", "busy", "announcement", "status", "feedback", "solution_available", "solution"], () => {
     task.textContent = model.get("task");
     button.textContent = model.get("label");
@@ -72,7 +74,7 @@ function renderCheck(model, root) {
     reveal.hidden = !model.get("solution_available") || Boolean(model.get("solution"));
     reveal.disabled = model.get("busy");
     solution.textContent = model.get("solution");
-    solution.hidden = !model.get("solution");
+    solutionBox.hidden = !model.get("solution");
     status.textContent = model.get("announcement");
     root.dataset.status = model.get("status");
     feedback.textContent = model.get("feedback");
