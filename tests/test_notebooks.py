@@ -388,6 +388,10 @@ def test_lesson_quiz_and_evidence_file(lesson_run):
     assert all(c["code"].strip() for c in record["checks"]), record["checks"]
     markdown = (workdir / "pytree-lesson-evidence.md").read_text()
     assert "squared_norm" in markdown and "2 leaves, 3 numerical parameter values" in markdown
+    # the aligned trees with their values, and the summary before everything else
+    assert "['weight']  [ 1., -1.]  [-8., -4.]  [ 1.4, -0.8]" in markdown
+    assert markdown.index("## Summary") < markdown.index("## Predictions") < markdown.index("## Checks")
+    assert "| Make it yours (`squared_norm`) | passed | 1 |" in markdown
 
 
 # --------------------------------------------------------------------------- packed parameters

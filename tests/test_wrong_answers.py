@@ -283,3 +283,36 @@ def test_the_page_cannot_write_a_solution_or_a_verdict():
     assert quiz.selected == 1
     quiz.set_state({"answered": True, "correct": True})
     assert not quiz.answered and not quiz.correct
+
+
+def test_the_time_budget_also_holds_off_the_main_thread():
+    # where no interval timer can be used (another thread; Pyodide has none), a line tracer stops it
+    import threading
+
+    found = {}
+
+    def student():
+        while True:
+            pass
+
+    thread = threading.Thread(target=lambda: found.setdefault("run", _guard.run_guarded(student, budget=0.5)))
+    thread.start()
+    thread.join(20)
+    assert not thread.is_alive() and found["run"].timed_out
+
+
+def test_huge_output_is_bounded_and_said():
+    run = _guard.run_guarded(lambda: print("x" * 1_000_000), budget=5)
+    assert run.ok and len(run.output) <= _guard.OUTPUT_LIMIT
+    assert "printed a lot" in " ".join(_guard.notes_for(run))
+
+
+def test_aligned_trees_for_the_evidence():
+    from pytree_lab.exercises import aligned_trees
+
+    params = {"weight": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)}
+    text = aligned_trees(params=params, grads=GRADS, updated={"weight": jnp.array([1.4, -0.8])})
+    lines = text.splitlines()
+    assert lines[0].split() == ["path", "params", "grads", "updated"]
+    assert lines[1].startswith("['bias']") and lines[1].endswith("(missing)")
+    assert "[-8., -4.]" in lines[2] and "[ 1.4, -0.8]" in lines[2]

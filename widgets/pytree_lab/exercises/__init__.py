@@ -13,6 +13,7 @@ from ._guard import TimeBudgetExceeded as TimeBudgetExceeded
 from ._guard import run_guarded as run_guarded
 from .evidence import Evidence as Evidence
 from .evidence import SavedEvidence as SavedEvidence
+from .evidence import aligned_trees as aligned_trees
 from .evidence import clear_evidence as clear_evidence
 from .evidence import default_evidence as default_evidence
 from .evidence import record_output as record_output
@@ -24,6 +25,6 @@ from .widgets import Quiz as Quiz
 
 __all__ = [
     "CheckButton", "CheckResult", "Evidence", "EvidenceButton", "Exercise", "Guarded", "Outcome",
-    "PredictionPrompt", "Quiz", "SavedEvidence", "TimeBudgetExceeded", "clear_evidence",
+    "PredictionPrompt", "Quiz", "SavedEvidence", "aligned_trees", "TimeBudgetExceeded", "clear_evidence",
     "default_evidence", "grade_answer", "record_output", "run_guarded", "save_evidence",
 ]

@@ -286,3 +286,40 @@ def save_evidence(path: str | pathlib.Path | None = None, *, evidence: Evidence 
     the notebook's folder) and the same content as JSON beside it."""
     return (evidence if evidence is not None else default_evidence()).save(path)
 
+
+
+def aligned_trees(**trees: Any) -> str:
+    """Trees side by side, one row per leaf path, with the values (for the evidence file):
+
+        path        params        grads       updated
+        ['bias']    0             -4          0.2
+        ['weight']  [1, -1]       [-8, -4]    [1.4, -0.8]
+
+    A path missing from one tree shows "(missing)"; values are printed in full precision up to
+    16 elements per leaf.
+    """
+    import numpy as np
+
+    from ..engine import get_engine
+
+    engine = get_engine()
+    columns = {name: dict((engine.keystr(p), leaf) for p, leaf in engine.tree_flatten_with_path(tree)[0])
+               for name, tree in trees.items()}
+    paths: list[str] = []
+    for leaves in columns.values():
+        paths += [p for p in leaves if p not in paths]
+
+    def cell(value) -> str:
+        if value is None:
+            return "(missing)"
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "biuf":
+            return repr(value)
+        if arr.size > 16:
+            return f"{arr.dtype}{list(arr.shape)}"
+        text = np.array2string(arr, separator=", ", precision=8, suppress_small=False, max_line_width=200)
+        return text
+
+    rows = [["path", *trees]] + [[path, *(cell(columns[name].get(path)) for name in trees)] for path in paths]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(text.ljust(width) for text, width in zip(row, widths)).rstrip() for row in rows)
