@@ -127,6 +127,10 @@ def trees_tables(py: dict, br: dict | None) -> list[Table]:
     return tables
 
 
+# 4c (bigleaf): one 10^7-element leaf and a tree that contains itself (bench/big_leaf.py)
+SECTIONS.insert(SECTIONS.index("trees") + 1, "bigleaf")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated: " + ", ".join(SECTIONS))
@@ -265,6 +269,13 @@ def main(argv: list[str] | None = None) -> int:
         results["lite"] = lite
         print()
         print(lite_bench.report(lite), flush=True)
+
+    if "bigleaf" in only:
+        from . import big_leaf
+
+        print("\n4c. one 10^7-element leaf, and a tree that contains itself ...", flush=True)
+        results["big_leaf"] = big_leaf.run(quick=args.quick)
+        _print(big_leaf.table(results["big_leaf"]))
 
     save()
     print(f"\nload average at end {results['meta']['load_average_at_end']}; "

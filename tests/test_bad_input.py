@@ -525,9 +525,12 @@ def test_stale_selection_and_folding_after_the_tree_changed():
 def test_bogus_paths_from_the_page_select_nothing_and_run_nothing(bogus, tmp_path):
     ex = StepExplorer()
     ex.diagram.selected_path = "['bias']"
-    ex.diagram.selected_path = bogus  # as a crafted message from the page would set it
+    def page_writes(state):  # the comm message a crafted page sends
+        ex.diagram._handle_msg({"content": {"data": {"method": "update", "state": state}}, "buffers": []})
+
+    page_writes({"selected_path": bogus})
     assert ex.diagram.selected_path == "" and ex.selected_path == ""
-    ex.diagram.collapsed = [bogus, "['weight']"]  # a leaf cannot fold either
+    page_writes({"collapsed": [bogus, "['weight']"]})  # a leaf cannot fold either
     assert ex.diagram.collapsed == []
     assert not __import__("os").path.exists("/tmp/pytree-lab-pwned")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import jax
 import jax.numpy as jnp
 import optax
@@ -32,7 +34,15 @@ def test_missing_gradient_is_shown_not_skipped():
     d = PytreeDiagram(PARAMS, grads={"weight": jnp.array([-8.0, -4.0])})
     rows = {r["p"]: r for r in d.rows}
     assert rows["['bias']"]["c"][1] is None and rows["['bias']"]["s"] == "missing"
-    assert "missing" in d.text() or "bias" in d.text()
+    # the text export keeps the alignment: the missing cell sits in the grads column
+    lines = d.text().splitlines()
+    head = next(ln for ln in lines if ln.startswith("path"))
+    bias = next(ln for ln in lines if ln.startswith("└── bias"))
+    weight = next(ln for ln in lines if ln.startswith("├── weight"))
+    assert bias.index("— missing") == head.index("grads") == weight.index("float32[2] [-8, -4]")
+    assert bias.index("float32[] 0") == head.index("params") and bias.endswith("← missing in one tree")
+    assert lines[-2:] == ["params: 2 leaves, 3 numerical parameter values",
+                          "grads: 1 leaf, 2 numerical parameter values"]
 
 
 def test_optimizer_state_has_its_own_panel():
@@ -52,8 +62,15 @@ def test_selected_path_from_python_and_stale_paths():
     d = PytreeDiagram(PARAMS)
     d.selected_path = "['bias']"
     assert d.selected_path == "['bias']"
-    d.selected_path = "['nope']"
-    assert d.selected_path == ""
+    d.selected_path = "['nope']"  # from Python: a message, and the selection stays
+    assert d.selected_path == "['bias']"
+    assert d.message_kind == "warning" and "selected_path \"['nope']\" is not a path in these trees" in d.message
+    d.selected_path = "['weigth']"
+    assert "Did you mean ['weight']?" in d.message and d.selected_path == "['bias']"
+    d.selected_path = "['weight']"  # a good selection clears the note
+    assert d.selected_path == "['weight']" and d.message == ""
+    _page_writes(d, {"selected_path": "['gone']"})  # a stale page: nothing selected, no message
+    assert d.selected_path == "" and d.message == ""
     d.selected_path = "['weight']"
     d.set_trees({"params": {"w": jnp.zeros(2)}})  # the tree changed: the old path is gone
     assert d.selected_path == ""
@@ -129,3 +146,60 @@ def test_explorer_keeps_an_optimizer_state_panel_across_moves():
     ex.show_extra({"optimizer state": new_state})
     count = next(r for r in ex.diagram.panels[0]["rows"] if r["p"] == "[0].count")
     assert count["c"][0]["v"] == "1"  # one optax step counted
+
+
+def _page_writes(widget, state: dict) -> None:
+    """The comm message the front end sends when the page writes traits (model.save_changes)."""
+    widget._handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}},
+                        "buffers": []})
+
+
+def test_the_page_may_write_only_selection_and_folding(caplog):
+    grads = jax.grad(loss)(PARAMS)
+    state = optax.sgd(0.1).init(PARAMS)
+    d = PytreeDiagram(PARAMS, grads=grads, extra={"optimizer state": state})
+    rows, panels, columns = d.rows, d.panels, d.columns
+    sent = []
+    d._send = lambda msg, buffers=None: sent.append(msg)  # what goes back to the page
+    with caplog.at_level("INFO", logger="pytree_lab.page"):
+        _page_writes(d, {"panels": "[{\"title\": \"x\"}]", "rows": "[]", "columns": ["hacked"],
+                         "selected_path": "['bias']"})
+        _page_writes(d, {"panels": "[]"})
+    # kernel-owned traits keep the kernel's values; the intent trait is accepted
+    assert d.rows == rows and d.panels == panels and d.columns == columns
+    assert d.selected_path == "['bias']"
+    assert d.refused_page_writes == {"panels": 2, "rows": 1, "columns": 1}
+    # the kernel's values are sent back so the page shows them again
+    restored = [m["state"] for m in sent if m["method"] == "update"]
+    assert any("panels" in s and s["panels"] == json.dumps(panels, ensure_ascii=False, separators=(",", ":"))
+               for s in restored)
+    # logged once per trait, quietly (INFO: no traceback, nothing printed into the notebook)
+    refusals = [r for r in caplog.records if r.name == "pytree_lab.page"]
+    assert len(refusals) <= 3 and all(r.levelname == "INFO" for r in refusals)
+    # the diagram still works after the refused writes
+    d.set_trees({"params": PARAMS, "grads": grads})
+    assert [c["v"] for c in {r["p"]: r for r in d.rows}["['bias']"]["c"]] == ["0", "-4"]
+
+
+def test_small_matrices_are_shown_whole_as_a_grid():
+    w = jnp.array([[0.1, -0.4, 0.2], [0.3, 0.0, 0.4], [-0.0, 2.5, -3.0]])
+    g = jax.grad(lambda p: jnp.sum(p["w"] ** 2))({"w": w})
+    d = PytreeDiagram({"w": w, "big": jnp.arange(25.0).reshape(5, 5), "v": jnp.arange(16.0)},
+                      grads={"w": g["w"], "big": jnp.zeros((5, 5)), "v": jnp.zeros(16)})
+    rows = {r["p"]: r for r in d.rows}
+    params_cell, grads_cell = rows["['w']"]["c"]
+    # every one of the 9 values, hand-checked: 2·w for the gradient; -0 shows as 0
+    assert params_cell["g"] == "0.1 -0.4 0.2\n0.3 0 0.4\n0 2.5 -3" and "v" not in params_cell
+    assert grads_cell["g"] == "0.2 -0.8 0.4\n0.6 0 0.8\n0 5 -6"
+    # 25 values: a summary, as before; a 16-value vector is listed on one line
+    assert rows["['big']"]["c"][0]["v"] == "mean 12, min 0, max 24" and "g" not in rows["['big']"]["c"][0]
+    assert rows["['v']"]["c"][0]["v"] == "[" + ", ".join(str(i) for i in range(16)) + "]"
+    leaf = {leaf.path: leaf for leaf in d.summaries[0].leaves}["['w']"]
+    assert leaf.summary == "[[0.1, -0.4, 0.2], [0.3, 0, 0.4], [0, 2.5, -3]]"
+    assert leaf.values[8] == -3.0 and len(leaf.values) == 9
+    # a 4x4 (16 values) is still whole, and so is a (2, 2, 2): rows along the last axis
+    d.set_trees({"params": {"m": jnp.eye(4), "t": jnp.arange(8.0).reshape(2, 2, 2)}})
+    rows = {r["p"]: r for r in d.rows}
+    assert rows["['m']"]["c"][0]["g"] == "1 0 0 0\n0 1 0 0\n0 0 1 0\n0 0 0 1"
+    assert rows["['t']"]["c"][0]["g"] == "0 1\n2 3\n4 5\n6 7"
+    assert {leaf.path: leaf for leaf in d.summaries[0].leaves}["['t']"].summary == "[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]"

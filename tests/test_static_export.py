@@ -56,9 +56,11 @@ def test_exported_html_shows_the_trees_and_the_calculation(tmp_path: Path):
     diagram, explorer, hostile = blocks
     assert diagram == LESSON_DIAGRAM
     # the explorer: params, grads and updated as written, then the worked calculation's numbers
-    assert explorer.count("├── weight: float32[2]\n└── bias: float32[]") == 3
-    for tree in ("params", "grads", "updated"):
-        assert f"\n{tree}\n├── weight" in "\n" + explorer
+    # one aligned table: a row per path, params | grads | updated side by side (hand-derived step)
+    assert re.search(r"^path\s+params\s+grads\s+updated$", explorer, re.M)
+    assert re.search(r"^├── weight\s+float32\[2\] \[1, -1\]\s+float32\[2\] \[-8, -4\]\s+float32\[2\] \[1.4, -0.8\]$",
+                     explorer, re.M)
+    assert re.search(r"^└── bias\s+float32\[\] 0\s+float32\[\] -4\s+float32\[\] 0.2$", explorer, re.M)
     for what, value in [("loss L", "4"), ("∂L/∂weight", "[-8, -4]"), ("∂L/∂bias", "-4"),
                         ("new prediction", "2.2"), ("new loss", "0.64")]:
         assert re.search(rf"{re.escape(what)}\s+{re.escape(value)}$", explorer, re.M), what

@@ -216,3 +216,44 @@ def test_align_follows_the_written_order_when_given():
     assert list(from_jax) == ["bias", "weight"]
     rows = align([describe(from_jax)], order=describe(written))
     assert [r["p"] for r in rows] == ["['weight']", "['bias']"]
+
+
+def test_one_number_formatter():
+    from pytree_lab._format import fmt_array, fmt_grid, fmt_number, grid_cells
+
+    assert [fmt_number(v) for v in (0.0, -0.0, 0.123456, -4, 1e-7, float("nan"), float("inf"), -float("inf"))] == [
+        "0", "0", "0.1235", "-4", "1e-07", "nan", "inf", "-inf"]
+    w = np.array([[0.1, -0.4, 0.2], [0.3, 0.0, 0.4], [1e-7, 2.5, -3.0]], dtype=np.float32)
+    assert fmt_array(w) == "[[0.1, -0.4, 0.2], [0.3, 0, 0.4], [1e-07, 2.5, -3]]"
+    assert fmt_grid(w) == "[[  0.1, -0.4, 0.2],\n [  0.3,    0, 0.4],\n [1e-07,  2.5,  -3]]"
+    assert grid_cells(w) == [["0.1", "-0.4", "0.2"], ["0.3", "0", "0.4"], ["1e-07", "2.5", "-3"]]
+    assert fmt_grid(np.arange(8.0).reshape(2, 2, 2)) == "[[[0, 1],\n  [2, 3]],\n [[4, 5],\n  [6, 7]]]"
+    assert fmt_array([[1, 2], [3, 4]]) == "[[1, 2], [3, 4]]"  # plain lists, no numpy needed
+    assert fmt_array(np.arange(17.0)) == "[0, 1, 2, 3, 4, 5, 6, 7, …] (17 values)"
+    assert fmt_grid(np.zeros(17)) is None and grid_cells(np.zeros((4, 5))) is None
+    assert fmt_array(jnp.float32(2.5)) == "2.5"
+
+
+def test_trees_split_keeps_old_imports():
+    import pytree_lab
+    from pytree_lab import diagnose as diagnose_module_fn
+    from pytree_lab.diagnose import Diagnosis as D2
+    from pytree_lab.trees import Diagnosis, diagnose_summaries
+    from pytree_lab.trees import align as align_again
+    from pytree_lab.trees import diagnose as diagnose_again
+
+    assert D2 is Diagnosis and diagnose_again is diagnose_module_fn is pytree_lab.diagnose
+    assert callable(diagnose_summaries) and align_again is align
+
+
+def test_element_labels_are_made_only_when_read():
+    big = describe({"w": np.zeros(10**7, np.float32)}).leaves[0]
+    labels = element_labels(big)
+    assert len(labels) == 10**7
+    assert labels[:3] == ["w[0]", "w[1]", "w[2]"] and labels[-1] == "w[9999999]"
+    assert [x for _, x in zip(range(24), labels)][-1] == "w[23]"
+    assert element_labels(big, limit=24) == [f"w[{i}]" for i in range(24)]
+    m = describe({"m": np.zeros((2, 3))}).leaves[0]
+    assert list(element_labels(m)) == ["m[0,0]", "m[0,1]", "m[0,2]", "m[1,0]", "m[1,1]", "m[1,2]"]
+    with pytest.raises(IndexError):
+        element_labels(m)[6]

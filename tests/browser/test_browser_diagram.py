@@ -1,12 +1,15 @@
 """PytreeDiagram in a real JupyterLab: aligned rows, missing paths, folding, the optimizer
 panel, selection across trees, and legible colours in both themes."""
 
+from pathlib import Path
+
 import pytest
 
-from .harness import DARK, LIGHT, set_theme
+from .harness import DARK, LIGHT, Timeouts, set_theme
 from .pages import contrast_ratio, selected_paths, tree_cell, tree_item, wait_selected
 
 pytestmark = pytest.mark.browser
+ROOT = Path(__file__).resolve().parents[2]
 
 CELLS = [
     # 0: the lesson's trees, one step computed by hand
@@ -160,3 +163,114 @@ def test_text_reads_in_both_themes(diagrams, lab_page, theme):
     # WCAG AA for normal-size text
     too_low = {name: r for name, r in ratios.items() if r < 4.5}
     assert not too_low, f"{theme}: contrast too low {too_low} (all: {ratios})"
+
+
+# ---------------------------------------------------------------- small matrices, page writes
+
+GRID_CELLS = [
+    """\
+import jax, jax.numpy as jnp, optax
+from pytree_lab import PytreeDiagram
+w = jnp.array([[0.1, -0.4, 0.2], [0.3, 0.0, 0.4], [-0.2, 0.25, -0.35]])
+grid_params = {"dense": {"w": w, "b": jnp.array([0.1, -0.1, 0.0])}}
+grid_grads = jax.grad(lambda p: jnp.sum(p["dense"]["w"] ** 2) + jnp.sum(p["dense"]["b"]))(grid_params)
+state = optax.sgd(0.1, momentum=0.9).init(grid_params)
+grid = PytreeDiagram(grid_params, grads=grid_grads, extra={"optimizer state": state})
+grid""",
+]
+
+# The widget model behind a cell's output, as JupyterLab's widget manager holds it: what a
+# crafted page (a stale view, a browser extension, the console) could write to.
+_MODEL_WRITE = """
+async ([path, cellIndex, state]) => {
+  let panel = null;
+  for (const w of window.jupyterapp.shell.widgets('main')) {
+    if (w.context && w.context.path === path) panel = w;
+  }
+  const cell = panel.content.widgets[cellIndex];
+  const outputs = cell.model.outputs;
+  let modelId = null;
+  for (let k = 0; k < outputs.length; k++) {
+    const view = outputs.get(k).data['application/vnd.jupyter.widget-view+json'];
+    if (view) modelId = view.model_id;
+  }
+  let manager = null;
+  for (const child of cell.outputArea.widgets) {
+    for (const w of child.widgets || []) if (w._manager && w._manager.promise) manager = await w._manager.promise;
+  }
+  const model = await manager.get_model(modelId);
+  for (const [name, value] of Object.entries(state)) model.set(name, value);
+  model.save_changes();
+  return modelId;
+}
+"""
+
+W_TEXTS = ["0.1", "-0.4", "0.2", "0.3", "0", "0.4", "-0.2", "0.25", "-0.35"]
+
+
+@pytest.fixture(scope="module")
+def grid_nb(open_module_nb):
+    nb = open_module_nb(GRID_CELLS, wait_for=".ptl-grid")
+    return nb, nb.panel.locator(".jp-CodeCell .jp-OutputArea").nth(0)
+
+
+def test_a_3x3_weight_is_shown_whole_as_a_grid(grid_nb):
+    nb, out = grid_nb
+    main = out.locator(".ptl-trees")
+    params_cell = tree_cell(main, "['dense']['w']", "params")
+    cells = params_cell.locator(".ptl-grid-cell")
+    assert cells.all_text_contents() == W_TEXTS  # all nine values, not mean/min/max
+    assert "mean" not in params_cell.text_content()
+    # the gradient of sum(w**2) is 2w: nine values derived by hand
+    grads = tree_cell(main, "['dense']['w']", "grads").locator(".ptl-grid-cell").all_text_contents()
+    assert grads == ["0.2", "-0.8", "0.4", "0.6", "0", "0.8", "-0.4", "0.5", "-0.7"]
+    # laid out as three rows of three: equal tops along a row, equal right edges down a column
+    boxes = [box(c) for c in cells.all()]
+    tops = [round(b["y"]) for b in boxes]
+    assert len(set(tops)) == 3 and tops[0] == tops[1] == tops[2] < tops[3] == tops[4] == tops[5] < tops[6]
+    rights = [round(b["x"] + b["width"]) for b in boxes]
+    assert rights[0] == rights[3] == rights[6] < rights[1] == rights[4] == rights[7] < rights[2]
+    # the same numbers are what Python sent
+    sent = nb.value("{r['p']: r['c'][0].get('g') for r in grid.rows}")
+    assert sent["['dense']['w']"].split() == W_TEXTS
+    # a vector stays on one line
+    assert "[0.1, -0.1, 0]" in tree_cell(main, "['dense']['b']", "params").text_content()
+
+
+def test_a_page_write_to_kernel_traits_is_refused(grid_nb):
+    nb, out = grid_nb
+    nb.run("panels_before, rows_before = grid.panels, grid.rows")
+    forged = {"panels": '[{"title": "forged", "rows": [], "counts": ""}]', "rows": "[]", "columns": ["x"]}
+    nb.page.evaluate(_MODEL_WRITE, [nb.path, 0, forged])
+    refused = nb.kernel.wait_for("grid.refused_page_writes", lambda v: v == {"panels": 1, "rows": 1, "columns": 1})
+    assert refused == {"panels": 1, "rows": 1, "columns": 1}
+    assert nb.value("grid.panels == panels_before and grid.rows == rows_before and grid.columns")
+    assert nb.value("grid.columns") == ["params", "grads"]
+    # the page shows the kernel's trees again: the panel title and every row are back
+    out.locator(".ptl-panel-title", has_text="optimizer state").wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    assert out.locator(".ptl-panel-title").all_text_contents() == ["optimizer state"]
+    assert tree_cell(out.locator(".ptl-trees"), "['dense']['w']", "params").locator(
+        ".ptl-grid-cell").all_text_contents() == W_TEXTS
+    # and the diagram still answers the person: a click selects, in Python too
+    tree_cell(out.locator(".ptl-trees"), "['dense']['b']", "grads").click()
+    assert nb.wait_for_value("grid.selected_path", "['dense']['b']") == "['dense']['b']"
+    # an intent write from the page is still accepted
+    nb.page.evaluate(_MODEL_WRITE, [nb.path, 0, {"collapsed": ["['dense']"]}])
+    assert nb.wait_for_value("grid.collapsed", ["['dense']"]) == ["['dense']"]
+    assert nb.value("grid.refused_page_writes") == {"panels": 1, "rows": 1, "columns": 1}
+
+
+@pytest.mark.parametrize("theme", [LIGHT, DARK])
+def test_grid_screenshot_in_both_themes(grid_nb, lab_page, theme):
+    nb, out = grid_nb
+    nb.run('grid.collapsed = []; grid.selected_path = "[\'dense\'][\'w\']"')
+    set_theme(lab_page, theme)
+    tree_item(out.locator(".ptl-trees"), "['dense']['w']").and_(out.locator('[aria-selected="true"]')).wait_for(
+        timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    shots = ROOT / "artifacts" / "screenshots"
+    shots.mkdir(parents=True, exist_ok=True)
+    path = shots / f"diagram-grid-{theme.split()[-1].lower()}.png"
+    out.screenshot(path=str(path))
+    assert path.stat().st_size > 10_000
+    grid_el = tree_cell(out.locator(".ptl-trees"), "['dense']['w']", "params").locator(".ptl-grid").first
+    assert round(contrast_ratio(grid_el.locator(".ptl-grid-cell").first), 2) >= 4.5

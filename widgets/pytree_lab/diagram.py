@@ -8,11 +8,13 @@ from typing import Any
 import anywidget
 import traitlets
 
+from ._intent import PageIntents
 from ._static import static_asset
 from ._text import TextForm
-from .trees import Diagnosis, TreeSummary, align, describe, diagnose, diagnose_summaries, gc_paused
+from .diagnose import Diagnosis, diagnose, diagnose_summaries
+from .trees import _MAX_INDENT, Node, TreeError, TreeSummary, _type_label, describe, gc_paused
 
-__all__ = ["PytreeDiagram"]
+__all__ = ["PytreeDiagram", "align"]
 
 _MISSING = object()
 
@@ -24,7 +26,138 @@ def _as_json_text(value: Any, widget: Any = None) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-class PytreeDiagram(TextForm, anywidget.AnyWidget):
+# --------------------------------------------------------------------------- wire rows
+
+
+def _cell(node: Node, flag: bool = True) -> dict:
+    leaf = node.leaf
+    if leaf is not None:
+        if leaf.grid is not None:  # a small matrix, shown whole: its rows, no one-line text
+            cell = {"ty": _type_label(leaf.dtype, leaf.shape), "g": leaf.grid, "i": leaf.index}
+        else:
+            cell = {"ty": _type_label(leaf.dtype, leaf.shape), "v": leaf.summary, "i": leaf.index}
+        if flag and not leaf.differentiable:
+            cell["nd"] = 1
+        return cell
+    return {"ty": node.type_name, "n": len(node.children)}
+
+
+def align(summaries: list[TreeSummary], order: TreeSummary | None = None) -> list[dict]:
+    """Rows matched by path across trees, in the first tree's display order.
+
+    `order` (optional) is a tree whose display order wins, e.g. the params as the user wrote
+    them when the first tree came back from a JAX transformation with its dict keys sorted.
+
+    Each row: ``p`` path, ``u`` parent path, ``l`` label, ``d`` depth, ``leaf`` (0/1),
+    ``c`` one cell per tree (None where the path is missing), ``s`` status
+    (``ok``, ``missing``, ``shape``, ``dtype``, ``kind``). The root container is not a row
+    unless the whole tree is a single leaf. A path only some trees have comes after its
+    siblings, at the end of its parent's subtree.
+    """
+    with gc_paused():
+        return _align(summaries, order)
+
+
+def _align(summaries: list[TreeSummary], order: TreeSummary | None) -> list[dict]:
+    n = len(summaries)
+    by_path: dict[str, dict] = {}
+    top: list[dict] = []
+    kids: dict[str, list[dict]] = {}
+    seeded = order is not None
+    for col, summary in enumerate(([order] if seeded else []) + list(summaries)):
+        col -= seeded
+        root = summary.root
+        if root.leaf is not None:
+            walk = [(root, None)]
+        else:
+            walk = []
+            stack = [(c, "") for c in reversed(root.children)]
+            while stack:
+                node, parent = stack.pop()
+                walk.append((node, parent))
+                if node.children:
+                    path = node.path
+                    stack.extend([(c, path) for c in reversed(node.children)])
+        for node, parent in walk:
+            row = by_path.get(node.path)
+            if row is None:
+                row = by_path[node.path] = {
+                    "p": node.path, "u": parent, "l": node.label, "d": node.depth,
+                    "leaf": int(node.leaf is not None), "c": [None] * n,
+                }
+                if parent is None or parent not in by_path:
+                    top.append(row)
+                else:
+                    siblings = kids.get(parent)
+                    if siblings is None:
+                        siblings = kids[parent] = []
+                        by_path[parent]["leaf"] = 0  # a leaf in one tree, a container in another
+                    siblings.append(row)
+            if col >= 0:
+                row["c"][col] = _cell(node, summary.role == "params")
+                if node.leaf is None:
+                    row["leaf"] = 0  # a container in any tree can unfold
+    for row in top:
+        if row["u"] is not None and row["u"] in by_path:
+            row["u"] = None  # its parent row came later (a root leaf in another tree): shown on top
+    # rows in display order: parents before children, first-seen order among siblings
+    rows: list[dict] = []
+    stack = list(reversed(top))
+    while stack:
+        row = stack.pop()
+        rows.append(row)
+        children = kids.get(row["p"])
+        if children:
+            stack.extend(reversed(children))
+    if seeded:
+        rows = [r for r in rows if any(c is not None for c in r["c"])]
+    for row in rows:
+        row["s"] = _status(row["c"], row["leaf"]) if n > 1 else "ok"
+    return rows
+
+
+def _status(cells: list, is_leaf: int) -> str:
+    if None in cells:
+        return "missing"
+    first = cells[0]
+    has_index = "i" in first
+    ty = first["ty"]
+    same = True
+    for c in cells:
+        if ("i" in c) != has_index:
+            return "kind"
+        if c["ty"] != ty:
+            same = False
+    if same or not is_leaf:
+        return "ok"
+    if len({c["ty"].partition("[")[2] for c in cells}) > 1:
+        return "shape"
+    return "dtype"
+
+
+# Why a row is marked (the same words as the page's tooltips, static/diagram.js STATUS_TEXT).
+_STATUS_TEXT = {
+    "missing": "missing in one tree",
+    "shape": "shapes differ",
+    "dtype": "dtypes differ",
+    "kind": "leaf in one tree, container in another",
+}
+
+
+def _unknown_path_message(path: str, paths: set) -> str:
+    import difflib
+
+    shown = path if len(path) <= 80 else path[:79] + "…"
+    close = difflib.get_close_matches(path, sorted(paths), n=1, cutoff=0.6) if len(paths) <= 20_000 else []
+    hint = f" Did you mean {close[0]}?" if close else (
+        f" Paths are keystr strings such as {min(paths, key=len)}." if paths else " The diagram shows no paths yet.")
+    return f"selected_path {shown!r} is not a path in these trees, so the selection is unchanged.{hint}"
+
+
+# --------------------------------------------------------------------------- the widget
+
+
+class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     """One or more pytrees drawn side by side, each leaf beside its partners at the same path.
 
     >>> PytreeDiagram(params)                                   # one tree
@@ -49,6 +182,9 @@ class PytreeDiagram(TextForm, anywidget.AnyWidget):
 
     _esm = static_asset("diagram.js")
     _css = static_asset("diagram.css")
+    # The page reports what the person did; every other trait is written by Python only.
+    _page_intents = frozenset({"selected_path", "collapsed"})
+    _selection_note = ""
 
     # The Python <-> JS contract (spelled the same in static/diagram.js).
     columns = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -84,6 +220,8 @@ class PytreeDiagram(TextForm, anywidget.AnyWidget):
         self._order: TreeSummary | None = None
         self.compare = compare
         self.diagnosis: Diagnosis | None = None
+        # The last tree that could not be shown (a cycle, a node that raises), "" when none.
+        self.error = ""
         self.set_trees(self._named(params, grads, updated, trees, name), extra=extra, expected=expected)
 
     @staticmethod
@@ -116,7 +254,14 @@ class PytreeDiagram(TextForm, anywidget.AnyWidget):
         `expected`: column name -> a tree that column's values should equal (see the class doc).
         """
         with gc_paused():  # describe, align and the JSON text of the rows, for big trees
-            self._set_trees(trees, extra, fold, order, expected)
+            try:
+                self._set_trees(trees, extra, fold, order, expected)
+            except TreeError as err:  # a tree that contains itself or whose nodes raise
+                self.error = str(err)
+                kept = " The diagram keeps the trees it showed before." if self.rows else ""
+                self.show_message(f"{err}{kept}")
+                return
+        self.error = ""
 
     def _set_trees(self, trees: dict, extra: Any, fold: bool | None, order: Any, expected: dict | None) -> None:
         summaries = [describe(tree, name) for name, tree in trees.items()]
@@ -207,8 +352,17 @@ class PytreeDiagram(TextForm, anywidget.AnyWidget):
     @traitlets.validate("selected_path")
     def _valid_selection(self, proposal):
         path = proposal["value"]
-        # A path that no longer exists (the tree changed) selects nothing.
-        return path if path == "" or path in self._paths else ""
+        if path == "" or path in self._paths:
+            if self._selection_note and self.message == self._selection_note:
+                self.message = ""
+            self._selection_note = ""
+            return path
+        if "selected_path" in self._property_lock:
+            return ""  # a stale page (the tree changed under it) selects nothing
+        # From Python: say so, and keep the selection that was there.
+        self._selection_note = _unknown_path_message(path, self._paths)
+        self.show_message(self._selection_note, kind="warning")
+        return self.selected_path
 
     @traitlets.validate("collapsed")
     def _valid_collapsed(self, proposal):
@@ -216,14 +370,69 @@ class PytreeDiagram(TextForm, anywidget.AnyWidget):
         return [p for p in dict.fromkeys(proposal["value"]) if p in self._containers]
 
     # ------------------------------------------------------------------ without a widget front end
-    def text(self) -> str:
-        """The trees as the lesson's text diagrams (with the side panels)."""
+    def text(self, max_lines: int = 200) -> str:
+        """The diagram as text, for places without a widget front end (HTML exports, consoles).
+
+        One tree: the lesson's text diagram. Several trees: one aligned table, as on screen,
+        a row per path with each tree's cell beside the others (a path a tree lacks shows
+        ``— missing`` in its column). Side panels follow as text diagrams.
+        """
         order = self._order
-        shown = [s.in_order_of(order) if order is not None else s for s in self._summaries]
-        parts = [s.text() for s in shown + self._panel_summaries]
+        if len(self._summaries) == 1:
+            shown = [s.in_order_of(order) if order is not None else s for s in self._summaries]
+            parts = [s.text(max_lines) for s in shown]
+        elif self._summaries:
+            parts = [self._aligned_text(max_lines)]
+        else:
+            parts = []
+        parts += [s.text(max_lines) for s in self._panel_summaries]
         if self.message:
             parts.insert(0, f"[{self.message_kind}] {self.message}")
         return "\n\n".join(parts)
+
+    def _aligned_text(self, max_lines: int) -> str:
+        rows = self.rows
+        leaves = [{leaf.path: leaf for leaf in s.leaves} for s in self._summaries]
+        # tree glyphs: the last child of a parent gets └──, its descendants no bar
+        last_child: dict = {}
+        for r in rows:
+            last_child[r["u"]] = r["p"]
+        names, cells = [], []
+        prefixes: dict = {None: "", "": ""}
+        for r in rows[:max_lines]:
+            parent = r["u"]
+            above = prefixes.get(parent, "")
+            last = last_child.get(parent) == r["p"]
+            prefixes[r["p"]] = above + ("    " if last else "│   ")
+            shown = above if len(above) <= _MAX_INDENT else f"[{(len(above) - _MAX_INDENT) // 4} levels] " + above[-_MAX_INDENT:]
+            names.append(f"{shown}{'└── ' if last else '├── '}{r['l']}" if parent is not None else r["l"])
+            line = []
+            for col, cell in enumerate(r["c"]):
+                if cell is None:
+                    line.append("— missing")
+                elif "i" in cell:
+                    leaf = leaves[col].get(r["p"])
+                    value = leaf.summary if leaf is not None else cell.get("v", "")
+                    text = f"{cell['ty']} {value}".rstrip()
+                    line.append(text + (" (not differentiable)" if cell.get("nd") else ""))
+                else:
+                    line.append(cell["ty"])
+            if r["s"] != "ok":
+                line[-1] += f"   ← {_STATUS_TEXT.get(r['s'], r['s'])}"
+            cells.append(line)
+        width = min(max([len(n) for n in names] + [4]), 60)
+        col_widths = [min(max([len(c[k]) for c in cells] + [len(name)]), 48) for k, name in enumerate(self.columns)]
+
+        def join(first: str, rest: list[str]) -> str:
+            parts = [first.ljust(width)] + [t.ljust(w) for t, w in zip(rest, col_widths)]
+            return "  ".join(parts).rstrip()
+
+        lines = [join("path", list(self.columns))]
+        lines += [join(n, c) for n, c in zip(names, cells)]
+        if len(rows) > max_lines:
+            lines.append(f"… ({len(rows)} rows in all)")
+        lines += [f"{name}: {counts}" for name, counts in zip(self.columns, self.counts)]
+        return "\n".join(lines)
 
     def __repr__(self) -> str:
         names = ", ".join(self.columns) or "empty"

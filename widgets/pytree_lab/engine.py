@@ -10,10 +10,13 @@ Real JAX always wins where it exists.
 from __future__ import annotations
 
 import importlib
+import sys
 from functools import cached_property
 from typing import Any, Callable
 
-__all__ = ["Engine", "get_engine"]
+from .compat import _is_lite as _is_lite_module
+
+__all__ = ["Engine", "get_engine", "active_tree_util", "x64_enabled"]
 
 
 class Engine:
@@ -29,8 +32,11 @@ class Engine:
 
     @property
     def is_lite(self) -> bool:
-        """True for the JupyterLite engine (numpy + autograd), False for real JAX."""
-        return "lite" in self.version
+        """True for the JupyterLite engine (numpy + autograd), False for real JAX.
+
+        Told by the module itself (the Lite engine marks itself), never by a version string.
+        """
+        return _is_lite_module(self.jax)
 
     @property
     def name(self) -> str:
@@ -78,6 +84,14 @@ class Engine:
     def keystr(self, path: tuple) -> str:
         return self.tree_util.keystr(path)
 
+    def check_tree(self, tree: Any, name: str = "params") -> None:
+        """Raise `pytree_lab.trees.TreeError` (path named) for a tree that contains itself or whose
+        nodes raise, before any JAX call sees it (JAX's own recursion on a cyclic tree exhausts
+        the interpreter instead of failing)."""
+        from .trees import check_tree
+
+        check_tree(tree, name)
+
     def paths(self, tree: Any) -> list[str]:
         """Leaf paths as keystr strings, in flatten order."""
         flat, _ = self.tree_flatten_with_path(tree)
@@ -88,6 +102,26 @@ class Engine:
 
 
 _ENGINE: Engine | None = None
+
+
+def active_tree_util() -> Any:
+    """The tree library already in use in this kernel, imported by nobody here: real
+    `jax.tree_util` (or the Lite engine installed as ``jax``), else the Lite `tree_util` if it
+    was imported, else None. The tree model asks this for custom nodes, so a plain-Python
+    diagram never loads jax, numpy or autograd."""
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        return getattr(jax, "tree_util", None) or sys.modules.get("jax.tree_util")
+    return sys.modules.get("pytree_lab.compat.tree_util")
+
+
+def x64_enabled() -> bool:
+    """`jax_enable_x64` of the jax in use (False when none is loaded, and for the Lite engine)."""
+    jax = sys.modules.get("jax")
+    try:
+        return bool(jax.config.jax_enable_x64) if jax is not None else False
+    except AttributeError:
+        return False
 
 
 def get_engine() -> Engine:

@@ -89,6 +89,7 @@ def pin_dtypes(tree: Any, engine: Engine | None = None) -> Any:
     import numpy as np
 
     eng = engine or get_engine()
+    eng.check_tree(tree, "the tree")  # a cyclic tree: a message now, not JAX recursing until the interpreter breaks
     x64 = _x64(eng)
 
     def pin(x):

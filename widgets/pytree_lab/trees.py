@@ -1,4 +1,4 @@
-"""The tree model: nodes, paths, leaf summaries, alignment and diagnosis.
+"""The tree model: nodes, paths, leaves and `describe`.
 
 Pure Python. Nothing here imports jax or numpy at module level, so a diagram of a plain-Python
 tree works in a JupyterLite kernel that has neither. Paths are `jax.tree_util.keystr` strings
@@ -13,24 +13,52 @@ import contextlib
 import functools
 import gc
 import math
-import sys
+import operator
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Iterator
+
+from ._format import fmt_number
+from .engine import active_tree_util, x64_enabled
+from .summaries import SMALL_LEAF
+from .summaries import _summarise_one, summarise_arrays
+from .summaries import summarise_array as _array_summary  # noqa: F401 (kept importable here)
 
 __all__ = [
     "Leaf",
     "Node",
     "TreeSummary",
     "Diagnosis",
+    "TreeError",
+    "check_tree",
     "describe",
     "diagnose",
     "diagnose_summaries",
     "element_labels",
+    "leaf_objects",
     "path_label",
 ]
 
-# Leaves at or below this many values have their values shown; bigger ones are summarised.
-SMALL_LEAF = 8
+# Elsewhere since the model was split along its seams; still importable from here:
+#   diagnose.py  Diagnosis, diagnose, diagnose_summaries (comparing two trees)
+#   diagram.py   align (the diagram's wire rows)
+_MOVED = {
+    "Diagnosis": "diagnose",
+    "diagnose": "diagnose",
+    "diagnose_summaries": "diagnose",
+    "align": "diagram",
+}
+
+
+def __getattr__(name: str) -> Any:
+    # lazy: diagnose imports this module, and the diagram imports anywidget
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{module}", __package__), name)
+
 # Text diagrams indent at most this many characters (a 1,000-level tree stays readable).
 _MAX_INDENT = 4 * 24
 _FLOAT_DTYPES = {"float16", "bfloat16", "float32", "float64"}
@@ -54,6 +82,9 @@ class Leaf:
     index: int = 0  # position in JAX flatten order
     # Up to SMALL_LEAF values as floats (None for non-numeric leaves and for big leaves).
     values: tuple | None = None
+    # A small matrix (2+ dimensions, up to SMALL_LEAF values) shown whole: its formatted values,
+    # a row's separated by spaces, rows (the last axis across) by newlines. None otherwise.
+    grid: str | None = None
 
     @property
     def type_label(self) -> str:
@@ -206,16 +237,47 @@ def gc_paused():
         gc.enable()
 
 
+class TreeError(ValueError):
+    """A tree that cannot be described: it contains itself, or its own code raised.
+
+    `path` is the keystr of the node at fault (``""`` for the root); the message names it
+    after the tree's name: ``params['self'] refers back to params``.
+    """
+
+    def __init__(self, message: str, path: str = ""):
+        super().__init__(message)
+        self.path = path
+
+
+# A custom node that makes new children forever has no cycle to find: stop at this depth.
+MAX_DEPTH = 10_000
+
+
+def _error_text(err: BaseException, limit: int = 200) -> str:
+    """`Type: message`, short; an exception whose str() raises still gets its type named."""
+    try:
+        text = str(err).strip().splitlines()[0] if str(err).strip() else ""
+    except BaseException as inner:  # noqa: BLE001 - a user exception's __str__ can raise anything
+        if _fatal(inner):
+            raise
+        text = "(its message could not be read)"
+    text = f"{type(err).__name__}: {text}" if text else type(err).__name__
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _unreadable_message(where: str, obj: Any, problem: "_Unreadable") -> str:
+    kind = type(obj).__name__
+    err = _error_text(problem.error)
+    if problem.stage == "flatten":
+        return f"{where}: flattening this {kind} raised {err}; its registered flatten function failed."
+    if problem.stage == "attributes":
+        return f"{where}: this {kind} raised {err} when its attributes were read (a __getattr__ that raises)."
+    if problem.stage == "leaf":
+        return f"{where}: this {kind} leaf raised {err} when its shape and dtype were read."
+    return f"{where}: a key of this {kind} raised {err} when it was written as a path (its repr or ordering)."
+
+
 # --------------------------------------------------------------------------- children
-
-
-def _jax_tree_util():
-    """The tree library that may know custom nodes: real jax if in use, else the Lite one."""
-    jax = sys.modules.get("jax")
-    if jax is not None:
-        return jax.tree_util
-    lite = sys.modules.get("pytree_lab.compat.tree_util")
-    return lite
 
 
 def _is_namedtuple(x: Any) -> bool:
@@ -246,84 +308,116 @@ _INDEX = [f"[{i}]" for i in range(64)]
 _ATOMS = {float, int, bool, complex, str, bytes}
 
 
+class _Unreadable(Exception):
+    """User code inside a node (its flatten, a key's repr, an attribute) raised: `stage` says
+    what was being done, `error` is what it raised."""
+
+    def __init__(self, stage: str, error: BaseException):
+        super().__init__(stage)
+        self.stage, self.error = stage, error
+
+
+def _fatal(err: BaseException) -> bool:
+    """Errors that must not be caught: the person interrupted the kernel. Everything else a
+    tree's own code raises (SystemExit and other BaseExceptions included) is reported."""
+    return isinstance(err, KeyboardInterrupt)
+
+
+def _has_array_attrs(node: Any) -> bool:
+    try:
+        return hasattr(node, "shape") and hasattr(node, "dtype")
+    except BaseException as err:  # a __getattr__ that raises something other than AttributeError
+        if _fatal(err):
+            raise
+        raise _Unreadable("attributes", err) from err
+
+
 def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | None:
-    """(kind, type_name, [(path_piece, label, display_rank, child), ...]) in JAX order; None for a leaf."""
+    """(kind, type_name, [(path_piece, label, display_rank, child), ...]) in JAX order; None for a leaf.
+
+    Raises `_Unreadable` when the node's own code (a flatten, a key's repr or ordering, an
+    attribute) raises.
+    """
     t = type(node)
     if t in _ATOMS:
         return None
     if node is None:
         return "none", "None", []
-    if t is dict:
-        keys = _sorted_keys(node)
-        rank = {k: i for i, k in enumerate(node)}
-        return "dict", "dict", [(_dict_key(k), _display_key(k), rank[k], node[k]) for k in keys]
-    if t is list or t is tuple:
-        pieces = [(_INDEX[i] if i < 64 else f"[{i}]",) * 2 + (i, c) for i, c in enumerate(node)]
-        return t.__name__, t.__name__, pieces
-    if _is_namedtuple(node):
-        return "namedtuple", t.__name__, [(f".{f}", f, i, getattr(node, f)) for i, f in enumerate(t._fields)]
-    if isinstance(node, (str, bytes, int, float, complex, bool)) or (
-        hasattr(node, "shape") and hasattr(node, "dtype")
-    ):
-        return None
-    tu = _jax_tree_util()
-    if tu is None:
-        if isinstance(node, dict):  # dict subclasses, without jax: as a dict
+    stage = "keys"
+    try:
+        if t is dict:
             keys = _sorted_keys(node)
             rank = {k: i for i, k in enumerate(node)}
-            return "dict", t.__name__, [(_dict_key(k), _display_key(k), rank[k], node[k]) for k in keys]
-        return None
-    # One level of any registered node: every child is treated as a leaf.
-    flat, _ = tu.tree_flatten_with_path(node, is_leaf=lambda x: x is not node)
-    if len(flat) == 1 and flat[0][0] == () and flat[0][1] is node:
-        return None
-    pieces = []
-    kind = "namedtuple" if _is_namedtuple(node) else ("dict" if isinstance(node, dict) else "custom")
-    for i, (keypath, child) in enumerate(flat):
-        piece = tu.keystr(keypath)
-        key = keypath[-1] if keypath else None
-        label = piece
-        if hasattr(key, "key"):
-            label = _display_key(key.key)
-        elif hasattr(key, "name"):
-            label = str(key.name)
-        pieces.append((piece, label, i, child))
-    if kind == "dict":
-        rank = {k: i for i, k in enumerate(node)}
-        pieces = [(p, lab, rank.get(getattr(kp[-1], "key", None), i), c)
-                  for (p, lab, i, c), (kp, _) in zip(pieces, flat)]
-    return kind, t.__name__, pieces
+            return "dict", "dict", [(_dict_key(k), _display_key(k), rank[k], node[k]) for k in keys]
+        if t is list or t is tuple:
+            pieces = [(_INDEX[i] if i < 64 else f"[{i}]",) * 2 + (i, c) for i, c in enumerate(node)]
+            return t.__name__, t.__name__, pieces
+        stage = "attributes"
+        if _is_namedtuple(node):
+            return "namedtuple", t.__name__, [(f".{f}", f, i, getattr(node, f)) for i, f in enumerate(t._fields)]
+        if isinstance(node, (str, bytes, int, float, complex, bool)) or _has_array_attrs(node):
+            return None
+        tu = active_tree_util()
+        stage = "keys"
+        if tu is None:
+            if isinstance(node, dict):  # dict subclasses, without jax: as a dict
+                keys = _sorted_keys(node)
+                rank = {k: i for i, k in enumerate(node)}
+                return "dict", t.__name__, [(_dict_key(k), _display_key(k), rank[k], node[k]) for k in keys]
+            return None
+        # One level of any registered node: every child is treated as a leaf (the node itself
+        # too, if it is its own child: that cycle is found by the walk, not inside JAX's flatten,
+        # whose recursion would exhaust the interpreter).
+        stage = "flatten"
+        first = [True]
+
+        def one_level(x: Any) -> bool:
+            if first[0]:
+                first[0] = False
+                return False
+            return True
+
+        flat, _ = tu.tree_flatten_with_path(node, is_leaf=one_level)
+        if len(flat) == 1 and flat[0][0] == () and flat[0][1] is node:
+            return None
+        stage = "keys"
+        pieces = []
+        kind = "namedtuple" if _is_namedtuple(node) else ("dict" if isinstance(node, dict) else "custom")
+        for i, (keypath, child) in enumerate(flat):
+            piece = tu.keystr(keypath)
+            key = keypath[-1] if keypath else None
+            label = piece
+            if hasattr(key, "key"):
+                label = _display_key(key.key)
+            elif hasattr(key, "name"):
+                label = str(key.name)
+            pieces.append((piece, label, i, child))
+        if kind == "dict":
+            rank = {k: i for i, k in enumerate(node)}
+            pieces = [(p, lab, rank.get(getattr(kp[-1], "key", None), i), c)
+                      for (p, lab, i, c), (kp, _) in zip(pieces, flat)]
+        return kind, t.__name__, pieces
+    except _Unreadable:
+        raise
+    except BaseException as err:
+        if _fatal(err):
+            raise
+        raise _Unreadable(stage, err) from err
 
 
 # --------------------------------------------------------------------------- leaves
-
-
-def _fmt(v: float) -> str:
-    if v != v or v == math.inf or v == -math.inf:
-        return str(float(v))
-    if v == 0:
-        return "0"
-    return f"{v:.4g}"
 
 
 def _scalar_dtype(x: Any) -> str:
     if isinstance(x, bool):
         return "bool"
     if isinstance(x, int):
-        return "int64" if _x64() else "int32"
+        return "int64" if x64_enabled() else "int32"
     if isinstance(x, float):
-        return "float64" if _x64() else "float32"
+        return "float64" if x64_enabled() else "float32"
     if isinstance(x, complex):
-        return "complex128" if _x64() else "complex64"
+        return "complex128" if x64_enabled() else "complex64"
     return type(x).__name__
-
-
-def _x64() -> bool:
-    jax = sys.modules.get("jax")
-    try:
-        return bool(jax.config.jax_enable_x64) if jax is not None else False
-    except AttributeError:
-        return False
 
 
 _DTYPE_NAMES: dict = {}
@@ -345,7 +439,7 @@ def _leaf(path: str, x: Any, index: int, with_values: bool = True) -> Leaf:
         dtype = _scalar_dtype(x)
         diff = isinstance(x, float)
         values = (float(x.real) if isinstance(x, complex) else float(x),) if with_values else None
-        summary = repr(x) if isinstance(x, complex) else _fmt(float(x)) if not isinstance(x, bool) else str(x)
+        summary = repr(x) if isinstance(x, complex) else fmt_number(float(x)) if not isinstance(x, bool) else str(x)
         return Leaf(path, (), dtype, 1, diff, summary, index, values if not isinstance(x, complex) else None)
     if isinstance(x, (str, bytes)):
         text = repr(x)
@@ -357,56 +451,10 @@ def _leaf(path: str, x: Any, index: int, with_values: bool = True) -> Leaf:
         size = math.prod(shape)
         dtype = _dtype_name(x.dtype)
         diff = dtype in _FLOAT_DTYPES
-        summary, values = _array_summary(x, size, dtype) if with_values else ("", None)
-        return Leaf(path, shape, dtype, size, diff, summary, index, values)
+        summary, values, grid = _summarise_one(x, size, dtype) if with_values else ("", None, None)
+        return Leaf(path, shape, dtype, size, diff, summary, index, values, grid)
     text = f"{type(x).__name__} object"
     return Leaf(path, (), "object", 1, False, text, index, None)
-
-
-def _host(x: Any, size: int) -> Any:
-    """`x` as a numpy array, or None for array-likes that hold no values (jax.ShapeDtypeStruct
-    from eval_shape, a tracer inside jit)."""
-    import numpy as np
-
-    try:
-        a = np.asarray(x)
-    except Exception:  # a tracer refuses conversion; its shape and dtype are still shown
-        return None
-    return a if a.dtype != object and a.size == size else None
-
-
-def _array_summary(x: Any, size: int, dtype: str) -> tuple[str, tuple | None]:
-    """Values for small leaves; count, mean, min, max for big ones. Computed here, never shipped whole."""
-    import numpy as np  # an array leaf means numpy is there
-
-    if size == 0:
-        return "empty", ()
-    kind = dtype[:1]
-    if kind not in ("f", "i", "u", "b") and dtype != "bfloat16":
-        return f"{dtype} values", None
-    a = _host(x, size)
-    if a is None:
-        return "no values", None
-    if size <= SMALL_LEAF:
-        # .tolist() gives Python numbers directly (float32 -> the same float64 astype would give)
-        flat = a.ravel().tolist() if kind == "f" and dtype != "bfloat16" else a.astype(np.float64).ravel().tolist()
-        if a.ndim == 0:
-            return _fmt(flat[0]), tuple(flat)
-        return "[" + ", ".join(map(_fmt, flat)) + "]", tuple(flat)
-    # Reduce in the leaf's own dtype (no float64 copy of a 10^7-element leaf); sum in float64.
-    a = a.ravel()
-    if a.dtype.kind == "b" or dtype == "bfloat16":
-        a = a.astype(np.float32)
-    finite = np.isfinite(a)
-    bad = int(size - np.count_nonzero(finite))
-    parts = []
-    if bad < size:
-        fv = a[finite] if bad else a
-        parts.append(f"mean {_fmt(float(fv.mean(dtype=np.float64)))}, "
-                     f"min {_fmt(float(fv.min()))}, max {_fmt(float(fv.max()))}")
-    if bad:
-        parts.append(f"{bad} non-finite")
-    return "; ".join(parts), None
 
 
 # --------------------------------------------------------------------------- describe
@@ -432,21 +480,50 @@ def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
     root = Node("", name, "leaf", type(tree).__name__, 0)
 
     # Iterative depth-first walk in JAX order (deep trees must not hit the recursion limit).
-    stack: list[tuple[Node, Any]] = [(root, tree)]
+    # `open_` holds the containers on the way from the root to the node being walked (id ->
+    # (path, container)): meeting one again is a cycle. A (None, id) frame closes a container
+    # once its children are done. The same container twice side by side is no cycle.
+    stack: list[tuple[Any, Any]] = [(root, tree)]
     pop, push = stack.pop, stack.append
+    open_: dict[int, tuple[str, Any]] = {}
     pending: list[tuple[Node, Any]] = []  # array leaves whose values are summarised in batches
     while stack:
         node, obj = pop()
-        kids = _children(obj)
+        if node is None:
+            del open_[obj]
+            continue
+        try:
+            kids = _children(obj)
+        except _Unreadable as problem:
+            raise TreeError(_unreadable_message(name + node.path, obj, problem), node.path) from problem.error
         if kids is None:
             node.kind = "leaf"
-            is_array = values and hasattr(obj, "shape") and hasattr(obj, "dtype")
-            node.leaf = leaf = _leaf(node.path, obj, len(leaves), values and not is_array)
+            try:
+                is_array = values and _has_array_attrs(obj)
+                node.leaf = leaf = _leaf(node.path, obj, len(leaves), values and not is_array)
+            except _Unreadable as problem:
+                raise TreeError(_unreadable_message(name + node.path, obj, problem), node.path) from problem.error
+            except BaseException as err:
+                if _fatal(err):
+                    raise
+                raise TreeError(_unreadable_message(name + node.path, obj, _Unreadable("leaf", err)),
+                                node.path) from err
             leaves.append(leaf)
             if is_array:
                 pending.append((node, obj))
             continue
         node.kind, node.type_name, pieces = kids
+        if not pieces:
+            continue
+        key = id(obj)
+        if key in open_:
+            raise TreeError(f"{name}{node.path} refers back to {name}{open_[key][0]}: a tree cannot contain "
+                            "itself (JAX would recurse forever); keep the reference outside the tree.", node.path)
+        if node.depth >= MAX_DEPTH:
+            raise TreeError(f"{name}{node.path[:200]}… is more than {MAX_DEPTH} levels deep: is a node making "
+                            "new children without end?", node.path)
+        open_[key] = (node.path, obj)
+        push((None, key))
         path, depth = node.path, node.depth + 1
         made = [(rank, Node(path + piece, label, "leaf", type(child).__name__, depth), child)
                 for piece, label, rank, child in pieces]
@@ -458,67 +535,17 @@ def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
         for k in range(len(made) - 1, -1, -1):
             push((made[k][1], made[k][2]))
     if pending:
-        _summarise_arrays(pending, leaves)
+        _fill_summaries(pending, leaves)
     return TreeSummary(name, root, leaves)
 
 
-def _summarise_arrays(pending: list[tuple[Node, Any]], leaves: list[Leaf]) -> None:
-    """Fill in the value summaries of array leaves, leaves of one dtype and shape at a time.
-
-    A model repeats a few shapes thousands of times: one numpy reduction over a stack of them
-    costs far less than a handful of numpy calls per leaf.
-    """
-    import numpy as np
-
-    groups: dict[tuple, list[tuple[Node, Any]]] = {}
-    for node, obj in pending:
+def _fill_summaries(pending: list[tuple[Node, Any]], leaves: list[Leaf]) -> None:
+    """Put the value summaries of array leaves into their Leaf (one batched pass)."""
+    found = summarise_arrays([(obj, node.leaf.dtype, node.leaf.shape, node.leaf.size) for node, obj in pending])
+    for (node, _), (summary, vals, grid) in zip(pending, found):
         leaf = node.leaf
-        groups.setdefault((leaf.dtype, leaf.shape), []).append((node, obj))
-    for (dtype, shape), members in groups.items():
-        size = members[0][0].leaf.size
-        kind = dtype[:1]
-        numeric = kind in ("f", "i", "u", "b") or dtype == "bfloat16"
-        hosts = [] if len(members) == 1 or size == 0 or not numeric or size > 4096 else [
-            _host(obj, size) for _, obj in members]
-        if not hosts or any(h is None for h in hosts):
-            found = [_array_summary(obj, size, dtype) for _, obj in members]
-        else:
-            stacked = np.stack([h.reshape(size) for h in hosts])
-            if size <= SMALL_LEAF:
-                found = _small_summaries(stacked, dtype, len(shape) == 0)
-            else:
-                found = _big_summaries(stacked, dtype, [obj for _, obj in members])
-        for (node, _), (summary, vals) in zip(members, found):
-            leaf = node.leaf
-            node.leaf = leaves[leaf.index] = Leaf(leaf.path, leaf.shape, leaf.dtype, leaf.size,
-                                                  leaf.differentiable, summary, leaf.index, vals)
-
-
-def _small_summaries(stacked: Any, dtype: str, scalar: bool) -> list[tuple[str, tuple]]:
-    import numpy as np
-
-    rows = (stacked if dtype[:1] == "f" and dtype != "bfloat16" else stacked.astype(np.float64)).tolist()
-    if scalar:
-        return [(_fmt(r[0]), (r[0],)) for r in rows]
-    return [("[" + ", ".join(map(_fmt, r)) + "]", tuple(r)) for r in rows]
-
-
-def _big_summaries(stacked: Any, dtype: str, objs: list) -> list[tuple[str, None]]:
-    import numpy as np
-
-    if stacked.dtype.kind == "b" or dtype == "bfloat16":
-        stacked = stacked.astype(np.float32)
-    all_finite = np.isfinite(stacked).all(axis=1).tolist()
-    means = stacked.mean(axis=1, dtype=np.float64).tolist()
-    lows = stacked.min(axis=1).tolist()
-    highs = stacked.max(axis=1).tolist()
-    out = []
-    for k, ok in enumerate(all_finite):
-        if ok:
-            out.append((f"mean {_fmt(means[k])}, min {_fmt(lows[k])}, max {_fmt(highs[k])}", None))
-        else:  # NaN or Inf inside: the per-leaf path counts them and summarises the rest
-            out.append(_array_summary(objs[k], stacked.shape[1], dtype))
-    return out
+        node.leaf = leaves[leaf.index] = Leaf(leaf.path, leaf.shape, leaf.dtype, leaf.size,
+                                              leaf.differentiable, summary, leaf.index, vals, grid)
 
 
 def _first(item: tuple) -> Any:
@@ -578,129 +605,75 @@ def _split_path(path: str) -> list[str]:
     return pieces
 
 
-def element_labels(leaf: Leaf) -> list[str]:
-    """One label per element of a leaf: `weight[0]`, `weight[1]`, `bias`, `w[0,1]`."""
-    base = path_label(leaf.path)
-    if not leaf.shape:
-        return [base]
-    labels = []
-    for flat in range(leaf.size):
+class ElementLabels(Sequence):
+    """The labels of a leaf's elements, made on demand: `weight[0]`, `w[0,1]`, `bias`.
+
+    A 10^7-element leaf has 10^7 labels, and a view shows a couple of dozen: iterating,
+    indexing or slicing makes only the labels asked for. Equal to the list of all labels.
+    """
+
+    __slots__ = ("base", "shape", "size")
+
+    def __init__(self, base: str, shape: tuple, size: int):
+        self.base, self.shape, self.size = base, shape, size
+
+    def __len__(self) -> int:
+        return self.size if self.shape else 1
+
+    def _label(self, flat: int) -> str:
+        if not self.shape:
+            return self.base
         idx, rem = [], flat
-        for d in reversed(leaf.shape):
+        for d in reversed(self.shape):
             idx.append(rem % d)
             rem //= d
-        labels.append(f"{base}[{','.join(str(i) for i in reversed(idx))}]")
-    return labels
+        return f"{self.base}[{','.join(str(i) for i in reversed(idx))}]"
+
+    def __getitem__(self, k):
+        n = len(self)
+        if isinstance(k, slice):
+            return [self._label(i) for i in range(*k.indices(n))]
+        k = operator.index(k)
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError(f"element {k} of {n}")
+        return self._label(k)
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self._label, range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, ElementLabels)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        head = ", ".join(repr(x) for x in self[:3])
+        return f"ElementLabels([{head}{', …' if len(self) > 3 else ''}], {len(self)} labels)"
 
 
-# --------------------------------------------------------------------------- diagnose
+def element_labels(leaf: Leaf, limit: int | None = None) -> ElementLabels | list[str]:
+    """One label per element of a leaf: `weight[0]`, `weight[1]`, `bias`, `w[0,1]`.
 
-
-@dataclass(frozen=True)
-class Diagnosis:
-    """The first difference between two trees, in the order the lesson teaches."""
-
-    ok: bool
-    kind: str | None = None  # None | "structure" | "shape" | "dtype" (| "value" with diagnose(values=True))
-    path: str = ""
-    message: str = "The trees match: same structure, leaf paths, shapes and dtypes."
-
-    def __bool__(self) -> bool:
-        return self.ok
-
-
-def _sentence(name: str) -> str:
-    """`the gradient tree` -> `The gradient tree` (only the first letter: names keep their case)."""
-    return name[:1].upper() + name[1:]
-
-
-def _where(path: str) -> str:
-    return path if path else "the root"
-
-
-def diagnose(
-    reference: Any,
-    candidate: Any,
-    *,
-    reference_name: str = "params",
-    candidate_name: str = "the gradient tree",
-    values: bool = False,
-) -> Diagnosis:
-    """Compare two trees: structure, then leaf paths, then shapes, then dtypes.
-
-    Equal-shaped leaves that were swapped are not caught by those checks (nothing structural
-    differs): that is why the lesson compares with an independently known update. Pass
-    ``values=True`` with such a reference (e.g. the hand-derived gradients) to compare leaf
-    values last (kind ``"value"``); the message says when a value belongs at another path.
+    Lazy (labels are made as they are read); `limit` gives a list of at most that many.
     """
-    ref = describe(reference, reference_name, values=values)
-    cand = describe(candidate, candidate_name, values=values)
-    found = diagnose_summaries(ref, cand, reference_name, candidate_name)
-    if not found.ok or not values:
-        return found
-    return _compare_values(reference, candidate, ref, cand, reference_name, candidate_name)
-
-
-def diagnose_summaries(ref: TreeSummary, cand: TreeSummary, ref_name: str, cand_name: str) -> Diagnosis:
-    """`diagnose` for trees already described (the diagram reuses its summaries)."""
-    # 1. structure and leaf paths: walk both node trees together.
-    stack = [(ref.root, cand.root)]
-    while stack:
-        a, b = stack.pop()
-        if a.kind != b.kind or (a.type_name != b.type_name and a.kind in ("custom", "namedtuple")):
-            what_a = "a leaf" if a.kind == "leaf" else f"a {a.type_name}"
-            what_b = "a leaf" if b.kind == "leaf" else f"a {b.type_name}"
-            return Diagnosis(
-                False, "structure", a.path,
-                f"At {_where(a.path)}, {ref_name} has {what_a} but {cand_name} has {what_b}: "
-                "the containers must agree before any leaves can be paired.",
-            )
-        if a.kind == "leaf":
-            continue
-        a_keys = {c.path: c for c in a.children}
-        b_keys = {c.path: c for c in b.children}
-        missing = [p for p in a_keys if p not in b_keys]
-        extra = [p for p in b_keys if p not in a_keys]
-        if missing or extra:
-            if missing and extra:
-                msg = (f"{_sentence(cand_name)} is missing {missing[0]} and has {extra[0]} instead: "
-                       f"a renamed key is a different path, so {missing[0]} has no partner.")
-                path = missing[0]
-            elif missing:
-                msg = (f"{_sentence(cand_name)} is missing {missing[0]}, which {ref_name} has: "
-                       f"every leaf of {ref_name} needs a partner at the same path.")
-                path = missing[0]
-            else:
-                msg = (f"{_sentence(cand_name)} has {extra[0]}, which {ref_name} does not have: "
-                       "an extra path has no partner.")
-                path = extra[0]
-            return Diagnosis(False, "structure", path, msg)
-        stack.extend((a_keys[p], b_keys[p]) for p in reversed(list(a_keys)))
-
-    # 2. shapes, in JAX flatten order.
-    for la, lb in zip(ref.leaves, cand.leaves):
-        if la.shape != lb.shape:
-            return Diagnosis(
-                False, "shape", la.path,
-                f"{_where(la.path)} has shape {la.shape} in {ref_name} but {lb.shape} in {cand_name}: "
-                "a matching structure does not prove matching shapes, and broadcasting could hide this.",
-            )
-    # 3. dtypes.
-    for la, lb in zip(ref.leaves, cand.leaves):
-        if la.dtype != lb.dtype:
-            return Diagnosis(
-                False, "dtype", la.path,
-                f"{_where(la.path)} is {la.dtype} in {ref_name} but {lb.dtype} in {cand_name}.",
-            )
-    return Diagnosis(True)
+    labels = ElementLabels(path_label(leaf.path), leaf.shape, leaf.size)
+    return labels if limit is None else labels[:limit]
 
 
 def leaf_objects(tree: Any) -> list:
-    """The leaves themselves, in JAX flatten order (the same walk as `describe`)."""
+    """The leaves themselves, in JAX flatten order (the same walk as `describe`, on a tree
+    `describe` accepted)."""
     out, stack = [], [tree]
     while stack:
         obj = stack.pop()
-        kids = _children(obj)
+        try:
+            kids = _children(obj)
+        except _Unreadable as problem:  # it read once and not now: a node that lies
+            raise TreeError(_unreadable_message("a leaf's container", obj, problem)) from problem.error
         if kids is None:
             out.append(obj)
         else:
@@ -708,139 +681,8 @@ def leaf_objects(tree: Any) -> list:
     return out
 
 
-def _values_close(a: Any, b: Any) -> bool:
-    try:
-        import numpy as np
-
-        x, y = np.asarray(a), np.asarray(b)
-        if x.dtype.kind in "fcuib" and y.dtype.kind in "fcuib":
-            return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-5, atol=1e-6, equal_nan=True))
-    except ImportError:  # plain Python leaves in a kernel without numpy
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-            return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
-    try:
-        return bool(a == b)
-    except Exception:  # an object whose == is not a truth value
-        return a is b
-
-
-def _compare_values(reference, candidate, ref: TreeSummary, cand: TreeSummary, ref_name, cand_name) -> Diagnosis:
-    ra, ca = leaf_objects(reference), leaf_objects(candidate)
-    for k, (la, lb) in enumerate(zip(ref.leaves, cand.leaves)):
-        if _values_close(ra[k], ca[k]):
-            continue
-        got = lb.summary or lb.type_label
-        message = f"{_where(la.path)} is {got} in {cand_name} but {la.summary or la.type_label} in {ref_name}."
-        owner = next((other.path for j, other in enumerate(ref.leaves)
-                      if j != k and other.shape == lb.shape and _values_close(ra[j], ca[k])), None)
-        if owner is not None:
-            message += (f" That is the value that belongs at {owner}: equal shapes do not say which parameter "
-                        "a value belongs to, so keep each leaf on its path.")
-        return Diagnosis(False, "value", la.path, message)
-    return Diagnosis(True, message="The trees match: structure, leaf paths, shapes, dtypes and values.")
-
-
-# --------------------------------------------------------------------------- alignment
-
-
-def _cell(node: Node, flag: bool = True) -> dict:
-    leaf = node.leaf
-    if leaf is not None:
-        cell = {"ty": _type_label(leaf.dtype, leaf.shape), "v": leaf.summary, "i": leaf.index}
-        if flag and not leaf.differentiable:
-            cell["nd"] = 1
-        return cell
-    return {"ty": node.type_name, "n": len(node.children)}
-
-
-def align(summaries: list[TreeSummary], order: TreeSummary | None = None) -> list[dict]:
-    """Rows matched by path across trees, in the first tree's display order.
-
-    `order` (optional) is a tree whose display order wins, e.g. the params as the user wrote
-    them when the first tree came back from a JAX transformation with its dict keys sorted.
-
-    Each row: ``p`` path, ``u`` parent path, ``l`` label, ``d`` depth, ``leaf`` (0/1),
-    ``c`` one cell per tree (None where the path is missing), ``s`` status
-    (``ok``, ``missing``, ``shape``, ``dtype``, ``kind``). The root container is not a row
-    unless the whole tree is a single leaf. A path only some trees have comes after its
-    siblings, at the end of its parent's subtree.
-    """
-    with gc_paused():
-        return _align(summaries, order)
-
-
-def _align(summaries: list[TreeSummary], order: TreeSummary | None) -> list[dict]:
-    n = len(summaries)
-    by_path: dict[str, dict] = {}
-    top: list[dict] = []
-    kids: dict[str, list[dict]] = {}
-    seeded = order is not None
-    for col, summary in enumerate(([order] if seeded else []) + list(summaries)):
-        col -= seeded
-        root = summary.root
-        if root.leaf is not None:
-            walk = [(root, None)]
-        else:
-            walk = []
-            stack = [(c, "") for c in reversed(root.children)]
-            while stack:
-                node, parent = stack.pop()
-                walk.append((node, parent))
-                if node.children:
-                    path = node.path
-                    stack.extend([(c, path) for c in reversed(node.children)])
-        for node, parent in walk:
-            row = by_path.get(node.path)
-            if row is None:
-                row = by_path[node.path] = {
-                    "p": node.path, "u": parent, "l": node.label, "d": node.depth,
-                    "leaf": int(node.leaf is not None), "c": [None] * n,
-                }
-                if parent is None or parent not in by_path:
-                    top.append(row)
-                else:
-                    siblings = kids.get(parent)
-                    if siblings is None:
-                        siblings = kids[parent] = []
-                        by_path[parent]["leaf"] = 0  # a leaf in one tree, a container in another
-                    siblings.append(row)
-            if col >= 0:
-                row["c"][col] = _cell(node, summary.role == "params")
-                if node.leaf is None:
-                    row["leaf"] = 0  # a container in any tree can unfold
-    for row in top:
-        if row["u"] is not None and row["u"] in by_path:
-            row["u"] = None  # its parent row came later (a root leaf in another tree): shown on top
-    # rows in display order: parents before children, first-seen order among siblings
-    rows: list[dict] = []
-    stack = list(reversed(top))
-    while stack:
-        row = stack.pop()
-        rows.append(row)
-        children = kids.get(row["p"])
-        if children:
-            stack.extend(reversed(children))
-    if seeded:
-        rows = [r for r in rows if any(c is not None for c in r["c"])]
-    for row in rows:
-        row["s"] = _status(row["c"], row["leaf"]) if n > 1 else "ok"
-    return rows
-
-
-def _status(cells: list, is_leaf: int) -> str:
-    if None in cells:
-        return "missing"
-    first = cells[0]
-    has_index = "i" in first
-    ty = first["ty"]
-    same = True
-    for c in cells:
-        if ("i" in c) != has_index:
-            return "kind"
-        if c["ty"] != ty:
-            same = False
-    if same or not is_leaf:
-        return "ok"
-    if len({c["ty"].partition("[")[2] for c in cells}) > 1:
-        return "shape"
-    return "dtype"
+def check_tree(tree: Any, name: str = "params") -> None:
+    """Raise `TreeError` (path named) for a tree no tree library can walk: one that contains
+    itself or whose nodes raise. Call it before handing a tree from a user to JAX, whose own
+    recursion on a cyclic tree exhausts the interpreter."""
+    _describe(tree, name, values=False)

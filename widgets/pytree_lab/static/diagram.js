@@ -2,7 +2,10 @@
 //
 // Python owns the data; this module draws it and reports intents (select a path, fold a node).
 //
-// @typedef {{ty: string, v?: string, i?: number, nd?: number, n?: number} | null} Cell
+// @typedef {{ty: string, v?: string, g?: string, i?: number, nd?: number, n?: number} | null} Cell
+//   ty type label, v value text, g a small matrix's formatted values (a row's separated by
+//   spaces, rows by newlines; shown whole as a grid, instead of v), i flatten index,
+//   nd not differentiable, n number of children
 // @typedef {{p: string, u: string|null, l: string, d: number, leaf: number, c: Cell[], s: string}} Row
 // @typedef {{title: string, rows: Row[], counts: string}} Panel
 // Traits (same names in diagram.py):
@@ -61,6 +64,30 @@ function index(rows) {
     }
   }
   return { kids, byPath, top };
+}
+
+/**
+ * A small matrix shown whole: one grid row per row of values (the last axis across).
+ * The values arrive formatted from Python; this only lays them out.
+ * @param {string} text values by spaces, rows by newlines @param {string} label
+ */
+function valueGrid(text, label) {
+  const rows = text.split("\n").map((line) => line.split(" "));
+  const grid = h("span", "ptl-grid");
+  grid.setAttribute("role", "table");
+  grid.setAttribute("aria-label", `values of ${label}`);
+  grid.style.setProperty("--ptl-grid-cols", String(Math.max(1, ...rows.map((r) => r.length))));
+  for (const row of rows) {
+    const line = h("span", "ptl-grid-row");
+    line.setAttribute("role", "row");
+    for (const text of row) {
+      const cell = h("span", "ptl-grid-cell", text);
+      cell.setAttribute("role", "cell");
+      line.append(cell);
+    }
+    grid.append(line);
+  }
+  return grid;
 }
 
 const STATUS_TEXT = {
@@ -134,7 +161,8 @@ function makeTree({ model, label, columns, rows, counts, className }) {
       return;
     }
     td.append(h("span", "ptl-type", cell.ty));
-    if (cell.v !== undefined && cell.v !== "") td.append(h("span", "ptl-val", cell.v));
+    if (cell.g) td.append(valueGrid(cell.g, `${td.dataset.column || ""} ${r.p || r.l}`.trim()));
+    else if (cell.v !== undefined && cell.v !== "") td.append(h("span", "ptl-val", cell.v));
     if (cell.nd) td.append(h("span", "ptl-nd", "not differentiable"));
     if (cell.i !== undefined) {
       const badge = h("span", "ptl-idx", `#${cell.i}`);

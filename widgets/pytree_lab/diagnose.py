@@ -1,0 +1,156 @@
+"""Comparing two trees the way the lesson does: structure, then leaf paths, shapes, dtypes
+(and values, against an independently known tree).
+
+`diagnose` describes both trees; `diagnose_summaries` compares trees already described (the
+diagram reuses its summaries). Pure Python, like the tree model: numpy is used for value
+comparison only when it is there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .trees import TreeSummary, _fatal, describe, leaf_objects
+
+__all__ = ["Diagnosis", "diagnose", "diagnose_summaries"]
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The first difference between two trees, in the order the lesson teaches."""
+
+    ok: bool
+    kind: str | None = None  # None | "structure" | "shape" | "dtype" (| "value" with diagnose(values=True))
+    path: str = ""
+    message: str = "The trees match: same structure, leaf paths, shapes and dtypes."
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+def _sentence(name: str) -> str:
+    """`the gradient tree` -> `The gradient tree` (only the first letter: names keep their case)."""
+    return name[:1].upper() + name[1:]
+
+
+def _where(path: str) -> str:
+    return path if path else "the root"
+
+
+def diagnose(
+    reference: Any,
+    candidate: Any,
+    *,
+    reference_name: str = "params",
+    candidate_name: str = "the gradient tree",
+    values: bool = False,
+) -> Diagnosis:
+    """Compare two trees: structure, then leaf paths, then shapes, then dtypes.
+
+    Equal-shaped leaves that were swapped are not caught by those checks (nothing structural
+    differs): that is why the lesson compares with an independently known update. Pass
+    ``values=True`` with such a reference (e.g. the hand-derived gradients) to compare leaf
+    values last (kind ``"value"``); the message says when a value belongs at another path.
+    """
+    ref = describe(reference, reference_name, values=values)
+    cand = describe(candidate, candidate_name, values=values)
+    found = diagnose_summaries(ref, cand, reference_name, candidate_name)
+    if not found.ok or not values:
+        return found
+    return _compare_values(reference, candidate, ref, cand, reference_name, candidate_name)
+
+
+def diagnose_summaries(ref: TreeSummary, cand: TreeSummary, ref_name: str, cand_name: str) -> Diagnosis:
+    """`diagnose` for trees already described (the diagram reuses its summaries)."""
+    # 1. structure and leaf paths: walk both node trees together.
+    stack = [(ref.root, cand.root)]
+    while stack:
+        a, b = stack.pop()
+        if a.kind != b.kind or (a.type_name != b.type_name and a.kind in ("custom", "namedtuple")):
+            what_a = "a leaf" if a.kind == "leaf" else f"a {a.type_name}"
+            what_b = "a leaf" if b.kind == "leaf" else f"a {b.type_name}"
+            return Diagnosis(
+                False, "structure", a.path,
+                f"At {_where(a.path)}, {ref_name} has {what_a} but {cand_name} has {what_b}: "
+                "the containers must agree before any leaves can be paired.",
+            )
+        if a.kind == "leaf":
+            continue
+        a_keys = {c.path: c for c in a.children}
+        b_keys = {c.path: c for c in b.children}
+        missing = [p for p in a_keys if p not in b_keys]
+        extra = [p for p in b_keys if p not in a_keys]
+        if missing or extra:
+            if missing and extra:
+                msg = (f"{_sentence(cand_name)} is missing {missing[0]} and has {extra[0]} instead: "
+                       f"a renamed key is a different path, so {missing[0]} has no partner.")
+                path = missing[0]
+            elif missing:
+                msg = (f"{_sentence(cand_name)} is missing {missing[0]}, which {ref_name} has: "
+                       f"every leaf of {ref_name} needs a partner at the same path.")
+                path = missing[0]
+            else:
+                msg = (f"{_sentence(cand_name)} has {extra[0]}, which {ref_name} does not have: "
+                       "an extra path has no partner.")
+                path = extra[0]
+            return Diagnosis(False, "structure", path, msg)
+        stack.extend((a_keys[p], b_keys[p]) for p in reversed(list(a_keys)))
+
+    # 2. shapes, in JAX flatten order.
+    for la, lb in zip(ref.leaves, cand.leaves):
+        if la.shape != lb.shape:
+            return Diagnosis(
+                False, "shape", la.path,
+                f"{_where(la.path)} has shape {la.shape} in {ref_name} but {lb.shape} in {cand_name}: "
+                "a matching structure does not prove matching shapes, and broadcasting could hide this.",
+            )
+    # 3. dtypes.
+    for la, lb in zip(ref.leaves, cand.leaves):
+        if la.dtype != lb.dtype:
+            return Diagnosis(
+                False, "dtype", la.path,
+                f"{_where(la.path)} is {la.dtype} in {ref_name} but {lb.dtype} in {cand_name}.",
+            )
+    return Diagnosis(True)
+
+
+def _values_close(a: Any, b: Any) -> bool:
+    """Equal within float tolerance (NaN equals NaN). Leaves are user objects: whatever their
+    conversion or == raises (KeyboardInterrupt aside) counts as "not equal", never as a crash."""
+    try:
+        import numpy as np
+    except ImportError:  # plain Python leaves in a kernel without numpy
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+            return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
+    else:
+        try:
+            x, y = np.asarray(a), np.asarray(b)
+            if x.dtype.kind in "fcuib" and y.dtype.kind in "fcuib":
+                return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-5, atol=1e-6, equal_nan=True))
+        except BaseException as err:  # noqa: BLE001
+            if _fatal(err):
+                raise
+    try:
+        return bool(a == b)
+    except BaseException as err:  # noqa: BLE001 - an object whose == is not a truth value, or raises
+        if _fatal(err):
+            raise
+        return a is b
+
+
+def _compare_values(reference, candidate, ref: TreeSummary, cand: TreeSummary, ref_name, cand_name) -> Diagnosis:
+    ra, ca = leaf_objects(reference), leaf_objects(candidate)
+    for k, (la, lb) in enumerate(zip(ref.leaves, cand.leaves)):
+        if _values_close(ra[k], ca[k]):
+            continue
+        got = lb.summary or lb.type_label
+        message = f"{_where(la.path)} is {got} in {cand_name} but {la.summary or la.type_label} in {ref_name}."
+        owner = next((other.path for j, other in enumerate(ref.leaves)
+                      if j != k and other.shape == lb.shape and _values_close(ra[j], ca[k])), None)
+        if owner is not None:
+            message += (f" That is the value that belongs at {owner}: equal shapes do not say which parameter "
+                        "a value belongs to, so keep each leaf on its path.")
+        return Diagnosis(False, "value", la.path, message)
+    return Diagnosis(True, message="The trees match: structure, leaf paths, shapes, dtypes and values.")

@@ -1,0 +1,149 @@
+"""Value summaries of array leaves: the values of small leaves, count/mean/min/max of big ones.
+
+Computed in the kernel and never shipped whole. A model repeats a few (dtype, shape) pairs
+thousands of times, so `summarise_arrays` reduces a stack of equal leaves in one numpy pass
+instead of a handful of numpy calls per leaf. numpy is imported only here, when an array leaf
+is summarised: an array leaf means numpy is there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._format import GRID_MAX, fmt_number, fmt_small
+
+__all__ = ["SMALL_LEAF", "summarise_array", "summarise_arrays"]
+
+# Leaves of at most this many values are shown whole (a (3, 3) or 4x4 matrix as a grid);
+# bigger ones are summarised.
+SMALL_LEAF = GRID_MAX
+
+# (summary text, values or None, grid text or None: a small matrix's formatted values, a row's
+# values separated by spaces, rows by newlines)
+Found = tuple  # tuple[str, tuple | None, str | None]
+
+_NUMERIC_KINDS = ("f", "i", "u", "b")
+# Leaves bigger than this are summarised one at a time (stacking them would copy a lot).
+_STACK_MAX = 4096
+
+
+def _numeric(dtype: str) -> bool:
+    return dtype[:1] in _NUMERIC_KINDS or dtype == "bfloat16"
+
+
+def _host(x: Any, size: int) -> Any:
+    """`x` as a numpy array, or None for array-likes that hold no values (jax.ShapeDtypeStruct
+    from eval_shape, a tracer inside jit)."""
+    import numpy as np
+
+    try:
+        a = np.asarray(x)
+    except Exception:  # a tracer refuses conversion; its shape and dtype are still shown
+        return None
+    return a if a.dtype != object and a.size == size else None
+
+
+def _as_floats(a: Any, dtype: str) -> list:
+    """A small array's values as Python floats (.tolist() of a float32 array gives the same
+    float64 numbers astype would, without the copy)."""
+    import numpy as np
+
+    if dtype[:1] == "f" and dtype != "bfloat16":
+        return a.ravel().tolist()
+    return a.astype(np.float64).ravel().tolist()
+
+
+def _small(flat: list, shape: tuple) -> Found:
+    """A small leaf shown whole: one line of text, its values, and for a matrix (or more
+    dimensions) its grid text."""
+    text, grid = fmt_small(flat, shape)
+    return text, tuple(flat), grid
+
+
+def summarise_array(x: Any, size: int, dtype: str) -> tuple[str, tuple | None]:
+    """(summary text, values) of one array leaf: the values of a small leaf, count, mean, min,
+    max of a big one (values None)."""
+    return _summarise_one(x, size, dtype)[:2]
+
+
+def _summarise_one(x: Any, size: int, dtype: str) -> Found:
+    import numpy as np
+
+    if size == 0:
+        return "empty", (), None
+    if not _numeric(dtype):
+        return f"{dtype} values", None, None
+    a = _host(x, size)
+    if a is None:
+        return "no values", None, None
+    if size <= SMALL_LEAF:
+        return _small(_as_floats(a, dtype), a.shape)
+    # Reduce in the leaf's own dtype (no float64 copy of a 10^7-element leaf); sum in float64.
+    a = a.ravel()
+    if a.dtype.kind == "b" or dtype == "bfloat16":
+        a = a.astype(np.float32)
+    finite = np.isfinite(a)
+    bad = int(size - np.count_nonzero(finite))
+    parts = []
+    if bad < size:
+        fv = a[finite] if bad else a
+        parts.append(f"mean {fmt_number(float(fv.mean(dtype=np.float64)))}, "
+                     f"min {fmt_number(float(fv.min()))}, max {fmt_number(float(fv.max()))}")
+    if bad:
+        parts.append(f"{bad} non-finite")
+    return "; ".join(parts), None, None
+
+
+def summarise_arrays(items: list[tuple[Any, str, tuple, int]]) -> list[Found]:
+    """(summary, values, grid) for many leaves, given as (leaf, dtype, shape, size), in that order.
+
+    Leaves of one dtype and shape are stacked and reduced together.
+    """
+    import numpy as np
+
+    out: list = [None] * len(items)
+    groups: dict[tuple, list[int]] = {}
+    for k, (_, dtype, shape, _) in enumerate(items):
+        groups.setdefault((dtype, shape), []).append(k)
+    for (dtype, shape), members in groups.items():
+        size = items[members[0]][3]
+        objs = [items[k][0] for k in members]
+        hosts = [] if len(members) == 1 or size == 0 or not _numeric(dtype) or size > _STACK_MAX else [
+            _host(obj, size) for obj in objs]
+        if not hosts or any(h is None for h in hosts):
+            found = [_summarise_one(obj, size, dtype) for obj in objs]
+        else:
+            stacked = np.stack([h.reshape(size) for h in hosts])
+            if size <= SMALL_LEAF:
+                found = _small_summaries(stacked, dtype, shape)
+            else:
+                found = _big_summaries(stacked, dtype, objs)
+        for k, summary in zip(members, found):
+            out[k] = summary
+    return out
+
+
+def _small_summaries(stacked: Any, dtype: str, shape: tuple) -> list[Found]:
+    import numpy as np
+
+    rows = (stacked if dtype[:1] == "f" and dtype != "bfloat16" else stacked.astype(np.float64)).tolist()
+    return [_small(r, shape) for r in rows]
+
+
+def _big_summaries(stacked: Any, dtype: str, objs: list) -> list[Found]:
+    import numpy as np
+
+    if stacked.dtype.kind == "b" or dtype == "bfloat16":
+        stacked = stacked.astype(np.float32)
+    all_finite = np.isfinite(stacked).all(axis=1).tolist()
+    means = stacked.mean(axis=1, dtype=np.float64).tolist()
+    lows = stacked.min(axis=1).tolist()
+    highs = stacked.max(axis=1).tolist()
+    out = []
+    for k, ok in enumerate(all_finite):
+        if ok:
+            out.append((f"mean {fmt_number(means[k])}, min {fmt_number(lows[k])}, max {fmt_number(highs[k])}",
+                        None, None))
+        else:  # NaN or Inf inside: the per-leaf path counts them and summarises the rest
+            out.append(_summarise_one(objs[k], stacked.shape[1], dtype))
+    return out
