@@ -19,7 +19,7 @@ import traitlets
 from ._static import static_asset
 from ._text import TextForm
 from .engine import Engine, get_engine
-from .exercises._intent import IntentOnly
+from ._intent import PageIntents
 
 __all__ = ["PackedView"]
 
@@ -54,7 +54,7 @@ class _Layout:
         return f"{self.name}{path}{element}"
 
 
-class PackedView(IntentOnly, TextForm, anywidget.AnyWidget):
+class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
     """Packed positions <-> tree elements for `tree`, as `ravel_pytree` lays them out.
 
     `layouts={"(w, b)": (params["w"], params["b"])}` adds other layouts of the same parameters
@@ -65,7 +65,7 @@ class PackedView(IntentOnly, TextForm, anywidget.AnyWidget):
 
     _esm = static_asset("packed.js")
     _css = static_asset("packed.css")
-    _intent_traits = frozenset({"selected"})
+    _page_intents = frozenset({"selected"})
     layouts_data = traitlets.List().tag(sync=True)  # kernel-owned
     selected = traitlets.Dict().tag(sync=True)  # {"layout": int, "kind": "leaf"|"position", "key": str|int}
     highlight = traitlets.Dict().tag(sync=True)  # {"layout", "positions": [...], "elements": [labels]}

@@ -81,27 +81,46 @@ def _can_use_itimer() -> bool:
             and threading.current_thread() is threading.main_thread())
 
 
+WALL_FACTOR = 4.0  # a wall-clock limit of this many budgets stops code that waits (sleep, input)
+
+
 @contextlib.contextmanager
 def _time_budget(seconds: float):
+    """Stop the body after `seconds` of CPU time (a loaded machine does not count against the
+    student), or after WALL_FACTOR times as long on the clock (code that sleeps or waits)."""
     if seconds is None or seconds <= 0:
         yield
         return
     if _can_use_itimer():
-        def on_alarm(signum, frame):
-            raise TimeBudgetExceeded()
+        state = {"active": True}
 
-        previous_handler = signal.signal(signal.SIGALRM, on_alarm)
-        previous_timer = signal.setitimer(signal.ITIMER_REAL, seconds, 0.05)
+        def on_alarm(signum, frame):
+            # never inside a finalizer (the exception would be "ignored" and printed); the next
+            # tick, 50 ms later, comes back to the student's code
+            if state["active"] and (frame is None or frame.f_code.co_name != "__del__"):
+                raise TimeBudgetExceeded()
+
+        timers = [(signal.SIGPROF, signal.ITIMER_PROF, seconds),
+                  (signal.SIGALRM, signal.ITIMER_REAL, seconds * WALL_FACTOR)]
+        previous = [(signal.signal(sig, on_alarm), signal.setitimer(which, limit, 0.05))
+                    for sig, which, limit in timers]
         try:
             yield
         finally:
-            signal.setitimer(signal.ITIMER_REAL, 0)
-            signal.signal(signal.SIGALRM, previous_handler)
-            if previous_timer[0] > 0:  # someone else's timer: give it back
-                signal.setitimer(signal.ITIMER_REAL, *previous_timer)
+            while True:  # a tick can land in here: finish the cleanup whatever happens
+                try:
+                    state["active"] = False
+                    for (sig, which, _), (handler, timer) in zip(timers, previous):
+                        signal.setitimer(which, 0)
+                        signal.signal(sig, handler)
+                        if timer[0] > 0:  # someone else's timer: give it back
+                            signal.setitimer(which, *timer)
+                    break
+                except TimeBudgetExceeded:
+                    continue
         return
     deadline = time.monotonic() + seconds
-    previous = sys.gettrace()
+    previous_trace = sys.gettrace()
 
     def tracer(frame, event, arg):
         if time.monotonic() > deadline:
@@ -112,7 +131,7 @@ def _time_budget(seconds: float):
     try:
         yield
     finally:
-        sys.settrace(previous)
+        sys.settrace(previous_trace)
 
 
 # Functions a student answer might replace ("monkeypatch") and the checker relies on.
@@ -216,7 +235,8 @@ def describe_failure(run: Guarded, *, what: str = "your code", budget: float | N
                      hidden: bool = False) -> str | None:
     """One kind sentence for a failed run, or None when it ran fine."""
     if run.timed_out:
-        limit = f" {budget:g} seconds" if budget else " its time budget"
+        limit = (f" {budget:g} s of computing (or {budget * WALL_FACTOR:g} s on the clock)" if budget
+                 else " its time budget")
         return (f"{what} was still running after{limit} and was stopped: look for a loop that never "
                 "ends (a `while` whose condition never changes) or a long `sleep`.")
     exc = run.error

@@ -2,7 +2,7 @@
 
 Python owns every result: the page sends intents ("check", "reveal", "solution", "save") as
 messages and writes only the student's own input (a prediction, a self-rating, a quiz choice);
-a page write to any other trait is refused (`_intent.IntentOnly`).
+a page write to any other trait is refused (`pytree_lab._intent.PageIntents`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from .._static import static_asset
 from .._text import TextForm
 from ._grading import CheckResult, Exercise, grade_answer, is_unanswered
 from ._guard import exception_text, run_guarded
-from ._intent import IntentOnly
+from .._intent import PageIntents
 from .evidence import Evidence, SavedEvidence, default_evidence
 
 __all__ = ["CheckButton", "PredictionPrompt", "Quiz", "EvidenceButton"]
@@ -26,7 +26,7 @@ __all__ = ["CheckButton", "PredictionPrompt", "Quiz", "EvidenceButton"]
 # --------------------------------------------------------------------------- widgets
 
 
-class _ExerciseWidget(IntentOnly, TextForm, anywidget.AnyWidget):
+class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
     """Shared front end: `kind` picks what static/exercises.js draws."""
 
     _esm = static_asset("exercises.js")
@@ -210,7 +210,7 @@ class PredictionPrompt(_ExerciseWidget):
     """Type a prediction, then reveal the answer. The answer comes from `reveal()`, a function
     that computes it when the button is pressed; the prediction is locked once revealed."""
 
-    _intent_traits = frozenset({"prediction", "self_rating"})
+    _page_intents = frozenset({"prediction", "self_rating"})
     prompt = traitlets.Unicode("").tag(sync=True)
     prediction = traitlets.Unicode("").tag(sync=True)  # written by the student's typing
     self_rating = traitlets.Unicode("").tag(sync=True)  # "right", "partly", "wrong": the student's own
@@ -265,7 +265,7 @@ class Quiz(_ExerciseWidget):
     """A multiple-choice question. The first answer counts: after it the quiz is locked, says
     whether it was right, and explains every choice (why each wrong one is wrong)."""
 
-    _intent_traits = frozenset({"selected"})
+    _page_intents = frozenset({"selected"})
     question = traitlets.Unicode("").tag(sync=True)
     choices = traitlets.List(traitlets.Unicode()).tag(sync=True)
     selected = traitlets.Int(-1).tag(sync=True)  # written by the student's choice
