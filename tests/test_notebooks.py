@@ -479,12 +479,16 @@ def test_notebook_runs_on_the_lite_engine(name, tmp_path):
         assert re.search(r"Before/after: 4\.0 0\.6399999\d*\n", cell_text(nb, "update"))
         assert "grads['weight']: [-8. -4.]" in cell_text(nb, "value-and-grad")
         assert "Adam's layout, built by hand" in cell_text(nb, "optimizer-state")
+        assert "grads['bias']: -4.0" in cell_text(nb, "value-and-grad")
+        assert "after [1.4, -0.8, 0.2]" in cell_text(nb, "explorer-result")
+        assert "All leaves agree with the hand-derived update." in cell_text(nb, "verify-leaves")
         assert "is 96." in cell_text(nb, "check-squared-norm")
         assert "d loss / d scale: -4, as derived by hand" in cell_text(nb, "check-nested")
         assert_checks_passed(evidence(tmp_path, "pytree-lesson-evidence"),
                              {"squared_norm", "nested_scale_grad", "repair_update"})
     else:
-        assert "loss: 0.25" in cell_text(nb, "dict-example")
+        for expected in ("prediction: [-0.5]", "loss: 0.25", "grads['w']: [-1.0, 1.0]", "grads['b']: [-1.0]"):
+            assert expected in cell_text(nb, "dict-example")
         assert "packed: [0.5, 1.0, 2.0]" in cell_text(nb, "packed-view")
         assert "worked example: [8.0, 12.0, 4.0]" in cell_text(nb, "worked-example")
         assert_checks_passed(evidence(tmp_path, "packed-parameters-evidence"), {"grad_over_flat_params"})
