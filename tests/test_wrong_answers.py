@@ -316,3 +316,16 @@ def test_aligned_trees_for_the_evidence():
     assert lines[0].split() == ["path", "params", "grads", "updated"]
     assert lines[1].startswith("['bias']") and lines[1].endswith("(missing)")
     assert "[-8., -4.]" in lines[2] and "[ 1.4, -0.8]" in lines[2]
+
+
+def test_without_interval_timers_the_tracer_budget_is_used(monkeypatch):
+    # the JupyterLite kernel's situation (Pyodide has no setitimer), on the main thread
+    monkeypatch.setattr(_guard.sys, "platform", "emscripten")
+    assert not _guard._can_use_itimer()
+
+    def student():
+        while True:
+            pass
+
+    run = _guard.run_guarded(student, budget=0.5)
+    assert run.timed_out and not run.error

@@ -77,8 +77,9 @@ class _BoundedText(io.TextIOBase):
 
 
 def _can_use_itimer() -> bool:
-    return (hasattr(signal, "setitimer") and hasattr(signal, "SIGALRM")
-            and threading.current_thread() is threading.main_thread())
+    # Pyodide (JupyterLite) has no interval timers, whatever its signal module lists
+    return (sys.platform != "emscripten" and hasattr(signal, "setitimer") and hasattr(signal, "SIGPROF")
+            and hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread())
 
 
 WALL_FACTOR = 4.0  # a wall-clock limit of this many budgets stops code that waits (sleep, input)
