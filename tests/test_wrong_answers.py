@@ -329,3 +329,29 @@ def test_without_interval_timers_the_tracer_budget_is_used(monkeypatch):
 
     run = _guard.run_guarded(student, budget=0.5)
     assert run.timed_out and not run.error
+
+
+def test_in_an_ipython_shell_a_failed_plain_cell_and_a_magic_cell(tmp_path):
+    # a real IPython shell (what ipykernel runs), in its own process: the post-run hook notices a
+    # plain cell that assigned the answer and raised; %%exercise keeps sys.exit() inside the cell
+    import subprocess
+
+    script = tmp_path / "shell.py"
+    script.write_text('''
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+assert shell.run_cell("import jax, jax.numpy as jnp\\nfrom pytree_lab import course").success
+shell.run_cell("norm_squared = 96.\\nmanual = 96.")
+assert not shell.run_cell("norm_squared = 1 / 0").success
+shell.run_cell("r = course.check_button('squared_norm').check()")
+print("PLAIN:", shell.user_ns["r"].feedback)
+run = shell.run_cell("%%exercise squared_norm\\nimport sys\\nsys.exit()")
+print("MAGIC-OK:", run.success)
+shell.run_cell("r = course.check_button('squared_norm').check()")
+print("AFTER:", shell.user_ns["r"].feedback)
+''')
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "PLAIN: Your last run of the exercise cell raised ZeroDivisionError" in out.stdout
+    assert "MAGIC-OK: True" in out.stdout and "called sys.exit()" in out.stdout
+    assert "AFTER: Your last run of the exercise cell raised SystemExit" in out.stdout
