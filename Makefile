@@ -25,8 +25,21 @@ chromium:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 	@test -x /usr/bin/chromium || { echo "error: /usr/bin/chromium is missing; browser tests cannot run" >&2; exit 1; }
 
-lab: $(STAMP)
+# The course server: opens the first lesson (not an empty Launcher), shows only the notebooks
+# (their text sources in content/src and the tools that build them stay out of the file
+# browser), and never asks about Jupyter news. Its Lab settings live in the venv, not in ~.
+LAB_SETTINGS := $(VENV)/lab-user-settings
+NEWS_OFF     := $(LAB_SETTINGS)/@jupyterlab/apputils-extension/notification.jupyterlab-settings
+$(NEWS_OFF):
+	mkdir -p $(dir $@)
+	printf '{"fetchNews": "false", "checkForUpdates": false}\n' > $@
+
+lab: $(STAMP) $(NEWS_OFF)
+	@$(PY) tools/build_notebooks.py --check || echo "note: content/*.ipynb differ from content/src (run $(PY) tools/build_notebooks.py to rebuild; it overwrites them)"
 	$(VENV)/bin/jupyter lab --port=$(PORT) --ServerApp.root_dir=content \
+	  --LabApp.default_url=/lab/tree/01_pytrees.ipynb \
+	  --LabApp.user_settings_dir=$(LAB_SETTINGS) \
+	  --ContentsManager.hide_globs='["__pycache__", "*.pyc", "*.pyo", ".DS_Store", "*~", "src"]' \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
 test: $(STAMP) chromium

@@ -19,19 +19,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pytree_lab
-from pytree_lab import exercises
+from pytree_lab import course, exercises
+from pytree_lab.course import check, check_button, grad_structure_quiz, lesson_prediction
 from pytree_lab.exercises import (
-    CheckButton,
     Evidence,
     EvidenceButton,
     PredictionPrompt,
-    check,
-    grad_structure_quiz,
-    lesson_prediction,
 )
 
 SOLUTIONS = pathlib.Path(__file__).parent / "solutions"
-STATIC = pathlib.Path(exercises.__file__).parent / "static"
+STATIC = pathlib.Path(pytree_lab.__file__).parent / "static"
 
 
 def _load(name: str):
@@ -59,12 +56,36 @@ def _rng(seed: int = 0):
 # --------------------------------------------------------------------------- public names
 
 
-def test_public_names_are_exported_from_the_package():
-    for name in ("check", "CheckResult", "CheckButton", "PredictionPrompt", "Quiz", "EvidenceButton",
-                 "save_evidence", "record_output", "grad_structure_quiz", "lesson_prediction", "EXERCISES"):
-        assert getattr(pytree_lab, name) is getattr(exercises, name)
-    assert set(pytree_lab.EXERCISES) >= {"squared_norm", "nested_scale_grad", "repair_update",
-                                         "grad_over_flat_params"}
+def test_library_exports_only_library_names_and_check_is_the_course_alias():
+    course_names = {"EXERCISES", "grad_structure_quiz", "lesson_prediction", "CheckButton", "Quiz"}
+    assert not course_names & set(pytree_lab.__all__)
+    assert pytree_lab.check is course.check
+
+
+def test_nothing_in_the_library_imports_the_course():
+    import ast
+
+    root = pathlib.Path(pytree_lab.__file__).parent
+    offenders = []
+    for path in root.rglob("*.py"):
+        if "course" in path.relative_to(root).parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and "course" in node.module.split("."):
+                offenders.append(str(path))
+            if isinstance(node, ast.Import) and any("course" in a.name.split(".") for a in node.names):
+                offenders.append(str(path))
+    assert offenders == []
+    # the one reference is the lazy `check` alias, by name, in __init__
+    assert '".course"' in (root / "__init__.py").read_text()
+
+
+def test_the_course_uses_the_library_lesson_model():
+    from pytree_lab import lesson as lesson_model
+    from pytree_lab.course import catalogue
+
+    assert catalogue.lesson is lesson_model
+    assert not hasattr(catalogue, "_LESSON_WEIGHT")
 
 
 def test_unknown_exercise_is_a_clear_error():
@@ -437,7 +458,7 @@ def _click(widget, intent: str) -> None:
 
 def test_check_button_announces_a_pass(tmp_path):
     log = Evidence()
-    button = CheckButton("grad_over_flat_params", lambda: packed.grad_over_flat_params, evidence=log)
+    button = check_button("grad_over_flat_params", lambda: packed.grad_over_flat_params, evidence=log)
     assert (button.kind, button.title, button.status, button.announcement) == (
         "check", "Gradient of packed parameters", "", "")
     _click(button, "check")
@@ -449,7 +470,7 @@ def test_check_button_announces_a_pass(tmp_path):
 
 def test_check_button_rechecks_the_current_answer():
     answers = {"current": mean_instead_of_sum}
-    button = CheckButton("grad_over_flat_params", lambda: answers["current"], evidence=Evidence())
+    button = check_button("grad_over_flat_params", lambda: answers["current"], evidence=Evidence())
     _click(button, "check")
     assert button.status == "failed" and button.score == pytest.approx(0.2)
     assert button.announcement == "Check 1: not yet, score 0.20 (1 of 5 cases right)."
@@ -460,7 +481,7 @@ def test_check_button_rechecks_the_current_answer():
 
 
 def test_check_button_without_a_defined_answer_explains_what_to_run():
-    button = CheckButton("squared_norm", "norm_squared", evidence=Evidence())
+    button = check_button("squared_norm", "norm_squared", evidence=Evidence())
     _click(button, "check")
     assert button.status == "error" and button.result is None
     assert "Could not get norm_squared: NameError" in button.feedback
@@ -468,18 +489,18 @@ def test_check_button_without_a_defined_answer_explains_what_to_run():
 
 
 def test_check_button_tree_answer_and_unknown_intent():
-    button = CheckButton("nested_scale_grad", lambda: {"layer": {"weight": jnp.array([-8.0, -4.0])},
+    button = check_button("nested_scale_grad", lambda: {"layer": {"weight": jnp.array([-8.0, -4.0])},
                                                        "scale": jnp.array(-4.0)}, evidence=Evidence())
     _click(button, "something-else")  # ignored
     assert button.attempts == 0
     _click(button, "check")
-    assert button.announcement == "Check 1: not yet, score 0.67 (2 of 3 parts right)."
+    assert button.announcement == "Check 1: not yet, score 0.67 (2 of 3 leaves right)."
     assert "['layer']['bias']" in button.feedback
 
 
 def test_feedback_with_markup_stays_text():
     # feedback can quote the student's own strings; the front end must show them as text
-    button = CheckButton("nested_scale_grad", lambda: dict(lesson.g, name="<img src=x onerror=alert(1)>"),
+    button = check_button("nested_scale_grad", lambda: dict(lesson.g, name="<img src=x onerror=alert(1)>"),
                          evidence=Evidence())
     _click(button, "check")
     assert "'<img src=x onerror" in button.feedback
@@ -529,8 +550,8 @@ def test_quiz_explains_after_an_answer():
     log = Evidence()
     quiz = grad_structure_quiz(evidence=log)
     assert quiz.question == "What structure does grad(loss)(params) have?"
-    assert quiz.choices == ["One scalar regardless of parameters", "A pytree corresponding to params",
-                            "A list of Python source lines"]
+    assert quiz.choices[:3] == ["One scalar regardless of parameters", "A pytree corresponding to params",
+                                "A list of Python source lines"]
     _click(quiz, "check")
     assert not quiz.answered and quiz.announcement == "Choose an answer first."
     quiz.selected = 0
@@ -539,10 +560,17 @@ def test_quiz_explains_after_an_answer():
     assert quiz.announcement == "Not quite: you chose “One scalar regardless of parameters”."
     assert "The answer: A pytree corresponding to params." in quiz.explanation
     assert "Each floating-point parameter leaf gets a corresponding gradient leaf." in quiz.explanation
+    # locked: the first answer counts, a second choice is refused and not recorded
     quiz.selected = 1
+    assert quiz.selected == 0
     _click(quiz, "check")
-    assert quiz.correct and quiz.announcement == "Correct."
-    assert [q["correct"] for q in log.quiz] == [False, True]
+    assert not quiz.correct and quiz.announcement.startswith("Already answered")
+    assert [q["correct"] for q in log.quiz] == [False]
+    # every choice explained, the wrong ones saying why they are wrong
+    assert len(quiz.choice_notes) == len(quiz.choices)
+    assert quiz.choice_notes[0].startswith("Not this one:") and "[-8, -4]" in quiz.choice_notes[0]
+    assert quiz.choice_notes[1].startswith("Right:")
+    assert "sorting" in quiz.choice_notes[3]
 
 
 # --------------------------------------------------------------------------- evidence
@@ -558,15 +586,16 @@ def test_save_evidence_writes_markdown_and_json_in_the_notebook_folder(tmp_path,
     quiz = grad_structure_quiz()
     quiz.selected = 1
     _click(quiz, "check")
-    pytree_lab.record_output("gradient tree", lesson.grads)
-    pytree_lab.record_output("loss after the repaired update", lesson.loss(lesson.fixed))
+    exercises.record_output("gradient tree", lesson.grads)
+    exercises.record_output("loss after the repaired update", lesson.loss(lesson.fixed))
 
-    saved = pytree_lab.save_evidence()
+    saved = exercises.save_evidence()
     assert saved.markdown == tmp_path / "pytree-lab-evidence.md"
     assert saved.json == tmp_path / "pytree-lab-evidence.json"
     text = saved.markdown.read_text()
     for piece in ("# Pytree lab: my evidence", "## Predictions", "Which weight changes more, and why?",
-                  "> weight[0]", "## Checks", "Make it yours (`squared_norm`): passed, score 1.00",
+                  "| weight\\[0\\] |", "## Summary", "| Make it yours (`squared_norm`) | passed | 1 |",
+                  "| Gradient of packed parameters (`grad_over_flat_params`) | not yet | 1 |", "## Checks", "Make it yours (`squared_norm`): passed, score 1.00",
                   "Gradient of packed parameters (`grad_over_flat_params`): not yet, score 0.20",
                   "mean where a sum was asked", "## Check your understanding",
                   "My answer: A pytree corresponding to params (correct).", "## Key outputs", "### gradient tree"):
@@ -578,6 +607,41 @@ def test_save_evidence_writes_markdown_and_json_in_the_notebook_folder(tmp_path,
     assert data["outputs"][1]["value"] == pytest.approx(0.64, abs=1e-6)
     assert data["predictions"][0]["answer"].startswith("weight[0] changes more")
     assert data["quiz"][0]["choice"] == "A pytree corresponding to params"
+
+
+def test_saving_again_merges_sessions_and_never_overwrites_a_foreign_file(tmp_path):
+    first, second = Evidence(), Evidence()  # two kernel sessions
+    check("squared_norm", lesson.norm_squared, evidence=first)
+    saved1 = first.save(tmp_path / "my.md")
+    check("squared_norm", 80.0, evidence=second)
+    saved2 = second.save(tmp_path / "my.md")
+    assert saved2.markdown == saved1.markdown
+    data = json.loads(saved2.json.read_text())
+    assert [c["answer"] for c in data["checks"]] == [pytest.approx(96.0), pytest.approx(80.0)]
+    assert len(data["sessions"]) == 2
+    assert "| passed | 2 |" in saved2.markdown.read_text()
+    # saving the same session twice adds nothing twice
+    second.save(tmp_path / "my.md")
+    assert len(json.loads(saved2.json.read_text())["checks"]) == 2
+    # a file the log did not write is never overwritten: the evidence goes to a dated file
+    notes = tmp_path / "notes.md"
+    notes.write_text("my own notes\n")
+    saved3 = second.save(notes)
+    assert notes.read_text() == "my own notes\n"
+    assert saved3.markdown != notes and saved3.markdown.name.startswith("notes-")
+    assert saved3.markdown.exists() and saved3.json.exists()
+
+
+def test_student_text_is_escaped_in_the_markdown(tmp_path):
+    log = Evidence()
+    prompt = PredictionPrompt("Which?", lambda: "weight[0]", prediction_id="p", evidence=log)
+    prompt.prediction = "<script>alert(1)</script> | **bold** # [link](x)"
+    prompt.reveal()
+    prompt.self_rating = "partly"
+    text = log.save(tmp_path / "e.md").markdown.read_text()
+    assert "<script>" not in text and "&lt;script&gt;" in text
+    assert "\\*\\*bold\\*\\*" in text and "\\|" in text and "\\[link\\]" in text
+    assert "| partly |" in text
 
 
 def test_evidence_button_saves_and_announces(tmp_path, monkeypatch):
@@ -660,7 +724,6 @@ def test_an_unanswered_exercise_says_so_and_records_nothing(exercise_id, answer)
 
 
 def test_widgets_read_as_text_without_a_front_end():
-    from pytree_lab import grad_structure_quiz
 
     bundle = grad_structure_quiz()._repr_mimebundle_()
     text = (bundle[0] if isinstance(bundle, tuple) else bundle)["text/plain"]
@@ -673,9 +736,9 @@ def test_a_closed_check_button_is_freed():
     import gc
     import weakref
 
-    from pytree_lab import CheckButton
+    from pytree_lab.course import check_button as CheckButton
 
-    b = CheckButton("squared_norm", lambda: 96.0)
+    b = check_button("squared_norm", lambda: 96.0)
     ref = weakref.ref(b)
     b.close()
     del b

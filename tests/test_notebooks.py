@@ -64,10 +64,15 @@ for name in ("numpy", "tree", "tree_util", "flatten_util"):
 # --------------------------------------------------------------------------- solutions
 
 
+def without_magic(source: str) -> str:
+    """A cell's Python, without a leading `%%exercise <id>` line."""
+    return source.split("\n", 1)[1] if source.startswith("%%") else source
+
+
 def defined_names(source: str) -> set[str]:
     """Names a cell binds at top level (assignments, defs)."""
     names: set[str] = set()
-    for node in ast.parse(source).body:
+    for node in ast.parse(without_magic(source)).body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             names.add(node.name)
         elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
@@ -115,13 +120,19 @@ def fill_in_answers(nb, name: str, *, interactions: bool = True) -> None:
         exercise = exercise_tag(cell)
         if not interactions and (exercise == "quiz" or cell.get("id") in PREDICTIONS):
             continue
-        if exercise == "quiz":
-            cell.source += (f"\nquiz.selected = {quiz_answer()}\n"
-                            "print('quiz answered, correct:', quiz.submit())\n"
-                            "print(quiz.explanation)\n"
-                            "quiz")
+        if exercise == "quiz" and cell.get("id") == "quiz":
+            cell.source += (f"\nquiz_grad.selected = {quiz_answer()}\n"
+                            "print('quiz answered, correct:', quiz_grad.submit())\n"
+                            "print(quiz_grad.explanation)\n"
+                            "quiz_grad")
+        elif exercise == "quiz":
+            cell.source += ("\nfor q, choice in zip(quizzes, [0, 1, 2, 1]):\n"
+                            "    q.selected = choice\n"
+                            "    print('quiz answered, correct:', q.submit())\n")
         elif exercise is not None:
-            cell.source = solution_source(SOLUTION_MODULES[name], defined_names(cell.source))
+            magic = cell.source.split("\n", 1)[0]
+            assert magic == f"%%exercise {exercise}", magic
+            cell.source = magic + "\n" + solution_source(SOLUTION_MODULES[name], defined_names(cell.source))
         elif cell.get("id") in PREDICTIONS:
             call = cell.source.strip()
             cell.source = (f"prompt = {call}\n"
@@ -204,10 +215,12 @@ def packed_run(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("packed")
     # the packed-position view, driven from Python as a click would: position -> path and back
     links = (
-        "view.buttons.value = 2\n"
-        "print('position 2 selects', view.diagram.selected_path)\n"
-        "view.diagram.selected_path = \"['b']\"\n"
-        "print(\"['b'] selects position\", view.buttons.value)\n"
+        "view.select_position(2)\n"
+        "print(view.readout)\n"
+        "view.select_leaf(\"['w']\")\n"
+        "print(view.readout)\n"
+        "view.select_position(0, layout=1)\n"
+        "print(view.readout)\n"
     )
     return execute(PACKED, workdir, answered=True, extra=links), workdir
 
@@ -215,8 +228,8 @@ def packed_run(tmp_path_factory):
 # --------------------------------------------------------------------------- the notebooks as files
 
 
-def test_notebooks_are_generated_from_the_script():
-    result = subprocess.run([sys.executable, str(CONTENT / "_build_notebooks.py"), "--check"],
+def test_notebooks_are_built_from_their_text_sources():
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "build_notebooks.py"), "--check"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
 
@@ -241,6 +254,7 @@ def test_exercise_cells_hold_the_scaffold_not_the_solution(name):
     assert set(scaffolds) == expected
     for exercise_id, source in scaffolds.items():
         assert "..." in source and "TODO" in source, exercise_id
+        assert source.startswith(f"%%exercise {exercise_id}\n"), exercise_id
         solution = solution_source(SOLUTION_MODULES[name], defined_names(source))
         code_lines = {ln.strip() for ln in solution.splitlines() if ln.strip() and not ln.strip().startswith("#")}
         leaked = [ln for ln in source.splitlines() if ln.strip() in code_lines and "..." not in ln
@@ -317,8 +331,10 @@ def test_lesson_metadata_and_optimizer_state(lesson_run):
     assert "not differentiable: ['name'] (str)" in text
     assert "jax.grad refused it: TypeError" in text
     state = cell_text(nb, "optimizer-state")
-    assert "optimizer state (optax.adam)" in state and "count: int32[] (not differentiable)" in state
-    assert "mu" in state and "nu" in state
+    counts = cell_text(nb, "optimizer-state-count")
+    assert "values in the optimizer state: 7" in counts
+    assert counts.count("moment estimate") == 4 and counts.count("step counter") == 1
+    assert "parameter value" not in counts
 
 
 def test_lesson_flatten_round_trip_and_treedef(lesson_run):
@@ -332,14 +348,15 @@ def test_lesson_flatten_round_trip_and_treedef(lesson_run):
 def test_lesson_exercises_pass_with_the_reference_solutions(lesson_run):
     nb, workdir = lesson_run
     norm = cell_text(nb, "check-squared-norm")
-    assert "squared norm over every leaf: 96.0" in norm and "they agree: True" in norm
-    assert "Passed" in norm and "score 1.00" in norm
+    assert "Check 1: passed, score 1.00 (2 of 2 values right)" in norm
+    assert "norm_squared: Correct: the squared norm of all gradient leaves is 96." in norm
+    assert "manual: Correct: the squared norm of all gradient leaves is 96." in norm
     nested = cell_text(nb, "check-nested")
-    assert "d loss / d scale: -4.0" in nested and "same structure as nested: True" in nested
-    assert "Passed" in nested and "score 1.00" in nested
+    assert "Check 1: passed, score 1.00 (3 of 3 leaves right)" in nested
+    assert "d loss / d scale: -4, as derived by hand" in nested
     repair = cell_text(nb, "check-repair")
-    assert "Passed" in repair and "score 1.00" in repair
-    assert re.search(r"loss\(fixed\): 0\.6399999\d*", repair)
+    assert "Check 1: passed, score 1.00 (2 of 2 leaves right)" in repair
+    assert "Loss at your updated tree: 0.64" in repair
     assert_checks_passed(evidence(workdir, "pytree-lesson-evidence"),
                          {"squared_norm", "nested_scale_grad", "repair_update"})
 
@@ -356,17 +373,25 @@ def test_lesson_repair_shows_the_real_error(lesson_run):
 def test_lesson_quiz_and_evidence_file(lesson_run):
     nb, workdir = lesson_run
     assert "quiz answered, correct: True" in cell_text(nb, "quiz")
+    assert cell_text(nb, "quiz-more-cell").count("quiz answered, correct: True") == 4
     record = evidence(workdir, "pytree-lesson-evidence")
-    assert [q["correct"] for q in record["quiz"]] == [True]
-    assert {p["id"] for p in record["predictions"]} == {"gradient_leaves", "which_weight_changes_more",
-                                                        "treedef_keeps"}
+    assert [q["correct"] for q in record["quiz"]] == [True] * 5
+    assert {p["prediction_id"] for p in record["predictions"]} == {
+        "gradient_leaves", "which_weight_changes_more", "treedef_keeps"}
     labels = {o["label"] for o in record["outputs"]}
     assert {"parameter and gradient tree diagram", "hand-derived update, computed",
-            "flatten / unflatten round trip", "nested-scale derivative", "missing-key repair"} <= labels
-    nested = next(o for o in record["outputs"] if o["label"] == "nested-scale derivative")
+            "flatten / unflatten round trip", "Extend to a nested model: my answer",
+            "Repair a mismatched update tree: my answer"} <= labels
+    nested = next(o for o in record["outputs"] if o["label"] == "Extend to a nested model: my answer")
     assert nested["value"]["scale"] == -4.0
+    # the code that was checked is kept with each check
+    assert all(c["code"].strip() for c in record["checks"]), record["checks"]
     markdown = (workdir / "pytree-lesson-evidence.md").read_text()
     assert "squared_norm" in markdown and "2 leaves, 3 numerical parameter values" in markdown
+    # the aligned trees with their values, and the summary before everything else
+    assert "['weight']  [ 1., -1.]  [-8., -4.]  [ 1.4, -0.8]" in markdown
+    assert markdown.index("## Summary") < markdown.index("## Predictions") < markdown.index("## Checks")
+    assert "| Make it yours (`squared_norm`) | passed | 1 |" in markdown
 
 
 # --------------------------------------------------------------------------- packed parameters
@@ -398,15 +423,16 @@ def test_packed_view_links_positions_to_paths(packed_run):
     assert "packed[2] <- params['w'][1]" in text
     assert "[1.0, 2.0, 0.5]" in cell_text(nb, "packed-tuple")
     links = cell_text(nb, "test-extra")
-    assert "position 2 selects ['w']" in links
-    assert "['b'] selects position 0" in links
+    assert "packed[2] holds params['w'][1]" in links
+    assert "params['w'] occupies packed positions [1, 2]" in links
+    assert "packed[0] holds (w, b)[0][0]" in links
 
 
 def test_packed_task_passes_with_the_reference_solution(packed_run):
     nb, workdir = packed_run
     assert "worked example: [8.0, 12.0, 4.0]" in cell_text(nb, "worked-example")
     check = cell_text(nb, "check-flat")
-    assert "Passed" in check and "score 1.00" in check
+    assert "Check 1: passed, score 1.00 (5 of 5 cases right)" in check
     back = cell_text(nb, "packed-vs-dict")
     assert "from the packed gradient: w [-1.0, 1.0] b [-1.0]" in back
     assert "from the dictionary:      w [-1.0, 1.0] b [-1.0]" in back
@@ -453,12 +479,99 @@ def test_notebook_runs_on_the_lite_engine(name, tmp_path):
         assert re.search(r"Before/after: 4\.0 0\.6399999\d*\n", cell_text(nb, "update"))
         assert "grads['weight']: [-8. -4.]" in cell_text(nb, "value-and-grad")
         assert "Adam's layout, built by hand" in cell_text(nb, "optimizer-state")
-        assert "squared norm over every leaf: 96.0" in cell_text(nb, "check-squared-norm")
-        assert "d loss / d scale: -4.0" in cell_text(nb, "check-nested")
+        assert "grads['bias']: -4.0" in cell_text(nb, "value-and-grad")
+        assert "after [1.4, -0.8, 0.2]" in cell_text(nb, "explorer-result")
+        assert "All leaves agree with the hand-derived update." in cell_text(nb, "verify-leaves")
+        assert "is 96." in cell_text(nb, "check-squared-norm")
+        assert "d loss / d scale: -4, as derived by hand" in cell_text(nb, "check-nested")
         assert_checks_passed(evidence(tmp_path, "pytree-lesson-evidence"),
                              {"squared_norm", "nested_scale_grad", "repair_update"})
     else:
-        assert "loss: 0.25" in cell_text(nb, "dict-example")
+        for expected in ("prediction: [-0.5]", "loss: 0.25", "grads['w']: [-1.0, 1.0]", "grads['b']: [-1.0]"):
+            assert expected in cell_text(nb, "dict-example")
         assert "packed: [0.5, 1.0, 2.0]" in cell_text(nb, "packed-view")
         assert "worked example: [8.0, 12.0, 4.0]" in cell_text(nb, "worked-example")
         assert_checks_passed(evidence(tmp_path, "packed-parameters-evidence"), {"grad_over_flat_params"})
+
+
+# --------------------------------------------------------------------------- natural wrong answers, in the notebooks
+# Each entry: the exercise, what the student typed into its tagged cell, words the check must say.
+# They are run one after another in one kernel, as a student edits and re-runs the cell: each
+# attempt is inserted after the exercise's own check cell as a new exercise cell + check cell.
+
+WRONG_IN_LESSON = [
+    ("squared_norm", "norm_squared = [jnp.sum(g ** 2) for g in jax.tree.leaves(grads)]\nmanual = 96.", "one sum per leaf"),
+    ("squared_norm", "norm_squared = sum(g ** 2 for g in jax.tree.leaves(grads))\nmanual = 96.", "broadcasts the bias's square"),
+    ("squared_norm", "norm_squared = sum(jnp.mean(g ** 2) for g in jax.tree.leaves(grads))\nmanual = 96.", "jnp.mean"),
+    ("squared_norm", "norm_squared = 96.\nmanual = jnp.sum(grads['weight'] ** 2) + grads['bias']", "without squaring it"),
+    ("squared_norm", "norm_squared = 1 / 0", "Your last run of the exercise cell raised ZeroDivisionError"),
+    ("squared_norm", "import sys\nsys.exit()", "sys.exit()"),
+    ("squared_norm", "while True:\n    pass", "still running after"),
+    ("squared_norm", "import time\ntime.sleep(60)", "still running after"),
+    ("squared_norm", "print('x' * 10_000_000)\nnorm_squared = 96.\nmanual = 96.", "passed"),
+    ("squared_norm", "jax.grad = lambda f: f\nnorm_squared = 96.\nmanual = 96.", "replaced jax.grad"),
+    ("nested_scale_grad", "g = {'layer': {'weight': grads['weight'][::-1], 'bias': grads['bias']}, 'scale': jnp.array(-4.)}", "swapped"),
+    ("nested_scale_grad", "g = {'weight': grads['weight'], 'bias': grads['bias'], 'scale': jnp.array(-4.)}", "Same name, different path"),
+    ("nested_scale_grad", "def f(n):\n    return f(n + 1)\ng = f(0)", "RecursionError"),
+    ("repair_update", "fixed = jax.tree.map(lambda p, g: p - 0.05 * g, params, {'weight': grads['weight']})", "ValueError"),
+    ("repair_update", "fixed = {'weight': params['weight'] + 0.05 * grads['weight'], 'bias': params['bias'] + 0.05 * grads['bias']}", "a step uphill"),
+    ("repair_update", "fixed = {k: p - 0.05 * g for k, p, g in zip(params, params.values(), grads.values())}", "has shape () in"),
+]
+
+WRONG_IN_PACKED = [
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n    w, b = flat_params[:-1], flat_params[-1]\n"
+     "    return jax.grad(lambda p: jnp.sum((x @ w + b) ** 2))(flat_params)", "the loss does not depend on flat_params"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
+     "    return jax.grad(lambda p: jnp.sum((x @ p[:2] + p[2]) ** 2))(flat_params)", "hidden case"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
+     "    return jax.grad(lambda p: jnp.mean((x @ p[:-1] + p[-1]) ** 2))(flat_params)", "a mean where a sum was asked"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
+     "    g = jax.grad(lambda p: jnp.sum((x @ p[:-1] + p[-1]) ** 2))(flat_params)\n    return (g[:-1], g[-1])", "tuple"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
+     "    return jax.grad(lambda p: jnp.sum((x @ p[:-1] + p[-1]) ** 2))(flat_params)[:-1]", "the bias gradient is missing"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
+     "    jax.grad(lambda p: jnp.sum((x @ p[:-1] + p[-1]) ** 2))(flat_params)", "returned None"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n    import sys\n    sys.exit()", "sys.exit()"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n    while True:\n        pass", "still running after"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n    raise KeyboardInterrupt", "KeyboardInterrupt"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
+     "    return jax.grad(lambda p: jnp.sum((x @ p[1:] + p[0]) ** 2))(flat_params)", "the bias is in the wrong position"),
+    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x)\n    return 0", "SyntaxError"),
+]
+
+SHORT_BUDGETS = """\
+from pytree_lab.course import catalogue
+from pytree_lab.exercises import cells
+catalogue.CASE_BUDGET = 3.0
+cells.CELL_BUDGET = 3.0
+"""
+
+
+def inject_wrong_answers(nb, wrong):
+    check_ids = {"squared_norm": "check-squared-norm", "nested_scale_grad": "check-nested",
+                 "repair_update": "check-repair", "grad_over_flat_params": "check-flat"}
+    nb.cells.insert(2, nbformat.v4.new_code_cell(SHORT_BUDGETS, id="short-budgets"))
+    for n, (exercise_id, code, _) in reversed(list(enumerate(wrong))):
+        at = next(i for i, c in enumerate(nb.cells) if c.get("id") == check_ids[exercise_id]) + 1
+        attempt = nbformat.v4.new_code_cell(f"%%exercise {exercise_id}\n{code}", id=f"wrong-{n}")
+        attempt.metadata["tags"] = [f"exercise:{exercise_id}"]
+        nb.cells[at:at] = [attempt, nbformat.v4.new_code_cell(
+            f'_attempt = check_cell("{exercise_id}")\n_attempt', id=f"wrong-{n}-check")]
+
+
+@pytest.mark.parametrize("name, wrong", [(LESSON, WRONG_IN_LESSON), (PACKED, WRONG_IN_PACKED)])
+def test_natural_wrong_answers_in_the_notebook(name, wrong, tmp_path):
+    nb = nbformat.read(CONTENT / name, as_version=4)
+    fill_in_answers(nb, name)
+    inject_wrong_answers(nb, wrong)
+    client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3", allow_errors=False,
+                            resources={"metadata": {"path": str(tmp_path)}})
+    client.execute(env=kernel_env())  # no cell raised: Run All went through every wrong answer
+    for n, (exercise_id, code, words) in enumerate(wrong):
+        said = cell_text(nb, f"wrong-{n}") + cell_text(nb, f"wrong-{n}-check")
+        assert words in said, (exercise_id, code, said[:2000])
+        expect_pass = code.startswith(("print(", "jax.grad ="))  # bounded output; a patch put back
+        assert ("Check 1: passed" if expect_pass else "Check 1: not yet") in said, said[:2000]
+    # the kernel kept going to the end: the evidence file was written after every attempt
+    stem = {LESSON: "pytree-lesson-evidence", PACKED: "packed-parameters-evidence"}[name]
+    assert evidence(tmp_path, stem)["checks"]

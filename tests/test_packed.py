@@ -1,4 +1,5 @@
-"""PackedView: each packed position linked to the tree path it came from (ravel_pytree's layout)."""
+"""PackedView: each packed position linked to the element it holds, and each leaf to all of its
+positions (ravel_pytree's layout), for a dict layout beside a tuple layout."""
 
 from __future__ import annotations
 
@@ -17,20 +18,45 @@ def test_positions_follow_ravel_pytree():
     np.testing.assert_array_equal(view.packed, packed)
     assert view.packed.tolist() == [0.5, 1.0, 2.0]  # dict keys sorted: b first
     assert [view.label(i) for i in range(3)] == ["params['b'][0]", "params['w'][0]", "params['w'][1]"]
+    # the positions are integer indices; the values are shown beside them, not instead of them
+    cells = view.layouts_data[0]["positions"]
+    assert [c["i"] for c in cells] == [0, 1, 2] and all(isinstance(c["i"], int) for c in cells)
+    assert [c["value"] for c in cells] == ["0.5", "1", "2"]
 
 
-def test_clicks_link_both_ways():
+def test_a_leaf_lights_all_its_positions_and_a_position_one_element():
     view = PackedView(PARAMS)
-    view.buttons.value = 2  # a click on packed[2]
-    assert view.diagram.selected_path == "['w']"
-    assert "params[&#x27;w&#x27;][1]" in view.readout.value
-    view.diagram.selected_path = "['b']"  # a click on the b leaf
-    assert view.buttons.value == 0
-    assert "occupies packed positions [0]" in view.readout.value
+    view.select_leaf("['w']")
+    assert view.highlight == {"layout": 0, "positions": [1, 2], "elements": ["params['w'][0]", "params['w'][1]"]}
+    assert view.readout == "params['w'] occupies packed positions [1, 2]"
+    view.select_position(2)
+    assert view.highlight == {"layout": 0, "positions": [2], "elements": ["params['w'][1]"]}
+    assert view.readout == "packed[2] holds params['w'][1]"
 
 
-def test_hostile_keys_are_shown_as_text():
+def test_dict_layout_beside_tuple_layout():
+    view = PackedView(PARAMS, layouts={"(w, b)": (PARAMS["w"], PARAMS["b"])})
+    names = [layout["name"] for layout in view.layouts_data]
+    assert names == ["params", "(w, b)"]
+    assert [p["value"] for p in view.layouts_data[1]["positions"]] == ["1", "2", "0.5"]  # weights first
+    view.select_position(2, layout=1)
+    assert view.highlight["elements"] == ["(w, b)[1][0]"]
+    view.select_leaf("[0]", layout=1)
+    assert view.highlight["positions"] == [0, 1]
+
+
+def test_the_page_writes_only_the_selection():
+    view = PackedView(PARAMS)
+    view.set_state({"highlight": {"layout": 0, "positions": [0, 1, 2]}, "readout": "x"})
+    assert view.highlight == {} and view.readout == ""
+    view.set_state({"selected": {"layout": 0, "kind": "position", "key": 0}})
+    assert view.readout == "packed[0] holds params['b'][0]"
+    view.set_state({"selected": {"layout": 9, "kind": "leaf", "key": "nope"}})  # nonsense is ignored
+    assert view.readout == "packed[0] holds params['b'][0]"
+
+
+def test_hostile_keys_are_text():
     view = PackedView({"<img src=x onerror=alert(1)>": jnp.array([1.0])})
-    view.buttons.value = 0
-    assert "<img" not in view.readout.value
-    assert "&lt;img src=x onerror=alert(1)&gt;" in view.readout.value
+    view.select_position(0)
+    assert view.readout == "packed[0] holds params['<img src=x onerror=alert(1)>'][0]"
+    assert "&lt;img" in view._repr_mimebundle_()[0]["text/html"]

@@ -1,5 +1,7 @@
 """The exercise widgets in a real JupyterLab: clicks reach Python, results are announced in the
-aria-live region, student text stays text, and the evidence file lands in the notebook's folder."""
+aria-live region, student text stays text, a reference solution appears only after checks, the
+quiz locks after its first answer, PackedView links leaves and positions element by element, and
+the evidence file lands in the notebook's folder."""
 
 import json
 import pathlib
@@ -15,7 +17,8 @@ CELLS = [
     """\
 import jax, jax.numpy as jnp
 import pytree_lab
-from pytree_lab import CheckButton, EvidenceButton, grad_structure_quiz, lesson_prediction
+from pytree_lab.course import check, check_button, grad_structure_quiz, lesson_prediction
+from pytree_lab.exercises import Evidence, EvidenceButton
 
 def mean_version(flat_params, x):
     return jax.grad(lambda p: jnp.mean((x @ p[:-1] + p[-1]) ** 2))(flat_params)
@@ -23,15 +26,15 @@ def mean_version(flat_params, x):
 def sum_version(flat_params, x):
     return jax.grad(lambda p: jnp.sum((x @ p[:-1] + p[-1]) ** 2))(flat_params)
 
-pytree_lab.check("grad_over_flat_params", mean_version, evidence=pytree_lab.Evidence())
+check("grad_over_flat_params", mean_version, evidence=Evidence())
 answers = {"flat": mean_version}
-flat_button = CheckButton("grad_over_flat_params", lambda: answers["flat"])
+flat_button = check_button("grad_over_flat_params", lambda: answers["flat"])
 flat_button""",
     # 1: a tree answer carrying markup in a string leaf
     """\
 g = {"layer": {"weight": jnp.array([-8.0, -4.0]), "bias": jnp.array(-4.0)}, "scale": jnp.array(-4.0),
      "name": "<img src=x onerror=window.__ptl_injected=1>"}
-tree_button = CheckButton("nested_scale_grad", "g")
+tree_button = check_button("nested_scale_grad", "g")
 tree_button""",
     # 2
     """\
@@ -45,6 +48,16 @@ quiz""",
     """\
 save_button = EvidenceButton()
 save_button""",
+    # 5: a check button nobody has clicked yet
+    """\
+fresh = check_button("grad_over_flat_params", lambda: mean_version)
+fresh""",
+    # 6: the packed view, a dict layout beside a tuple layout
+    """\
+from pytree_lab import PackedView
+params = {"w": jnp.array([1.0, 2.0]), "b": jnp.array([0.5])}
+view = PackedView(params, layouts={"(w, b)": (params["w"], params["b"])})
+view""",
 ]
 
 
@@ -52,8 +65,9 @@ save_button""",
 def exercises_nb(open_module_nb):
     nb = open_module_nb(CELLS, wait_for=".ptl-ex")
     outputs = nb.panel.locator(".jp-CodeCell .jp-OutputArea")
-    outputs.nth(len(CELLS) - 1).locator(".ptl-ex").wait_for()
-    return nb, [outputs.nth(i).locator(".ptl-ex") for i in range(len(CELLS))]
+    outputs.nth(len(CELLS) - 1).locator(".ptl-packed").wait_for()
+    widgets = [outputs.nth(i).locator(".ptl-ex") for i in range(len(CELLS) - 1)]
+    return nb, widgets + [outputs.nth(len(CELLS) - 1).locator(".ptl-packed")]
 
 
 def wait_text(locator, text: str, timeout: float = Timeouts.ROUND_TRIP) -> None:
@@ -122,7 +136,7 @@ def test_prediction_then_reveal(exercises_nb):
 
 
 def test_quiz_choice_and_explanation(exercises_nb):
-    nb, (*_, quiz, _) = exercises_nb
+    nb, (*_, quiz, _, _, _) = exercises_nb
     assert quiz.locator("legend").text_content() == "What structure does grad(loss)(params) have?"
     quiz.get_by_label("A pytree corresponding to params").check()
     nb.kernel.wait_for("quiz.selected", lambda v: v == 1)
@@ -135,10 +149,66 @@ def test_quiz_choice_and_explanation(exercises_nb):
     assert explanation.text_content() == (
         "The answer: A pytree corresponding to params. The differentiated input determines the gradient "
         "structure. Each floating-point parameter leaf gets a corresponding gradient leaf.")
+    # locked: every choice disabled, the check button too, and each choice explained
+    radios = quiz.locator("input[type=radio]")
+    assert radios.count() == 4 and all(radios.nth(i).is_disabled() for i in range(4))
+    assert quiz.get_by_role("button", name="Check answer").is_disabled()
+    notes = quiz.locator(".ptl-ex-note")
+    assert notes.nth(0).text_content().startswith("Not this one:")
+    assert "sorting" in notes.nth(3).text_content()
+    # a page write of another choice is refused by Python: the first answer stays
+    nb.run("quiz.set_state({'selected': 0}); quiz.submit()")
+    assert nb.value("[quiz.selected, quiz.correct, len(quiz.evidence.quiz)]") == [1, True, 1]
+
+
+def test_reference_solution_only_after_checks(exercises_nb):
+    nb, (*_, widget, _) = exercises_nb
+    reveal = widget.get_by_role("button", name="Show a reference solution")
+    assert reveal.is_hidden()  # not offered before an attempt
+    nb.run("fresh.set_state({'solution': 'forged'})")  # nor can the page write it
+    assert nb.value("fresh.solution") == ""
+    for n in (1, 2):
+        widget.get_by_role("button", name="Check my answer").click()
+        nb.kernel.wait_for("[fresh.attempts, fresh.busy]", lambda v, n=n: v == [n, False])
+        wait_text(widget.locator(".ptl-ex-status"), nb.value("fresh.announcement"))
+    assert "A reference solution is available" in widget.locator(".ptl-ex-status").text_content()
+    assert reveal.is_visible()
+    reveal.click()
+    solution = widget.locator(".ptl-ex-solution")
+    solution.wait_for()
+    assert "return jax.grad(loss)(flat_params)" in solution.text_content()
+    assert solution.text_content() == nb.value("fresh.solution")
+    assert reveal.is_hidden()
+
+
+def test_packed_view_both_ways_at_element_level(exercises_nb):
+    nb, (*_, view) = exercises_nb
+    dict_layout = view.locator('[data-layout="0"]')
+    dict_layout.get_by_role("button", name="params['w']").click()
+    nb.kernel.wait_for("view.highlight.get('positions')", lambda v: v == [1, 2])
+    pressed = dict_layout.locator('.ptl-packed-cell[aria-pressed="true"]')
+    pressed.nth(1).wait_for()
+    assert [pressed.nth(i).get_attribute("data-position") for i in range(pressed.count())] == ["1", "2"]
+    lit = dict_layout.locator('.ptl-packed-element[data-lit="true"]')
+    assert [lit.nth(i).get_attribute("data-label") for i in range(lit.count())] == ["params['w'][0]", "params['w'][1]"]
+    # a position lights its one element, not the whole leaf
+    dict_layout.locator('.ptl-packed-cell[data-position="2"]').click()
+    nb.kernel.wait_for("view.readout", lambda v: v == "packed[2] holds params['w'][1]")
+    wait_text(view.locator(".ptl-packed-readout"), "packed[2] holds params['w'][1]")
+    lit.first.wait_for()
+    view.page.wait_for_function(
+        "(el) => el.querySelectorAll('.ptl-packed-element[data-lit=\"true\"]').length === 1",
+        arg=dict_layout.element_handle(), timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    assert lit.first.get_attribute("data-label") == "params['w'][1]"
+    # positions are integer indices, with the values beside them; the tuple layout is weights first
+    cells = dict_layout.locator(".ptl-packed-index")
+    assert [cells.nth(i).text_content() for i in range(3)] == ["0", "1", "2"]
+    tuple_values = view.locator('[data-layout="1"] .ptl-packed-value')
+    assert [tuple_values.nth(i).text_content() for i in range(3)] == ["1", "2", "0.5"]
 
 
 def test_evidence_button_writes_into_the_notebooks_folder(exercises_nb):
-    nb, (*_, save) = exercises_nb
+    nb, (*_, save, _, _) = exercises_nb
     nb.run('pytree_lab.check("squared_norm", 96.0)')
     save.get_by_role("button", name="Save my evidence").click()
     nb.kernel.wait_for("save_button.saved_path", bool)
@@ -147,5 +217,6 @@ def test_evidence_button_writes_into_the_notebooks_folder(exercises_nb):
     assert pathlib.Path(nb.value("save_button.saved_path")).resolve() == markdown
     wait_text(save.locator(".ptl-ex-status"), nb.value("save_button.announcement"))
     text = markdown.read_text()
-    assert "## Checks" in text and "Make it yours (`squared_norm`): passed, score 1.00" in text
+    assert text.index("## Summary") < text.index("## Checks")
+    assert "Make it yours (`squared_norm`): passed, score 1.00" in text
     assert json.loads(markdown.with_suffix(".json").read_text())["checks"][-1]["exercise_id"] == "squared_norm"

@@ -69,7 +69,7 @@ def test_check_button_announces_the_result_and_python_holds_it(lesson):
     widget = cell(lesson, "check-squared-norm").locator("section.ptl-ex-check")
     widget.scroll_into_view_if_needed()
     # the run itself checked once; the printed result is in the cell's output
-    assert "squared norm over every leaf: 96.0" in cell(lesson, "check-squared-norm").inner_text()
+    assert "is 96." in cell(lesson, "check-squared-norm").inner_text()
     assert lesson.value("squared_norm_check.attempts") == 1
 
     widget.get_by_role("button", name="Check my answer").click()
@@ -80,24 +80,27 @@ def test_check_button_announces_the_result_and_python_holds_it(lesson):
     assert lesson.value("[squared_norm_check.result.passed, squared_norm_check.result.score]") == [True, 1.0]
 
     # the button reads the variable when clicked: a wrong answer now is graded as wrong
-    lesson.run("norm_squared = jnp.sqrt(norm_squared)")
+    lesson.run("norm_squared = jnp.sqrt(norm_squared)")  # a new value, without an exercise-cell run
     widget.get_by_role("button", name="Check my answer").click()
     wait_announcement(widget, "Check 3")
-    assert announcement(widget).startswith("Check 3: not yet, score 0.00")
+    assert announcement(widget).startswith("Check 3: not yet, score 0.50 (1 of 2 values right)")
     assert "squared norm (no square root)" in widget.locator(".ptl-ex-feedback").inner_text()
-    assert lesson.value("[squared_norm_check.result.passed, squared_norm_check.result.score]") == [False, 0.0]
+    assert lesson.value("[squared_norm_check.result.passed, squared_norm_check.result.score]") == [False, 0.5]
     lesson.run("norm_squared = norm_squared ** 2")
 
 
 def test_quiz_in_the_page(lesson):
-    widget = cell(lesson, "quiz").locator("section.ptl-ex-quiz")
+    widget = cell(lesson, "quiz").locator("section.ptl-ex-quiz")  # the first of the lesson's questions
     widget.scroll_into_view_if_needed()
     widget.locator("label.ptl-ex-choice", has_text="A pytree corresponding to params").click()
-    lesson.wait_for_value("quiz.selected", 1)
+    lesson.wait_for_value("quiz_grad.selected", 1)
     widget.get_by_role("button", name="Check answer").click()
     wait_announcement(widget, "Correct.")
     assert "Each floating-point parameter leaf gets a corresponding gradient leaf" in announcement(widget)
-    assert lesson.value("[quiz.answered, quiz.correct]") == [True, True]
+    assert lesson.value("[quiz_grad.answered, quiz_grad.correct]") == [True, True]
+    # locked after the first answer
+    assert widget.get_by_role("button", name="Check answer").is_disabled()
+    assert widget.locator("input[type=radio]").first.is_disabled()
 
 
 def test_prediction_typed_then_revealed(lesson):

@@ -36,6 +36,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def __getattr__(name: str):
+    if name in _COURSE_ALIASES:
+        value = getattr(importlib.import_module(".course", __name__), name)
+        globals()[name] = value
+        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'pytree_lab' has no attribute {name!r}")
@@ -66,22 +70,6 @@ __all__ = [
     "get_engine",
 ]
 
-# exercises
-from .exercises import EXERCISES as EXERCISES  # noqa: E402
-from .exercises import CheckButton as CheckButton  # noqa: E402
-from .exercises import CheckResult as CheckResult  # noqa: E402
-from .exercises import Evidence as Evidence  # noqa: E402
-from .exercises import EvidenceButton as EvidenceButton  # noqa: E402
-from .exercises import PredictionPrompt as PredictionPrompt  # noqa: E402
-from .exercises import Quiz as Quiz  # noqa: E402
-from .exercises import check as check  # noqa: E402
-from .exercises import clear_evidence as clear_evidence  # noqa: E402
-from .exercises import grad_structure_quiz as grad_structure_quiz  # noqa: E402
-from .exercises import lesson_prediction as lesson_prediction  # noqa: E402
-from .exercises import record_output as record_output  # noqa: E402
-from .exercises import save_evidence as save_evidence  # noqa: E402
-
-__all__ += [
-    "EXERCISES", "CheckButton", "CheckResult", "Evidence", "EvidenceButton", "PredictionPrompt", "Quiz",
-    "check", "clear_evidence", "grad_structure_quiz", "lesson_prediction", "record_output", "save_evidence",
-]
+# `pytree_lab.check(...)` keeps working for notebooks written before the course had its own
+# package; it is the one name that reaches the course, and only when used.
+_COURSE_ALIASES = {"check"}

@@ -1,81 +1,142 @@
-"""`PackedView`: where each position of a packed parameter vector comes from.
+"""`PackedView`: where each position of a packed parameter vector comes from, element by element.
 
-`jax.flatten_util.ravel_pytree` packs a pytree into one vector. The view shows one button per
-packed position linked both ways to a `PytreeDiagram` of the tree beside the tree of positions
-(the unpacked `0, 1, 2, …`): click a position to select its leaf, or a leaf to see its positions.
+`jax.flatten_util.ravel_pytree` packs a pytree into one vector. The view draws, for each layout
+(the tree as given, and e.g. a tuple `(w, b)` beside a dict), the packed vector as numbered
+positions (integer indices with the value under each) and the tree's leaves with their elements.
+Selecting a leaf highlights every packed position it occupies; selecting a position highlights
+the single element it holds (`params['w'][1]`), not the whole leaf. Both ways run in Python:
+the page writes only the selection (`selected`), the highlights are computed here.
 """
 
 from __future__ import annotations
 
-import html
 import importlib
 from typing import Any
 
-import ipywidgets
+import anywidget
+import traitlets
 
-from .diagram import PytreeDiagram
+from ._static import static_asset
+from ._text import TextForm
 from .engine import Engine, get_engine
+from ._intent import PageIntents
 
 __all__ = ["PackedView"]
 
 
-class PackedView(ipywidgets.VBox):
-    """Packed positions <-> tree paths for `tree`, as `ravel_pytree` lays them out.
-
-    `.packed` (the vector), `.owner` (position -> (leaf path, element index or None)),
-    `.label(position)` (e.g. ``params['w'][1]``), `.diagram`, `.buttons`.
-    """
-
-    def __init__(self, tree: Any, name: str = "params", *, engine: Engine | None = None, **kwargs: Any):
+class _Layout:
+    def __init__(self, name: str, tree: Any, eng: Engine):
         import numpy as np
 
-        super().__init__(**kwargs)
-        eng = engine or get_engine()
         ravel_pytree = importlib.import_module(eng.jax.__name__ + ".flatten_util").ravel_pytree
-        packed, unravel = ravel_pytree(tree)
-        self.packed = packed
+        packed, _ = ravel_pytree(tree)
         self.name = name
-        positions = unravel(eng.numpy.arange(packed.size, dtype=packed.dtype))
-        flat, _ = eng.tree_flatten_with_path(positions)
+        self.packed = packed
+        flat, _ = eng.tree_flatten_with_path(tree)
         self.owner: dict[int, tuple[str, tuple | None]] = {}
-        for path, where in flat:
-            where = np.asarray(where)
-            for index, position in np.ndenumerate(where):
-                self.owner[int(position)] = (eng.keystr(path), index if where.ndim else None)
-
-        self.diagram = PytreeDiagram(trees={name: tree, "position in packed vector": positions})
-        self.buttons = ipywidgets.ToggleButtons(
-            options=[(f"[{i}] {float(v):g}", i) for i, v in enumerate(np.asarray(packed))],
-            value=None, description="packed",
-            tooltips=[self.label(i) for i in range(int(packed.size))],
-            style={"button_width": "5.5em"},
-        )
-        self.readout = ipywidgets.HTML()
-        self.buttons.observe(self._from_buttons, "value")
-        self.diagram.observe(self._from_diagram, "selected_path")
-        self.children = [self.buttons, self.readout, self.diagram]
+        self.leaves: list[dict] = []
+        position = 0
+        for path, leaf in flat:
+            arr = np.asarray(leaf)
+            key = eng.keystr(path)
+            elements = []
+            for index in np.ndindex(arr.shape):
+                self.owner[position] = (key, index if arr.ndim else None)
+                elements.append(position)
+                position += 1
+            self.leaves.append({"path": key, "shape": list(arr.shape), "positions": elements})
+        if position != int(packed.size):  # pragma: no cover - ravel_pytree packs leaf by leaf
+            raise ValueError("the packed vector does not match the tree's leaves")
 
     def label(self, position: int) -> str:
         path, index = self.owner[position]
         element = "" if index is None else "[" + ",".join(map(str, index)) + "]"
         return f"{self.name}{path}{element}"
 
-    def _from_buttons(self, change: dict) -> None:
-        position = change["new"]
-        if position is None:
-            return
-        self.diagram.selected_path = self.owner[position][0]
-        # paths come from the user's keys: shown as text, never as HTML
-        self.readout.value = f"packed[{position}] comes from <code>{html.escape(self.label(position))}</code>"
 
-    def _from_diagram(self, change: dict) -> None:
-        path = change["new"]
-        mine = [i for i, (p, _) in sorted(self.owner.items()) if p == path]
-        if not mine:
-            return
-        if self.buttons.value not in mine:
-            self.buttons.value = mine[0]
-        self.readout.value = (
-            f"<code>{html.escape(self.name + path)}</code> occupies packed positions {mine}"
-        )
+class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
+    """Packed positions <-> tree elements for `tree`, as `ravel_pytree` lays them out.
 
+    `layouts={"(w, b)": (params["w"], params["b"])}` adds other layouts of the same parameters
+    beside the first. `.packed`, `.owner` (position -> (leaf path, element index or None)),
+    `.label(position)`, `select_leaf(path)`, `select_position(i)`; `.selected` is what the
+    person chose (layout, "leaf"/"position", key) and `.highlight` what is lit.
+    """
+
+    _esm = static_asset("packed.js")
+    _css = static_asset("packed.css")
+    _page_intents = frozenset({"selected"})
+    layouts_data = traitlets.List().tag(sync=True)  # kernel-owned
+    selected = traitlets.Dict().tag(sync=True)  # {"layout": int, "kind": "leaf"|"position", "key": str|int}
+    highlight = traitlets.Dict().tag(sync=True)  # {"layout", "positions": [...], "elements": [labels]}
+    readout = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, tree: Any, name: str = "params", *, layouts: dict[str, Any] | None = None,
+                 engine: Engine | None = None, **kwargs: Any):
+        import numpy as np
+
+        eng = engine or get_engine()
+        self._layouts = [_Layout(name, tree, eng)]
+        for other_name, other in (layouts or {}).items():
+            self._layouts.append(_Layout(other_name, other, eng))
+        first = self._layouts[0]
+        self.packed = first.packed
+        self.owner = first.owner
+        self.name = name
+        data = []
+        for layout in self._layouts:
+            values = np.asarray(layout.packed).tolist()
+            data.append({
+                "name": layout.name,
+                "positions": [{"i": i, "value": f"{v:g}", "label": layout.label(i)} for i, v in enumerate(values)],
+                "leaves": [{**leaf, "elements": [{"i": i, "label": layout.label(i)} for i in leaf["positions"]]}
+                           for leaf in layout.leaves],
+            })
+        super().__init__(layouts_data=data, **kwargs)
+
+    def label(self, position: int, layout: int = 0) -> str:
+        return self._layouts[layout].label(position)
+
+    def select_leaf(self, path: str, layout: int = 0) -> None:
+        self.selected = {"layout": layout, "kind": "leaf", "key": path}
+
+    def select_position(self, position: int, layout: int = 0) -> None:
+        self.selected = {"layout": layout, "kind": "position", "key": int(position)}
+
+    @traitlets.observe("selected")
+    def _on_selected(self, change) -> None:
+        sel = change["new"] or {}
+        try:
+            layout_index = int(sel.get("layout", 0))
+            layout = self._layouts[layout_index]
+        except (TypeError, ValueError, IndexError):
+            return
+        kind, key = sel.get("kind"), sel.get("key")
+        if kind == "leaf":
+            leaf = next((leaf for leaf in layout.leaves if leaf["path"] == key), None)
+            if leaf is None:
+                return
+            positions = list(leaf["positions"])
+            self.highlight = {"layout": layout_index, "positions": positions,
+                              "elements": [layout.label(i) for i in positions]}
+            self.readout = f"{layout.name}{key} occupies packed positions {positions}"
+        elif kind == "position":
+            try:
+                position = int(key)
+            except (TypeError, ValueError):
+                return
+            if position not in layout.owner:
+                return
+            self.highlight = {"layout": layout_index, "positions": [position],
+                              "elements": [layout.label(position)]}
+            self.readout = f"packed[{position}] holds {layout.label(position)}"
+
+    def text(self) -> str:
+        lines = []
+        for layout in self._layouts:
+            lines.append(f"{layout.name}: packed {[float(v) for v in layout.packed]}")
+            for i in sorted(layout.owner):
+                lines.append(f"  packed[{i}] <- {layout.label(i)}")
+        if self.readout:
+            lines.append(self.readout)
+        return "\n".join(lines)

@@ -4,7 +4,11 @@
 //   model.send({type: "check"})   CheckButton: check the answer; Quiz: submit the chosen answer
 //   model.send({type: "reveal"})  PredictionPrompt: reveal the computed answer
 //   model.send({type: "save"})    EvidenceButton: write the evidence file
-//   writes `prediction` (PredictionPrompt, the typed text) and `selected` (Quiz, choice index)
+//   model.send({type: "solution"}) CheckButton: show the reference solution (Python refuses it
+//                                  before a first check)
+//   writes `prediction` and `self_rating` (PredictionPrompt, the student's own text and rating)
+//   and `selected` (Quiz, choice index); Python refuses page writes to any other trait, and
+//   ignores a new `selected` once the quiz is answered (the first answer counts)
 //
 // Every string reaches the page through textContent: feedback can quote the student's answer.
 
@@ -13,9 +17,10 @@
  *   kind: "check" | "predict" | "quiz" | "evidence",
  *   title: string, announcement: string, busy: boolean,
  *   exercise_id: string, task: string, label: string, status: string, feedback: string, score: number,
- *   prompt: string, prediction: string, revealed: boolean, answer: string,
+ *   attempts: number, failed_attempts: number, solution_available: boolean, solution: string,
+ *   prompt: string, prediction: string, self_rating: string, revealed: boolean, answer: string,
  *   question: string, choices: string[], selected: number, answered: boolean, correct: boolean,
- *   explanation: string, saved_path: string,
+ *   answer_index: number, explanation: string, choice_notes: string[], saved_path: string,
  * }} Model
  */
 
@@ -54,12 +59,22 @@ function renderCheck(model, root) {
   // the feedback can be long: announced is the verdict; the feedback follows it on the page
   const { region, status } = liveRegion();
   const feedback = h("div", { class: "ptl-ex-feedback" });
+  const reveal = h("button", { type: "button", class: "ptl-ex-button ptl-ex-secondary" }, "Show a reference solution");
+  const solutionBox = h("div", { class: "ptl-ex-solution-box" });
+  const solution = h("pre", { class: "ptl-ex-solution", "aria-label": "reference solution" });
+  solutionBox.append(h("p", { class: "ptl-ex-solution-title" }, "Reference solution"), solution);
   button.addEventListener("click", () => model.send({ type: "check" }));
-  root.append(task, button, region, feedback);
-  return watch(model, ["task", "label", "busy", "announcement", "status", "feedback"], () => {
+  reveal.addEventListener("click", () => model.send({ type: "solution" }));
+  root.append(task, button, reveal, region, feedback, solutionBox);
+  return watch(model, ["task", "label", "busy", "announcement", "status", "feedback", "solution_available", "solution"], () => {
     task.textContent = model.get("task");
     button.textContent = model.get("label");
     button.disabled = model.get("busy");
+    // offered only after a first check; shown only once Python has revealed it
+    reveal.hidden = !model.get("solution_available") || Boolean(model.get("solution"));
+    reveal.disabled = model.get("busy");
+    solution.textContent = model.get("solution");
+    solutionBox.hidden = !model.get("solution");
     status.textContent = model.get("announcement");
     root.dataset.status = model.get("status");
     feedback.textContent = model.get("feedback");
@@ -74,6 +89,17 @@ function renderPredict(model, root) {
   const button = h("button", { type: "button", class: "ptl-ex-button" }, "Reveal the answer");
   const answer = h("div", { class: "ptl-ex-answer" });
   const { region, status } = liveRegion(answer);
+  // after the reveal: how close was the prediction? (the student's own rating, kept as evidence)
+  const rating = h("fieldset", { class: "ptl-ex-rating" });
+  rating.append(h("legend", {}, "My prediction was"));
+  const ratingName = `ptl-ex-rating-${uid}`;
+  for (const [value, text] of [["right", "right"], ["partly", "partly right"], ["wrong", "wrong"]]) {
+    const label = h("label", { class: "ptl-ex-choice-inline" });
+    const radio = h("input", { type: "radio", name: ratingName, value });
+    radio.addEventListener("change", () => { model.set("self_rating", value); model.save_changes(); });
+    label.append(radio, document.createTextNode(` ${text}`));
+    rating.append(label);
+  }
   input.addEventListener("input", () => {
     model.set("prediction", input.value);
     model.save_changes();
@@ -84,8 +110,10 @@ function renderPredict(model, root) {
     model.save_changes();
     model.send({ type: "reveal" });
   });
-  root.append(prompt, input, button, region);
-  return watch(model, ["prompt", "prediction", "revealed", "answer", "announcement", "busy"], () => {
+  root.append(prompt, input, button, region, rating);
+  return watch(model, ["prompt", "prediction", "revealed", "answer", "announcement", "busy", "self_rating"], () => {
+    rating.hidden = !model.get("revealed");
+    rating.querySelectorAll("input").forEach((radio) => { radio.checked = radio.value === model.get("self_rating"); });
     prompt.textContent = model.get("prompt");
     if (input.value !== model.get("prediction")) input.value = model.get("prediction");
     const revealed = model.get("revealed");
@@ -109,7 +137,8 @@ function renderQuiz(model, root) {
   button.addEventListener("click", () => model.send({ type: "check" }));
   root.append(fieldset, button, region);
   let drawn = "";
-  return watch(model, ["question", "choices", "selected", "answered", "correct", "explanation", "announcement", "busy"], () => {
+  return watch(model, ["question", "choices", "selected", "answered", "correct", "explanation", "announcement", "busy",
+                       "choice_notes", "answer_index"], () => {
     legend.textContent = model.get("question");
     const choices = model.get("choices");
     if (JSON.stringify(choices) !== drawn) {
@@ -122,14 +151,24 @@ function renderQuiz(model, root) {
           model.set("selected", index);
           model.save_changes();
         });
-        label.append(radio, document.createTextNode(` ${text}`));
+        const note = h("span", { class: "ptl-ex-note" });
+        label.append(radio, document.createTextNode(` ${text}`), note);
         fieldset.append(label);
       });
     }
-    fieldset.querySelectorAll("input").forEach((radio, index) => {
+    const answered = model.get("answered");
+    const notes = model.get("choice_notes") || [];
+    fieldset.querySelectorAll(".ptl-ex-choice").forEach((label, index) => {
+      const radio = label.querySelector("input");
       radio.checked = index === model.get("selected");
+      radio.disabled = answered; // locked: the first answer counts
+      const note = label.querySelector(".ptl-ex-note");
+      note.textContent = answered && notes[index] ? notes[index] : "";
+      note.hidden = !note.textContent;
+      label.dataset.verdict = !answered ? "" : index === model.get("answer_index") ? "right"
+        : index === model.get("selected") ? "chosen-wrong" : "";
     });
-    button.disabled = model.get("busy");
+    button.disabled = model.get("busy") || answered;
     status.textContent = model.get("announcement");
     explanation.textContent = model.get("explanation");
     explanation.hidden = !model.get("answered");

@@ -1,0 +1,497 @@
+"""Grading helpers every exercise shares: results, number and tree answers, lesson-style text.
+
+Nothing here knows a course: an exercise (`Exercise`) brings its own grader, and the helpers
+explain a wrong number or a wrong tree in pytree terms (a missing key and its path, a wrong
+shape, a swapped leaf, a value that belongs elsewhere).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import math
+import types
+import re
+from typing import Any, Callable
+
+from ..trees import diagnose
+from ._guard import exception_text as _exception_text
+
+
+# --------------------------------------------------------------------------- compute helpers
+# numpy and jax are imported on first use: `import pytree_lab` must work in a kernel without them.
+
+
+class _Frozen:
+    """A module's namespace as it was when bound: `jnp.sum` here stays the real `jnp.sum`
+    even after a student's `jnp.sum = ...` in the notebook."""
+
+    def __init__(self, module, nested=()):
+        self.__dict__.update(vars(module))
+        for name in nested:
+            sub = vars(module).get(name)
+            if isinstance(sub, types.ModuleType):
+                self.__dict__[name] = _Frozen(sub)
+
+
+_TOOLS: dict[str, Any] = {}
+
+
+def bind_tools() -> None:
+    """Bind numpy and the engine's jax / jax.numpy now (the course does this when imported)."""
+    from ..engine import get_engine
+
+    if "np" not in _TOOLS:
+        import numpy
+        import numpy.random  # noqa: F401 - a lazily loaded submodule in numpy 2
+
+        _TOOLS["np"] = _Frozen(numpy, ("random",))
+    engine = get_engine()
+    if _TOOLS.get("engine") is not engine:
+        jax = engine.jax
+        for sub in ("tree", "tree_util", "flatten_util"):
+            try:
+                importlib.import_module(f"{jax.__name__}.{sub}")
+            except ImportError:  # pragma: no cover - every engine has them
+                pass
+        _TOOLS.update(engine=engine, jax=_Frozen(jax, ("tree", "tree_util", "flatten_util")),
+                      jnp=_Frozen(engine.numpy))
+
+
+def _np():
+    if "np" not in _TOOLS:
+        bind_tools()
+    return _TOOLS["np"]
+
+
+def _jax():
+    """The engine's jax-like module (real JAX, or the Lite engine), as bound."""
+    if "jax" not in _TOOLS:
+        bind_tools()
+    return _TOOLS["jax"]
+
+
+def _jnp():
+    if "jnp" not in _TOOLS:
+        bind_tools()
+    return _TOOLS["jnp"]
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckResult:
+    """The outcome of one check: `passed`, `score` (0..1, partial credit per case or leaf) and
+    `feedback` (what is right or wrong, in the lesson's terms)."""
+
+    passed: bool
+    score: float
+    feedback: str
+    exercise_id: str = ""
+    cases_passed: int = 0
+    cases_total: int = 0
+    unit: str = "parts"
+
+    def __str__(self) -> str:
+        verdict = "Passed" if self.passed else "Not yet"
+        return f"{verdict} — {self.exercise_id}: score {self.score:.2f}\n{self.feedback}"
+
+    def _repr_pretty_(self, printer, cycle) -> None:  # IPython shows the readable form
+        printer.text(str(self))
+
+
+@dataclasses.dataclass
+class Outcome:
+    passed_cases: int
+    total_cases: int
+    lines: list[str]
+    passed: bool | None = None  # None: passed when every case passed
+    unit: str = ""  # what the counted parts are ("leaves", "cases"); the exercise's unit when ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Exercise:
+    """One auto-checked exercise: its id, title, what the answer is and how it is graded."""
+
+    id: str
+    title: str
+    task: str
+    answer_kind: str  # "number", "tree" or "function"
+    grade: Callable[..., Outcome] = dataclasses.field(repr=False)
+    lesson: str = ""
+    # the notebook variable that holds the answer (`norm_squared`), for the check widget
+    answer_name: str = ""
+    # the reference solution(s), shown only after an attempt (`CheckButton.reveal_solution`)
+    solutions: tuple[str, ...] = dataclasses.field(default=(), repr=False)
+    # a hand-derived sanity check of the checker's own tools; returns None or what is broken
+    self_check: Callable[[], str | None] | None = dataclasses.field(default=None, repr=False)
+    # seconds of student code per case (function answers) / per check (values)
+    budget: float = 10.0
+    # how a count of graded parts is called in the feedback ("leaves", "cases", "parts")
+    unit: str = "parts"
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _fmt_num(value) -> str:
+    value = float(value)
+    if value == 0:
+        return "0"
+    return f"{value:.4g}"
+
+
+def _fmt(value) -> str:
+    """Lesson-style text for a number or a small array: 8, [1.4, -0.8]."""
+    np = _np()
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        return _fmt_num(arr)
+    if arr.size > 12:
+        return f"an array of shape {tuple(arr.shape)}"
+    return "[" + ", ".join(_fmt(item) for item in arr) + "]"
+
+
+def _fmt_shape(shape) -> str:
+    return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _leaf_type(arr) -> str:
+    """The lesson's notation: float32[2], float32[]."""
+    return f"{arr.dtype}[{','.join(str(n) for n in arr.shape)}]"
+
+
+def _type_name(value) -> str:
+    if isinstance(value, bool):
+        return "a bool"
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)} items"
+    if isinstance(value, list):
+        return f"a list of {len(value)} items"
+    if isinstance(value, dict):
+        return "a dict with keys " + ", ".join(repr(k) for k in value) if value else "an empty dict"
+    if isinstance(value, str):
+        return "a string"
+    if value is None:
+        return "None"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if callable(value):
+        return "a function"
+    arr = _as_number_array(value)
+    if arr is not None:
+        return "a number" if arr.ndim == 0 else f"an array of shape {_fmt_shape(arr.shape)}"
+    return f"a {type(value).__name__}"
+
+
+_FLOAT_LITERAL = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+[eE][-+]?\d+)(?:[eE][-+]?\d+)?")
+
+
+def _close(actual, expected) -> bool:
+    np = _np()
+    actual, expected = np.asarray(actual, dtype=float), np.asarray(expected, dtype=float)
+    if actual.shape != expected.shape or not np.all(np.isfinite(actual)):
+        return False
+    scale = max(1.0, float(np.max(np.abs(expected))) if expected.size else 1.0)
+    return bool(np.allclose(actual, expected, rtol=1e-4, atol=1e-5 * scale))
+
+
+def _as_number_array(value):
+    """A numpy float array for a numeric leaf, else None (strings, objects, containers)."""
+    np = _np()
+    if isinstance(value, (str, bytes, dict, list, tuple)) or value is None or callable(value):
+        return None
+    try:
+        arr = np.asarray(value)
+    except Exception:
+        return None
+    if arr.dtype.kind not in "biuf":
+        return None
+    return arr
+
+
+# --------------------------------------------------------------------------- number answers
+
+
+def _grade_number(answer, expected: float, variants: list[tuple[float, str]], *, what: str,
+                  per_value=None, per_leaf=None) -> Outcome:
+    np = _np()
+    if callable(answer):
+        return Outcome(0, 1, [f"Pass the number itself, not a function: {what}."])
+    if isinstance(answer, (dict, list, tuple)) and not isinstance(answer, str):
+        return Outcome(0, 1, [
+            f"Expected one number ({what}), but you passed {_type_name(answer)}. "
+            "A tree keeps the leaves apart; add up the contributions of every leaf into one number."
+        ])
+    arr = _as_number_array(answer)
+    if arr is None:
+        return Outcome(0, 1, [f"Expected one number ({what}), but you passed {_type_name(answer)}."])
+    if arr.size != 1:
+        # leaf order is the student's choice here, so compare as sorted values
+        if per_value is not None and arr.ndim == 1 and _close(np.sort(arr), np.sort(per_value)):
+            hint = " — one square per value. Sum them into one number."
+        elif per_leaf is not None and arr.ndim == 1 and _close(np.sort(arr), np.sort(per_leaf)):
+            hint = " — one number per leaf. Add the leaves together."
+        else:
+            hint = ". Reduce it to one number."
+        return Outcome(0, 1, [f"Expected one number, but your answer has shape {_fmt_shape(arr.shape)}{hint}"])
+    value = float(arr.reshape(()))
+    if not math.isfinite(value):
+        return Outcome(0, 1, [f"Your answer is {value}: check for a division by zero or an overflow."])
+    if _close(value, expected):
+        return Outcome(1, 1, [f"Correct: {what} is {_fmt_num(value)}."])
+    matches = [message for candidate, message in variants if _close(value, candidate)]
+    if matches:
+        return Outcome(0, 1, [f"You gave {_fmt_num(value)}. " + " Or: ".join(matches)])
+    return Outcome(0, 1, [f"You gave {_fmt_num(value)}, which is not {what}."])
+
+
+# --------------------------------------------------------------------------- tree answers
+
+
+def _leaves_by_path(tree) -> dict[str, Any]:
+    """keystr path -> leaf, in JAX's flatten order; None counts as a leaf so it can be named."""
+    jax = _jax()
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda node: node is None)
+    return {jax.tree_util.keystr(path): leaf for path, leaf in flat}
+
+
+_LAST_KEY = re.compile(r"(\[[^\[\]]*\]|\.[A-Za-z_]\w*)$")
+
+
+def _last_key(path: str) -> str:
+    found = _LAST_KEY.search(path)
+    return found.group(1) if found else path
+
+
+def _kind_of_container(tree) -> str:
+    if isinstance(tree, dict):
+        return "dict"
+    if isinstance(tree, (list, tuple)):
+        return "sequence"
+    return "other"
+
+
+@dataclasses.dataclass(frozen=True)
+class _TreeSpec:
+    """How to grade a tree answer: the expected tree, what it is called, trees a wrong answer
+    often equals (each with a sentence explaining that mistake) and per-path hints."""
+
+    expected: Any
+    name: str  # "the gradient tree"
+    related: tuple[tuple[Any, str], ...] = ()
+    hints: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
+    expected = _leaves_by_path(spec.expected)
+    n_expected = len(expected)
+    paths_text = ", ".join(expected)
+    if callable(answer) and not isinstance(answer, (dict, list, tuple)):
+        return Outcome(0, n_expected, [f"Pass {spec.name} itself (a dictionary of arrays), not a function."])
+    if hasattr(answer, "updated") and not isinstance(answer, (dict, list, tuple)):
+        return Outcome(0, n_expected, [
+            f"You passed a whole step result; pass only {spec.name} (for example `result.updated`)."])
+    if _kind_of_container(answer) != _kind_of_container(spec.expected):
+        line = (f"Expected {spec.name}: a dictionary with the leaves {paths_text}. "
+                f"You passed {_type_name(answer)}.")
+        if isinstance(answer, (tuple, list)) and any(isinstance(item, dict) for item in answer):
+            line += f" Pass only {spec.name}, without a tuple around it."
+        return Outcome(0, n_expected, [line])
+
+    got = _leaves_by_path(answer)
+    related = [(_leaves_by_path(tree), message) for tree, message in spec.related]
+    # (path, sentence, plain): a plain sentence says only what diagnose() says for that path
+    structure: list[tuple[str, str, bool]] = []
+    shapes: list[tuple[str, str, bool]] = []
+    reshape_hints: dict[str, str] = {}
+    values: dict[str, list[str]] = {}  # explanation -> paths it applies to
+    correct = 0
+    consumed: set[str] = set()
+
+    for path, reference in expected.items():
+        ref = _np().asarray(reference)
+        if path not in got:
+            children = [p for p in got if p.startswith(path + "[") or p.startswith(path + ".")]
+            if children:
+                consumed.update(children)
+                structure.append((path,
+                    f"{path} is a container with {len(children)} leaves ({', '.join(children[:3])}"
+                    f"{', …' if len(children) > 3 else ''}), not one array. In a pytree a list is part of "
+                    f"the structure, so each entry becomes its own leaf: make {path} one array "
+                    f"(jnp.array) of shape {_fmt_shape(ref.shape)}.", False))
+                continue
+            moved = [p for p in got if p not in expected and p not in consumed
+                     and _last_key(p) == _last_key(path)]
+            if moved:
+                consumed.add(moved[0])
+                arr = _as_number_array(got[moved[0]])
+                right_values = arr is not None and _close(arr, ref)
+                structure.append((path,
+                    f"{path} is missing; your tree has {moved[0]} instead. Same name, different path: "
+                    f"the leaf belongs at {path}"
+                    + (" (its values are right, only its place is wrong)." if right_values else "."), False))
+            else:
+                structure.append((path, f"Missing leaf {path}: {spec.name} must have a {_leaf_type(ref)} "
+                                        "leaf at this path.", True))
+            continue
+        leaf = got[path]
+        arr = _as_number_array(leaf)
+        if arr is None:
+            if isinstance(leaf, str):
+                shapes.append((path, f"{path} is text ({leaf[:20]!r}), not a number.", False))
+            else:
+                shapes.append((path, f"{path} is {_type_name(leaf)}, not a number.", False))
+            continue
+        if arr.shape != ref.shape:
+            hint = ""
+            if arr.size == ref.size and _close(arr.reshape(ref.shape), ref):
+                hint = f" The values are right; reshape to {_fmt_shape(ref.shape)}."
+                reshape_hints[path] = hint
+            shapes.append((path, f"Wrong shape at {path}: expected {_leaf_type(ref)} (shape "
+                                 f"{_fmt_shape(ref.shape)}), got shape {_fmt_shape(arr.shape)}.{hint}", True))
+            continue
+        if not _all_finite(arr):
+            values.setdefault("contains NaN or inf.", []).append(path)
+            continue
+        if _close(arr, ref):
+            correct += 1
+            continue
+        values.setdefault(_explain_leaf(path, arr, ref, expected, related, spec), []).append(path)
+
+    extras = [p for p in got if p not in expected and p not in consumed]
+    for path in extras:
+        leaf = got[path]
+        if isinstance(leaf, str):
+            structure.append((path, f"Extra leaf {path} is text ({leaf[:20]!r}): a name or other metadata is "
+                                    "not a parameter. Keep it apart from the tree you differentiate.", False))
+        else:
+            structure.append((path, f"Extra leaf {path}: {spec.name} has exactly the leaves {paths_text}.", True))
+
+    total = n_expected + len(extras)  # an extra leaf is one more part to get right (remove it)
+    passed = correct == n_expected and not extras and not structure
+    if passed:
+        lines = [f"All {n_expected} leaves match {spec.name}: {paths_text}."]
+    else:
+        if extras:
+            lines = [f"{correct} of {total} parts right: {correct} of {n_expected} leaves of {spec.name}, "
+                     f"and {len(extras)} extra leaf{'s' if len(extras) > 1 else ''} to remove."]
+        else:
+            lines = [f"{correct} of {n_expected} leaves of {spec.name} are right."]
+        first = _first_difference(spec, answer)
+        if first is not None:
+            lines.append(f"- First difference: {first.message}{reshape_hints.get(first.path, '')}")
+        lines += [f"- {text}" for path, text, plain in structure + shapes
+                  if not (plain and first is not None and path == first.path)]
+        lines += [f"- {', '.join(paths)}: {why}" for why, paths in values.items()]
+    return Outcome(correct, total, lines, passed=passed, unit="parts" if extras else "leaves")
+
+
+def _first_difference(spec: _TreeSpec, answer):
+    """The tree model's diagnosis (structure, then paths, then shapes), when it finds one. Its dtype
+    verdict is left out: a float64 or Python-float answer with the right values is right."""
+    try:
+        found = diagnose(spec.expected, answer, reference_name=spec.name, candidate_name="your tree")
+    except Exception:  # an answer the tree model cannot describe still gets the per-leaf feedback
+        return None
+    return found if found.kind in ("structure", "shape") else None
+
+
+def _all_finite(arr) -> bool:
+    np = _np()
+    return bool(np.all(np.isfinite(arr.astype(float))))
+
+
+def _explain_leaf(path, arr, ref, expected, related, spec) -> str:
+    np = _np()
+    """Why the leaf at `path` is wrong, without naming `path` (the caller groups paths)."""
+    for leaves, message in related:
+        if path in leaves and _close(arr, leaves[path]):
+            return message
+    if ref.ndim == 1 and ref.size > 1 and _close(arr, ref[::-1]) and not _close(ref, ref[::-1]):
+        return (f"the entries are swapped ({_fmt(arr)}). Each entry belongs to one "
+                "parameter value; equal shapes do not say which.")
+    for other, other_ref in expected.items():
+        other_ref = np.asarray(other_ref)
+        if other != path and other_ref.shape == ref.shape and _close(arr, other_ref) and not _close(ref, other_ref):
+            return (f"holds the value that belongs at {other}: the two leaves have the same shape, "
+                    "but shape does not identify which parameter a value belongs to. Keep each leaf on its path.")
+    hint = spec.hints.get(path, "")
+    return f"{_fmt(arr)} is not the right value." + (f" {hint}" if hint else "")
+
+
+
+# --------------------------------------------------------------------------- one check, end to end
+
+NOT_ANSWERED = "Not answered yet: replace the `...` in the exercise cell, run it, then check again."
+
+
+def _scaffold(*args):
+    ...
+
+
+def is_unanswered(answer) -> bool:
+    """None or `...`; a dict of only those; a function whose whole body is still `...`."""
+    if answer is None or answer is Ellipsis:
+        return True
+    if isinstance(answer, dict) and answer and all(v is None or v is Ellipsis for v in answer.values()):
+        return True
+    code = getattr(answer, "__code__", None)
+    if code is not None and code.co_code == _scaffold.__code__.co_code and code.co_consts[-1:] == (None,) \
+            and not code.co_names:
+        return True
+    return False
+
+
+def grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | None = None) -> CheckResult:
+    """Grade `answer` for `exercise`, never raising: a broken answer, a broken checker or a
+    tampered one each end in a sentence.
+
+    `stale`: what went wrong in the student's last run of the exercise cell, when it did; the
+    value still in the variable is then an older attempt's, so it is not graded.
+    """
+    from ._guard import describe_failure, notes_for, run_guarded
+
+    def result(passed, score, lines, cases=(0, 0), unit=exercise.unit):
+        return CheckResult(passed=bool(passed), score=float(score), feedback="\n".join(lines),
+                           exercise_id=exercise.id, cases_passed=cases[0], cases_total=cases[1],
+                           unit=unit or exercise.unit)
+
+    if stale:
+        return result(False, 0.0, [
+            f"Your last run of the exercise cell raised {stale}. The value left over from an earlier "
+            "run is not graded: fix the cell, run it again, then check."])
+    if is_unanswered(answer):
+        return result(False, 0.0, [NOT_ANSWERED])
+    if exercise.self_check is not None:
+        problem = exercise.self_check()
+        if problem:
+            return result(False, 0.0, [
+                f"The checker cannot trust this kernel: {problem} Restart the kernel (Kernel → Restart), "
+                "run the notebook again, then check."])
+    # The grader calls the student's code (functions, or objects with their own __array__ /
+    # __eq__): everything runs guarded. Function graders guard each case themselves too.
+    run = run_guarded(exercise.grade, answer, rng, budget=None if exercise.answer_kind == "function"
+                      else exercise.budget)
+    checker_parts = [name for name in run.replaced if not name.split(".")[0] in ("jax", "numpy", "builtins")]
+    if checker_parts:
+        return result(False, 0.0, [
+            "Your code changed the checker itself (" + ", ".join(checker_parts) + "). It was put back; "
+            "this check does not count. Check again with an answer that only computes."])
+    if not run.ok:
+        if run.timed_out or not isinstance(run.error, Exception):
+            why = describe_failure(run, what="Your answer", budget=exercise.budget)
+        elif exercise.answer_kind == "function":  # the student's calls are guarded one by one
+            why = ("The check itself failed (" + describe_failure(run, what="it").removeprefix("it raised ")
+                   + "); this is not about your answer. Please tell your instructor.")
+        else:  # reading a value answer failed: an object that is not numbers, or a checker bug
+            why = ("Checking this answer failed (" + describe_failure(run, what="it").removeprefix("it ")
+                   + "). Is it made of numbers and arrays only?")
+        return result(False, 0.0, [why])
+    outcome: Outcome = run.value
+    total = max(outcome.total_cases, 1)
+    passed = outcome.passed if outcome.passed is not None else outcome.passed_cases == outcome.total_cases
+    lines = list(outcome.lines) + notes_for(run)
+    return result(passed, 1.0 if passed else min(outcome.passed_cases / total, 1.0), lines,
+                  (outcome.passed_cases, outcome.total_cases), outcome.unit)

@@ -1,0 +1,271 @@
+"""Running a student's code without letting it take the kernel down.
+
+`run_guarded(fn, *args)` calls `fn` and always returns a `Guarded`: the value, or what went wrong
+in words a student can act on. It catches BaseException (`sys.exit()`, `KeyboardInterrupt`,
+`GeneratorExit` raised by hand), bounds the call in time, keeps at most a few thousand characters
+of what the code printed, and reports when the code replaced a function of jax / jax.numpy /
+numpy or of the checker itself (and puts the original back, so later checks are not poisoned).
+
+Time budget: on the main thread of a CPython kernel (ipykernel runs cells and widget messages
+there) a SIGALRM interval timer raises `TimeBudgetExceeded` in the student's code, and keeps
+raising every 50 ms, so a bare `except:` inside a loop cannot swallow it for long; `time.sleep`
+is interrupted too. Elsewhere (another thread, Pyodide, where there are no interval timers) a
+`sys.settrace` line tracer does the same between lines of Python. Neither can stop a single
+long call into compiled code (one huge XLA computation): the budget ends when it returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import signal
+import sys
+import threading
+import time
+import types
+from typing import Any, Callable, Iterable
+
+__all__ = ["Guarded", "TimeBudgetExceeded", "run_guarded", "describe_failure", "watch_modules",
+           "DEFAULT_BUDGET", "OUTPUT_LIMIT"]
+
+DEFAULT_BUDGET = 10.0  # seconds per call of student code
+OUTPUT_LIMIT = 4000  # characters of printed output kept per call
+
+
+class TimeBudgetExceeded(BaseException):
+    """Raised inside student code that ran past its time budget (a BaseException, so a plain
+    `except Exception:` in the student's code does not swallow it)."""
+
+
+@dataclasses.dataclass
+class Guarded:
+    value: Any = None
+    error: BaseException | None = None
+    timed_out: bool = False
+    output: str = ""
+    output_truncated: int = 0  # characters dropped
+    replaced: tuple[str, ...] = ()  # "jax.grad", ... replaced during the call (and restored)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.timed_out
+
+
+class _BoundedText(io.TextIOBase):
+    def __init__(self, limit: int) -> None:
+        self._parts: list[str] = []
+        self._kept = 0
+        self._limit = limit
+        self.dropped = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text) -> int:
+        text = str(text)
+        room = self._limit - self._kept
+        if room > 0:
+            self._parts.append(text[:room])
+            self._kept += min(room, len(text))
+        self.dropped += max(0, len(text) - max(room, 0))
+        return len(text)
+
+    def getvalue(self) -> str:
+        return "".join(self._parts)
+
+
+def _can_use_itimer() -> bool:
+    # Pyodide (JupyterLite) has no interval timers, whatever its signal module lists
+    return (sys.platform != "emscripten" and hasattr(signal, "setitimer") and hasattr(signal, "SIGPROF")
+            and hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread())
+
+
+WALL_FACTOR = 4.0  # a wall-clock limit of this many budgets stops code that waits (sleep, input)
+
+
+@contextlib.contextmanager
+def _time_budget(seconds: float):
+    """Stop the body after `seconds` of CPU time (a loaded machine does not count against the
+    student), or after WALL_FACTOR times as long on the clock (code that sleeps or waits)."""
+    if seconds is None or seconds <= 0:
+        yield
+        return
+    if _can_use_itimer():
+        state = {"active": True}
+
+        def on_alarm(signum, frame):
+            # never inside a finalizer (the exception would be "ignored" and printed); the next
+            # tick, 50 ms later, comes back to the student's code
+            if state["active"] and (frame is None or frame.f_code.co_name != "__del__"):
+                raise TimeBudgetExceeded()
+
+        timers = [(signal.SIGPROF, signal.ITIMER_PROF, seconds),
+                  (signal.SIGALRM, signal.ITIMER_REAL, seconds * WALL_FACTOR)]
+        previous = [(signal.signal(sig, on_alarm), signal.setitimer(which, limit, 0.05))
+                    for sig, which, limit in timers]
+        try:
+            yield
+        finally:
+            while True:  # a tick can land in here: finish the cleanup whatever happens
+                try:
+                    state["active"] = False
+                    for (sig, which, _), (handler, timer) in zip(timers, previous):
+                        signal.setitimer(which, 0)
+                        signal.signal(sig, handler)
+                        if timer[0] > 0:  # someone else's timer: give it back
+                            signal.setitimer(which, *timer)
+                    break
+                except TimeBudgetExceeded:
+                    continue
+        return
+    deadline = time.monotonic() + seconds
+    previous_trace = sys.gettrace()
+
+    def tracer(frame, event, arg):
+        if time.monotonic() > deadline:
+            raise TimeBudgetExceeded()
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        yield
+    finally:
+        sys.settrace(previous_trace)
+
+
+# Functions a student answer might replace ("monkeypatch") and the checker relies on.
+_WATCHED = {
+    "jax": ("grad", "value_and_grad", "jit", "vmap"),
+    "jax.numpy": ("sum", "mean", "dot", "array", "asarray", "allclose", "square", "matmul"),
+    "jax.tree": ("map", "leaves", "flatten", "unflatten", "structure"),
+    "jax.tree_util": ("tree_map", "tree_leaves", "tree_flatten", "tree_unflatten",
+                      "tree_flatten_with_path", "keystr"),
+    "numpy": ("asarray", "allclose", "sum", "isfinite", "array", "dot", "concatenate", "sort"),
+    "builtins": ("sum", "float", "abs", "len", "isinstance", "print", "max", "min"),
+}
+_EXTRA_WATCHED: list[types.ModuleType] = []
+
+
+def watch_modules(*modules: types.ModuleType) -> None:
+    """Also guard every function defined at the top of these modules (the checker's own)."""
+    for module in modules:
+        if module not in _EXTRA_WATCHED:
+            _EXTRA_WATCHED.append(module)
+
+
+def _snapshot() -> dict[tuple[str, str], Any]:
+    shot = {}
+    for name, attrs in _WATCHED.items():
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        for attr in attrs:
+            if hasattr(module, attr):
+                shot[(name, attr)] = getattr(module, attr)
+    for module in _EXTRA_WATCHED:
+        for attr, value in list(vars(module).items()):
+            if callable(value) and not attr.startswith("__"):
+                shot[(module.__name__, attr)] = value
+    return shot
+
+
+def _restore(before: dict[tuple[str, str], Any]) -> tuple[str, ...]:
+    changed = []
+    for (name, attr), value in before.items():
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, attr, None) is not value:
+            setattr(module, attr, value)
+            changed.append(f"{name}.{attr}")
+    return tuple(changed)
+
+
+def run_guarded(fn: Callable[..., Any], *args: Any, budget: float | None = DEFAULT_BUDGET,
+                output_limit: int = OUTPUT_LIMIT, capture: bool = True, **kwargs: Any) -> Guarded:
+    """Call `fn(*args, **kwargs)` as student code: never raises, never runs past `budget` seconds
+    of Python, keeps `output_limit` characters of output."""
+    result = Guarded()
+    before = _snapshot()
+    sink = _BoundedText(output_limit)
+    start = time.monotonic()
+    redirect = (contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)) if capture else ()
+    try:
+        with contextlib.ExitStack() as stack:
+            for ctx in redirect:
+                stack.enter_context(ctx)
+            try:
+                with _time_budget(budget):
+                    result.value = fn(*args, **kwargs)
+            except TimeBudgetExceeded:
+                result.timed_out = True
+            except BaseException as exc:  # noqa: BLE001 - student code may raise anything
+                result.error = exc
+    except TimeBudgetExceeded:  # a late alarm between the student's return and the timer's stop
+        result.timed_out = True
+    finally:
+        result.seconds = time.monotonic() - start
+        result.replaced = _restore(before)
+        result.output = sink.getvalue()
+        result.output_truncated = sink.dropped
+    if result.error is not None:
+        # the student's traceback holds their frames (and whatever they reference): drop it
+        result.error.__traceback__ = None
+    return result
+
+
+def exception_text(exc: BaseException, *, hidden: bool = False, limit: int = 160) -> str:
+    """`TypeError: first line of the message`, short. For a hidden case, decimal numbers are
+    blanked out: an error message may quote the hidden inputs."""
+    import re
+
+    try:
+        text = str(exc).strip()
+    except BaseException:  # noqa: BLE001 - a student's exception class with a broken __str__
+        text = ""
+    message = text.splitlines()[0] if text else ""
+    if hidden:
+        message = re.sub(r"[-+]?(?:\d+\.\d*|\.\d+|\d+[eE][-+]?\d+)(?:[eE][-+]?\d+)?", "…", message)
+    if len(message) > limit:
+        message = message[: limit - 1] + "…"
+    name = type(exc).__name__
+    return f"{name}: {message}" if message else name
+
+
+def describe_failure(run: Guarded, *, what: str = "your code", budget: float | None = None,
+                     hidden: bool = False) -> str | None:
+    """One kind sentence for a failed run, or None when it ran fine."""
+    if run.timed_out:
+        limit = (f" {budget:g} s of computing (or {budget * WALL_FACTOR:g} s on the clock)" if budget
+                 else " its time budget")
+        return (f"{what} was still running after{limit} and was stopped: look for a loop that never "
+                "ends (a `while` whose condition never changes) or a long `sleep`.")
+    exc = run.error
+    if exc is None:
+        return None
+    if isinstance(exc, SystemExit):
+        return (f"{what} called sys.exit() (or exit()/quit()). In a notebook that would stop the "
+                "check, so it was caught: return the answer instead.")
+    if isinstance(exc, KeyboardInterrupt):
+        return f"{what} raised KeyboardInterrupt. Nothing was interrupted; return the answer instead."
+    if isinstance(exc, RecursionError):
+        return (f"{what} called itself without end (RecursionError: maximum recursion depth). "
+                "Check the base case, or write it without recursion.")
+    if isinstance(exc, MemoryError):
+        return f"{what} ran out of memory (MemoryError). Is an array far larger than the inputs?"
+    return f"{what} raised {exception_text(exc, hidden=hidden)}"
+
+
+def notes_for(run: Guarded) -> list[str]:
+    """Side notes about a run that did finish: replaced functions, dropped output."""
+    notes = []
+    if run.replaced:
+        notes.append("Your code replaced " + ", ".join(run.replaced) + "; the original was put back so "
+                     "that later checks compute with the real functions.")
+    if run.output_truncated:
+        notes.append(f"Your code printed a lot: {run.output_truncated} characters of output were dropped.")
+    return notes
+
+
+def iter_names(values: Iterable[str]) -> str:
+    return ", ".join(values)

@@ -1,0 +1,141 @@
+"""Exercise cells in a notebook: run the student's code guarded, and remember how it went.
+
+`%%exercise <id>` (registered by `register_magic`) runs the cell's code in the notebook's
+namespace through `run_guarded`: an exception, `sys.exit()`, an endless loop or a flood of
+output ends in one sentence under the cell, the kernel stays up and Run All goes on. The run is
+remembered per exercise, so a check after a failed run says "your last run raised …" instead of
+grading the value an earlier run left behind.
+
+Cells without the magic are followed too: a post-run hook notes when a cell that assigns an
+exercise's answer name raised (IPython's `ExecutionResult.error_in_exec`).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from typing import Callable
+
+from ._guard import DEFAULT_BUDGET, describe_failure, notes_for, run_guarded
+
+__all__ = ["CellRun", "last_run", "run_exercise_cell", "register_magic", "forget"]
+
+
+@dataclasses.dataclass
+class CellRun:
+    exercise_id: str
+    code: str
+    error_text: str = ""  # "" when the run finished
+    output: str = ""
+
+
+CELL_BUDGET = DEFAULT_BUDGET  # seconds an exercise cell may run (read at each run)
+_RUNS: dict[str, CellRun] = {}
+_NAMES: dict[str, tuple[str, ...]] = {}  # exercise id -> answer names, for the post-run hook
+
+
+def last_run(exercise_id: str) -> CellRun | None:
+    return _RUNS.get(exercise_id)
+
+
+def forget(exercise_id: str | None = None) -> None:
+    if exercise_id is None:
+        _RUNS.clear()
+    else:
+        _RUNS.pop(exercise_id, None)
+
+
+def run_exercise_cell(exercise_id: str, code: str, namespace: dict, *,
+                      budget: float | None = None) -> CellRun:
+    """Run `code` in `namespace` as the exercise's cell; print its output and what went wrong."""
+    budget = CELL_BUDGET if budget is None else budget
+    try:
+        compiled = compile(code, f"<exercise {exercise_id}>", "exec")
+    except SyntaxError as exc:
+        record = CellRun(exercise_id, code, f"SyntaxError: {exc.msg} (line {exc.lineno})")
+        _RUNS[exercise_id] = record
+        print(f"Your cell has a syntax error: {exc.msg} (line {exc.lineno}). Nothing ran; fix it and run again.")
+        return record
+    run = run_guarded(exec, compiled, namespace, budget=budget)
+    why = describe_failure(run, what="Your cell", budget=budget)
+    error_text = ""
+    if run.timed_out:
+        error_text = f"a time-out (still running after {budget:g} s)"
+    elif run.error is not None:
+        from ._guard import exception_text
+
+        error_text = exception_text(run.error)
+    record = CellRun(exercise_id, code, error_text, run.output)
+    _RUNS[exercise_id] = record
+    if run.output:
+        print(run.output, end="" if run.output.endswith("\n") else "\n")
+    for note in notes_for(run):
+        print(note)
+    if why:
+        print(why + " The kernel is fine: fix the cell and run it again.")
+    return record
+
+
+def _assigned_names(code: str) -> set[str]:
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+    return names
+
+
+def _post_run_cell(result) -> None:
+    code = getattr(getattr(result, "info", None), "raw_cell", "") or ""
+    if code.lstrip().startswith("%%exercise"):
+        return  # the magic keeps its own record
+    assigned = _assigned_names(code)
+    for exercise_id, names in _NAMES.items():
+        if not assigned & set(names):
+            continue
+        error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
+        if error is not None:
+            from ._guard import exception_text
+
+            _RUNS[exercise_id] = CellRun(exercise_id, code, exception_text(error))
+        else:
+            _RUNS[exercise_id] = CellRun(exercise_id, code)
+
+
+def register_magic(shell=None, *, known: Callable[[str], tuple[str, ...]] | None = None,
+                   answer_names: dict[str, tuple[str, ...]] | None = None,
+                   budget: float | None = None) -> bool:
+    """Register `%%exercise` and the post-run hook in this IPython kernel (no-op elsewhere).
+
+    `known(exercise_id)` raises ValueError for an unknown id; `answer_names` maps exercise ids
+    to the names their cells assign."""
+    if shell is None:
+        try:
+            from IPython import get_ipython
+        except ImportError:  # pragma: no cover
+            return False
+        shell = get_ipython()
+    if shell is None:
+        return False
+    _NAMES.update(answer_names or {})
+
+    def exercise(line: str, cell: str) -> None:
+        exercise_id = line.strip()
+        if known is not None:
+            try:
+                known(exercise_id)
+            except ValueError as exc:
+                print(exc)
+                return
+        run_exercise_cell(exercise_id, cell, shell.user_ns, budget=budget)
+
+    shell.register_magic_function(exercise, magic_kind="cell", magic_name="exercise")
+    events = shell.events
+    if _post_run_cell not in events.callbacks.get("post_run_cell", []):
+        events.register("post_run_cell", _post_run_cell)
+    return True

@@ -1,0 +1,325 @@
+"""The evidence log: what a student keeps from the lesson, saved as Markdown and JSON."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import pathlib
+import re
+import uuid
+from typing import Any, NamedTuple
+
+from ._grading import _as_number_array
+
+# --------------------------------------------------------------------------- evidence
+
+
+def _plain(value, depth: int = 0):
+    """A JSON-ready copy of an answer or output: arrays become lists, trees nested dicts."""
+    if depth > 8:
+        return str(value)
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if isinstance(value, dict):
+        return {str(k): _plain(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v, depth + 1) for v in value]
+    if callable(value):
+        return f"<function {getattr(value, '__name__', type(value).__name__)}>"
+    arr = _as_number_array(value)
+    if arr is not None:
+        if arr.size > 1000:
+            return f"<array of shape {tuple(arr.shape)}>"
+        return _plain(arr.tolist(), depth + 1)
+    return str(value)
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+class SavedEvidence(NamedTuple):
+    markdown: pathlib.Path
+    json: pathlib.Path
+
+
+FORMAT = "pytree-lab-evidence/1"
+_MARK = "<!-- written by pytree-lab's evidence log: saving again merges into this file -->"
+
+
+def escape_markdown(text: str) -> str:
+    """Student text as literal Markdown text: markup characters escaped, HTML as text."""
+    text = str(text)
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    text = re.sub(r"([\\`*_\[\]#!|~])", r"\\\1", text)
+    # a line that would start a list or a heading still reads as text
+    return re.sub(r"^(\s*)([-+>=]|\d+\.)", r"\1\\\2", text, flags=re.M)
+
+
+def _cell(text: str) -> str:
+    """One table cell: escaped, on one line."""
+    return escape_markdown(" ".join(str(text).split())) or " "
+
+
+class Evidence:
+    """The student's record for "Keep your evidence": predictions beside the computed answers,
+    checks (with the code that was checked), quiz answers and key outputs.
+
+    Saving never destroys: the Markdown and JSON files carry a mark; saving to files this log
+    wrote merges the records of every session into them, and a path it did not write is left
+    alone (the evidence goes to a new, dated file beside it).
+    """
+
+    def __init__(self) -> None:
+        self.session = uuid.uuid4().hex[:12]
+        self.started = _now()
+        self.predictions: list[dict] = []
+        self.checks: list[dict] = []
+        self.quiz: list[dict] = []
+        self.outputs: list[dict] = []
+        self.expected: dict[str, str] = {}  # exercise id -> title, for the summary
+
+    def __len__(self) -> int:
+        return len(self.predictions) + len(self.checks) + len(self.quiz) + len(self.outputs)
+
+    def clear(self) -> None:
+        for entries in (self.predictions, self.checks, self.quiz, self.outputs):
+            entries.clear()
+
+    def _stamp(self, entry: dict) -> dict:
+        entry.setdefault("time", _now())
+        entry["session"] = self.session
+        entry["id"] = uuid.uuid4().hex
+        return entry
+
+    def expect(self, exercises) -> None:
+        """List these exercises in the summary even before they are tried ((id, title) pairs)."""
+        for exercise_id, title in exercises:
+            self.expected.setdefault(exercise_id, title)
+
+    def add_check(self, exercise, result, answer, code: str | None = None) -> None:
+        self.expected.setdefault(exercise.id, exercise.title)
+        self.checks.append(self._stamp({
+            "exercise_id": exercise.id, "title": exercise.title,
+            "passed": result.passed, "score": round(result.score, 4), "feedback": result.feedback,
+            "answer": _plain(answer), "code": code or "",
+        }))
+
+    def add_prediction(self, prompt: str, prediction: str, answer: str, prediction_id: str = "",
+                       self_rating: str = "") -> None:
+        self.predictions.append(self._stamp({"prediction_id": prediction_id, "prompt": prompt,
+                                             "prediction": prediction, "answer": answer,
+                                             "self_rating": self_rating}))
+
+    def rate_prediction(self, prediction_id: str, rating: str) -> None:
+        for entry in reversed(self.predictions):
+            if entry["prediction_id"] == prediction_id:
+                entry["self_rating"] = rating
+                return
+
+    def add_quiz(self, question: str, choice: str, correct: bool, explanation: str) -> None:
+        self.quiz.append(self._stamp({"question": question, "choice": choice,
+                                      "correct": correct, "explanation": explanation}))
+
+    def add_output(self, label: str, value) -> None:
+        text = value.text() if hasattr(value, "text") and callable(value.text) else str(value)
+        self.outputs.append(self._stamp({"label": label, "value": _plain(value), "text": text}))
+
+    def to_json(self) -> dict:
+        return {"format": FORMAT, "saved": _now(), "sessions": [self.session],
+                "expected": dict(self.expected), "predictions": self.predictions, "checks": self.checks,
+                "quiz": self.quiz, "outputs": self.outputs}
+
+    def to_markdown(self, record: dict | None = None) -> str:
+        return render_markdown(record if record is not None else self.to_json())
+
+    def save(self, path: str | pathlib.Path | None = None) -> SavedEvidence:
+        markdown = pathlib.Path(path) if path is not None else pathlib.Path("pytree-lab-evidence.md")
+        if markdown.suffix.lower() != ".md":
+            markdown = markdown.with_suffix(".md")
+        markdown = markdown if markdown.is_absolute() else pathlib.Path.cwd() / markdown
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        record = self.to_json()
+        target = markdown
+        while True:
+            earlier = _ours(target)
+            if earlier is not None:
+                break
+            # a file there that this log did not write: keep it, use a new dated name
+            stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+            n = 0
+            target = markdown.with_name(f"{markdown.stem}-{stamp}.md")
+            while target.exists() or target.with_suffix(".json").exists():
+                n += 1
+                target = markdown.with_name(f"{markdown.stem}-{stamp}-{n}.md")
+        record = _merge(earlier, record) if earlier else record
+        json_path = target.with_suffix(".json")
+        _write_new(json_path, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+        _write_new(target, render_markdown(record))
+        return SavedEvidence(target, json_path)
+
+
+def _ours(markdown: pathlib.Path) -> dict | None:
+    """{} when neither file exists, the earlier record when both are this log's, else None."""
+    json_path = markdown.with_suffix(".json")
+    if not markdown.exists() and not json_path.exists():
+        return {}
+    try:
+        head = markdown.read_text(encoding="utf-8")[:400] if markdown.exists() else _MARK
+        record = json.loads(json_path.read_text(encoding="utf-8")) if json_path.exists() else None
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if _MARK not in head or not isinstance(record, dict) or record.get("format") != FORMAT:
+        return None
+    return record
+
+
+def _merge(earlier: dict, now: dict) -> dict:
+    merged = dict(now)
+    merged["sessions"] = list(dict.fromkeys([*earlier.get("sessions", []), *now["sessions"]]))
+    merged["expected"] = {**earlier.get("expected", {}), **now["expected"]}
+    for kind in ("predictions", "checks", "quiz", "outputs"):
+        seen = {entry.get("id") for entry in now[kind]}
+        older = [entry for entry in earlier.get(kind, []) if entry.get("id") not in seen]
+        merged[kind] = sorted(older + now[kind], key=lambda entry: entry.get("time", ""))
+    return merged
+
+
+def _write_new(path: pathlib.Path, text: str) -> None:
+    """Write through a temporary file, so a failed write leaves the earlier file whole."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def render_markdown(record: dict) -> str:
+    out = [_MARK, "", "# Pytree lab: my evidence", "", f"Saved {record.get('saved', _now())}, "
+           f"{len(record.get('sessions', []))} session(s).", ""]
+    # summary first: every exercise, passed or not yet, and how many checks it took
+    out += ["## Summary", "", "| Exercise | Status | Checks |", "|---|---|---|"]
+    by_exercise: dict[str, list[dict]] = {}
+    for entry in record.get("checks", []):
+        by_exercise.setdefault(entry["exercise_id"], []).append(entry)
+    titles = dict(record.get("expected", {}))
+    for exercise_id, entries in by_exercise.items():
+        titles.setdefault(exercise_id, entries[0].get("title", exercise_id))
+    for exercise_id, title in titles.items():
+        entries = by_exercise.get(exercise_id, [])
+        status = "passed" if any(e["passed"] for e in entries) else "not yet"
+        out.append(f"| {_cell(title)} (`{exercise_id}`) | {status} | {len(entries)} |")
+    if not titles:
+        out.append("| (no exercises checked yet) | | |")
+    out.append("")
+    out += ["## Predictions", ""]
+    predictions = record.get("predictions", [])
+    if not predictions:
+        out += ["(none revealed yet)", ""]
+    else:
+        out += ["| Question | My prediction | Computed answer | My rating |", "|---|---|---|---|"]
+        for entry in predictions:
+            out.append(f"| {_cell(entry['prompt'])} | {_cell(entry['prediction'])} | "
+                       f"{_cell(entry['answer'])} | {_cell(entry.get('self_rating', ''))} |")
+        out.append("")
+    out += ["## Checks", ""]
+    if not record.get("checks"):
+        out += ["(no checks yet)", ""]
+    for entry in record.get("checks", []):
+        verdict = "passed" if entry["passed"] else "not yet"
+        out += [f"### {escape_markdown(entry['title'])} (`{entry['exercise_id']}`): {verdict}, "
+                f"score {entry['score']:.2f}", "", f"Checked {entry.get('time', '')}.", ""]
+        if entry.get("code"):
+            out += ["My code:", "", _fence(entry["code"], "python"), ""]
+        out += ["Feedback:", "", _fence(entry["feedback"]), ""]
+    out += ["## Check your understanding", ""]
+    if not record.get("quiz"):
+        out += ["(not answered yet)", ""]
+    for entry in record.get("quiz", []):
+        verdict = "correct" if entry["correct"] else "not correct"
+        out += [f"- {escape_markdown(entry['question'])} My answer: {escape_markdown(entry['choice'])} ({verdict}).",
+                f"  {escape_markdown(entry['explanation'])}"]
+    if record.get("quiz"):
+        out.append("")
+    out += ["## Key outputs", ""]
+    if not record.get("outputs"):
+        out += ["(none recorded yet)", ""]
+    for entry in record.get("outputs", []):
+        out += [f"### {escape_markdown(entry['label'])}", "", _fence(entry["text"]), ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _quote(text: str) -> str:
+    lines = (text or "").splitlines() or [""]
+    return "\n".join(f"> {escape_markdown(line)}" for line in lines)
+
+
+def _fence(text: str, language: str = "text") -> str:
+    # a fence longer than any backtick run in the text keeps student text from closing it
+    longest = max((len(run) for run in re.findall(r"`+", text or "")), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text}\n{fence}"
+
+
+_DEFAULT_EVIDENCE = Evidence()
+
+
+def default_evidence() -> Evidence:
+    """The evidence log the notebook's checks and widgets write to."""
+    return _DEFAULT_EVIDENCE
+
+
+def clear_evidence() -> None:
+    _DEFAULT_EVIDENCE.clear()
+
+
+def record_output(label: str, value: Any, *, evidence: Evidence | None = None) -> Any:
+    """Keep a key output (a tree, a diagram's text, a loss) for the evidence file; returns `value`."""
+    (evidence if evidence is not None else default_evidence()).add_output(label, value)
+    return value
+
+
+def save_evidence(path: str | pathlib.Path | None = None, *, evidence: Evidence | None = None) -> SavedEvidence:
+    """Write the evidence recorded so far: Markdown at `path` (default `pytree-lab-evidence.md` in
+    the notebook's folder) and the same content as JSON beside it."""
+    return (evidence if evidence is not None else default_evidence()).save(path)
+
+
+
+def aligned_trees(**trees: Any) -> str:
+    """Trees side by side, one row per leaf path, with the values (for the evidence file):
+
+        path        params        grads       updated
+        ['bias']    0             -4          0.2
+        ['weight']  [1, -1]       [-8, -4]    [1.4, -0.8]
+
+    A path missing from one tree shows "(missing)"; values are printed in full precision up to
+    16 elements per leaf.
+    """
+    import numpy as np
+
+    from ..engine import get_engine
+
+    engine = get_engine()
+    columns = {name: dict((engine.keystr(p), leaf) for p, leaf in engine.tree_flatten_with_path(tree)[0])
+               for name, tree in trees.items()}
+    paths: list[str] = []
+    for leaves in columns.values():
+        paths += [p for p in leaves if p not in paths]
+
+    def cell(value) -> str:
+        if value is None:
+            return "(missing)"
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "biuf":
+            return repr(value)
+        if arr.size > 16:
+            return f"{arr.dtype}{list(arr.shape)}"
+        text = np.array2string(arr, separator=", ", precision=8, suppress_small=False, max_line_width=200)
+        return text
+
+    rows = [["path", *trees]] + [[path, *(cell(columns[name].get(path)) for name in trees)] for path in paths]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(text.ljust(width) for text, width in zip(row, widths)).rstrip() for row in rows)

@@ -1,0 +1,360 @@
+"""Exercise widgets: check, prediction, quiz and evidence, drawn by one ES module.
+
+Python owns every result: the page sends intents ("check", "reveal", "solution", "save") as
+messages and writes only the student's own input (a prediction, a self-rating, a quiz choice);
+a page write to any other trait is refused (`pytree_lab._intent.PageIntents`).
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any, Callable
+
+import anywidget
+import traitlets
+
+from .._static import static_asset
+from .._text import TextForm
+from ._grading import CheckResult, Exercise, grade_answer, is_unanswered
+from ._guard import exception_text, run_guarded
+from .._intent import PageIntents
+from .evidence import Evidence, SavedEvidence, default_evidence
+
+__all__ = ["CheckButton", "PredictionPrompt", "Quiz", "EvidenceButton"]
+
+
+# --------------------------------------------------------------------------- widgets
+
+
+class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
+    """Shared front end: `kind` picks what static/exercises.js draws."""
+
+    _esm = static_asset("exercises.js")
+    _css = static_asset("exercises.css")
+    kind = traitlets.Unicode("").tag(sync=True)
+    title = traitlets.Unicode("").tag(sync=True)
+    # the verdict in the aria-live="polite" region (a revealed answer or explanation is read with it)
+    announcement = traitlets.Unicode("").tag(sync=True)
+    busy = traitlets.Bool(False).tag(sync=True)
+
+    def __init__(self, *, evidence: Evidence | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._evidence = evidence
+        self.on_msg(self._on_front_end_msg)
+
+    @property
+    def evidence(self) -> Evidence:
+        return self._evidence if self._evidence is not None else default_evidence()
+
+    def _on_front_end_msg(self, widget, content, buffers) -> None:
+        handler = self._intents().get(content.get("type") if isinstance(content, dict) else None)
+        if handler is not None:
+            handler()
+
+    def _intents(self) -> dict[str, Callable[[], Any]]:
+        return {}
+
+    def text(self) -> str:
+        """What the widget says, for places with no widget front end (exports, plain consoles)."""
+        parts = [self.title or type(self).__name__]
+        for name in ("task", "question", "prompt"):
+            value = getattr(self, name, "")
+            if value:
+                parts.append(value)
+        for i, choice in enumerate(getattr(self, "choices", []) or [], 1):
+            parts.append(f"  {i}. {choice}")
+        if self.announcement:
+            parts.append(self.announcement)
+        feedback = getattr(self, "feedback", "")
+        if feedback:
+            parts.append(feedback)
+        return "\n".join(parts)
+
+
+def _lookup_answer(get_answer) -> Any:
+    if callable(get_answer):
+        return get_answer()
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - ipywidgets brings IPython
+        get_ipython = None
+    shell = get_ipython() if get_ipython else None
+    namespace = shell.user_ns if shell is not None else {}
+    if get_answer not in namespace:
+        raise NameError(f"name {get_answer!r} is not defined")
+    return namespace[get_answer]
+
+
+class CheckButton(_ExerciseWidget):
+    """A "Check my answer" button for one exercise.
+
+    `get_answer` is a function called at click time (`lambda: norm_squared`), the name of a
+    notebook variable (`"norm_squared"`), or several names (`"norm_squared, manual"`: a dict of
+    them is graded), so re-running a cell and clicking again checks the new answer. When the
+    exercise cell's last run raised (see `exercises.cells`), that is what the check says: the value
+    left from an earlier run is not graded. After a first attempt the exercise's reference
+    solution can be revealed (`reveal_solution`), never before.
+    """
+
+    exercise_id = traitlets.Unicode().tag(sync=True)
+    task = traitlets.Unicode("").tag(sync=True)
+    label = traitlets.Unicode("Check my answer").tag(sync=True)
+    status = traitlets.Unicode("").tag(sync=True)  # "", "checking", "passed", "failed", "error"
+    feedback = traitlets.Unicode("").tag(sync=True)
+    score = traitlets.Float(0.0).tag(sync=True)
+    attempts = traitlets.Int(0).tag(sync=True)
+    failed_attempts = traitlets.Int(0).tag(sync=True)
+    solution_available = traitlets.Bool(False).tag(sync=True)
+    solution = traitlets.Unicode("").tag(sync=True)  # empty until revealed after an attempt
+
+    def __init__(self, exercise: Exercise, get_answer: Callable[[], Any] | str, *,
+                 checker: Callable[..., CheckResult] | None = None, evidence: Evidence | None = None,
+                 rng=None, **kwargs) -> None:
+        super().__init__(kind="check", exercise_id=exercise.id, title=exercise.title, task=exercise.task,
+                         evidence=evidence, **kwargs)
+        self.exercise = exercise
+        self._get_answer = get_answer
+        self._checker = checker
+        self._rng = rng
+        self.result: CheckResult | None = None
+
+    def _intents(self):
+        return {"check": self.check, "solution": self.reveal_solution}
+
+    def _answer(self):
+        names = self._get_answer
+        if callable(names):
+            return names()
+        parts = [n.strip() for n in names.split(",") if n.strip()]
+        if len(parts) == 1:
+            return _lookup_answer(parts[0])
+        found = {}
+        for name in parts:
+            try:
+                found[name] = _lookup_answer(name)
+            except NameError:
+                found[name] = None
+        return found
+
+    def check(self) -> CheckResult | None:
+        """What a click does: fetch the answer, check it, show and announce the result."""
+        from . import cells
+
+        self.attempts += 1
+        self.busy, self.status, self.announcement = True, "checking", f"Checking ({self.attempts})…"
+        try:
+            run = cells.last_run(self.exercise.id)
+            try:
+                answer = self._answer()
+            except Exception as exc:  # noqa: BLE001 - a name not defined yet, a broken getter
+                if run is not None and run.error_text:
+                    answer = None
+                else:
+                    name = self._get_answer if isinstance(self._get_answer, str) else "your answer"
+                    self.result = None
+                    self.status, self.score = "error", 0.0
+                    self.feedback = (f"Could not get {name}: {exception_text(exc)}. "
+                                     "Run the cell that defines it, then check again.")
+                    self.announcement = f"Check {self.attempts}: no answer yet. {self.feedback}"
+                    return None
+            stale = run.error_text if run is not None and run.error_text else None
+            code = run.code if run is not None else None
+            if self._checker is not None:
+                result = self._checker(self.exercise.id, answer, rng=self._rng, evidence=self.evidence,
+                                       stale=stale, code=code)
+            else:
+                result = grade_answer(self.exercise, answer, rng=self._rng, stale=stale)
+                if stale is None and not is_unanswered(answer):
+                    self.evidence.add_check(self.exercise, result, answer, code=code)
+            self.result = result
+            self.status = "passed" if result.passed else "failed"
+            if not result.passed:
+                self.failed_attempts += 1
+            self.score = result.score
+            self.feedback = result.feedback
+            verdict = "passed" if result.passed else "not yet"
+            cases = (f" ({result.cases_passed} of {result.cases_total} {result.unit} right)"
+                     if result.cases_total > 1 else "")
+            offer = ""
+            if self.exercise.solutions and not self.solution:
+                self.solution_available = True
+                if self.failed_attempts >= 2:
+                    offer = " A reference solution is available: “Show a reference solution”."
+            self.announcement = f"Check {self.attempts}: {verdict}, score {result.score:.2f}{cases}.{offer}"
+            return result
+        finally:
+            self.busy = False
+            if self.status == "checking":
+                self.status = "error"
+
+    def reveal_solution(self) -> str | None:
+        """The reference solution, once the student has checked at least once."""
+        if not self.exercise.solutions:
+            self.announcement = "This exercise has no reference solution to show."
+            return None
+        if self.attempts < 1:
+            self.announcement = "Try the exercise and check it first; the reference solution comes after."
+            return None
+        text = "\n\n# Another way:\n".join(self.exercise.solutions)
+        if not self.solution:
+            self.evidence.add_output(f"reference solution revealed: {self.exercise.title}", text)
+        self.solution = text
+        self.solution_available = True
+        verdict = self.announcement.split(" A reference solution is available")[0]
+        self.announcement = (verdict + " " if verdict.startswith("Check") else "") + \
+            "Reference solution shown below your feedback: compare it with yours."
+        return text
+
+
+class PredictionPrompt(_ExerciseWidget):
+    """Type a prediction, then reveal the answer. The answer comes from `reveal()`, a function
+    that computes it when the button is pressed; the prediction is locked once revealed."""
+
+    _page_intents = frozenset({"prediction", "self_rating"})
+    prompt = traitlets.Unicode("").tag(sync=True)
+    prediction = traitlets.Unicode("").tag(sync=True)  # written by the student's typing
+    self_rating = traitlets.Unicode("").tag(sync=True)  # "right", "partly", "wrong": the student's own
+    revealed = traitlets.Bool(False).tag(sync=True)
+    answer = traitlets.Unicode("").tag(sync=True)
+
+    @traitlets.validate("prediction")
+    def _locked_once_revealed(self, proposal):
+        locked = getattr(self, "_revealed_prediction", None)
+        return locked if locked is not None else proposal["value"]
+
+    @traitlets.observe("self_rating")
+    def _rated(self, change):
+        if self.revealed and change["new"]:
+            self.evidence.rate_prediction(self.prediction_id or self.prompt, change["new"])
+
+    def __init__(self, prompt: str, reveal: Callable[[], str], *, prediction_id: str = "",
+                 title: str = "Predict before running", evidence: Evidence | None = None, **kwargs) -> None:
+        super().__init__(kind="predict", prompt=prompt, title=title, evidence=evidence, **kwargs)
+        self._reveal = reveal
+        self.prediction_id = prediction_id
+
+    def _intents(self):
+        return {"reveal": self.reveal}
+
+    def reveal(self) -> str | None:
+        if self.revealed:
+            return self.answer
+        if not self.prediction.strip():
+            self.announcement = "Type your prediction first, then reveal the answer."
+            return None
+        self.busy = True
+        try:
+            run = run_guarded(self._reveal, budget=30.0)
+            if not run.ok:
+                raise run.error or TimeoutError("took too long")
+            answer = str(run.value)
+        except BaseException as exc:  # noqa: BLE001
+            self.announcement = f"Could not compute the answer: {exception_text(exc)}"
+            return None
+        finally:
+            self.busy = False
+        self._revealed_prediction = self.prediction
+        self.answer = answer
+        self.revealed = True
+        self.announcement = "Revealed. Compare it with your prediction:"
+        self.evidence.add_prediction(self.prompt, self.prediction, answer, self.prediction_id or self.prompt)
+        return answer
+
+
+class Quiz(_ExerciseWidget):
+    """A multiple-choice question. The first answer counts: after it the quiz is locked, says
+    whether it was right, and explains every choice (why each wrong one is wrong)."""
+
+    _page_intents = frozenset({"selected"})
+    question = traitlets.Unicode("").tag(sync=True)
+    choices = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    selected = traitlets.Int(-1).tag(sync=True)  # written by the student's choice
+    answered = traitlets.Bool(False).tag(sync=True)
+    correct = traitlets.Bool(False).tag(sync=True)
+    answer_index = traitlets.Int(-1).tag(sync=True)  # -1 until answered
+    explanation = traitlets.Unicode("").tag(sync=True)
+    choice_notes = traitlets.List(traitlets.Unicode()).tag(sync=True)  # one per choice, after answering
+
+    def __init__(self, question: str, choices: list[str], answer: int, explanation: str, *,
+                 why_not: dict[int, str] | list[str] | None = None, title: str = "Check your understanding",
+                 quiz_id: str = "", evidence: Evidence | None = None, **kwargs) -> None:
+        if not 0 <= answer < len(choices):
+            raise ValueError("answer must index one of the choices")
+        super().__init__(kind="quiz", question=question, choices=list(choices), title=title,
+                         evidence=evidence, **kwargs)
+        self._answer = answer
+        self._explanation = explanation
+        if isinstance(why_not, list):
+            why_not = dict(enumerate(why_not))
+        self._why_not = dict(why_not or {})
+        self.quiz_id = quiz_id
+
+    @traitlets.validate("selected")
+    def _locked(self, proposal):
+        # the first answer counts (kept apart: during a front-end update traitlets validates after
+        # the new value is already in place)
+        locked = getattr(self, "_first_choice", None)
+        return locked if locked is not None else proposal["value"]
+
+    def _intents(self):
+        return {"check": self.submit}
+
+    def submit(self) -> bool | None:
+        if self.answered:
+            self.announcement = ("Already answered: the first answer counts. "
+                                 + ("Correct." if self.correct else "Not quite.") )
+            return self.correct
+        if not 0 <= self.selected < len(self.choices):
+            self.announcement = "Choose an answer first."
+            return None
+        self._first_choice = self.selected
+        self.correct = self.selected == self._answer
+        self.answered = True
+        self.answer_index = self._answer
+        right = self.choices[self._answer]
+        self.explanation = f"The answer: {right}. {self._explanation}"
+        self.choice_notes = [
+            ("Right: " + self._explanation) if i == self._answer
+            else ("Not this one: " + self._why_not.get(i, "it does not describe what grad returns."))
+            for i in range(len(self.choices))]
+        # the explanation is shown inside the same live region, so it is read after the verdict
+        self.announcement = "Correct." if self.correct else f"Not quite: you chose “{self.choices[self.selected]}”."
+        self.evidence.add_quiz(self.question, self.choices[self.selected], self.correct, self._explanation)
+        return self.correct
+
+    def text(self) -> str:
+        base = super().text()
+        if self.answered:
+            base += "\n" + self.explanation + "\n" + "\n".join(
+                f"  {i + 1}. {note}" for i, note in enumerate(self.choice_notes))
+        return base
+
+
+class EvidenceButton(_ExerciseWidget):
+    """"Keep your evidence": one click writes the evidence file (Markdown, JSON beside it)."""
+
+    label = traitlets.Unicode("Save my evidence").tag(sync=True)
+    saved_path = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(self, path: str | pathlib.Path | None = None, *, evidence: Evidence | None = None,
+                 **kwargs) -> None:
+        super().__init__(kind="evidence", title="Keep your evidence", evidence=evidence, **kwargs)
+        self._path = path
+
+    def _intents(self):
+        return {"save": self.save}
+
+    def save(self) -> SavedEvidence | None:
+        log = self.evidence
+        try:
+            saved = log.save(self._path)
+        except OSError as exc:
+            self.announcement = f"Could not save: {exception_text(exc)}"
+            return None
+        self.saved_path = str(saved.markdown)
+        self.announcement = (
+            f"Saved {saved.markdown.name} and {saved.json.name} in {saved.markdown.parent}: "
+            f"{len(log.predictions)} predictions, {len(log.checks)} checks, "
+            f"{len(log.quiz)} quiz answers, {len(log.outputs)} key outputs.")
+        return saved
+

@@ -1,0 +1,95 @@
+// PackedView (pytree_lab.packed): packed positions <-> tree elements, for one or more layouts.
+//
+// Python owns the layouts and the highlights. The page writes one intent trait, `selected`
+// ({layout, kind: "leaf" | "position", key}); `highlight` ({layout, positions, elements}) and
+// `readout` come back from Python. All text goes through textContent (keys are user data).
+
+/**
+ * @typedef {{ i: number, value: string, label: string }} Position
+ * @typedef {{ path: string, shape: number[], positions: number[], elements: {i: number, label: string}[] }} Leaf
+ * @typedef {{ layouts_data: {name: string, positions: Position[], leaves: Leaf[]}[],
+ *             selected: object, highlight: {layout?: number, positions?: number[], elements?: string[]},
+ *             readout: string }} Model
+ */
+
+function h(tag, attrs = {}, text) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function render({ model, el }) {
+  const root = h("div", { class: "ptl-packed" });
+  const readout = h("p", { class: "ptl-packed-readout", role: "status", "aria-live": "polite" });
+  el.append(root);
+  const choose = (layout, kind, key) => { model.set("selected", { layout, kind, key }); model.save_changes(); };
+
+  function draw() {
+    root.replaceChildren();
+    model.get("layouts_data").forEach((layout, li) => {
+      const box = h("section", { class: "ptl-packed-layout", "data-layout": String(li) });
+      box.append(h("h4", {}, `${layout.name}: packed positions`));
+      const row = h("div", { class: "ptl-packed-row", role: "group", "aria-label": `${layout.name} packed vector` });
+      for (const pos of layout.positions) {
+        const cell = h("button", { type: "button", class: "ptl-packed-cell", "data-position": String(pos.i),
+                                   title: pos.label, "aria-pressed": "false" });
+        cell.append(h("span", { class: "ptl-packed-index" }, String(pos.i)), h("span", { class: "ptl-packed-value" }, pos.value));
+        cell.addEventListener("click", () => choose(li, "position", pos.i));
+        row.append(cell);
+      }
+      box.append(row, h("h4", {}, "leaves (flatten order) and their elements"));
+      for (const leaf of layout.leaves) {
+        const line = h("div", { class: "ptl-packed-leaf" });
+        const name = h("button", { type: "button", class: "ptl-packed-leafname", "data-path": leaf.path, "aria-pressed": "false" },
+                       `${layout.name}${leaf.path}`);
+        name.addEventListener("click", () => choose(li, "leaf", leaf.path));
+        line.append(name);
+        for (const element of leaf.elements) {
+          line.append(h("span", { class: "ptl-packed-element", "data-label": element.label, "data-position": String(element.i) },
+                        `${element.label.slice(layout.name.length)} → ${element.i}`));
+        }
+        box.append(line);
+      }
+      root.append(box);
+    });
+    root.append(readout);
+    paint();
+  }
+
+  function paint() {
+    const lit = model.get("highlight") || {};
+    const sel = model.get("selected") || {};
+    root.querySelectorAll(".ptl-packed-layout").forEach((box) => {
+      const li = Number(box.dataset.layout);
+      const mine = lit.layout === li;
+      const positions = new Set(mine ? lit.positions || [] : []);
+      const elements = new Set(mine ? lit.elements || [] : []);
+      box.querySelectorAll(".ptl-packed-cell").forEach((cell) => {
+        cell.setAttribute("aria-pressed", String(positions.has(Number(cell.dataset.position))));
+      });
+      box.querySelectorAll(".ptl-packed-element").forEach((span) => {
+        span.dataset.lit = String(elements.has(span.dataset.label));
+      });
+      box.querySelectorAll(".ptl-packed-leafname").forEach((name) => {
+        name.setAttribute("aria-pressed", String(sel.layout === li && sel.kind === "leaf" && sel.key === name.dataset.path));
+      });
+    });
+    readout.textContent = model.get("readout");
+  }
+
+  model.on("change:layouts_data", draw);
+  model.on("change:highlight", paint);
+  model.on("change:readout", paint);
+  model.on("change:selected", paint);
+  draw();
+  return () => {
+    model.off("change:layouts_data", draw);
+    model.off("change:highlight", paint);
+    model.off("change:readout", paint);
+    model.off("change:selected", paint);
+    root.remove();
+  };
+}
+
+export default { render };
