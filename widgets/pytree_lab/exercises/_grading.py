@@ -28,6 +28,14 @@ class _Frozen:
 
     def __init__(self, module, nested=()):
         self.__dict__.update(vars(module))
+        # names a module serves lazily (a module-level __getattr__, as the Lite engine's jax
+        # does) are bound too, so they are frozen like the rest
+        for name in dir(module):
+            if name not in self.__dict__:
+                try:
+                    self.__dict__[name] = getattr(module, name)
+                except Exception:  # a lazy name that cannot load here (no numpy) stays absent
+                    pass
         for name in nested:
             sub = vars(module).get(name)
             if isinstance(sub, types.ModuleType):
