@@ -335,6 +335,11 @@ def test_lesson_metadata_and_optimizer_state(lesson_run):
     assert "values in the optimizer state: 7" in counts
     assert counts.count("moment estimate") == 4 and counts.count("step counter") == 1
     assert "parameter value" not in counts
+    adam = cell_text(nb, "adam-explorer")
+    # From zero moments Adam's first step moves every parameter by η = 0.1 against its gradient:
+    # w = [1.1, -0.9], b = 0.1, prediction 1.4, loss (1.4 - 3)^2 = 2.56 (by hand).
+    assert "loss at each point visited: [4.0, 2.56," in adam
+    assert "aligned with params: ['params', 'grads', 'adam mu', 'adam nu', 'updated']" in adam
 
 
 def test_lesson_flatten_round_trip_and_treedef(lesson_run):
@@ -451,7 +456,9 @@ def test_instructor_demo_runs(tmp_path):
     assert "└── [1]\n│       ├── w: float32[2]" in cell_text(nb, "mlp")
     assert "d loss / d scale: -4.0" in cell_text(nb, "dataclass")
     assert "CustomNode(Dense[('encoder',)]" in cell_text(nb, "dataclass")  # the name is metadata
-    assert "side panels: ['Adam state after one update']" in cell_text(nb, "optax-panel")
+    adam = cell_text(nb, "optax-panel")
+    assert "columns: ['params', 'grads', 'adam mu', 'adam nu', 'updated']" in adam
+    assert "(21 points)" in adam  # the initial point and 20 real steps
     assert "['bias'] has shape () in params but (2,)" in cell_text(nb, "diagram-alone")
 
 
