@@ -40,7 +40,9 @@ for tu in (real_jax.tree_util, lite_jax.tree_util):
 # ---- strategies
 
 shapes = st.sampled_from([(), (1,), (2,), (3,), (2, 2), (1, 3), (3, 1)])
-values = st.floats(-2, 2, allow_nan=False, width=32)
+# No subnormal floats: XLA on CPU flushes them to zero (so leaky_relu(1e-45) takes the negative
+# branch's slope there), numpy keeps them; a documented platform difference, not an engine bug.
+values = st.floats(-2, 2, allow_nan=False, allow_subnormal=False, width=32)
 
 
 @st.composite
@@ -102,7 +104,8 @@ def term(jnp, kind, x):
 
 
 losses = st.lists(
-    st.tuples(st.sampled_from(TERMS), st.floats(-2, 2, allow_nan=False, width=32), st.integers(0, 50)),
+    st.tuples(st.sampled_from(TERMS), st.floats(-2, 2, allow_nan=False, allow_subnormal=False, width=32),
+              st.integers(0, 50)),
     min_size=1,
     max_size=5,
 )

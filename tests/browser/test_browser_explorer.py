@@ -314,6 +314,10 @@ def test_a_batched_mlp_slides_params_and_shows_data_readably(open_nb, lab_page, 
     assert not any(t.startswith(("x", "labels")) for t in labels)  # the batch and int labels are data
     titles = sliders.evaluate_all("els => els.map(e => e.title)")
     assert titles[1] == "params['hidden']['w'][0,0]"  # the full path, as the tooltip
+    # each label names its own slider (ids are unique across the page, not per module copy)
+    pairs = sliders.evaluate_all(
+        "els => els.map(e => [e.querySelector('label').htmlFor, e.querySelector('input').id])")
+    assert all(f == i for f, i in pairs) and len({i for _, i in pairs}) == 24
     data = nb.panel.locator(".ptl-data").text_content()
     assert "inputs['x'] float32[32,2] (batch)" in data and "inputs['labels'] int32[32] (int labels)" in data
     # 24 bars with readable, non-overlapping tick labels

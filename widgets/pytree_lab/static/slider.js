@@ -35,7 +35,8 @@ function fmt(v) {
 
 /** @param {{model: any, el: HTMLElement}} ctx */
 function render({ model, el }) {
-  const id = `ptl-slider-${++uid}`;
+  // each widget loads its own copy of this module, so a module counter would repeat across sliders
+  const id = `ptl-slider-${model.model_id ?? ""}-${++uid}-${Math.random().toString(36).slice(2, 10)}`;
   const root = h("div", "ptl-slider");
   const label = h("label", "ptl-slider-label");
   label.htmlFor = id;
