@@ -23,7 +23,9 @@ def test_aligned_columns_and_computed_cells():
     updated = jax.tree.map(lambda p, g: p - 0.05 * g, PARAMS, grads)
     d = PytreeDiagram(PARAMS, grads=grads, updated=updated)
     assert d.columns == ["params", "grads", "updated"]
-    assert d.counts == ["2 leaves, 3 numerical parameter values"] * 3
+    # only params and updated hold parameters; a gradient tree holds derivatives
+    assert d.counts == ["2 leaves, 3 numerical parameter values", "2 leaves, 3 gradient values",
+                        "2 leaves, 3 numerical parameter values"]
     rows = {r["p"]: r for r in d.rows}
     assert [c["v"] for c in rows["['weight']"]["c"]] == ["[1, -1]", "[-8, -4]", "[1.4, -0.8]"]
     assert [c["v"] for c in rows["['bias']"]["c"]] == ["0", "-4", "0.2"]
@@ -42,7 +44,7 @@ def test_missing_gradient_is_shown_not_skipped():
     assert bias.index("— missing") == head.index("grads") == weight.index("float32[2] [-8, -4]")
     assert bias.index("float32[] 0") == head.index("params") and bias.endswith("← missing in one tree")
     assert lines[-2:] == ["params: 2 leaves, 3 numerical parameter values",
-                          "grads: 1 leaf, 2 numerical parameter values"]
+                          "grads: 1 leaf, 2 gradient values"]
 
 
 def test_optimizer_state_has_its_own_panel():

@@ -223,6 +223,10 @@ def test_moments_sit_in_the_params_rows_and_follow_every_step_and_slider():
     state_rows = {r["p"]: r for r in ex.diagram.panels[0]["rows"]}
     assert state_rows["['adam count']"]["c"][0]["v"] == "1"  # the state after the step shown
     assert "numerical parameter" not in ex.diagram.panels[0]["counts"]
+    # moments are optimizer state beside the params, never counted as parameter values
+    assert ex.diagram.counts == ["2 leaves, 3 numerical parameter values", "2 leaves, 3 gradient values",
+                                 "2 leaves, 3 optimizer state values", "2 leaves, 3 optimizer state values",
+                                 "2 leaves, 3 numerical parameter values"]
     # first Adam step: mu = 0.1 g = [-0.8, -0.4], -0.4, in the weight and bias rows
     assert cell(ex, "['weight']", "adam mu") == "[-0.8, -0.4]"
     assert cell(ex, "['bias']", "adam mu") == "-0.4"

@@ -76,7 +76,8 @@ def test_rows_are_aligned_by_path(diagrams):
     assert "-4" in tree_cell(aligned, "['bias']", "grads").text_content()
     assert "0.2" in tree_cell(aligned, "['bias']", "updated").text_content()
     counts = tree.locator(".ptl-counts").all_text_contents()
-    assert counts == ["2 leaves, 3 numerical parameter values"] * 3
+    assert counts == ["2 leaves, 3 numerical parameter values", "2 leaves, 3 gradient values",
+                      "2 leaves, 3 numerical parameter values"]
 
 
 def test_a_missing_path_is_shown_missing(diagrams):

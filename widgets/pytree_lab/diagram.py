@@ -324,7 +324,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
                 containers.update(r["p"] for r in panel["rows"] if not r["leaf"])
             self._paths, self._containers = paths, containers
             self.columns = [s.name for s in summaries]
-            self.counts = [s.counts_line() for s in summaries]
+            self.counts = [s.counts_line(_column_noun(s.name)) for s in summaries]
             self.rows = rows
             if first and (fold if fold is not None else len(rows) > FOLD_ABOVE):
                 self.collapsed = [r["p"] for r in rows if not r["leaf"] and r["d"] >= 1]
@@ -437,3 +437,15 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     def __repr__(self) -> str:
         names = ", ".join(self.columns) or "empty"
         return f"PytreeDiagram({names})"
+
+
+def _column_noun(name: str) -> str:
+    """What a column's values are: only params and updated hold parameters; a gradient tree
+    holds derivatives, and a moment tree aligned with params (Adam's mu, nu) optimizer state."""
+    if name in ("params", "updated") or name.startswith(("params", "updated")):
+        return "numerical parameter"
+    if name.startswith("grad"):
+        return "gradient"
+    if any(word in name.split() for word in ("mu", "nu", "trace", "acc_grads", "moment")):
+        return "optimizer state"
+    return "numerical"

@@ -144,12 +144,14 @@ class TreeSummary:
     def non_differentiable(self) -> list[Leaf]:
         return [leaf for leaf in self.leaves if not leaf.differentiable]
 
-    def counts_line(self) -> str:
+    def counts_line(self, noun: str = "numerical parameter") -> str:
+        """`2 leaves, 3 numerical parameter values`; `noun` names what a column's values are
+        (a gradient or an optimizer's moment tree has the params' leaves but no parameters)."""
         n, v = self.num_leaves, self.num_values
         if self.role != "params":
             total = sum(leaf.size for leaf in self.leaves if leaf.dtype not in ("str", "object"))
             return f"{n} {'leaf' if n == 1 else 'leaves'}, {total} value{'' if total == 1 else 's'}"
-        line = f"{n} {'leaf' if n == 1 else 'leaves'}, {v} numerical parameter value{'' if v == 1 else 's'}"
+        line = f"{n} {'leaf' if n == 1 else 'leaves'}, {v} {noun} value{'' if v == 1 else 's'}"
         bad = self.non_differentiable
         if bad:
             names = ", ".join(f"{leaf.path} ({leaf.type_label})" for leaf in bad[:3])
