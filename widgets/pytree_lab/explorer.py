@@ -23,6 +23,7 @@ import ipywidgets
 import traitlets
 
 from . import lesson
+from ._budget import TimeBudgetExceeded, user_code_budget
 from ._text import TextForm
 from .calculation import WorkedCalculation, fmt_number, fmt_value
 from .chart import BeforeAfterChart, LossHistoryChart
@@ -192,11 +193,15 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         max_sliders: int = 24,
         static: Iterable[str] = (),
         extra: Any = None,
+        time_budget: float | None = 30.0,
         engine: Engine | None = None,
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
         self.add_class("pytree-lab-explorer")
+        # seconds the user's own code (loss, prediction_fn) may run in one step before it is
+        # stopped with a message (an endless loop); JAX's compile time never counts. None: no limit.
+        self.time_budget = time_budget
         self.engine = eng = engine or get_engine()
         if loss_fn is None:
             loss_fn = lesson.lesson_loss
@@ -638,8 +643,10 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             problem = self._check_inputs(lr)
             if problem:
                 return self._fail(problem)
-            with _quiet_callbacks():
+            with _quiet_callbacks(), user_code_budget(self.time_budget):
                 run = self._runner().run(params, self._opt_state, inputs, lr if self._lr_adjustable else None, int(n))
+        except TimeBudgetExceeded:
+            return self._fail(self._over_budget("The steps"))
         except KeyboardInterrupt:
             return self._fail("The steps were interrupted; the explorer stays where it was.")
         except BaseException as err:  # a user's loss or optimizer can raise anything
@@ -775,7 +782,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             problem = self._check_inputs(lr)
             if problem:
                 return self._fail(problem)
-            with _quiet_callbacks():
+            with _quiet_callbacks(), user_code_budget(self.time_budget):
                 try:
                     result = self._step(params, inputs, lr)
                 except Exception:
@@ -788,10 +795,13 @@ class StepExplorer(TextForm, ipywidgets.VBox):
                     self._step = plain
                 result = dataclasses.replace(result, params=params)
             if self.prediction_fn is not None:
-                result = self._with_extras(result)
+                with _quiet_callbacks(), user_code_budget(self.time_budget):
+                    result = self._with_extras(result)
             problem = self._check_result(result)
             if problem:
                 return self._fail(problem)
+        except TimeBudgetExceeded:
+            return self._fail(self._over_budget("The step"))
         except KeyboardInterrupt:
             return self._fail("The step was interrupted; the last good step stays on screen.")
         except BaseException as err:  # a user's loss can raise anything; the kernel must survive it
@@ -821,6 +831,12 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         if notes:
             self._note(" ".join(notes))
         return result
+
+    def _over_budget(self, what: str) -> str:
+        return (f"{what} stopped: the loss (or prediction_fn) ran for more than {fmt_number(self.time_budget)} s "
+                "of its own Python code, which usually means an endless loop. The last good step stays on "
+                "screen; fix the loss and call set_loss, or give StepExplorer(..., time_budget=seconds) "
+                "for a loss that is just slow (None: no limit).")
 
     def _prediction_failed(self, params: Any, inputs: dict) -> str:
         try:

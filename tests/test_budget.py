@@ -1,0 +1,73 @@
+"""The explorer's time budget stops the user's own endless code, never JAX's own work."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import jax.numpy as jnp
+import pytest
+
+from pytree_lab import StepExplorer
+from pytree_lab._budget import TimeBudgetExceeded, is_user_frame, user_code_budget
+
+
+def test_a_loop_in_the_users_code_is_stopped():
+    def spin():
+        while True:
+            pass
+
+    start = time.monotonic()
+    with pytest.raises(TimeBudgetExceeded), user_code_budget(0.3):
+        spin()
+    assert time.monotonic() - start < 5
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)  # nothing left armed
+
+
+def test_waiting_in_library_code_is_not_stopped_even_when_the_caller_is_user_code():
+    # the test's own frame (user code) is on the stack, but it only waits: like a notebook cell
+    # that built an explorer while XLA compiles
+    with user_code_budget(0.1):
+        time.sleep(0.6)
+        sum(range(3_000_000))  # builtins: library work
+
+
+def test_frames_are_told_apart():
+    import sys
+
+    import jax._src.api as api
+
+    assert is_user_frame(sys._getframe())
+    assert not is_user_frame(type("F", (), {"f_code": api.jit.__code__})())
+
+
+def test_an_endless_loss_ends_in_a_message_and_the_last_good_step_stays():
+    ex = StepExplorer(time_budget=0.5)
+    good = ex.result
+
+    def endless(p, x, target):
+        while True:
+            pass
+
+    start = time.monotonic()
+    assert ex.set_loss(endless) is None
+    assert time.monotonic() - start < 10
+    assert "ran for more than 0.5 s" in ex.diagram.message and "endless loop" in ex.diagram.message
+    assert ex.result is good and ex.result.loss == 4.0  # the lesson's loss, kept
+    assert ex.step(3) is None  # steps from a loss that never returns are refused the same way
+    assert ex.history == [4.0]
+
+    def fixed(p, x, target):
+        return (jnp.dot(p["weight"], x) + p["bias"] - target) ** 2
+
+    assert ex.set_loss(fixed).loss == 4.0  # recovers
+    assert ex.diagram.message == ""
+
+
+def test_an_endless_loss_at_construction_is_said_not_hung():
+    def endless(p, x):
+        while True:
+            pass
+
+    ex = StepExplorer(endless, {"w": jnp.array([1.0])}, {"x": jnp.array(2.0)}, time_budget=0.5)
+    assert ex.result is None and "endless loop" in ex.diagram.message

@@ -1,0 +1,99 @@
+"""A time budget for the user's own Python code inside a step (a loss, a prediction function,
+a custom node), that never stops JAX's own work.
+
+A loss with an endless `while` loop is traced by `jax.jit` in the kernel's main thread and would
+hang the kernel. `user_code_budget(seconds)` arms a wall-clock interval timer; once the budget is
+spent, each tick (every 0.25 s) looks at the Python stack and raises `TimeBudgetExceeded` only
+when a frame of the user's code is on it. XLA compiling a big model (no user frame on the stack,
+the handler runs when the compile returns) is never cut short, however long it takes.
+
+"User code" is code from outside the installed packages and the standard library: a notebook
+cell, a script, a module of the user's own. Where interval timers do not exist (Pyodide) or off
+the main thread, or while another timer is armed (an exercise check's own budget), the budget is
+off and the call runs as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import sysconfig
+import threading
+from types import FrameType
+
+from .exercises._guard import TimeBudgetExceeded
+
+__all__ = ["TimeBudgetExceeded", "user_code_budget", "is_user_frame"]
+
+TICK = 0.25  # seconds between looks at the stack once the budget is spent
+
+_LIBRARY_ROOTS = tuple(
+    os.path.normcase(os.path.realpath(p)) + os.sep
+    for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")} | {
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # pytree_lab itself (editable too)
+    if p
+)
+
+
+def is_user_frame(frame: FrameType) -> bool:
+    """True for a frame of the user's code (not an installed package, not the standard library)."""
+    name = frame.f_code.co_filename
+    if name.startswith("<frozen") or name.startswith("<string>"):
+        return False
+    path = os.path.normcase(os.path.realpath(name)) if os.sep in name else name
+    return not path.startswith(_LIBRARY_ROOTS)
+
+
+def _user_code_running(frame: FrameType | None, outside: set[int]) -> bool:
+    """A user frame between the running frame and the frames that were already on the stack when
+    the budget began (the notebook cell that built the explorer is the user's code too, but it is
+    only waiting for the step: it must not count)."""
+    while frame is not None and id(frame) not in outside:
+        if is_user_frame(frame):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _stack_ids() -> set[int]:
+    ids, frame = set(), sys._getframe(1)
+    while frame is not None:
+        ids.add(id(frame))
+        frame = frame.f_back
+    return ids
+
+
+def _available() -> bool:
+    return (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+            and signal.getitimer(signal.ITIMER_REAL)[0] == 0)
+
+
+@contextlib.contextmanager
+def user_code_budget(seconds: float | None):
+    """Stop the user's code in the body after `seconds` on the clock (None or 0: no budget)."""
+    if not seconds or seconds <= 0 or not _available():
+        yield
+        return
+    state = {"active": True}
+    outside = _stack_ids()  # these frames stay alive (on the stack) while the body runs
+
+    def on_alarm(signum, frame):
+        if (state["active"] and (frame is None or frame.f_code.co_name != "__del__")
+                and _user_code_running(frame, outside)):
+            raise TimeBudgetExceeded()
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds, TICK)
+    try:
+        yield
+    finally:
+        while True:  # a tick can land in the cleanup: finish it whatever happens
+            try:
+                state["active"] = False
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, previous)
+                break
+            except TimeBudgetExceeded:
+                continue
