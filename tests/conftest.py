@@ -25,3 +25,15 @@ def pw():
 
     with sync_playwright() as playwright:
         yield playwright
+
+
+def pytest_collection_modifyitems(config, items):
+    """Kernel-side tests first, real-browser tests last (their order kept within each group).
+
+    Playwright's sync API keeps its event loop registered as the running loop of the main thread
+    from its first use until the session ends, so a later test that calls `asyncio.run` (the
+    slider's and the server extension's) would fail for reasons of order, not of the code."""
+    def uses_browser(item) -> bool:
+        return item.get_closest_marker("browser") is not None or "pw" in getattr(item, "fixturenames", ())
+
+    items[:] = [i for i in items if not uses_browser(i)] + [i for i in items if uses_browser(i)]
