@@ -320,9 +320,9 @@ def main(argv: list[str] | None = None) -> int:
         results["training"] = r
         _print(training.table(r))
         save()
-        from .lab import BenchLab
+        from .lab import BenchLab, Chromium
 
-        with BenchLab() as lab:
+        with Chromium() as browser, BenchLab(browser, "installed") as lab:
             rb = training.run_browser(lab, clicks=5 if args.quick else 15)
         results["training_browser"] = rb
         _print(training.table_browser(rb))
