@@ -149,10 +149,9 @@ def _unknown_path_message(path: str, paths: set) -> str:
 
     shown = path if len(path) <= 80 else path[:79] + "…"
     close = difflib.get_close_matches(path, sorted(paths), n=1, cutoff=0.6) if len(paths) <= 20_000 else []
-    examples = ", ".join(repr(p) for p in sorted(paths, key=len)[:3]) or "none (no trees shown)"
-    hint = f"Did you mean {close[0]!r}? " if close else ""
-    return (f"selected_path {shown!r} is no path in this diagram's trees; the selection is unchanged. {hint}"
-            f"Paths are keystr strings as jax.tree_util.keystr writes them, e.g. {examples}; '' selects nothing.")
+    hint = f" Did you mean {close[0]}?" if close else (
+        f" Paths are keystr strings such as {min(paths, key=len)}." if paths else " The diagram shows no paths yet.")
+    return f"selected_path {shown!r} is not a path in these trees, so the selection is unchanged.{hint}"
 
 
 # --------------------------------------------------------------------------- the widget
@@ -185,6 +184,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     _css = static_asset("diagram.css")
     # The page reports what the person did; every other trait is written by Python only.
     _page_intents = frozenset({"selected_path", "collapsed"})
+    _selection_note = ""
 
     # The Python <-> JS contract (spelled the same in static/diagram.js).
     columns = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -353,11 +353,16 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     def _valid_selection(self, proposal):
         path = proposal["value"]
         if path == "" or path in self._paths:
+            if self._selection_note and self.message == self._selection_note:
+                self.message = ""
+            self._selection_note = ""
             return path
         if "selected_path" in self._property_lock:
             return ""  # a stale page (the tree changed under it) selects nothing
-        # From Python: an error that says why and what paths look like; the selection stays.
-        raise traitlets.TraitError(_unknown_path_message(path, self._paths))
+        # From Python: say so, and keep the selection that was there.
+        self._selection_note = _unknown_path_message(path, self._paths)
+        self.show_message(self._selection_note, kind="warning")
+        return self.selected_path
 
     @traitlets.validate("collapsed")
     def _valid_collapsed(self, proposal):
