@@ -509,10 +509,10 @@ def test_stale_selection_and_folding_after_the_tree_changed():
     d.collapsed = ["['layer']"]
     d.set_trees({"params": {"b": jnp.zeros(())}})
     assert d.selected_path == "" and d.collapsed == []
-    # a page that has not seen the change yet sends the old paths back: dropped
-    d.selected_path = "['layer']['w']"
-    d.collapsed = ["['layer']"]
-    assert d.selected_path == "" and d.collapsed == []
+    # a page that has not seen the change yet sends the old paths back: dropped, no message
+    d._handle_msg({"content": {"data": {"method": "update", "state": {
+        "selected_path": "['layer']['w']", "collapsed": ["['layer']"]}}}, "buffers": []})
+    assert d.selected_path == "" and d.collapsed == [] and d.message == ""
 
 
 @pytest.mark.parametrize("bogus", [

@@ -65,7 +65,12 @@ def fmt_small(flat: list, shape: tuple) -> tuple[str, str | None]:
     if 0.0 in flat:  # -0.0 shows as 0 (adding +0.0 turns -0.0 into 0.0, nothing else changes)
         flat = [v + 0.0 for v in flat]
     line, grid = _templates(shape)
-    return line.format(*flat), (grid.format(*flat) if grid is not None else None)
+    if grid is None:
+        return line.format(*flat), None
+    text = grid.format(*flat)
+    if len(shape) == 2:  # the one-line text from the grid's: no second formatting of every value
+        return "[[" + text.replace(" ", ", ").replace("\n", "], [") + "]]", text
+    return line.format(*flat), text
 
 
 def _values(a: Any) -> tuple[tuple, list]:
