@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 
@@ -524,3 +525,55 @@ def test_close_closes_every_child_widget():
     ex.close()
     assert open_count() == before
     assert isinstance(ex, ipywidgets.VBox)
+
+
+def _page_move(slider, value, seq) -> None:
+    """What the page sends for one input event on a slider."""
+    slider._handle_custom_msg({"type": "move", "value": value, "seq": seq}, [])
+
+
+def _shown_loss(ex) -> str:
+    return re.search(r"<td>loss L</td><td class=\"ptl-calc-value\">([^<]*)</td>", ex.calculation.value).group(1)
+
+
+def test_a_drag_moves_the_chart_at_once_and_every_view_when_it_pauses():
+    from pytree_lab._format import fmt_number
+
+    ex = StepExplorer()
+    ex._VIEWS_EVERY = 10.0  # within this test every quick move is one drag (no periodic redraw)
+    ex._DRAG_GAP = 10.0
+    ex._VIEWS_TRAIL = 1.0  # a pause is 1 s here, longer than this test's own checks between moves
+    x0 = ex.sliders["x[0]"]
+
+    def consistent_chart():
+        v = {k: s.value for k, s in ex.sliders.items()}
+        loss, _, updated, _ = oracle([v["weight[0]"], v["weight[1]"]], v["bias"], [v["x[0]"], v["x[1]"]],
+                                     v["target"], v["learning_rate"])
+        assert ex.result.loss == pytest.approx(loss, rel=1e-6)
+        np.testing.assert_allclose(ex.chart_view.bars.y[1], [*updated["weight"], updated["bias"]], rtol=1e-6, atol=1e-7)
+
+    seen = {}
+
+    async def drag():
+        _page_move(x0, 2.5, 1)  # the first move, after a pause: every view at once
+        assert x0.value == 2.5 and _shown_loss(ex) == fmt_number(ex.result.loss)
+        rows_first = seen["rows"] = ex.diagram.rows
+        consistent_chart()
+        for seq, value in enumerate([2.6, 2.7, 2.8], start=2):
+            await asyncio.sleep(0.005)
+            _page_move(x0, value, seq)
+            for _ in range(200):  # the slider's quiet interval (longer after a slow step)
+                await asyncio.sleep(0.002)
+                if x0.value == value:
+                    break
+            assert x0.value == value
+            consistent_chart()  # the chart follows every move
+            # the diagram and the worked calculation wait for the drag to pause
+            assert ex.diagram.rows == rows_first and _shown_loss(ex) != fmt_number(ex.result.loss)
+        await asyncio.sleep(ex._VIEWS_TRAIL + 0.2)
+
+    asyncio.run(drag())
+    consistent_chart()
+    assert _shown_loss(ex) == fmt_number(ex.result.loss)  # the pause drew every view for the last move
+    assert ex.diagram.rows != seen["rows"]
+    assert ex.history[-1] == ex.result.loss and ex.history_view.line.y[-1] == pytest.approx(ex.result.loss)

@@ -61,11 +61,32 @@ def test_a_burst_collapses_to_the_last_value_in_a_running_loop():
     async def burst():
         for k in range(1, 11):
             move(s, k / 100, k)
-        assert seen == []  # nothing computed while messages are still being read
+        # the first move came after a pause and was applied at once; the others, read back
+        # to back, wait: nothing computed for them while messages are still being read
+        assert seen == [0.01]
         await asyncio.sleep(0.05)  # the flush waits for a quiet millisecond
 
     asyncio.run(burst())
-    assert seen == [0.1] and s.ack == 10 and s.moves == 1
+    assert seen == [0.01, 0.1] and s.ack == 10 and s.moves == 2
+
+
+def test_a_move_after_a_pause_is_applied_inside_its_own_message():
+    s = Slider(0.0, description="bias")
+    seen = []
+    s.observe(lambda c: seen.append(c["new"]), "value")
+
+    async def pauses():
+        move(s, 0.5, 1)
+        assert seen == [0.5]  # no wait: the views' messages leave before the kernel goes idle
+        await asyncio.sleep(Slider._LEAD_GAP * 2)
+        move(s, 0.25, 2)
+        assert seen == [0.5, 0.25]
+        move(s, 0.75, 3)  # right after the last one: deferred until the quiet interval
+        assert seen == [0.5, 0.25]
+        await asyncio.sleep(0.05)
+
+    asyncio.run(pauses())
+    assert seen == [0.5, 0.25, 0.75] and s.ack == 3 and s.moves == 3
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ learning rate keeps each leaf's dtype.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import html
@@ -466,7 +467,11 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             self._notes.append(f"{slider.path} = {_fmt(change['new'])} was outside its slider's range "
                                f"[{_fmt(lo)}, {_fmt(hi)}]: the value is kept and the range now reaches it.")
         if not self._holding:
-            self.recompute()
+            self._moving = True
+            try:
+                self.recompute()
+            finally:
+                self._moving = False
 
     # ------------------------------------------------------------------ new trees or loss from Python
     def set_params(self, params: Any) -> StepResult | None:
@@ -700,7 +705,6 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         else:
             self._history[-1] = loss
         self._new_point = False
-        self.history_view.show(self._history)
 
     def _fixed_range_changed(self, change) -> None:
         self.chart_view.fixed_range = bool(change["new"])
@@ -817,6 +821,8 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         self._last_good = result
         self._good_now = True
         self._record(result.loss)
+        if self._views_due is None:
+            self.history_view.show(self._history)
         notes = self._notes
         self._notes = []
         if not self._param_summary.leaves:
@@ -829,6 +835,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
                          f"{', '.join(self._input_names) or 'none'}): name the target with target='...' to see "
                          "the residual and dL/dŷ.")
         if notes:
+            self._show_due_views()
             self._note(" ".join(notes))
         return result
 
@@ -904,6 +911,8 @@ class StepExplorer(TextForm, ipywidgets.VBox):
 
     def _fail(self, text: str) -> None:
         self._good_now = False
+        with contextlib.suppress(BaseException):
+            self._show_due_views()  # every view on the last good step, under the message
         self.status.value = f'<div role="alert" class="pytree-lab-alert">{html.escape(text)}</div>'
         self.diagram.show_message(text)
         return None
@@ -922,13 +931,82 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         after = eng.tree_leaves(r.updated)
         ys0 = [float(np.asarray(before[e.flat_index]).ravel()[e.position]) for e in self._chart_elements]
         ys1 = [float(np.asarray(after[e.flat_index]).ravel()[e.position]) for e in self._chart_elements]
-        self.calculation.show(r, self._param_summary, self.selected_path)
-        self.status.value = ""
-        trees, extra = self._trees_of(r)
-        self.diagram.set_trees(trees, order=self._param_summary, **({"extra": extra} if extra is not None else {}))
+        dragging = self._dragging()
+        # the chart first: its bars are what the eye follows while a slider moves, so its
+        # message leaves the kernel before the diagram's and the calculation's bigger ones
         self.chart_view.show(ys0, ys1)
         self.chart_view.highlight(self.selected_path)
+        self.status.value = ""
         self.result = r
+        if dragging:
+            self._defer_views(r)
+        else:
+            self._show_views(r, history=False)  # recompute draws the loss line once it is recorded
+
+    # While a slider is dragged, moves come faster than the page can redraw every view: the
+    # chart follows each move at once, and the diagram, the worked calculation and the loss
+    # line follow the newest move when the drag pauses for _VIEWS_TRAIL, and at least every
+    # _VIEWS_EVERY during a long drag. A move after a pause (a key press, a click) and every
+    # change from Python update every view at once. `result` is always the newest step.
+    _DRAG_GAP = 0.05  # s between two slider moves' steps that makes them one drag
+    _VIEWS_TRAIL = 0.03
+    _VIEWS_EVERY = 0.15
+    _moving = False  # the step in progress comes from a slider move
+    _move_at = -math.inf  # loop time of the last slider move's step
+    _views_at = -math.inf  # loop time every view was last drawn
+    _views_due: StepResult | None = None  # a step whose slower views wait for the drag to pause
+    _views_timer: Any = None
+
+    def _dragging(self) -> bool:
+        if not self._moving:
+            return False
+        try:
+            now = asyncio.get_running_loop().time()
+        except RuntimeError:  # no event loop (plain Python): nothing to wait for
+            return False
+        drag = now - self._move_at < self._DRAG_GAP
+        self._move_at = now
+        return drag and now - self._views_at < self._VIEWS_EVERY
+
+    def _show_views(self, r: StepResult, history: bool = True) -> None:
+        """The diagram, the worked calculation and the loss line, for step `r`."""
+        self._views_due = None
+        if self._views_timer is not None:
+            self._views_timer.cancel()
+            self._views_timer = None
+        trees, extra = self._trees_of(r)
+        self.diagram.set_trees(trees, order=self._param_summary, **({"extra": extra} if extra is not None else {}))
+        self.calculation.show(r, self._param_summary, self.selected_path)
+        if history:
+            self.history_view.show(self._history)
+        with contextlib.suppress(RuntimeError):
+            self._views_at = asyncio.get_running_loop().time()
+
+    def _defer_views(self, r: StepResult) -> None:
+        self._views_due = r
+        if self._views_timer is None:
+            self._views_timer = asyncio.get_running_loop().call_later(self._VIEWS_TRAIL, self._views_tick)
+
+    def _views_tick(self) -> None:
+        self._views_timer = None
+        if self._views_due is None or self._closed:
+            return
+        loop = asyncio.get_running_loop()
+        wait = self._VIEWS_TRAIL - (loop.time() - self._move_at)
+        if wait > 0:  # the drag goes on: wait for its pause
+            self._views_timer = loop.call_later(wait, self._views_tick)
+            return
+        r = self._views_due
+        try:
+            self._show_views(r)
+        except BaseException as err:  # noqa: BLE001 - as a view failing in recompute
+            self._views_due = None
+            self._fail(f"The step was computed, but showing it failed: {short_error(err)}.")
+
+    def _show_due_views(self) -> None:
+        """Draw the views a drag left waiting (before a message, a text form or a close)."""
+        if self._views_due is not None:
+            self._show_views(self._views_due)
 
     def _show_data(self) -> None:
         """Inputs without sliders, as data: shape, dtype and values or a summary."""
@@ -958,6 +1036,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
     def text(self) -> str:
         """The explorer as text: the message, the trees (params, grads, updated), the worked calculation."""
         try:
+            self._show_due_views()
             parts = [self.diagram.text()]
             if getattr(self, "_data_rows", None):
                 parts.append("Data (fixed):\n" + "\n".join(
@@ -996,6 +1075,8 @@ class StepExplorer(TextForm, ipywidgets.VBox):
     def close(self) -> None:
         """Close the explorer and every widget inside it (sliders, chart parts, diagram, views)."""
         self._closed = True
+        if self._views_timer is not None:
+            self._views_timer.cancel()
         with contextlib.suppress(Exception):
             self.history_view.close()  # its log scale is not reachable while the linear one is shown
         for widget in _descendants(self):

@@ -157,7 +157,9 @@ class Slider(PageIntents, anywidget.AnyWidget):
     def _schedule_flush(self) -> None:
         """Apply the newest move once the messages already waiting have been read.
 
-        In a kernel the flush waits until no move has arrived for a quiet interval: moves
+        A move that comes after a pause (no move and no flush for `_LEAD_GAP`) is applied at
+        once: a single key press or the first step of a drag costs no wait at all. Otherwise
+        the flush waits until no move has arrived for a quiet interval: moves
         that queued up while the kernel was busy are read back to back and collapse into one,
         whereas the loop's next callback would run between two queued messages (ipykernel
         hands each one over separately). The interval is 1 ms, or a quarter of the last
@@ -171,8 +173,14 @@ class Slider(PageIntents, anywidget.AnyWidget):
             self.flush()
             return
         now = loop.time()
+        idle = (now - self._last_move_at >= self._LEAD_GAP and now - self._last_flush_at >= self._LEAD_GAP)
         self._last_move_at = now
         if self._flush_scheduled:
+            return
+        if idle:
+            # a move after a pause: nothing else can be waiting, so apply it now, inside this
+            # message's handler (its views go out before the kernel reports idle)
+            self.flush()
             return
         self._flush_scheduled = True
         self._first_move_at = now
@@ -181,7 +189,10 @@ class Slider(PageIntents, anywidget.AnyWidget):
     _QUIET = 0.001
     _MAX_QUIET = 0.02
     _MAX_WAIT = 0.05
+    _LEAD_GAP = 0.03  # a move this long after the previous move and flush is applied at once
     _last_flush_s = 0.0  # how long applying the last move took (the observers' computation)
+    _last_move_at = -math.inf  # loop time of the last move received
+    _last_flush_at = -math.inf  # loop time the last flush ended
 
     @property
     def _quiet(self) -> float:
@@ -209,6 +220,10 @@ class Slider(PageIntents, anywidget.AnyWidget):
             self.ack = seq
             self.value = value
         self._last_flush_s = time.perf_counter() - started
+        try:
+            self._last_flush_at = asyncio.get_running_loop().time()
+        except RuntimeError:
+            pass
 
     def __repr__(self) -> str:
         return f"Slider({self.description!r}, value={self.value!r}, min={self.min!r}, max={self.max!r}, step={self.step!r})"
