@@ -577,3 +577,42 @@ def test_a_drag_moves_the_chart_at_once_and_every_view_when_it_pauses():
     assert _shown_loss(ex) == fmt_number(ex.result.loss)  # the pause drew every view for the last move
     assert ex.diagram.rows != seen["rows"]
     assert ex.history[-1] == ex.result.loss and ex.history_view.line.y[-1] == pytest.approx(ex.result.loss)
+
+
+def test_a_step_from_a_cell_and_a_slider_move_from_another_thread_take_turns():
+    """JupyterLab runs widget messages in a kernel subshell (a thread): while a cell's
+    `ex.step(n)` runs, a slider move waits for it instead of mixing into its state."""
+    import threading
+
+    ex = StepExplorer()
+    order = []
+    step_started, release = threading.Event(), threading.Event()
+    runner = ex._runner()
+    real_run = runner.run
+
+    def slow_run(*args, **kwargs):
+        order.append("step starts")
+        step_started.set()
+        release.wait(5)
+        out = real_run(*args, **kwargs)
+        order.append("step ends")
+        return out
+
+    runner.run = slow_run
+    ex._runner = lambda: runner
+    cell = threading.Thread(target=ex.step, args=(3,))
+    cell.start()
+    assert step_started.wait(5)
+    mover = threading.Thread(target=lambda: (ex.sliders["x[0]"].__setattr__("value", 2.5), order.append("move done")))
+    mover.start()
+    mover.join(0.3)
+    assert mover.is_alive()  # waiting for the step, not running inside it
+    release.set()
+    cell.join(10)
+    mover.join(10)
+    assert order == ["step starts", "step ends", "move done"]
+    # both applied, in turn: three steps from the lesson's start, then x[0] = 2.5 at that point
+    assert len(ex.history) == 4 and ex.sliders["x[0]"].value == 2.5
+    v = {k: s.value for k, s in ex.sliders.items()}
+    loss, _, _, _ = oracle([v["weight[0]"], v["weight[1]"]], v["bias"], [v["x[0]"], v["x[1]"]], v["target"], v["learning_rate"])
+    assert ex.result.loss == pytest.approx(loss, rel=1e-5)

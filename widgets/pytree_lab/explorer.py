@@ -17,7 +17,9 @@ import contextlib
 import dataclasses
 import html
 import logging
+import functools
 import math
+import threading
 from typing import Any, Callable, Iterable
 
 import ipywidgets
@@ -51,6 +53,21 @@ def short_error(err: BaseException, limit: int = 400) -> str:
         return text[:limit]
     text = f"{type(err).__name__}: {text}" if text else type(err).__name__
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _one_at_a_time(method: Callable) -> Callable:
+    """JupyterLab hands widget messages to a kernel subshell, a thread of its own: a slider's
+    step can run while a cell calls `ex.step(10)`. Each explorer runs one change at a time."""
+
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        lock = self.__dict__.get("_lock")
+        if lock is None:  # still being built (or a construction that failed, being closed)
+            return method(self, *args, **kwargs)
+        with lock:
+            return method(self, *args, **kwargs)
+
+    return locked
 
 
 @contextlib.contextmanager
@@ -199,6 +216,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
+        self._lock = threading.RLock()
         self.add_class("pytree-lab-explorer")
         # seconds the user's own code (loss, prediction_fn) may run in one step before it is
         # stopped with a message (an endless loop); JAX's compile time never counts. None: no limit.
@@ -474,6 +492,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
                 self._moving = False
 
     # ------------------------------------------------------------------ new trees or loss from Python
+    @_one_at_a_time
     def set_params(self, params: Any) -> StepResult | None:
         """Start from other parameter values (same structure, shapes and dtypes as before) and
         recompute: the sliders move to the new values. An optimizer loop calls this after each
@@ -485,6 +504,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         """
         return self._set_tree("params", params, self._params, self._param_leaves, self._param_sliders)
 
+    @_one_at_a_time
     def set_inputs(self, inputs: dict) -> StepResult | None:
         """New input values (same keys, shapes and dtypes; int labels stay ints); refused with a
         message otherwise. Static inputs (static=[...]) may change value: the step recompiles."""
@@ -500,6 +520,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             result = self.recompute()
         return result
 
+    @_one_at_a_time
     def set_loss(self, loss_fn: Callable) -> StepResult | None:
         """Use another loss (called as `loss_fn(params, **inputs)`), compiled once.
 
@@ -564,6 +585,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         return self.recompute()
 
     # ------------------------------------------------------------------ the step
+    @_one_at_a_time
     def show_extra(self, extra: Any) -> None:
         """Show trees that are not aligned with params, e.g. `{"optimizer state": opt_state}`, in
         their own panel (a bare tree is titled "optimizer state"). Slider moves keep the panel;
@@ -628,6 +650,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         """The loss at every point visited, starting with the first; the last is `result.loss`."""
         return list(self._history)
 
+    @_one_at_a_time
     def step(self, n: int = 1) -> StepResult | None:
         """Take `n` real steps (one compiled loop) and move there: params, optimizer state and the
         sliders follow, `history` grows by n points, every view is drawn once at the end.
@@ -667,6 +690,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         self._move_params(self.engine.tree_leaves(run.params))
         return self.recompute()
 
+    @_one_at_a_time
     def reset(self) -> StepResult | None:
         """Back to the construction-time params and a fresh optimizer state; history starts again."""
         if self._closed:
@@ -773,6 +797,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
                 x["dloss_label"] = f"dL/dŷ per example (L = mean ℓ, so ∂ℓ/∂ŷ ÷ {n})"
         return dataclasses.replace(result, extras=x)
 
+    @_one_at_a_time
     def recompute(self) -> StepResult | None:
         """Run the step for the current slider values and update every view.
 
@@ -987,6 +1012,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         if self._views_timer is None:
             self._views_timer = asyncio.get_running_loop().call_later(self._VIEWS_TRAIL, self._views_tick)
 
+    @_one_at_a_time
     def _views_tick(self) -> None:
         self._views_timer = None
         if self._views_due is None or self._closed:
@@ -1033,6 +1059,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
                                 f"(fixed; change with set_inputs): <ul>{items}</ul></div>")
 
     # ------------------------------------------------------------------ without a widget front end
+    @_one_at_a_time
     def text(self) -> str:
         """The explorer as text: the message, the trees (params, grads, updated), the worked calculation."""
         try:
@@ -1072,6 +1099,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         self.selected_path = path
 
     # ------------------------------------------------------------------ lifetime
+    @_one_at_a_time
     def close(self) -> None:
         """Close the explorer and every widget inside it (sliders, chart parts, diagram, views)."""
         self._closed = True
