@@ -71,3 +71,65 @@ def test_an_endless_loss_at_construction_is_said_not_hung():
 
     ex = StepExplorer(endless, {"w": jnp.array([1.0])}, {"x": jnp.array(2.0)}, time_budget=0.5)
     assert ex.result is None and "endless loop" in ex.diagram.message
+
+
+def _in_a_thread(fn):
+    """Run fn in another thread (where JupyterLab's subshell runs widget messages); its outcome."""
+    import threading
+
+    out = {}
+
+    def run():
+        try:
+            out["value"] = fn()
+        except BaseException as err:  # noqa: BLE001 - reported to the test
+            out["error"] = err
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join(20)
+    assert not t.is_alive(), "the thread is still running"
+    return out
+
+
+def test_a_loop_in_the_users_code_is_stopped_off_the_main_thread_too():
+    def spin():
+        while True:
+            pass
+
+    def step():
+        with user_code_budget(0.3):
+            spin()
+
+    start = time.monotonic()
+    out = _in_a_thread(step)
+    assert isinstance(out.get("error"), TimeBudgetExceeded)
+    assert time.monotonic() - start < 10
+
+
+def test_off_the_main_thread_library_waits_are_not_stopped_and_nothing_lands_later():
+    def wait_then_work():
+        with user_code_budget(0.1):
+            time.sleep(0.6)  # library code: never stopped
+        total = 0
+        for k in range(2_000_000):  # user code after the budget ended: nothing may land here
+            total += k
+        time.sleep(0.5)
+        return total
+
+    out = _in_a_thread(wait_then_work)
+    assert out == {"value": sum(range(2_000_000))}
+
+
+def test_an_endless_loss_given_from_another_thread_ends_in_a_message():
+    ex = StepExplorer(time_budget=0.5)
+    good = ex.result
+
+    def endless(p, x, target):
+        while True:
+            pass
+
+    out = _in_a_thread(lambda: ex.set_loss(endless))
+    assert out == {"value": None}
+    assert "ran for more than 0.5 s" in ex.diagram.message and "endless loop" in ex.diagram.message
+    assert ex.result is good and ex.result.loss == 4.0

@@ -8,14 +8,20 @@ when a frame of the user's code is on it. XLA compiling a big model (no user fra
 the handler runs when the compile returns) is never cut short, however long it takes.
 
 "User code" is code from outside the installed packages and the standard library: a notebook
-cell, a script, a module of the user's own. Where interval timers do not exist (Pyodide) or off
-the main thread, or while another timer is armed (an exercise check's own budget), the budget is
-off and the call runs as before.
+cell, a script, a module of the user's own.
+
+Off the main thread (JupyterLab hands widget messages to a kernel subshell, a thread of its own,
+so a slider's step runs there) signals cannot reach the code: a watchdog thread looks at that
+thread's stack instead, and raises `TimeBudgetExceeded` in it asynchronously (at its next Python
+instruction) under the same rule. Where neither works (Pyodide has no interval timers and no
+threads), or while another interval timer is armed on the main thread (an exercise check's own
+budget), the budget is off and the call runs as before.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import sys
@@ -70,11 +76,68 @@ def _available() -> bool:
             and signal.getitimer(signal.ITIMER_REAL)[0] == 0)
 
 
+def _watchdog_available() -> bool:
+    return (threading.current_thread() is not threading.main_thread()
+            and hasattr(ctypes, "pythonapi") and hasattr(sys, "_current_frames"))
+
+
+def _raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
+                                               ctypes.py_object(exc) if exc is not None else None)
+
+
+@contextlib.contextmanager
+def _watched(seconds: float):
+    """The budget for a thread other than the main one: a watchdog thread."""
+    target = threading.get_ident()
+    outside = _stack_ids()
+    lock = threading.Lock()
+    stop = threading.Event()
+    state = {"active": True, "fired": False}
+
+    def watch() -> None:
+        if stop.wait(seconds):
+            return
+        while True:
+            with lock:
+                if not state["active"]:
+                    return
+                frame = sys._current_frames().get(target)
+                if frame is not None and frame.f_code.co_name != "__del__" and _user_code_running(frame, outside):
+                    _raise_in(target, TimeBudgetExceeded)
+                    state["fired"] = True
+                    return
+            if stop.wait(TICK):
+                return
+
+    threading.Thread(target=watch, name="pytree-lab time budget", daemon=True).start()
+    try:
+        yield
+    finally:
+        while True:  # the exception can land in the cleanup: finish it whatever happens
+            try:
+                with lock:
+                    state["active"] = False
+                    stop.set()
+                    if state["fired"]:
+                        _raise_in(target, None)  # not delivered yet: it must not land after the body
+                break
+            except TimeBudgetExceeded:
+                continue
+
+
 @contextlib.contextmanager
 def user_code_budget(seconds: float | None):
     """Stop the user's code in the body after `seconds` on the clock (None or 0: no budget)."""
-    if not seconds or seconds <= 0 or not _available():
+    if not seconds or seconds <= 0:
         yield
+        return
+    if not _available():
+        if _watchdog_available():
+            with _watched(seconds):
+                yield
+        else:
+            yield
         return
     state = {"active": True}
     outside = _stack_ids()  # these frames stay alive (on the stack) while the body runs
