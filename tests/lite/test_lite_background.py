@@ -53,8 +53,13 @@ def test_numpy_download_in_flight_while_the_first_diagram_renders(lite_site, lit
             browse.wait_kernel_ready(page)
             kernel_ready = time.monotonic()
             seen["setup"] = browse.run_cell(page, SETUP)
-            setup_done = time.monotonic()
+            setup_done = time.monotonic()  # the cell's prompt showed its number
             seen["boot"] = browse.run_cell(page, BOOT)
+            boot_done = time.monotonic()
+            # the download of numpy has left (the setup cell started it); it stays unanswered
+            deadline = time.monotonic() + browse.Timeouts.WIDGET
+            while not any(m == "GET" and u == url for _, m, u in net.outside) and time.monotonic() < deadline:
+                page.wait_for_timeout(100)
             # the diagram cell: run, and the tree on screen, with numpy's download unanswered
             diagram_started = time.monotonic()
             seen["diagram"] = browse.run_cell(page, DIAGRAM)
@@ -71,6 +76,7 @@ def test_numpy_download_in_flight_while_the_first_diagram_renders(lite_site, lit
             outside = [(round(t - kernel_ready, 2), method, u) for t, method, u in net.outside]
             seen["timeline_s_after_kernel_ready"] = {
                 "setup_done": round(setup_done - kernel_ready, 2),
+                "boot_done": round(boot_done - kernel_ready, 2),
                 "diagram_started": round(diagram_started - kernel_ready, 2),
                 "diagram_read_done": round(diagram_done - kernel_ready, 2),
                 "outside_requests": outside,
@@ -89,6 +95,8 @@ def test_numpy_download_in_flight_while_the_first_diagram_renders(lite_site, lit
     # download of the lock's numpy URL (the Pyodide lock's own file, checked against its sha256)
     methods = [(method, u) for _, method, u in outside]
     assert ("HEAD", url) in methods and ("GET", url) in methods, outside
+    first_head = next(t for t, method, u in outside if u == url and method == "HEAD")
+    assert first_head <= round(boot_done - kernel_ready, 2), outside  # before the next cell had ended
     first_get = next(t for t, method, u in outside if u == url and method == "GET")
     assert first_get <= round(diagram_started - kernel_ready, 2), outside
     # ... and it was still unanswered when the diagram had rendered and round-tripped a click
