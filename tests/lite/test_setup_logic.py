@@ -99,6 +99,10 @@ async def main():
         await kernel_module._load_packages_from_imports(code)
         cells[name] = {"waited": time.monotonic() - t, "outcome": lite_kernel.LOAD.outcome}
         print(f"CELL-END {name}")
+    if case.get("rerun_setup"):  # the student runs the setup cell again, after the load ended
+        await lite_kernel.wait_for_numpy() if case["rerun_setup"] == "after-wait" else await asyncio.sleep(1.5)
+        print("RERUN")
+        await lite_kernel.setup(probe_seconds=1.0, install_seconds=1.0)
     outcome = await lite_kernel.wait_for_numpy()
     return said, setup_s, cells, outcome, time.monotonic() - started
 
@@ -117,10 +121,10 @@ DIAGRAM_CELL = "from pytree_lab import PytreeDiagram\nPytreeDiagram({'weight': [
 JAX_CELL = "import jax\nimport jax.numpy as jnp\nfrom pytree_lab import PytreeDiagram, StepExplorer"
 
 
-def run_setup(fetch, install="ok", numpy_file=NUMPY_URL, cells=()):
+def run_setup(fetch, install="ok", numpy_file=NUMPY_URL, cells=(), rerun_setup=None):
     # numpy is importable only where the install succeeds, as in the browser
     case = {"fetch": fetch, "install": install, "numpy_file": numpy_file,
-            "no_numpy": not (fetch == 200 and install == "ok"), "cells": list(cells)}
+            "no_numpy": not (fetch == 200 and install == "ok"), "cells": list(cells), "rerun_setup": rerun_setup}
     proc = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(case)], capture_output=True, text=True,
                           cwd=ROOT, timeout=300)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
@@ -234,3 +238,18 @@ def test_which_cells_wait_for_numpy(code, waits):
     from pytree_lab.compat.lite_kernel import cell_needs_numpy
 
     assert cell_needs_numpy(code) is waits
+
+
+def test_the_setup_cell_run_again_says_how_the_load_ended_and_starts_no_second_one():
+    # the load failed while no cell needed numpy: the setup cell, run again, says so (once)
+    r = run_setup(fetch="refuse", rerun_setup="idle")
+    assert r["printed"].startswith("RERUN\nnumpy could not be downloaded from Pyodide's CDN: the request to "
+                                   "cdn.jsdelivr.net was refused or the network is offline.\nStill working:")
+    assert r["printed"].count("numpy could not be downloaded") == 1
+    assert r["calls"]["fetch"] == [[NUMPY_URL, "HEAD"]]  # no second probe
+    r = run_setup(fetch=200, rerun_setup="after-wait")
+    import numpy
+
+    assert r["printed"] == (f"RERUN\nnumpy {numpy.__version__} is loaded; `import jax` gives pytree-lab's Lite "
+                            "engine (numpy + autograd).\n")
+    assert r["calls"]["install"] == [["numpy", "autograd", "bqplot"]] and r["calls"]["load"] == [["numpy", "pandas"]]
