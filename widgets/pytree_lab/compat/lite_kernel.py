@@ -74,9 +74,6 @@ class _Load:
         self.reason: str | None = None
         self.told = False  # the paragraph about a failed load was printed (once, in one cell)
 
-    def reset(self) -> None:
-        self.__init__()
-
 
 LOAD = _Load()
 
