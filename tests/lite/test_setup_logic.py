@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -238,6 +239,19 @@ def test_which_cells_wait_for_numpy(code, waits):
     from pytree_lab.compat.lite_kernel import cell_needs_numpy
 
     assert cell_needs_numpy(code) is waits
+
+
+def test_a_cell_with_ipython_syntax_is_read_as_ipython_runs_it():
+    code = textwrap.dedent("""
+        import json
+        from IPython.core.interactiveshell import InteractiveShell
+        InteractiveShell.instance()
+        from pytree_lab.compat.lite_kernel import cell_needs_numpy
+        print(json.dumps([cell_needs_numpy("%load_ext autoreload\\nimport numpy as np"), cell_needs_numpy("!ls\\nimport jax"),
+                          cell_needs_numpy("%time x = 1")]))
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.stdout.strip().splitlines()[-1] == "[true, true, false]", proc.stdout + proc.stderr
 
 
 def test_the_setup_cell_run_again_says_how_the_load_ended_and_starts_no_second_one():

@@ -243,6 +243,14 @@ def imported_modules(code: str) -> set[str] | None:
     try:
         tree = ast.parse(code)
     except SyntaxError:
+        try:  # IPython syntax (%magics, !commands): parse what IPython will run
+            from IPython import get_ipython
+
+            shell = get_ipython()
+            tree = ast.parse(shell.transform_cell(code)) if shell is not None else None
+        except Exception:
+            tree = None
+    if tree is None:
         return None
     found: set[str] = set()
     for node in ast.walk(tree):
