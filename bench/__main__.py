@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         from . import lite_bench
 
         print("\n5. building the JupyterLite site and opening it offline in Chromium ...", flush=True)
-        lite = lite_bench.run(runs=1 if args.quick else 3)
+        lite = lite_bench.run(runs=1 if args.quick else lite_bench.RUNS)
         results["lite"] = lite
         print()
         print(lite_bench.report(lite), flush=True)

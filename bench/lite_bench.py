@@ -1,6 +1,7 @@
 """JupyterLite site numbers, old build vs new: size, page open -> kernel ready -> first diagram.
 
-    python bench/lite_bench.py [--runs 3] [--json FILE]
+    python bench/lite_bench.py [--runs 5] [--variants old,new,lean] [--json FILE]
+    python -m bench --only lite     # the same, as section 5 of `make bench`
 
 Builds the site from the checkout (plus one small notebook: the setup cell, then a
 `PytreeDiagram` of the lesson's params), serves it on 127.0.0.1 and opens it in Debian's
@@ -13,6 +14,7 @@ Times are medians over the runs; each run is listed too.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -87,44 +89,56 @@ VARIANTS = {
     # what the build made before bytecode and preloading: the kernel compiles IPython & co.
     # from source at every start and installs its packages one by one after Pyodide booted
     "old": {"fast_start": False},
-    # bytecode compiled by Pyodide's own Python, start packages preloaded with Pyodide
+    # bytecode compiled by Pyodide's own Python, start packages preloaded with Pyodide (the default)
     "new": {"fast_start": True},
+    # the same without the .py sources the bytecode replaces (`build.py --lean`)
+    "lean": {"fast_start": True, "lean": True},
 }
+RUNS = 5  # per variant; medians
 
 
-def run(runs: int = 3) -> dict:
-    """Build both variants, then open them in turn (old, new, new, old, ...) so load on the
-    machine falls on both alike; medians per variant, and new/old ratios, from one run."""
+def load_average() -> list[float]:
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def run(runs: int = RUNS, variants: tuple[str, ...] = tuple(VARIANTS)) -> dict:
+    """Build the variants, then open them in turn, the order rotating each round (old, new,
+    lean; new, lean, old; ...), so load on the machine falls on all alike; medians per variant
+    and ratios to the old build, from one run. The load average is taken before and after."""
     from playwright.sync_api import sync_playwright
 
+    load_before = load_average()
     with tempfile.TemporaryDirectory(prefix="pytree-lab-lite-bench-") as tmp:
         tmp = Path(tmp)
         notebook = write_notebook(tmp)
         sites, manifests, build_s = {}, {}, {}
-        for name, options in VARIANTS.items():
+        for name in variants:
             started = time.monotonic()
-            manifests[name] = build_site(tmp / f"site-{name}", [notebook], **options)
+            manifests[name] = build_site(tmp / f"site-{name}", [notebook], **VARIANTS[name])
             build_s[name] = round(time.monotonic() - started, 1)
             sites[name] = tmp / f"site-{name}"
-        results = {name: [] for name in VARIANTS}
-        with SiteServer(sites["old"]) as old_server, SiteServer(sites["new"]) as new_server, sync_playwright() as pw:
-            servers = {"old": old_server, "new": new_server}
+        results = {name: [] for name in variants}
+        with contextlib.ExitStack() as stack, sync_playwright() as pw:
+            servers = {name: stack.enter_context(SiteServer(sites[name])) for name in variants}
             browser = browse.launch(pw)
             try:
                 for i in range(runs):
-                    order = ["old", "new"] if i % 2 == 0 else ["new", "old"]
+                    order = list(variants[i % len(variants):]) + list(variants[:i % len(variants)])
                     for name in order:
                         results[name].append(one_run(browser, sites[name], servers[name].url))
             finally:
                 browser.close()
 
-    load = os.getloadavg()[0]
-
     def median(name, key):
         return statistics.median(r[key] for r in results[name])
 
-    out = {"load_average_1min": round(load, 2), "runs_per_variant": runs, "variants": {}}
-    for name in VARIANTS:
+    out = {"load_average_before": load_before, "load_average_after": load_average(),
+           "load_average_1min": load_average()[0] if load_average() else None,
+           "runs_per_variant": runs, "cores": os.cpu_count(), "variants": {}}
+    for name in variants:
         manifest = manifests[name]
         bench_nb = (sites[name] / "files" / NOTEBOOK).stat().st_size if (sites[name] / "files" / NOTEBOOK).exists() else 0
         out["variants"][name] = {
@@ -137,37 +151,48 @@ def run(runs: int = 3) -> dict:
             "median_kernel_ready_s": median(name, "kernel_ready_s"),
             "median_setup_cell_done_s": median(name, "setup_cell_done_s"),
             "median_first_diagram_s": median(name, "first_diagram_s"),
+            "median_bytes_to_kernel_ready": median(name, "bytes_to_kernel_ready"),
             "median_bytes_to_first_diagram": median(name, "bytes_to_first_diagram"),
         }
-    old, new = out["variants"]["old"], out["variants"]["new"]
-    out["ratio_new_over_old"] = {
-        key: round(new[key] / old[key], 2)
-        for key in ("median_kernel_ready_s", "median_first_diagram_s", "median_bytes_to_first_diagram")
-    }
+    keys = ("median_kernel_ready_s", "median_first_diagram_s", "median_bytes_to_first_diagram", "site_bytes")
+    if "old" in out["variants"]:
+        old = out["variants"]["old"]
+        out["ratio_to_old"] = {name: {key: round(v[key] / old[key], 2) for key in keys}
+                               for name, v in out["variants"].items() if name != "old"}
+        if "new" in out["ratio_to_old"]:
+            out["ratio_new_over_old"] = out["ratio_to_old"]["new"]
     return out
 
 
 def report(r: dict) -> str:
     mb = lambda n: f"{n / 1e6:.1f} MB"  # noqa: E731
+    names = list(r["variants"])
+    fmt_load = lambda load: ", ".join(f"{v:.2f}" for v in load) or "?"  # noqa: E731
     lines = [
         "JupyterLite site (Debian Chromium, fresh profile per run, served on 127.0.0.1, outside requests refused;",
-        f"  old and new builds opened in turn, {r['runs_per_variant']} runs each; machine load "
-        f"{r['load_average_1min']:.1f} on {os.cpu_count()} cores)",
-        f"  {'':32}{'old':>12}{'new':>12}{'new/old':>10}",
+        f"  {', '.join(names)} opened in turn, order rotating, {r['runs_per_variant']} runs each, medians; "
+        f"{r.get('cores') or os.cpu_count()} cores;",
+        f"  load average (1, 5, 15 min) before: {fmt_load(r.get('load_average_before', []))}, "
+        f"after: {fmt_load(r.get('load_average_after', []))}: on a busy machine compare the ratios, not the times)",
+        "  " + f"{'':32}" + "".join(f"{n:>12}" for n in names)
+        + "".join(f"{n + '/old':>11}" for n in names if n != "old" and "old" in names),
     ]
-    old, new, ratio = r["variants"]["old"], r["variants"]["new"], r["ratio_new_over_old"]
     rows = [
         ("page open -> kernel ready", "median_kernel_ready_s", lambda v: f"{v:.1f} s"),
         ("page open -> setup cell done", "median_setup_cell_done_s", lambda v: f"{v:.1f} s"),
         ("page open -> first diagram", "median_first_diagram_s", lambda v: f"{v:.1f} s"),
+        ("loaded until kernel ready", "median_bytes_to_kernel_ready", mb),
         ("loaded until first diagram", "median_bytes_to_first_diagram", mb),
         ("site size", "site_bytes", mb),
         ("build", "build_s", lambda v: f"{v:.1f} s"),
     ]
+    ratios = r.get("ratio_to_old", {})
     for label, key, fmt in rows:
-        ratio_text = f"{ratio[key]:.2f}" if key in ratio else ""
-        lines.append(f"  {label:32}{fmt(old[key]):>12}{fmt(new[key]):>12}{ratio_text:>10}")
-    for name in ("old", "new"):
+        text = "".join(f"{fmt(r['variants'][n][key]):>12}" for n in names)
+        text += "".join(f"{ratios[n][key]:>11.2f}" if key in ratios.get(n, {}) else f"{'':>11}"
+                        for n in names if n != "old" and "old" in names)
+        lines.append(f"  {label:32}{text}")
+    for name in names:
         lines.append(f"  {name} runs (kernel / setup / diagram, s): "
                      + "; ".join(f"{x['kernel_ready_s']} / {x['setup_cell_done_s']} / {x['first_diagram_s']}"
                                  for x in r["variants"][name]["runs"]))
@@ -176,10 +201,16 @@ def report(r: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=RUNS, help=f"runs per variant (default {RUNS})")
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help=f"which builds to open, comma-separated, from {', '.join(VARIANTS)}")
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     args = parser.parse_args(argv)
-    result = run(args.runs)
+    variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variants {unknown}; choose from {', '.join(VARIANTS)}")
+    result = run(args.runs, variants)
     print()
     print(report(result))
     if args.json:

@@ -55,6 +55,7 @@ class NetLog:
     requests: list[tuple[float, str]] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
     held: list = field(default_factory=list)  # black-holed requests still waiting
+    outside: list[tuple[float, str, str]] = field(default_factory=list)  # (time, method, url) leaving 127.0.0.1
 
     def local_paths(self) -> list[str]:
         return [urlsplit(url).path for _, url in self.requests if not LEAVES_LOOPBACK.match(url)]
@@ -72,17 +73,22 @@ def launch(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
 
 
-def offline_context(browser, black_hole: bool = False):
+def offline_context(browser, black_hole: bool = False, answer=None):
     """A fresh browser profile whose outside requests are recorded and refused.
 
     black_hole=True: outside requests are recorded and never answered (a filtering firewall
     that drops packets); call `release(net)` before closing the context.
+    answer(route) -> bool: asked first for each outside request; True when it answered or
+    held the request itself (it may append the route to `net.held`).
     """
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     net = NetLog()
 
     def refuse(route):
         net.refused.append(route.request.url)
+        net.outside.append((time.monotonic(), route.request.method, route.request.url))
+        if answer is not None and answer(route):
+            return
         if black_hole:
             net.held.append(route)  # no answer, ever (until release)
         else:

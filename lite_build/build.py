@@ -306,23 +306,27 @@ PYODIDE_KERNEL_PYPI = Path("extensions") / PYODIDE_KERNEL_EXTENSION / "static" /
 PRELOAD_PACKAGES = ["micropip", "ipython", "jedi"]
 
 
-def ship_bytecode(site: Path) -> dict:
+def ship_bytecode(site: Path, drop_sources: bool = False) -> dict:
     """Add bytecode compiled by the site's own Pyodide (Python 3.14.2, under node) to the
     stdlib zip and every wheel the kernel installs, then put the new sha256s and sizes in
     the Pyodide lock, both wheel indexes and the index URL. Returns what was compiled.
 
     Without bytecode the kernel compiles IPython & co. at every start (2.2 s of a cold
     start here); unchecked-hash .pyc files are used whatever the files' times.
+    drop_sources (the lean site): each .py that compiled is replaced by its .pyc (smaller
+    downloads; tracebacks into those files show no source lines).
     """
     node = shutil.which("node")
     if not node:
         raise BuildError("node is needed to compile the site's bytecode with Pyodide's own Python (Debian package `nodejs`)")
     pyodide_dir = site / "static" / "pyodide"
-    jobs = [{"src": str(pyodide_dir / "python_stdlib.zip"), "layout": "zipimport", "prefix": "/lib/python314.zip"}]
+    jobs = [{"src": str(pyodide_dir / "python_stdlib.zip"), "layout": "zipimport", "prefix": "/lib/python314.zip",
+             "drop_sources": drop_sources}]
     wheels = sorted(pyodide_dir.glob("*.whl")) + sorted((site / "pypi").glob("*.whl")) \
         + sorted((site / PYODIDE_KERNEL_PYPI).glob("*.whl"))
     wheels = [w for w in wheels if "wasm32" not in w.name]  # compiled packages ship their own
-    jobs += [{"src": str(w), "layout": "wheel", "prefix": "/lib/python3.14/site-packages"} for w in wheels]
+    jobs += [{"src": str(w), "layout": "wheel", "prefix": "/lib/python3.14/site-packages", "drop_sources": drop_sources}
+             for w in wheels]
     with tempfile.TemporaryDirectory(prefix="bytecode-") as tmp:
         for i, job in enumerate(jobs):
             job["dst"] = str(Path(tmp) / f"{i}-{Path(job['src']).name}")
@@ -340,7 +344,8 @@ def ship_bytecode(site: Path) -> dict:
     for w in wheels:
         os.utime(w, (epoch, epoch))
     fix_hashes(site, wheels)
-    return {"python": report[-1]["python"], "compiled": {r["src"]: r["compiled"] for r in report[:-1]}}
+    return {"python": report[-1]["python"], "sources_dropped": drop_sources,
+            "compiled": {r["src"]: r["compiled"] for r in report[:-1]}}
 
 
 def fix_hashes(site: Path, wheels: list[Path]) -> None:
@@ -637,12 +642,15 @@ def swap_in(staged: Path, output_dir: Path, scratch: Path) -> None:
 
 
 def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = None,
-               include_compiled_packages: bool = False, fast_start: bool = True) -> dict:
+               include_compiled_packages: bool = False, fast_start: bool = True, lean: bool = False) -> dict:
     """Build the site into a private staging folder and put it at output_dir only on success.
 
     An existing output_dir is replaced only when an earlier run of this build made it and it
     holds nothing else (see check_output_dir); a failed build leaves it as it was.
+    lean: ship bytecode without the .py sources it was compiled from (README: the lean site).
     """
+    if lean and not fast_start:
+        raise BuildError("--lean drops the sources the bytecode replaces: it needs the bytecode build")
     from jupyterlite_pyodide_kernel.constants import PYODIDE_CDN_URL
 
     check_tool_versions()
@@ -733,9 +741,11 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
             raise BuildError(f"jupyter lite build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
         bytecode = None
         if fast_start:
-            bytecode = ship_bytecode(staged_output)
+            bytecode = ship_bytecode(staged_output, drop_sources=lean)
             log(f"  bytecode compiled by Pyodide's Python {bytecode['python']} for the stdlib and "
                 f"{len(bytecode['compiled']) - 1} wheels; packages preloaded at start: {', '.join(PRELOAD_PACKAGES)}")
+            if lean:
+                log("  lean: .py sources left out where bytecode replaces them (tracebacks show no library source lines)")
         manifest = verify_and_describe(staged_output, lock_info, wheels, project, notebooks, setup_cells)
         manifest["bytecode"] = bytecode
         (staged_output / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
@@ -860,9 +870,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--include-compiled", action="store_true",
                         help="download numpy and pandas from Pyodide's CDN (sha256-checked against its lock) "
                              "and ship them in the site, so it works fully offline")
+    parser.add_argument("--lean", action="store_true",
+                        help="leave out the .py sources that bytecode replaces (a smaller site; tracebacks into "
+                             "library code show no source lines)")
     args = parser.parse_args(argv)
     try:
-        build_site(args.output_dir, args.contents, include_compiled_packages=args.include_compiled)
+        build_site(args.output_dir, args.contents, include_compiled_packages=args.include_compiled, lean=args.lean)
     except BuildError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

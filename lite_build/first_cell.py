@@ -12,7 +12,8 @@ if sys.platform == "emscripten":
     # Widgets and the course package come from this site's own wheels (no numpy needed).
     await piplite.install(["anywidget", "ipywidgets"])
     await piplite.install("pytree-lab", deps=False)
-    # numpy comes from Pyodide's CDN: a bounded wait, then one message; `import jax` works either way.
+    # numpy and pandas load from Pyodide's CDN in the background: the next cells run at once, a cell
+    # that needs numpy waits for them (bounded) or says in one line why not; `import jax` works either way.
     import pytree_lab.compat.lite_kernel
 
     await pytree_lab.compat.lite_kernel.setup()

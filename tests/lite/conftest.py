@@ -43,6 +43,7 @@ _pyc = pathlib.Path(importlib.util.cache_from_source(_shell.__file__))
 # the site's bytecode: an unchecked-hash pyc (flags 1) that only the build writes
 print("PROBE ipython-pyc-flags", int.from_bytes(_pyc.read_bytes()[4:8], "little") if _pyc.exists() else "missing")
 print("PROBE dont-write-bytecode", sys.dont_write_bytecode)
+print("PROBE ipython-file", _shell.__file__)
 """
 # An anywidget with inline ES module: the widget stack on its own, independent of pytree-lab.
 ANYWIDGET_CELL = """\
@@ -81,9 +82,7 @@ CELLS = [BOOT_CELL, ANYWIDGET_CELL, COUNTER_READ_CELL, DIAGRAM_CELL, DIAGRAM_REA
 SETUP, BOOT, COUNTER, COUNTER_READ, DIAGRAM, DIAGRAM_READ = range(6)
 
 
-@pytest.fixture(scope="session")
-def lite_site(tmp_path_factory) -> Path:
-    """The site, built from this checkout by lite_build/build.py (+ the probe notebook)."""
+def build_probe_site(tmp_path_factory, *options: str) -> Path:
     work = tmp_path_factory.mktemp("lite")
     probe = work / "probe" / PROBE_NOTEBOOK
     probe.parent.mkdir()
@@ -94,12 +93,19 @@ def lite_site(tmp_path_factory) -> Path:
     # what the checkout holds as the build starts (others may edit the tree while tests run)
     (work / "checkout-sha256").write_text(sha256_of(ROOT / "widgets" / "pytree_lab" / PACKAGE_FILE_TO_COMPARE))
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "lite_build" / "build.py"), "--output-dir", str(site), "--contents", str(probe)],
+        [sys.executable, str(ROOT / "lite_build" / "build.py"), "--output-dir", str(site), "--contents", str(probe),
+         *options],
         capture_output=True, text=True, timeout=900,
     )
     if proc.returncode != 0:
         pytest.fail(f"the site build failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}", pytrace=False)
     return site
+
+
+@pytest.fixture(scope="session")
+def lite_site(tmp_path_factory) -> Path:
+    """The site, built from this checkout by lite_build/build.py (+ the probe notebook)."""
+    return build_probe_site(tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
@@ -140,6 +146,10 @@ def lite_run(lite_server, pw) -> LiteRun:
     One page session serves every assertion (a Pyodide boot costs ~15 s); a step that fails
     is recorded and each test that depends on it fails with the message.
     """
+    return drive_probe(pw, lite_server, "lite-failure.png")
+
+
+def drive_probe(pw, lite_server, failure_shot: str) -> LiteRun:
     browser = browse.launch(pw)
     try:
         context, net = browse.offline_context(browser)
@@ -176,7 +186,7 @@ def lite_run(lite_server, pw) -> LiteRun:
             # kernel handles them in order: the read cell sees what the click set
             run.outputs[DIAGRAM_READ] = browse.run_cell(page, DIAGRAM_READ)
         except Exception as err:  # recorded, then raised by every test that needs the step
-            shot = ROOT / "artifacts" / "lite-failure.png"
+            shot = ROOT / "artifacts" / failure_shot
             shot.parent.mkdir(exist_ok=True)
             try:
                 page.screenshot(path=str(shot))

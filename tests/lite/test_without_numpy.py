@@ -53,6 +53,9 @@ LESSON_CELLS = [
     "updated = {k: v - 0.05 * v for k, v in params.items()}",
     "1 / 0",
     "import sys\nprint('numpy' in sys.modules, 'autograd' in sys.modules)",
+    "print(gradz)",  # a typo: a real NameError, not numpy's absence
+    "print(np.zeros(2))",  # np was left undefined by the failed `import numpy as np`
+    "print(get_engine().name)",
 ]
 
 
@@ -66,7 +69,7 @@ def run(cells):
 
 def test_lesson_cells_without_numpy():
     out = run(LESSON_CELLS)
-    imported, params, diagram, trees, grad, name, np_import, explorer, dot, arith, zero, mods = out
+    imported, params, diagram, trees, grad, name, np_import, explorer, dot, arith, zero, mods, typo, np_name, engine = out
 
     assert imported["stdout"] == "imported True\n" and imported["error"] is None
     # jnp.array gives plain values; the tree is described and drawn from them
@@ -83,7 +86,9 @@ def test_lesson_cells_without_numpy():
         assert "Traceback" not in cell["stderr"] and cell["stdout"] == ""
     assert grad["stderr"].startswith("jax.value_and_grad needs numpy, and it could not be downloaded in this browser "
                                      "(the request was refused (test)).")
-    assert "name 'grads' is not defined" in name["stderr"] and "numpy" in name["stderr"]
+    assert name["stderr"] == ("name 'grads' is not defined (it is set by an earlier cell that needed numpy, "
+                              "which could not be downloaded in this browser).\n")
+    assert np_name["stderr"].startswith("name 'np' is not defined (it is set by an earlier cell that needed numpy")
     assert np_import["stderr"].startswith("numpy is not available: numpy could not be downloaded")
     assert explorer["stderr"].startswith("pytree_lab.StepExplorer needs numpy")
     assert dot["stderr"].startswith("jax.numpy.dot needs numpy")
@@ -92,6 +97,13 @@ def test_lesson_cells_without_numpy():
     # any other error keeps its usual traceback
     assert "ZeroDivisionError" in zero["stdout"] + zero["stderr"] and zero["error"] == "ZeroDivisionError"
     assert mods["stdout"] == "False False\n"
+    # a name no numpy cell would have set is a typo: the usual traceback, no talk of numpy
+    assert typo["error"] == "NameError" and "gradz" in typo["stdout"] + typo["stderr"]
+    assert "Traceback" in typo["stdout"] + typo["stderr"] or "---" in typo["stdout"] + typo["stderr"]
+    assert "numpy" not in typo["stdout"] + typo["stderr"]
+    # the engine names what it is without numpy
+    assert engine["stdout"] == ("pytree-lab Lite engine 0.1.0+pytree-lab-lite (tree operations only, on plain "
+                                "Python values: numpy could not be loaded here; JAX cannot run in the browser)\n")
 
 
 def test_regular_kernel_without_numpy_still_refuses_the_lite_engine():

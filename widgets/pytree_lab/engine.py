@@ -41,7 +41,9 @@ class Engine:
     @property
     def name(self) -> str:
         if self.is_lite:
-            return f"pytree-lab Lite engine {self.version} (numpy + autograd; JAX cannot run in the browser)"
+            detail = getattr(self.jax, "engine_detail", None)
+            detail = detail() if callable(detail) else "numpy + autograd"
+            return f"pytree-lab Lite engine {self.version} ({detail}; JAX cannot run in the browser)"
         return f"JAX {self.version}"
 
     @cached_property

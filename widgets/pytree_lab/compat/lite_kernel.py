@@ -1,4 +1,4 @@
-"""The JupyterLite kernel's setup: load numpy within a time bound, or say plainly what works.
+"""The JupyterLite kernel's setup: numpy loads in the background; what needs it waits, bounded.
 
 Called by every course notebook's setup cell (lite_build/first_cell.py) in the browser, after
 pytree-lab itself is installed from the site:
@@ -6,16 +6,26 @@ pytree-lab itself is installed from the site:
     await pytree_lab.compat.lite_kernel.setup()
 
 numpy and pandas are compiled for the browser and come from Pyodide's CDN (unless the site
-was built with them included). Before starting that download, `setup` asks the CDN for the
-numpy file's headers and waits at most `PROBE_SECONDS`: a refused request ends at once, a
-request that gets no answer (a filtering firewall) ends after the bound, not after minutes.
+was built with them included). `setup` starts loading them (with autograd and bqplot) in the
+background and returns at once, so the cells after it run while the download goes on: a tree
+diagram needs nothing of it. Before it runs each cell, the kernel looks at what the cell
+imports; a cell that imports what needs numpy (`jax`, `numpy`, `pandas`, `autograd`, `bqplot`,
+`optax`, pytree-lab's StepExplorer and the other array parts) waits for that same load, never a
+second one, and never longer than the load's own bound:
+
+- first the CDN is asked for the numpy file's headers, waiting at most `PROBE_SECONDS`: a
+  refused request ends at once, a request that gets no answer (a filtering firewall) ends
+  after the bound, not after minutes;
+- then the download itself gets at most `INSTALL_SECONDS`.
+
 If numpy arrives, `import jax` gives the Lite engine (numpy + autograd). If it does not, the
-kernel keeps working on trees:
+first cell that needs it says so in one paragraph, and the kernel keeps working on trees:
 
 - `import jax` gives the tree operations (`jax.tree`, `jax.tree_util`) without numpy, and
   `jax.numpy.array` gives the values as plain Python (one leaf per array, as in JAX), so the
   lessons' trees are built and drawn;
-- a cell that needs numpy shows one short line (no traceback) and Run All goes on;
+- a cell that needs numpy shows one short line (no traceback) and Run All goes on; a name that
+  such a cell left undefined is reported the same way, any other NameError keeps its traceback;
 - the kernel stops trying to fetch numpy for cells that import it (a fetch that hangs would
   otherwise hang each such cell).
 """
@@ -28,14 +38,21 @@ from typing import Any
 
 from . import _without_numpy
 
-__all__ = ["setup", "degrade", "short_message", "PROBE_SECONDS", "INSTALL_SECONDS"]
+__all__ = ["setup", "wait_for_numpy", "degrade", "short_message", "cell_needs_numpy", "PROBE_SECONDS",
+           "INSTALL_SECONDS"]
 
 PROBE_SECONDS = 8.0  # no answer at all from the CDN in this time: treat it as unreachable
 INSTALL_SECONDS = 240.0  # the CDN answered: numpy + pandas (~15 MB) on a slow school network
 ARRAY_PACKAGES = ["numpy", "autograd", "bqplot"]  # bqplot brings pandas
+LOCK_PACKAGES = ["numpy", "pandas"]  # compiled, in Pyodide's lock: loaded by Pyodide itself, first
 NEEDS_NUMPY_MODULES = {"numpy", "pandas", "autograd", "bqplot", "bqscales", "traittypes", "scipy"}
+# what a cell may import that needs numpy once it runs: it waits for the background load
+WAITS_FOR_NUMPY_MODULES = NEEDS_NUMPY_MODULES | {"jax", "optax"}
 # lazily imported names of pytree_lab that need numpy
 NEEDS_NUMPY_NAMES = ("StepExplorer", "PackedView", "StepResult", "gradient_step")
+# pytree_lab's modules that import numpy (or jax) when they are imported
+NEEDS_NUMPY_SUBMODULES = {"pytree_lab." + m for m in ("explorer", "step", "packed", "chart", "training",
+                                                      "engine", "compat.jax", "compat.optax")}
 
 STILL_WORKS = (
     "Still working: tree diagrams (PytreeDiagram), describe and diagnose, jax.tree and "
@@ -44,6 +61,21 @@ STILL_WORKS = (
     "To get them: reload the page when the network lets cdn.jsdelivr.net through, or ask "
     "for a copy of the site built with the packages included."
 )
+
+
+class _Load:
+    """The one background load of the array packages in this kernel, and what came of it."""
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task | None = None
+        self.deadline = 0.0  # event-loop time after which nobody waits any longer
+        self.bound = 0.0  # seconds: the probe's bound + the download's
+        self.outcome: str | None = None  # None while loading; then "lite" or "trees-only"
+        self.reason: str | None = None
+        self.told = False  # the paragraph about a failed load was printed (once, in one cell)
+
+
+LOAD = _Load()
 
 
 def numpy_url() -> str:
@@ -81,37 +113,202 @@ def host(url: str) -> str:
     return urlsplit(url).netloc or url
 
 
-async def setup(probe_seconds: float = PROBE_SECONDS, install_seconds: float = INSTALL_SECONDS) -> str:
-    """Load numpy, autograd and bqplot, then make `import jax` work. Returns "lite" (numpy
-    arrived) or "trees-only"; prints one short paragraph either way."""
+async def _load_from_lock(names: list[str]) -> None:
+    import pyodide_js
+
+    await pyodide_js.loadPackage(names)  # a failed download is logged, not raised: checked by importing
+
+
+async def _load_array_packages(probe_seconds: float, install_seconds: float) -> str | None:
+    """Probe, then download and install numpy, autograd and bqplot (+ pandas); None when they
+    arrived, else why not (one phrase). Runs in the background; prints nothing."""
     import piplite
 
-    from . import install_as_jax
-
-    reason = None
     try:
         reason = await probe(numpy_url(), probe_seconds)
     except Exception as err:  # no lock entry, no JS API: say so rather than guess
         reason = f"its address could not be found ({type(err).__name__}: {err})"
-    if reason is None:
-        try:
-            await asyncio.wait_for(piplite.install(ARRAY_PACKAGES), install_seconds)
-            import numpy  # noqa: F401  (a failed download may only be logged: check it arrived)
-            import autograd  # noqa: F401
-        except (asyncio.TimeoutError, TimeoutError):
-            reason = f"the download did not finish within {install_seconds:.0f} s"
-        except Exception as err:  # anything the installer raises
-            reason = f"the download failed ({type(err).__name__}: {first_line(err)})"
-    if reason is None:
-        engine = install_as_jax()
-        import numpy
+    if reason is not None:
+        return reason
+    try:
+        # numpy and pandas (the big downloads) start now, by Pyodide's own loader, while micropip
+        # resolves autograd and bqplot from the site; micropip's own request for numpy then waits
+        # for this load (Pyodide loads one set of packages at a time) and finds it done
+        await asyncio.wait_for(asyncio.gather(_load_from_lock(LOCK_PACKAGES), piplite.install(ARRAY_PACKAGES)),
+                               install_seconds)
+        import numpy  # noqa: F401  (a failed download may only be logged: check it arrived)
+        import autograd  # noqa: F401
+    except (asyncio.TimeoutError, TimeoutError):
+        return f"the download did not finish within {install_seconds:.0f} s"
+    except Exception as err:  # anything the installer raises
+        return f"the download failed ({type(err).__name__}: {first_line(err)})"
+    return None
 
-        print(f"Ready: numpy {numpy.__version__} loaded; `import jax` gives "
-              + ("JAX." if engine == "jax" else "pytree-lab's Lite engine (numpy + autograd)."))
-        return "lite"
-    degrade(reason)
-    print(f"numpy could not be downloaded from Pyodide's CDN: {reason}.\n{STILL_WORKS}")
-    return "trees-only"
+
+def _settle(reason: str | None) -> str:
+    """Apply the load's result once: the full Lite engine, or the kernel without numpy."""
+    if LOAD.outcome is None:
+        LOAD.reason = reason
+        if reason is None:
+            from . import install_as_jax
+
+            install_as_jax()
+            LOAD.outcome = "lite"
+        else:
+            degrade(reason)
+            LOAD.outcome = "trees-only"
+    return LOAD.outcome
+
+
+def _on_done(task: asyncio.Task) -> None:
+    if task.cancelled():
+        _settle("the download was cancelled")
+    elif task.exception() is not None:
+        err = task.exception()
+        _settle(f"the download failed ({type(err).__name__}: {first_line(err)})")
+    else:
+        _settle(task.result())
+
+
+async def setup(probe_seconds: float = PROBE_SECONDS, install_seconds: float = INSTALL_SECONDS) -> str:
+    """Start loading numpy, autograd and bqplot (+ pandas) in the background; return "loading".
+
+    Prints one line. The cells that follow run at once; one that imports what needs numpy
+    waits for this same load (see `wait_for_numpy`); nothing else does.
+    """
+    if LOAD.task is None:
+        loop = asyncio.get_event_loop()
+        LOAD.bound = probe_seconds + install_seconds
+        LOAD.deadline = loop.time() + LOAD.bound
+        LOAD.task = asyncio.ensure_future(_load_array_packages(probe_seconds, install_seconds))
+        LOAD.task.add_done_callback(_on_done)
+        _wait_in_cells_that_need_numpy()
+    if LOAD.outcome is not None:  # the setup cell run again after the load ended
+        if LOAD.outcome == "lite":
+            import numpy
+
+            print(f"numpy {numpy.__version__} is loaded; `import jax` gives pytree-lab's Lite engine (numpy + autograd).")
+        else:
+            LOAD.told = True
+            print(f"numpy could not be downloaded from Pyodide's CDN: {LOAD.reason}.\n{STILL_WORKS}")
+        return LOAD.outcome
+    try:
+        where = host(numpy_url())
+    except Exception:
+        where = "Pyodide's CDN"
+    where = "this site" if where == _site_host() else where
+    print(f"numpy and pandas are loading in the background (from {where}): tree diagrams work now; "
+          "a cell that needs numpy waits until they are loaded.")
+    return "loading"
+
+
+def _site_host() -> str | None:
+    try:
+        import js
+
+        return str(js.location.host)
+    except Exception:
+        return None
+
+
+async def wait_for_numpy() -> str:
+    """Wait (bounded) for the background load that `setup` started; "lite" or "trees-only".
+
+    The first caller after a failed load prints what happened and what still works.
+    """
+    if LOAD.task is None:
+        return LOAD.outcome or "trees-only"
+    if LOAD.outcome is None:
+        remaining = max(0.0, LOAD.deadline - asyncio.get_event_loop().time())
+        try:
+            # shield: a cell that stops waiting must not cancel the one shared load
+            await asyncio.wait_for(asyncio.shield(LOAD.task), remaining + 0.5)
+        except (asyncio.TimeoutError, TimeoutError):
+            _settle(f"the download did not finish within {LOAD.bound:.0f} s")
+        except Exception as err:
+            _settle(f"the download failed ({type(err).__name__}: {first_line(err)})")
+        if LOAD.outcome is None:  # the task ended; its callback may not have run yet
+            _on_done(LOAD.task)
+    if LOAD.outcome == "trees-only" and not LOAD.told:
+        LOAD.told = True
+        print(f"numpy could not be downloaded from Pyodide's CDN: {LOAD.reason}.\n{STILL_WORKS}")
+    return LOAD.outcome
+
+
+def imported_modules(code: str) -> set[str] | None:
+    """The modules a cell imports (absolute names; `from m import n` gives m and m.n), or None
+    for a cell that does not parse."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        try:  # IPython syntax (%magics, !commands): parse what IPython will run
+            from IPython import get_ipython
+
+            shell = get_ipython()
+            tree = ast.parse(shell.transform_cell(code)) if shell is not None else None
+        except Exception:
+            tree = None
+    if tree is None:
+        return None
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+            found.update(f"{node.module}.{a.name}" for a in node.names)
+    return found
+
+
+def cell_needs_numpy(code: str) -> bool:
+    """True when the cell imports something that needs numpy (jax, numpy, pandas, autograd,
+    bqplot, optax, pytree-lab's array parts, or `get_engine`, whose answer depends on numpy)."""
+    modules = imported_modules(code)
+    if not modules:
+        return False  # nothing imported, or a syntax error the cell will report itself
+    for module in modules:
+        if module.split(".")[0] in WAITS_FOR_NUMPY_MODULES:
+            return True
+        if module == "pytree_lab.*" or module in {f"pytree_lab.{n}" for n in (*NEEDS_NUMPY_NAMES, "get_engine")}:
+            return True
+        if any(module == m or module.startswith(m + ".") for m in NEEDS_NUMPY_SUBMODULES):
+            return True
+    return False
+
+
+def _kernel_module() -> Any:
+    try:
+        import pyodide_kernel.kernel as kernel_module
+    except ImportError:
+        return None
+    return kernel_module
+
+
+def _wait_in_cells_that_need_numpy() -> None:
+    """Before each cell the Pyodide kernel loads the lock packages the cell imports. Wrap that
+    step: a cell that needs numpy first waits for the background load; once numpy could not be
+    loaded, cells that import what needs it skip the fetch (it would fail or hang again)."""
+    kernel_module = _kernel_module()
+    if kernel_module is None:
+        return
+    original = getattr(kernel_module, "_load_packages_from_imports", None)
+    if original is None or getattr(original, "__pytree_lab__", False):
+        return
+
+    async def load_packages_from_imports(code: str, *args: Any, **kwargs: Any) -> Any:
+        needs = cell_needs_numpy(code)
+        if needs and LOAD.outcome is None and LOAD.task is not None:
+            await wait_for_numpy()
+        elif needs and LOAD.outcome == "trees-only" and not LOAD.told:
+            await wait_for_numpy()  # says once what happened
+        if DEGRADED["on"] and {m.split(".")[0] for m in imported_modules(code) or ()} & NEEDS_NUMPY_MODULES:
+            return None
+        return await original(code, *args, **kwargs)
+
+    load_packages_from_imports.__pytree_lab__ = True
+    kernel_module._load_packages_from_imports = load_packages_from_imports
 
 
 def first_line(err: BaseException) -> str:
@@ -126,17 +323,80 @@ def degrade(reason: str, shell: Any = None) -> None:
     """Set the kernel up to work on trees without numpy (see the module docstring)."""
     _without_numpy.REASON["text"] = f"it could not be downloaded in this browser ({reason})"
     _without_numpy.ALLOWED["on"] = True
+    DEGRADED["on"] = True
     from . import install_as_jax
 
     install_as_jax()
     _stand_ins_for_pytree_lab()
-    _no_fetch_for_numpy_imports()
+    _wait_in_cells_that_need_numpy()  # once degraded, it skips the kernel's fetch for numpy
     if shell is None:
         from IPython import get_ipython
 
         shell = get_ipython()
     if shell is not None:
         shell.set_custom_exc((ImportError, NameError), _handler)
+        if not getattr(shell, "_pytree_lab_cell_watch", False):
+            shell.events.register("pre_run_cell", _remember_cell)
+            shell._pytree_lab_cell_watch = True
+
+
+DEGRADED = {"on": False}
+# The source of the cell now running, and the names that cells which needed numpy did not
+# get to define (a NameError for one of these is numpy's absence, any other is a real one).
+CURRENT_CELL = {"source": ""}
+LEFT_UNDEFINED: set[str] = set()
+
+
+def _remember_cell(info: Any) -> None:
+    CURRENT_CELL["source"] = getattr(info, "raw_cell", "") or ""
+
+
+def names_bound(code: str) -> set[str]:
+    """The names a cell's top level would define: assignments, imports, def/class, for and
+    with targets (not what functions inside it bind locally)."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return set()
+    names: set[str] = set()
+
+    def targets(node: Any) -> None:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Name):
+                names.add(sub.id)
+
+    def visit(statements: list) -> None:
+        for node in statements:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+                continue
+            if isinstance(node, ast.Assign):
+                for t in node.targets:
+                    targets(t)
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets(node.target)
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                targets(node.target)
+            elif isinstance(node, (ast.With, ast.AsyncWith)):
+                for item in node.items:
+                    if item.optional_vars is not None:
+                        targets(item.optional_vars)
+            elif isinstance(node, ast.Import):
+                names.update((a.asname or a.name.split(".")[0]) for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                names.update((a.asname or a.name) for a in node.names if a.name != "*")
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.NamedExpr):
+                    targets(sub.target)
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                visit([n for n in getattr(node, field, []) if isinstance(n, ast.AST)])
+            if isinstance(node, ast.ExceptHandler) and node.name:
+                names.add(node.name)
+
+    visit(tree.body)
+    return names
 
 
 def _stand_ins_for_pytree_lab() -> None:
@@ -152,41 +412,16 @@ def _stand_ins_for_pytree_lab() -> None:
             setattr(module, name, _without_numpy.needs_numpy(f"pytree_lab.{name}"))
 
 
-def _no_fetch_for_numpy_imports() -> None:
-    """The Pyodide kernel fetches lock packages a cell imports before running it; for numpy
-    that fetch would fail or hang again. Skip it for cells that import what needs numpy."""
-    try:
-        import pyodide_kernel.kernel as kernel_module
-        from pyodide.code import find_imports
-    except ImportError:
-        return
-    original = getattr(kernel_module, "_load_packages_from_imports", None)
-    if original is None or getattr(original, "__pytree_lab__", False):
-        return
-
-    async def load_packages_from_imports(code: str, *args: Any, **kwargs: Any) -> Any:
-        try:
-            wanted = {name.split(".")[0] for name in find_imports(code)}
-        except Exception:
-            wanted = set()
-        if wanted & NEEDS_NUMPY_MODULES:
-            return None
-        return await original(code, *args, **kwargs)
-
-    load_packages_from_imports.__pytree_lab__ = True
-    kernel_module._load_packages_from_imports = load_packages_from_imports
-
-
 def short_message(etype: type, value: BaseException) -> str | None:
     """One line for an error caused by numpy's absence; None for any other error."""
     if isinstance(value, _without_numpy.NumpyUnavailable):
         return f"{value} This cell needs numpy; the tree parts of the lesson still work."
     if isinstance(value, ImportError) and (getattr(value, "name", None) or "").split(".")[0] in NEEDS_NUMPY_MODULES:
         return (f"{value.name} is not available: numpy could not be downloaded in this browser "
-                "(see the setup cell). This cell needs it; the tree parts of the lesson still work.")
-    if isinstance(value, NameError):
-        return (f"{value} (probably set by an earlier cell that needed numpy, which could not be "
-                "loaded here; see the setup cell).")
+                "(said where a cell first needed it). This cell needs it; the tree parts of the lesson still work.")
+    if isinstance(value, NameError) and getattr(value, "name", None) in LEFT_UNDEFINED:
+        return (f"{value} (it is set by an earlier cell that needed numpy, which could not be "
+                "downloaded in this browser).")
     return None
 
 
@@ -195,6 +430,10 @@ def _handler(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: 
     then counts as run, so Run All goes on); any other error gets its usual traceback."""
     message = short_message(etype, value)
     if message is None:
-        return shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
+        # IPython discards what a custom handler returns: show the usual traceback ourselves
+        shell.showtraceback((etype, value, tb), tb_offset=tb_offset, running_compiled_code=True)
+        return None
+    # what this cell would have defined stays undefined because of numpy, not a typo
+    LEFT_UNDEFINED.update(n for n in names_bound(CURRENT_CELL["source"]) if n not in shell.user_ns)
     print(message, file=sys.stderr)
     return None

@@ -53,6 +53,14 @@ def without_numpy() -> bool:
     return False
 
 
+def engine_detail() -> str:
+    """What this engine computes with, for its name: numpy + autograd, or, where numpy could
+    not be loaded, the tree operations alone on plain Python values."""
+    if without_numpy():
+        return "tree operations only, on plain Python values: numpy could not be loaded here"
+    return "numpy + autograd"
+
+
 def _check_importable() -> None:
     """Outside the browser kernel the Lite engine needs numpy and autograd, as it always did."""
     from .._without_numpy import ALLOWED
