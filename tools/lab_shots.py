@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Callable
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "browser"))
+sys.path.insert(0, str(ROOT / "tests"))
 
-import harness  # noqa: E402  (the browser tests' harness, reused as is)
+from browser import harness  # noqa: E402  (the browser tests' harness, reused as is)
 
 THEMES = ((harness.LIGHT, "light"), (harness.DARK, "dark"))
 
