@@ -29,6 +29,7 @@ def take(
     shots: dict[int, str],
     wait_for: str,
     width: int,
+    height: int = 1000,
     scale: float = 1.0,
     ready: Callable | None = None,
     more: Callable | None = None,
@@ -38,6 +39,7 @@ def take(
 
     `ready(nb, outputs)` waits for whatever the widgets draw late, once, before the first shot;
     `more(nb, outputs, tag)` saves further shots in each theme and returns their paths.
+    A widget taller than the `width` x `height` viewport is cut off at its bottom edge.
     """
     from playwright.sync_api import sync_playwright
 
@@ -49,7 +51,7 @@ def take(
         with sync_playwright() as pw:
             browser = harness.launch_chromium(pw)
             try:
-                page = browser.new_page(viewport={"width": width, "height": 1000}, device_scale_factor=scale)
+                page = browser.new_page(viewport={"width": width, "height": height}, device_scale_factor=scale)
                 harness.open_lab(page, server)
                 nb = harness.open_notebook(page, server, notebook, cells, wait_for=wait_for)
                 try:
