@@ -68,6 +68,18 @@ def _enable_probe(base: Path) -> None:
 EXTENSION_OFF = ["--ServerApp.jpserver_extensions=pytree_lab=False"]
 
 
+def api_request(url: str, token: str, method: str, path: str, body: Any = None, timeout: float = 30.0) -> Any:
+    """One call to a Jupyter server's REST API with its token: `body` and the answer as JSON."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(
+        f"{url}{path}", data=data, method=method,
+        headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        raw = resp.read()
+    return json.loads(raw) if raw else None
+
+
 @dataclass
 class Server:
     proc: subprocess.Popen
@@ -81,14 +93,7 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def api(self, method: str, path: str, body: Any = None, timeout: float = 30.0) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(
-            f"{self.url}{path}", data=data, method=method,
-            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            raw = resp.read()
-        return json.loads(raw) if raw else None
+        return api_request(self.url, self.token, method, path, body, timeout)
 
     def probe(self) -> dict:
         return self.api("GET", "/nodelay-probe")

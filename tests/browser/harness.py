@@ -20,7 +20,6 @@ import sys
 import tempfile
 import time
 import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -28,9 +27,9 @@ from typing import Any, Callable, Sequence
 # tests/server_harness.py: `tests.server_harness` when the benchmark imports this module from the
 # repository root, `server_harness` where tests/ is on the path (pytest, tools/lab_shots.py)
 if __package__ == "tests.browser":
-    from tests.server_harness import free_port, wait_until_answering
+    from tests.server_harness import api_request, free_port, wait_until_answering
 else:
-    from server_harness import free_port, wait_until_answering
+    from server_harness import api_request, free_port, wait_until_answering
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -102,16 +101,7 @@ class LabServer:
         return f"{self.url}/lab{('/tree/' + path) if path else ''}?token={self.token}"
 
     def api(self, method: str, path: str, body: Any = None, timeout: float = 10.0) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(
-            f"{self.url}{path}",
-            data=data,
-            method=method,
-            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            raw = resp.read()
-        return json.loads(raw) if raw else None
+        return api_request(self.url, self.token, method, path, body, timeout)
 
     def log_tail(self, n: int = 60) -> str:
         try:
