@@ -24,6 +24,9 @@ from datetime import datetime
 from .lab import FIND_PANEL, BenchLab, setup_cell
 from .stats import Table, fmt, summary
 
+# after .lab, which puts the repository on the path
+from tests.browser.pages import read_bars as read_drawn_bars  # noqa: E402
+
 TARGET_P50_MS = 30.0  # explorer round trip, p50, on the server as installed
 TARGET_RATIO = 1.25  # explorer p95 <= 1.25 x the no-op floor's p95, same server
 
@@ -116,46 +119,12 @@ async ({name, keys0, quiet, timeout}) => {
 }
 """
 
-READ_BARS = """
-(fig) => {
-  const mid = (r) => ({x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2});
-  let ticks = null;
-  for (const axis of fig.querySelectorAll('g.axis')) {
-    const ts = [...axis.querySelectorAll(':scope > g.tick')].map((t) => ({
-      text: t.querySelector('text').textContent, ...mid(t.querySelector('line').getBoundingClientRect()),
-    }));
-    // the y axis: its ticks stand in one column
-    if (ts.length > 1 && ts.every((t) => Math.abs(t.x - ts[0].x) < 0.5)) ticks = ts;
-  }
-  const groups = [...fig.querySelectorAll('g.bargroup')].map((g) =>
-    [...g.querySelectorAll('rect.bar')].map((r) => {
-      const b = r.getBoundingClientRect();
-      return {top: b.top, bottom: b.bottom, x: (b.left + b.right) / 2, height: +r.getAttribute('height')};
-    }));
-  return {ticks, groups};
-}
-"""
-
-
 def read_bars(figure) -> tuple[list[list[float]], float]:
-    """Bar values drawn in the SVG, [[before...], [after...]] in x order, and pixels per unit."""
-    raw = figure.evaluate(READ_BARS)
-    ticks = [(t["y"], float(t["text"].replace("\u2212", "-"))) for t in raw["ticks"]]
-    n = len(ticks)
-    my = sum(y for y, _ in ticks) / n
-    mv = sum(v for _, v in ticks) / n
-    slope = sum((y - my) * (v - mv) for y, v in ticks) / sum((y - my) ** 2 for y, _ in ticks)
-
-    def value(y: float) -> float:
-        return mv + slope * (y - my)
-
-    groups = sorted(raw["groups"], key=lambda g: sum(b["x"] for b in g) / len(g))
-    series: list[list[float]] = [[], []]
-    for group in groups:
-        for k, bar in enumerate(group[:2]):
-            ends = [value(bar["top"]), value(bar["bottom"])]
-            series[k].append(max(ends, key=abs) if bar["height"] > 0 else 0.0)
-    return series, abs(1.0 / slope)
+    """Bar values drawn in the SVG, [[before...], [after...]] in x-axis order, and pixels per unit
+    (read by the browser tests' reader)."""
+    drawn = read_drawn_bars(figure)
+    groups = [drawn["bars"][label] for label in drawn["x_labels"] if label in drawn["bars"]]
+    return [[g[k] for g in groups] for k in (0, 1)], drawn["pixels_per_unit"]
 
 
 class RoundTrip:

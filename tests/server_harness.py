@@ -26,7 +26,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 PROBE_DIR = Path(__file__).resolve().parent / "serverprobe"
 SERVER_START = 90.0  # a cold jupyter_server on 2 busy cores
@@ -68,6 +68,18 @@ def _enable_probe(base: Path) -> None:
 EXTENSION_OFF = ["--ServerApp.jpserver_extensions=pytree_lab=False"]
 
 
+def api_request(url: str, token: str, method: str, path: str, body: Any = None, timeout: float = 30.0) -> Any:
+    """One call to a Jupyter server's REST API with its token: `body` and the answer as JSON."""
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(
+        f"{url}{path}", data=data, method=method,
+        headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        raw = resp.read()
+    return json.loads(raw) if raw else None
+
+
 @dataclass
 class Server:
     proc: subprocess.Popen
@@ -81,14 +93,7 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def api(self, method: str, path: str, body: Any = None, timeout: float = 30.0) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(
-            f"{self.url}{path}", data=data, method=method,
-            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            raw = resp.read()
-        return json.loads(raw) if raw else None
+        return api_request(self.url, self.token, method, path, body, timeout)
 
     def probe(self) -> dict:
         return self.api("GET", "/nodelay-probe")
@@ -137,23 +142,36 @@ def start_server(python: str | os.PathLike, base: Path, args: list[str] | None =
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     server = Server(proc, base, port, token, log_path)
-    deadline = time.monotonic() + SERVER_START
+    wait_until_answering(server, base / "runtime", SERVER_START, "jupyter_server", lambda: server.log()[-4000:])
+    return server
+
+
+def wait_until_answering(server, runtime_dir: Path, timeout: float, name: str, log_tail: Callable[[], str],
+                         error: type[Exception] = RuntimeError) -> None:
+    """Poll a just-started server (`proc`, `port`, `api`, `stop`) until its API answers.
+
+    port_retries may have moved it: the server's own runtime file says where it is. If the
+    process exits, or nothing answers within `timeout` seconds (then it is stopped), raises
+    `error` naming the server and ending with `log_tail()`.
+    """
+    proc = server.proc
+    deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
-            raise RuntimeError(f"jupyter_server exited with {proc.returncode}:\n{server.log()[-4000:]}")
-        for info in (base / "runtime").glob(f"jpserver-{proc.pid}.json"):
+            raise error(f"{name} exited with {proc.returncode}:\n{log_tail()}")
+        for info in runtime_dir.glob(f"jpserver-{proc.pid}.json"):
             try:
                 server.port = json.loads(info.read_text())["port"]
             except (OSError, ValueError, KeyError):
                 pass
         try:
             server.api("GET", "/api/status", timeout=2.0)
-            return server
+            return
         except (urllib.error.URLError, ConnectionError, OSError):
             pass
         if time.monotonic() > deadline:
             server.stop()
-            raise RuntimeError(f"jupyter_server did not answer within {SERVER_START}s:\n{server.log()[-4000:]}")
+            raise error(f"{name} did not answer within {timeout}s:\n{log_tail()}")
         time.sleep(0.2)
 
 

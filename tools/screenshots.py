@@ -10,15 +10,10 @@ the whole notebook, for a person to look at.
 
 from __future__ import annotations
 
-import argparse
-import sys
-import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "browser"))
-
-import harness  # noqa: E402  (the browser tests' harness, reused as is)
+import lab_shots
+from lab_shots import harness
 
 CELLS = [
     # 0: the explorer, as the lesson shows it
@@ -59,62 +54,32 @@ SHOTS = {0: "explorer", 1: "diagram-nested-adam", 2: "diagram-missing-leaf"}
 
 
 def take(out: Path, scale: float = 1.0) -> list[Path]:
-    from playwright.sync_api import sync_playwright
+    def bars_drawn(nb, outputs) -> None:
+        # bqplot draws after its layout settles; wait for non-empty bars
+        nb.panel.locator(".bqplot rect").first.wait_for(
+            state="attached", timeout=harness.Timeouts.ms(harness.Timeouts.WIDGET_VIEW)
+        )
 
-    out.mkdir(parents=True, exist_ok=True)
-    saved: list[Path] = []
-    base = Path(tempfile.mkdtemp(prefix="pytree-lab-shots-"))
-    server = harness.start_lab(base)
-    try:
-        with sync_playwright() as pw:
-            browser = harness.launch_chromium(pw)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000}, device_scale_factor=scale)
-                harness.open_lab(page, server)
-                nb = harness.open_notebook(page, server, "screenshots.ipynb", CELLS, wait_for='[role="tree"]')
-                try:
-                    outputs = nb.panel.locator(".jp-CodeCell .jp-OutputArea")
-                    # bqplot draws after its layout settles; wait for non-empty bars
-                    nb.panel.locator(".bqplot rect").first.wait_for(
-                        state="attached", timeout=harness.Timeouts.ms(harness.Timeouts.WIDGET_VIEW)
-                    )
-                    for theme, tag in ((harness.LIGHT, "light"), (harness.DARK, "dark")):
-                        harness.set_theme(page, theme)
-                        page.wait_for_timeout(500)  # bqplot restyles its axes after the theme change
-                        for index, name in SHOTS.items():
-                            target = out / f"{name}-{tag}.png"
-                            outputs.nth(index).screenshot(path=str(target))
-                            saved.append(target)
-                        # the linked selection: highlighted row, bars and calculation lines
-                        nb.run("ex.selected_path = \"['bias']\"")
-                        nb.panel.locator('[role="treeitem"][aria-selected="true"]').first.wait_for()
-                        page.wait_for_timeout(300)  # bqplot restyles the selected bars
-                        target = out / f"explorer-bias-selected-{tag}.png"
-                        outputs.nth(0).screenshot(path=str(target))
-                        saved.append(target)
-                        nb.run('ex.selected_path = ""')
-                        target = out / f"notebook-{tag}.png"
-                        page.screenshot(path=str(target), full_page=True)
-                        saved.append(target)
-                    harness.set_theme(page, harness.LIGHT)
-                finally:
-                    nb.close()
-            finally:
-                browser.close()
-    finally:
-        server.stop()
-        harness.remove_tree(base)
-    return saved
+    def selected_and_notebook(nb, outputs, tag: str) -> list[Path]:
+        # the linked selection: highlighted row, bars and calculation lines
+        nb.run("ex.selected_path = \"['bias']\"")
+        nb.panel.locator('[role="treeitem"][aria-selected="true"]').first.wait_for()
+        nb.page.wait_for_timeout(300)  # bqplot restyles the selected bars
+        selected = out / f"explorer-bias-selected-{tag}.png"
+        outputs.nth(0).screenshot(path=str(selected))
+        nb.run('ex.selected_path = ""')
+        notebook = out / f"notebook-{tag}.png"
+        nb.page.screenshot(path=str(notebook), full_page=True)
+        return [selected, notebook]
+
+    # the explorer (buttons, sliders, bars, loss line, diagram, worked calculation) stands about
+    # 1400 px tall: the viewport holds it whole
+    return lab_shots.take(out, notebook="screenshots.ipynb", cells=CELLS, shots=SHOTS, wait_for='[role="tree"]',
+                          width=1400, height=2000, scale=scale, ready=bars_drawn, more=selected_and_notebook)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "artifacts" / "screenshots")
-    parser.add_argument("--scale", type=float, default=1.0, help="device pixel ratio (2 for close inspection)")
-    args = parser.parse_args(argv)
-    for path in take(args.out, args.scale):
-        print(path)
-    return 0
+    return lab_shots.main(argv, __doc__.splitlines()[0], take)
 
 
 if __name__ == "__main__":

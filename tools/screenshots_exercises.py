@@ -9,15 +9,9 @@ reference solution revealed, a revealed prediction with a self-rating, a quiz an
 
 from __future__ import annotations
 
-import argparse
-import sys
-import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "browser"))
-
-import harness  # noqa: E402  (the browser tests' harness, reused as is)
+import lab_shots
 
 CELLS = [
     """\
@@ -54,48 +48,15 @@ SHOTS = {0: "exercise-check", 1: "exercise-prediction", 2: "exercise-quiz", 3: "
 
 
 def take(out: Path, scale: float = 1.0) -> list[Path]:
-    from playwright.sync_api import sync_playwright
+    def solution_shown(nb, outputs) -> None:
+        outputs.nth(0).locator(".ptl-ex-solution").wait_for()
 
-    out.mkdir(parents=True, exist_ok=True)
-    saved: list[Path] = []
-    base = Path(tempfile.mkdtemp(prefix="pytree-lab-shots-"))
-    server = harness.start_lab(base)
-    try:
-        with sync_playwright() as pw:
-            browser = harness.launch_chromium(pw)
-            try:
-                page = browser.new_page(viewport={"width": 1300, "height": 1000}, device_scale_factor=scale)
-                harness.open_lab(page, server)
-                nb = harness.open_notebook(page, server, "exercise-shots.ipynb", CELLS, wait_for=".ptl-packed")
-                try:
-                    outputs = nb.panel.locator(".jp-CodeCell .jp-OutputArea")
-                    outputs.nth(0).locator(".ptl-ex-solution").wait_for()
-                    for theme, tag in ((harness.LIGHT, "light"), (harness.DARK, "dark")):
-                        harness.set_theme(page, theme)
-                        page.wait_for_timeout(500)
-                        for index, name in SHOTS.items():
-                            target = out / f"{name}-{tag}.png"
-                            outputs.nth(index).screenshot(path=str(target))
-                            saved.append(target)
-                    harness.set_theme(page, harness.LIGHT)
-                finally:
-                    nb.close()
-            finally:
-                browser.close()
-    finally:
-        server.stop()
-        harness.remove_tree(base)
-    return saved
+    return lab_shots.take(out, notebook="exercise-shots.ipynb", cells=CELLS, shots=SHOTS, wait_for=".ptl-packed",
+                          width=1300, scale=scale, ready=solution_shown)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "artifacts" / "screenshots")
-    parser.add_argument("--scale", type=float, default=1.0, help="device pixel ratio (2 for close inspection)")
-    args = parser.parse_args(argv)
-    for path in take(args.out, args.scale):
-        print(path)
-    return 0
+    return lab_shots.main(argv, __doc__.splitlines()[0], take)
 
 
 if __name__ == "__main__":

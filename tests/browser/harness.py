@@ -15,16 +15,21 @@ import json
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
+
+# tests/server_harness.py: `tests.server_harness` when the benchmark imports this module from the
+# repository root, `server_harness` where tests/ is on the path (pytest, tools/lab_shots.py)
+if __package__ == "tests.browser":
+    from tests.server_harness import api_request, free_port, wait_until_answering
+else:
+    from server_harness import api_request, free_port, wait_until_answering
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -76,12 +81,6 @@ LAB_SETTINGS: dict[str, dict[str, Any]] = {
 }
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @dataclass
 class LabServer:
     """A running `jupyter lab` with its own config, settings, runtime and notebook dirs."""
@@ -102,16 +101,7 @@ class LabServer:
         return f"{self.url}/lab{('/tree/' + path) if path else ''}?token={self.token}"
 
     def api(self, method: str, path: str, body: Any = None, timeout: float = 10.0) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(
-            f"{self.url}{path}",
-            data=data,
-            method=method,
-            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
-        )
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            raw = resp.read()
-        return json.loads(raw) if raw else None
+        return api_request(self.url, self.token, method, path, body, timeout)
 
     def log_tail(self, n: int = 60) -> str:
         try:
@@ -197,28 +187,8 @@ def start_lab(base: Path | None = None, args: Sequence[str] = ()) -> LabServer:
     )
     log.close()
     server = LabServer(proc, base, dirs["notebooks"], dirs["runtime"], port, token, log_path)
-
-    deadline = time.monotonic() + Timeouts.SERVER_START
-    while True:
-        if proc.poll() is not None:
-            raise HarnessError(f"jupyter lab exited with {proc.returncode}:\n{server.log_tail()}")
-        # port_retries may have moved it: the server's own runtime file says where it is
-        for info_file in dirs["runtime"].glob(f"jpserver-{proc.pid}.json"):
-            try:
-                server.port = json.loads(info_file.read_text())["port"]
-            except (OSError, ValueError, KeyError):
-                pass
-        try:
-            server.api("GET", "/api/status", timeout=2.0)
-            return server
-        except (urllib.error.URLError, ConnectionError, OSError):
-            pass
-        if time.monotonic() > deadline:
-            server.stop()
-            raise HarnessError(
-                f"jupyter lab did not answer within {Timeouts.SERVER_START}s:\n{server.log_tail()}"
-            )
-        time.sleep(0.2)
+    wait_until_answering(server, dirs["runtime"], Timeouts.SERVER_START, "jupyter lab", server.log_tail, HarnessError)
+    return server
 
 
 def launch_chromium(playwright):

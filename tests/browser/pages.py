@@ -62,8 +62,8 @@ def slider_readout(scope, label: str) -> str:
 
 
 # Everything in screen coordinates, so transforms inside bqplot's SVG do not matter.
-_READ_BARS = """
-(fig) => {
+# The axes of a bqplot figure: each one's tick texts and positions (and whether it stands upright).
+_AXES = """
   const mid = (r) => ({x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2});
   const axes = [...fig.querySelectorAll('svg.svg-background g.axis')].map(axis => {
     const ticks = [...axis.querySelectorAll(':scope > g.tick')];
@@ -76,6 +76,9 @@ _READ_BARS = """
       label: [...axis.querySelectorAll(':scope > text')].map(t => t.textContent).join(' '),
     };
   });
+"""
+
+_READ_BARS = "(fig) => {" + _AXES + """
   const groups = [...fig.querySelectorAll('g.bargroup')].map(g => ({
     bars: [...g.querySelectorAll('rect.bar')].map(r => {
       const b = r.getBoundingClientRect();
@@ -93,9 +96,57 @@ _READ_BARS = """
 }
 """
 
+# The loss line: its points in screen coordinates, and the axes to turn them into numbers.
+_READ_LINE = "(fig) => {" + _AXES + """
+  const path = fig.querySelector('path.line');
+  const points = [];
+  if (path) {
+    const m = path.getScreenCTM();
+    const nums = (path.getAttribute('d') || '').match(/-?[\\d.]+(e[-+]?\\d+)?/g) || [];
+    for (let i = 0; i + 1 < nums.length; i += 2) {
+      const p = new DOMPoint(+nums[i], +nums[i + 1]).matrixTransform(m);
+      points.push({x: p.x, y: p.y});
+    }
+  }
+  return {axes, points};
+}
+"""
+
 
 def _number(text: str) -> float:
     return float(text.replace("\u2212", "-").strip())
+
+
+def _x_and_y_axes(axes: list[dict]) -> tuple[dict, dict]:
+    vertical = [a for a in axes if a["vertical"]]
+    horizontal = [a for a in axes if not a["vertical"]]
+    assert len(vertical) == 1 and len(horizontal) == 1, f"expected one x and one y axis: {axes}"
+    return horizontal[0], vertical[0]
+
+
+class _Scale:
+    """Pixel -> value along one axis: least squares through every tick (tick labels are rounded
+    for display, positions are not)."""
+
+    def __init__(self, axis: dict, coordinate: str):
+        ticks = [(t[coordinate], _number(t["text"])) for t in axis["ticks"]]
+        n = len(ticks)
+        self.mean_pixel = sum(p for p, _ in ticks) / n
+        self.mean_value = sum(v for _, v in ticks) / n
+        self.slope = sum((p - self.mean_pixel) * (v - self.mean_value) for p, v in ticks) / sum(
+            (p - self.mean_pixel) ** 2 for p, _ in ticks
+        )
+
+    def __call__(self, pixel: float) -> float:
+        return self.mean_value + self.slope * (pixel - self.mean_pixel)
+
+    @property
+    def pixels_per_unit(self) -> float:
+        return abs(1.0 / self.slope)
+
+    @property
+    def zero_pixel(self) -> float:
+        return self.mean_pixel - self.mean_value / self.slope
 
 
 def read_bars(figure) -> dict:
@@ -105,21 +156,11 @@ def read_bars(figure) -> dict:
     end away from zero. Bars are matched to x labels by horizontal position.
     """
     raw = figure.evaluate(_READ_BARS)
-    vertical = [a for a in raw["axes"] if a["vertical"]]
-    horizontal = [a for a in raw["axes"] if not a["vertical"]]
-    assert len(vertical) == 1 and len(horizontal) == 1, f"expected one x and one y axis: {raw['axes']}"
-    ticks = [(t["y"], _number(t["text"])) for t in vertical[0]["ticks"]]
-    # least squares through every tick: tick labels are rounded for display, positions are not
-    n = len(ticks)
-    my = sum(y for y, _ in ticks) / n
-    mv = sum(v for _, v in ticks) / n
-    slope = sum((y - my) * (v - mv) for y, v in ticks) / sum((y - my) ** 2 for y, _ in ticks)
-
-    def value(y: float) -> float:
-        return mv + slope * (y - my)
+    x_axis, y_axis = _x_and_y_axes(raw["axes"])
+    value = _Scale(y_axis, "y")
 
     out: dict[str, list[float]] = {}
-    xticks = horizontal[0]["ticks"]
+    xticks = x_axis["ticks"]
     for group in raw["groups"]:
         values = []
         for bar in group["bars"]:
@@ -131,12 +172,20 @@ def read_bars(figure) -> dict:
     return {
         "bars": out,
         "x_labels": [t["text"] for t in xticks],
-        "pixels_per_unit": abs(1.0 / slope),
+        "pixels_per_unit": value.pixels_per_unit,
         "zero_pixel": raw["zero"],
-        "zero_from_ticks": my - mv / slope,
+        "zero_from_ticks": value.zero_pixel,
         "legend": raw["legend"],
         "texts": raw["texts"],
     }
+
+
+def read_line(figure) -> dict:
+    """The loss curve bqplot drew: (step, loss) per point, read through the axes' ticks."""
+    raw = figure.evaluate(_READ_LINE)
+    x_axis, y_axis = _x_and_y_axes(raw["axes"])
+    x_of, y_of = _Scale(x_axis, "x"), _Scale(y_axis, "y")
+    return {"points": [(x_of(p["x"]), y_of(p["y"])) for p in raw["points"]], "pixels_per_unit": y_of.pixels_per_unit}
 
 
 # Effective colours: JupyterLab's text colours are often translucent (rgba(0,0,0,.54)),

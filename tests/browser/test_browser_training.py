@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from .harness import DARK, LIGHT, Timeouts, set_theme
-from .pages import read_bars, tree_cell
+from .pages import read_bars, read_line, tree_cell
 
 pytestmark = pytest.mark.browser
 
@@ -21,55 +21,6 @@ CELLS = [
     "ex = StepExplorer(optimizer=optax.adam(0.1))\n"
     "ex",
 ]
-
-# The loss line: its points in screen coordinates, and the axes' ticks to turn them into numbers.
-_READ_LINE = """
-(fig) => {
-  const mid = (r) => ({x: (r.left + r.right) / 2, y: (r.top + r.bottom) / 2});
-  const axes = [...fig.querySelectorAll('svg.svg-background g.axis')].map(axis => {
-    const ticks = [...axis.querySelectorAll(':scope > g.tick')];
-    return {
-      vertical: ticks.length > 1 && ticks.every(t => /^translate\\(0[ ,]/.test(t.getAttribute('transform') || '')),
-      ticks: ticks.map(t => ({text: t.querySelector('text').textContent, ...mid(t.querySelector('line').getBoundingClientRect())})),
-    };
-  });
-  const path = fig.querySelector('path.line');
-  const points = [];
-  if (path) {
-    const m = path.getScreenCTM();
-    const nums = (path.getAttribute('d') || '').match(/-?[\\d.]+(e[-+]?\\d+)?/g) || [];
-    for (let i = 0; i + 1 < nums.length; i += 2) {
-      const p = new DOMPoint(+nums[i], +nums[i + 1]).matrixTransform(m);
-      points.push({x: p.x, y: p.y});
-    }
-  }
-  return {axes, points};
-}
-"""
-
-
-def _number(text: str) -> float:
-    return float(text.replace("\u2212", "-").strip())
-
-
-def _fit(ticks: list[tuple[float, float]]):
-    n = len(ticks)
-    mp = sum(p for p, _ in ticks) / n
-    mv = sum(v for _, v in ticks) / n
-    slope = sum((p - mp) * (v - mv) for p, v in ticks) / sum((p - mp) ** 2 for p, _ in ticks)
-    return (lambda p: mv + slope * (p - mp)), abs(1.0 / slope)
-
-
-def read_line(figure) -> dict:
-    """The loss curve bqplot drew: (step, loss) per point, read through the axes' ticks."""
-    raw = figure.evaluate(_READ_LINE)
-    vertical = [a for a in raw["axes"] if a["vertical"]]
-    horizontal = [a for a in raw["axes"] if not a["vertical"]]
-    assert len(vertical) == 1 and len(horizontal) == 1, raw["axes"]
-    y_of, y_px = _fit([(t["y"], _number(t["text"])) for t in vertical[0]["ticks"]])
-    x_of, _ = _fit([(t["x"], _number(t["text"])) for t in horizontal[0]["ticks"]])
-    return {"points": [(x_of(p["x"]), y_of(p["y"])) for p in raw["points"]], "pixels_per_unit": y_px}
-
 
 def optax_reference(n: int) -> tuple[list[float], dict]:
     """n Adam steps of the lesson, optax called directly: losses at each point, final params."""
