@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._format import GRID_MAX, fmt_number, fmt_small
+from ._format import GRID_MAX, fmt_number, fmt_small, small_templates
 
 __all__ = ["SMALL_LEAF", "summarise_array", "summarise_arrays"]
 
@@ -97,37 +97,61 @@ def _summarise_one(x: Any, size: int, dtype: str) -> Found:
 def summarise_arrays(items: list[tuple[Any, str, tuple, int]]) -> list[Found]:
     """(summary, values, grid) for many leaves, given as (leaf, dtype, shape, size), in that order.
 
-    Leaves of one dtype and shape are stacked and reduced together.
+    Leaves of one dtype and shape are stacked and reduced together; small ones are formatted
+    with one template per shape (`_format.small_templates`).
     """
     import numpy as np
 
     out: list = [None] * len(items)
     groups: dict[tuple, list[int]] = {}
     for k, (_, dtype, shape, _) in enumerate(items):
-        groups.setdefault((dtype, shape), []).append(k)
+        key = (dtype, shape)
+        members = groups.get(key)
+        if members is None:
+            groups[key] = [k]
+        else:
+            members.append(k)
+    asarray = np.asarray
     for (dtype, shape), members in groups.items():
         size = items[members[0]][3]
         objs = [items[k][0] for k in members]
-        hosts = [] if len(members) == 1 or size == 0 or not _numeric(dtype) or size > _STACK_MAX else [
-            _host(obj, size) for obj in objs]
-        if not hosts or any(h is None for h in hosts):
+        stacked = None
+        if len(members) > 1 and 0 < size <= _STACK_MAX and _numeric(dtype):
+            try:
+                stacked = np.array([asarray(obj) for obj in objs])
+            except Exception:  # a tracer or a deleted array among them: one at a time below
+                stacked = None
+            if stacked is not None and (stacked.dtype == object or stacked.shape != (len(objs), *shape)):
+                stacked = None
+        if stacked is None:
             found = [_summarise_one(obj, size, dtype) for obj in objs]
+        elif size <= SMALL_LEAF:
+            found = _small_summaries(stacked.reshape(len(objs), size), dtype, shape)
         else:
-            stacked = np.stack([h.reshape(size) for h in hosts])
-            if size <= SMALL_LEAF:
-                found = _small_summaries(stacked, dtype, shape)
-            else:
-                found = _big_summaries(stacked, dtype, objs)
+            found = _big_summaries(stacked.reshape(len(objs), size), dtype, objs)
         for k, summary in zip(members, found):
             out[k] = summary
     return out
 
 
 def _small_summaries(stacked: Any, dtype: str, shape: tuple) -> list[Found]:
+    """Small leaves of one shape, a row each in `stacked`: the same text `fmt_small` gives each."""
     import numpy as np
 
-    rows = (stacked if dtype[:1] == "f" and dtype != "bfloat16" else stacked.astype(np.float64)).tolist()
-    return [_small(r, shape) for r in rows]
+    floats = stacked if dtype[:1] == "f" and dtype != "bfloat16" else stacked.astype(np.float64)
+    rows = floats.tolist()
+    # -0.0 shows as 0 (adding +0.0 turns -0.0 into 0.0, nothing else changes); the values keep it
+    shown = (floats + 0.0).tolist() if not floats.all() else rows
+    line, grid = small_templates(shape)
+    if grid is None:
+        return [(line % tuple(t), tuple(r), None) for r, t in zip(rows, shown)]
+    if len(shape) == 2:  # the one-line text from the grid's: no second formatting of every value
+        out = []
+        for r, t in zip(rows, shown):
+            text = grid % tuple(t)
+            out.append(("[[" + text.replace(" ", ", ").replace("\n", "], [") + "]]", tuple(r), text))
+        return out
+    return [(line % tuple(t), tuple(r), grid % tuple(t)) for r, t in zip(rows, shown)]
 
 
 def _big_summaries(stacked: Any, dtype: str, objs: list) -> list[Found]:
