@@ -122,6 +122,10 @@ def align(summaries: list[TreeSummary], order: TreeSummary | None = None) -> lis
 
 
 def _align(summaries: list[TreeSummary], order: TreeSummary | None) -> list[dict]:
+    if len(summaries) == 1 and order is None:
+        rows = _rows_of_one(summaries[0])
+        if rows is not None:
+            return rows
     n = len(summaries)
     by_path: dict[str, dict] = {}
     top: list[dict] = []
@@ -177,6 +181,37 @@ def _align(summaries: list[TreeSummary], order: TreeSummary | None) -> list[dict
     for row in rows:
         row["s"] = _status(row["c"], row["leaf"]) if n > 1 else "ok"
     return rows
+
+
+def _rows_of_one(summary: TreeSummary) -> list[dict] | None:
+    """`_align` for one tree (a diagram of params alone, a side panel), in one walk: its rows
+    are its nodes in display order. None if two nodes share a path (a custom node's keys can
+    print alike): the general walk merges those."""
+    flag = summary.role == "params"
+    root = summary.root
+    stack = [(root, None)] if root.leaf is not None else [(c, "") for c in reversed(root.children)]
+    pop, extend = stack.pop, stack.extend
+    rows: list[dict] = []
+    append = rows.append
+    seen: set = set()
+    while stack:
+        node, parent = pop()
+        path, leaf, children = node.path, node.leaf, node.children
+        if leaf is not None:
+            if leaf.grid is not None:
+                cell = {"ty": _type_label(leaf.dtype, leaf.shape), "g": leaf.grid, "i": leaf.index}
+            else:
+                cell = {"ty": _type_label(leaf.dtype, leaf.shape), "v": leaf.summary, "i": leaf.index}
+            if flag and not leaf.differentiable:
+                cell["nd"] = 1
+        else:
+            cell = {"ty": node.type_name, "n": len(children)}
+        append({"p": path, "u": parent, "l": node.label, "d": node.depth, "leaf": 0 if leaf is None else 1,
+                "c": [cell], "s": "ok"})
+        seen.add(path)
+        if children:
+            extend([(c, path) for c in reversed(children)])
+    return rows if len(seen) == len(rows) else None
 
 
 def _status(cells: list, is_leaf: int) -> str:

