@@ -481,9 +481,8 @@ def _leaf(path: str, x: Any, index: int, with_values: bool = True) -> Leaf:
             text = text[:37] + "…"
         return Leaf(path, (), "str", 1, False, text, index, None)
     if hasattr(x, "shape") and hasattr(x, "dtype"):
-        shape = tuple(map(int, x.shape))
+        shape, dtype = _array_leaf_type(x)
         size = math.prod(shape)
-        dtype = _dtype_name(x.dtype)
         diff = dtype in _FLOAT_DTYPES
         summary, values, grid = _summarise_one(x, size, dtype) if with_values else ("", None, None)
         return Leaf(path, shape, dtype, size, diff, summary, index, values, grid)
@@ -538,6 +537,8 @@ def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
                 node.leaf = leaf = _NewLeaf(node.path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES,
                                             "", len(leaves))
                 leaves.append(leaf)
+            continue
+        if type(obj) is dict and obj and _walk_str_dict(node, obj, push, open_, name):
             continue
         try:
             kids = _children(obj)
@@ -594,6 +595,53 @@ def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
     if pending:
         _fill_summaries(pending, leaves)
     return TreeSummary(name, root, leaves)
+
+
+def _walk_str_dict(node: Node, obj: dict, push: Any, open_: dict, name: str) -> bool:
+    """The walk's step for a plain dict with string keys (most of a model): the same children,
+    order and cycle check as `_children` and the general step, with less asked per key.
+    False (nothing done) for any other dict."""
+    texts = _KEY_TEXTS
+    path, depth = node.path, node.depth + 1
+    made = []  # (child node, child) in JAX order: sorted keys
+    leafy = True  # only arrays, numbers, strings and None inside: cannot be part of a cycle
+    try:
+        keys = sorted(obj)
+    except BaseException as err:  # unorderable keys, or a key's ordering raises: the general step
+        if _fatal(err):
+            raise
+        return False
+    for k in keys:
+        kt = texts.get(k) if type(k) is str else None
+        if kt is None:
+            if type(k) is not str:
+                return False
+            kt = _key_texts(k)
+        child = obj[k]
+        ct = type(child)
+        if leafy and not (ct in _ARRAY_TYPES or ct in _ATOMS or child is None):
+            leafy = False
+        made.append((Node(path + kt[0], kt[1], "leaf", ct.__name__, depth), child))
+    node.kind, node.type_name = "dict", "dict"
+    key = id(obj)
+    if key in open_:
+        raise TreeError(f"{name}{node.path} refers back to {name}{open_[key][0]}: a tree cannot contain "
+                        "itself (JAX would recurse forever); keep the reference outside the tree.", node.path)
+    if node.depth >= MAX_DEPTH:
+        raise TreeError(f"{name}{node.path[:200]}… is more than {MAX_DEPTH} levels deep: is a node making "
+                        "new children without end?", node.path)
+    written = list(obj)
+    if keys == written:  # displayed as written: here the same order
+        node.children = [n for n, _ in made]
+    else:
+        at = {k: i for i, k in enumerate(keys)}
+        node.children = [made[at[k]][0] for k in written]
+    if not leafy:
+        open_[key] = (path, obj)
+        push((None, key))
+    for item in reversed(made):
+        push(item)
+    return True
 
 
 # Types whose instances are array leaves (numpy's and jax's arrays, met once in a tree): the
