@@ -154,3 +154,25 @@ def test_shortcuts_keep_cycles_and_odd_keys_found():
     # numpy scalars that are also Python numbers keep the Python number's dtype, as before
     leaves = describe({"f": np.float64(2.5), "g": np.float32(1.5)}).leaves
     assert [(leaf.dtype, leaf.summary) for leaf in leaves] == [("float32", "2.5"), ("float32", "1.5")]
+
+
+def test_values_read_from_buffers_or_one_by_one_are_the_leaves_values():
+    rng = np.random.default_rng(7)
+    base = rng.standard_normal((6, 4, 4)).astype(np.float32)
+    views = [b.T for b in base]  # not contiguous: no single buffer, read one by one
+    copies = [np.ascontiguousarray(v) for v in views]
+    on_jax = [jnp.asarray(v) for v in copies]
+    ints = [rng.integers(-3, 3, (2, 3)).astype(np.int64) for _ in range(3)]
+    bools = [jnp.asarray(rng.random(4) > 0.5) for _ in range(3)]
+    s = describe({"v": views, "c": copies, "j": on_jax, "i": ints, "b": bools})
+    by = {leaf.path: leaf for leaf in s.leaves}
+    for k in range(6):
+        expected = tuple(float(x) for x in copies[k].ravel())
+        got = [by[f"['{col}'][{k}]"] for col in "vcj"]
+        assert [leaf.values for leaf in got] == [expected] * 3
+        assert len({(leaf.summary, leaf.grid) for leaf in got}) == 1
+        assert got[0].grid.split("\n") == [" ".join(fmt_number(float(x)) for x in row) for row in copies[k]]
+    for k in range(3):
+        assert by[f"['i'][{k}]"].values == tuple(float(x) for x in ints[k].ravel())
+        assert by[f"['b'][{k}]"].values == tuple(float(x) for x in np.asarray(bools[k]))
+        assert by[f"['b'][{k}]"].summary == "[" + ", ".join("1" if x else "0" for x in np.asarray(bools[k])) + "]"
