@@ -105,6 +105,12 @@ class _NewLeaf:
         self.__class__ = Leaf
 
 
+try:  # a Python whose dataclass slots differ from these: the frozen constructor, as it is
+    _NewLeaf("", (), "", 0, False)
+except TypeError:
+    _NewLeaf = Leaf  # type: ignore[misc, assignment]
+
+
 @functools.lru_cache(maxsize=4096)
 def _type_label(dtype: str, shape: tuple) -> str:
     # cached: a big model repeats a handful of (dtype, shape) pairs thousands of times
@@ -605,17 +611,13 @@ def _walk_str_dict(node: Node, obj: dict, push: Any, open_: dict, name: str) -> 
     path, depth = node.path, node.depth + 1
     made = []  # (child node, child) in JAX order: sorted keys
     leafy = True  # only arrays, numbers, strings and None inside: cannot be part of a cycle
-    try:
-        keys = sorted(obj)
-    except BaseException as err:  # unorderable keys, or a key's ordering raises: the general step
-        if _fatal(err):
-            raise
-        return False
+    for k in obj:
+        if type(k) is not str:  # other keys (their ordering and repr are user code): the general step
+            return False
+    keys = sorted(obj)
     for k in keys:
-        kt = texts.get(k) if type(k) is str else None
+        kt = texts.get(k)
         if kt is None:
-            if type(k) is not str:
-                return False
             kt = _key_texts(k)
         child = obj[k]
         ct = type(child)
