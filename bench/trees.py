@@ -182,9 +182,8 @@ def _timed(name, f):
     return g
 _D.describe = _timed("describe", _D.describe)
 _D.align = _timed("align", _D.align)
-_json = _timed("state JSON text", _D._as_json_text)
-for _tr in ("rows", "panels"):
-    _D.PytreeDiagram.class_traits()[_tr].metadata["to_json"] = _json
+for _tr, _f in (("rows", _D._rows_json), ("panels", _D._panels_json)):
+    _D.PytreeDiagram.class_traits()[_tr].metadata["to_json"] = _timed("state JSON text", _f)
 ipywidgets.Widget._send = _timed("comm message (json_clean, pack, sign, send)", ipywidgets.Widget._send)
 def _gc(phase, info, _s=[0.0]):
     if phase == "start":

@@ -21,6 +21,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytree_lab import PytreeDiagram, describe, diagnose, get_engine, gradient_step
+from pytree_lab.diagram import rows_from_columns
 
 Pair = collections.namedtuple("Pair", "first second")
 Single = collections.namedtuple("Single", "only")
@@ -201,8 +202,8 @@ def test_engine_tree_operations_and_step_agree_with_jax(params):
 def wire(d: PytreeDiagram) -> dict:
     """The state as it goes to the page, decoded the way the page decodes it."""
     state = json.loads(json.dumps(d.get_state(), allow_nan=False))
-    state["rows"] = json.loads(state["rows"])
-    state["panels"] = json.loads(state["panels"])
+    state["rows"] = rows_from_columns(json.loads(state["rows"]))
+    state["panels"] = [{**p, "rows": rows_from_columns(p["rows"])} for p in json.loads(state["panels"])]
     return state
 
 

@@ -1,4 +1,25 @@
-"""`PytreeDiagram`: trees drawn side by side, rows matched by path, clickable and foldable."""
+"""`PytreeDiagram`: trees drawn side by side, rows matched by path, clickable and foldable.
+
+Wire format (the one place it is written down; static/diagram.js reads it with the same names)
+-----------------------------------------------------------------------------------------
+In Python a row is a dict and a cell a dict or None (see `align`)::
+
+    row  = {"p": path, "u": parent path or None, "l": label, "d": depth, "leaf": 0/1,
+            "c": [cell per tree], "s": status}
+    cell = {"ty": type label, "v": value text | "g": grid text, "i": flatten index,
+            "nd": 1 if not differentiable, "n": number of children (containers)}
+
+The keys stay short on purpose: spelled out they made the 10k-leaf tree's state 19% bigger.
+The page receives `rows` (and each panel's "rows") as one JSON text, by column rather than by
+row: JSON objects cost per key, and a 10k-leaf tree has 15,000 rows and cells::
+
+    {"p": [...], "u": [...], "l": [...], "d": [...], "leaf": [...], "s": [...],
+     "c": [{"ty": [...], "v": [...], "g": [...], "i": [...], "nd": [...], "n": [...]}, ...]}
+
+one list per row key (ROW_KEYS), and per tree one list per cell key (CELL_KEYS), a row's
+values at the same position; null where a cell is missing or lacks that key. The page turns
+it back into the row and cell objects above.
+"""
 
 from __future__ import annotations
 
@@ -24,6 +45,48 @@ FOLD_ABOVE = 200
 
 def _as_json_text(value: Any, widget: Any = None) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+# The wire format's columns (module docstring); the same names in static/diagram.js.
+ROW_KEYS = ("p", "u", "l", "d", "leaf", "s")
+CELL_KEYS = ("ty", "v", "g", "i", "nd", "n")
+
+
+def _rows_by_column(rows: list[dict]) -> dict:
+    """Rows as the page receives them: one list per key (module docstring)."""
+    wire: dict = {k: [r[k] for r in rows] for k in ROW_KEYS}
+    columns = len(rows[0]["c"]) if rows else 0
+    wire["c"] = []
+    for col in range(columns):
+        cells = [r["c"][col] for r in rows]
+        wire["c"].append({k: [None if c is None else c.get(k) for c in cells] for k in CELL_KEYS})
+    return wire
+
+
+def _rows_json(rows: list[dict], widget: Any = None) -> str:
+    return _as_json_text(_rows_by_column(rows))
+
+
+def _panels_json(panels: list[dict], widget: Any = None) -> str:
+    return _as_json_text([{**p, "rows": _rows_by_column(p["rows"])} for p in panels])
+
+
+def rows_from_columns(wire: dict) -> list[dict]:
+    """The rows back from their wire form, as the page reads them (diagram.js `rowsFromWire`):
+    a cell's keys that are null on the wire are left out."""
+    cols = wire["c"]
+    rows = []
+    for k in range(len(wire["p"])):
+        cells = []
+        for col in cols:
+            if col["ty"][k] is None:
+                cells.append(None)
+            else:
+                cells.append({key: col[key][k] for key in CELL_KEYS if col[key][k] is not None})
+        row = {key: wire[key][k] for key in ROW_KEYS}
+        row["c"] = cells
+        rows.append(row)
+    return rows
 
 
 # --------------------------------------------------------------------------- wire rows
@@ -59,6 +122,10 @@ def align(summaries: list[TreeSummary], order: TreeSummary | None = None) -> lis
 
 
 def _align(summaries: list[TreeSummary], order: TreeSummary | None) -> list[dict]:
+    if len(summaries) == 1 and order is None:
+        rows = _rows_of_one(summaries[0])
+        if rows is not None:
+            return rows
     n = len(summaries)
     by_path: dict[str, dict] = {}
     top: list[dict] = []
@@ -114,6 +181,37 @@ def _align(summaries: list[TreeSummary], order: TreeSummary | None) -> list[dict
     for row in rows:
         row["s"] = _status(row["c"], row["leaf"]) if n > 1 else "ok"
     return rows
+
+
+def _rows_of_one(summary: TreeSummary) -> list[dict] | None:
+    """`_align` for one tree (a diagram of params alone, a side panel), in one walk: its rows
+    are its nodes in display order. None if two nodes share a path (a custom node's keys can
+    print alike): the general walk merges those."""
+    flag = summary.role == "params"
+    root = summary.root
+    stack = [(root, None)] if root.leaf is not None else [(c, "") for c in reversed(root.children)]
+    pop, extend = stack.pop, stack.extend
+    rows: list[dict] = []
+    append = rows.append
+    seen: set = set()
+    while stack:
+        node, parent = pop()
+        path, leaf, children = node.path, node.leaf, node.children
+        if leaf is not None:
+            if leaf.grid is not None:
+                cell = {"ty": _type_label(leaf.dtype, leaf.shape), "g": leaf.grid, "i": leaf.index}
+            else:
+                cell = {"ty": _type_label(leaf.dtype, leaf.shape), "v": leaf.summary, "i": leaf.index}
+            if flag and not leaf.differentiable:
+                cell["nd"] = 1
+        else:
+            cell = {"ty": node.type_name, "n": len(children)}
+        append({"p": path, "u": parent, "l": node.label, "d": node.depth, "leaf": 0 if leaf is None else 1,
+                "c": [cell], "s": "ok"})
+        seen.add(path)
+        if children:
+            extend([(c, path) for c in reversed(children)])
+    return rows if len(seen) == len(rows) else None
 
 
 def _status(cells: list, is_leaf: int) -> str:
@@ -190,9 +288,10 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     columns = traitlets.List(traitlets.Unicode()).tag(sync=True)
     # Rows and panels travel as one JSON text each: ipywidgets otherwise walks every nested
     # row and cell looking for binary buffers (a third of a second for 10,000 leaves).
-    rows = traitlets.List().tag(sync=True, to_json=_as_json_text)
+    # (by column: the module docstring's wire format)
+    rows = traitlets.List().tag(sync=True, to_json=_rows_json)
     counts = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    panels = traitlets.List().tag(sync=True, to_json=_as_json_text)
+    panels = traitlets.List().tag(sync=True, to_json=_panels_json)
     selected_path = traitlets.Unicode("").tag(sync=True)
     collapsed = traitlets.List(traitlets.Unicode()).tag(sync=True)
     message = traitlets.Unicode("").tag(sync=True)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ._format import GRID_MAX, fmt_number, fmt_small
+from ._format import GRID_MAX, fmt_number, fmt_small, small_templates
 
-__all__ = ["SMALL_LEAF", "summarise_array", "summarise_arrays"]
+__all__ = ["SMALL_LEAF", "summarise_array", "summarise_arrays", "summarise_group"]
 
 # Leaves of at most this many values are shown whole (a (3, 3) or 4x4 matrix as a grid);
 # bigger ones are summarised.
@@ -97,37 +97,81 @@ def _summarise_one(x: Any, size: int, dtype: str) -> Found:
 def summarise_arrays(items: list[tuple[Any, str, tuple, int]]) -> list[Found]:
     """(summary, values, grid) for many leaves, given as (leaf, dtype, shape, size), in that order.
 
-    Leaves of one dtype and shape are stacked and reduced together.
+    Leaves of one dtype and shape are stacked and reduced together (`summarise_group`).
     """
-    import numpy as np
-
     out: list = [None] * len(items)
     groups: dict[tuple, list[int]] = {}
     for k, (_, dtype, shape, _) in enumerate(items):
         groups.setdefault((dtype, shape), []).append(k)
     for (dtype, shape), members in groups.items():
-        size = items[members[0]][3]
-        objs = [items[k][0] for k in members]
-        hosts = [] if len(members) == 1 or size == 0 or not _numeric(dtype) or size > _STACK_MAX else [
-            _host(obj, size) for obj in objs]
-        if not hosts or any(h is None for h in hosts):
-            found = [_summarise_one(obj, size, dtype) for obj in objs]
-        else:
-            stacked = np.stack([h.reshape(size) for h in hosts])
-            if size <= SMALL_LEAF:
-                found = _small_summaries(stacked, dtype, shape)
-            else:
-                found = _big_summaries(stacked, dtype, objs)
+        found = summarise_group([items[k][0] for k in members], dtype, shape, items[members[0]][3])
         for k, summary in zip(members, found):
             out[k] = summary
     return out
 
 
-def _small_summaries(stacked: Any, dtype: str, shape: tuple) -> list[Found]:
+# dtypes whose values are read straight from the arrays' buffers (numpy's own, fixed size)
+_BUFFER_DTYPES = frozenset({"float16", "float32", "float64", "int8", "int16", "int32", "int64",
+                            "uint8", "uint16", "uint32", "uint64", "bool"})
+
+
+def _stack(objs: list, dtype: str, shape: tuple, size: int) -> Any:
+    """The leaves' values as one (len(objs), size) numpy array, or None when they cannot be read
+    together (a tracer, a deleted array, a leaf that holds no values)."""
     import numpy as np
 
-    rows = (stacked if dtype[:1] == "f" and dtype != "bfloat16" else stacked.astype(np.float64)).tolist()
-    return [_small(r, shape) for r in rows]
+    n = len(objs)
+    if dtype in _BUFFER_DTYPES:
+        # One copy of every leaf's buffer, joined in C: no numpy array per leaf. Leaves whose
+        # values are not one contiguous host buffer of that size refuse, and are read below.
+        try:
+            data = b"".join(objs)
+            if len(data) == n * size * np.dtype(dtype).itemsize:
+                return np.frombuffer(data, dtype=dtype).reshape(n, size)
+        except Exception:
+            pass
+    try:
+        stacked = np.array([np.asarray(obj) for obj in objs])
+    except Exception:  # a tracer or a deleted array among them: one at a time
+        return None
+    if stacked.dtype == object or stacked.shape != (n, *shape):
+        return None
+    return stacked.reshape(n, size)
+
+
+def summarise_group(objs: list, dtype: str, shape: tuple, size: int) -> list[Found]:
+    """(summary, values, grid) of leaves that share a dtype and shape, in order: stacked and
+    reduced together, small ones formatted with one template per shape."""
+    stacked = None
+    if len(objs) > 1 and 0 < size <= _STACK_MAX and _numeric(dtype):
+        stacked = _stack(objs, dtype, shape, size)
+    if stacked is None:
+        return [_summarise_one(obj, size, dtype) for obj in objs]
+    if size <= SMALL_LEAF:
+        return _small_summaries(stacked, dtype, shape)
+    return _big_summaries(stacked, dtype, objs)
+
+
+def _small_summaries(stacked: Any, dtype: str, shape: tuple) -> list[Found]:
+    """Small leaves of one shape, a row each in `stacked`: the same text `fmt_small` gives each."""
+    import numpy as np
+
+    floats = stacked if dtype[:1] == "f" and dtype != "bfloat16" else stacked.astype(np.float64)
+    rows = floats.tolist()
+    # -0.0 shows as 0 (adding +0.0 turns -0.0 into 0.0, nothing else changes); the values keep it
+    shown = (floats + 0.0).tolist() if not floats.all() else rows
+    line, grid = small_templates(shape)
+    values = [tuple(r) for r in rows]
+    shown = values if shown is rows else [tuple(t) for t in shown]
+    if grid is None:
+        return [(line % t, v, None) for v, t in zip(values, shown)]
+    if len(shape) == 2:  # the one-line text from the grid's: no second formatting of every value
+        out = []
+        for v, t in zip(values, shown):
+            text = grid % t
+            out.append(("[[" + text.replace(" ", ", ").replace("\n", "], [") + "]]", v, text))
+        return out
+    return [(line % t, v, grid % t) for v, t in zip(values, shown)]
 
 
 def _big_summaries(stacked: Any, dtype: str, objs: list) -> list[Found]:

@@ -92,6 +92,25 @@ class Leaf:
         return _type_label(self.dtype, self.shape)
 
 
+class _NewLeaf:
+    """Makes a `Leaf` four times faster than its frozen constructor (which sets each field
+    through object.__setattr__): the same slots, set plainly, then the object becomes a Leaf,
+    frozen from then on. Used where a big model makes tens of thousands of them."""
+
+    __slots__ = Leaf.__slots__
+
+    def __init__(self, path, shape, dtype, size, differentiable, summary="", index=0, values=None, grid=None):
+        self.path, self.shape, self.dtype, self.size, self.differentiable = path, shape, dtype, size, differentiable
+        self.summary, self.index, self.values, self.grid = summary, index, values, grid
+        self.__class__ = Leaf
+
+
+try:  # a Python whose dataclass slots differ from these: the frozen constructor, as it is
+    _NewLeaf("", (), "", 0, False)
+except TypeError:
+    _NewLeaf = Leaf  # type: ignore[misc, assignment]
+
+
 @functools.lru_cache(maxsize=4096)
 def _type_label(dtype: str, shape: tuple) -> str:
     # cached: a big model repeats a handful of (dtype, shape) pairs thousands of times
@@ -298,6 +317,22 @@ def _display_key(key: Any) -> str:
     return repr(key)
 
 
+# (path piece, label) of string keys met before: a model repeats `weight`, `bias` thousands of times
+_KEY_TEXTS: dict[str, tuple[str, str]] = {}
+
+
+def _key_texts(key: Any) -> tuple[str, str]:
+    """(path piece, label) of a dict key: `['weight']`, `weight`."""
+    if type(key) is str:
+        found = _KEY_TEXTS.get(key)
+        if found is None:
+            if len(_KEY_TEXTS) > 50_000:
+                _KEY_TEXTS.clear()
+            found = _KEY_TEXTS[key] = (_dict_key(key), _display_key(key))
+        return found
+    return _dict_key(key), _display_key(key)
+
+
 def _sorted_keys(d: dict) -> list:
     try:
         return sorted(d)
@@ -349,8 +384,11 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
     try:
         if t is dict:
             keys = _sorted_keys(node)
-            rank = {k: i for i, k in enumerate(node)}
-            return "dict", "dict", [(_dict_key(k), _display_key(k), rank[k], node[k]) for k in keys]
+            written = list(node)
+            if keys == written:  # already in JAX's order: display rank = position
+                return "dict", "dict", [(*_key_texts(k), i, node[k]) for i, k in enumerate(keys)]
+            rank = {k: i for i, k in enumerate(written)}
+            return "dict", "dict", [(*_key_texts(k), rank[k], node[k]) for k in keys]
         if t is list or t is tuple:
             pieces = [(_INDEX[i] if i < 64 else f"[{i}]",) * 2 + (i, c) for i, c in enumerate(node)]
             return t.__name__, t.__name__, pieces
@@ -449,9 +487,8 @@ def _leaf(path: str, x: Any, index: int, with_values: bool = True) -> Leaf:
             text = text[:37] + "…"
         return Leaf(path, (), "str", 1, False, text, index, None)
     if hasattr(x, "shape") and hasattr(x, "dtype"):
-        shape = tuple(map(int, x.shape))
+        shape, dtype = _array_leaf_type(x)
         size = math.prod(shape)
-        dtype = _dtype_name(x.dtype)
         diff = dtype in _FLOAT_DTYPES
         summary, values, grid = _summarise_one(x, size, dtype) if with_values else ("", None, None)
         return Leaf(path, shape, dtype, size, diff, summary, index, values, grid)
@@ -478,7 +515,7 @@ def describe(tree: Any, name: str = "params", *, values: bool = True) -> TreeSum
 
 
 def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
-    leaves: list[Leaf] = []
+    leaves: list = []
     root = Node("", name, "leaf", type(tree).__name__, 0)
 
     # Iterative depth-first walk in JAX order (deep trees must not hit the recursion limit).
@@ -488,11 +525,26 @@ def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
     stack: list[tuple[Any, Any]] = [(root, tree)]
     pop, push = stack.pop, stack.append
     open_: dict[int, tuple[str, Any]] = {}
-    pending: list[tuple[Node, Any]] = []  # array leaves whose values are summarised in batches
+    # array leaves whose values are summarised in batches: (node, array, shape, dtype, index);
+    # their Leaf is made once, with its summary, after the walk
+    pending: list[tuple[Node, Any, tuple, str, int]] = []
+    array_types = _ARRAY_TYPES
     while stack:
         node, obj = pop()
         if node is None:
             del open_[obj]
+            continue
+        if type(obj) in array_types:  # a numpy or jax array: a leaf, no questions to ask it
+            shape, dtype = obj.shape, _dtype_name(obj.dtype)
+            if values:
+                pending.append((node, obj, shape, dtype, len(leaves)))
+                leaves.append(None)
+            else:
+                node.leaf = leaf = _NewLeaf(node.path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES,
+                                            "", len(leaves))
+                leaves.append(leaf)
+            continue
+        if type(obj) is dict and obj and _walk_str_dict(node, obj, push, open_, name):
             continue
         try:
             kids = _children(obj)
@@ -501,8 +553,17 @@ def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
         if kids is None:
             node.kind = "leaf"
             try:
-                is_array = values and _has_array_attrs(obj)
-                node.leaf = leaf = _leaf(node.path, obj, len(leaves), values and not is_array)
+                if values and _has_array_attrs(obj):
+                    if isinstance(obj, (bool, int, float, complex)):  # np.float64: a Python number too
+                        typed = _leaf(node.path, obj, len(leaves), False)
+                        shape, dtype = typed.shape, typed.dtype
+                    else:
+                        shape, dtype = _array_leaf_type(obj)
+                    pending.append((node, obj, shape, dtype, len(leaves)))
+                    leaves.append(None)
+                    continue
+                leaf = _leaf(node.path, obj, len(leaves), values)
+                node.leaf = leaf
             except _Unreadable as problem:
                 raise TreeError(_unreadable_message(name + node.path, obj, problem), node.path) from problem.error
             except BaseException as err:
@@ -511,8 +572,6 @@ def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
                 raise TreeError(_unreadable_message(name + node.path, obj, _Unreadable("leaf", err)),
                                 node.path) from err
             leaves.append(leaf)
-            if is_array:
-                pending.append((node, obj))
             continue
         node.kind, node.type_name, pieces = kids
         if not pieces:
@@ -524,11 +583,14 @@ def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
         if node.depth >= MAX_DEPTH:
             raise TreeError(f"{name}{node.path[:200]}… is more than {MAX_DEPTH} levels deep: is a node making "
                             "new children without end?", node.path)
-        open_[key] = (node.path, obj)
-        push((None, key))
         path, depth = node.path, node.depth + 1
         made = [(rank, Node(path + piece, label, "leaf", type(child).__name__, depth), child)
                 for piece, label, rank, child in pieces]
+        # Only a container with containers inside can be part of a cycle: one holding arrays
+        # and numbers only (a layer's {"weight", "bias"}) is not kept open.
+        if not all(type(child) in array_types or type(child) in _ATOMS or child is None for *_, child in pieces):
+            open_[key] = (path, obj)
+            push((None, key))
         # Children are walked in JAX order (for flatten indices) but displayed as written.
         if all(made[k][0] < made[k + 1][0] for k in range(len(made) - 1)):
             node.children = [n for _, n, _ in made]
@@ -541,13 +603,72 @@ def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
     return TreeSummary(name, root, leaves)
 
 
-def _fill_summaries(pending: list[tuple[Node, Any]], leaves: list[Leaf]) -> None:
-    """Put the value summaries of array leaves into their Leaf (one batched pass)."""
-    found = summarise_arrays([(obj, node.leaf.dtype, node.leaf.shape, node.leaf.size) for node, obj in pending])
-    for (node, _), (summary, vals, grid) in zip(pending, found):
-        leaf = node.leaf
-        node.leaf = leaves[leaf.index] = Leaf(leaf.path, leaf.shape, leaf.dtype, leaf.size,
-                                              leaf.differentiable, summary, leaf.index, vals, grid)
+def _walk_str_dict(node: Node, obj: dict, push: Any, open_: dict, name: str) -> bool:
+    """The walk's step for a plain dict with string keys (most of a model): the same children,
+    order and cycle check as `_children` and the general step, with less asked per key.
+    False (nothing done) for any other dict."""
+    texts = _KEY_TEXTS
+    path, depth = node.path, node.depth + 1
+    made = []  # (child node, child) in JAX order: sorted keys
+    leafy = True  # only arrays, numbers, strings and None inside: cannot be part of a cycle
+    for k in obj:
+        if type(k) is not str:  # other keys (their ordering and repr are user code): the general step
+            return False
+    keys = sorted(obj)
+    for k in keys:
+        kt = texts.get(k)
+        if kt is None:
+            kt = _key_texts(k)
+        child = obj[k]
+        ct = type(child)
+        if leafy and not (ct in _ARRAY_TYPES or ct in _ATOMS or child is None):
+            leafy = False
+        made.append((Node(path + kt[0], kt[1], "leaf", ct.__name__, depth), child))
+    node.kind, node.type_name = "dict", "dict"
+    key = id(obj)
+    if key in open_:
+        raise TreeError(f"{name}{node.path} refers back to {name}{open_[key][0]}: a tree cannot contain "
+                        "itself (JAX would recurse forever); keep the reference outside the tree.", node.path)
+    if node.depth >= MAX_DEPTH:
+        raise TreeError(f"{name}{node.path[:200]}… is more than {MAX_DEPTH} levels deep: is a node making "
+                        "new children without end?", node.path)
+    written = list(obj)
+    if keys == written:  # displayed as written: here the same order
+        node.children = [n for n, _ in made]
+    else:
+        at = {k: i for i, k in enumerate(keys)}
+        node.children = [made[at[k]][0] for k in written]
+    if not leafy:
+        open_[key] = (path, obj)
+        push((None, key))
+    for item in reversed(made):
+        push(item)
+    return True
+
+
+# Types whose instances are array leaves (numpy's and jax's arrays, met once in a tree): the
+# walk takes their shape and dtype without asking `_children` and `hasattr` about each one.
+# Only the libraries' own types are remembered: their attributes do not vary by instance.
+_ARRAY_TYPES: set = set()
+_ARRAY_MODULES = ("numpy", "jaxlib", "jax")
+
+
+def _array_leaf_type(x: Any) -> tuple[tuple, str]:
+    """(shape, dtype name) of an array leaf; remembers numpy's and jax's array types."""
+    shape = tuple(map(int, x.shape))
+    dtype = _dtype_name(x.dtype)
+    t = type(x)
+    if (t.__module__ or "").partition(".")[0] in _ARRAY_MODULES and type(x.shape) is tuple:
+        _ARRAY_TYPES.add(t)
+    return shape, dtype
+
+
+def _fill_summaries(pending: list[tuple[Node, Any, tuple, str, int]], leaves: list) -> None:
+    """Make the Leaf of each array leaf with its value summary (one batched pass)."""
+    found = summarise_arrays([(obj, dtype, shape, math.prod(shape)) for _, obj, shape, dtype, _ in pending])
+    for (node, _, shape, dtype, index), (summary, vals, grid) in zip(pending, found):
+        node.leaf = leaves[index] = _NewLeaf(node.path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES,
+                                             summary, index, vals, grid)
 
 
 def _first(item: tuple) -> Any:

@@ -8,6 +8,8 @@
 //   nd not differentiable, n number of children
 // @typedef {{p: string, u: string|null, l: string, d: number, leaf: number, c: Cell[], s: string}} Row
 // @typedef {{title: string, rows: Row[], counts: string}} Panel
+// On the wire, rows (and each panel's rows) come by column, one list per key, the same names
+// (diagram.py's module docstring is the reference): rowsFromWire turns them back into Rows.
 // Traits (same names in diagram.py):
 //   columns: string[]        tree names, one column each (params, grads, updated)
 //   rows: Row[]              aligned rows in display order (parents before children)
@@ -30,18 +32,48 @@ function h(tag, cls, text) {
   return el;
 }
 
+const ROW_KEYS = ["p", "u", "l", "d", "leaf", "s"]; // ROW_KEYS in diagram.py
+const CELL_KEYS = ["ty", "v", "g", "i", "nd", "n"]; // CELL_KEYS in diagram.py
+
+/**
+ * Rows from their wire form: one list per key (rows by column), back to one object per row.
+ * A cell whose `ty` is null is a missing cell; a cell's other null keys are left out.
+ * @param {any} wire @returns {Row[]}
+ */
+function rowsFromWire(wire) {
+  if (!wire || Array.isArray(wire)) return wire || [];
+  const n = wire.p.length;
+  const cols = wire.c;
+  const rows = new Array(n);
+  for (let k = 0; k < n; k++) {
+    const r = /** @type {any} */ ({});
+    for (const key of ROW_KEYS) r[key] = wire[key][k];
+    r.c = cols.map((/** @type {any} */ col) => {
+      if (col.ty[k] === null) return null;
+      const cell = /** @type {any} */ ({});
+      for (const key of CELL_KEYS) {
+        const v = col[key][k];
+        if (v !== null) cell[key] = v;
+      }
+      return cell;
+    });
+    rows[k] = r;
+  }
+  return rows;
+}
+
 /**
  * A list trait that Python sends as one JSON text (rows, panels), parsed once per change.
- * @param {any} model @param {string} name
+ * @param {any} model @param {string} name @param {(parsed: any) => any} decode
  */
-function jsonTrait(model, name) {
+function jsonTrait(model, name, decode) {
   let raw = undefined;
   let parsed = [];
   return () => {
     const now = model.get(name);
     if (now !== raw) {
       raw = now;
-      parsed = typeof now === "string" ? JSON.parse(now) : now || [];
+      parsed = decode(typeof now === "string" ? JSON.parse(now) : now || []);
     }
     return parsed;
   };
@@ -392,8 +424,10 @@ function render({ model, el }) {
   wrap.append(msg, trees, side, caption);
   el.append(wrap);
 
-  const getRows = jsonTrait(model, "rows");
-  const getPanels = jsonTrait(model, "panels");
+  const getRows = jsonTrait(model, "rows", rowsFromWire);
+  const getPanels = jsonTrait(model, "panels", (/** @type {any[]} */ specs) =>
+    specs.map((p) => ({ ...p, rows: rowsFromWire(p.rows) })),
+  );
   /** @type {ReturnType<typeof makeTree> | null} */
   let main = null;
   /** @type {ReturnType<typeof makeTree>[]} */
