@@ -137,6 +137,7 @@ def trees_tables(py: dict, br: dict | None) -> list[Table]:
 
 # 4c (bigleaf): one 10^7-element leaf and a tree that contains itself (bench/big_leaf.py)
 SECTIONS.insert(SECTIONS.index("trees") + 1, "bigleaf")
+SECTIONS.insert(SECTIONS.index("bigleaf") + 1, "explorerbig")  # 4d: big-tree StepExplorer (bench/explorer_big.py)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -343,6 +344,13 @@ def main(argv: list[str] | None = None) -> int:
         print("\n4c. one 10^7-element leaf, and a tree that contains itself ...", flush=True)
         results["big_leaf"] = big_leaf.run(quick=args.quick)
         _print(big_leaf.table(results["big_leaf"]))
+
+    if "explorerbig" in only:
+        from . import explorer_big
+
+        print("\n4d. StepExplorer for 400, 2k and 10k leaves, before vs now ...", flush=True)
+        results["explorer_big"] = explorer_big.run(quick=args.quick)
+        _print(explorer_big.table(results["explorer_big"]))
 
     save()
     print(f"\nload average at end {results['meta']['load_average_at_end']}; "

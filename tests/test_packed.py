@@ -60,3 +60,49 @@ def test_hostile_keys_are_text():
     view.select_position(0)
     assert view.readout == "packed[0] holds params['<img src=x onerror=alert(1)>'][0]"
     assert "&lt;img" in view._repr_mimebundle_()[0]["text/html"]
+
+
+class _CountingEngine:
+    """The real engine, with every tree operation the view asks of it counted."""
+
+    def __init__(self, engine):
+        self._engine = engine
+        self.calls: list[str] = []
+
+    def __getattr__(self, name):
+        attr = getattr(self._engine, name)
+        if callable(attr):
+            def counted(*args, **kwargs):
+                self.calls.append(name)
+                return attr(*args, **kwargs)
+
+            return counted
+        return attr
+
+
+def test_packed_view_goes_through_the_engine_seam():
+    from pytree_lab.engine import get_engine
+
+    eng = _CountingEngine(get_engine())
+    view = PackedView(PARAMS, layouts={"(w, b)": (PARAMS["w"], PARAMS["b"])}, engine=eng)
+    assert eng.calls.count("ravel_pytree") == 2  # one per layout
+    assert eng.calls.count("tree_flatten_with_path") == 2
+    assert "keystr" in eng.calls
+    assert view.packed.tolist() == [0.5, 1.0, 2.0]
+    assert view.label(0, layout=1) == "(w, b)[0][0]"
+
+
+def test_packed_view_with_the_lite_engine_matches_jax():
+    from pytree_lab.compat import jax as lite_jax
+    from pytree_lab.engine import Engine
+
+    lite = Engine(lite_jax)
+    assert lite.is_lite
+    params = {"w": np.array([1.0, 2.0]), "b": np.array([0.5])}
+    view = PackedView(params, engine=lite)
+    packed, _ = ravel_pytree({"w": jnp.array([1.0, 2.0]), "b": jnp.array([0.5])})
+    assert np.asarray(view.packed).tolist() == np.asarray(packed).tolist() == [0.5, 1.0, 2.0]
+    view.select_position(2)
+    assert view.readout == "packed[2] holds params['w'][1]"
+    view.select_leaf("['w']")
+    assert view.highlight["positions"] == [1, 2]

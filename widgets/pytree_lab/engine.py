@@ -86,6 +86,10 @@ class Engine:
     def keystr(self, path: tuple) -> str:
         return self.tree_util.keystr(path)
 
+    def ravel_pytree(self, tree: Any) -> tuple[Any, Callable]:
+        """`flatten_util.ravel_pytree`: the tree's leaves packed into one vector, and the unravel."""
+        return importlib.import_module(self.jax.__name__ + ".flatten_util").ravel_pytree(tree)
+
     def check_tree(self, tree: Any, name: str = "params") -> None:
         """Raise `pytree_lab.trees.TreeError` (path named) for a tree that contains itself or whose
         nodes raise, before any JAX call sees it (JAX's own recursion on a cyclic tree exhausts

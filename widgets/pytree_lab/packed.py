@@ -6,11 +6,12 @@ positions (integer indices with the value under each) and the tree's leaves with
 Selecting a leaf highlights every packed position it occupies; selecting a position highlights
 the single element it holds (`params['w'][1]`), not the whole leaf. Both ways run in Python:
 the page writes only the selection (`selected`), the highlights are computed here.
+Every tree operation goes through the engine (`engine=`, default: this kernel's), so the view
+works the same with JAX and with the Lite engine.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 import anywidget
@@ -28,8 +29,7 @@ class _Layout:
     def __init__(self, name: str, tree: Any, eng: Engine):
         import numpy as np
 
-        ravel_pytree = importlib.import_module(eng.jax.__name__ + ".flatten_util").ravel_pytree
-        packed, _ = ravel_pytree(tree)
+        packed, _ = eng.ravel_pytree(tree)
         self.name = name
         self.packed = packed
         flat, _ = eng.tree_flatten_with_path(tree)

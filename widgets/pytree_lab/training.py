@@ -220,6 +220,7 @@ class TrainingStep:
         extras_fn: Callable | None = None,
         engine: Engine | None = None,
         static: dict | None = None,
+        lean: bool | None = None,
     ):
         self.engine = eng = engine or get_engine()
         self.loss_fn = loss_fn
@@ -230,6 +231,12 @@ class TrainingStep:
         self._extras_fn = extras_fn
         self._step_fn = eng.jit(self._traced_step)
         self._run_fn = None if eng.is_lite else eng.jit(self._traced_run)
+        # A big tree (LEAN_LEAVES leaves or more): `step` compiles value_and_grad and the
+        # optimizer's update as two functions, and takes the new loss from the first one at the
+        # updated params (one program holding the loss twice, its gradient and the update takes
+        # XLA minutes to compile for thousands of leaves). None: decided at the first step.
+        self.lean = lean
+        self._lean_fns: dict = {}
 
     # ---- what the optimizer allows
     @property
@@ -395,10 +402,36 @@ class TrainingStep:
             dtype = np.float32
         return np.asarray(learning_rate, dtype=dtype)
 
+    def _lean_step(self, params, state, inputs, lr):
+        """`_traced_step`'s results from two smaller compiled functions (see `lean`)."""
+        eng, fns = self.engine, self._lean_fns
+        if not fns:
+            def forward_backward(p, i):
+                self.traces["step"] += 1  # runs while tracing only
+                return eng.value_and_grad(lambda q: self._loss(q, i))(p)
+
+            def update(p, s, g, rate):
+                self.traces["update"] = self.traces.get("update", 0) + 1
+                return self._update(p, s, g, rate)
+
+            fns["vg"], fns["update"] = eng.jit(forward_backward), eng.jit(update)
+            if self._extras_fn is not None:
+                fns["extras"] = eng.jit(lambda p, u, i: self._extras_fn(p, u, {**i, **self.static}))
+        value, grads = fns["vg"](params, inputs)
+        updates, updated, new_state = fns["update"](params, state, grads, lr)
+        loss_after, _ = fns["vg"](updated, inputs)
+        extras = fns["extras"](params, updated, inputs) if "extras" in fns else {}
+        return value, grads, updates, updated, new_state, loss_after, extras
+
     def step(self, params: Any, opt_state: Any, inputs: dict, learning_rate: Any = None) -> TrainingResult:
         """One step from `params` with every intermediate value."""
+        from .step import LEAN_LEAVES
+
         lr = self._lr_value(learning_rate, params, opt_state)
-        value, grads, updates, updated, new_state, loss_after, extras = self._step_fn(params, opt_state, inputs, lr)
+        if self.lean is None:
+            self.lean = (not self.engine.is_lite) and len(self.engine.tree_leaves(params)) >= LEAN_LEAVES
+        step_fn = self._lean_step if self.lean else self._step_fn
+        value, grads, updates, updated, new_state, loss_after, extras = step_fn(params, opt_state, inputs, lr)
         if self.lr_source == "state":
             shown_lr = self.learning_rate_of(new_state)
         elif self.lr_source == "fixed":

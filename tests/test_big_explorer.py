@@ -1,0 +1,242 @@
+"""The lean step for big trees: value_and_grad compiled alone, the update outside it.
+
+Its numbers must be the ones direct JAX / optax calls give: the gradients and the SGD update
+leaf by leaf (the update bitwise: η in the leaf's dtype, one multiply, one subtract), Adam's
+update as optax computes it. Checked on a 10k-leaf tree against hand-derived gradients and on
+hypothesis trees against `jax.value_and_grad` + `jax.tree.map` / optax.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytree_lab import StepExplorer
+from pytree_lab.step import LEAN_LEAVES, CompiledStep, pin_dtypes, sgd_update
+from pytree_lab.training import TrainingStep
+
+N_BIG = 10_000
+
+
+def _big_params() -> dict:
+    rng = np.random.default_rng(7)
+    values = rng.uniform(-2, 2, N_BIG).astype(np.float32)
+    return {f"w{i:05d}": jnp.asarray(values[i]) for i in range(N_BIG)}
+
+
+def _sum_of_squares(p, scale):
+    # d/dw (scale · w²) = 2·scale·w; with scale = 1 that is exactly 2w in float32
+    return sum((w * w) * scale for w in p.values())
+
+
+@pytest.fixture(scope="module")
+def big():
+    params = _big_params()
+    return params, {"scale": jnp.asarray(np.float32(1.0))}
+
+
+def _leaves(tree):
+    return [np.asarray(x) for x in jax.tree.leaves(tree)]
+
+
+def test_10k_leaf_sgd_step_is_exact_leaf_by_leaf(big):
+    params, inputs = big
+    step = CompiledStep(_sum_of_squares)
+    lr = 0.0123
+    r = step(params, inputs, lr)
+    assert step.lean is True  # 10k leaves >= LEAN_LEAVES: value_and_grad compiled alone
+    p = _leaves(params)
+    g = _leaves(r.grads)
+    u = _leaves(r.updated)
+    assert len(g) == len(u) == N_BIG
+    hand_grads = [np.float32(2) * x for x in p]  # exact: multiplying by 2 never rounds
+    hand_updated = [x - np.float32(lr) * (np.float32(2) * x) for x in p]
+    assert all(a.dtype == np.float32 and np.array_equal(a, b) for a, b in zip(g, hand_grads))
+    assert all(a.dtype == np.float32 and np.array_equal(a, b) for a, b in zip(u, hand_updated))
+    # and what jax.tree.map(p - lr * g) gives with JAX's own float32 arithmetic, for a sample
+    direct = jax.tree.map(lambda a, b: a - lr * b, params, r.grads)
+    keys = list(params)[:: N_BIG // 50]
+    for k in keys:
+        assert np.array_equal(np.asarray(r.updated[k]), np.asarray(direct[k]))
+    total = float(np.sum(np.asarray(p, np.float64) ** 2))
+    assert r.loss == pytest.approx(total, rel=1e-5)
+    assert r.loss_after == pytest.approx(float(np.sum(np.asarray(u, np.float64) ** 2)), rel=1e-5)
+    # a second call with other values: the same compiled function, no new trace
+    r2 = step(jax.tree.map(lambda x: x * 0.5, params), inputs, lr)
+    assert step.traces == 1
+    assert np.array_equal(np.asarray(r2.grads["w00003"]), np.float32(2) * (np.asarray(params["w00003"]) * 0.5))
+
+
+def test_big_tree_adam_step_matches_optax():
+    # Adam on a tree past the lean threshold. (On the 10k-leaf tree XLA's compile of Adam's update
+    # for 10k leaves grew past 11 GB of memory, too much for a test; see the README.)
+    rng = np.random.default_rng(8)
+    params = {f"w{i:04d}": jnp.asarray(np.float32(v)) for i, v in enumerate(rng.uniform(-2, 2, LEAN_LEAVES + 56))}
+    inputs = {"scale": jnp.asarray(np.float32(1.0))}
+    opt = optax.adam(0.05)
+    ts = TrainingStep(_sum_of_squares, opt)
+    state = ts.init(params)
+    r = ts.step(params, state, inputs)
+    assert ts.lean is True
+    grads = {k: np.float32(2) * np.asarray(v) for k, v in params.items()}  # hand-derived
+    updates, new_state = opt.update(grads, state, params)  # optax itself, eagerly
+    updated = optax.apply_updates(params, updates)
+    for k in params:
+        assert np.array_equal(np.asarray(r.grads[k]), grads[k])
+    np.testing.assert_allclose(np.asarray(_leaves(r.updated)), np.asarray(_leaves(updated)), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(_leaves(r.updates)), np.asarray(_leaves(updates)), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(_leaves(r.opt_state_after[0].mu)),
+                               np.asarray(_leaves(new_state[0].mu)), rtol=1e-6)
+    assert int(r.opt_state_after[0].count) == 1
+    r2 = ts.step(r.updated, r.opt_state_after, inputs)  # the next step: the same compiled code
+    assert int(r2.opt_state_after[0].count) == 2
+    assert ts.traces["step"] == 1 and ts.traces["update"] == 1
+
+
+def test_sgd_update_is_jax_tree_map_bitwise_in_every_float_dtype():
+    rng = np.random.default_rng(3)
+    params = {"a": jnp.asarray(rng.normal(size=(3, 2)).astype(np.float32)), "b": jnp.asarray(np.float32(0.7)),
+              "c": jnp.asarray(rng.normal(size=5).astype(jnp.bfloat16))}
+    grads = jax.tree.map(lambda x: x * 3.3 + 0.1, params)
+    for lr in (0.1, 1 / 3, 1e-7, 0.0):
+        ours = sgd_update(params, grads, lr)
+        direct = jax.tree.map(lambda p, g: p - lr * g, params, grads)
+        for k in params:
+            assert np.asarray(ours[k]).dtype == np.asarray(params[k]).dtype
+            assert np.array_equal(np.asarray(ours[k]), np.asarray(direct[k])), (k, lr)
+    # numpy leaves come back read-only: nobody edits a step's result in place
+    with pytest.raises(ValueError):
+        np.asarray(sgd_update(params, grads, 0.1)["a"])[0, 0] = 1.0
+
+
+def test_sgd_update_keeps_float64_under_x64():
+    with jax.enable_x64(True):
+        params = {"b": jnp.asarray(0.0, jnp.float64), "w": jnp.asarray([1.0, 2.0], jnp.float64)}
+        grads = {"b": jnp.asarray(-4.0, jnp.float64), "w": jnp.asarray([0.1, 0.2], jnp.float64)}
+        out = sgd_update(params, grads, 0.1)
+        assert np.asarray(out["b"]).dtype == np.float64
+        assert float(out["b"]) == 0.4  # 0 − 0.1·(−4) in float64, not 0.40000001
+        direct = jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)
+        assert np.array_equal(np.asarray(out["w"]), np.asarray(direct["w"]))
+
+
+_shapes = st.lists(st.integers(1, 3), min_size=0, max_size=2).map(tuple)
+
+
+@st.composite
+def trees(draw):
+    def arr():
+        shape = draw(_shapes)
+        vals = draw(st.lists(st.floats(-2, 2, width=32), min_size=int(np.prod(shape)), max_size=int(np.prod(shape))))
+        return jnp.asarray(np.array(vals, np.float32).reshape(shape))
+
+    kind = draw(st.sampled_from(["dict", "list", "nested"]))
+    if kind == "dict":
+        return {k: arr() for k in draw(st.lists(st.sampled_from("abcdwxyz"), min_size=1, max_size=4, unique=True))}
+    if kind == "list":
+        return [arr() for _ in range(draw(st.integers(1, 4)))]
+    return {"layer": [arr(), {"w": arr()}], "scale": arr()}
+
+
+def _loss(p, x):
+    return sum(jnp.sum(jnp.sin(leaf) * leaf) * x for leaf in jax.tree.leaves(p))
+
+
+X = {"x": jnp.asarray(np.float32(1.5))}
+
+
+@settings(max_examples=25, deadline=None)
+@given(trees(), st.floats(0.001, 0.5))
+def test_lean_sgd_step_equals_value_and_grad_then_tree_map(params, lr):
+    r = CompiledStep(_loss, lean=True)(params, X, lr)
+    value, grads = jax.value_and_grad(_loss)(params, X["x"])
+    assert jax.tree.structure(r.grads) == jax.tree.structure(params)
+    assert r.loss == pytest.approx(float(value), rel=1e-6, abs=1e-6)
+    for a, b in zip(jax.tree.leaves(r.grads), jax.tree.leaves(grads)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    # the update, from the step's own gradients, is jax.tree.map's bitwise
+    direct = jax.tree.map(lambda p, g: p - lr * g, params, r.grads)
+    for a, b in zip(jax.tree.leaves(r.updated), jax.tree.leaves(direct)):
+        assert np.asarray(a).dtype == np.asarray(b).dtype and np.array_equal(np.asarray(a), np.asarray(b))
+    assert r.loss_after == pytest.approx(float(_loss(direct, X["x"])), rel=1e-5, abs=1e-6)
+
+
+@settings(max_examples=20, deadline=None)
+@given(trees(), st.floats(0.001, 0.3))
+def test_lean_adam_step_equals_optax(params, lr):
+    opt = optax.inject_hyperparams(optax.adam)(learning_rate=0.1)
+    ts = TrainingStep(_loss, opt, lean=True)
+    state = ts.init(params)
+    r = ts.step(params, state, X, lr)
+    value, grads = jax.value_and_grad(_loss)(params, X["x"])
+    state = state._replace(hyperparams={**state.hyperparams, "learning_rate": jnp.asarray(np.float32(lr))})
+    updates, new_state = opt.update(grads, state, params)
+    updated = optax.apply_updates(params, updates)
+    assert r.loss == pytest.approx(float(value), rel=1e-6, abs=1e-6)
+    for a, b in zip(jax.tree.leaves(r.updated), jax.tree.leaves(updated)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    for a, b in zip(jax.tree.leaves(r.opt_state_after), jax.tree.leaves(new_state)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert r.learning_rate == pytest.approx(lr, rel=1e-6)
+
+
+def test_lean_and_two_program_steps_agree_on_a_tree_past_the_threshold():
+    rng = np.random.default_rng(11)
+    n = LEAN_LEAVES
+    params = {f"p{i:04d}": jnp.asarray(rng.normal(size=2).astype(np.float32)) for i in range(n)}
+    lean, old = CompiledStep(_loss), CompiledStep(_loss, lean=False)
+    a, b = lean(params, X, 0.05), old(params, X, 0.05)
+    assert lean.lean is True and old.lean is False
+    assert a.loss == pytest.approx(b.loss, rel=1e-6)
+    assert a.loss_after == pytest.approx(b.loss_after, rel=1e-6)
+    for x, y in zip(jax.tree.leaves(a.grads), jax.tree.leaves(b.grads)):
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)
+    for x, y in zip(jax.tree.leaves(a.updated), jax.tree.leaves(b.updated)):
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-7)
+
+
+def test_explorer_on_a_big_tree_shows_the_lean_step_and_keeps_the_callers_arrays():
+    rng = np.random.default_rng(5)
+    n = LEAN_LEAVES + 10
+    params = {f"p{i:04d}": jnp.asarray(rng.normal(size=3).astype(np.float32)) for i in range(n)}
+    before = {k: np.asarray(v).copy() for k, v in params.items()}
+    ex = StepExplorer(_loss, params, {"x": 1.5}, learning_rate=0.1, time_budget=None)
+    try:
+        r = ex.result
+        assert r is not None and ex._step.lean is True
+        value, grads = jax.value_and_grad(_loss)(params, jnp.float32(1.5))
+        assert r.loss == pytest.approx(float(value), rel=1e-6)
+        for k in params:
+            np.testing.assert_allclose(r.grads[k], grads[k], rtol=1e-6, atol=1e-7)
+            assert np.array_equal(np.asarray(r.updated[k]), np.asarray(params[k] - 0.1 * r.grads[k]))
+        # one slider moved: that element changes, every other leaf is the caller's value
+        el, slider = ex._param_sliders[0]
+        assert slider.path == "params['p0000'][0]"
+        slider.value = slider.value + 0.25
+        moved = ex.result
+        assert moved is not r and moved.loss != r.loss
+        changed = [k for k in params if not np.array_equal(np.asarray(moved.params[k]), before[k])]
+        assert changed == ["p0000"]
+        assert float(moved.params["p0000"][0]) == pytest.approx(float(before["p0000"][0]) + 0.25, abs=1e-6)
+        assert np.array_equal(np.asarray(moved.params["p0000"][1:]), before["p0000"][1:])
+        direct = jax.value_and_grad(_loss)(moved.params, jnp.float32(1.5))[1]
+        np.testing.assert_allclose(moved.grads["p0000"], direct["p0000"], rtol=1e-6, atol=1e-7)
+        assert ex._step.traces == 1
+        for k in params:  # the caller's arrays are untouched
+            assert np.array_equal(np.asarray(params[k]), before[k])
+    finally:
+        ex.close()
+
+
+def test_pin_dtypes_keeps_strong_jax_arrays_and_pins_weak_ones():
+    strong = jnp.asarray(np.float32(1.5))
+    weak = jnp.asarray(1.5)  # a weakly typed float: a slider's strong float32 later must not recompile
+    assert weak.weak_type
+    pinned = pin_dtypes({"s": strong, "w": weak})
+    assert pinned["s"] is strong
+    assert isinstance(pinned["w"], np.ndarray) and pinned["w"].dtype == np.float32
