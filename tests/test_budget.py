@@ -133,3 +133,51 @@ def test_an_endless_loss_given_from_another_thread_ends_in_a_message():
     assert out == {"value": None}
     assert "ran for more than 0.5 s" in ex.diagram.message and "endless loop" in ex.diagram.message
     assert ex.result is good and ex.result.loss == 4.0
+
+
+_AFTER_A_STOP = r"""
+import sys, threading
+from pytree_lab._budget import TimeBudgetExceeded, user_code_budget
+
+def spin():
+    while True:
+        pass
+
+def stopped():
+    try:
+        with user_code_budget(0.2):
+            spin()
+    except TimeBudgetExceeded:
+        print("stopped")
+
+t = threading.Thread(target=stopped); t.start(); t.join(20)
+seen = []
+
+def tracer(frame, event, arg):
+    seen.append(event)
+    if len(seen) > 1000:
+        raise TimeBudgetExceeded()
+    return tracer
+
+def traced():
+    sys.settrace(tracer)
+    try:
+        spin()
+    except TimeBudgetExceeded:
+        print("traced", seen[0], len(seen))
+
+t = threading.Thread(target=traced); t.start(); t.join(20)
+"""
+
+
+def test_after_a_stop_off_the_main_thread_line_tracers_still_run(tmp_path):
+    # a stop must leave nothing pending in the interpreter: on CPython 3.11 taking a pending
+    # exception back with PyThreadState_SetAsyncExc(id, NULL) left a flag set for good, after
+    # which no trace function ran in any thread (the exercises' budget then never fired)
+    import subprocess
+    import sys
+
+    script = tmp_path / "after_a_stop.py"  # a file of the user's own (code from "<string>" is not)
+    script.write_text(_AFTER_A_STOP)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split("\n")[:2] == ["stopped", "traced call 1001"], done.stdout + done.stderr

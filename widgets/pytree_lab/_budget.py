@@ -81,9 +81,23 @@ def _watchdog_available() -> bool:
             and hasattr(ctypes, "pythonapi") and hasattr(sys, "_current_frames"))
 
 
-def _raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
-    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id),
-                                               ctypes.py_object(exc) if exc is not None else None)
+def _raise_in(thread_id: int, exc: type[BaseException]) -> None:
+    # Never called with NULL to take a pending exception back: on CPython 3.11 that leaves the
+    # interpreter's "async exception pending" flag set for good, after which every thread's
+    # interpreter loop checks for pending work at each backward jump and a line tracer
+    # (`sys.settrace`, the exercises' budget in Pyodide and off the main thread) never runs again
+    # (a RESUME with a trace function set spins). A pending exception is delivered instead (below).
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc))
+
+
+def _take_delivery() -> None:
+    """Let an exception set by `_raise_in` for this thread land here, now: the interpreter
+    delivers it at the first backward jump of this loop."""
+    try:
+        for _ in range(10_000):
+            pass
+    except TimeBudgetExceeded:
+        pass
 
 
 @contextlib.contextmanager
@@ -111,18 +125,23 @@ def _watched(seconds: float):
                 return
 
     threading.Thread(target=watch, name="pytree-lab time budget", daemon=True).start()
+    delivered = False
     try:
         yield
+    except TimeBudgetExceeded:
+        delivered = True
+        raise
     finally:
         while True:  # the exception can land in the cleanup: finish it whatever happens
             try:
                 with lock:
                     state["active"] = False
                     stop.set()
-                    if state["fired"]:
-                        _raise_in(target, None)  # not delivered yet: it must not land after the body
+                if state["fired"] and not delivered:  # set, maybe not delivered: not after the body
+                    _take_delivery()
                 break
             except TimeBudgetExceeded:
+                delivered = True
                 continue
 
 
