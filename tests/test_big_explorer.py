@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytree_lab import StepExplorer
-from pytree_lab.step import LEAN_LEAVES, CompiledStep, pin_dtypes, sgd_update
+from pytree_lab.step import INTERPRET_EQNS, LEAN_LEAVES, CompiledStep, pin_dtypes, sgd_update
 from pytree_lab.training import TrainingStep
 
 N_BIG = 2_000
@@ -241,3 +241,114 @@ def test_pin_dtypes_keeps_strong_jax_arrays_and_pins_weak_ones():
     pinned = pin_dtypes({"s": strong, "w": weak})
     assert pinned["s"] is strong
     assert isinstance(pinned["w"], np.ndarray) and pinned["w"].dtype == np.float32
+
+
+def _layers_loss(p, x):
+    return sum(jnp.sum((layer["w"] @ x + layer["b"]) ** 2) for layer in p.values())
+
+
+def _layer_tree(n_layers: int, seed: int = 5, dtype=np.float32) -> dict:
+    rng = np.random.default_rng(seed)
+    return {f"layer{i:03d}": {"w": jnp.asarray(rng.normal(size=(3, 3)).astype(dtype)),
+                              "b": jnp.asarray(rng.normal(size=3).astype(dtype))} for i in range(n_layers)}
+
+
+XV = {"x": jnp.asarray(np.array([1.0, -0.5, 2.0], np.float32))}
+
+
+def test_a_program_past_the_limit_runs_operation_by_operation_with_eager_jaxs_numbers(monkeypatch):
+    import pytree_lab.step as step_module
+
+    monkeypatch.setattr(step_module, "INTERPRET_EQNS", 20)
+    params = _layer_tree(12)
+    step = CompiledStep(_layers_loss, lean=True)
+    r = step(params, XV, 0.01)
+    assert step.interpreted and step.staged.eqns >= 20
+    value, grads = jax.value_and_grad(_layers_loss)(params, XV["x"])  # JAX outside jit: the oracle
+    assert r.loss == float(value)
+    for a, b in zip(jax.tree.leaves(r.grads), jax.tree.leaves(grads)):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+    direct = jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)
+    for a, b in zip(jax.tree.leaves(r.updated), jax.tree.leaves(direct)):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+    assert r.loss_after == float(_layers_loss(direct, XV["x"]))  # the loss alone, gradient dropped
+    # later steps reuse the traced program; another signature (one layer more) is traced anew
+    r2 = step(r.updated, XV, 0.01)
+    assert step.traces == 1 and r2.loss == float(_layers_loss(r.updated, XV["x"]))
+    bigger = _layer_tree(13)
+    r3 = step(bigger, XV, 0.01)
+    assert step.traces == 2 and r3.loss == float(_layers_loss(bigger, XV["x"]))
+
+
+def test_below_the_limit_the_lean_step_is_compiled_once():
+    params = _layer_tree(3)
+    step = CompiledStep(_layers_loss, lean=True)
+    r = step(params, XV, 0.01)
+    assert step.lean and not step.interpreted and 0 < step.staged.eqns < INTERPRET_EQNS
+    step(r.updated, XV, 0.02)
+    assert step.traces == 1
+    value, grads = jax.value_and_grad(_layers_loss)(params, XV["x"])
+    assert r.loss == pytest.approx(float(value), rel=1e-6)
+    for a, b in zip(jax.tree.leaves(r.grads), jax.tree.leaves(grads)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_the_explorer_on_a_program_run_operation_by_operation(monkeypatch):
+    import pytree_lab.step as step_module
+
+    monkeypatch.setattr(step_module, "LEAN_LEAVES", 4)
+    monkeypatch.setattr(step_module, "INTERPRET_EQNS", 20)
+    params = _layer_tree(6, seed=9)
+    ex = StepExplorer(_layers_loss, params, dict(XV), learning_rate=0.1)
+    try:
+        assert ex._step.interpreted
+        value, grads = jax.value_and_grad(_layers_loss)(params, XV["x"])
+        assert ex.result.loss == float(value)
+        assert np.array_equal(np.asarray(ex.result.grads["layer002"]["w"]), np.asarray(grads["layer002"]["w"]))
+        # one slider move: the step from the moved value, every other leaf the user's own
+        label, slider = ex._param_sliders[0]
+        slider.value = slider.value + slider.step
+        moved = ex.result.params
+        assert ex._step.traces == 1
+        value2, grads2 = jax.value_and_grad(_layers_loss)(moved, XV["x"])
+        assert ex.result.loss == float(value2)
+        assert np.array_equal(np.asarray(ex.result.grads["layer005"]["b"]), np.asarray(grads2["layer005"]["b"]))
+    finally:
+        ex.close()
+
+
+def test_an_error_in_the_loss_of_a_big_program_is_the_losss_own(monkeypatch):
+    import pytree_lab.step as step_module
+
+    monkeypatch.setattr(step_module, "INTERPRET_EQNS", 20)
+
+    def broken(p, x):
+        raise ValueError("the student's own message")
+
+    with pytest.raises(ValueError, match="the student's own message"):
+        CompiledStep(broken, lean=True)(_layer_tree(2), XV, 0.1)
+
+
+def test_adam_past_the_limit_runs_operation_by_operation_with_optaxs_numbers(monkeypatch):
+    import pytree_lab.step as step_module
+
+    monkeypatch.setattr(step_module, "INTERPRET_EQNS", 20)
+    params = _layer_tree(5, seed=12)
+    opt = optax.adam(0.05)
+    ts = TrainingStep(_layers_loss, opt, lean=True)
+    state = ts.init(params)
+    r = ts.step(params, state, XV)
+    assert ts._lean_fns["vg"].interpreted and ts._lean_fns["update"].interpreted
+    value, grads = jax.value_and_grad(_layers_loss)(params, XV["x"])
+    updates, new_state = opt.update(grads, state, params)  # optax itself, outside jit
+    updated = optax.apply_updates(params, updates)
+    assert r.loss == float(value)
+    for a, b in zip(jax.tree.leaves(r.grads), jax.tree.leaves(grads)):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+    for a, b in zip(jax.tree.leaves(r.updated), jax.tree.leaves(updated)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    for a, b in zip(jax.tree.leaves(r.opt_state_after), jax.tree.leaves(new_state)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7)
+    assert r.loss_after == pytest.approx(float(_layers_loss(updated, XV["x"])), rel=1e-6)
+    r2 = ts.step(r.updated, r.opt_state_after, XV)
+    assert int(r2.opt_state_after[0].count) == 2 and ts.traces["step"] == 1 and ts.traces["update"] == 1

@@ -404,6 +404,8 @@ class TrainingStep:
 
     def _lean_step(self, params, state, inputs, lr):
         """`_traced_step`'s results from two smaller compiled functions (see `lean`)."""
+        from .step import Staged
+
         eng, fns = self.engine, self._lean_fns
         if not fns:
             def forward_backward(p, i):
@@ -414,12 +416,13 @@ class TrainingStep:
                 self.traces["update"] = self.traces.get("update", 0) + 1
                 return self._update(p, s, g, rate)
 
-            fns["vg"], fns["update"] = eng.jit(forward_backward), eng.jit(update)
+            # each traced once, then compiled, or run operation by operation when too big to compile
+            fns["vg"], fns["update"] = Staged(eng.jit(forward_backward), eng), Staged(eng.jit(update), eng)
             if self._extras_fn is not None:
                 fns["extras"] = eng.jit(lambda p, u, i: self._extras_fn(p, u, {**i, **self.static}))
         value, grads = fns["vg"](params, inputs)
         updates, updated, new_state = fns["update"](params, state, grads, lr)
-        loss_after, _ = fns["vg"](updated, inputs)
+        loss_after = fns["vg"].first(updated, inputs)
         extras = fns["extras"](params, updated, inputs) if "extras" in fns else {}
         return value, grads, updates, updated, new_state, loss_after, extras
 
