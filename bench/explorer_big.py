@@ -3,7 +3,8 @@ later steps), with the step compiled as before and as now.
 
 before: `value_and_grad` and the update + new loss compiled as two XLA programs (the second one
 holds the whole loss again). now (`pytree_lab.step.LEAN_LEAVES` leaves or more): only
-`value_and_grad` is compiled, the new loss comes from that same program at the updated params,
+`value_and_grad` is traced (compiled below `pytree_lab.step.INTERPRET_EQNS` operations, run
+operation by operation past it), the new loss comes from that same program at the updated params,
 and the update p − η·g is done leaf by leaf in numpy (bitwise the numbers eager JAX gives).
 
 Each (tree, path) runs in its own Python process, so its peak RSS is its own; a run that does
@@ -58,7 +59,9 @@ def _one(n_leaves: int, path: str, moves: int) -> dict:
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
     out = {"leaves": n_leaves, "path": path, "build_s": build, "build_cpu_s": build_cpu,
            "rss_before_mb": rss_before, "peak_rss_mb": peak, "ok": ex.result is not None,
-           "lean": bool(getattr(ex._step, "lean", False))}
+           "lean": bool(getattr(ex._step, "lean", False)),
+           "interpreted": bool(getattr(ex._step, "interpreted", False)),
+           "eqns": int(getattr(getattr(ex._step, "staged", None), "eqns", 0))}
     if ex.result is None:
         out["message"] = ex.status.value[:300]
         return out
@@ -127,6 +130,10 @@ def table(r: dict) -> Table:
     for run_ in r["runs"]:
         n, path = run_["leaves"], run_["path"]
         label = "before: 2 programs (loss twice)" if path == "before" else "now: value_and_grad only"
+        if run_.get("interpreted"):
+            label = f"now: value_and_grad run op by op ({run_.get('eqns', 0):,} ops)"
+        elif path == "now" and run_.get("eqns"):
+            label = f"now: value_and_grad compiled ({run_['eqns']:,} ops)"
         if run_.get("timed_out"):
             judged = n == 10_000 and path == "now"
             t.add(str(n), label, f"> {run_.get('limit_s', r['timeout_s']):.0f} s (stopped)", "—", "—", "—",

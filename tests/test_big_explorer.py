@@ -302,6 +302,7 @@ def test_the_explorer_on_a_program_run_operation_by_operation(monkeypatch):
     ex = StepExplorer(_layers_loss, params, dict(XV), learning_rate=0.1)
     try:
         assert ex._step.interpreted
+        assert "operations run one by one" in ex.text()  # the instructor is told why a step is slower
         value, grads = jax.value_and_grad(_layers_loss)(params, XV["x"])
         assert ex.result.loss == float(value)
         assert np.array_equal(np.asarray(ex.result.grads["layer002"]["w"]), np.asarray(grads["layer002"]["w"]))

@@ -244,6 +244,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         self._static = {k: inputs.pop(k) for k in static}
         self._input_names = [str(k) for k in inputs] + [str(k) for k in self._static]
         self._notes: list[str] = []
+        self._said_staged: Any = None  # the op-by-op program last told about (see _show_step)
         self._extra: Any = extra
 
         # Our own copies of the trees (never the caller's arrays), in the dtypes JAX gives them.
@@ -855,6 +856,12 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         elif lr == 0 and self._lr_adjustable:
             notes.append("The learning rate is 0: updated equals params, so nothing moves "
                          "(the gradients are still computed and shown).")
+        staged = getattr(self._step, "staged", None)
+        if getattr(self._step, "interpreted", False) and staged is not None and staged is not self._said_staged:
+            self._said_staged = staged  # said once per traced program
+            notes.append(f"This model's step is a program of {staged.eqns:,} operations: compiling it would take "
+                         "minutes, so its operations run one by one (the numbers JAX gives outside jit) and a "
+                         "step takes longer than usual.")
         if self.prediction_fn is not None and self.target_key not in self._input_names:
             notes.append(f"prediction_fn is given but the inputs have no {self.target_key!r} key (inputs: "
                          f"{', '.join(self._input_names) or 'none'}): name the target with target='...' to see "
@@ -1150,6 +1157,15 @@ class _OptimizerStep:
     @property
     def traces(self) -> int:
         return self.trainer.traces["step"]
+
+    @property
+    def interpreted(self) -> bool:
+        staged = self.trainer._lean_fns.get("vg")
+        return bool(self.trainer.lean) and staged is not None and staged.interpreted
+
+    @property
+    def staged(self) -> Any:
+        return self.trainer._lean_fns.get("vg")
 
     def __call__(self, params: Any, inputs: dict, learning_rate: float) -> StepResult:
         lr = learning_rate if self.explorer._lr_adjustable else None
