@@ -353,3 +353,50 @@ def test_adam_past_the_limit_runs_operation_by_operation_with_optaxs_numbers(mon
     assert r.loss_after == pytest.approx(float(_layers_loss(updated, XV["x"])), rel=1e-6)
     r2 = ts.step(r.updated, r.opt_state_after, XV)
     assert int(r2.opt_state_after[0].count) == 2 and ts.traces["step"] == 1 and ts.traces["update"] == 1
+
+
+def test_a_middle_sized_program_runs_op_by_op_until_its_background_compile_is_ready(monkeypatch):
+    import pytree_lab.step as step_module
+
+    monkeypatch.setattr(step_module, "BACKGROUND_EQNS", 20)
+    params = _layer_tree(10, seed=21)
+    step = CompiledStep(_layers_loss, lean=True)
+    staged = step.staged
+    seen = []
+    use_compiled = staged._use_compiled
+
+    def hold_then_use(compiled):  # see the op-by-op state before the compiled program lands
+        seen.append(staged.interpreted)
+        use_compiled(compiled)
+
+    monkeypatch.setattr(staged, "_use_compiled", hold_then_use)
+    r = step(params, XV, 0.05)
+    value, grads = jax.value_and_grad(_layers_loss)(params, XV["x"])
+    assert staged.wait_compiled(120) and staged.compile_error is None
+    assert seen == [True]  # op by op first, then the compiled program swapped in
+    assert not staged.interpreted and not staged.compiling
+    r2 = step(params, XV, 0.05)  # the compiled program: the same numbers to float32's last bits
+    assert step.traces == 1
+    assert r2.loss == pytest.approx(r.loss, rel=1e-6)
+    for a, b, c in zip(jax.tree.leaves(r2.grads), jax.tree.leaves(r.grads), jax.tree.leaves(grads)):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(a, c, rtol=1e-6, atol=1e-6)
+
+
+def test_a_failed_background_compile_keeps_the_op_by_op_program(monkeypatch):
+    import pytree_lab.step as step_module
+
+    monkeypatch.setattr(step_module, "BACKGROUND_EQNS", 20)
+    params = _layer_tree(8, seed=22)
+    step = CompiledStep(_layers_loss, lean=True)
+
+    def no_memory(compiled):
+        raise MemoryError("XLA ran out of memory")
+
+    monkeypatch.setattr(step.staged, "_use_compiled", no_memory)
+    r = step(params, XV, 0.05)
+    assert step.staged.wait_compiled(120)
+    assert isinstance(step.staged.compile_error, MemoryError) and step.interpreted
+    r2 = step(r.updated, XV, 0.05)
+    value, _ = jax.value_and_grad(_layers_loss)(r.updated, XV["x"])
+    assert r2.loss == float(value)

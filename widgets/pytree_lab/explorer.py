@@ -859,9 +859,14 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         staged = getattr(self._step, "staged", None)
         if getattr(self._step, "interpreted", False) and staged is not None and staged is not self._said_staged:
             self._said_staged = staged  # said once per traced program
-            notes.append(f"This model's step is a program of {staged.eqns:,} operations: compiling it would take "
-                         "minutes, so its operations run one by one (the numbers JAX gives outside jit) and a "
-                         "step takes longer than usual.")
+            if staged.compiling:
+                notes.append(f"This model's step is a program of {staged.eqns:,} operations: XLA is compiling it in "
+                             "the background, and until that is done its operations run one by one (the numbers "
+                             "JAX gives outside jit), so the first steps take longer than later ones.")
+            else:
+                notes.append(f"This model's step is a program of {staged.eqns:,} operations: compiling it would take "
+                             "minutes, so its operations run one by one (the numbers JAX gives outside jit) and a "
+                             "step takes longer than usual.")
         if self.prediction_fn is not None and self.target_key not in self._input_names:
             notes.append(f"prediction_fn is given but the inputs have no {self.target_key!r} key (inputs: "
                          f"{', '.join(self._input_names) or 'none'}): name the target with target='...' to see "

@@ -10,11 +10,13 @@ loss comes from that same compiled function at the updated params, and the updat
 is done leaf by leaf outside it, in numpy (the same IEEE float32/float64 operations JAX does
 eagerly: η in the leaf's dtype, one multiply, one subtract).
 
-For a very big program (`INTERPRET_EQNS` operations or more in the traced `value_and_grad`)
-even that compile is not worth it: XLA's compile time grows faster than the program (5000
-small layers: 45k operations, 13 minutes and 5.5 GB), so the traced program's operations are
-run one by one, as JAX runs them outside `jit` (each kind and shape of operation is compiled
-once and reused): seconds to build and a few seconds a step, in hundreds of MB.
+XLA's compile time grows faster than the program (1000 small layers: 9k operations, 12-23 s;
+5000: 45k operations, 13 minutes and 5.5 GB). So a traced `value_and_grad` of
+`BACKGROUND_EQNS` operations or more first runs operation by operation, as JAX runs code
+outside `jit` (each kind and shape of operation compiled once and reused), while XLA compiles
+it in a background thread; the compiled program takes over when it is ready. From
+`INTERPRET_EQNS` operations on it is never compiled: seconds to build and a few seconds a
+step, in hundreds of MB.
 """
 
 from __future__ import annotations
@@ -25,15 +27,20 @@ from typing import Any, Callable
 from .engine import Engine, get_engine
 
 __all__ = ["StepResult", "gradient_step", "CompiledStep", "Staged", "fresh", "pin_dtypes",
-           "sgd_update", "LEAN_LEAVES", "INTERPRET_EQNS"]
+           "sgd_update", "LEAN_LEAVES", "INTERPRET_EQNS", "BACKGROUND_EQNS"]
 
 # From this many parameter leaves on, a step compiles only value_and_grad (see the module doc).
 LEAN_LEAVES = 200
 # From this many operations in the traced value_and_grad on, it is run operation by operation
 # instead of compiled. Measured on 2 cores: 1000 layers of `w @ x + b` (9k operations) compile
 # in 12-23 s and then step in 0.03 s, run one by one they step in 0.6-1.2 s; 5000 layers (45k)
-# compile in 13 minutes. Below this a slider stays quick; above it, the compile is not worth it.
+# compile in 13 minutes and 5.5 GB. Past this the compile is not worth it.
 INTERPRET_EQNS = 12_000
+# From this many operations on (and below INTERPRET_EQNS), the first steps run operation by
+# operation while XLA compiles the program in a background thread (XLA lets go of the GIL: the
+# kernel stays responsive); later steps use the compiled program once it is ready. Below this the
+# compile takes a few seconds and is simply waited for.
+BACKGROUND_EQNS = 3_000
 
 
 @dataclass(frozen=True)
@@ -148,20 +155,29 @@ class CompiledStep:
 
 
 class Staged:
-    """A jitted function, traced once per argument signature and then either compiled by XLA or,
-    for a program of `INTERPRET_EQNS` operations or more, run one operation at a time (as JAX
-    runs code outside `jit`, with the same numbers). `first` gives the first output alone (when
-    the program is run operation by operation, what only the other outputs need is not run: the
-    loss without its gradient)."""
+    """A jitted function, traced once per argument signature, then run as the traced program's
+    size warrants: compiled by XLA (below `BACKGROUND_EQNS` operations); run one operation at a
+    time while XLA compiles it in a background thread, then compiled (up to `INTERPRET_EQNS`);
+    run one operation at a time, never compiled (past that). Run one operation at a time, the
+    numbers are the ones JAX gives outside `jit`. `first` gives the first output alone (run one
+    operation at a time, what only the other outputs need is not run: the loss without its
+    gradient)."""
 
     def __init__(self, jitted: Callable, engine: Engine):
+        import threading
+
         self._jitted = jitted
         self._engine = engine
         self._signature: Any = None
         self._call: Callable = jitted
         self._first: Callable = lambda *args: jitted(*args)[0]
+        self._generation = 0
+        self._compiled_event = threading.Event()
+        self._compiled_event.set()
         self.eqns = 0  # operations in the traced program (0: not traced here)
-        self.interpreted = False
+        self.interpreted = False  # the next call runs operation by operation
+        self.compiling = False  # XLA is compiling the program in the background
+        self.compile_error: BaseException | None = None  # the background compile failed (kept op by op)
 
     def __call__(self, *args: Any) -> Any:
         self._stage(args)
@@ -170,6 +186,10 @@ class Staged:
     def first(self, *args: Any) -> Any:
         self._stage(args)
         return self._first(*args)
+
+    def wait_compiled(self, timeout: float | None = None) -> bool:
+        """Wait for a background compile to end (True when none is running any more)."""
+        return self._compiled_event.wait(timeout)
 
     def _key(self, args: tuple) -> Any:
         jax = self._engine.jax
@@ -185,16 +205,44 @@ class Staged:
             return
         traced = self._jitted.trace(*args)  # the user's code runs here (its errors included)
         closed, out_tree = traced.jaxpr, traced.out_tree
+        self._generation += 1
         self.eqns = len(closed.jaxpr.eqns)
-        if self.eqns < INTERPRET_EQNS:
-            compiled = traced.lower().compile()
-            self._call = compiled
-            self._first = lambda *a: compiled(*a)[0]
-            self.interpreted = False
+        self.compile_error = None
+        if self.eqns < min(BACKGROUND_EQNS, INTERPRET_EQNS):
+            self._use_compiled(traced.lower().compile())
         else:
             self._call, self._first = self._interpreters(closed, out_tree)
             self.interpreted = True
+            if self.eqns < INTERPRET_EQNS:
+                self._compile_in_background(traced, self._generation)
         self._signature = key
+
+    def _use_compiled(self, compiled: Any) -> None:
+        self._call = compiled
+        self._first = lambda *a: compiled(*a)[0]
+        self.interpreted = False
+
+    def _compile_in_background(self, traced: Any, generation: int) -> None:
+        import threading
+
+        self.compiling = True
+        self._compiled_event.clear()
+
+        def compile_() -> None:
+            try:
+                lowered = traced.lower()
+                compiled = lowered.compile()
+                if generation == self._generation:  # still the program the arguments need
+                    self._use_compiled(compiled)
+            except BaseException as err:  # noqa: BLE001 - XLA can fail (memory): stay op by op
+                if generation == self._generation:
+                    self.compile_error = err
+            finally:
+                if generation == self._generation:
+                    self.compiling = False
+                    self._compiled_event.set()
+
+        threading.Thread(target=compile_, name="pytree-lab compile", daemon=True).start()
 
     def _interpreters(self, closed: Any, out_tree: Any) -> tuple[Callable, Callable]:
         import importlib
