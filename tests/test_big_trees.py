@@ -110,6 +110,11 @@ def test_wire_rows_by_column_decode_to_the_rows(big):
     state = d.get_state()
     assert rows_from_columns(json.loads(state["rows"])) == d.rows
     assert len(state["rows"]) < 0.85 * len(json.dumps(d.rows, separators=(",", ":")))
+    # each column under its name spelled out, once
+    wire = json.loads(state["rows"])
+    assert set(wire) == {"path", "parent", "label", "depth", "leaf", "status", "cells"}
+    assert set(wire["cells"][0]) == {"type", "value", "grid", "index", "not_differentiable", "children"}
+    assert wire["path"][:2] == [d.rows[0]["p"], d.rows[1]["p"]]
     # several trees, a missing cell, a cell with "nd": the general alignment, same decoding
     two = PytreeDiagram({"a": jnp.ones(2), "n": jnp.array([1, 2])}, grads={"a": jnp.zeros(2)})
     assert any(c is None for r in two.rows for c in r["c"]) and any("nd" in c for r in two.rows for c in r["c"] if c)

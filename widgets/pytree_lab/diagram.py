@@ -9,16 +9,18 @@ In Python a row is a dict and a cell a dict or None (see `align`)::
     cell = {"ty": type label, "v": value text | "g": grid text, "i": flatten index,
             "nd": 1 if not differentiable, "n": number of children (containers)}
 
-The keys stay short on purpose: spelled out they made the 10k-leaf tree's state 19% bigger.
 The page receives `rows` (and each panel's "rows") as one JSON text, by column rather than by
-row: JSON objects cost per key, and a 10k-leaf tree has 15,000 rows and cells::
+row (JSON objects cost per key, and a 10k-leaf tree has 15,000 rows and cells), each column
+under its name spelled out (ROW_COLUMNS, CELL_COLUMNS: sent once per column, they cost nothing
+worth counting; spelled out in every row they made the 10k-leaf state 19% bigger)::
 
-    {"p": [...], "u": [...], "l": [...], "d": [...], "leaf": [...], "s": [...],
-     "c": [{"ty": [...], "v": [...], "g": [...], "i": [...], "nd": [...], "n": [...]}, ...]}
+    {"path": [...], "parent": [...], "label": [...], "depth": [...], "leaf": [...],
+     "status": [...], "cells": [{"type": [...], "value": [...], "grid": [...], "index": [...],
+                                 "not_differentiable": [...], "children": [...]}, ...]}
 
-one list per row key (ROW_KEYS), and per tree one list per cell key (CELL_KEYS), a row's
-values at the same position; null where a cell is missing or lacks that key. The page turns
-it back into the row and cell objects above.
+one list per row key, and per tree one list per cell key, a row's values at the same position;
+null where a cell is missing or lacks that key. The page turns it back into the row and cell
+objects above (the short keys are the page's and Python's in-memory names only).
 """
 
 from __future__ import annotations
@@ -47,19 +49,24 @@ def _as_json_text(value: Any, widget: Any = None) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-# The wire format's columns (module docstring); the same names in static/diagram.js.
-ROW_KEYS = ("p", "u", "l", "d", "leaf", "s")
-CELL_KEYS = ("ty", "v", "g", "i", "nd", "n")
+# The wire format's columns (module docstring): in-memory key -> the column's name on the
+# wire. The same names in static/diagram.js.
+ROW_COLUMNS = {"p": "path", "u": "parent", "l": "label", "d": "depth", "leaf": "leaf", "s": "status"}
+CELL_COLUMNS = {"ty": "type", "v": "value", "g": "grid", "i": "index", "nd": "not_differentiable",
+                "n": "children"}
+ROW_KEYS = tuple(ROW_COLUMNS)
+CELL_KEYS = tuple(CELL_COLUMNS)
 
 
 def _rows_by_column(rows: list[dict]) -> dict:
-    """Rows as the page receives them: one list per key (module docstring)."""
-    wire: dict = {k: [r[k] for r in rows] for k in ROW_KEYS}
+    """Rows as the page receives them: one list per column (module docstring)."""
+    wire: dict = {name: [r[k] for r in rows] for k, name in ROW_COLUMNS.items()}
     columns = len(rows[0]["c"]) if rows else 0
-    wire["c"] = []
+    wire["cells"] = []
     for col in range(columns):
         cells = [r["c"][col] for r in rows]
-        wire["c"].append({k: [None if c is None else c.get(k) for c in cells] for k in CELL_KEYS})
+        wire["cells"].append({name: [None if c is None else c.get(k) for c in cells]
+                              for k, name in CELL_COLUMNS.items()})
     return wire
 
 
@@ -74,16 +81,16 @@ def _panels_json(panels: list[dict], widget: Any = None) -> str:
 def rows_from_columns(wire: dict) -> list[dict]:
     """The rows back from their wire form, as the page reads them (diagram.js `rowsFromWire`):
     a cell's keys that are null on the wire are left out."""
-    cols = wire["c"]
+    cols = wire["cells"]
     rows = []
-    for k in range(len(wire["p"])):
+    for k in range(len(wire["path"])):
         cells = []
         for col in cols:
-            if col["ty"][k] is None:
+            if col["type"][k] is None:
                 cells.append(None)
             else:
-                cells.append({key: col[key][k] for key in CELL_KEYS if col[key][k] is not None})
-        row = {key: wire[key][k] for key in ROW_KEYS}
+                cells.append({key: col[name][k] for key, name in CELL_COLUMNS.items() if col[name][k] is not None})
+        row = {key: wire[name][k] for key, name in ROW_COLUMNS.items()}
         row["c"] = cells
         rows.append(row)
     return rows

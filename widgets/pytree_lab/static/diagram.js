@@ -32,27 +32,30 @@ function h(tag, cls, text) {
   return el;
 }
 
-const ROW_KEYS = ["p", "u", "l", "d", "leaf", "s"]; // ROW_KEYS in diagram.py
-const CELL_KEYS = ["ty", "v", "g", "i", "nd", "n"]; // CELL_KEYS in diagram.py
+// [in-memory key, column name on the wire]: ROW_COLUMNS and CELL_COLUMNS in diagram.py
+const ROW_COLUMNS = [["p", "path"], ["u", "parent"], ["l", "label"], ["d", "depth"], ["leaf", "leaf"],
+  ["s", "status"]];
+const CELL_COLUMNS = [["ty", "type"], ["v", "value"], ["g", "grid"], ["i", "index"],
+  ["nd", "not_differentiable"], ["n", "children"]];
 
 /**
- * Rows from their wire form: one list per key (rows by column), back to one object per row.
- * A cell whose `ty` is null is a missing cell; a cell's other null keys are left out.
+ * Rows from their wire form: one list per column (rows by column), back to one object per row.
+ * A cell whose type is null is a missing cell; a cell's other null keys are left out.
  * @param {any} wire @returns {Row[]}
  */
 function rowsFromWire(wire) {
   if (!wire || Array.isArray(wire)) return wire || [];
-  const n = wire.p.length;
-  const cols = wire.c;
+  const n = wire.path.length;
+  const cols = wire.cells;
   const rows = new Array(n);
   for (let k = 0; k < n; k++) {
     const r = /** @type {any} */ ({});
-    for (const key of ROW_KEYS) r[key] = wire[key][k];
+    for (const [key, name] of ROW_COLUMNS) r[key] = wire[name][k];
     r.c = cols.map((/** @type {any} */ col) => {
-      if (col.ty[k] === null) return null;
+      if (col.type[k] === null) return null;
       const cell = /** @type {any} */ ({});
-      for (const key of CELL_KEYS) {
-        const v = col[key][k];
+      for (const [key, name] of CELL_COLUMNS) {
+        const v = col[name][k];
         if (v !== null) cell[key] = v;
       }
       return cell;
