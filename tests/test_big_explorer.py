@@ -400,3 +400,40 @@ def test_a_failed_background_compile_keeps_the_op_by_op_program(monkeypatch):
     r2 = step(r.updated, XV, 0.05)
     value, _ = jax.value_and_grad(_layers_loss)(r.updated, XV["x"])
     assert r2.loss == float(value)
+
+
+def test_n_steps_on_a_big_tree_take_the_lean_programs_not_one_compiled_loop():
+    # a compiled n-step loop holds the loss, its gradient and the update in one program: minutes
+    # of XLA for thousands of leaves; a big tree's run takes the lean step's programs step by step
+    params = _layer_tree(LEAN_LEAVES // 2 + 1, seed=31)
+    ts = TrainingStep(_layers_loss, None)
+    run = ts.run(params, ts.init(params), XV, 0.01, n=3)
+    assert ts.lean and ts.traces["run"] == 0 and ts.traces["step"] == 1
+    p, losses = params, []
+    for _ in range(3):  # JAX itself, step by step
+        value, grads = jax.value_and_grad(_layers_loss)(p, XV["x"])
+        losses.append(float(value))
+        p = jax.tree.map(lambda a, g: a - 0.01 * g, p, grads)
+    assert run.steps == 3
+    np.testing.assert_allclose(run.losses, losses, rtol=1e-5)
+    for a, b in zip(jax.tree.leaves(run.params), jax.tree.leaves(p)):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def test_the_explorers_step_button_on_a_big_tree(monkeypatch):
+    import pytree_lab.step as step_module
+
+    monkeypatch.setattr(step_module, "LEAN_LEAVES", 4)
+    params = _layer_tree(6, seed=32)
+    ex = StepExplorer(_layers_loss, params, dict(XV), learning_rate=0.01)
+    try:
+        r = ex.step(4)
+        assert r is not None and len(ex.history) == 5
+        assert ex._plain_runner.lean and ex._plain_runner.traces["run"] == 0
+        p = params
+        for _ in range(4):
+            _, grads = jax.value_and_grad(_layers_loss)(p, XV["x"])
+            p = jax.tree.map(lambda a, g: a - 0.01 * g, p, grads)
+        assert ex.history[-1] == pytest.approx(float(_layers_loss(p, XV["x"])), rel=1e-5)
+    finally:
+        ex.close()

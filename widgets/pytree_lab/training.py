@@ -353,6 +353,13 @@ class TrainingStep:
         _, updated, new_state = self._update(params, state, grads, lr)
         return value, updated, new_state
 
+    def _lean_one(self, params, state, inputs, lr):
+        """`_one` from the lean step's staged programs."""
+        fns = self._lean_functions()
+        value, grads = fns["vg"](params, inputs)
+        _, updated, new_state = fns["update"](params, state, grads, lr)
+        return value, updated, new_state
+
     def _traced_run(self, params, state, inputs, lr, k):
         self.traces["run"] += 1
         import jax
@@ -403,7 +410,16 @@ class TrainingStep:
         return np.asarray(learning_rate, dtype=dtype)
 
     def _lean_step(self, params, state, inputs, lr):
-        """`_traced_step`'s results from two smaller compiled functions (see `lean`)."""
+        """`_traced_step`'s results from two smaller staged functions (see `lean`)."""
+        fns = self._lean_functions()
+        value, grads = fns["vg"](params, inputs)
+        updates, updated, new_state = fns["update"](params, state, grads, lr)
+        loss_after = fns["vg"].first(updated, inputs)
+        extras = fns["extras"](params, updated, inputs) if "extras" in fns else {}
+        return value, grads, updates, updated, new_state, loss_after, extras
+
+    def _lean_functions(self) -> dict:
+        """value_and_grad and the optimizer's update as two staged programs (see `lean`)."""
         from .step import Staged
 
         eng, fns = self.engine, self._lean_fns
@@ -420,11 +436,7 @@ class TrainingStep:
             fns["vg"], fns["update"] = Staged(eng.jit(forward_backward), eng), Staged(eng.jit(update), eng)
             if self._extras_fn is not None:
                 fns["extras"] = eng.jit(lambda p, u, i: self._extras_fn(p, u, {**i, **self.static}))
-        value, grads = fns["vg"](params, inputs)
-        updates, updated, new_state = fns["update"](params, state, grads, lr)
-        loss_after = fns["vg"].first(updated, inputs)
-        extras = fns["extras"](params, updated, inputs) if "extras" in fns else {}
-        return value, grads, updates, updated, new_state, loss_after, extras
+        return fns
 
     def step(self, params: Any, opt_state: Any, inputs: dict, learning_rate: Any = None) -> TrainingResult:
         """One step from `params` with every intermediate value."""
@@ -460,13 +472,20 @@ class TrainingStep:
         n = int(n)
         if n < 0:
             raise ValueError(f"n must be 0 or more, got {n}")
+        from .step import LEAN_LEAVES
+
         lr = self._lr_value(learning_rate, params, opt_state)
+        if self.lean is None:
+            self.lean = (not self.engine.is_lite) and len(self.engine.tree_leaves(params)) >= LEAN_LEAVES
+        # a big tree: the lean step's two staged programs, step after step (a compiled loop would
+        # hold the whole loss, its gradient and the update in one program: minutes of XLA)
+        compiled_loop = self._run_fn is not None and not self.lean
         losses: list[float] = []
         done = 0
         p, s = params, opt_state
         while done < n:
             k = min(CHUNK, n - done)
-            if self._run_fn is None:
+            if not compiled_loop:
                 taken, new_p, new_s, chunk_losses = self._python_loop(p, s, inputs, lr, k)
             else:
                 new_p, new_s, buf = self._run_fn(p, s, inputs, lr, np.int32(k))
@@ -480,7 +499,7 @@ class TrainingStep:
             # the loss at point j is not finite: back to point j - 1 (the same code, fewer steps)
             j = next(t for t, v in enumerate(chunk_losses) if not math.isfinite(v))
             back = max(j - 1, 0)
-            if back and self._run_fn is not None:
+            if back and compiled_loop:
                 p, s, _ = self._run_fn(p, s, inputs, lr, np.int32(back))
             elif back:
                 _, p, s, _ = self._python_loop(p, s, inputs, lr, back)
@@ -489,13 +508,14 @@ class TrainingStep:
         return RunResult(p, s, losses, done, None)
 
     def _python_loop(self, p, s, inputs, lr, k):
-        """The Lite engine's loop (no compiler there): the same steps one by one, stopping after
-        the first point whose loss is not finite, as the compiled loop does."""
+        """The Lite engine's loop (no compiler there) and a big tree's: the same steps one by one,
+        stopping after the first point whose loss is not finite, as the compiled loop does."""
         import numpy as np
 
         losses = []
+        one = self._lean_one if self.lean else self._one
         for _ in range(k):
-            value, p, s = self._one(p, s, inputs, lr)
+            value, p, s = one(p, s, inputs, lr)
             losses.append(float(np.asarray(value)))
             if not math.isfinite(losses[-1]):
                 break
