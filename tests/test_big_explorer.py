@@ -430,6 +430,9 @@ def test_the_explorers_step_button_on_a_big_tree(monkeypatch):
         r = ex.step(4)
         assert r is not None and len(ex.history) == 5
         assert ex._plain_runner.lean and ex._plain_runner.traces["run"] == 0
+        # the loss was traced once, for the slider step; Step ×10 shares that program
+        assert ex._step.traces == 1 and ex._plain_runner.traces["step"] == 0
+        assert ex._plain_runner._lean_fns["vg"] is ex._step.staged
         p = params
         for _ in range(4):
             _, grads = jax.value_and_grad(_layers_loss)(p, XV["x"])

@@ -634,6 +634,8 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         if runner is None or runner.loss_fn is not self.loss_fn or runner.static != self._static:
             runner = TrainingStep(self.loss_fn, None, engine=self.engine, static=self._static)
             self._plain_runner = runner
+            if getattr(self._step, "lean", False):  # a big tree: the slider step's traced program serves
+                runner.share_value_and_grad(self._step.staged)  # (tracing it again took 20 s at 10k leaves)
         return runner
 
     @property

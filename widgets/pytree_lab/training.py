@@ -423,20 +423,27 @@ class TrainingStep:
         from .step import Staged
 
         eng, fns = self.engine, self._lean_fns
-        if not fns:
+        # each traced once, then compiled, or run operation by operation when too big to compile
+        if "vg" not in fns:
             def forward_backward(p, i):
                 self.traces["step"] += 1  # runs while tracing only
                 return eng.value_and_grad(lambda q: self._loss(q, i))(p)
 
+            fns["vg"] = Staged(eng.jit(forward_backward), eng)
+        if "update" not in fns:
             def update(p, s, g, rate):
                 self.traces["update"] = self.traces.get("update", 0) + 1
                 return self._update(p, s, g, rate)
 
-            # each traced once, then compiled, or run operation by operation when too big to compile
-            fns["vg"], fns["update"] = Staged(eng.jit(forward_backward), eng), Staged(eng.jit(update), eng)
+            fns["update"] = Staged(eng.jit(update), eng)
             if self._extras_fn is not None:
                 fns["extras"] = eng.jit(lambda p, u, i: self._extras_fn(p, u, {**i, **self.static}))
         return fns
+
+    def share_value_and_grad(self, staged: Any) -> None:
+        """Use `staged` (a `step.Staged` of this loss's value_and_grad at (params, inputs), e.g.
+        the explorer's slider step) for the lean steps instead of tracing the loss again."""
+        self._lean_fns["vg"] = staged
 
     def step(self, params: Any, opt_state: Any, inputs: dict, learning_rate: Any = None) -> TrainingResult:
         """One step from `params` with every intermediate value."""
