@@ -244,7 +244,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         self._static = {k: inputs.pop(k) for k in static}
         self._input_names = [str(k) for k in inputs] + [str(k) for k in self._static]
         self._notes: list[str] = []
-        self._said_staged: Any = None  # the op-by-op program last told about (see _show_step)
+        self._said_staged: Any = None  # the op-by-op program last told about (see recompute)
         self._extra: Any = extra
 
         # Our own copies of the trees (never the caller's arrays), in the dtypes JAX gives them.
@@ -1166,13 +1166,13 @@ class _OptimizerStep:
         return self.trainer.traces["step"]
 
     @property
-    def interpreted(self) -> bool:
-        staged = self.trainer._lean_fns.get("vg")
-        return bool(self.trainer.lean) and staged is not None and staged.interpreted
+    def staged(self) -> Any:
+        """The lean step's staged value_and_grad (None before the first lean step)."""
+        return self.trainer._lean_fns.get("vg")
 
     @property
-    def staged(self) -> Any:
-        return self.trainer._lean_fns.get("vg")
+    def interpreted(self) -> bool:
+        return bool(self.trainer.lean) and self.staged is not None and self.staged.interpreted
 
     def __call__(self, params: Any, inputs: dict, learning_rate: float) -> StepResult:
         lr = learning_rate if self.explorer._lr_adjustable else None

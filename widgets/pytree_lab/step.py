@@ -27,7 +27,7 @@ from typing import Any, Callable
 from .engine import Engine, get_engine
 
 __all__ = ["StepResult", "gradient_step", "CompiledStep", "Staged", "fresh", "pin_dtypes",
-           "sgd_update", "LEAN_LEAVES", "INTERPRET_EQNS", "BACKGROUND_EQNS"]
+           "sgd_update", "is_big_tree", "LEAN_LEAVES", "INTERPRET_EQNS", "BACKGROUND_EQNS"]
 
 # From this many parameter leaves on, a step compiles only value_and_grad (see the module doc).
 LEAN_LEAVES = 200
@@ -41,6 +41,11 @@ INTERPRET_EQNS = 12_000
 # kernel stays responsive); later steps use the compiled program once it is ready. Below this the
 # compile takes a few seconds and is simply waited for.
 BACKGROUND_EQNS = 3_000
+
+
+def is_big_tree(params: Any, engine: Engine) -> bool:
+    """A tree whose step is lean (`LEAN_LEAVES` leaves or more; never on the Lite engine)."""
+    return (not engine.is_lite) and len(engine.tree_leaves(params)) >= LEAN_LEAVES
 
 
 @dataclass(frozen=True)
@@ -123,7 +128,6 @@ class CompiledStep:
             return value, grads, updated, loss_after, extras
 
         self._step = step
-        self._forward_backward = forward_backward
         self.staged = Staged(forward_backward, eng)  # the lean step's value_and_grad
         self._lean_extras: Callable | None = None
 
@@ -135,7 +139,7 @@ class CompiledStep:
     def __call__(self, params: Any, inputs: dict, learning_rate: float) -> StepResult:
         lr = float(learning_rate)
         if self.lean is None:
-            self.lean = (not self.engine.is_lite) and len(self.engine.tree_leaves(params)) >= LEAN_LEAVES
+            self.lean = is_big_tree(params, self.engine)
         step = self._lean_step if self.lean else self._step
         value, grads, updated, loss_after, extras = step(params, inputs, lr)
         return StepResult(params, float(value), grads, updated, float(loss_after), float(lr), dict(extras))

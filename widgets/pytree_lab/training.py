@@ -355,10 +355,15 @@ class TrainingStep:
 
     def _lean_one(self, params, state, inputs, lr):
         """`_one` from the lean step's staged programs."""
+        value, _, _, updated, new_state = self._lean_update(params, state, inputs, lr)
+        return value, updated, new_state
+
+    def _lean_update(self, params, state, inputs, lr):
+        """The loss, grads, updates, updated params and state from the two staged programs."""
         fns = self._lean_functions()
         value, grads = fns["vg"](params, inputs)
-        _, updated, new_state = fns["update"](params, state, grads, lr)
-        return value, updated, new_state
+        updates, updated, new_state = fns["update"](params, state, grads, lr)
+        return value, grads, updates, updated, new_state
 
     def _traced_run(self, params, state, inputs, lr, k):
         self.traces["run"] += 1
@@ -411,9 +416,8 @@ class TrainingStep:
 
     def _lean_step(self, params, state, inputs, lr):
         """`_traced_step`'s results from two smaller staged functions (see `lean`)."""
-        fns = self._lean_functions()
-        value, grads = fns["vg"](params, inputs)
-        updates, updated, new_state = fns["update"](params, state, grads, lr)
+        value, grads, updates, updated, new_state = self._lean_update(params, state, inputs, lr)
+        fns = self._lean_fns
         loss_after = fns["vg"].first(updated, inputs)
         extras = fns["extras"](params, updated, inputs) if "extras" in fns else {}
         return value, grads, updates, updated, new_state, loss_after, extras
@@ -447,11 +451,11 @@ class TrainingStep:
 
     def step(self, params: Any, opt_state: Any, inputs: dict, learning_rate: Any = None) -> TrainingResult:
         """One step from `params` with every intermediate value."""
-        from .step import LEAN_LEAVES
+        from .step import is_big_tree
 
         lr = self._lr_value(learning_rate, params, opt_state)
         if self.lean is None:
-            self.lean = (not self.engine.is_lite) and len(self.engine.tree_leaves(params)) >= LEAN_LEAVES
+            self.lean = is_big_tree(params, self.engine)
         step_fn = self._lean_step if self.lean else self._step_fn
         value, grads, updates, updated, new_state, loss_after, extras = step_fn(params, opt_state, inputs, lr)
         if self.lr_source == "state":
@@ -479,11 +483,11 @@ class TrainingStep:
         n = int(n)
         if n < 0:
             raise ValueError(f"n must be 0 or more, got {n}")
-        from .step import LEAN_LEAVES
+        from .step import is_big_tree
 
         lr = self._lr_value(learning_rate, params, opt_state)
         if self.lean is None:
-            self.lean = (not self.engine.is_lite) and len(self.engine.tree_leaves(params)) >= LEAN_LEAVES
+            self.lean = is_big_tree(params, self.engine)
         # a big tree: the lean step's two staged programs, step after step (a compiled loop would
         # hold the whole loss, its gradient and the update in one program: minutes of XLA)
         compiled_loop = self._run_fn is not None and not self.lean
