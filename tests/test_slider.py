@@ -96,7 +96,6 @@ def test_a_move_after_a_pause_is_applied_inside_its_own_message():
         {"type": "move", "value": "1.0", "seq": 1},
         {"type": "move", "value": True, "seq": 1},
         {"type": "move", "value": 1.0, "seq": "1"},
-        {"type": "move", "value": 99.0, "seq": 1},  # outside the range the page was given
         {"type": "other"},
         ["move", 1.0],
     ],
@@ -105,6 +104,31 @@ def test_malformed_moves_are_ignored(content):
     s = Slider(0.5, description="w")
     s._handle_custom_msg(content, [])
     assert s.value == 0.5 and s.ack == 0
+
+
+def test_a_move_outside_the_range_is_refused_but_acknowledged():
+    # the page sends its next move only once the last is acknowledged: a refused move must be
+    # acknowledged too, or the page would wait on it
+    s = Slider(0.5, description="w")
+    s._handle_custom_msg({"type": "move", "value": 99.0, "seq": 1}, [])
+    assert s.value == 0.5 and s.ack == 1 and s.moves == 0
+    move(s, 0.75, 2)
+    assert s.value == 0.75 and s.ack == 2
+
+
+def test_a_refused_move_behind_a_pending_one_acknowledges_with_the_last_good_value():
+    s = Slider(0.5, description="w")
+    seen = []
+    s.observe(lambda c: seen.append(c["new"]), "value")
+
+    async def queued():
+        s._last_move_at = asyncio.get_running_loop().time()  # a drag in progress: moves wait
+        move(s, 0.6, 1)
+        s._handle_custom_msg({"type": "move", "value": -99.0, "seq": 2}, [])
+        await asyncio.sleep(0.1)
+
+    asyncio.run(queued())
+    assert seen == [0.6] and s.ack == 2
 
 
 @pytest.mark.parametrize("trait, value", [("value", 0.5), ("min", -100.0), ("max", 100.0), ("step", 0.5),

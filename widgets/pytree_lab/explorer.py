@@ -987,9 +987,12 @@ class StepExplorer(TextForm, ipywidgets.VBox):
     # line follow the newest move when the drag pauses for _VIEWS_TRAIL, and at least every
     # _VIEWS_EVERY during a long drag. A move after a pause (a key press, a click) and every
     # change from Python update every view at once. `result` is always the newest step.
-    _DRAG_GAP = 0.05  # s between two slider moves' steps that makes them one drag
-    _VIEWS_TRAIL = 0.03
-    _VIEWS_EVERY = 0.15
+    # The page sends a slider's next move only once the last is acknowledged (slider.js), so
+    # the moves of a drag arrive about a round trip apart: _DRAG_GAP and _VIEWS_TRAIL are longer
+    # than a round trip on a busy machine, or every move of a drag would redraw every view.
+    _DRAG_GAP = 0.2  # s between two slider moves' steps that makes them one drag
+    _VIEWS_TRAIL = 0.15
+    _VIEWS_EVERY = 0.5
     _moving = False  # the step in progress comes from a slider move
     _move_at = -math.inf  # loop time of the last slider move's step
     _views_at = -math.inf  # loop time every view was last drawn

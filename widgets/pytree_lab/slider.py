@@ -5,12 +5,14 @@ given, exactly (0.123456 stays 0.123456, -0.0026 stays -0.0026), until the perso
 slider; only then does the page send the new position. Step and range follow the value's
 scale, ten to the power of its magnitude, so a small initial weight gets a fine step.
 
-Every move is sent at once as a custom message ``{"type": "move", "value": v, "seq": n}``, not
-as a synced trait that waits for the previous echo. The kernel keeps only the newest message
-(highest ``seq``) and applies it when the messages already queued have been read: a burst of
-moves costs one computation for the latest value, and the last value always wins. ``ack``
-(synced to the page) says which move the kernel applied, so the page ignores echoes of moves
-older than the one under the person's finger.
+A move is sent as a custom message ``{"type": "move", "value": v, "seq": n}``, not as a synced
+trait. ``ack`` (synced to the page) says which move the kernel applied. The page keeps one move
+in flight: while the last move sent is not acknowledged it holds only the newest position and
+sends it when the ack arrives, so a fast drag costs one page update per round trip, never a
+queue of stale ones, and the final position always goes out. The kernel keeps only the newest
+message (highest ``seq``) and applies it when the messages already queued have been read; every
+move it reads is acknowledged, even one it refuses (outside the range), so the page never waits
+on it.
 
 The page may write no trait at all: ``value``, ``min``, ``max``, ``step``, ``description`` and
 ``path`` are refused when a page message tries to set them.
@@ -146,11 +148,17 @@ class Slider(PageIntents, anywidget.AnyWidget):
                 or isinstance(seq, bool) or not isinstance(seq, int)):
             log.warning("slider %s: a malformed move from the page was ignored", self.path)
             return
-        if not (self.min <= value <= self.max):
-            log.warning("slider %s: a move outside [%s, %s] from the page was ignored", self.path, self.min, self.max)
-            return
         if seq <= self.ack or (self._pending is not None and seq <= self._pending[0]):
             return  # an older move than one already taken: the newest wins
+        if not (self.min <= value <= self.max):
+            log.warning("slider %s: a move outside [%s, %s] from the page was ignored", self.path, self.min, self.max)
+            # still acknowledged (the page waits for the ack before sending its next move, and
+            # shows the kernel's value again): with the last good move, or on its own
+            if self._pending is not None:
+                self._pending = (seq, self._pending[1])
+            else:
+                self.ack = seq
+            return
         self._pending = (seq, float(value))
         self._schedule_flush()
 

@@ -5,16 +5,64 @@
 //   description             the visible label
 //   path                    the full tree path: the title (tooltip) and accessible description
 //   ack                     seq of the last move the kernel applied
-// The page never writes a trait. A move sends {type: "move", value, seq} at once, for every
-// input event; the kernel keeps the newest. Until the person moves this slider, the page sends
-// nothing, so the kernel keeps the exact value it was given (a range input snaps what it
-// *shows* to its step grid; that snapped position never travels back).
+// The page never writes a trait. A move sends {type: "move", value, seq}; the kernel keeps the
+// newest. One move is in flight at a time: while the kernel has not acknowledged the last move
+// sent (`ack`), the page keeps only the newest position and sends it the moment the ack arrives
+// (or after HOLD_MS, should an ack be lost). A fast drag therefore costs the page one update per
+// round trip instead of a queue of stale ones, and the final position always goes out. Until the
+// person moves this slider, the page sends nothing, so the kernel keeps the exact value it was
+// given (a range input snaps what it *shows* to its step grid; that snapped position never
+// travels back).
 //
 // All text goes through textContent / attributes: never interpreted as HTML.
 
 let uid = 0;
-/** @type {WeakMap<object, number>} last seq sent per model (several views share one counter) */
-const lastSent = new WeakMap();
+const HOLD_MS = 250;
+
+/** Per model (several views of one slider share it): what was sent, what waits. */
+class Mover {
+  constructor(model) {
+    this.model = model;
+    this.sent = 0; // seq of the last move sent
+    this.held = null; // the newest position not sent yet (a move is in flight)
+    this.timer = null;
+    model.on("change:ack", () => this.acked());
+  }
+
+  /** the page is ahead of the kernel: a move is in flight or waiting */
+  get ahead() {
+    return this.held !== null || this.sent > this.model.get("ack");
+  }
+
+  move(/** @type {number} */ v) {
+    if (this.sent > this.model.get("ack")) {
+      this.held = v;
+      if (this.timer === null) this.timer = setTimeout(() => this.release(), HOLD_MS);
+      return;
+    }
+    this.send(v);
+  }
+
+  send(/** @type {number} */ v) {
+    this.sent = Math.max(this.sent, this.model.get("ack")) + 1;
+    this.model.send({ type: "move", value: v, seq: this.sent });
+  }
+
+  acked() {
+    if (this.held !== null && this.model.get("ack") >= this.sent) this.release();
+  }
+
+  release() {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    const v = this.held;
+    this.held = null;
+    if (v !== null) this.send(v);
+  }
+}
+
+/** @type {WeakMap<object, Mover>} */
+const movers = new WeakMap();
 
 /** @param {string} tag @param {string} [cls] @param {string} [text] */
 function h(tag, cls, text) {
@@ -49,6 +97,9 @@ function render({ model, el }) {
   root.append(label, input, readout);
   el.append(root);
 
+  let mover = movers.get(model);
+  if (!mover) movers.set(model, (mover = new Mover(model)));
+
   const show = (/** @type {number|null} */ v) => {
     readout.textContent = fmt(v);
     input.setAttribute("aria-valuetext", fmt(v));
@@ -65,7 +116,7 @@ function render({ model, el }) {
     if (hi !== null) input.max = String(hi);
     input.step = step !== null && step > 0 ? String(step) : "any";
     // a move of ours is still on its way: the page keeps what the person chose
-    if ((lastSent.get(model) || 0) > model.get("ack")) return;
+    if (mover.ahead) return;
     const v = model.get("value");
     if (v !== null) input.value = String(v);
     show(v);
@@ -74,10 +125,8 @@ function render({ model, el }) {
   input.addEventListener("input", () => {
     const v = input.valueAsNumber;
     if (!Number.isFinite(v)) return;
-    const seq = Math.max(lastSent.get(model) || 0, model.get("ack")) + 1;
-    lastSent.set(model, seq);
     show(v);
-    model.send({ type: "move", value: v, seq });
+    mover.move(v);
   });
 
   // The range input's own keys move it; the notebook's shortcuts (which would cancel the

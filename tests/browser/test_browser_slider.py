@@ -1,0 +1,57 @@
+"""The project's Slider in a real JupyterLab page: a fast drag against a slow kernel.
+
+The page keeps one move in flight (slider.js): while the kernel has not acknowledged the last
+move, only the newest position waits, and it goes out when the ack arrives. So a burst of
+twenty steps costs the kernel a few messages, never a backlog, and the kernel ends on the last
+position exactly.
+"""
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+CELLS = [
+    "import time\n"
+    "from pytree_lab.slider import Slider\n"
+    "s = Slider(2.0, description='x', min=-2.0, max=6.0, step=0.01)\n"
+    "SEQS, SEEN = [], []\n"
+    "s.on_msg(lambda w, c, b: SEQS.append(c.get('seq')))\n"
+    "def slow(change):\n"
+    "    SEEN.append(change['new'])\n"
+    "    time.sleep(0.12)  # a slow step in the person's model\n"
+    "s.observe(slow, 'value')\n"
+    "s",
+]
+
+# what a key press does to a focused range input, twenty times at 60 Hz, in the page itself
+BURST = """
+async (input) => {
+  input.focus();
+  for (let i = 0; i < 20; i++) {
+    input.stepUp();
+    input.dispatchEvent(new Event('input', {bubbles: true}));
+    await new Promise((r) => setTimeout(r, 16));
+  }
+  return input.valueAsNumber;
+}
+"""
+
+
+def test_a_fast_drag_sends_one_move_per_round_trip_and_ends_on_the_last_position(open_nb):
+    nb = open_nb(CELLS, wait_for=".ptl-slider input[type=range]")
+    handle = nb.panel.locator(".ptl-slider input[type=range]").first
+    shown = nb.page.evaluate(BURST, handle.element_handle())
+    assert shown == pytest.approx(2.2)
+    final = nb.kernel.wait_for("[s.value, s.ack, len(SEQS)]", lambda v: v[0] == pytest.approx(2.2, abs=1e-9))
+    value, ack, messages = final
+    seqs = nb.value("SEQS")
+    seen = nb.value("SEEN")
+    # twenty input events, a 120 ms kernel: about three round trips fit in the burst
+    assert 2 <= messages <= 8, seqs
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)  # in order, each sent once
+    assert ack == seqs[-1]
+    assert seen[-1] == pytest.approx(2.2, abs=1e-9) and len(seen) == messages
+    # the page shows the kernel's final value once the last move is acknowledged
+    nb.page.wait_for_function(
+        "(el) => el.closest('.ptl-slider').querySelector('output').textContent === '2.2'",
+        arg=handle.element_handle())
