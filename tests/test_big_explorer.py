@@ -9,6 +9,8 @@ hypothesis trees against `jax.value_and_grad` + `jax.tree.map` / optax.
 
 from __future__ import annotations
 
+import threading
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -400,6 +402,38 @@ def test_a_failed_background_compile_keeps_the_op_by_op_program(monkeypatch):
     r2 = step(r.updated, XV, 0.05)
     value, _ = jax.value_and_grad(_layers_loss)(r.updated, XV["x"])
     assert r2.loss == float(value)
+
+
+def test_the_explorer_says_once_when_its_background_compile_failed(monkeypatch):
+    import pytree_lab.step as step_module
+
+    monkeypatch.setattr(step_module, "LEAN_LEAVES", 4)
+    monkeypatch.setattr(step_module, "BACKGROUND_EQNS", 20)
+
+    told = threading.Event()
+
+    def no_memory(self, compiled):
+        told.wait(60)  # the compile fails once the explorer has said it is compiling
+        raise MemoryError("XLA ran out of memory")
+
+    monkeypatch.setattr(step_module.Staged, "_use_compiled", no_memory)
+    ex = StepExplorer(_layers_loss, _layer_tree(6, seed=9), dict(XV), learning_rate=0.1)
+    try:
+        assert "XLA is compiling it in the background" in ex.status.value
+        told.set()
+        staged = ex._step.staged
+        assert staged.wait_compiled(120) and isinstance(staged.compile_error, MemoryError)
+        label, slider = ex._param_sliders[0]
+        slider.value = slider.value + slider.step
+        assert "XLA could not compile it in the background" in ex.status.value
+        assert "compiling it would take" not in ex.status.value
+        assert "XLA ran out of memory" in ex.status.value and 'role="status"' in ex.status.value
+        value, _ = jax.value_and_grad(_layers_loss)(ex.result.params, XV["x"])
+        assert ex.result.loss == float(value)  # still the op-by-op program's numbers
+        slider.value = slider.value + slider.step
+        assert ex.status.value == ""  # said once
+    finally:
+        ex.close()
 
 
 def test_n_steps_on_a_big_tree_take_the_lean_programs_not_one_compiled_loop():

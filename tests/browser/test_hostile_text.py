@@ -113,6 +113,8 @@ def test_explorer_calculation_and_status_escape_hostile_keys(open_nb):
     alert.wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
     assert f"params[{SCRIPT!r}] is str" in alert.text_content()
     assert f"params[{SCRIPT!r}] is str" in nb.panel.locator(".ptl-message").last.text_content()
+    # said once on screen: in the status line above the controls, not again in the diagram's banner
+    assert alert.is_visible() and not nb.panel.locator(".ptl-message").last.is_visible()
     assert_nothing_ran(nb)
 
 

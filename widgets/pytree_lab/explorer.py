@@ -245,6 +245,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         self._input_names = [str(k) for k in inputs] + [str(k) for k in self._static]
         self._notes: list[str] = []
         self._said_staged: Any = None  # the op-by-op program last told about (see recompute)
+        self._said_compile_error: BaseException | None = None  # the failed background compile told about
         self._extra: Any = extra
 
         # Our own copies of the trees (never the caller's arrays), in the dtypes JAX gives them.
@@ -865,10 +866,16 @@ class StepExplorer(TextForm, ipywidgets.VBox):
                 notes.append(f"This model's step is a program of {staged.eqns:,} operations: XLA is compiling it in "
                              "the background, and until that is done its operations run one by one (the numbers "
                              "JAX gives outside jit), so the first steps take longer than later ones.")
-            else:
+            elif staged.compile_error is None:
                 notes.append(f"This model's step is a program of {staged.eqns:,} operations: compiling it would take "
                              "minutes, so its operations run one by one (the numbers JAX gives outside jit) and a "
                              "step takes longer than usual.")
+        failed = getattr(staged, "compile_error", None)
+        if failed is not None and failed is not self._said_compile_error:
+            self._said_compile_error = failed  # said once per failure
+            notes.append(f"This model's step is a program of {staged.eqns:,} operations, and XLA could not compile "
+                         f"it in the background ({short_error(failed, 200)}): its operations keep running one by one "
+                         "(the numbers JAX gives outside jit), so steps stay slower.")
         if self.prediction_fn is not None and self.target_key not in self._input_names:
             notes.append(f"prediction_fn is given but the inputs have no {self.target_key!r} key (inputs: "
                          f"{', '.join(self._input_names) or 'none'}): name the target with target='...' to see "
