@@ -555,8 +555,13 @@ def test_a_drag_moves_the_chart_at_once_and_every_view_when_it_pauses():
     seen = {}
 
     async def drag():
-        _page_move(x0, 2.5, 1)  # the first move, after a pause: every view at once
-        assert x0.value == 2.5 and _shown_loss(ex) == fmt_number(ex.result.loss)
+        rows_before = ex.diagram.rows
+        _page_move(x0, 2.5, 1)  # the first move, after a pause: the chart at once, every view just after
+        assert x0.value == 2.5
+        consistent_chart()
+        assert ex.diagram.rows == rows_before  # the page gets the bars first
+        await asyncio.sleep(ex._VIEWS_SOON + 0.05)
+        assert _shown_loss(ex) == fmt_number(ex.result.loss) and ex.diagram.rows != rows_before
         rows_first = seen["rows"] = ex.diagram.rows
         consistent_chart()
         for seq, value in enumerate([2.6, 2.7, 2.8], start=2):

@@ -986,20 +986,25 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         self.result = r
         if dragging:
             self._defer_views(r)
+        elif self._moving and self._VIEWS_SOON > 0 and self._loop_running():
+            self._views_soon(r)
         else:
             self._show_views(r, history=False)  # recompute draws the loss line once it is recorded
 
     # While a slider is dragged, moves come faster than the page can redraw every view: the
     # chart follows each move at once, and the diagram, the worked calculation and the loss
     # line follow the newest move when the drag pauses for _VIEWS_TRAIL, and at least every
-    # _VIEWS_EVERY during a long drag. A move after a pause (a key press, a click) and every
-    # change from Python update every view at once. `result` is always the newest step.
+    # _VIEWS_EVERY during a long drag. A move after a pause (a key press, a click) updates the
+    # chart at once and every other view _VIEWS_SOON later, so the page draws the bars before it
+    # works through the bigger messages; every change from Python updates every view at once.
+    # `result` is always the newest step.
     # The page sends a slider's next move only once the last is acknowledged (slider.js), so
     # the moves of a drag arrive about a round trip apart: _DRAG_GAP and _VIEWS_TRAIL are longer
     # than a round trip on a busy machine, or every move of a drag would redraw every view.
     _DRAG_GAP = 0.2  # s between two slider moves' steps that makes them one drag
     _VIEWS_TRAIL = 0.15
     _VIEWS_EVERY = 0.5
+    _VIEWS_SOON = 0.04  # s after a single move's chart that its other views follow
     _moving = False  # the step in progress comes from a slider move
     _move_at = -math.inf  # loop time of the last slider move's step
     _views_at = -math.inf  # loop time every view was last drawn
@@ -1030,6 +1035,33 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             self.history_view.show(self._history)
         with contextlib.suppress(RuntimeError):
             self._views_at = asyncio.get_running_loop().time()
+
+    @staticmethod
+    def _loop_running() -> bool:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        return True
+
+    def _views_soon(self, r: StepResult) -> None:
+        """The slower views of a single move, `_VIEWS_SOON` after its chart: the page draws the
+        bars before it works through the diagram and the worked calculation."""
+        self._views_due = r
+        if self._views_timer is not None:
+            self._views_timer.cancel()
+        self._views_timer = asyncio.get_running_loop().call_later(self._VIEWS_SOON, self._views_now)
+
+    @_one_at_a_time
+    def _views_now(self) -> None:
+        self._views_timer = None
+        if self._views_due is None or self._closed:
+            return
+        try:
+            self._show_views(self._views_due)
+        except BaseException as err:  # noqa: BLE001 - as a view failing in recompute
+            self._views_due = None
+            self._fail(f"The step was computed, but showing it failed: {short_error(err)}.")
 
     def _defer_views(self, r: StepResult) -> None:
         self._views_due = r
