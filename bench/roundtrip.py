@@ -338,9 +338,10 @@ def _oracle(values: dict) -> dict:
     }
 
 
-# What the browser does for each ArrowRight on a focused range input (step the value, fire
-# `input`), done by the page itself at `hz`: one CDP round trip per Playwright key press is too
-# slow on a busy machine to keep 60 Hz. Each step's time goes where a key press's would.
+# What the browser does for a held ArrowRight on a focused range input (step the value, fire
+# `input`, for each repeat; `keyup` when the key is let go), done by the page itself at `hz`:
+# one CDP round trip per Playwright key press is too slow on a busy machine to keep 60 Hz. Each
+# step's time goes where a key press's would.
 BURST = """
 async ({n, hz}) => {
   const input = document.activeElement;
@@ -354,6 +355,9 @@ async ({n, hz}) => {
     input.stepUp();
     input.dispatchEvent(new Event('input', {bubbles: true}));
   }
+  // the key comes up one interval after its last repeat (release is still timed from that repeat)
+  await new Promise((r) => setTimeout(r, 1000 / hz));
+  input.dispatchEvent(new KeyboardEvent('keyup', {key: 'ArrowRight', bubbles: true}));
 }
 """
 

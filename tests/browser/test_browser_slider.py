@@ -25,13 +25,14 @@ CELLS = [
 
 # what a key press does to a focused range input, twenty times at 60 Hz, in the page itself
 BURST = """
-async (input) => {
+async ([input, letGo]) => {
   input.focus();
   for (let i = 0; i < 20; i++) {
     input.stepUp();
     input.dispatchEvent(new Event('input', {bubbles: true}));
     await new Promise((r) => setTimeout(r, 16));
   }
+  if (letGo) input.dispatchEvent(new KeyboardEvent('keyup', {key: 'ArrowRight', bubbles: true}));
   return input.valueAsNumber;
 }
 """
@@ -40,7 +41,7 @@ async (input) => {
 def test_a_fast_drag_sends_one_move_per_round_trip_and_ends_on_the_last_position(open_nb):
     nb = open_nb(CELLS, wait_for=".ptl-slider input[type=range]")
     handle = nb.panel.locator(".ptl-slider input[type=range]").first
-    shown = nb.page.evaluate(BURST, handle.element_handle())
+    shown = nb.page.evaluate(BURST, [handle.element_handle(), False])
     assert shown == pytest.approx(2.2)
     final = nb.kernel.wait_for("[s.value, s.ack, len(SEQS)]", lambda v: v[0] == pytest.approx(2.2, abs=1e-9))
     value, ack, messages = final
@@ -55,3 +56,37 @@ def test_a_fast_drag_sends_one_move_per_round_trip_and_ends_on_the_last_position
     nb.page.wait_for_function(
         "(el) => el.closest('.ptl-slider').querySelector('output').textContent === '2.2'",
         arg=handle.element_handle())
+
+
+# every websocket frame the page sends that carries a slider move: (time, text)
+SPY = """
+() => {
+  const sent = window.__moves = [];
+  const send = WebSocket.prototype.send;
+  const text = (d) => typeof d === 'string' ? d : new TextDecoder().decode(d instanceof ArrayBuffer ? d : d.buffer || d);
+  WebSocket.prototype.send = function (data) {
+    try { const t = text(data); if (t.includes('"move"')) sent.push([performance.now(), t]); } catch (e) {}
+    return send.call(this, data);
+  };
+}
+"""
+
+
+def test_letting_go_sends_the_held_position_at_once(open_nb):
+    # a kernel far slower than a round trip: without the key coming up, the last position
+    # would wait for the ack of the move being computed
+    cells = [CELLS[0].replace("time.sleep(0.12)", "time.sleep(0.6)")]
+    nb = open_nb(cells, wait_for=".ptl-slider input[type=range]")
+    handle = nb.panel.locator(".ptl-slider input[type=range]").first
+    nb.page.evaluate(SPY)
+    shown = nb.page.evaluate(BURST, [handle.element_handle(), True])
+    up = nb.page.evaluate("() => performance.now()")
+    assert shown == pytest.approx(2.2)
+    moves = nb.page.evaluate("() => window.__moves")
+    # the first move went at once and is still being computed (0.6 s): no ack released a held
+    # position, only the lost-ack timer (every 250 ms), and the last one went when the key came up
+    assert 2 <= len(moves) <= 4, [m[0] for m in moves]
+    assert '"value":2.2' in moves[-1][1] and up - moves[-1][0] < 100
+    assert moves[-1][0] - moves[0][0] < 600  # sent before the first move's ack could come back
+    nb.kernel.wait_for("s.value", lambda v: v == pytest.approx(2.2, abs=1e-9))
+    assert nb.value("SEEN")[-1] == pytest.approx(2.2, abs=1e-9)

@@ -7,9 +7,10 @@
 //   ack                     seq of the last move the kernel applied
 // The page never writes a trait. A move sends {type: "move", value, seq}; the kernel keeps the
 // newest. One move is in flight at a time: while the kernel has not acknowledged the last move
-// sent (`ack`), the page keeps only the newest position and sends it the moment the ack arrives
-// (or after HOLD_MS, should an ack be lost). A fast drag therefore costs the page one update per
-// round trip instead of a queue of stale ones, and the final position always goes out. Until the
+// sent (`ack`), the page keeps only the newest position and sends it the moment the ack arrives,
+// when the person lets go (key up, pointer up), or after HOLD_MS should an ack be lost. A fast
+// drag therefore costs the page one update per round trip instead of a queue of stale ones, and
+// the final position goes out as soon as the drag ends. Until the
 // person moves this slider, the page sends nothing, so the kernel keeps the exact value it was
 // given (a range input snaps what it *shows* to its step grid; that snapped position never
 // travels back).
@@ -46,6 +47,11 @@ class Mover {
   send(/** @type {number} */ v) {
     this.sent = Math.max(this.sent, this.model.get("ack")) + 1;
     this.model.send({ type: "move", value: v, seq: this.sent });
+  }
+
+  /** the person let go (key up, pointer up): the newest position goes now, without waiting */
+  letGo() {
+    if (this.held !== null) this.release();
   }
 
   acked() {
@@ -133,6 +139,9 @@ function render({ model, el }) {
   // move: ArrowUp/ArrowDown select cells) must not see them.
   const KEYS = new Set(["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"]);
   input.addEventListener("keydown", (e) => { if (KEYS.has(e.key)) e.stopPropagation(); });
+  // letting go ends a drag: the position held for the ack goes out at once (one round trip to
+  // the final value, not one plus the wait for the ack)
+  for (const ev of ["keyup", "pointerup", "pointercancel"]) input.addEventListener(ev, () => mover.letGo());
 
   const events = ["change:value", "change:min", "change:max", "change:step", "change:ack",
                   "change:description", "change:path"];
