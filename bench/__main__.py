@@ -43,9 +43,30 @@ TARGET_CLICK_MS = 50.0  # 10k leaves: select / fold
 
 
 def _print(table: Table) -> None:
-    table.notes.append(f"load average (1, 5, 15 min) when this table was printed: {_load()}")
+    table.notes.append(f"load average (1, 5, 15 min) when this table was printed: {_load()}" + _cpu_share())
     print()
     print(table.render(), flush=True)
+
+
+_LAST_CPU: list[int] = []
+
+
+def _cpu_share() -> str:
+    """Since the last table: how busy both cores were, and how much of their time the host took
+    (steal: a shared virtual machine's CPUs are not all ours; timings stretch with it)."""
+    try:
+        with open("/proc/stat") as f:
+            ticks = [int(v) for v in f.readline().split()[1:9]]  # user nice system idle iowait irq softirq steal
+    except (OSError, ValueError):
+        return ""
+    last = _LAST_CPU[:] or ticks
+    _LAST_CPU[:] = ticks
+    d = [a - b for a, b in zip(ticks, last)]
+    total = sum(d)
+    if total <= 0:
+        return ""
+    busy = total - d[3] - d[4] - d[7]
+    return f"; since the last table, CPU busy {100 * busy / total:.0f}%, stolen by the host {100 * d[7] / total:.0f}%"
 
 
 def _load() -> list[float]:
@@ -176,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
                     "model_10k_s": TARGET_MODEL_S,
                     "first_paint_10k_ms": TARGET_PAINT_MS, "select_fold_10k_ms": TARGET_CLICK_MS},
     }
+    _cpu_share()  # the first reading: each table reports the CPU since the one before
     print(f"pytree-lab benchmark: {', '.join(only)}; load average {results['meta']['load_average_at_start']} "
           f"on {results['meta']['machine']}; servers: {', '.join(servers)}", flush=True)
 
