@@ -357,6 +357,7 @@ async ({n, hz}) => {
   }
   // the key comes up one interval after its last repeat (release is still timed from that repeat)
   await new Promise((r) => setTimeout(r, 1000 / hz));
+  B.up = performance.now();
   input.dispatchEvent(new KeyboardEvent('keyup', {key: 'ArrowRight', bubbles: true}));
 }
 """
@@ -384,7 +385,7 @@ def run_burst(rt: RoundTrip, presses: int = 20, hz: float = 60.0, repeats: int =
                   const last = m.length ? m[m.length - 1] : 0;
                   if (performance.now() - Math.max(last, B.keys[B.keys.length - 1]) >= quiet) {
                     const keys = B.keys.slice(keys0);
-                    return {keys, muts: m.filter((t) => t >= keys[0]), same: B.same.explorer};
+                    return {keys, muts: m.filter((t) => t >= keys[0]), same: B.same.explorer, up: B.up};
                   }
                 }
             }""",
@@ -414,6 +415,7 @@ def run_burst(rt: RoundTrip, presses: int = 20, hz: float = 60.0, repeats: int =
             "dom_bars": drawn,
             "python_bars": py_bars,
             "release_to_final_render_ms": (muts[-1] - release) if muts else math.nan,
+            "key_up_to_final_render_ms": (muts[-1] - done["up"]) if muts and done.get("up") else math.nan,
             "kernel_value_messages": state["count"]["moves"],
             "kernel_recomputes": state["count"]["recomputes"],
             "recomputes_after_release": sum(1 for t in recompute_page_ms if t > release),
@@ -471,6 +473,9 @@ def table_burst(rs: dict[str, dict], roundtrip: dict | None) -> Table:
     for server, r in rs.items():
         bs = r["bursts"]
         b = bs[-1]
+        t.notes.append(f"{server}: release is the key's last repeat; the key comes up one step interval later and "
+                       "the held position goes out then: key up -> final render "
+                       + " / ".join(fmt(x["key_up_to_final_render_ms"], " ms") for x in bs))
         t.notes.append(f"{server}: mean step interval {b['press_interval_ms']:.1f} ms; move messages the kernel got: "
                        + " / ".join(str(x["kernel_value_messages"]) for x in bs)
                        + "; bar redraws: " + " / ".join(str(x["bar_redraws"]) for x in bs)
