@@ -532,6 +532,25 @@ def _page_move(slider, value, seq) -> None:
     slider._handle_custom_msg({"type": "move", "value": value, "seq": seq}, [])
 
 
+def test_a_view_that_fails_just_after_a_single_move_is_said(monkeypatch):
+    ex = StepExplorer()
+    x0 = ex.sliders["x[0]"]
+
+    def broken(*a, **k):
+        raise RuntimeError("diagram exploded")
+
+    async def move():
+        monkeypatch.setattr(ex.diagram, "set_trees", broken)
+        _page_move(x0, 2.5, 1)  # the chart at once; the diagram on a timer, where it fails
+        assert ex.status.value == ""
+        await asyncio.sleep(ex._VIEWS_SOON + 0.1)
+
+    asyncio.run(move())
+    assert "showing it failed: RuntimeError: diagram exploded" in ex.status.value
+    # the step itself stands: x[0] = 2.5, prediction 1.5, residual -1.5, loss 2.25
+    assert x0.value == 2.5 and ex.result.loss == pytest.approx(2.25)
+
+
 def _shown_loss(ex) -> str:
     return re.search(r"<td>loss L</td><td class=\"ptl-calc-value\">([^<]*)</td>", ex.calculation.value).group(1)
 

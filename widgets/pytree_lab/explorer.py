@@ -1055,6 +1055,10 @@ class StepExplorer(TextForm, ipywidgets.VBox):
     @_one_at_a_time
     def _views_now(self) -> None:
         self._views_timer = None
+        self._draw_due_views()
+
+    def _draw_due_views(self) -> None:
+        """A timer's turn: the views left waiting, drawn; a failure said as recompute says it."""
         if self._views_due is None or self._closed:
             return
         try:
@@ -1078,12 +1082,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         if wait > 0:  # the drag goes on: wait for its pause
             self._views_timer = loop.call_later(wait, self._views_tick)
             return
-        r = self._views_due
-        try:
-            self._show_views(r)
-        except BaseException as err:  # noqa: BLE001 - as a view failing in recompute
-            self._views_due = None
-            self._fail(f"The step was computed, but showing it failed: {short_error(err)}.")
+        self._draw_due_views()
 
     def _show_due_views(self) -> None:
         """Draw the views a drag left waiting (before a message, a text form or a close)."""
