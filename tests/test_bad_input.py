@@ -290,6 +290,56 @@ def test_constructor_with_a_none_leaf_names_the_path(capfd):
     assert "Traceback" not in "".join(capfd.readouterr())
 
 
+def test_a_none_subtree_the_model_has_stays_accepted_by_set_params_and_set_inputs(capfd):
+    # None is JAX's empty subtree: a model that carries one (a frozen slot, an absent mask) keeps
+    # it from step to step, so the same structure must be taken again
+    def loss(p, x, mask):
+        return jnp.sum((p["w"] * x) ** 2)
+
+    x = jnp.array([1.0, 2.0])
+    params = {"w": jnp.array([0.5, -1.0]), "frozen": None}
+    ex = StepExplorer(loss, params, {"x": x, "mask": None}, learning_rate=0.1)
+    assert ex.status.value == "" and ex.result.loss == pytest.approx(4.25)  # 0.5² + (-2)²
+    new = {"w": jnp.array([0.4, -0.2]), "frozen": None}
+    r = ex.set_params(new)
+    value, grads = jax.value_and_grad(loss)(new, x, None)
+    assert ex.status.value == "" and r.loss == pytest.approx(float(value))
+    np.testing.assert_allclose(r.grads["w"], grads["w"])
+    assert r.grads["frozen"] is None and r.updated["frozen"] is None
+    assert ex.set_inputs({"x": jnp.array([3.0, 4.0]), "mask": None}) is not None
+    assert ex.status.value == "" and ex.result.loss == pytest.approx(0.4 ** 2 * 9 + 0.2 ** 2 * 16)
+    # a None where the model has a leaf is still refused, naming the path
+    before = snapshot(ex)
+    capfd.readouterr()
+    assert ex.set_params({"w": None, "frozen": None}) is None
+    assert_failed_cleanly(ex, before, ["params['w'] is None"], capfd)
+
+
+def test_a_note_queued_for_a_failed_step_is_said_with_the_failure_not_after_it():
+    params = {"w": jnp.array([0.5, -1.0]), "b": jnp.array(0.1)}
+    ex = StepExplorer(lambda p, x: (jnp.dot(p["w"], x) + p["b"]) ** 2, params, {"x": jnp.array([1.0, 2.0])})
+    ex.sliders["w[0]"].value = 1e30  # outside the slider's range, and the loss overflows
+    said = html.unescape(ex.status.value)
+    assert "The loss is inf" in said and "params['w'][0] = 1e+30 was outside its slider's range" in said
+    ex.sliders["w[0]"].value = 2.0  # back to a good step: nothing about 1e30 any more
+    assert ex.status.value == "" and ex.diagram.message == ""
+    assert ex.result.loss == pytest.approx((2.0 - 2.0 + 0.1) ** 2)
+
+
+def test_a_string_input_at_construction_gets_the_static_hint(capfd):
+    # a student forgot static=["mode"]: the same sentence set_inputs gives, not JAX's jit text
+    def loss(p, x, mode):
+        return jnp.sum((p["w"] * x) ** 2)
+
+    p, x = {"w": jnp.array([0.5, -1.0])}, jnp.array([1.0, 2.0])
+    ex = StepExplorer(loss, p, {"x": x, "mode": "train"})
+    said = html.unescape(ex.status.value)
+    assert ex.result is None and "inputs['mode'] is str, not a number" in said and "static=[...]" in said
+    assert "static_argnums" not in said and "Traceback" not in "".join(capfd.readouterr())
+    ok = StepExplorer(loss, p, {"x": x, "mode": "train"}, static=["mode"])
+    assert ok.status.value == "" and ok.result.loss == pytest.approx(0.25 + 4.0)
+
+
 # --------------------------------------------------------------------------- the diagram's comparison
 
 

@@ -5,6 +5,7 @@ Each fails at once with a message naming the path; a widget keeps its last good 
 
 from __future__ import annotations
 
+import html
 import subprocess
 import sys
 
@@ -181,3 +182,22 @@ def test_value_comparison_survives_leaves_whose_equality_raises():
     found = diagnose({"w": a}, {"w": b}, values=True)
     assert not found.ok and found.kind == "value" and found.path == "['w']"
     assert diagnose({"w": a}, {"w": a}, values=True).ok  # the same object is equal to itself
+
+
+def _nested(levels: int) -> dict:
+    t = {"w": jnp.array([0.5, 1.0])}
+    for _ in range(levels):
+        t = {"l": t}
+    return t
+
+
+def test_a_tree_too_deep_for_jax_is_refused_with_its_depth_not_a_system_error():
+    # describe walks it (no recursion), but JAX's flatten stops at Python's recursion limit
+    deep = _nested(1200)
+    with pytest.raises(TreeError, match=r"params is 1201 levels deep: more than JAX's tree functions can flatten"):
+        StepExplorer(lambda p: jnp.sum(p["l"]["w"] ** 2), deep, {})
+    ex = StepExplorer(lambda p: jnp.sum(p["l"]["w"] ** 2), {"l": {"w": jnp.array([0.5, 1.0])}}, {})
+    good = ex.result
+    assert ex.set_params(deep) is None
+    said = html.unescape(ex.status.value)
+    assert "params is 1201 levels deep" in said and "SystemError" not in said and ex.result is good

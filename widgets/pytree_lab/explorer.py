@@ -19,6 +19,7 @@ import html
 import logging
 import functools
 import math
+import sys
 import threading
 from typing import Any, Callable, Iterable
 
@@ -35,7 +36,7 @@ from .engine import Engine, get_engine
 from .slider import Slider, short_label, span
 from .step import CompiledStep, StepResult, fresh, pin_dtypes
 from .training import OptimizerError, StateView, TrainingStep, _is_transformation, adam_hyperparameters, decompose_state
-from .trees import Leaf, TreeSummary, describe, path_label
+from .trees import Leaf, TreeError, TreeSummary, describe, path_label
 
 __all__ = ["StepExplorer"]
 
@@ -45,7 +46,11 @@ SMALL_INPUT = 4  # a 1-D float input of at most this many values gets sliders by
 
 
 def short_error(err: BaseException, limit: int = 400) -> str:
-    """`Type: message` in one or two lines; a traceback embedded in the message is cut to its last line."""
+    """`Type: message` in one or two lines; a traceback embedded in the message is cut to its last line.
+    A SystemError that only wraps another (a C extension returning with an exception set) says
+    the exception it wraps."""
+    while isinstance(err, SystemError) and err.__cause__ is not None:
+        err = err.__cause__
     text = str(err).strip()
     if "Traceback (most recent call last)" in text:
         lines = [ln for ln in text.splitlines() if ln.strip()]
@@ -53,6 +58,23 @@ def short_error(err: BaseException, limit: int = 400) -> str:
         return text[:limit]
     text = f"{type(err).__name__}: {text}" if text else type(err).__name__
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _too_deep(name: str, tree: Any, err: BaseException) -> TreeError | None:
+    """A TreeError naming the depth when `err` is JAX's flatten giving up at the recursion limit."""
+    chain, seen = err, set()
+    while chain is not None and id(chain) not in seen and not isinstance(chain, RecursionError):
+        seen.add(id(chain))
+        chain = chain.__cause__ or chain.__context__
+    if not isinstance(chain, RecursionError):
+        return None
+    try:
+        depth = max(node.depth for node in describe(tree, name, values=False).root.walk())
+    except BaseException:  # noqa: BLE001 - the message can do without the number
+        depth = None
+    levels = f"{depth} levels deep" if depth is not None else "nested too deeply"
+    return TreeError(f"{name} is {levels}: more than JAX's tree functions can flatten (they stop at Python's "
+                     f"recursion limit, {sys.getrecursionlimit()}). Nest it less deeply.")
 
 
 def _one_at_a_time(method: Callable) -> Callable:
@@ -100,6 +122,16 @@ class _Element:
         suffix = _index_text(leaf.shape, position) if leaf.shape else ""
         self.label = (path_label(leaf.path) or tree) + suffix
         self.path = f"{tree}{leaf.path}{suffix}"  # the full path: a slider's title, a bar's tooltip
+
+
+def _not_numbers(inputs: TreeSummary) -> str:
+    """What to say of an input leaf JAX cannot take (a string, an object), or ""."""
+    bad = [leaf for leaf in inputs.leaves if leaf.dtype in ("str", "object")]
+    if not bad:
+        return ""
+    leaf = bad[0]
+    return (f"inputs{leaf.path} is {leaf.type_label}, not a number: inputs are arrays (floats, int labels, bool "
+            "masks); pass other values as static=[...] inputs.")
 
 
 def _walk_leaves(summary: TreeSummary) -> Iterable[Leaf]:
@@ -249,8 +281,18 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         self._extra: Any = extra
 
         # Our own copies of the trees (never the caller's arrays), in the dtypes JAX gives them.
-        self._params = pin_dtypes(params, eng)
-        self._inputs = pin_dtypes(inputs, eng)
+        for name, tree in (("params", params), ("inputs", inputs)):
+            try:
+                pinned = pin_dtypes(tree, eng)
+            except (RecursionError, SystemError) as err:
+                deep = _too_deep(name, tree, err)
+                if deep is None:
+                    raise
+                raise deep from err
+            if name == "params":
+                self._params = pinned
+            else:
+                self._inputs = pinned
         self._param_leaves, self._param_def = eng.tree_flatten(self._params)
         self._input_leaves, self._input_def = eng.tree_flatten(self._inputs)
         self._param_leaves = [self._frozen(x) for x in self._param_leaves]
@@ -542,6 +584,9 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         try:
             summary = describe(tree, name, values=False)
             nones = [n.path for n in summary.root.walk() if n.kind == "none"]
+            if nones:  # a None where the explorer's own tree has one too is the same empty subtree
+                had = {n.path for n in describe(current, name, values=False).root.walk() if n.kind == "none"}
+                nones = [path for path in nones if path not in had]
             if nones:
                 return self._fail(f"{name}{nones[0]} is None, where a number was expected: JAX treats None as "
                                   "an empty subtree with no leaves, so it cannot be a parameter or an input.")
@@ -552,11 +597,9 @@ class StepExplorer(TextForm, ipywidgets.VBox):
                     return self._fail(f"{name}{leaf.path} is {leaf.type_label}, not a floating-point value: "
                                       f"JAX cannot differentiate it. Keep names, counts and flags outside the {name} tree.")
             else:
-                bad = [leaf for leaf in summary.leaves if leaf.dtype in ("str", "object")]
+                bad = _not_numbers(summary)
                 if bad:
-                    leaf = bad[0]
-                    return self._fail(f"{name}{leaf.path} is {leaf.type_label}, not a number: inputs are arrays "
-                                      "(floats, int labels, bool masks); pass other values as static=[...] inputs.")
+                    return self._fail(bad)
             pinned = pin_dtypes(tree, self.engine)
             found = diagnose(current, pinned, reference_name=f"the explorer's {name}",
                              candidate_name=f"the new {name}")
@@ -571,7 +614,8 @@ class StepExplorer(TextForm, ipywidgets.VBox):
                     return self._fail(f"{name}{leaf.path} holds a non-finite value ({shown}): a slider cannot "
                                       "start there and every number computed from it would be NaN or Inf.")
         except Exception as err:  # a tree the engine cannot flatten: say so, keep the last good step
-            return self._fail(f"The new {name} could not be used: {short_error(err)}")
+            deep = _too_deep(name, tree, err)
+            return self._fail(str(deep) if deep is not None else f"The new {name} could not be used: {short_error(err)}")
         self._holding = True
         try:
             for i, leaf in enumerate(new_leaves):
@@ -932,6 +976,9 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             leaf = bad[0]
             obj = self._param_objects[leaf.index] if leaf.index < len(self._param_objects) else None
             return _type_hint(self._params, leaf, obj)
+        bad = _not_numbers(self._input_data)
+        if bad:
+            return bad
         if not self._lr_adjustable:
             return ""
         if not math.isfinite(lr):
@@ -957,6 +1004,10 @@ class StepExplorer(TextForm, ipywidgets.VBox):
 
     def _fail(self, text: str) -> None:
         self._good_now = False
+        # notes queued for this step are said with its failure, not later beside another step
+        notes, self._notes = self._notes, []
+        if notes:
+            text = " ".join([text, *notes])
         with contextlib.suppress(BaseException):
             self._show_due_views()  # every view on the last good step, under the message
         self.status.value = f'<div role="alert" class="pytree-lab-alert">{html.escape(text)}</div>'
