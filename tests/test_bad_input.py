@@ -343,6 +343,20 @@ def test_a_string_input_at_construction_gets_the_static_hint(capfd):
 # --------------------------------------------------------------------------- the diagram's comparison
 
 
+def test_expected_catches_swapped_leaves_at_any_scale_and_forgives_rounding():
+    params = {"w1": np.array([1.0, 2.0], np.float32), "w2": np.array([3.0, 4.0], np.float32)}
+    for scale in (1.0, 1e-7):  # a tiny loss (or a scaled one) has tiny gradients
+        grads = {"w1": np.array([2.0, 4.0], np.float32) * scale, "w2": np.array([9.0, -3.0], np.float32) * scale}
+        swapped = {"w1": grads["w2"], "w2": grads["w1"]}
+        d = PytreeDiagram(params, grads=swapped, expected={"grads": grads})
+        assert not d.diagnosis.ok and "belongs at ['w2']" in d.message, scale
+        # float32 rounding of the same numbers is no mismatch
+        noisy = {k: (v * np.float32(1 + 2e-7)).astype(np.float32) for k, v in grads.items()}
+        assert diagnose(grads, noisy, values=True).ok
+    # a zero that comes out as rounding noise beside values of order 1 still matches
+    assert diagnose({"a": np.array([0.0, 1.0])}, {"a": np.array([1e-9, 1.0])}, values=True).ok
+
+
 def _grads(**changes):
     tree = {"weight": jnp.array([-8.0, -4.0]), "bias": jnp.array(-4.0)}
     for key, value in changes.items():

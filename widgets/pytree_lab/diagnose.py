@@ -116,19 +116,19 @@ def diagnose_summaries(ref: TreeSummary, cand: TreeSummary, ref_name: str, cand_
     return Diagnosis(True)
 
 
-def _values_close(a: Any, b: Any) -> bool:
+def _values_close(a: Any, b: Any, atol: float = 1e-6) -> bool:
     """Equal within float tolerance (NaN equals NaN). Leaves are user objects: whatever their
     conversion or == raises (KeyboardInterrupt aside) counts as "not equal", never as a crash."""
     try:
         import numpy as np
     except ImportError:  # plain Python leaves in a kernel without numpy
         if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-            return math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
+            return math.isclose(a, b, rel_tol=1e-5, abs_tol=atol)
     else:
         try:
             x, y = np.asarray(a), np.asarray(b)
             if x.dtype.kind in "fcuib" and y.dtype.kind in "fcuib":
-                return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-5, atol=1e-6, equal_nan=True))
+                return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-5, atol=atol, equal_nan=True))
         except BaseException as err:  # noqa: BLE001
             if _fatal(err):
                 raise
@@ -140,15 +140,38 @@ def _values_close(a: Any, b: Any) -> bool:
         return a is b
 
 
+def _scale(leaves: list) -> float:
+    """The largest finite magnitude among numeric leaves (0.0 when there is none)."""
+    try:
+        import numpy as np
+    except ImportError:
+        return max((abs(v) for v in leaves if isinstance(v, (int, float)) and math.isfinite(v)), default=0.0)
+    top = 0.0
+    for leaf in leaves:
+        try:
+            x = np.asarray(leaf)
+            if x.dtype.kind in "fciu" and x.size:
+                finite = np.abs(x[np.isfinite(x)]) if x.dtype.kind in "fc" else np.abs(x)
+                if finite.size:
+                    top = max(top, float(finite.max()))
+        except BaseException as err:  # noqa: BLE001 - a leaf that cannot be read has no scale
+            if _fatal(err):
+                raise
+    return top
+
+
 def _compare_values(reference, candidate, ref: TreeSummary, cand: TreeSummary, ref_name, cand_name) -> Diagnosis:
     ra, ca = leaf_objects(reference), leaf_objects(candidate)
+    # the absolute tolerance follows the trees' own scale below 1: gradients of 1e-7 swapped
+    # between two leaves are as wrong as gradients of 1 swapped
+    atol = 1e-6 * min(1.0, _scale(ra + ca))
     for k, (la, lb) in enumerate(zip(ref.leaves, cand.leaves)):
-        if _values_close(ra[k], ca[k]):
+        if _values_close(ra[k], ca[k], atol):
             continue
         got = lb.summary or lb.type_label
         message = f"{_where(la.path)} is {got} in {cand_name} but {la.summary or la.type_label} in {ref_name}."
         owner = next((other.path for j, other in enumerate(ref.leaves)
-                      if j != k and other.shape == lb.shape and _values_close(ra[j], ca[k])), None)
+                      if j != k and other.shape == lb.shape and _values_close(ra[j], ca[k], atol)), None)
         if owner is not None:
             message += (f" That is the value that belongs at {owner}: equal shapes do not say which parameter "
                         "a value belongs to, so keep each leaf on its path.")
