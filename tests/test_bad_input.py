@@ -13,6 +13,7 @@ import dataclasses
 import html
 import json
 import math
+import re
 from typing import Any, Callable
 
 import jax
@@ -615,3 +616,16 @@ def test_hostile_keys_are_escaped_in_the_explorer_html():
     ex.set_params({key: jnp.array([1.0, -1.0]), keys[1]: "text"})
     assert "<script" not in ex.status.value and "&lt;/script&gt;&lt;script&gt;" in ex.status.value
     assert "<script" not in ex._repr_mimebundle_()["text/html"]
+
+
+@pytest.mark.parametrize("lr, says", [(jnp.array([0.1]), "an array of shape (1,)"), ("0.1", "'0.1'"), (True, "True")])
+def test_a_learning_rate_that_is_not_one_number_is_refused_plainly(lr, says):
+    with pytest.raises(ValueError, match=r"learning_rate is one number .*not " + re.escape(says)):
+        StepExplorer(learning_rate=lr)
+
+
+@pytest.mark.parametrize("lr", [jnp.array(0.1), jnp.float32(0.1), np.float64(0.1), 0.1])
+def test_a_learning_rate_of_shape_nothing_is_taken(lr):
+    ex = StepExplorer(learning_rate=lr)
+    assert ex.result.learning_rate == pytest.approx(0.1)
+    np.testing.assert_allclose(ex.result.updated["weight"], [1.0 + 0.1 * 8, -1.0 + 0.1 * 4], rtol=1e-6)

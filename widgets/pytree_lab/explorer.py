@@ -648,6 +648,11 @@ class StepExplorer(TextForm, ipywidgets.VBox):
     def _start_optimizer(self, learning_rate: float | None) -> float:
         """Check the optimizer, make its first state, and say where the learning rate lives."""
         given = learning_rate is not None
+        if given:
+            shape = getattr(learning_rate, "shape", ())
+            if shape != () or isinstance(learning_rate, (bool, str, bytes)):
+                what = f"an array of shape {tuple(shape)}" if shape != () else repr(learning_rate)
+                raise ValueError(f"learning_rate is one number (a float, or an array of shape ()), not {what}.")
         lr = float(learning_rate) if given else lesson.LEARNING_RATE
         self._lr = lr
         self._lr_source = "argument"
