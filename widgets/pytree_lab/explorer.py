@@ -543,8 +543,10 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         of its steps to show where it got to.
 
         A tree that does not fit (a missing, extra or renamed key, another shape or dtype, a
-        string, int, bool, complex or None leaf) is refused with a message naming its path; the
-        last good step stays on screen. Build a new StepExplorer for a new model.
+        string, int, bool or complex leaf, a None where the explorer's tree has a leaf) is refused
+        with a message naming its path; the last good step stays on screen. A None where the
+        explorer's tree has one too (JAX's empty subtree) is kept. Build a new StepExplorer for a
+        new model.
         """
         return self._set_tree("params", params, self._params, self._param_leaves, self._param_sliders)
 
