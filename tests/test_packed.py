@@ -106,3 +106,18 @@ def test_packed_view_with_the_lite_engine_matches_jax():
     assert view.readout == "packed[2] holds params['w'][1]"
     view.select_leaf("['w']")
     assert view.highlight["positions"] == [1, 2]
+
+
+def test_the_text_form_shows_complex_values_and_stays_short_for_a_big_leaf():
+    import jax.numpy as jnp
+    import numpy as np
+
+    z = PackedView({"z": jnp.array([1 + 2j, -0.5 - 1j])})
+    text = z.text()
+    assert "params: packed [(1+2j), (-0.5-1j)]" in text and "packed[1] <- params['z'][1]" in text
+    assert "text/plain" in z._repr_mimebundle_()[0]
+    big = PackedView({"w": np.arange(50_000, dtype=np.float32).reshape(250, 200), "b": np.zeros(3, np.float32)})
+    text = big.text()
+    assert "… (49,803 more)" in text and "… 49,803 more positions" in text
+    assert "packed[199] <- params['b'][0]" not in text and len(text) < 20_000
+    assert "packed[0] <- params['b'][0]" in text  # JAX's order: 'b' before 'w'

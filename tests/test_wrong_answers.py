@@ -355,3 +355,32 @@ print("AFTER:", shell.user_ns["r"].feedback)
     assert "PLAIN: Your last run of the exercise cell raised ZeroDivisionError" in out.stdout
     assert "MAGIC-OK: True" in out.stdout and "called sys.exit()" in out.stdout
     assert "AFTER: Your last run of the exercise cell raised SystemExit" in out.stdout
+
+
+class _PatchesWhenRead:
+    """An answer leaf whose __array__ replaces jnp.sum (student code runs when it is read)."""
+
+    def __array__(self, dtype=None, copy=None):
+        jnp.sum = lambda *a, **k: "patched"
+        return np.array([1.4, -0.8], np.float32)
+
+
+class _ExitsWhenRead:
+    def __array__(self, dtype=None, copy=None):
+        sys.exit("student code exited")
+
+
+def test_recording_an_answer_as_evidence_runs_it_guarded_like_grading():
+    real_sum = jnp.sum
+    evidence = Evidence()
+    try:
+        course.check("repair_update", {"weight": _PatchesWhenRead(), "bias": jnp.array(0.2)}, evidence=evidence)
+        assert jnp.sum is real_sum  # put back after grading and after recording
+    finally:
+        jnp.sum = real_sum
+    result = course.check("repair_update", {"weight": _ExitsWhenRead(), "bias": jnp.array(0.2)}, evidence=evidence)
+    assert not result.passed and "sys.exit()" in result.feedback  # no SystemExit out of check()
+    recorded = evidence.checks[-1]["answer"]
+    assert recorded.startswith("<not recorded: ") and "exit" in recorded
+    evidence.add_output("my answer", {"weight": _ExitsWhenRead()})
+    assert evidence.outputs[-1]["value"].startswith("<not recorded: ")

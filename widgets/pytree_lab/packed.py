@@ -17,6 +17,7 @@ from typing import Any
 import anywidget
 import traitlets
 
+from ._format import fmt_number
 from ._static import static_asset
 from ._text import TextForm
 from .engine import Engine, get_engine
@@ -131,12 +132,22 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
                               "elements": [layout.label(position)]}
             self.readout = f"packed[{position}] holds {layout.label(position)}"
 
+    TEXT_POSITIONS = 200  # positions listed per layout in the text form; the rest are counted
+
     def text(self) -> str:
+        import numpy as np
+
         lines = []
+        cap = self.TEXT_POSITIONS
         for layout in self._layouts:
-            lines.append(f"{layout.name}: packed {[float(v) for v in layout.packed]}")
-            for i in sorted(layout.owner):
+            values = np.asarray(layout.packed).ravel()
+            more = f" … ({values.size - cap:,} more)" if values.size > cap else ""
+            shown = ", ".join(fmt_number(v) for v in values[:cap].tolist())
+            lines.append(f"{layout.name}: packed [{shown}{more}]")
+            for i in sorted(layout.owner)[:cap]:
                 lines.append(f"  packed[{i}] <- {layout.label(i)}")
+            if len(layout.owner) > cap:
+                lines.append(f"  … {len(layout.owner) - cap:,} more positions")
         if self.readout:
             lines.append(self.readout)
         return "\n".join(lines)

@@ -12,6 +12,9 @@ import uuid
 from typing import Any, NamedTuple
 
 from ._grading import _as_number_array
+from ._guard import exception_text, run_guarded
+
+RECORD_BUDGET = 2.0  # s of the student's own code (an answer's __array__, a .text()) while recording
 
 # --------------------------------------------------------------------------- evidence
 
@@ -36,6 +39,21 @@ def _plain(value, depth: int = 0):
             return f"<array of shape {tuple(arr.shape)}>"
         return _plain(arr.tolist(), depth + 1)
     return str(value)
+
+
+def _recorded(fn, value):
+    """`fn(value)` for the record, run as student code: an answer's own methods (its __array__, a
+    .text()) may loop, exit or patch jax while they are read, as they may while graded."""
+    run = run_guarded(fn, value, budget=RECORD_BUDGET)
+    if run.timed_out:
+        return f"<not recorded: reading it ran past {RECORD_BUDGET:g} s>"
+    if run.error is not None:
+        return f"<not recorded: {exception_text(run.error)}>"
+    return run.value
+
+
+def _text_of(value) -> str:
+    return value.text() if hasattr(value, "text") and callable(value.text) else str(value)
 
 
 def _now() -> str:
@@ -106,7 +124,7 @@ class Evidence:
         self.checks.append(self._stamp({
             "exercise_id": exercise.id, "title": exercise.title,
             "passed": result.passed, "score": round(result.score, 4), "feedback": result.feedback,
-            "answer": _plain(answer), "code": code or "",
+            "answer": _recorded(_plain, answer), "code": code or "",
         }))
 
     def add_prediction(self, prompt: str, prediction: str, answer: str, prediction_id: str = "",
@@ -126,8 +144,8 @@ class Evidence:
                                       "correct": correct, "explanation": explanation}))
 
     def add_output(self, label: str, value) -> None:
-        text = value.text() if hasattr(value, "text") and callable(value.text) else str(value)
-        self.outputs.append(self._stamp({"label": label, "value": _plain(value), "text": text}))
+        text = _recorded(_text_of, value)
+        self.outputs.append(self._stamp({"label": label, "value": _recorded(_plain, value), "text": str(text)}))
 
     def to_json(self) -> dict:
         return {"format": FORMAT, "saved": _now(), "sessions": [self.session],
