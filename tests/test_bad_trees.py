@@ -201,3 +201,19 @@ def test_a_tree_too_deep_for_jax_is_refused_with_its_depth_not_a_system_error():
     assert ex.set_params(deep) is None
     said = html.unescape(ex.status.value)
     assert "params is 1201 levels deep" in said and "SystemError" not in said and ex.result is good
+
+
+def test_a_dict_whose_keys_cannot_be_sorted_is_refused_as_jax_refuses_it():
+    mixed = {"layer": {1: jnp.ones(2), "b": jnp.zeros(1)}}
+    with pytest.raises(ValueError, match="sorting pytree dictionary keys"):
+        jax.tree.leaves(mixed)  # JAX's own verdict
+    with pytest.raises(TreeError, match=r"^params\['layer'\]: this dict's keys cannot be sorted") as caught:
+        describe(mixed)
+    assert caught.value.path == "['layer']" and "keys of one type" in str(caught.value)
+    d = PytreeDiagram({"layer": {"a": jnp.ones(1)}})
+    rows = d.rows
+    d.set_trees({"params": mixed})
+    assert d.message.startswith("params['layer']: this dict's keys cannot be sorted") and d.rows == rows
+    # keys of one type, even unusual ones, still describe (ints sort, tuples sort)
+    assert describe({2: jnp.ones(1), 1: jnp.zeros(1)}).leaves[0].path == "[1]"
+    assert len(describe({(1, "a"): jnp.ones(1), (0, "b"): jnp.ones(1)}).leaves) == 2

@@ -128,9 +128,11 @@ def test_look_alike_keys_stay_distinct():
     s = describe({"a": 1.0, "a ": 2.0})
     assert [n.label for n in s.root.children] == ["a", "'a '"]
     assert [n.path for n in s.root.children] == ["['a']", "['a ']"]
-    # non-string keys are shown as Python writes them
-    s = describe({1: 3.0, (1, 2): 4.0})
-    assert [n.label for n in s.root.children] == ["1", "(1, 2)"]
+    # non-string keys are shown as Python writes them (keys of one type: JAX sorts them)
+    s = describe({(1, 2): 4.0, (0, 1): 3.0})
+    assert [n.label for n in s.root.children] == ["(1, 2)", "(0, 1)"]
+    assert [leaf.path for leaf in s.leaves] == ["[(0, 1)]", "[(1, 2)]"]  # JAX's order
+    assert [n.label for n in describe({1: 3.0, -2: 4.0}).root.children] == ["1", "-2"]
 
 
 # ---------------------------------------------------------------- diagnose

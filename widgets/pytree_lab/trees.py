@@ -295,6 +295,9 @@ def _unreadable_message(where: str, obj: Any, problem: "_Unreadable") -> str:
         return f"{where}: this {kind} raised {err} when its attributes were read (a __getattr__ that raises)."
     if problem.stage == "leaf":
         return f"{where}: this {kind} leaf raised {err} when its shape and dtype were read."
+    if problem.stage == "sort":
+        return (f"{where}: this {kind}'s keys cannot be sorted ({err}). JAX sorts a dict's keys to flatten "
+                "it, so it refuses this one: use keys of one type (all strings, say).")
     return f"{where}: a key of this {kind} raised {err} when it was written as a path (its repr or ordering)."
 
 
@@ -334,11 +337,12 @@ def _key_texts(key: Any) -> tuple[str, str]:
 
 
 def _sorted_keys(d: dict) -> list:
+    """The keys in JAX's order (sorted). Keys that cannot be sorted together (1 and "b"): JAX
+    refuses such a dict when it flattens it, so the tree is refused here too, path named."""
     try:
         return sorted(d)
-    except TypeError:
-        # jax refuses unorderable mixed keys too; keep a deterministic order for display.
-        return sorted(d, key=lambda k: (type(k).__name__, repr(k)))
+    except TypeError as err:
+        raise _Unreadable("sort", err) from err
 
 
 _INDEX = [f"[{i}]" for i in range(64)]
