@@ -353,7 +353,11 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         order: Any = _MISSING,
         expected: dict | None = None,
     ) -> None:
-        """Replace the trees (name -> tree) and side panels; selection and folding are kept.
+        """Replace the trees (name -> tree); selection and folding are kept.
+
+        `extra`: the side panels' trees (e.g. an optimizer state), replaced when given; left out,
+        the panels shown stay (an explorer's slider move keeps its optimizer panel); `extra=None`
+        removes them.
 
         `order`: a tree (or TreeSummary) whose order the rows follow, e.g. the params as written,
         when the trees shown came back from JAX with their dict keys sorted.
