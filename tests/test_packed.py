@@ -121,3 +121,22 @@ def test_the_text_form_shows_complex_values_and_stays_short_for_a_big_leaf():
     assert "… (49,803 more)" in text and "… 49,803 more positions" in text
     assert "packed[199] <- params['b'][0]" not in text and len(text) < 20_000
     assert "packed[0] <- params['b'][0]" in text  # JAX's order: 'b' before 'w'
+
+
+def test_a_big_tree_draws_at_most_max_drawn_positions_and_python_keeps_them_all():
+    w = np.arange(250 * 200, dtype=np.float32).reshape(250, 200) / 100
+    view = PackedView({"w": w, "b": np.zeros(3, np.float32)})
+    cap = PackedView.MAX_DRAWN
+    (layout,) = view.layouts_data
+    assert len(layout["positions"]) == cap and layout["more"] == 50_003 - cap
+    b, wl = layout["leaves"]  # flatten order: 'b' first
+    assert (len(b["elements"]), b["hidden"]) == (3, 0)
+    assert len(wl["elements"]) == cap - 3 and wl["hidden"] == 50_000 - (cap - 3)
+    assert "positions" not in wl  # every position index is not sent to the page
+    # Python still knows every position
+    assert view.label(50_002) == "params['w'][249,199]" and view.packed[50_002] == w[249, 199]
+    view.select_position(50_002)
+    assert view.readout == "packed[50002] holds params['w'][249,199]"
+    view.select_leaf("['w']")
+    assert view.readout == "params['w'] occupies packed positions 3 to 50002 (50,000 values)"
+    assert view.highlight["positions"] == list(range(3, cap))  # what the page draws, lit

@@ -207,6 +207,22 @@ def test_packed_view_both_ways_at_element_level(exercises_nb):
     assert [tuple_values.nth(i).text_content() for i in range(3)] == ["1", "2", "0.5"]
 
 
+def test_a_packed_view_past_its_cap_draws_the_cap_and_counts_the_rest(open_nb):
+    nb = open_nb(["import numpy as np\n"
+                  "from pytree_lab import PackedView\n"
+                  "big = PackedView({'w': np.arange(3000, dtype=np.float32).reshape(60, 50), 'b': np.zeros(2, np.float32)})\n"
+                  "big"], wait_for=".ptl-packed")
+    view = nb.panel.locator(".ptl-packed").first
+    view.locator(".ptl-packed-more").first.wait_for()
+    cap = nb.value("PackedView.MAX_DRAWN")
+    assert view.locator(".ptl-packed-cell").count() == cap
+    assert view.locator(".ptl-packed-more").first.text_content() == f"… {3002 - cap:,} more positions, not drawn"
+    assert view.locator(".ptl-packed-more").nth(1).text_content() == f"… {3000 - (cap - 2):,} more elements"
+    view.get_by_role("button", name="params['w']").click()
+    nb.kernel.wait_for("big.readout", lambda v: v == "params['w'] occupies packed positions 2 to 3001 (3,000 values)")
+    wait_text(view.locator(".ptl-packed-readout"), "params['w'] occupies packed positions 2 to 3001 (3,000 values)")
+
+
 def test_evidence_button_writes_into_the_notebooks_folder(exercises_nb):
     nb, (*_, save, _, _) = exercises_nb
     nb.run('pytree_lab.check("squared_norm", 96.0)')

@@ -64,6 +64,11 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
     person chose (layout, "leaf"/"position", key) and `.highlight` what is lit.
     """
 
+    # One button per position is drawn up to this many positions per layout; past it, the page
+    # counts what it does not draw (a 500x500 leaf would otherwise be 250,000 buttons). Python
+    # keeps every position: `label`, `owner`, `select_*` and `text` cover them all.
+    MAX_DRAWN = 2_000
+
     _esm = static_asset("packed.js")
     _css = static_asset("packed.css")
     _page_intents = frozenset({"selected"})
@@ -85,13 +90,21 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
         self.owner = first.owner
         self.name = name
         data = []
+        cap = self.MAX_DRAWN
         for layout in self._layouts:
-            values = np.asarray(layout.packed).tolist()
+            values = np.asarray(layout.packed).ravel()[:cap].tolist()
+            total = int(np.asarray(layout.packed).size)
+            leaves = []
+            for leaf in layout.leaves:
+                drawn = [i for i in leaf["positions"][:cap] if i < cap]
+                leaves.append({"path": leaf["path"], "shape": leaf["shape"],
+                               "elements": [{"i": i, "label": layout.label(i)} for i in drawn],
+                               "hidden": len(leaf["positions"]) - len(drawn)})
             data.append({
                 "name": layout.name,
                 "positions": [{"i": i, "value": f"{v:g}", "label": layout.label(i)} for i, v in enumerate(values)],
-                "leaves": [{**leaf, "elements": [{"i": i, "label": layout.label(i)} for i in leaf["positions"]]}
-                           for leaf in layout.leaves],
+                "more": max(0, total - cap),
+                "leaves": leaves,
             })
         super().__init__(layouts_data=data, **kwargs)
 
@@ -118,9 +131,14 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
             if leaf is None:
                 return
             positions = list(leaf["positions"])
-            self.highlight = {"layout": layout_index, "positions": positions,
-                              "elements": [layout.label(i) for i in positions]}
-            self.readout = f"{layout.name}{key} occupies packed positions {positions}"
+            drawn = [i for i in positions[:self.MAX_DRAWN] if i < self.MAX_DRAWN]  # what the page shows
+            self.highlight = {"layout": layout_index, "positions": drawn,
+                              "elements": [layout.label(i) for i in drawn]}
+            if len(positions) <= 20:
+                self.readout = f"{layout.name}{key} occupies packed positions {positions}"
+            else:  # a leaf's positions are consecutive
+                self.readout = (f"{layout.name}{key} occupies packed positions {positions[0]} to {positions[-1]} "
+                                f"({len(positions):,} values)")
         elif kind == "position":
             try:
                 position = int(key)

@@ -6,8 +6,8 @@
 
 /**
  * @typedef {{ i: number, value: string, label: string }} Position
- * @typedef {{ path: string, shape: number[], positions: number[], elements: {i: number, label: string}[] }} Leaf
- * @typedef {{ layouts_data: {name: string, positions: Position[], leaves: Leaf[]}[],
+ * @typedef {{ path: string, shape: number[], elements: {i: number, label: string}[], hidden: number }} Leaf
+ * @typedef {{ layouts_data: {name: string, positions: Position[], more: number, leaves: Leaf[]}[],
  *             selected: object, highlight: {layout?: number, positions?: number[], elements?: string[]},
  *             readout: string }} Model
  */
@@ -38,6 +38,9 @@ function render({ model, el }) {
         cell.addEventListener("click", () => choose(li, "position", pos.i));
         row.append(cell);
       }
+      if (layout.more > 0) {
+        row.append(h("span", { class: "ptl-packed-more" }, `… ${layout.more.toLocaleString("en")} more positions, not drawn`));
+      }
       box.append(row, h("h4", {}, "leaves (flatten order) and their elements"));
       for (const leaf of layout.leaves) {
         const line = h("div", { class: "ptl-packed-leaf" });
@@ -48,6 +51,9 @@ function render({ model, el }) {
         for (const element of leaf.elements) {
           line.append(h("span", { class: "ptl-packed-element", "data-label": element.label, "data-position": String(element.i) },
                         `${element.label.slice(layout.name.length)} → ${element.i}`));
+        }
+        if (leaf.hidden > 0) {
+          line.append(h("span", { class: "ptl-packed-more" }, `… ${leaf.hidden.toLocaleString("en")} more elements`));
         }
         box.append(line);
       }
