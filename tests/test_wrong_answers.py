@@ -384,3 +384,14 @@ def test_recording_an_answer_as_evidence_runs_it_guarded_like_grading():
     assert recorded.startswith("<not recorded: ") and "exit" in recorded
     evidence.add_output("my answer", {"weight": _ExitsWhenRead()})
     assert evidence.outputs[-1]["value"].startswith("<not recorded: ")
+
+
+def test_an_answer_written_into_the_function_is_named_as_such():
+    hard_coded = lambda flat_params, x: jnp.array([8.0, 12.0, 4.0])  # the worked example's answer  # noqa: E731
+    result = course.check("grad_over_flat_params", hard_coded, evidence=Evidence())
+    assert not result.passed and result.score == pytest.approx(0.2)  # right on the worked example only
+    assert "returned the same array in every case" in result.feedback
+    # a function that does compute from its inputs, wrongly, is not told that
+    mean = lambda flat_params, x: jax.grad(lambda fp: jnp.mean((x @ fp[:-1] + fp[-1]) ** 2))(flat_params)  # noqa: E731
+    result = course.check("grad_over_flat_params", mean, evidence=Evidence())
+    assert not result.passed and "same array in every case" not in result.feedback

@@ -482,6 +482,7 @@ def _grade_grad_over_flat_params(answer, rng=None) -> Outcome:
     passed = 0
     problems: dict[str, list[int]] = {}
     notes: list[str] = []
+    outputs: list = []  # what the function returned, case by case (to see an answer written in)
     for index, size in enumerate(sizes):
         # each case exists only from here on: earlier answers cannot see later inputs
         case = _worked_case() if size is None else _hidden_case(rng, *size)
@@ -500,6 +501,9 @@ def _grade_grad_over_flat_params(answer, rng=None) -> Outcome:
             problem = describe_failure(run, what="your function", budget=CASE_BUDGET, hidden=case.hidden)
         else:
             problem = _diagnose_flat_output(run.value, case, _FlatReferences(case))
+            out = _as_number_array(run.value)
+            if out is not None:
+                outputs.append(out)
         for note in _grading_notes(run):
             if note not in notes:
                 notes.append(note)
@@ -520,6 +524,10 @@ def _grade_grad_over_flat_params(answer, rng=None) -> Outcome:
                  f"x = [[2, 3]]) and {hidden} hidden cases of other sizes."]
     else:
         lines = [f"{passed} of {total} cases pass (the worked example and {hidden} hidden cases with random values)."]
+        if len(outputs) > 1 and all(o.shape == outputs[0].shape and np.array_equal(o, outputs[0]) for o in outputs):
+            lines.append("Your function returned the same array in every case, although each case has other "
+                         "flat_params and x: it does not compute from its inputs (is the worked example's answer "
+                         "written into it?).")
         for problem, indices in problems.items():
             lines.append(f"- {_cases_label(indices, cases)}: {problem}")
     return Outcome(passed, total, lines + notes)
