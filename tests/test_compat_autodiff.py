@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import os
+import re
 
 import jax as real_jax
 import jax.numpy as real_jnp
@@ -366,3 +367,38 @@ def test_config_reports_32_bit_mode():
     with pytest.raises(NotImplementedError, match="32-bit"):
         lite_jax.config.update("jax_enable_x64", True)
     assert lite_jax.config.jax_enable_x64 is False
+
+
+# ---------------------------------------------------------------- student mistakes, as JAX says them
+
+
+@pytest.mark.parametrize("jax, jnp", ENGINES, ids=["jax", "lite"])
+@pytest.mark.parametrize("returns, shown", [(lambda w: None, "None"),
+                                            (lambda w: ((w ** 2).sum(), w), "(")])  # forgot has_aux
+def test_a_loss_that_returns_no_number_is_told_as_jax_tells_it(jax, jnp, returns, shown):
+    with pytest.raises(TypeError, match=r"^Gradient only defined for scalar-output functions\. Output was "
+                                        + re.escape(shown)):
+        jax.grad(returns)(jnp.array([1.0, 2.0]))
+
+
+@pytest.mark.parametrize("jax, jnp", ENGINES, ids=["jax", "lite"])
+def test_a_loss_from_numpy_data_comes_back_float32(jax, jnp):
+    x = np.array([1.0, 2.0, 3.0])  # float64 data, a method call on it (not jnp.mean)
+    value, grad = jax.value_and_grad(lambda w: ((x * w) ** 2).mean())(jnp.float32(0.5))
+    assert np.asarray(value).dtype == np.float32 and np.asarray(grad).dtype == np.float32
+    assert float(value) == pytest.approx(0.25 * 14 / 3, rel=1e-6) and float(grad) == pytest.approx(14 / 3, rel=1e-6)
+
+
+@pytest.mark.parametrize("jax, jnp", ENGINES, ids=["jax", "lite"])
+def test_unravel_casts_back_only_when_the_leaves_had_several_dtypes(jax, jnp):
+    from importlib import import_module
+
+    ravel_pytree = import_module(jax.__name__ + ".flatten_util").ravel_pytree
+    flat, unravel = ravel_pytree([jnp.array([1, 2], dtype=jnp.int32)])
+    assert [float(v) for v in unravel(flat * 2.5)[0]] == [2.5, 5.0]  # one dtype: nothing truncated
+    flat, unravel = ravel_pytree({"a": jnp.array([1], dtype=jnp.int32), "b": jnp.array([0.5])})
+    assert str(flat.dtype) == "float32"
+    back = unravel(flat)
+    assert str(back["a"].dtype) == "int32" and str(back["b"].dtype) == "float32"
+    with pytest.raises(TypeError, match="unravel function given array of dtype int32, but expected dtype float32"):
+        unravel(jnp.array([1, 2], dtype=jnp.int32))

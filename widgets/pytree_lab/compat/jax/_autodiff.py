@@ -41,7 +41,12 @@ def _as_primal(leaf: Any) -> Any:
 
 
 def _check_output(out: Any) -> _np.ndarray:
-    value = _jnp.asarray(_getval(out))
+    raw = _getval(out)
+    if raw is None or isinstance(raw, (tuple, list, dict)):  # no return, or a pair without has_aux
+        shown = repr(_unbox(raw))
+        shown = shown if len(shown) <= 200 else shown[:199] + "…"
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output was {shown}.")
+    value = _jnp.asarray(raw)
     if value.shape != ():
         raise TypeError(
             f"Gradient only defined for scalar-output functions. Output had shape: {value.shape}."
@@ -115,7 +120,8 @@ def value_and_grad(
         value = _check_output(out)
         if isinstance(out, _ArrayBox):  # inside an outer grad: keep the outer trace
             value = _jnp.asarray(out)
-        elif isinstance(out, (int, float)):  # a constant, returned as written (as JAX does)
+        elif type(out) in (int, float):  # a Python constant, returned as written (as JAX does);
+            # a numpy scalar (`x.mean()` on numpy data) is a value like any other: float32 below
             value = out
         cotangents = vjp(_vspace(out).ones()) if primals else ()
         grads = [_like_primal(g, p) for g, p in zip(cotangents, primals)]

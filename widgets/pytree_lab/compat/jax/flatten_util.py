@@ -14,8 +14,10 @@ from . import numpy as _jnp
 def ravel_pytree(pytree: Any) -> tuple[Any, Callable[[Any], Any]]:
     """All leaves as one 1-D array (in flatten order), and the function that undoes it.
 
-    As in JAX, leaves are promoted to one dtype and `unravel` casts each piece back to its
-    leaf's dtype and shape; both directions work inside `grad`.
+    As in JAX, leaves are promoted to one dtype. When the leaves had several dtypes, `unravel`
+    takes only an array of that promoted dtype and casts each piece back to its leaf's dtype;
+    when they shared one, it casts nothing (unravel(flat * 2.5) of int leaves gives floats).
+    Both directions work inside `grad`.
     """
     leaves, treedef = tree_flatten(pytree)
     leaves = [_jnp.asarray(leaf) for leaf in leaves]
@@ -29,6 +31,7 @@ def ravel_pytree(pytree: Any) -> tuple[Any, Callable[[Any], Any]]:
         flat_dtype = _np.dtype(_np.float32)
         flat = _np.zeros((0,), dtype=flat_dtype)
     total = sum(sizes)
+    one_dtype = all(dtype == flat_dtype for dtype in dtypes)
 
     def unravel(flat_values: Any) -> Any:
         if _np.shape(flat_values) != (total,):
@@ -36,10 +39,15 @@ def ravel_pytree(pytree: Any) -> tuple[Any, Callable[[Any], Any]]:
                 "The unravel function expected an array of shape "
                 f"{(total,)}, got shape {_np.shape(flat_values)}."
             )
+        given = getattr(flat_values, "dtype", None)
+        if not one_dtype and given is not None and given != flat_dtype:
+            raise TypeError(f"unravel function given array of dtype {given}, but expected dtype {flat_dtype}")
         pieces, start = [], 0
         for shape, dtype, size in zip(shapes, dtypes, sizes):
             piece = _anp.reshape(flat_values[start : start + size], shape)
-            pieces.append(piece if piece.dtype == dtype else piece.astype(dtype))
+            if not one_dtype and piece.dtype != dtype:
+                piece = piece.astype(dtype)
+            pieces.append(piece)
             start += size
         return tree_unflatten(treedef, pieces)
 
