@@ -77,6 +77,17 @@ def _too_deep(name: str, tree: Any, err: BaseException) -> TreeError | None:
                      f"recursion limit, {sys.getrecursionlimit()}). Nest it less deeply.")
 
 
+def _pinned(name: str, tree: Any, eng: Engine) -> Any:
+    """`pin_dtypes(tree)`; a tree too deep for JAX's flatten is refused with its depth."""
+    try:
+        return pin_dtypes(tree, eng)
+    except (RecursionError, SystemError) as err:
+        deep = _too_deep(name, tree, err)
+        if deep is None:
+            raise
+        raise deep from err
+
+
 def _one_at_a_time(method: Callable) -> Callable:
     """JupyterLab hands widget messages to a kernel subshell, a thread of its own: a slider's
     step can run while a cell calls `ex.step(10)`. Each explorer runs one change at a time."""
@@ -281,18 +292,8 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         self._extra: Any = extra
 
         # Our own copies of the trees (never the caller's arrays), in the dtypes JAX gives them.
-        for name, tree in (("params", params), ("inputs", inputs)):
-            try:
-                pinned = pin_dtypes(tree, eng)
-            except (RecursionError, SystemError) as err:
-                deep = _too_deep(name, tree, err)
-                if deep is None:
-                    raise
-                raise deep from err
-            if name == "params":
-                self._params = pinned
-            else:
-                self._inputs = pinned
+        self._params = _pinned("params", params, eng)
+        self._inputs = _pinned("inputs", inputs, eng)
         self._param_leaves, self._param_def = eng.tree_flatten(self._params)
         self._input_leaves, self._input_def = eng.tree_flatten(self._inputs)
         self._param_leaves = [self._frozen(x) for x in self._param_leaves]

@@ -10,10 +10,9 @@
 // sent (`ack`), the page keeps only the newest position and sends it the moment the ack arrives,
 // when the person lets go (key up, pointer up), or after HOLD_MS should an ack be lost. A fast
 // drag therefore costs the page one update per round trip instead of a queue of stale ones, and
-// the final position goes out as soon as the drag ends. Until the
-// person moves this slider, the page sends nothing, so the kernel keeps the exact value it was
-// given (a range input snaps what it *shows* to its step grid; that snapped position never
-// travels back).
+// the final position goes out as soon as the drag ends. Until the person moves this slider, the
+// page sends nothing, so the kernel keeps the exact value it was given (a range input snaps what
+// it *shows* to its step grid; that snapped position never travels back).
 //
 // All text goes through textContent / attributes: never interpreted as HTML.
 
