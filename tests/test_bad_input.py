@@ -485,6 +485,7 @@ def test_odd_but_legal_trees_render(tree, capfd):
     d = PytreeDiagram(tree, grads=zeros)
     assert d.message == ""  # a tree and its zeros agree
     assert json.loads(json.dumps(d.get_state(), allow_nan=False))  # serialisable, strict JSON
+    d.collapsed = []  # a big tree starts folded, its rows sent as the page opens them: open them all
     leaf_rows = {r["p"] for r in d.rows if r["leaf"]}
     assert leaf_rows == set(expected)
     assert "Traceback" not in "".join(capfd.readouterr())
@@ -493,12 +494,14 @@ def test_odd_but_legal_trees_render(tree, capfd):
 def test_deep_tree_starts_folded_and_text_stays_readable():
     tree = deep(1000)
     d = PytreeDiagram(tree)
-    assert len(d.rows) == 1000 and len(d.rows) > FOLD_ABOVE
+    assert len(d._paths) == 1000 and len(d._paths) > FOLD_ABOVE
     assert len(d.collapsed) == 999 - 1 + 1  # every container below the top one
+    assert len(d.rows) == 1  # the top one's row: the rest is sent as it is opened
     lines = d.text().splitlines()
     assert len(lines) <= 203 and max(map(len, lines)) < 200
     d.selected_path = "['k']" * 1000  # a leaf 1,000 levels down can be selected
     assert d.selected_path == "['k']" * 1000
+    assert len(d.rows) == 1000 and d.collapsed == []  # every level to it opened and sent
 
 
 def test_abstract_leaves_show_shape_and_dtype_without_values():

@@ -43,8 +43,11 @@ def _cells(d: PytreeDiagram) -> dict:
 
 def test_10k_leaf_values_shown_are_numpys_values(big):
     d = PytreeDiagram(big)
-    s = d.summaries[0]
-    assert s.num_leaves == 10_000 and len(d.rows) == 15_000
+    assert len(d.rows) == 5_000  # folded: the layers' rows only, no value formatted yet
+    assert len(d._summaries[0].later) == 10_000
+    d.collapsed = []  # every layer opened (as a page would, one by one): every row sent, values made
+    s = d._summaries[0]
+    assert s.num_leaves == 10_000 and len(d.rows) == 15_000 and not s.later
     assert [leaf.path for leaf in s.leaves] == [jax.tree_util.keystr(p) for p, _ in
                                                 jax.tree_util.tree_flatten_with_path(big)[0]]
     cells = _cells(d)

@@ -6,10 +6,11 @@ import json
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 
 from pytree_lab import PytreeDiagram, describe
-from pytree_lab.diagram import FOLD_ABOVE, rows_from_columns
+from pytree_lab.diagram import FOLD_ABOVE, align, rows_from_columns
 
 PARAMS = {"weight": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)}
 
@@ -83,12 +84,72 @@ def test_selected_path_from_python_and_stale_paths():
     assert d.collapsed == ["['layer']"]
 
 
+def _big(n=FOLD_ABOVE):
+    rng = np.random.default_rng(5)
+    return {f"layer{i}": {"w": jnp.asarray(rng.normal(size=3), jnp.float32), "b": jnp.asarray(rng.normal(size=1), jnp.float32)}
+            for i in range(n)}
+
+
 def test_big_trees_start_folded_and_small_ones_open():
-    big = {f"layer{i}": {"w": jnp.zeros(3), "b": jnp.zeros(1)} for i in range(FOLD_ABOVE)}
+    big = _big()
     d = PytreeDiagram(big)
-    assert len(d.rows) == 3 * FOLD_ABOVE
     assert set(d.collapsed) == {f"['layer{i}']" for i in range(FOLD_ABOVE)}
-    assert PytreeDiagram({"layer": {"w": jnp.zeros(3)}}).collapsed == []
+    # a folded container's children stay in the kernel: the page gets the top level only
+    assert [r["p"] for r in d.rows] == [f"['layer{i}']" for i in range(FOLD_ABOVE)]
+    assert all(r["c"][0] == {"ty": "dict", "n": 2} for r in d.rows)
+    # every path is still known (selection, the text form), and the model has all of them
+    assert len(d._paths) == 3 * FOLD_ABOVE and len(align(d.summaries)) == 3 * FOLD_ABOVE
+    small = PytreeDiagram({"layer": {"w": jnp.zeros(3)}})
+    assert small.collapsed == [] and len(small.rows) == 2
+
+
+def test_opening_a_folded_container_sends_its_rows_with_the_leaves_own_values():
+    big = _big()
+    d = PytreeDiagram(big)
+    sent = []
+    d.observe(lambda ch: sent.append(len(ch["new"])), "rows")
+    d.collapsed = [p for p in d.collapsed if p != "['layer7']"]  # as the page writes it on a click
+    assert sent == [FOLD_ABOVE + 2]
+    rows = {r["p"]: r for r in d.rows}
+    w = rows["['layer7']['w']"]
+    assert w["u"] == "['layer7']" and w["leaf"] == 1
+    assert w["c"][0]["v"] == "[" + ", ".join(format(float(v), ".4g") for v in np.asarray(big["layer7"]["w"])) + "]"
+    assert [r["p"] for r in d.rows].index("['layer7']['b']") == [r["p"] for r in d.rows].index("['layer7']") + 2
+    # folding it again keeps its rows on the page (nothing is sent); opening another sends two more
+    d.collapsed = d.collapsed + ["['layer7']"]
+    d.collapsed = [p for p in d.collapsed if p != "['layer9']"]
+    assert sent == [FOLD_ABOVE + 2, FOLD_ABOVE + 4]
+    # the rows are the ones the whole alignment gives, where they are sent
+    whole = {r["p"]: r for r in align(d.summaries)}
+    assert all(whole[r["p"]] == r for r in d.rows)
+
+
+def test_selecting_a_path_inside_folded_containers_opens_them():
+    deep = {f"block{i}": {"attn": {"q": jnp.full(2, float(i)), "k": jnp.ones(2)}, "mlp": jnp.ones(3)}
+            for i in range(60)}
+    d = PytreeDiagram(deep)
+    assert "['block42']" in d.collapsed and "['block42']['attn']" in d.collapsed
+    d.selected_path = "['block42']['attn']['q']"
+    assert d.selected_path == "['block42']['attn']['q']"
+    assert "['block42']" not in d.collapsed and "['block42']['attn']" not in d.collapsed
+    rows = {r["p"]: r for r in d.rows}
+    assert rows["['block42']['attn']['q']"]["c"][0]["v"] == "[42, 42]"
+    assert "['block41']['attn']" not in rows  # the others stay folded, in the kernel
+    # an explorer step (same structure, new values) keeps what was opened
+    d.set_trees({"params": {k: {**v, "mlp": v["mlp"] * 2} for k, v in deep.items()}})
+    assert {r["p"]: r for r in d.rows}["['block42']['mlp']"]["c"][0]["v"] == "[2, 2, 2]"
+    assert d.selected_path == "['block42']['attn']['q']"
+
+
+def test_values_left_for_later_are_a_copy_of_the_users_array():
+    big = {f"layer{i}": {"w": np.arange(3, dtype=np.float32) + i} for i in range(FOLD_ABOVE + 1)}
+    d = PytreeDiagram(big)
+    big["layer3"]["w"][:] = -1.0  # the user changes arrays in place after the diagram was made
+    big["layer5"]["w"][:] = -1.0
+    d.collapsed = [p for p in d.collapsed if p != "['layer3']"]
+    assert {r["p"]: r for r in d.rows}["['layer3']['w']"]["c"][0]["v"] == "[3, 4, 5]"
+    leaf = {leaf.path: leaf for leaf in d.summaries[0].leaves}["['layer5']['w']"]  # formatted when read
+    assert leaf.summary == "[5, 6, 7]" and leaf.values == (5.0, 6.0, 7.0)
 
 
 def test_text_form_for_places_without_a_widget_front_end():

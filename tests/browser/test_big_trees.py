@@ -59,8 +59,10 @@ def trees_nb(open_module_nb):
 def test_ten_thousand_leaves_fold_by_default_and_render_only_what_shows(trees_nb):
     nb = trees_nb
     box = diagram_box(nb, 0)
-    assert nb.value("len(d_wide.rows)") == 15_000
+    # folded: the kernel sent the 5,000 layers' rows, and keeps their children until opened
+    assert nb.value("len(d_wide.rows)") == 5000
     assert nb.value("len(d_wide.collapsed)") == 5000
+    box.locator('[role="tree"]').first.evaluate("el => { el.dataset.probe = 'first drawing'; }")
     # first page of the 5,000 folded containers, nothing inside them
     assert rendered(box) == PAGE
     assert box.locator(".ptl-more").first.text_content() == f"show {PAGE} more of {5000 - PAGE}"
@@ -71,8 +73,14 @@ def test_ten_thousand_leaves_fold_by_default_and_render_only_what_shows(trees_nb
     first = tree_item(box, "['layer0000']")
     first.locator(":scope > .ptl-line .ptl-toggle").click()
     assert first.get_attribute("aria-expanded") == "true"
+    w0 = tree_item(box, "['layer0000']['w']")
+    w0.wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))  # the kernel sends them on the fold message
     assert rendered(box) == PAGE + 2
     assert nb.kernel.wait_for("'[\\'layer0000\\']' in d_wide.collapsed", lambda v: v is False) is False
+    assert nb.value("len(d_wide.rows)") == 5002
+    shown = w0.locator(":scope > .ptl-line .ptl-val").first.text_content()
+    assert shown == nb.value("'[' + ', '.join(format(float(v), '.4g') for v in wide['layer0000']['w']) + ']'")
+    assert box.locator(".ptl-loading").count() == 0
 
     # select a leaf by clicking it
     tree_item(box, "['layer0000']['b']").locator(":scope > .ptl-line").click()
@@ -87,6 +95,10 @@ def test_ten_thousand_leaves_fold_by_default_and_render_only_what_shows(trees_nb
     assert tree_item(box, "['layer4999']").get_attribute("aria-expanded") == "true"
     assert nb.kernel.wait_for("'[\\'layer4999\\']' in d_wide.collapsed", lambda v: v is False) is False
     assert rendered(box) == 5000 + 2 + 2  # every page of top-level rows, two open containers
+    shown = target.locator(":scope > .ptl-line .ptl-val").first.text_content()
+    assert shown == nb.value("'[' + ', '.join(format(float(v), '.4g') for v in wide['layer4999']['w']) + ']'")
+    # the rows were added to the tree on the page, not drawn anew
+    assert box.locator('[role="tree"]').first.evaluate("el => el.dataset.probe") == "first drawing"
 
     # fold it again from the page
     tree_item(box, "['layer4999']").locator(":scope > .ptl-line .ptl-toggle").click()
@@ -105,6 +117,7 @@ def test_keyboard_moves_through_visible_rows_only(trees_nb):
     assert focused == "['layer0001']"  # the folded children of layer0000 are skipped
     box.page.keyboard.press("ArrowRight")
     assert tree_item(box, "['layer0001']").get_attribute("aria-expanded") == "true"
+    tree_item(box, "['layer0001']['w']").wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))  # sent on opening
     box.page.keyboard.press("ArrowRight")
     box.page.keyboard.press("Enter")
     assert trees_nb.wait_for_value("d_wide.selected_path", "['layer0001']['w']") == "['layer0001']['w']"

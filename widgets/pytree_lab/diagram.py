@@ -21,6 +21,12 @@ worth counting; spelled out in every row they made the 10k-leaf state 19% bigger
 one list per row key, and per tree one list per cell key, a row's values at the same position;
 null where a cell is missing or lacks that key. The page turns it back into the row and cell
 objects above (the short keys are the page's and Python's in-memory names only).
+
+Big trees (more than FOLD_ABOVE rows) start folded, and `rows` holds only the open part: the
+rows below a container are sent when the container is first opened (the page writes
+`collapsed`; Python adds its children's rows and sends `rows` again) or when a path inside it
+is selected. Their values are formatted then too (`describe(values="later")` copies them when
+the tree is given). The page adds the new rows below their container (diagram.js `grow`).
 """
 
 from __future__ import annotations
@@ -112,11 +118,14 @@ def _cell(node: Node, flag: bool = True) -> dict:
     return {"ty": node.type_name, "n": len(node.children)}
 
 
-def align(summaries: list[TreeSummary], order: TreeSummary | None = None) -> list[dict]:
+def align(summaries: list[TreeSummary], order: TreeSummary | None = None, opened: set | None = None) -> list[dict]:
     """Rows matched by path across trees, in the first tree's display order.
 
     `order` (optional) is a tree whose display order wins, e.g. the params as the user wrote
     them when the first tree came back from a JAX transformation with its dict keys sorted.
+    `opened` (optional): the containers whose children are wanted; the children of any other
+    container are left out (the top level is always there). Values a summary left for later
+    (``describe(values="later")``) are formatted for the leaves in the rows, and only those.
 
     Each row: ``p`` path, ``u`` parent path, ``l`` label, ``d`` depth, ``leaf`` (0/1),
     ``c`` one cell per tree (None where the path is missing), ``s`` status
@@ -125,12 +134,35 @@ def align(summaries: list[TreeSummary], order: TreeSummary | None = None) -> lis
     siblings, at the end of its parent's subtree.
     """
     with gc_paused():
-        return _align(summaries, order)
+        return _align(summaries, order, opened)
 
 
-def _align(summaries: list[TreeSummary], order: TreeSummary | None) -> list[dict]:
-    if len(summaries) == 1 and order is None:
-        rows = _rows_of_one(summaries[0])
+def _walk(summary: TreeSummary, opened: set | None, values: bool = True) -> list[tuple[Node, str | None]]:
+    """(node, parent path) in display order: the rows of one tree, below the opened containers;
+    the values of their leaves formatted if they were left for later."""
+    root = summary.root
+    if root.leaf is not None:
+        walk = [(root, None)]
+    else:
+        walk = []
+        append = walk.append
+        stack = [(c, "") for c in reversed(root.children)]
+        pop, extend = stack.pop, stack.extend
+        while stack:
+            node, parent = pop()
+            append((node, parent))
+            if node.children and (opened is None or node.path in opened):
+                path = node.path
+                extend([(c, path) for c in reversed(node.children)])
+    if values and summary.later:
+        summary.show_values([node.leaf.index for node, _ in walk if node.leaf is not None])
+    return walk
+
+
+def _align(summaries: list[TreeSummary], order: TreeSummary | None, opened: set | None = None,
+           values: bool = True) -> list[dict]:
+    if len(summaries) == 1 and order is None and values:
+        rows = _rows_of_one(summaries[0], opened)
         if rows is not None:
             return rows
     n = len(summaries)
@@ -140,19 +172,7 @@ def _align(summaries: list[TreeSummary], order: TreeSummary | None) -> list[dict
     seeded = order is not None
     for col, summary in enumerate(([order] if seeded else []) + list(summaries)):
         col -= seeded
-        root = summary.root
-        if root.leaf is not None:
-            walk = [(root, None)]
-        else:
-            walk = []
-            stack = [(c, "") for c in reversed(root.children)]
-            while stack:
-                node, parent = stack.pop()
-                walk.append((node, parent))
-                if node.children:
-                    path = node.path
-                    stack.extend([(c, path) for c in reversed(node.children)])
-        for node, parent in walk:
+        for node, parent in _walk(summary, opened, values):
             row = by_path.get(node.path)
             if row is None:
                 row = by_path[node.path] = {
@@ -190,19 +210,15 @@ def _align(summaries: list[TreeSummary], order: TreeSummary | None) -> list[dict
     return rows
 
 
-def _rows_of_one(summary: TreeSummary) -> list[dict] | None:
-    """`_align` for one tree (a diagram of params alone, a side panel), in one walk: its rows
-    are its nodes in display order. None if two nodes share a path (a custom node's keys can
-    print alike): the general walk merges those."""
+def _rows_of_one(summary: TreeSummary, opened: set | None = None) -> list[dict] | None:
+    """`_align` for one tree (a diagram of params alone, a side panel): its rows are its nodes
+    in display order. None if two nodes share a path (a custom node's keys can print alike):
+    the general walk merges those."""
     flag = summary.role == "params"
-    root = summary.root
-    stack = [(root, None)] if root.leaf is not None else [(c, "") for c in reversed(root.children)]
-    pop, extend = stack.pop, stack.extend
     rows: list[dict] = []
     append = rows.append
     seen: set = set()
-    while stack:
-        node, parent = pop()
+    for node, parent in _walk(summary, opened):
         path, leaf, children = node.path, node.leaf, node.children
         if leaf is not None:
             if leaf.grid is not None:
@@ -216,9 +232,38 @@ def _rows_of_one(summary: TreeSummary) -> list[dict] | None:
         append({"p": path, "u": parent, "l": node.label, "d": node.depth, "leaf": 0 if leaf is None else 1,
                 "c": [cell], "s": "ok"})
         seen.add(path)
-        if children:
-            extend([(c, path) for c in reversed(children)])
     return rows if len(seen) == len(rows) else None
+
+
+def _structure(summaries: list[TreeSummary]) -> tuple[set, list]:
+    """Every path of the aligned trees (whether its row is sent or not), and the containers
+    among them (the root is a row only when it is a leaf)."""
+    paths: set = set()
+    containers: list = []
+    for summary in summaries:
+        nodes = summary.nodes or list(summary.root.walk())
+        root = nodes[0]
+        if root.leaf is not None:
+            paths.add(root.path)
+            continue
+        paths.update([n.path for n in nodes[1:]])
+        known = set(containers)
+        containers += [n.path for n in nodes[1:] if n.leaf is None and n.path not in known]
+    return paths, containers
+
+
+def _ancestors(summaries: list[TreeSummary], path: str) -> list[str]:
+    """The containers above `path` (top first) in the first tree that has it: found by walking
+    down the children whose paths begin the path (a keystr is its parent's plus one piece)."""
+    for summary in summaries:
+        stack = [(child, []) for child in summary.root.children]
+        while stack:
+            node, above = stack.pop()
+            if node.path == path:
+                return above
+            if node.children and path.startswith(node.path):
+                stack.extend((child, above + [node.path]) for child in node.children)
+    return []
 
 
 def _status(cells: list, is_leaf: int) -> str:
@@ -283,6 +328,10 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     equal-shaped leaves that were swapped, which no structural check can see.
 
     Text from the trees (keys, field names, string leaves) is always drawn as text, never HTML.
+
+    A tree of more than `FOLD_ABOVE` rows starts folded, and its folded containers' rows stay
+    in the kernel until they are opened: `rows` is what the page has, `summaries` and `text()`
+    the whole trees.
     """
 
     _esm = static_asset("diagram.js")
@@ -300,7 +349,8 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     counts = traitlets.List(traitlets.Unicode()).tag(sync=True)
     panels = traitlets.List().tag(sync=True, to_json=_panels_json)
     selected_path = traitlets.Unicode("").tag(sync=True)
-    collapsed = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    # (its items are checked in _valid_collapsed: one check per path, not a trait's per item)
+    collapsed = traitlets.List().tag(sync=True)
     message = traitlets.Unicode("").tag(sync=True)
     message_kind = traitlets.Unicode("error").tag(sync=True)
     caption = traitlets.Unicode("").tag(sync=True)
@@ -323,6 +373,11 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         self._panel_summaries: list[TreeSummary] = []
         self._paths: set[str] = set()
         self._containers: set[str] = set()
+        # the aligned trees' containers
+        self._boxes: list[str] = []
+        # big trees: the containers whose children are on the page (None: every row is sent)
+        self._opened: set | None = None
+        self._showing = False
         self._order: TreeSummary | None = None
         self.compare = compare
         self.diagnosis: Diagnosis | None = None
@@ -374,7 +429,8 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         self.error = ""
 
     def _set_trees(self, trees: dict, extra: Any, fold: bool | None, order: Any, expected: dict | None) -> None:
-        summaries = [describe(tree, name) for name, tree in trees.items()]
+        # values copied now, formatted for the rows sent (a folded 10k-leaf model sends none)
+        summaries = [describe(tree, name, values="later") for name, tree in trees.items()]
         found = None
         for column, reference in (expected or {}).items():
             if column not in trees:
@@ -405,7 +461,6 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         order: TreeSummary | None = None,
         diagnosis: Diagnosis | None = None,
     ) -> None:
-        rows = align(summaries, order)
         self._order = order
         if self.compare and len(summaries) > 1:
             # structure first, then values (`diagnosis` from expected=): the lesson's order
@@ -419,35 +474,54 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
                 diagnosis = verdict if diagnosis is None else diagnosis
         first = not self._summaries and not self.rows
         self._summaries = summaries
-        paths = {r["p"] for r in rows}
-        containers = {r["p"] for r in rows if not r["leaf"]}
-        with self.hold_sync():
-            if panels is not None:
-                for panel in panels:
-                    panel.role = "state"  # optimizer state and metadata: integer counts are expected
-                self._panel_summaries = panels
-                self.panels = [
-                    {"title": s.name, "rows": align([s]), "counts": s.counts_line()} for s in panels
-                ]
-            for panel in self.panels:
-                paths.update(r["p"] for r in panel["rows"])
-                containers.update(r["p"] for r in panel["rows"] if not r["leaf"])
-            self._paths, self._containers = paths, containers
-            self.columns = [s.name for s in summaries]
-            self.counts = [s.counts_line(_column_noun(s.name)) for s in summaries]
-            self.rows = rows
-            if first and (fold if fold is not None else len(rows) > FOLD_ABOVE):
-                self.collapsed = [r["p"] for r in rows if not r["leaf"] and r["d"] >= 1]
-            elif self.collapsed:
-                self.collapsed = [p for p in self.collapsed if p in containers]
-            if self.selected_path and self.selected_path not in paths:
-                self.selected_path = ""
-            self.diagnosis = diagnosis
-            if diagnosis is not None and not diagnosis.ok:
-                self.message_kind = "warning"
-                self.message = diagnosis.message
-            else:
-                self.message = ""
+        paths, boxes = _structure(summaries)
+        big = len(paths) > FOLD_ABOVE
+        containers = set(boxes)
+        self._boxes = boxes
+        self._showing = True
+        try:
+            with self.hold_sync():
+                self._show(summaries, panels, paths, containers, big, first and (fold if fold is not None else big),
+                           order, diagnosis)
+        finally:
+            self._showing = False
+
+    def _show(self, summaries, panels, paths, containers, big, fold, order, diagnosis) -> None:
+        """`show_summaries`' traits, set under one hold_sync (the page gets one message)."""
+        if panels is not None:
+            for panel in panels:
+                panel.role = "state"  # optimizer state and metadata: integer counts are expected
+            self._panel_summaries = panels
+            self.panels = [
+                {"title": s.name, "rows": align([s]), "counts": s.counts_line()} for s in panels
+            ]
+        for panel in self.panels:
+            paths.update(r["p"] for r in panel["rows"])
+            containers.update(r["p"] for r in panel["rows"] if not r["leaf"])
+        self._paths, self._containers = paths, containers
+        self.columns = [s.name for s in summaries]
+        self.counts = [s.counts_line(_column_noun(s.name)) for s in summaries]
+        if fold:
+            self.collapsed = self._boxes
+        elif self.collapsed:
+            self.collapsed = [p for p in self.collapsed if p in containers]
+        # A big tree's folded containers keep their children in the kernel until the page
+        # opens them (or a path inside is selected): the rows sent are the open part.
+        if big:
+            shut = set(self.collapsed)
+            kept = self._opened & containers if self._opened else set()
+            self._opened = kept | {p for p in self._boxes if p not in shut}
+        else:
+            self._opened = None
+        self.rows = align(summaries, order, self._opened)
+        if self.selected_path and self.selected_path not in paths:
+            self.selected_path = ""
+        self.diagnosis = diagnosis
+        if diagnosis is not None and not diagnosis.ok:
+            self.message_kind = "warning"
+            self.message = diagnosis.message
+        else:
+            self.message = ""
 
     def show_message(self, text: str, kind: str = "error") -> None:
         """Show a message above the trees; the trees on screen stay as they were."""
@@ -456,6 +530,8 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
 
     @property
     def summaries(self) -> list[TreeSummary]:
+        for s in self._summaries:
+            s.show_values()  # values left for later (rows not sent yet) are made for whoever reads them
         return list(self._summaries)
 
     # ------------------------------------------------------------------ state from the page
@@ -477,7 +553,41 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     @traitlets.validate("collapsed")
     def _valid_collapsed(self, proposal):
         # only containers fold; unknown paths (a stale page) are dropped
-        return [p for p in dict.fromkeys(proposal["value"]) if p in self._containers]
+        known = self._containers
+        return [p for p in dict.fromkeys(p for p in proposal["value"] if type(p) is str) if p in known]
+
+    @traitlets.observe("collapsed")
+    def _send_opened(self, change) -> None:
+        """A container opened for the first time (by the page, or from Python): its rows are sent."""
+        if self._opened is None or self._showing:
+            return
+        shut = set(change["new"])
+        newly = [p for p in self._boxes if p not in shut and p not in self._opened]
+        if newly:
+            self._opened.update(newly)
+            self._send_rows()
+
+    @traitlets.observe("selected_path")
+    def _open_to_selection(self, change) -> None:
+        """A path selected inside folded containers (from Python): they open, its row is sent."""
+        if self._opened is None or self._showing or not change["new"]:
+            return
+        chain = _ancestors(self._summaries, change["new"])
+        shut = set(self.collapsed)
+        if all(p in self._opened and p not in shut for p in chain):
+            return
+        with self.hold_sync():
+            self._opened.update(chain)
+            self._showing = True  # the rows go once, below
+            try:
+                self.collapsed = [p for p in self.collapsed if p not in chain]
+            finally:
+                self._showing = False
+            self._send_rows()
+
+    def _send_rows(self) -> None:
+        with gc_paused():
+            self.rows = align(self._summaries, self._order, self._opened)
 
     # ------------------------------------------------------------------ without a widget front end
     def text(self, max_lines: int = 200) -> str:
@@ -501,7 +611,11 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         return "\n\n".join(parts)
 
     def _aligned_text(self, max_lines: int) -> str:
-        rows = self.rows
+        with gc_paused():  # every row, sent to the page or not; values made for the lines shown
+            rows = _align(self._summaries, self._order, None, values=False)
+            shown = {r["p"] for r in rows[:max_lines]}
+            for s in self._summaries:
+                s.show_values([i for i, (node, _) in s.later.items() if node.path in shown])
         leaves = [{leaf.path: leaf for leaf in s.leaves} for s in self._summaries]
         # tree glyphs: the last child of a parent gets └──, its descendants no bar
         last_child: dict = {}

@@ -94,18 +94,51 @@ def _summarise_one(x: Any, size: int, dtype: str) -> Found:
     return "; ".join(parts), None, None
 
 
-def summarise_arrays(items: list[tuple[Any, str, tuple, int]]) -> list[Found]:
+class Copied:
+    """The values of small leaves of one dtype and shape, copied into one array (a row each) when
+    the tree was described, and formatted when a view shows them (`found`). Formatting is most
+    of the work of describing a big model, and a diagram sends few of its leaves at first."""
+
+    __slots__ = ("stacked", "dtype", "shape")
+
+    def __init__(self, stacked: Any, dtype: str, shape: tuple):
+        self.stacked, self.dtype, self.shape = stacked, dtype, shape
+
+    def found(self, rows: list[int]) -> list[Found]:
+        """(summary, values, grid) of these rows, the same `summarise_group` gives."""
+        return _small_summaries(self.stacked[rows], self.dtype, self.shape)
+
+
+class Later:
+    """A leaf's place in a `Copied` group: its summary is made when it is shown."""
+
+    __slots__ = ("group", "row")
+
+    def __init__(self, group: Copied, row: int):
+        self.group, self.row = group, row
+
+
+def summarise_arrays(items: list[tuple[Any, str, tuple, int]], later: bool = False) -> list:
     """(summary, values, grid) for many leaves, given as (leaf, dtype, shape, size), in that order.
 
     Leaves of one dtype and shape are stacked and reduced together (`summarise_group`).
+    ``later=True``: small leaves that stack are copied, not formatted; each gets a `Later`
+    instead (its values are the copy's, so changing the array afterwards changes nothing shown).
     """
     out: list = [None] * len(items)
     groups: dict[tuple, list[int]] = {}
     for k, (_, dtype, shape, _) in enumerate(items):
         groups.setdefault((dtype, shape), []).append(k)
     for (dtype, shape), members in groups.items():
-        found = summarise_group([items[k][0] for k in members], dtype, shape, items[members[0]][3])
-        for k, summary in zip(members, found):
+        objs, size = [items[k][0] for k in members], items[members[0]][3]
+        if later and len(objs) > 1 and 0 < size <= SMALL_LEAF and _numeric(dtype):
+            stacked = _stack(objs, dtype, shape, size)
+            if stacked is not None:
+                group = Copied(stacked, dtype, shape)
+                for row, k in enumerate(members):
+                    out[k] = Later(group, row)
+                continue
+        for k, summary in zip(members, summarise_group(objs, dtype, shape, size)):
             out[k] = summary
     return out
 

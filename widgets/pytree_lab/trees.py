@@ -21,7 +21,7 @@ from typing import Any, Iterator
 from ._format import fmt_number
 from .engine import active_tree_util, x64_enabled
 from .summaries import SMALL_LEAF
-from .summaries import _summarise_one, summarise_arrays
+from .summaries import Later, _summarise_one, summarise_arrays
 from .summaries import summarise_array as _array_summary  # noqa: F401 (kept importable here)
 
 __all__ = [
@@ -149,6 +149,29 @@ class TreeSummary:
     # "params" (trainable: non-float leaves are flagged) or "state" (optimizer state, metadata:
     # integer step counts are expected there and not flagged)
     role: str = "params"
+    # describe(values="later"): flatten index -> (node, Later) of each leaf whose values were
+    # copied but not yet formatted (its Leaf has summary "" until `show_values` formats it)
+    later: dict = field(default_factory=dict, repr=False, compare=False)
+    # every node describe made, root first, in its walk's (JAX) order; empty for a summary made
+    # another way (walk `root` then)
+    nodes: list = field(default_factory=list, repr=False, compare=False)
+
+    def show_values(self, indices: Any = None) -> None:
+        """Format the values `describe(values="later")` copied, of these leaves (flatten
+        indices) or of all: their Leaf, here and on their node, gets its summary, values and grid."""
+        later = self.later
+        if not later:
+            return
+        picked = list(later) if indices is None else [i for i in indices if i in later]
+        groups: dict[int, tuple[Any, list]] = {}
+        for i in picked:
+            node, spot = later.pop(i)
+            groups.setdefault(id(spot.group), (spot.group, []))[1].append((i, node, spot.row))
+        for group, members in groups.values():
+            for (i, node, _), (summary, vals, grid) in zip(members, group.found([row for *_, row in members])):
+                old = self.leaves[i]
+                node.leaf = self.leaves[i] = _NewLeaf(old.path, old.shape, old.dtype, old.size, old.differentiable,
+                                                      summary, i, vals, grid)
 
     @property
     def num_leaves(self) -> int:
@@ -220,6 +243,7 @@ class TreeSummary:
     def in_order_of(self, order: "TreeSummary") -> "TreeSummary":
         """The same summary with children shown in `order`'s display order where paths match
         (e.g. a tree JAX returned with sorted dict keys, shown as the user wrote the params)."""
+        self.show_values()  # the copy's nodes are new: values left for later are made now
         rank: dict[str, int] = {}
         for node in order.root.walk():
             for i, child in enumerate(node.children):
@@ -503,8 +527,12 @@ def _leaf(path: str, x: Any, index: int, with_values: bool = True) -> Leaf:
 # --------------------------------------------------------------------------- describe
 
 
-def describe(tree: Any, name: str = "params", *, values: bool = True) -> TreeSummary:
+def describe(tree: Any, name: str = "params", *, values: bool | str = True) -> TreeSummary:
     """Summarise a pytree: containers, leaves (in JAX flatten order), shapes, dtypes, counts.
+
+    `values`: True summarises every leaf's values (`Leaf.summary`, `.values`, `.grid`); False
+    none; ``"later"`` copies the values of small array leaves and formats them when
+    `TreeSummary.show_values` asks (a diagram formats only the rows it sends to the page).
 
     >>> print(describe({"weight": [1.0, -1.0], "bias": 0.0}))  # doctest: +NORMALIZE_WHITESPACE
     params
@@ -518,7 +546,9 @@ def describe(tree: Any, name: str = "params", *, values: bool = True) -> TreeSum
         return _describe(tree, name, values)
 
 
-def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
+def _describe(tree: Any, name: str, values: bool | str) -> TreeSummary:
+    later = values == "later"
+    values = bool(values)
     leaves: list = []
     root = Node("", name, "leaf", type(tree).__name__, 0)
 
@@ -533,11 +563,14 @@ def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
     # their Leaf is made once, with its summary, after the walk
     pending: list[tuple[Node, Any, tuple, str, int]] = []
     array_types = _ARRAY_TYPES
+    nodes: list[Node] = []
+    seen = nodes.append
     while stack:
         node, obj = pop()
         if node is None:
             del open_[obj]
             continue
+        seen(node)
         if type(obj) in array_types:  # a numpy or jax array: a leaf, no questions to ask it
             shape, dtype = obj.shape, _dtype_name(obj.dtype)
             if values:
@@ -602,9 +635,10 @@ def _describe(tree: Any, name: str, values: bool) -> TreeSummary:
             node.children = [n for _, n, _ in sorted(made, key=_first)]
         for k in range(len(made) - 1, -1, -1):
             push((made[k][1], made[k][2]))
+    summary = TreeSummary(name, root, leaves, nodes=nodes)
     if pending:
-        _fill_summaries(pending, leaves)
-    return TreeSummary(name, root, leaves)
+        _fill_summaries(pending, leaves, summary.later if later else None)
+    return summary
 
 
 def _walk_str_dict(node: Node, obj: dict, push: Any, open_: dict, name: str) -> bool:
@@ -667,10 +701,16 @@ def _array_leaf_type(x: Any) -> tuple[tuple, str]:
     return shape, dtype
 
 
-def _fill_summaries(pending: list[tuple[Node, Any, tuple, str, int]], leaves: list) -> None:
-    """Make the Leaf of each array leaf with its value summary (one batched pass)."""
-    found = summarise_arrays([(obj, dtype, shape, math.prod(shape)) for _, obj, shape, dtype, _ in pending])
-    for (node, _, shape, dtype, index), (summary, vals, grid) in zip(pending, found):
+def _fill_summaries(pending: list[tuple[Node, Any, tuple, str, int]], leaves: list, later: dict | None) -> None:
+    """Make the Leaf of each array leaf with its value summary (one batched pass). With `later`
+    (a TreeSummary's), small leaves are copied now and their summaries made when shown."""
+    items = [(obj, dtype, shape, math.prod(shape)) for _, obj, shape, dtype, _ in pending]
+    found = summarise_arrays(items, later=later is not None)
+    for (node, _, shape, dtype, index), made in zip(pending, found):
+        if type(made) is Later:
+            later[index] = (node, made)
+            made = ("", None, None)
+        summary, vals, grid = made
         node.leaf = leaves[index] = _NewLeaf(node.path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES,
                                              summary, index, vals, grid)
 

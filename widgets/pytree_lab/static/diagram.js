@@ -12,7 +12,10 @@
 // (diagram.py's module docstring is the reference): rowsFromWire turns them back into Rows.
 // Traits (same names in diagram.py):
 //   columns: string[]        tree names, one column each (params, grads, updated)
-//   rows: Row[]              aligned rows in display order (parents before children)
+//   rows: Row[]              aligned rows in display order (parents before children). For a
+//                            big tree, the rows below a container arrive when it is first
+//                            opened (Python sees `collapsed` change): until then it shows
+//                            "loading…", and the new rows are added where they belong (grow)
 //   counts: string[]         the counts line of each tree
 //   panels: Panel[]          trees shown apart (optimizer state), not aligned
 //   selected_path: string    keystr of the selected node, "" for none   (written here on click)
@@ -212,7 +215,12 @@ function makeTree({ model, label, columns, rows, counts, className }) {
     const group = /** @type {HTMLElement} */ (li.lastElementChild);
     const toggle = li.querySelector(".ptl-toggle");
     if (toggle) toggle.textContent = open ? "▾" : "▸";
-    if (open && !group.dataset.filled) fill(group, kids.get(r.p) || []);
+    if (open && !group.dataset.filled) {
+      const list = kids.get(r.p) || [];
+      // children not sent yet (a big tree's folded container): they follow the fold message
+      if (!list.length && r.c.some((c) => c && c.n)) group.replaceChildren(h("div", "ptl-loading", "loading…"));
+      else fill(group, list);
+    }
     group.hidden = !open;
   }
 
@@ -401,6 +409,41 @@ function makeTree({ model, label, columns, rows, counts, className }) {
     }
   }
 
+  /**
+   * Add rows that arrived below containers that had none on the page (opened for the first
+   * time); false when `next` is not that (rows went away or came elsewhere): draw anew.
+   * @param {Row[]} next
+   */
+  function grow(next) {
+    const added = next.filter((r) => !byPath.has(r.p));
+    if (next.length - added.length !== byPath.size) return false;
+    const newPaths = new Set(added.map((r) => r.p));
+    const opened = new Set();
+    for (const r of added) {
+      if (r.u === null || r.u === undefined) return false; // a new top-level row
+      if (newPaths.has(r.u)) continue; // below another new row (a selection deep inside)
+      if (!byPath.has(r.u) || (kids.get(r.u) || []).length) return false;
+      opened.add(r.u);
+    }
+    for (const r of added) {
+      byPath.set(r.p, r);
+      let list = kids.get(/** @type {string} */ (r.u));
+      if (!list) kids.set(/** @type {string} */ (r.u), (list = []));
+      list.push(r);
+    }
+    for (const p of opened) {
+      const li = items.get(p);
+      if (!li) continue;
+      const group = /** @type {HTMLElement} */ (li.lastElementChild);
+      group.replaceChildren();
+      delete group.dataset.filled;
+      if (li.getAttribute("aria-expanded") === "true") fill(group, kids.get(p) || []);
+    }
+    api.signature = next.map((r) => r.p).join("\u0000");
+    refresh(next);
+    return true;
+  }
+
   function syncFolded() {
     folded = new Set(model.get("collapsed"));
     for (const [p, li] of items) {
@@ -413,7 +456,16 @@ function makeTree({ model, label, columns, rows, counts, className }) {
   }
 
   showSelection();
-  return { el: root, showSelection, refresh, syncFolded, signature: rows.map((r) => r.p).join("\u0000") };
+  const api = {
+    el: root,
+    showSelection,
+    refresh,
+    grow,
+    syncFolded,
+    columns: columns.join("\u0000"),
+    signature: rows.map((r) => r.p).join("\u0000"),
+  };
+  return api;
 }
 
 /** @param {{model: any, el: HTMLElement}} ctx */
@@ -443,6 +495,7 @@ function render({ model, el }) {
       main.refresh(rows);
       return;
     }
+    if (main && main.columns === model.get("columns").join("\u0000") && main.grow(rows)) return;
     const hadFocus = main && main.el.contains(document.activeElement);
     main = makeTree({
       model,
