@@ -123,6 +123,26 @@ def test_keyboard_moves_through_visible_rows_only(trees_nb):
     assert trees_nb.wait_for_value("d_wide.selected_path", "['layer0001']['w']") == "['layer0001']['w']"
 
 
+def test_opening_a_folded_container_while_the_kernel_is_busy_says_loading(trees_nb):
+    nb, box = trees_nb, diagram_box(trees_nb, 0)
+    assert nb.value("'[\\'layer0002\\']' in d_wide.collapsed and len(d_wide.rows)") < 5010
+    # the kernel takes 4 s to send the rows (a busy kernel, a slow network)
+    nb.run("import time; d_wide._send_rows = lambda send=d_wide._send_rows: (time.sleep(4), send())")
+    item = tree_item(box, "['layer0002']")
+    item.locator(":scope > .ptl-line .ptl-toggle").click()
+    assert item.get_attribute("aria-expanded") == "true"
+    loading = item.locator(":scope > .ptl-group > .ptl-loading")
+    loading.wait_for(state="visible", timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    assert loading.text_content() == "loading…"
+    assert tree_item(box, "['layer0002']['w']").count() == 0
+    child = tree_item(box, "['layer0002']['w']")
+    child.wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP + 4))  # the rows follow
+    assert loading.count() == 0
+    shown = child.locator(":scope > .ptl-line .ptl-val").first.text_content()
+    nb.run("del d_wide._send_rows")
+    assert shown == nb.value("'[' + ', '.join(format(float(v), '.4g') for v in wide['layer0002']['w']) + ']'")
+
+
 def test_model_shaped_trees_render_summarised(trees_nb):
     nb = trees_nb
     mlp = diagram_box(nb, 1)
