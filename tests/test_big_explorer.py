@@ -474,3 +474,39 @@ def test_the_explorers_step_button_on_a_big_tree(monkeypatch):
         assert ex.history[-1] == pytest.approx(float(_layers_loss(p, XV["x"])), rel=1e-5)
     finally:
         ex.close()
+
+
+EXITS_WHILE_COMPILING = """
+import threading
+import jax.numpy as jnp
+import numpy as np
+from pytree_lab import StepExplorer
+
+rng = np.random.default_rng(4)
+params = {f"layer_{i:03d}": {"w": jnp.asarray(rng.standard_normal((2, 2)), jnp.float32),
+                             "b": jnp.asarray(rng.standard_normal(2), jnp.float32),
+                             "a": {"z": jnp.ones(1), "y": jnp.ones(1)}} for i in range(250)}
+
+def loss(p, x):
+    return sum(jnp.sum((v["w"] @ x + v["b"]) ** 2) + jnp.sum(v["a"]["z"] * v["a"]["y"]) for v in p.values())
+
+ex = StepExplorer(loss, params, {"x": jnp.asarray([0.5, -1.0], jnp.float32)}, learning_rate=0.1)
+ex.close()
+print("compiling at exit:", ex._step.staged.compiling, flush=True)
+"""
+
+
+def test_a_script_that_ends_while_xla_compiles_exits_cleanly(tmp_path):
+    """A script (or an nbconvert run) that ends right after making a mid-sized explorer: the
+    background compile is still in XLA when Python shuts down. It used to abort (SIGABRT)."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "ends_while_compiling.py"
+    script.write_text(EXITS_WHILE_COMPILING)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert "compiling at exit: True" in proc.stdout  # the case this is about
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "terminate called" not in proc.stderr

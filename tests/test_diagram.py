@@ -266,3 +266,56 @@ def test_small_matrices_are_shown_whole_as_a_grid():
     assert rows["['m']"]["c"][0]["g"] == "1 0 0 0\n0 1 0 0\n0 0 1 0\n0 0 0 1"
     assert rows["['t']"]["c"][0]["g"] == "0 1\n2 3\n4 5\n6 7"
     assert {leaf.path: leaf for leaf in d.summaries[0].leaves}["['t']"].summary == "[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]"
+
+
+def test_a_big_optimizer_state_panel_starts_folded_and_sends_rows_as_opened():
+    params = _big()
+    state = optax.adam(0.1).init(params)
+    d = PytreeDiagram(params, extra={"optimizer state": state})
+    (panel,) = d.panels
+    # the panel's own top level: (ScaleByAdamState, EmptyState), folded; nothing below is sent
+    assert [r["p"] for r in panel["rows"]] == ["[0]", "[1]"]
+    assert {"[0]", "[0].mu", "[0].mu['layer3']"} <= set(d.collapsed)
+    d.collapsed = [p for p in d.collapsed if p not in ("[0]", "[0].mu")]
+    rows = [r["p"] for r in d.panels[0]["rows"]]
+    assert rows[:4] == ["[0]", "[0].count", "[0].mu", "[0].mu['layer0']"] and "[0].nu['layer0']" not in rows
+    # selecting a moment from Python opens what holds it; its value is the state's own
+    d.selected_path = "[0].nu['layer7']['w']"
+    cells = {r["p"]: r["c"][0] for r in d.panels[0]["rows"]}
+    assert cells["[0].nu['layer7']['w']"]["v"] == "[0, 0, 0]" and "[0].nu" not in d.collapsed
+    # a step (new state, same structure) keeps what was opened, with the new values
+    grads = jax.tree.map(jnp.ones_like, params)
+    _, state = optax.adam(0.1).update(grads, state, params)
+    d.set_trees({"params": params}, extra={"optimizer state": state})
+    cells = {r["p"]: r["c"][0] for r in d.panels[0]["rows"]}
+    assert cells["[0].nu['layer7']['w']"]["v"] == "[0.001, 0.001, 0.001]"
+    assert cells["[0].count"]["v"] == "1"
+    # the text form still has the whole state
+    assert "nu" in d.text(max_lines=2000) and len(align([d._panel_summaries[0]])) > 3 * FOLD_ABOVE
+
+
+def test_a_new_big_structure_starts_folded_and_fold_true_folds_everything():
+    d = PytreeDiagram(_big())
+    d.collapsed = [p for p in d.collapsed if p != "['layer1']"]
+    renamed = {f"block{i}": v for i, v in enumerate(_big().values())}
+    d.set_trees({"params": renamed})  # another model: its containers are new, so folded
+    assert len(d.rows) == FOLD_ABOVE and set(d.collapsed) == {f"['block{i}']" for i in range(FOLD_ABOVE)}
+    same = _big()
+    d.set_trees({"params": same})
+    d.collapsed = [p for p in d.collapsed if p != "['layer1']"]
+    d.set_trees({"params": same})  # a step: what was opened stays open
+    assert "['layer1']" not in d.collapsed and len(d.rows) == FOLD_ABOVE + 2
+    d.set_trees({"params": same}, fold=True)
+    assert len(d.collapsed) == FOLD_ABOVE
+    d.set_trees({"params": same}, fold=False)  # fold=False leaves the folding as it is
+    assert len(d.collapsed) == FOLD_ABOVE
+
+
+def test_a_page_write_of_no_known_path_opens_nothing():
+    d = PytreeDiagram(_big())
+    before = list(d.collapsed)
+    for junk in ([1, None, {}], ["['gone']", "['layer_x']"], [["['layer1']"]]):
+        d.set_state({"collapsed": junk})  # as the page's message arrives
+        assert d.collapsed == before and len(d.rows) == FOLD_ABOVE
+    d.set_state({"collapsed": before[1:] + ["['gone']"]})  # a known path dropped: that one opens
+    assert d.collapsed == before[1:] and len(d.rows) == FOLD_ABOVE + 2

@@ -48,11 +48,12 @@ def rendered(box) -> int:
 def trees_nb(open_module_nb):
     nb = open_module_nb(
         [TREES, "d_wide = PytreeDiagram(wide)\nd_wide", "d_mlp = PytreeDiagram(mlp)\nd_mlp",
-         "d_tf = PytreeDiagram(transformer)\nd_tf"],
+         "d_tf = PytreeDiagram(transformer)\nd_tf",
+         "d_opt = PytreeDiagram({'w': np.zeros(3, np.float32)}, extra={'optimizer state': {'mu': wide}})\nd_opt"],
         wait_for='[role="tree"]',
     )
-    for i in range(3):
-        diagram_box(nb, i).locator('[role="tree"]').wait_for()
+    for i in range(4):
+        diagram_box(nb, i).locator('[role="tree"]').first.wait_for()
     return nb
 
 
@@ -141,6 +142,24 @@ def test_opening_a_folded_container_while_the_kernel_is_busy_says_loading(trees_
     shown = child.locator(":scope > .ptl-line .ptl-val").first.text_content()
     nb.run("del d_wide._send_rows")
     assert shown == nb.value("'[' + ', '.join(format(float(v), '.4g') for v in wide['layer0002']['w']) + ']'")
+
+
+def test_a_big_side_panel_starts_folded_and_gets_its_rows_as_opened(trees_nb):
+    nb, box = trees_nb, diagram_box(trees_nb, 3)
+    panel = box.locator(".ptl-panel")
+    assert nb.value("[r['p'] for r in d_opt.panels[0]['rows']]") == ["['mu']"]
+    assert rendered(panel) == 1
+    tree_item(panel, "['mu']").locator(":scope > .ptl-line .ptl-toggle").click()
+    layer = tree_item(panel, "['mu']['layer0003']")
+    layer.wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    assert rendered(panel) == 1 + PAGE  # its 5,000 layers, folded, a page of them drawn
+    layer.locator(":scope > .ptl-line .ptl-toggle").click()
+    w = tree_item(panel, "['mu']['layer0003']['w']")
+    w.wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    shown = w.locator(":scope > .ptl-line .ptl-val").first.text_content()
+    assert shown == nb.value("'[' + ', '.join(format(float(v), '.4g') for v in wide['layer0003']['w']) + ']'")
+    assert nb.value("len(d_opt.panels[0]['rows'])") == 1 + 5000 + 2
+    assert tree_item(panel, "['mu']").get_attribute("aria-expanded") == "true"  # added in place, still open
 
 
 def test_model_shaped_trees_render_summarised(trees_nb):

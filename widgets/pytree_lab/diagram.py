@@ -339,6 +339,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     # The page reports what the person did; every other trait is written by Python only.
     _page_intents = frozenset({"selected_path", "collapsed"})
     _selection_note = ""
+    _folding: list = []  # the last `collapsed` _valid_collapsed gave
 
     # The Python <-> JS contract (spelled the same in static/diagram.js).
     columns = traitlets.List(traitlets.Unicode()).tag(sync=True)
@@ -373,10 +374,16 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         self._panel_summaries: list[TreeSummary] = []
         self._paths: set[str] = set()
         self._containers: set[str] = set()
-        # the aligned trees' containers
+        # the aligned trees' containers; each side panel's; the panels' paths and containers
         self._boxes: list[str] = []
-        # big trees: the containers whose children are on the page (None: every row is sent)
-        self._opened: set | None = None
+        self._panel_boxes: list[list[str]] = []
+        self._panel_paths: set[str] = set()
+        self._panel_containers: set[str] = set()
+        # A big tree (the aligned trees, or a panel, of more than FOLD_ABOVE rows) sends only the
+        # rows below the containers in `_opened` (and the top level): the rest when opened.
+        self._lazy_main = False
+        self._lazy_panels: list[bool] = []
+        self._opened: set[str] = set()
         self._showing = False
         self._order: TreeSummary | None = None
         self.compare = compare
@@ -409,6 +416,9 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         expected: dict | None = None,
     ) -> None:
         """Replace the trees (name -> tree); selection and folding are kept.
+
+        `fold`: True folds every container, False none; left out, the containers a big tree
+        (more than FOLD_ABOVE rows) did not have before start folded.
 
         `extra`: the side panels' trees (e.g. an optimizer state), replaced when given; left out,
         the panels shown stay (an explorer's slider move keeps its optimizer panel); `extra=None`
@@ -444,7 +454,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         if extra is not _MISSING and extra is not None:
             if not isinstance(extra, dict) or not all(isinstance(k, str) for k in extra):
                 extra = {"optimizer state": extra}
-            panels = [describe(tree, title) for title, tree in extra.items()]
+            panels = [describe(tree, title, values="later") for title, tree in extra.items()]
         if order is not _MISSING and not isinstance(order, TreeSummary):
             order = describe(order, "order", values=False)
         self.show_summaries(
@@ -472,48 +482,53 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
                     break
             else:
                 diagnosis = verdict if diagnosis is None else diagnosis
-        first = not self._summaries and not self.rows
         self._summaries = summaries
         paths, boxes = _structure(summaries)
-        big = len(paths) > FOLD_ABOVE
-        containers = set(boxes)
         self._boxes = boxes
+        self._lazy_main = len(paths) > FOLD_ABOVE
         self._showing = True
         try:
             with self.hold_sync():
-                self._show(summaries, panels, paths, containers, big, first and (fold if fold is not None else big),
-                           order, diagnosis)
+                self._show(summaries, panels, paths, fold, order, diagnosis)
         finally:
             self._showing = False
 
-    def _show(self, summaries, panels, paths, containers, big, fold, order, diagnosis) -> None:
+    def _show(self, summaries, panels, paths, fold, order, diagnosis) -> None:
         """`show_summaries`' traits, set under one hold_sync (the page gets one message)."""
+        known = self._containers
+        # fold=True folds every container; by default a big tree's new containers start folded
+        # (all of them the first time; none on a step that keeps the structure)
+        if fold is None and self._lazy_main:
+            folding = [p for p in self._boxes if p not in known]
+        else:
+            folding = list(self._boxes) if fold else []
         if panels is not None:
+            self._panel_summaries = panels
+            self._panel_boxes, self._lazy_panels = [], []
+            self._panel_paths, self._panel_containers = set(), set()
             for panel in panels:
                 panel.role = "state"  # optimizer state and metadata: integer counts are expected
-            self._panel_summaries = panels
-            self.panels = [
-                {"title": s.name, "rows": align([s]), "counts": s.counts_line()} for s in panels
-            ]
-        for panel in self.panels:
-            paths.update(r["p"] for r in panel["rows"])
-            containers.update(r["p"] for r in panel["rows"] if not r["leaf"])
+                p_paths, p_boxes = _structure([panel])
+                self._panel_boxes.append(p_boxes)
+                self._lazy_panels.append(len(p_paths) > FOLD_ABOVE)
+                self._panel_paths |= p_paths
+                self._panel_containers.update(p_boxes)
+                if self._lazy_panels[-1]:  # a big panel's containers start folded, the first time
+                    folding += [p for p in p_boxes if p not in known]
+        paths |= self._panel_paths
+        containers = set(self._boxes) | self._panel_containers
         self._paths, self._containers = paths, containers
         self.columns = [s.name for s in summaries]
         self.counts = [s.counts_line(_column_noun(s.name)) for s in summaries]
-        if fold:
-            self.collapsed = self._boxes
-        elif self.collapsed:
-            self.collapsed = [p for p in self.collapsed if p in containers]
+        if folding or self.collapsed:
+            self.collapsed = [p for p in self.collapsed if p in containers] + folding
         # A big tree's folded containers keep their children in the kernel until the page
         # opens them (or a path inside is selected): the rows sent are the open part.
-        if big:
-            shut = set(self.collapsed)
-            kept = self._opened & containers if self._opened else set()
-            self._opened = kept | {p for p in self._boxes if p not in shut}
-        else:
-            self._opened = None
-        self.rows = align(summaries, order, self._opened)
+        shut = set(self.collapsed)
+        self._opened = (self._opened & containers) | {p for p in self._lazy_boxes() if p not in shut}
+        self.rows = align(summaries, order, self._opened if self._lazy_main else None)
+        if panels is not None:
+            self.panels = self._panel_rows()
         if self.selected_path and self.selected_path not in paths:
             self.selected_path = ""
         self.diagnosis = diagnosis
@@ -553,16 +568,37 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     @traitlets.validate("collapsed")
     def _valid_collapsed(self, proposal):
         # only containers fold; unknown paths (a stale page) are dropped
+        # (the last value this gave: under a held notification, as when the page writes,
+        # `self.collapsed` is already the unchecked value)
+        value, last = proposal["value"], self._folding
+        if any(type(p) is not str for p in value):
+            return list(last)  # not paths (a broken page): the folding stays as it was
         known = self._containers
-        return [p for p in dict.fromkeys(p for p in proposal["value"] if type(p) is str) if p in known]
+        kept = [p for p in dict.fromkeys(value) if p in known]
+        if value and not kept:
+            return list(last)  # only paths the trees lack (a stale page): nothing opens
+        self._folding = kept
+        return kept
+
+    def _lazy_boxes(self) -> list[str]:
+        """The containers of the big trees (those whose rows are sent as they are opened)."""
+        boxes = list(self._boxes) if self._lazy_main else []
+        for p_boxes, lazy in zip(self._panel_boxes, self._lazy_panels):
+            if lazy:
+                boxes += p_boxes
+        return boxes
+
+    def _panel_rows(self) -> list[dict]:
+        return [{"title": s.name, "rows": align([s], None, self._opened if lazy else None), "counts": s.counts_line()}
+                for s, lazy in zip(self._panel_summaries, self._lazy_panels)]
 
     @traitlets.observe("collapsed")
     def _send_opened(self, change) -> None:
         """A container opened for the first time (by the page, or from Python): its rows are sent."""
-        if self._opened is None or self._showing:
+        if self._showing:
             return
-        shut = set(change["new"])
-        newly = [p for p in self._boxes if p not in shut and p not in self._opened]
+        shut = set(self.collapsed)
+        newly = [p for p in self._lazy_boxes() if p not in shut and p not in self._opened]
         if newly:
             self._opened.update(newly)
             self._send_rows()
@@ -570,9 +606,10 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     @traitlets.observe("selected_path")
     def _open_to_selection(self, change) -> None:
         """A path selected inside folded containers (from Python): they open, its row is sent."""
-        if self._opened is None or self._showing or not change["new"]:
+        path = self.selected_path
+        if self._showing or not path or not (self._lazy_main or any(self._lazy_panels)):
             return
-        chain = _ancestors(self._summaries, change["new"])
+        chain = _ancestors(self._summaries, path) or _ancestors(self._panel_summaries, path)
         shut = set(self.collapsed)
         if all(p in self._opened and p not in shut for p in chain):
             return
@@ -586,8 +623,12 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
             self._send_rows()
 
     def _send_rows(self) -> None:
+        """The rows of the big trees again, with what was opened since."""
         with gc_paused():
-            self.rows = align(self._summaries, self._order, self._opened)
+            if self._lazy_main:
+                self.rows = align(self._summaries, self._order, self._opened)
+            if any(self._lazy_panels):
+                self.panels = self._panel_rows()
 
     # ------------------------------------------------------------------ without a widget front end
     def text(self, max_lines: int = 200) -> str:

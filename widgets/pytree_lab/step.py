@@ -246,7 +246,9 @@ class Staged:
                     self.compiling = False
                     self._compiled_event.set()
 
-        threading.Thread(target=compile_, name="pytree-lab compile", daemon=True).start()
+        thread = threading.Thread(target=compile_, name="pytree-lab compile", daemon=True)
+        _wait_at_exit(thread)
+        thread.start()
 
     def _interpreters(self, closed: Any, out_tree: Any) -> tuple[Callable, Callable]:
         import importlib
@@ -277,6 +279,29 @@ class Staged:
             pass
 
         return call, first
+
+
+# A compile still running when Python exits is waited for, up to this many seconds: a daemon
+# thread stopped inside XLA while the interpreter shuts down aborts the process (SIGABRT), and a
+# script or an nbconvert run that ends right after making an explorer must exit cleanly.
+EXIT_WAIT = 120.0
+_compiles: list = []
+
+
+def _wait_at_exit(thread: Any) -> None:
+    import atexit
+
+    if not _compiles:
+        atexit.register(_join_compiles)
+    _compiles[:] = [t for t in _compiles if t.is_alive()] + [thread]
+
+
+def _join_compiles() -> None:
+    import time
+
+    deadline = time.monotonic() + EXIT_WAIT
+    for thread in _compiles:
+        thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def sgd_update(params: Any, grads: Any, learning_rate: float, engine: Engine | None = None) -> Any:

@@ -392,8 +392,11 @@ function makeTree({ model, label, columns, rows, counts, className }) {
     }
   });
 
-  /** Update cell contents in place when only the values changed. @param {Row[]} next */
-  function refresh(next) {
+  /**
+   * Update cell contents in place when only the values changed.
+   * @param {Row[]} next @param {string[]} [nextCounts] the counts line(s) under the tree
+   */
+  function refresh(next, nextCounts) {
     for (const r of next) {
       const li = items.get(r.p);
       const old = byPath.get(r.p);
@@ -403,18 +406,18 @@ function makeTree({ model, label, columns, rows, counts, className }) {
       const cells = li.firstElementChild.querySelectorAll(":scope > .ptl-cell");
       r.c.forEach((cell, i) => cells[i] && fillCell(/** @type {HTMLElement} */ (cells[i]), cell, r));
     }
-    if (counts) {
+    if (counts && nextCounts) {
       const foot = root.querySelectorAll(".ptl-counts");
-      model.get("counts").forEach((c, i) => foot[i] && (foot[i].textContent = c));
+      nextCounts.forEach((c, i) => foot[i] && (foot[i].textContent = c));
     }
   }
 
   /**
    * Add rows that arrived below containers that had none on the page (opened for the first
    * time); false when `next` is not that (rows went away or came elsewhere): draw anew.
-   * @param {Row[]} next
+   * @param {Row[]} next @param {string[]} [nextCounts]
    */
-  function grow(next) {
+  function grow(next, nextCounts) {
     const added = next.filter((r) => !byPath.has(r.p));
     if (next.length - added.length !== byPath.size) return false;
     const newPaths = new Set(added.map((r) => r.p));
@@ -440,7 +443,7 @@ function makeTree({ model, label, columns, rows, counts, className }) {
       if (li.getAttribute("aria-expanded") === "true") fill(group, kids.get(p) || []);
     }
     api.signature = next.map((r) => r.p).join("\u0000");
-    refresh(next);
+    refresh(next, nextCounts);
     return true;
   }
 
@@ -462,6 +465,7 @@ function makeTree({ model, label, columns, rows, counts, className }) {
     refresh,
     grow,
     syncFolded,
+    label,
     columns: columns.join("\u0000"),
     signature: rows.map((r) => r.p).join("\u0000"),
   };
@@ -492,10 +496,10 @@ function render({ model, el }) {
     const rows = getRows();
     const sig = rows.map((/** @type {Row} */ r) => r.p).join("\u0000") + "\u0001" + model.get("columns").join("\u0000");
     if (main && main.signature + "\u0001" + model.get("columns").join("\u0000") === sig) {
-      main.refresh(rows);
+      main.refresh(rows, model.get("counts"));
       return;
     }
-    if (main && main.columns === model.get("columns").join("\u0000") && main.grow(rows)) return;
+    if (main && main.columns === model.get("columns").join("\u0000") && main.grow(rows, model.get("counts"))) return;
     const hadFocus = main && main.el.contains(document.activeElement);
     main = makeTree({
       model,
@@ -510,6 +514,9 @@ function render({ model, el }) {
 
   function drawPanels() {
     const specs = getPanels();
+    // the same panels, maybe with rows opened since: added in place (a big panel's rows come as opened)
+    const same = panels.length === specs.length && panels.every((t, i) => t.label === specs[i].title);
+    if (same && panels.every((t, i) => t.grow(specs[i].rows, [specs[i].counts]))) return;
     panels = specs.map((/** @type {Panel} */ p) => {
       const t = makeTree({ model, label: p.title, columns: ["value"], rows: p.rows, counts: [p.counts], className: "ptl-side" });
       return t;
