@@ -319,3 +319,14 @@ def test_a_page_write_of_no_known_path_opens_nothing():
         assert d.collapsed == before and len(d.rows) == FOLD_ABOVE
     d.set_state({"collapsed": before[1:] + ["['gone']"]})  # a known path dropped: that one opens
     assert d.collapsed == before[1:] and len(d.rows) == FOLD_ABOVE + 2
+
+
+def test_an_unknown_selection_in_a_big_tree_suggests_the_closest_path():
+    layers = {f"layer_{i:04d}": {"weight": jnp.zeros(2), "bias": jnp.zeros(1)} for i in range(1500)}
+    d = PytreeDiagram(layers)  # 4,500 paths: walked down piece by piece
+    d.selected_path = "['layer_0042']"
+    for typed in ("['layer_0042']['wieght']", "['layr_0042']['weight']", "['layer_0042']['weight']['x']"):
+        d.selected_path = typed
+        assert d.selected_path == "['layer_0042']" and d.message.endswith("Did you mean ['layer_0042']['weight']?")
+    d.selected_path = "['zzz']"
+    assert "Did you mean" not in d.message and "Paths are keystr strings such as" in d.message

@@ -41,7 +41,7 @@ from ._intent import PageIntents
 from ._static import static_asset
 from ._text import TextForm
 from .diagnose import Diagnosis, diagnose, diagnose_summaries
-from .trees import _MAX_INDENT, Node, TreeError, TreeSummary, _type_label, describe, gc_paused
+from .trees import _MAX_INDENT, Node, TreeError, TreeSummary, _split_path, _type_label, describe, gc_paused
 
 __all__ = ["PytreeDiagram", "align"]
 
@@ -294,14 +294,35 @@ _STATUS_TEXT = {
 }
 
 
-def _unknown_path_message(path: str, paths: set) -> str:
-    import difflib
-
+def _unknown_path_message(path: str, paths: set, summaries: list | tuple = ()) -> str:
     shown = path if len(path) <= 80 else path[:79] + "…"
-    close = difflib.get_close_matches(path, sorted(paths), n=1, cutoff=0.6) if len(paths) <= 20_000 else []
+    close = _closest_path(path, paths, summaries)
     hint = f" Did you mean {close[0]}?" if close else (
         f" Paths are keystr strings such as {min(paths, key=len)}." if paths else " The diagram shows no paths yet.")
     return f"selected_path {shown!r} is not a path in these trees, so the selection is unchanged.{hint}"
+
+
+def _closest_path(path: str, paths: set, summaries: list | tuple) -> list[str]:
+    """The known path most like `path`, in a list (empty when none is close). A big tree is walked
+    down piece by piece, difflib asked about one node's children at a time: over all 15,000
+    paths of a 10k-leaf model at once it takes a second."""
+    import difflib
+
+    if len(paths) <= 2_000 or not summaries:
+        return difflib.get_close_matches(path, sorted(paths), n=1, cutoff=0.6) if len(paths) <= 20_000 else []
+    root = node = summaries[0].root
+    for piece in _split_path(path):
+        if not node.children:
+            break
+        target = node.path + piece
+        kids = {c.path: c for c in node.children}
+        if target not in kids:
+            found = difflib.get_close_matches(target, list(kids), n=1, cutoff=0.6)
+            if not found:
+                return []
+            target = found[0]
+        node = kids[target]
+    return [node.path] if node is not root and node.path != path else []
 
 
 # --------------------------------------------------------------------------- the widget
@@ -561,7 +582,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         if "selected_path" in self._property_lock:
             return ""  # a stale page (the tree changed under it) selects nothing
         # From Python: say so, and keep the selection that was there.
-        self._selection_note = _unknown_path_message(path, self._paths)
+        self._selection_note = _unknown_path_message(path, self._paths, self._summaries)
         self.show_message(self._selection_note, kind="warning")
         return self.selected_path
 

@@ -1201,7 +1201,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         # said in the widget, as the diagram says it, and the selection stays as it was
         from .diagram import _unknown_path_message
 
-        self._note(_unknown_path_message(path, self.diagram._paths))
+        self._note(_unknown_path_message(path, self.diagram._paths, self.diagram._summaries))
         return self.selected_path
 
     @traitlets.observe("selected_path")
