@@ -21,6 +21,7 @@ step, in hundreds of MB.
 
 from __future__ import annotations
 
+import atexit
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -289,13 +290,10 @@ _compiles: list = []
 
 
 def _wait_at_exit(thread: Any) -> None:
-    import atexit
-
-    if not _compiles:
-        atexit.register(_join_compiles)
     _compiles[:] = [t for t in _compiles if t.is_alive()] + [thread]
 
 
+@atexit.register
 def _join_compiles() -> None:
     import time
 
