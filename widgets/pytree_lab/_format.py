@@ -10,9 +10,48 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from typing import Any
 
-__all__ = ["GRID_MAX", "fmt_number", "fmt_array", "fmt_grid", "fmt_small", "grid_cells", "grid_rows", "nested_text"]
+__all__ = ["GRID_MAX", "visible", "isolate_rtl", "fmt_number", "fmt_array", "fmt_grid", "fmt_small", "grid_cells", "grid_rows", "nested_text"]
+
+# Characters that draw nothing or reorder what follows: C0/C1 controls (a newline in a name
+# would draw a fake row), bidi marks, embeddings, overrides and isolates (U+202E turns
+# `weight` into `thgiew`), zero-width characters (two keys that look equal) and the line and
+# paragraph separators.
+_INVISIBLE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+)
+_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: "re.Match[str]") -> str:
+    ch = match.group()
+    return _ESCAPES.get(ch) or (f"\\x{ord(ch):02x}" if ord(ch) < 0x100 else f"\\u{ord(ch):04x}")
+
+
+def visible(text: str) -> str:
+    """User text (a key, a field name, a path) as it may be shown: control, bidi and zero-width
+    characters written as escapes (``\\n``, ``\\u202e``), everything else as it is. A name
+    with a newline or a right-to-left override cannot draw a fake row or reverse its neighbours."""
+    return _INVISIBLE.sub(_escape, text) if _INVISIBLE.search(text) else text
+
+
+# A run of right-to-left letters (Hebrew, Arabic, Syriac, Thaana, N'Ko, ...) with the spaces
+# and marks inside it: the part of a name to isolate.
+_RTL_RUN = re.compile(
+    "[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\U00010800-\U00010fff\U0001e800-\U0001efff]"
+    "(?:[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\U00010800-\U00010fff\U0001e800-\U0001efff ]*"
+    "[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\U00010800-\U00010fff\U0001e800-\U0001efff])?"
+)
+
+
+def isolate_rtl(text: str) -> str:
+    """Right-to-left words inside a name put between FIRST STRONG ISOLATE (U+2068) and POP
+    DIRECTIONAL ISOLATE (U+2069), for text drawn where no <bdi> can go (an SVG tick, a plain
+    message): `وزن[0]` then reads `وزن` then `[0]`, not `[0]وزن`. Apply after `visible`."""
+    return _RTL_RUN.sub(lambda m: "\u2068" + m.group() + "\u2069", text)
+
 
 # Arrays of at most this many elements are shown whole (a 4x4 matrix, a (2, 8) weight).
 GRID_MAX = 16

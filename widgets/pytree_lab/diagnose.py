@@ -9,9 +9,11 @@ comparison only when it is there.
 from __future__ import annotations
 
 import math
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from ._format import isolate_rtl, visible
 from .trees import TreeSummary, _fatal, describe, leaf_objects
 
 __all__ = ["Diagnosis", "diagnose", "diagnose_summaries"]
@@ -35,8 +37,47 @@ def _sentence(name: str) -> str:
     return name[:1].upper() + name[1:]
 
 
+def _shown(path: str) -> str:
+    """A path in a sentence: invisible characters escaped, right-to-left keys isolated."""
+    return isolate_rtl(visible(path))
+
+
 def _where(path: str) -> str:
-    return path if path else "the root"
+    return _shown(path) if path else "the root"
+
+
+def _skeleton(path: str) -> str:
+    """What a reader sees of a path: compatibility-normalised, case-folded, invisible characters
+    dropped. Two different paths with the same skeleton look alike on screen."""
+    text = unicodedata.normalize("NFKC", path).casefold()
+    return "".join(ch for ch in text if unicodedata.category(ch) not in ("Cf", "Mn"))
+
+
+def _code_points(text: str) -> str:
+    return " ".join(f"U+{ord(ch):04X} {unicodedata.name(ch, 'unnamed')}" for ch in text)
+
+
+def _lookalike_note(a: str, b: str, a_tree: str, b_tree: str) -> str:
+    """Why two different paths can read the same, with the characters that differ; "" when
+    the difference is plain to see (different ASCII letters)."""
+    if a == b:
+        return ""
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    end = 0
+    while end < min(len(a), len(b)) - start and a[len(a) - 1 - end] == b[len(b) - 1 - end]:
+        end += 1
+    da, db = a[start:len(a) - end], b[start:len(b) - end]
+    if unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", b):
+        return (f" The two differ only in Unicode normalisation (NFC vs NFD): the same letters, written with "
+                f"different code points ({a_tree}: {_code_points(da) or 'nothing'}; "
+                f"{b_tree}: {_code_points(db) or 'nothing'}). "
+                "unicodedata.normalize('NFC', key) on both sides makes them one key.")
+    if (da + db).isascii():  # `w` vs `W`, or an escape such as \u200b: plain on screen
+        return ""
+    return (f" They differ in characters that can look alike: {a_tree} has "
+            f"{_code_points(da) or 'nothing'} where {b_tree} has {_code_points(db) or 'nothing'}.")
 
 
 def diagnose(
@@ -84,15 +125,20 @@ def diagnose_summaries(ref: TreeSummary, cand: TreeSummary, ref_name: str, cand_
         extra = [p for p in b_keys if p not in a_keys]
         if missing or extra:
             if missing and extra:
-                msg = (f"{_sentence(cand_name)} is missing {missing[0]} and has {extra[0]} instead: "
-                       f"a renamed key is a different path, so {missing[0]} has no partner.")
-                path = missing[0]
+                # a pair that reads alike (café / café, a / а) first: that is the one to explain
+                pair = next(((m, e) for m in missing for e in extra if _skeleton(m) == _skeleton(e)),
+                            (missing[0], extra[0]))
+                shown_m, shown_e = _shown(pair[0]), _shown(pair[1])
+                msg = (f"{_sentence(cand_name)} is missing {shown_m} and has {shown_e} instead: "
+                       f"a renamed key is a different path, so {shown_m} has no partner."
+                       + _lookalike_note(pair[0], pair[1], ref_name, cand_name))
+                path = pair[0]
             elif missing:
-                msg = (f"{_sentence(cand_name)} is missing {missing[0]}, which {ref_name} has: "
+                msg = (f"{_sentence(cand_name)} is missing {_shown(missing[0])}, which {ref_name} has: "
                        f"every leaf of {ref_name} needs a partner at the same path.")
                 path = missing[0]
             else:
-                msg = (f"{_sentence(cand_name)} has {extra[0]}, which {ref_name} does not have: "
+                msg = (f"{_sentence(cand_name)} has {_shown(extra[0])}, which {ref_name} does not have: "
                        "an extra path has no partner.")
                 path = extra[0]
             return Diagnosis(False, "structure", path, msg)
@@ -173,7 +219,7 @@ def _compare_values(reference, candidate, ref: TreeSummary, cand: TreeSummary, r
         owner = next((other.path for j, other in enumerate(ref.leaves)
                       if j != k and other.shape == lb.shape and _values_close(ra[j], ca[k], atol)), None)
         if owner is not None:
-            message += (f" That is the value that belongs at {owner}: equal shapes do not say which parameter "
+            message += (f" That is the value that belongs at {_shown(owner)}: equal shapes do not say which parameter "
                         "a value belongs to, so keep each leaf on its path.")
         return Diagnosis(False, "value", la.path, message)
     return Diagnosis(True, message="The trees match: structure, leaf paths, shapes, dtypes and values.")

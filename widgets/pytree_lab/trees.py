@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from ._format import fmt_number
+from ._format import fmt_number, visible
 from .engine import active_tree_util, x64_enabled
 from .summaries import SMALL_LEAF
 from .summaries import Later, _summarise_one, summarise_arrays
@@ -454,11 +454,11 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
         for i, (keypath, child) in enumerate(flat):
             piece = tu.keystr(keypath)
             key = keypath[-1] if keypath else None
-            label = piece
+            label = visible(piece)
             if hasattr(key, "key"):
                 label = _display_key(key.key)
-            elif hasattr(key, "name"):
-                label = str(key.name)
+            elif hasattr(key, "name"):  # a field name, shown escaped: a newline would draw a fake row
+                label = visible(str(key.name))
             pieces.append((piece, label, i, child))
         if kind == "dict":
             rank = {k: i for i, k in enumerate(node)}
