@@ -375,3 +375,41 @@ def test_weight_decay_shows_as_a_difference_not_hidden():
     update = next(r for r in ex.calculation.rows() if r.what.startswith("update[bias]"))
     assert step.value != update.value  # adamw adds −η·wd·p to Adam's step
     assert float(update.value) == pytest.approx(float(ex.result.updates["bias"]), rel=1e-3)
+
+
+def test_reset_returns_the_learning_rate_and_the_inputs_to_their_construction_values():
+    ex = StepExplorer()
+    ex.sliders["learning_rate"].value = 0.2
+    ex.sliders["x[0]"].value = 3.0
+    ex.set_inputs({"x": jnp.array([2.5, 1.0]), "target": jnp.array(5.0)})
+    ex.step(3)
+    assert ex.result.learning_rate == pytest.approx(0.2)
+    ex.reset()
+    assert ex.sliders["learning_rate"].value == lesson.LEARNING_RATE
+    assert ex.sliders["x[0]"].value == 2.0 and ex.sliders["x[1]"].value == 1.0
+    assert ex.sliders["target"].value == 3.0
+    assert ex.history == [4.0]
+    r = ex.result
+    # the lesson's step by hand: prediction 1, residual -2, dL/dw = 2·(-2)·x, dL/db = -4
+    assert r.learning_rate == pytest.approx(lesson.LEARNING_RATE)
+    np.testing.assert_allclose(np.asarray(r.grads["weight"]), [-8.0, -4.0])
+    assert float(r.grads["bias"]) == -4.0
+    lr = lesson.LEARNING_RATE
+    np.testing.assert_allclose(np.asarray(r.updated["weight"]), [1 + 8 * lr, -1 + 4 * lr], rtol=1e-6)
+    assert "pytree-lab-alert" not in ex.status.value
+
+
+def test_reset_returns_changed_static_inputs_and_data_to_their_construction_values():
+    def loss(p, x, labels, sign):
+        return sign * jnp.sum((p["w"] * x - labels) ** 2)
+
+    x = jnp.arange(6.0)  # a batch: data, not sliders
+    ex = StepExplorer(loss, {"w": jnp.array(1.0)}, {"x": x, "labels": jnp.zeros(6), "sign": 1.0},
+                      static=["sign"])
+    ex.set_inputs({"x": x * 2, "labels": jnp.ones(6), "sign": 2.0})
+    assert ex.result.loss == pytest.approx(2 * float(jnp.sum((x * 2 - 1) ** 2)))
+    ex.reset()
+    assert ex.result.loss == pytest.approx(float(jnp.sum(x ** 2)))  # 55
+    assert ex.result.loss == 55.0
+    assert float(ex.result.grads["w"]) == pytest.approx(2 * float(jnp.sum(x * x)))
+    assert "inputs['sign']: float (static) 1.0" in ex.text()

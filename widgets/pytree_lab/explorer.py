@@ -51,13 +51,35 @@ def short_error(err: BaseException, limit: int = 400) -> str:
     the exception it wraps."""
     while isinstance(err, SystemError) and err.__cause__ is not None:
         err = err.__cause__
-    text = str(err).strip()
+    text = error_text(err).strip()
     if "Traceback (most recent call last)" in text:
         lines = [ln for ln in text.splitlines() if ln.strip()]
         text = lines[-1].strip() if lines else text
         return text[:limit]
-    text = f"{type(err).__name__}: {text}" if text else type(err).__name__
+    name = error_name(err)
+    text = f"{name}: {text}" if text else name
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def error_name(err: BaseException) -> str:
+    """The exception's class name (a class whose name cannot be read says so)."""
+    try:
+        name = type(err).__name__
+        return name if isinstance(name, str) else "an exception"
+    except BaseException:  # noqa: BLE001 - a metaclass can make even this raise
+        return "an exception"
+
+
+def error_text(err: BaseException) -> str:
+    """`str(err)`; when the exception's own __str__ raises (or returns no str) a sentence saying
+    so: the message is then said in the widget, never a second error."""
+    try:
+        text = str(err)
+        if isinstance(text, str):
+            return text
+    except BaseException:  # noqa: BLE001 - the user's __str__ can raise anything
+        pass
+    return "(its message could not be shown: the exception's __str__ failed)"
 
 
 def _too_deep(name: str, tree: Any, err: BaseException) -> TreeError | None:
@@ -223,7 +245,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
 
     `step(n)` takes n real steps as one compiled loop and moves the explorer there (sliders
     follow; `params`, `opt_state` and `history` say where it is); `reset()` goes back to the
-    construction-time params and a fresh optimizer state. The buttons Step, Step ×10 and Reset
+    construction-time params, inputs and learning rate and a fresh optimizer state. The buttons Step, Step ×10 and Reset
     do the same; the line chart beside the bars is `history`, the loss at every point visited
     (a slider move moves the current point). `fixed_range=True` (or the checkbox) keeps the bars'
     y range across steps so their motion shows.
@@ -314,6 +336,10 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         self._new_point = True  # the next good step is a newly visited point (else the current one moved)
         self._good_now = False  # the last recompute succeeded (a step can start from here)
         self._initial_leaves = list(self._param_leaves)
+        # what Reset goes back to: the inputs (and static inputs) as constructed
+        self._initial_input_leaves = list(self._input_leaves)
+        self._initial_static = dict(self._static)
+        self._initial_input_data = self._input_data
         learning_rate = self._start_optimizer(learning_rate)
         self._step = self._compile(loss_fn)
         self._last_good: StepResult | None = None
@@ -343,7 +369,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         self.history_chart = self.history_view.figure
         self.step_button = ipywidgets.Button(description="Step", tooltip="take one step: move to updated")
         self.step10_button = ipywidgets.Button(description="Step ×10", tooltip="take ten steps (one compiled loop)")
-        self.reset_button = ipywidgets.Button(description="Reset", tooltip="back to the starting params and a fresh optimizer state")
+        self.reset_button = ipywidgets.Button(description="Reset", tooltip="back to the starting params, inputs and learning rate, and a fresh optimizer state")
         self.fixed_range_box = ipywidgets.Checkbox(value=bool(fixed_range), description="fix the bars' y range",
                                                    indent=False, layout={"width": "auto"})
         for button in (self.step_button, self.step10_button, self.reset_button):
@@ -748,9 +774,30 @@ class StepExplorer(TextForm, ipywidgets.VBox):
 
     @_one_at_a_time
     def reset(self) -> StepResult | None:
-        """Back to the construction-time params and a fresh optimizer state; history starts again."""
+        """Back to where the explorer was built: the construction-time params, inputs and
+        learning rate (sliders included) and a fresh optimizer state; history starts again."""
+        import numpy as np
+
         if self._closed:
             return None
+        static_changed = any(self._static.get(k) is not v for k, v in self._initial_static.items())
+        self._holding = True
+        try:
+            self._input_leaves[:] = self._initial_input_leaves
+            for el, slider in self._input_sliders:
+                slider.value = float(np.asarray(self._input_leaves[el.flat_index]).ravel()[el.position])
+                slider.widened = None
+            if "learning_rate" in self.sliders:
+                self.sliders["learning_rate"].value = self._lr
+                self.sliders["learning_rate"].widened = None
+        finally:
+            self._holding = False
+        if static_changed:
+            self._static = dict(self._initial_static)
+            self._step = self._compile(self.loss_fn)
+        if static_changed or self._input_data is not self._initial_input_data:
+            self._input_data = self._initial_input_data
+            self._show_data()
         if self.optimizer is not None:
             try:
                 self._opt_state = self._runner().init(self._params, self._lr)
@@ -964,9 +1011,9 @@ class StepExplorer(TextForm, ipywidgets.VBox):
                     "`float()` on an array): inside value_and_grad the arrays are tracers, not numbers. Use "
                     "jnp.where / jax.lax.cond for data-dependent choices, or pass a Python flag as a static "
                     "input (static=['name']). ")
-        elif isinstance(err, TypeError) and "scalar" in str(err):
+        elif isinstance(err, TypeError) and "scalar" in error_text(err):
             hint = "The loss must return a single number (a scalar) to be differentiated. "
-        elif isinstance(err, TypeError) and ("argument" in str(err)):
+        elif isinstance(err, TypeError) and ("argument" in error_text(err)):
             names = ", ".join(f"{k}=…" for k in self._input_names)
             hint = f"loss_fn is called as loss_fn(params{', ' if names else ''}{names}). "
         elif not isinstance(err, Exception):
