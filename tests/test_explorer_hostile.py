@@ -64,3 +64,143 @@ def test_a_loss_whose_error_cannot_be_printed_gets_a_message_and_keeps_the_views
     r = ex.set_loss(loss)  # fixed: the slider's value is used
     assert r.loss == pytest.approx((0.5 * 3) ** 2 + 6.0 ** 2)
     np.testing.assert_allclose(ex.chart_view.bars.y[0], [0.5, 2.0])
+
+
+# ---------------------------------------------------------------------------------------- slider move numbers
+def _page_move(slider, value, seq, view=None) -> None:
+    """The comm message a page's slider view sends for a move (slider.js), through the real door."""
+    content = {"type": "move", "value": value, "seq": seq}
+    if view is not None:
+        content["view"] = view
+    slider._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": []})
+
+
+@pytest.mark.parametrize("crafted", [2**60, 2**53, 2**53 - 1, 10**6, 1026, -5, 0, 2**64 + 1])
+def test_a_crafted_move_number_does_not_lock_the_slider(crafted):
+    ex = StepExplorer()
+    s = ex.sliders["bias"]
+    _page_move(s, 0.5, 1, "tab-a")
+    assert s.ack == 1 and s.value == 0.5
+    _page_move(s, 1.5, crafted)  # one crafted message
+    assert s.ack == 1 and s.value == 0.5  # refused, never acknowledged
+    assert s.refused_moves == 1
+    # the page numbers its next move from the ack it sees (slider.js: max(sent, ack) + 1)
+    _page_move(s, 0.25, 2, "tab-a")
+    assert s.ack == 2 and s.value == 0.25
+    # the step followed: bias 0.25 → prediction 1.25, residual -1.75, dL/db = -3.5
+    assert float(ex.result.grads["bias"]) == pytest.approx(-3.5)
+    _page_move(s, -0.75, 3, "tab-a")
+    assert s.value == -0.75 and float(ex.result.grads["bias"]) == pytest.approx(2 * (1 - 0.75 - 3))
+
+
+def test_move_numbers_go_forward_per_view_and_a_flood_logs_once(caplog):
+    ex = StepExplorer()
+    s = ex.sliders["bias"]
+    _page_move(s, 0.5, 5, "tab-a")
+    _page_move(s, 0.7, 6, "tab-b")  # another tab of the same notebook: numbered from the ack
+    assert s.ack == 6 and s.value == 0.7
+    _page_move(s, 0.1, 1030)  # within reach of a page (a jump under 1024 from 6) is taken ...
+    assert s.ack == 1030 and s.value == 0.1
+    _page_move(s, 0.9, 6, "tab-b")  # ... and a replay of an older move is not
+    assert s.value == 0.1
+    with caplog.at_level("WARNING", logger="pytree_lab.slider"):
+        for k in range(200):
+            _page_move(s, 0.3, 2**60 + k)
+    assert s.refused_moves == 200 and len(caplog.records) <= 1
+    _page_move(s, 0.3, 1031, "tab-a")
+    assert s.ack == 1031 and s.value == 0.3
+
+
+# ---------------------------------------------------------------------------------------- long runs
+def _slow_loss(p, m):
+    # a few hundred microseconds a step: a million steps would take minutes
+    h = p["w"] * m
+    for _ in range(8):
+        h = jnp.tanh(h @ m)
+    return jnp.mean(h ** 2)
+
+
+def test_an_absurd_number_of_steps_is_refused_with_the_bound():
+    ex = StepExplorer()
+    with pytest.raises(ValueError, match=r"step\(n\) takes at most 1,000,000 steps at a time, not 100,000,000,000,000,000,000"):
+        ex.step(10**20)
+    with pytest.raises(ValueError, match="at most 1,000,000"):
+        ex.step(np.int64(2**62))
+    assert ex.history == [4.0] and ex.result.loss == 4.0  # nothing moved
+    ex.step(2)
+    assert len(ex.history) == 3  # and it still steps
+
+
+def test_any_run_stops_at_the_time_budget_where_it_got_to():
+    import tracemalloc
+
+    m = jnp.asarray(np.random.default_rng(0).normal(size=(96, 96)).astype(np.float32) / 10)
+    ex = StepExplorer(_slow_loss, {"w": jnp.array(0.5)}, {"m": m}, sliders=["learning_rate"], time_budget=1.0)
+    tracemalloc.start()
+    try:
+        r = ex.step(1_000_000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert r is not None
+    taken = len(ex.history) - 1
+    assert 0 < taken < 1_000_000
+    assert f"Stopped after {taken:,} of 1,000,000 steps: the run reached the time budget (1 s" in ex.status.value
+    assert peak < 50e6  # Python memory of the run: the losses of the steps taken, not of a million
+    # the explorer is where the run got to: the result is the step from there, the kernel goes on
+    assert ex.result.loss == ex.history[-1]
+    r2 = ex.step(1)
+    assert r2 is not None and len(ex.history) == taken + 2
+
+
+# ---------------------------------------------------------------------------------------- the loss line
+def test_a_long_loss_line_is_thinned_for_drawing_with_every_bucket_extreme_and_the_last_point_exact():
+    from pytree_lab.chart import MAX_DRAWN, LossHistoryChart, thin_line
+
+    values = np.cos(np.arange(100_001) / 50.0) + np.arange(100_001) * 1e-5
+    values[31_337] = 9.0  # one spike
+    values[77_777] = -3.0  # one dip
+    xs, ys = thin_line(values)
+    assert xs.size <= MAX_DRAWN + 2
+    assert xs[0] == 0 and xs[-1] == 100_000 and ys[-1] == values[-1]
+    assert np.all(np.diff(xs) > 0)  # in step order
+    np.testing.assert_array_equal(ys, values[xs.astype(int)])  # every drawn point is a real one
+    assert 31_337 in xs and 77_777 in xs  # the extremes survive
+    # each bucket's lowest and highest value is drawn
+    inner = values[1:-1]
+    width = -(-inner.size // (MAX_DRAWN // 2 - 1))
+    for b in (0, 17, 400, (inner.size - 1) // width):
+        chunk = inner[b * width:(b + 1) * width]
+        assert chunk.min() in ys and chunk.max() in ys
+    chart = LossHistoryChart()
+    chart.show(values)
+    assert len(chart.line.y) == xs.size and chart.point.y[0] == values[-1]
+    assert chart.y_linear.min <= -3.0 and chart.y_linear.max >= 9.0
+    short = [4.0, 0.64, 0.1024]
+    xs, ys = thin_line(short)
+    np.testing.assert_array_equal(xs, [0, 1, 2]) and np.testing.assert_array_equal(ys, short)
+
+
+def test_after_a_million_steps_a_slider_move_sends_a_bounded_message(monkeypatch):
+    import ipywidgets
+
+    ex = StepExplorer(time_budget=None)
+    ex.sliders["learning_rate"].value = 0.001  # slow descent: a million finite steps
+    ex.step(1_000_000)
+    assert len(ex.history) == 1_000_001
+    sent: list[int] = []
+
+    def measure(self, msg, buffers=None):
+        import json
+
+        sent.append(len(json.dumps(msg, default=str)) + sum(len(memoryview(b).cast("B")) for b in buffers or []))
+
+    monkeypatch.setattr(ipywidgets.Widget, "_send", measure)
+    ex.sliders["bias"].value = 0.25
+    assert ex.history[-1] == ex.result.loss and len(ex.history) == 1_000_001
+    line = ex.history_view.line
+    assert line.y[-1] == ex.result.loss and len(line.y) <= 2_002
+    assert sent and sum(sent) < 400_000  # every message of the move, the diagram's included
+    sent.clear()
+    ex.step(10)
+    assert len(ex.history) == 1_000_011 and sum(sent) < 400_000

@@ -7,7 +7,7 @@ from typing import Callable, Sequence
 
 import bqplot
 
-__all__ = ["BeforeAfterChart"]
+__all__ = ["BeforeAfterChart", "thin_line", "MAX_DRAWN"]
 
 BEFORE = "#1f77b4"
 AFTER = "#ff7f0e"
@@ -183,16 +183,31 @@ class LossHistoryChart:
         self.show(self.history)
 
     def show(self, history: Sequence[float]) -> None:
-        """Redraw the whole line (once per step or run, not per point)."""
-        self.history = [float(v) for v in history]
-        ys = self.history or [0.0]
-        xs = [float(i) for i in range(len(ys))]
-        finite = [v for v in ys if math.isfinite(v)] or [0.0]
-        use_log = self.log and min(finite) > 0
+        """Draw `history` (once per step or run, and when a slider moves the current point).
+
+        A long history is thinned for drawing: past `MAX_DRAWN` points, the steps are cut into
+        buckets of equal width (a few per pixel of the chart) and each bucket is drawn by its
+        lowest and its highest loss, in step order, so every spike and dip stays visible; the
+        first and the last point (where the explorer stands) are always exact. The page then
+        gets at most about `MAX_DRAWN` points per redraw whatever the number of steps, and the
+        step axis (x) is sent only when it changed (a slider move changes only the last loss).
+        """
+        import numpy as np
+
+        ys_all = np.asarray(history, dtype=np.float64).reshape(-1)
+        self.history = history
+        if ys_all.size == 0:
+            ys_all = np.zeros(1)
+        n = int(ys_all.size)
+        xs, ys = thin_line(ys_all, MAX_DRAWN)
+        finite = ys_all[np.isfinite(ys_all)]
+        if finite.size == 0:
+            finite = np.zeros(1)
+        lo, hi = float(finite.min()), float(finite.max())
+        use_log = self.log and lo > 0
         if use_log and self.y_log is None:
             self.y_log = bqplot.LogScale(min=1e-3, max=1.0)
         scale = self.y_log if use_log else self.y_linear
-        lo, hi = min(finite), max(finite)
         if use_log:
             y_min = 10 ** math.floor(math.log10(lo))
             y_max = 10 ** math.ceil(math.log10(hi))
@@ -205,16 +220,59 @@ class LossHistoryChart:
             y_max = hi + pad
         with self.figure.hold_sync(), self.line.hold_sync(), self.point.hold_sync():
             self.x_scale.min = 0.0
-            self.x_scale.max = float(max(len(ys) - 1, 1))
+            self.x_scale.max = float(max(n - 1, 1))
             # whole steps only, at most about eight ticks
-            every = int(_nice_step(max(len(ys) - 1, 1) / 8)) or 1
-            self.x_axis.tick_values = [float(k) for k in range(0, max(len(ys) - 1, 1) + 1, every)]
+            every = int(_nice_step(max(n - 1, 1) / 8)) or 1
+            self.x_axis.tick_values = [float(k) for k in range(0, max(n - 1, 1) + 1, every)]
             scale.min, scale.max = float(y_min), float(y_max)
             if self.y_axis.scale is not scale:
                 self.y_axis.scale = scale
                 self.line.scales = {"x": self.x_scale, "y": scale}
                 self.point.scales = {"x": self.x_scale, "y": scale}
-            self.line.x, self.line.y = xs, ys
+            old_x = self.line.x
+            if old_x is None or np.shape(old_x) != xs.shape or not np.array_equal(old_x, xs):
+                self.line.x = xs
+            self.line.y = ys
             self.point.x, self.point.y = xs[-1:], ys[-1:]
+
+
+# The most points the loss line sends to the page: a chart is a few hundred pixels wide.
+MAX_DRAWN = 2_000
+
+
+def thin_line(values, max_points: int = MAX_DRAWN):
+    """(x, y) of the line to draw for `values` (one per step), at most about `max_points` points.
+
+    Up to `max_points` values: every point. Beyond: the steps after the first and before the
+    last are cut into `max_points // 2 - 1` buckets of equal width, and each bucket gives its
+    lowest and its highest value, in step order (the line passes through both, so no spike is
+    lost); the first and the last point are kept exactly as they are.
+    """
+    import numpy as np
+
+    ys = np.asarray(values, dtype=np.float64).reshape(-1)
+    n = int(ys.size)
+    if n <= max_points:
+        return np.arange(n, dtype=np.float64), ys.copy()
+    inner = ys[1:-1]
+    buckets = max(1, max_points // 2 - 1)
+    width = -(-inner.size // buckets)  # ceil
+    pad = width * buckets - inner.size
+    # the last bucket is padded with NaN, which neither its lowest nor its highest value can be
+    grid = np.concatenate([inner, np.full(pad, np.nan)]).reshape(buckets, width)
+    filled = ~np.all(np.isnan(grid), axis=1)
+    grid, rows = grid[filled], np.nonzero(filled)[0]
+    safe_lo = np.where(np.isnan(grid), np.inf, grid)
+    safe_hi = np.where(np.isnan(grid), -np.inf, grid)
+    i_lo, i_hi = np.argmin(safe_lo, axis=1), np.argmax(safe_hi, axis=1)
+    first, second = np.minimum(i_lo, i_hi), np.maximum(i_lo, i_hi)
+    base = rows * width + 1  # the step number of each bucket's first value
+    xs = np.stack([base + first, base + second], axis=1).reshape(-1)
+    keep = np.ones(xs.size, bool)
+    keep[1::2] = first != second  # a bucket whose lowest is its highest: one point
+    xs = xs[keep]
+    out_x = np.concatenate([[0], xs, [n - 1]]).astype(np.float64)
+    return out_x, ys[out_x.astype(np.int64)]
+
 
 __all__.append("LossHistoryChart")

@@ -12,6 +12,7 @@ learning rate keeps each leaf's dtype.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import contextlib
 import dataclasses
@@ -21,6 +22,7 @@ import functools
 import math
 import sys
 import threading
+import time
 from typing import Any, Callable, Iterable
 
 import ipywidgets
@@ -41,6 +43,7 @@ from .trees import Leaf, TreeError, TreeSummary, describe, path_label
 __all__ = ["StepExplorer"]
 
 _fmt = fmt_number
+MAX_STEPS = 1_000_000  # step(n) at most: history keeps every point's loss
 MAX_BARS = 24  # parameter elements drawn as before/after bars
 SMALL_INPUT = 4  # a 1-D float input of at most this many values gets sliders by default
 
@@ -332,7 +335,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         self.optimizer = optimizer
         self._trainer: TrainingStep | None = None
         self._opt_state: Any = None
-        self._history: list[float] = []
+        self._history = array.array("d")  # 8 bytes a point: a million steps are 8 MB
         self._new_point = True  # the next good step is a newly visited point (else the current one moved)
         self._good_now = False  # the last recompute succeeded (a step can start from here)
         self._initial_leaves = list(self._param_leaves)
@@ -744,6 +747,10 @@ class StepExplorer(TextForm, ipywidgets.VBox):
 
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"step(n) takes a whole number of steps, 0 or more, not {n!r}.")
+        if n > MAX_STEPS:
+            raise ValueError(f"step(n) takes at most {MAX_STEPS:,} steps at a time, not {int(n):,}: each step's "
+                             "loss is kept in `history`, and the run stops at the time budget anyway "
+                             f"(time_budget={self.time_budget}). Call step again to go further.")
         if self._closed:
             return None
         if not self._good_now and self.recompute() is None:
@@ -753,8 +760,10 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             problem = self._check_inputs(lr)
             if problem:
                 return self._fail(problem)
+            deadline = time.monotonic() + self.time_budget if self.time_budget else None
             with _quiet_callbacks(), user_code_budget(self.time_budget):
-                run = self._runner().run(params, self._opt_state, inputs, lr if self._lr_adjustable else None, int(n))
+                run = self._runner().run(params, self._opt_state, inputs, lr if self._lr_adjustable else None, int(n),
+                                         deadline=deadline)
         except TimeBudgetExceeded:
             return self._fail(self._over_budget("The steps"))
         except KeyboardInterrupt:
@@ -764,6 +773,10 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         if run.stopped_loss is not None:
             self._notes.append(f"Stopped after {run.steps} of {int(n)} steps: the next point's loss would be "
                                f"{_fmt(run.stopped_loss)} (the steps diverge). Try a smaller learning rate.")
+        if run.timed_out:
+            self._notes.append(f"Stopped after {run.steps:,} of {int(n):,} steps: the run reached the time budget "
+                               f"({fmt_number(self.time_budget)} s, StepExplorer(..., time_budget=seconds)); the "
+                               "explorer moved to the point it got to. Call step again to go on.")
         if run.steps == 0:
             return self.recompute()
         self._history.extend(run.losses[1:])  # the first is the current point, already recorded
@@ -803,7 +816,7 @@ class StepExplorer(TextForm, ipywidgets.VBox):
                 self._opt_state = self._runner().init(self._params, self._lr)
             except BaseException as err:  # noqa: BLE001 - said in the widget
                 return self._fail(f"The optimizer's init failed: {short_error(err)}")
-        self._history = []
+        self._history = array.array("d")
         self._new_point = True
         self._move_params(self._initial_leaves)
         return self.recompute()

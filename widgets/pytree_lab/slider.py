@@ -5,8 +5,10 @@ given, exactly (0.123456 stays 0.123456, -0.0026 stays -0.0026), until the perso
 slider; only then does the page send the new position. Step and range follow the value's
 scale, ten to the power of its magnitude, so a small initial weight gets a fine step.
 
-A move is sent as a custom message ``{"type": "move", "value": v, "seq": n}``, not as a synced
-trait. ``ack`` (synced to the page) says which move the kernel applied. The page keeps one move
+A move is sent as a custom message ``{"type": "move", "value": v, "seq": n, "view": id}``, not
+as a synced trait. Move numbers are checked: a whole number from 1, at most `MAX_JUMP` past the
+newest move taken and below 2^53, and going forward for each view; a crafted number far ahead
+is refused (never acknowledged), so it cannot lock the slider for later moves. ``ack`` (synced to the page) says which move the kernel applied. The page keeps one move
 in flight: while the last move sent is not acknowledged it holds only the newest position and
 sends it when the ack arrives, so a fast drag costs one page update per round trip, never a
 queue of stale ones, and the final position always goes out. The kernel keeps only the newest
@@ -90,6 +92,15 @@ def short_label(label: str, limit: int = 18) -> str:
     return "…" + tail
 
 
+# A move's number: a whole number from 1, within what JavaScript counts exactly (2^53 - 1), at
+# most MAX_JUMP past the newest move taken (a page numbers its moves from the last ack, so a
+# real page is never more than a few ahead). Per view (its "view" id), numbers only go forward;
+# the newest MAX_VIEWS views are remembered.
+MAX_SEQ = 2**53 - 1
+MAX_JUMP = 1024
+MAX_VIEWS = 16
+
+
 class Slider(PageIntents, anywidget.AnyWidget):
     """A labelled range input for one number; moves from the page arrive as messages.
 
@@ -121,6 +132,8 @@ class Slider(PageIntents, anywidget.AnyWidget):
         self.widened: tuple[float, float] | None = None
         self.moves = 0  # page moves applied (for tests and benchmarks)
         self._pending: tuple[int, float] | None = None
+        self._views: dict[str, int] = {}  # the newest move number of each page view (most recent last)
+        self.refused_moves = 0  # crafted or malformed moves refused (for tests)
         self._flush_scheduled = False
         self.on_msg(self._on_page_message)
 
@@ -145,11 +158,28 @@ class Slider(PageIntents, anywidget.AnyWidget):
             return
         value, seq = content.get("value"), content.get("seq")
         if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-                or isinstance(seq, bool) or not isinstance(seq, int)):
-            log.warning("slider %s: a malformed move from the page was ignored", self.path)
+                or isinstance(seq, bool) or not isinstance(seq, int) or seq < 1):
+            self._refuse_move("a malformed move")
             return
         if seq <= self.ack or (self._pending is not None and seq <= self._pending[0]):
             return  # an older move than one already taken: the newest wins
+        newest = self.ack if self._pending is None else self._pending[0]
+        if seq > MAX_SEQ or seq - newest > MAX_JUMP:
+            # a page numbers its moves one after another from the last ack (slider.js): a number
+            # far ahead is crafted or corrupt. Taking it would push `ack` where the page's next
+            # numbers cannot pass it (past 2^53 a JavaScript number cannot even count on), and
+            # lock this slider for the person; refused, never acknowledged.
+            self._refuse_move(f"a move numbered {seq}, far ahead of the last one ({newest})")
+            return
+        view = content.get("view")
+        if isinstance(view, str) and view:
+            last = self._views.get(view)
+            if last is not None and seq <= last:
+                return  # a view's moves only go forward: a replay of this view's move
+            self._views.pop(view, None)
+            self._views[view] = seq
+            while len(self._views) > MAX_VIEWS:
+                self._views.pop(next(iter(self._views)))
         if not (self.min <= value <= self.max):
             log.warning("slider %s: a move outside [%s, %s] from the page was ignored", self.path, self.min, self.max)
             # still acknowledged (the page waits for the ack before sending its next move, and
@@ -161,6 +191,11 @@ class Slider(PageIntents, anywidget.AnyWidget):
             return
         self._pending = (seq, float(value))
         self._schedule_flush()
+
+    def _refuse_move(self, what: str) -> None:
+        self.refused_moves += 1
+        if self.refused_moves == 1:  # once per slider: a flood of crafted messages logs one line
+            log.warning("slider %s: %s from the page was ignored", self.path, what)
 
     def _schedule_flush(self) -> None:
         """Apply the newest move once the messages already waiting have been read.

@@ -75,6 +75,7 @@ class RunResult(NamedTuple):
     losses: list  # loss at the start of each step taken (len == steps)
     steps: int  # steps taken (fewer than asked when a step was not finite)
     stopped_loss: float | None  # the loss at the point where the loop stopped early, if it did
+    timed_out: bool = False  # the run stopped at its deadline, before n steps
 
 
 # ---------------------------------------------------------------------------------------- optimizer
@@ -471,13 +472,19 @@ class TrainingStep:
 
     __call__ = step
 
-    def run(self, params: Any, opt_state: Any, inputs: dict, learning_rate: Any = None, n: int = 1) -> RunResult:
+    def run(self, params: Any, opt_state: Any, inputs: dict, learning_rate: Any = None, n: int = 1,
+            *, deadline: float | None = None) -> RunResult:
         """`n` steps from `params`, compiled as one loop.
 
         If the loss at some point is not finite (the steps diverged), the run ends at the last
         point before it, the one whose step goes wrong: `steps` says how many were taken and
-        `stopped_loss` the loss at the point that was not entered.
+        `stopped_loss` the loss at the point that was not entered. `deadline` (a
+        `time.monotonic()` time) ends the run where it got to once passed (checked after each
+        chunk of `CHUNK` compiled steps, or each step of a big tree's loop): `timed_out` is then
+        True.
         """
+        import time
+
         import numpy as np
 
         n = int(n)
@@ -495,9 +502,11 @@ class TrainingStep:
         done = 0
         p, s = params, opt_state
         while done < n:
+            if deadline is not None and done and time.monotonic() > deadline:
+                return RunResult(p, s, losses, done, None, True)
             k = min(CHUNK, n - done)
             if not compiled_loop:
-                taken, new_p, new_s, chunk_losses = self._python_loop(p, s, inputs, lr, k)
+                taken, new_p, new_s, chunk_losses = self._python_loop(p, s, inputs, lr, k, deadline)
             else:
                 new_p, new_s, buf = self._run_fn(p, s, inputs, lr, np.int32(k))
                 chunk_losses = np.asarray(buf)[:k].tolist()
@@ -518,14 +527,19 @@ class TrainingStep:
             return RunResult(p, s, losses, done + back, float(chunk_losses[j]))
         return RunResult(p, s, losses, done, None)
 
-    def _python_loop(self, p, s, inputs, lr, k):
+    def _python_loop(self, p, s, inputs, lr, k, deadline=None):
         """The Lite engine's loop (no compiler there) and a big tree's: the same steps one by one,
-        stopping after the first point whose loss is not finite, as the compiled loop does."""
+        stopping after the first point whose loss is not finite, as the compiled loop does (and
+        after the step that passes `deadline`)."""
+        import time
+
         import numpy as np
 
         losses = []
         one = self._lean_one if self.lean else self._one
         for _ in range(k):
+            if deadline is not None and losses and time.monotonic() > deadline:
+                break
             value, p, s = one(p, s, inputs, lr)
             losses.append(float(np.asarray(value)))
             if not math.isfinite(losses[-1]):

@@ -5,7 +5,7 @@
 //   description             the visible label
 //   path                    the full tree path: the title (tooltip) and accessible description
 //   ack                     seq of the last move the kernel applied
-// The page never writes a trait. A move sends {type: "move", value, seq}; the kernel keeps the
+// The page never writes a trait. A move sends {type: "move", value, seq, view}; the kernel keeps the
 // newest. One move is in flight at a time: while the kernel has not acknowledged the last move
 // sent (`ack`), the page keeps only the newest position and sends it the moment the ack arrives,
 // when the person lets go (key up, pointer up), or after HOLD_MS should an ack be lost. A fast
@@ -24,6 +24,7 @@ class Mover {
   constructor(model) {
     this.model = model;
     this.sent = 0; // seq of the last move sent
+    this.view = Math.random().toString(36).slice(2, 12); // this page's id: its moves only go forward
     this.held = null; // the newest position not sent yet (a move is in flight)
     this.timer = null;
     model.on("change:ack", () => this.acked());
@@ -45,7 +46,7 @@ class Mover {
 
   send(/** @type {number} */ v) {
     this.sent = Math.max(this.sent, this.model.get("ack")) + 1;
-    this.model.send({ type: "move", value: v, seq: this.sent });
+    this.model.send({ type: "move", value: v, seq: this.sent, view: this.view });
   }
 
   /** the person let go (key up, pointer up): the newest position goes now, without waiting */
