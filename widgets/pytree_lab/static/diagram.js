@@ -170,7 +170,9 @@ function makeTree({ model, label, columns, rows, counts, className }) {
     name.style.paddingLeft = `${Math.max(0, (r.d || 1) - 1) * 1.1}em`;
     const toggle = h("span", "ptl-toggle", r.leaf ? "" : "▸");
     toggle.setAttribute("aria-hidden", "true");
-    name.append(toggle, h("span", "ptl-key", r.l));
+    // the key is the person's text: isolated, so a right-to-left key does not reorder the row
+    const key = h("bdi", "ptl-key", r.l);
+    name.append(toggle, key);
     line.append(name);
     r.c.forEach((cell, i) => {
       const td = h("span", "ptl-cell");
@@ -472,9 +474,28 @@ function makeTree({ model, label, columns, rows, counts, className }) {
   return api;
 }
 
+/**
+ * Keys typed in the widget stay in it. JupyterLab and Notebook 7 bind single keys in command
+ * mode (b inserts a cell, d d deletes one, m turns it to Markdown, arrows move between cells),
+ * and a read-only box, a radio or a button is not an editor, so the notebook would take them.
+ * lumino runs no shortcut for a target inside `data-lm-suppress-shortcuts` (the documented
+ * opt-out, honoured whether keys are matched while capturing, as in Notebook 7, or bubbling, as
+ * in JupyterLab), and stopping the events at the root keeps the notebook's own listeners out
+ * (ipywidgets' text boxes do the same).
+ * @param {HTMLElement} root
+ */
+function keepKeys(root) {
+  root.setAttribute("data-lm-suppress-shortcuts", "true");
+  // a click on the widget's text or on a locked control focuses the widget, not the notebook
+  if (!root.hasAttribute("tabindex")) root.tabIndex = -1;
+  const stop = (/** @type {Event} */ e) => e.stopPropagation();
+  for (const type of ["keydown", "keypress", "keyup"]) root.addEventListener(type, stop);
+}
+
 /** @param {{model: any, el: HTMLElement}} ctx */
 function render({ model, el }) {
   const wrap = h("div", "ptl-diagram");
+  keepKeys(wrap);
   const msg = h("div", "ptl-message");
   msg.setAttribute("role", "alert");
   const trees = h("div", "ptl-trees");

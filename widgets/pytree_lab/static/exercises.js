@@ -24,7 +24,28 @@
  * }} Model
  */
 
+// Ids and radio-group names are unique per view: each widget loads its own copy of this module,
+// so a module counter alone repeats across widgets (two quizzes would share one radio group).
 let uid = 0;
+const unique = (/** @type {string} */ stem) => `${stem}-${++uid}-${Math.random().toString(36).slice(2, 10)}`;
+
+/**
+ * Keys typed in the widget stay in it. JupyterLab and Notebook 7 bind single keys in command
+ * mode (b inserts a cell, d d deletes one, m turns it to Markdown, arrows move between cells),
+ * and a read-only box, a radio or a button is not an editor, so the notebook would take them.
+ * lumino runs no shortcut for a target inside `data-lm-suppress-shortcuts` (the documented
+ * opt-out, honoured whether keys are matched while capturing, as in Notebook 7, or bubbling, as
+ * in JupyterLab), and stopping the events at the root keeps the notebook's own listeners out
+ * (ipywidgets' text boxes do the same).
+ * @param {HTMLElement} root
+ */
+function keepKeys(root) {
+  root.setAttribute("data-lm-suppress-shortcuts", "true");
+  // a click on the widget's text or on a locked control focuses the widget, not the notebook
+  if (!root.hasAttribute("tabindex")) root.tabIndex = -1;
+  const stop = (/** @type {Event} */ e) => e.stopPropagation();
+  for (const type of ["keydown", "keypress", "keyup"]) root.addEventListener(type, stop);
+}
 
 /** @param {string} tag @param {Record<string, string>} [attrs] @param {string} [text] */
 function h(tag, attrs = {}, text) {
@@ -39,10 +60,31 @@ function h(tag, attrs = {}, text) {
  * `details` (a revealed answer, an explanation) sit inside it and are read with the verdict.
  */
 function liveRegion(...details) {
-  const region = h("div", { class: "ptl-ex-live", role: "status", "aria-live": "polite" });
+  // focusable from script only: where the focus goes when the button that had it is locked
+  const region = h("div", { class: "ptl-ex-live", role: "status", "aria-live": "polite", tabindex: "-1" });
   const status = h("p", { class: "ptl-ex-status" });
   region.append(status, ...details);
   return { region, status };
+}
+
+/**
+ * A button that waits for the kernel stays focusable (aria-disabled, clicks ignored), so the
+ * focus does not fall to <body> while a check runs.
+ * @param {HTMLButtonElement} button @param {boolean} busy
+ */
+function setBusy(button, busy) {
+  button.setAttribute("aria-disabled", String(busy));
+}
+const isBusy = (/** @type {HTMLElement} */ button) => button.getAttribute("aria-disabled") === "true";
+
+/**
+ * Disable a control for good (answered, revealed); if it had the focus, the focus moves to
+ * `next` first (the result), never to <body>.
+ * @param {HTMLInputElement|HTMLButtonElement} control @param {boolean} off @param {HTMLElement} next
+ */
+function lock(control, off, next) {
+  if (off && control.ownerDocument.activeElement === control && !control.disabled) next.focus();
+  control.disabled = off;
 }
 
 /** Re-run `update` when any of `traits` changes; returns the cleanup for render(). */
@@ -63,16 +105,18 @@ function renderCheck(model, root) {
   const solutionBox = h("div", { class: "ptl-ex-solution-box" });
   const solution = h("pre", { class: "ptl-ex-solution", "aria-label": "reference solution" });
   solutionBox.append(h("p", { class: "ptl-ex-solution-title" }, "Reference solution"), solution);
-  button.addEventListener("click", () => model.send({ type: "check" }));
-  reveal.addEventListener("click", () => model.send({ type: "solution" }));
+  button.addEventListener("click", () => { if (!isBusy(button)) model.send({ type: "check" }); });
+  reveal.addEventListener("click", () => { if (!isBusy(reveal)) model.send({ type: "solution" }); });
   root.append(task, button, reveal, region, feedback, solutionBox);
   return watch(model, ["task", "label", "busy", "announcement", "status", "feedback", "solution_available", "solution"], () => {
     task.textContent = model.get("task");
     button.textContent = model.get("label");
-    button.disabled = model.get("busy");
+    setBusy(button, model.get("busy"));
     // offered only after a first check; shown only once Python has revealed it
-    reveal.hidden = !model.get("solution_available") || Boolean(model.get("solution"));
-    reveal.disabled = model.get("busy");
+    const hide = !model.get("solution_available") || Boolean(model.get("solution"));
+    if (hide && reveal.ownerDocument.activeElement === reveal) region.focus();
+    reveal.hidden = hide;
+    setBusy(reveal, model.get("busy"));
     solution.textContent = model.get("solution");
     solutionBox.hidden = !model.get("solution");
     status.textContent = model.get("announcement");
@@ -83,7 +127,7 @@ function renderCheck(model, root) {
 }
 
 function renderPredict(model, root) {
-  const id = `ptl-ex-prediction-${++uid}`;
+  const id = unique("ptl-ex-prediction");
   const prompt = h("label", { class: "ptl-ex-prompt", for: id });
   const input = h("textarea", { id, class: "ptl-ex-input", rows: "3" });
   const button = h("button", { type: "button", class: "ptl-ex-button" }, "Reveal the answer");
@@ -92,7 +136,7 @@ function renderPredict(model, root) {
   // after the reveal: how close was the prediction? (the student's own rating, kept as evidence)
   const rating = h("fieldset", { class: "ptl-ex-rating" });
   rating.append(h("legend", {}, "My prediction was"));
-  const ratingName = `ptl-ex-rating-${uid}`;
+  const ratingName = unique("ptl-ex-rating");
   for (const [value, text] of [["right", "right"], ["partly", "partly right"], ["wrong", "wrong"]]) {
     const label = h("label", { class: "ptl-ex-choice-inline" });
     const radio = h("input", { type: "radio", name: ratingName, value });
@@ -105,6 +149,7 @@ function renderPredict(model, root) {
     model.save_changes();
   });
   button.addEventListener("click", () => {
+    if (isBusy(button) || button.disabled) return;
     // the typed text travels before the intent, on the same channel, so Python sees it first
     model.set("prediction", input.value);
     model.save_changes();
@@ -118,23 +163,37 @@ function renderPredict(model, root) {
     if (input.value !== model.get("prediction")) input.value = model.get("prediction");
     const revealed = model.get("revealed");
     input.readOnly = revealed; // the prediction stays as it was before the answer was seen
-    button.disabled = revealed || model.get("busy");
     status.textContent = model.get("announcement");
     answer.textContent = model.get("answer");
     answer.hidden = !revealed;
+    setBusy(button, model.get("busy"));
+    lock(button, revealed, region); // the focus goes to the revealed answer
     root.dataset.status = revealed ? "revealed" : "";
   });
 }
 
 function renderQuiz(model, root) {
-  const name = `ptl-ex-quiz-${++uid}`;
+  const name = unique("ptl-ex-quiz");
   const fieldset = h("fieldset", { class: "ptl-ex-choices" });
   const legend = h("legend");
   fieldset.append(legend);
   const button = h("button", { type: "button", class: "ptl-ex-button" }, "Check answer");
   const explanation = h("div", { class: "ptl-ex-explanation" });
   const { region, status } = liveRegion(explanation);
-  button.addEventListener("click", () => model.send({ type: "check" }));
+  const check = () => { if (!isBusy(button) && !button.disabled) model.send({ type: "check" }); };
+  button.addEventListener("click", check);
+  // a native radio group: Tab reaches it (the checked choice, else the first), arrow keys move
+  // and choose, Space chooses; Enter answers with the choice made, as in a form
+  fieldset.addEventListener("keydown", (e) => {
+    const radio = /** @type {HTMLInputElement} */ (e.target);
+    if (e.key !== "Enter" || radio.type !== "radio" || radio.disabled) return;
+    e.preventDefault();
+    if (!radio.checked) {
+      radio.checked = true;
+      radio.dispatchEvent(new Event("change", { bubbles: true }));
+    }
+    check();
+  });
   root.append(fieldset, button, region);
   let drawn = "";
   return watch(model, ["question", "choices", "selected", "answered", "correct", "explanation", "announcement", "busy",
@@ -161,14 +220,15 @@ function renderQuiz(model, root) {
     fieldset.querySelectorAll(".ptl-ex-choice").forEach((label, index) => {
       const radio = label.querySelector("input");
       radio.checked = index === model.get("selected");
-      radio.disabled = answered; // locked: the first answer counts
+      lock(radio, answered, region); // locked: the first answer counts
       const note = label.querySelector(".ptl-ex-note");
       note.textContent = answered && notes[index] ? notes[index] : "";
       note.hidden = !note.textContent;
       label.dataset.verdict = !answered ? "" : index === model.get("answer_index") ? "right"
         : index === model.get("selected") ? "chosen-wrong" : "";
     });
-    button.disabled = model.get("busy") || answered;
+    setBusy(button, model.get("busy"));
+    lock(button, answered, region);
     status.textContent = model.get("announcement");
     explanation.textContent = model.get("explanation");
     explanation.hidden = !model.get("answered");
@@ -179,11 +239,11 @@ function renderQuiz(model, root) {
 function renderEvidence(model, root) {
   const button = h("button", { type: "button", class: "ptl-ex-button" });
   const { region, status } = liveRegion();
-  button.addEventListener("click", () => model.send({ type: "save" }));
+  button.addEventListener("click", () => { if (!isBusy(button)) model.send({ type: "save" }); });
   root.append(button, region);
   return watch(model, ["label", "announcement", "busy"], () => {
     button.textContent = model.get("label");
-    button.disabled = model.get("busy");
+    setBusy(button, model.get("busy"));
     status.textContent = model.get("announcement");
   });
 }
@@ -194,6 +254,7 @@ const RENDERERS = { check: renderCheck, predict: renderPredict, quiz: renderQuiz
 function render({ model, el }) {
   const kind = model.get("kind");
   const root = h("section", { class: `ptl-ex ptl-ex-${kind}`, "data-kind": kind });
+  keepKeys(root);
   const title = h("h4", { class: "ptl-ex-title" });
   root.append(title);
   el.append(root);

@@ -12,6 +12,13 @@
  *             readout: string }} Model
  */
 
+// Characters that draw nothing or reorder their neighbours, in a key: shown as escapes
+const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+const visible = (/** @type {string} */ text) => text.replace(INVISIBLE, (ch) => {
+  const code = ch.charCodeAt(0);
+  return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
+});
+
 function h(tag, attrs = {}, text) {
   const node = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
@@ -19,8 +26,27 @@ function h(tag, attrs = {}, text) {
   return node;
 }
 
+/**
+ * Keys typed in the widget stay in it. JupyterLab and Notebook 7 bind single keys in command
+ * mode (b inserts a cell, d d deletes one, m turns it to Markdown, arrows move between cells),
+ * and a read-only box, a radio or a button is not an editor, so the notebook would take them.
+ * lumino runs no shortcut for a target inside `data-lm-suppress-shortcuts` (the documented
+ * opt-out, honoured whether keys are matched while capturing, as in Notebook 7, or bubbling, as
+ * in JupyterLab), and stopping the events at the root keeps the notebook's own listeners out
+ * (ipywidgets' text boxes do the same).
+ * @param {HTMLElement} root
+ */
+function keepKeys(root) {
+  root.setAttribute("data-lm-suppress-shortcuts", "true");
+  // a click on the widget's text or on a locked control focuses the widget, not the notebook
+  if (!root.hasAttribute("tabindex")) root.tabIndex = -1;
+  const stop = (/** @type {Event} */ e) => e.stopPropagation();
+  for (const type of ["keydown", "keypress", "keyup"]) root.addEventListener(type, stop);
+}
+
 function render({ model, el }) {
   const root = h("div", { class: "ptl-packed" });
+  keepKeys(root);
   const readout = h("p", { class: "ptl-packed-readout", role: "status", "aria-live": "polite" });
   el.append(root);
   const choose = (layout, kind, key) => { model.set("selected", { layout, kind, key }); model.save_changes(); };
@@ -33,7 +59,7 @@ function render({ model, el }) {
       const row = h("div", { class: "ptl-packed-row", role: "group", "aria-label": `${layout.name} packed vector` });
       for (const pos of layout.positions) {
         const cell = h("button", { type: "button", class: "ptl-packed-cell", "data-position": String(pos.i),
-                                   title: pos.label, "aria-pressed": "false" });
+                                   title: visible(pos.label), "aria-pressed": "false" });
         cell.append(h("span", { class: "ptl-packed-index" }, String(pos.i)), h("span", { class: "ptl-packed-value" }, pos.value));
         cell.addEventListener("click", () => choose(li, "position", pos.i));
         row.append(cell);
@@ -44,13 +70,14 @@ function render({ model, el }) {
       box.append(row, h("h4", {}, "leaves (flatten order) and their elements"));
       for (const leaf of layout.leaves) {
         const line = h("div", { class: "ptl-packed-leaf" });
-        const name = h("button", { type: "button", class: "ptl-packed-leafname", "data-path": leaf.path, "aria-pressed": "false" },
-                       `${layout.name}${leaf.path}`);
+        const name = h("button", { type: "button", class: "ptl-packed-leafname", "data-path": leaf.path, "aria-pressed": "false" });
+        name.append(layout.name, h("bdi", {}, visible(leaf.path)));
         name.addEventListener("click", () => choose(li, "leaf", leaf.path));
         line.append(name);
         for (const element of leaf.elements) {
-          line.append(h("span", { class: "ptl-packed-element", "data-label": element.label, "data-position": String(element.i) },
-                        `${element.label.slice(layout.name.length)} → ${element.i}`));
+          const span = h("span", { class: "ptl-packed-element", "data-label": element.label, "data-position": String(element.i) });
+          span.append(h("bdi", {}, visible(element.label.slice(layout.name.length))), ` → ${element.i}`);
+          line.append(span);
         }
         if (leaf.hidden > 0) {
           line.append(h("span", { class: "ptl-packed-more" }, `… ${leaf.hidden.toLocaleString("en")} more elements`));

@@ -78,6 +78,46 @@ function h(tag, cls, text) {
   return el;
 }
 
+/**
+ * Keys typed in the widget stay in it. JupyterLab and Notebook 7 bind single keys in command
+ * mode (b inserts a cell, d d deletes one, m turns it to Markdown, arrows move between cells),
+ * and a read-only box, a radio or a button is not an editor, so the notebook would take them.
+ * lumino runs no shortcut for a target inside `data-lm-suppress-shortcuts` (the documented
+ * opt-out, honoured whether keys are matched while capturing, as in Notebook 7, or bubbling, as
+ * in JupyterLab), and stopping the events at the root keeps the notebook's own listeners out
+ * (ipywidgets' text boxes do the same).
+ * @param {HTMLElement} root
+ */
+function keepKeys(root) {
+  root.setAttribute("data-lm-suppress-shortcuts", "true");
+  // a click on the widget's text or on a locked control focuses the widget, not the notebook
+  if (!root.hasAttribute("tabindex")) root.tabIndex = -1;
+  const stop = (/** @type {Event} */ e) => e.stopPropagation();
+  for (const type of ["keydown", "keypress", "keyup"]) root.addEventListener(type, stop);
+}
+
+// Characters that draw nothing or reorder their neighbours (controls, bidi overrides and
+// isolates, zero-width): shown as escapes, as Python shows them (_format.visible)
+const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+const ESCAPES = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
+const visible = (/** @type {string} */ text) => text.replace(INVISIBLE, (ch) => ESCAPES[ch] ||
+  (ch.charCodeAt(0) < 0x100 ? `\\x${ch.charCodeAt(0).toString(16).padStart(2, "0")}` : `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`));
+
+/**
+ * A label into `node` with each name of the person's isolated (<bdi>): `وزن[0]` shows `وزن`
+ * then `[0]`, not `[0]وزن`. Our own syntax (`/` between keys, `[0]`, `[0,1]` indices) stays
+ * outside the isolates; the text content is the label, unchanged.
+ * @param {HTMLElement} node @param {string} text
+ */
+function isolatedLabel(node, text) {
+  node.replaceChildren();
+  for (const part of visible(text).split(/(\/|\[[0-9, ]*\])/)) {
+    if (!part) continue;
+    if (part === "/" || /^\[[0-9, ]*\]$/.test(part)) node.append(part);
+    else node.append(h("bdi", "", part));
+  }
+}
+
 /** A readout with the value's own digits (up to 6 significant), never the step's rounding. */
 function fmt(v) {
   if (v === null || v === undefined) return "not finite";
@@ -92,6 +132,7 @@ function render({ model, el }) {
   // each widget loads its own copy of this module, so a module counter would repeat across sliders
   const id = `ptl-slider-${model.model_id ?? ""}-${++uid}-${Math.random().toString(36).slice(2, 10)}`;
   const root = h("div", "ptl-slider");
+  keepKeys(root);
   const label = h("label", "ptl-slider-label");
   label.htmlFor = id;
   const input = /** @type {HTMLInputElement} */ (h("input", "ptl-slider-input"));
@@ -113,9 +154,9 @@ function render({ model, el }) {
 
   const update = () => {
     const path = model.get("path") || model.get("description");
-    label.textContent = model.get("description");
-    root.title = path;
-    input.setAttribute("aria-description", path);
+    isolatedLabel(label, model.get("description"));
+    root.title = visible(path);
+    input.setAttribute("aria-description", visible(path));
     const lo = model.get("min"), hi = model.get("max"), step = model.get("step");
     // order matters: the range first, so the value is not clamped by a stale min/max
     if (lo !== null) input.min = String(lo);
@@ -142,6 +183,13 @@ function render({ model, el }) {
   // letting go ends a drag: the position held for the ack goes out at once (one round trip to
   // the final value, not one plus the wait for the ack)
   for (const ev of ["keyup", "pointerup", "pointercancel"]) input.addEventListener(ev, () => mover.letGo());
+  // A click on the thumb leaves the slider focused, so arrow keys go on from where the mouse
+  // left it: a notebook's own mouse handling (Notebook 7) may move the focus to the cell after
+  // the press; the focus comes back once the click is over.
+  input.addEventListener("click", () => {
+    if (document.activeElement !== input) input.focus({ preventScroll: true });
+    setTimeout(() => { if (document.activeElement !== input && root.isConnected) input.focus({ preventScroll: true }); }, 0);
+  });
 
   const events = ["change:value", "change:min", "change:max", "change:step", "change:ack",
                   "change:description", "change:path"];

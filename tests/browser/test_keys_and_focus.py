@@ -1,0 +1,280 @@
+"""Keys and focus stay inside pytree-lab widgets, in a real JupyterLab (issue 18, section 2).
+
+Typing in any widget (a revealed prediction's read-only box, a quiz, a rating, a slider, the
+diagram, the packed view, a button, a locked choice) never reaches the notebook's command
+mode: the notebook keeps its cells, their types and their sources. Radio groups and ids are
+unique per widget; a quiz answers from the keyboard alone and the focus never falls to <body>.
+"""
+
+import pytest
+
+from .harness import Timeouts
+
+pytestmark = pytest.mark.browser
+
+CELLS = [
+    # 0
+    """\
+import jax.numpy as jnp
+import pytree_lab
+from pytree_lab.course import check_button, grad_structure_quiz, lesson_prediction
+from pytree_lab.slider import Slider
+prompt = lesson_prediction("which_weight_changes_more")
+prompt""",
+    # 1, 2: two quizzes on one page
+    "quiz_a = grad_structure_quiz()\nquiz_a",
+    "quiz_b = grad_structure_quiz()\nquiz_b",
+    # 3
+    "s = Slider(1.0, description='x', min=-2.0, max=6.0, step=0.5)\ns",
+    # 4
+    """\
+params = {"w": jnp.array([1.0, 2.0]), "b": jnp.array(0.5)}
+diagram = pytree_lab.PytreeDiagram(params)
+diagram""",
+    # 5
+    """\
+view = pytree_lab.PackedView(params, layouts={"(w, b)": (params["w"], params["b"])})
+view""",
+    # 6
+    'button = check_button("grad_over_flat_params", lambda: None)\nbutton',
+    # 7: a Markdown-like marker: the last cell, so a new cell or a deleted one changes the count
+    "'end'",
+]
+
+# What a student types by accident or habit: every single-key command-mode shortcut that edits
+# the notebook (insert above/below, delete, cut, paste, to Markdown / raw / code, undo, merge)
+LEAK_KEYS = ["b", "a", "d", "d", "m", "r", "y", "x", "c", "v", "z", "Shift+M", "1", "Escape", "d", "d"]
+
+
+@pytest.fixture(scope="module")
+def keys_nb(open_module_nb):
+    nb = open_module_nb(CELLS, wait_for=".ptl-packed")
+    outputs = nb.panel.locator(".jp-CodeCell .jp-OutputArea")
+    outputs.nth(4).locator('[role="treeitem"]').first.wait_for()
+    return nb, outputs
+
+
+def cells(nb) -> list:
+    """(type, source) of every cell of the notebook, from the page's own notebook model."""
+    return nb.page.evaluate(
+        """(path) => {
+          for (const w of window.jupyterapp.shell.widgets('main')) {
+            if (w.context && w.context.path === path && w.content && w.content.model) {
+              const cells = w.content.model.cells, out = [];
+              for (let i = 0; i < cells.length; i++) out.push([cells.get(i).type, cells.get(i).sharedModel.getSource()]);
+              return out;
+            }
+          }
+          return null;
+        }""",
+        nb.path,
+    )
+
+
+def type_keys(page) -> None:
+    for key in LEAK_KEYS:
+        page.keyboard.press(key)
+
+
+def assert_cells_kept(nb, before, where: str) -> None:
+    after = cells(nb)
+    assert after == before, f"keys typed in {where} changed the notebook: {before} -> {after}"
+
+
+def focus_inside(locator) -> bool:
+    return locator.evaluate("(root) => root.contains(document.activeElement) && document.activeElement !== document.body")
+
+
+def test_keys_typed_in_every_widget_leave_the_notebook_as_it_was(keys_nb):
+    nb, outputs = keys_nb
+    page = nb.page
+    before = cells(nb)
+    assert len(before) == len(CELLS) and all(kind == "code" for kind, _ in before)
+
+    # the prediction: typed text is the student's; after the reveal its box is read-only
+    prompt = outputs.nth(0).locator(".ptl-ex")
+    box = prompt.locator("textarea")
+    box.click()
+    page.keyboard.type("bd dm")
+    nb.wait_for_value("prompt.prediction", "bd dm")
+    prompt.get_by_role("button", name="Reveal the answer").click()
+    nb.kernel.wait_for("prompt.revealed", lambda v: v is True)
+    box.click()
+    type_keys(page)
+    assert_cells_kept(nb, before, "the revealed prediction's read-only box")
+    assert nb.value("prompt.prediction") == "bd dm"  # read-only: the keys changed nothing
+    # the rating, shown after the reveal
+    prompt.get_by_label("partly right").click()
+    nb.wait_for_value("prompt.self_rating", "partly")
+    type_keys(page)
+    assert_cells_kept(nb, before, "the rating")
+    # the locked Reveal button and the prompt's own text
+    prompt.locator(".ptl-ex-title").click()
+    type_keys(page)
+    assert_cells_kept(nb, before, "the prediction's title")
+
+    # a quiz choice, then the same choice once the quiz is answered (disabled)
+    quiz = outputs.nth(1).locator(".ptl-ex")
+    quiz.locator('input[type="radio"]').nth(1).click()
+    nb.wait_for_value("quiz_a.selected", 1)
+    type_keys(page)
+    assert_cells_kept(nb, before, "a quiz choice")
+    quiz.get_by_role("button", name="Check answer").click()
+    nb.kernel.wait_for("quiz_a.answered", lambda v: v is True)
+    quiz.locator(".ptl-ex-choice").nth(0).click(force=True)  # a locked choice
+    type_keys(page)
+    assert_cells_kept(nb, before, "a locked quiz choice")
+
+    # the slider: letters do not move it; the notebook does not see them
+    handle = outputs.nth(3).locator('input[type="range"]')
+    handle.focus()
+    type_keys(page)
+    assert_cells_kept(nb, before, "the slider")
+    assert nb.value("s.value") == 1.0
+
+    # the diagram: a row, then its header text
+    diagram = outputs.nth(4)
+    diagram.locator('[role="treeitem"]').first.click()
+    type_keys(page)
+    assert_cells_kept(nb, before, "a diagram row")
+    diagram.locator(".ptl-head").click(force=True)
+    type_keys(page)
+    assert_cells_kept(nb, before, "the diagram's header")
+
+    # the packed view's position buttons
+    outputs.nth(5).locator(".ptl-packed-cell").first.click()
+    type_keys(page)
+    assert_cells_kept(nb, before, "the packed view")
+
+    # a check button, focused, and its task text
+    check = outputs.nth(6).locator(".ptl-ex")
+    check.get_by_role("button", name="Check my answer").focus()
+    type_keys(page)
+    check.locator(".ptl-ex-task").click()
+    type_keys(page)
+    assert_cells_kept(nb, before, "a check button")
+
+    # the notebook itself still answers its shortcuts: the test's keys do reach it from a cell
+    nb.panel.locator(".jp-Cell").nth(7).locator(".jp-InputPrompt").click()
+    page.keyboard.press("Escape")
+    page.keyboard.press("b")
+    page.wait_for_function(
+        "([path, n]) => [...window.jupyterapp.shell.widgets('main')].some("
+        "w => w.context && w.context.path === path && w.content.model.cells.length === n)",
+        arg=[nb.path, len(CELLS) + 1], timeout=Timeouts.ms(Timeouts.ROUND_TRIP),
+    )
+    page.keyboard.press("d")
+    page.keyboard.press("d")
+    page.wait_for_function(
+        "([path, n]) => [...window.jupyterapp.shell.widgets('main')].some("
+        "w => w.context && w.context.path === path && w.content.model.cells.length === n)",
+        arg=[nb.path, len(CELLS)], timeout=Timeouts.ms(Timeouts.ROUND_TRIP),
+    )
+    assert_cells_kept(nb, before, "the notebook (b then d d, typed in command mode)")
+
+
+def test_ids_and_radio_groups_are_unique_per_widget(keys_nb):
+    nb, outputs = keys_nb
+    ids = nb.panel.evaluate("(p) => [...p.querySelectorAll('.ptl-ex [id], .ptl-slider [id]')].map(e => e.id)")
+    assert len(ids) >= 2 and len(ids) == len(set(ids))
+    # every label points at the control of its own widget
+    for_targets = nb.panel.evaluate(
+        """(p) => [...p.querySelectorAll('.ptl-ex label[for], .ptl-slider label[for]')].map(l => {
+             const target = document.getElementById(l.htmlFor);
+             const root = l.closest('.ptl-ex, .ptl-slider');
+             return target !== null && root.contains(target);
+           })"""
+    )
+    assert for_targets and all(for_targets)
+    names = [outputs.nth(i).locator('input[type="radio"]').evaluate_all("rs => [...new Set(rs.map(r => r.name))]")
+             for i in (1, 2)]
+    assert len(names[0]) == 1 and len(names[1]) == 1 and names[0] != names[1]
+
+
+def test_a_quiz_answers_from_the_keyboard_alone(keys_nb):
+    nb, outputs = keys_nb
+    page = nb.page
+    quiz = outputs.nth(2).locator(".ptl-ex")  # quiz_b, not answered yet
+    other = outputs.nth(1).locator('input[type="radio"]')
+    other_checked = other.evaluate_all("rs => rs.map(r => r.checked)")
+    before = cells(nb)
+    radios = quiz.locator('input[type="radio"]')
+    n = radios.count()
+    assert n >= 3
+
+    # Tab reaches the group: from the quiz's question, the first choice takes the focus
+    quiz.locator("legend").click()
+    page.keyboard.press("Tab")
+    assert radios.nth(0).evaluate("r => r === document.activeElement")
+    page.keyboard.press("Space")
+    nb.wait_for_value("quiz_b.selected", 0)
+    # arrows move between the choices and choose, within this quiz only
+    page.keyboard.press("ArrowDown")
+    nb.wait_for_value("quiz_b.selected", 1)
+    page.keyboard.press("ArrowDown")
+    nb.wait_for_value("quiz_b.selected", 2)
+    page.keyboard.press("ArrowUp")
+    assert nb.wait_for_value("quiz_b.selected", 1) == 1
+    assert radios.nth(1).evaluate("r => r === document.activeElement && r.checked")
+    assert other.evaluate_all("rs => rs.map(r => r.checked)") == other_checked  # the other quiz kept its choice
+    assert_cells_kept(nb, before, "a quiz driven by the arrow keys")
+
+    # Enter answers with the choice made; the focus goes to the verdict, not to <body>
+    page.keyboard.press("Enter")
+    nb.kernel.wait_for("quiz_b.answered", lambda v: v is True)
+    assert nb.value("quiz_b.selected") == 1
+    page.wait_for_function("(el) => el.querySelector('button').disabled", arg=quiz.element_handle())
+    assert focus_inside(quiz)
+    assert quiz.locator(".ptl-ex-live").evaluate("r => r === document.activeElement")
+    assert_cells_kept(nb, before, "a quiz answered with Enter")
+
+
+def test_check_and_reveal_keep_the_focus(keys_nb, open_nb):
+    nb = open_nb(
+        [
+            "from pytree_lab.course import grad_structure_quiz, lesson_prediction\n"
+            "q = grad_structure_quiz()\nq",
+            'p = lesson_prediction("which_weight_changes_more")\np',
+        ],
+        wait_for=".ptl-ex-predict",
+    )
+    page = nb.page
+    quiz = nb.panel.locator(".ptl-ex-quiz")
+    quiz.locator('input[type="radio"]').nth(0).focus()
+    page.keyboard.press("Space")
+    nb.wait_for_value("q.selected", 0)
+    page.keyboard.press("Tab")
+    button = quiz.get_by_role("button", name="Check answer")
+    assert button.evaluate("b => b === document.activeElement")
+    page.keyboard.press("Space")
+    nb.kernel.wait_for("q.answered", lambda v: v is True)
+    page.wait_for_function("(b) => b.disabled", arg=button.element_handle())
+    assert focus_inside(quiz)
+
+    prompt = nb.panel.locator(".ptl-ex-predict")
+    prompt.locator("textarea").click()
+    page.keyboard.type("weight[0]")
+    page.keyboard.press("Tab")
+    reveal = prompt.get_by_role("button", name="Reveal the answer")
+    assert reveal.evaluate("b => b === document.activeElement")
+    page.keyboard.press("Enter")
+    nb.kernel.wait_for("p.revealed", lambda v: v is True)
+    page.wait_for_function("(b) => b.disabled", arg=reveal.element_handle())
+    assert focus_inside(prompt)
+    assert nb.value("p.prediction") == "weight[0]"
+
+
+def test_click_on_the_slider_then_arrows_move_it(keys_nb):
+    nb, outputs = keys_nb
+    page = nb.page
+    handle = outputs.nth(3).locator('input[type="range"]')
+    nb.run("s.value = 1.0")
+    page.wait_for_function("(el) => el.value === '1'", arg=handle.element_handle())
+    box = handle.bounding_box()
+    # the thumb of 1.0 on [-2, 6]: 3/8 of the way along the track
+    page.mouse.click(box["x"] + box["width"] * 3 / 8, box["y"] + box["height"] / 2)
+    assert handle.evaluate("el => el === document.activeElement")
+    start = nb.value("s.value")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowRight")
+    assert nb.wait_for_value("s.value", start + 1.0) == start + 1.0
