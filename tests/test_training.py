@@ -474,8 +474,15 @@ def test_lite_engine_refuses_optax_and_jax_refuses_lite_optimizers():
     ts = TrainingStep(lesson.lesson_loss, lambda lr: optax.adam(lr), engine=eng)
     with pytest.raises(OptimizerError, match="needs JAX"):
         ts.init(lesson_params(), 0.1)
-    with pytest.raises(OptimizerError, match="use optax itself"):
+    with pytest.raises(OptimizerError, match="use optax itself") as refused:
         TrainingStep(lesson.lesson_loss, lite_optax.adam(0.1))
+    # it says what to install, not only what is wrong
+    assert "pip install optax" in str(refused.value) and 'pip install "pytree-lab[jax]"' in str(refused.value)
+    # a function of the rate that builds a Lite optimizer (the notebooks' browser fallback, run
+    # in a JAX kernel without optax) is refused as it is built, before any step runs
+    ts = TrainingStep(lesson.lesson_loss, lambda lr: lite_optax.adam(lr))
+    with pytest.raises(OptimizerError, match=r"use optax itself.*pip install optax"):
+        ts.init(lesson_params(), 0.1)
 
 
 def test_lite_optimizers_run_in_a_kernel_without_jax():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import tomllib
+import re
 import zipfile
 
 import pytest
@@ -29,7 +29,10 @@ from .conftest import (
 
 pytestmark = pytest.mark.browser
 
-PROJECT_VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+# The one version source (pyproject.toml's version is dynamic, read from it by hatchling).
+PROJECT_VERSION = re.search(
+    r'^__version__ = "([^"]+)"', (ROOT / "widgets" / "pytree_lab" / "__init__.py").read_text(), re.M
+).group(1)
 PYODIDE_CORE = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_stdlib.zip", "pyodide-lock.json")
 
 

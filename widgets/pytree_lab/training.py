@@ -133,6 +133,16 @@ def _replace_at(state: Any, path: tuple, fn: Callable[[Any], Any]) -> Any:
     return type(state)(items)
 
 
+# A JAX kernel never runs the Lite engine's optimizers (they step plain numpy trees, not traced
+# arrays): the fallback `from pytree_lab.compat import optax` is for the browser kernel only.
+_LITE_OPTIMIZER_UNDER_JAX = (
+    "This is the Lite engine's optimizer (pytree_lab.compat.optax, for the browser kernel), and this "
+    "kernel runs JAX: use optax itself. Install it with `pip install optax` (or "
+    "`pip install \"pytree-lab[jax]\"`, which brings JAX and optax), restart the kernel, then "
+    "`import optax`."
+)
+
+
 def _is_lite_transformation(opt: Any) -> bool:
     return bool(getattr(opt, "__pytree_lab_lite__", False))
 
@@ -168,10 +178,7 @@ class _Optimizer:
                     "`from pytree_lab.compat import optax`, then optimizer=optax.adam(0.1)."
                 )
             if not self.lite and probe is not None and _is_lite_transformation(probe):
-                raise OptimizerError(
-                    "This is a Lite-engine optimizer (pytree_lab.compat.optax); with JAX use optax itself "
-                    "(`import optax`)."
-                )
+                raise OptimizerError(_LITE_OPTIMIZER_UNDER_JAX)
         self.inject_paths: list[tuple] = []
         self.inspected = False
 
@@ -194,6 +201,8 @@ class _Optimizer:
                     "kernel). The Lite engine has sgd, momentum and adam with optax's update rules: "
                     "`from pytree_lab.compat import optax`."
                 )
+            if not self.lite and _is_lite_transformation(opt):
+                raise OptimizerError(_LITE_OPTIMIZER_UNDER_JAX)
             return opt
         return self.transformation
 

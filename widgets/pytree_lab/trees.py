@@ -397,6 +397,33 @@ def _has_array_attrs(node: Any) -> bool:
         raise _Unreadable("attributes", err) from err
 
 
+def _flatten_one_level_with_path(tu: Any, node: Any) -> list[tuple[tuple, Any]]:
+    """[(keypath, child), ...] of one level of a registered node: each child is a leaf.
+
+    `is_leaf` says "not a leaf" to the root only: children are leaves, the node itself too if it
+    is its own child (a cycle the walk reports; JAX's flatten would recurse until the interpreter
+    gives up). Some JAX versions (0.4.30) walk the tree twice inside `tree_flatten_with_path`
+    (a `tree_flatten`, then the key paths), so "the first call is the root" is not enough: a
+    single-walk `tree_flatten` counts the children first, and then every (children + 1)-th call,
+    the first of each walk, is the root's.
+    """
+    calls = [0]
+
+    def first_call_only(x: Any) -> bool:
+        calls[0] += 1
+        return calls[0] != 1
+
+    period = len(tu.tree_flatten(node, is_leaf=first_call_only)[0]) + 1
+    seen = [0]
+
+    def root_of_each_walk(x: Any) -> bool:
+        i = seen[0]
+        seen[0] += 1
+        return i % period != 0
+
+    return tu.tree_flatten_with_path(node, is_leaf=root_of_each_walk)[0]
+
+
 def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | None:
     """(kind, type_name, [(path_piece, label, display_rank, child), ...]) in JAX order; None for a leaf.
 
@@ -437,15 +464,7 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
         # too, if it is its own child: that cycle is found by the walk, not inside JAX's flatten,
         # whose recursion would exhaust the interpreter).
         stage = "flatten"
-        first = [True]
-
-        def one_level(x: Any) -> bool:
-            if first[0]:
-                first[0] = False
-                return False
-            return True
-
-        flat, _ = tu.tree_flatten_with_path(node, is_leaf=one_level)
+        flat = _flatten_one_level_with_path(tu, node)
         if len(flat) == 1 and flat[0][0] == () and flat[0][1] is node:
             return None
         stage = "keys"

@@ -1,0 +1,115 @@
+"""The package as a release ships it: sdist and wheel built from this checkout with `python -m build`
+(the wheel is built from the sdist, so the sdist is proven complete), then their metadata read back.
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import re
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+REPO = Path(__file__).resolve().parents[1]
+VERSION = re.search(r'^__version__ = "([^"]+)"', (REPO / "widgets/pytree_lab/__init__.py").read_text(), re.M).group(1)
+
+
+@pytest.fixture(scope="module")
+def dist(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist")
+    run = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(REPO)],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    return out
+
+
+@pytest.fixture(scope="module")
+def wheel(dist) -> zipfile.ZipFile:
+    (whl,) = dist.glob("pytree_lab-*.whl")
+    return zipfile.ZipFile(whl)
+
+
+@pytest.fixture(scope="module")
+def metadata(wheel) -> email.message.Message:
+    return email.message_from_bytes(wheel.read(f"pytree_lab-{VERSION}.dist-info/METADATA"),
+                                    policy=email.policy.compat32)
+
+
+def test_artifacts_are_named_by_the_one_version(dist):
+    assert sorted(p.name for p in dist.iterdir()) == [
+        f"pytree_lab-{VERSION}-py3-none-any.whl", f"pytree_lab-{VERSION}.tar.gz"]
+    # pyproject.toml reads the version from __init__.py instead of writing it a second time
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert 'dynamic = ["version"]' in pyproject
+    assert not re.search(r"^version\s*=", pyproject, re.M)
+
+
+def test_wheel_carries_the_mit_license(wheel, metadata):
+    assert metadata["Version"] == VERSION
+    assert metadata["License-Expression"] == "MIT"
+    assert metadata.get_all("License-File") == ["LICENSE"]
+    shipped = wheel.read(f"pytree_lab-{VERSION}.dist-info/licenses/LICENSE").decode()
+    assert shipped == (REPO / "LICENSE").read_text()
+    assert shipped.startswith("MIT License\n") and "WITHOUT WARRANTY OF ANY KIND" in shipped
+
+
+def test_wheel_is_typed_and_classified(wheel, metadata):
+    assert wheel.read("pytree_lab/py.typed") == b""
+    classifiers = metadata.get_all("Classifier")
+    for c in ("Typing :: Typed", "Framework :: Jupyter", "Framework :: Jupyter :: JupyterLab :: 4",
+              "Intended Audience :: Education", "Programming Language :: Python :: 3.10",
+              "Programming Language :: Python :: 3.13"):
+        assert c in classifiers
+    urls = dict(u.split(", ", 1) for u in metadata.get_all("Project-URL"))
+    assert set(urls) == {"Homepage", "Documentation", "Source", "Issues", "Changelog"}
+    assert all(u.startswith("https://") for u in urls.values())
+    assert metadata["Requires-Python"] == ">=3.10"
+
+
+def test_requirements_have_floors_and_no_caps(metadata):
+    reqs = [Requirement(r) for r in metadata.get_all("Requires-Dist")]
+    runtime = {r.name: str(r.specifier) for r in reqs if r.marker is None}
+    assert runtime == {"anywidget": ">=0.11", "ipywidgets": ">=8.1", "bqplot": ">=0.13", "numpy": ">=1.24"}
+    jax_extra = {r.name: str(r.specifier) for r in reqs if r.marker and r.marker.evaluate({"extra": "jax"})
+                 and not r.marker.evaluate({"extra": "dev"})}
+    # the documented install runs the course: the lessons use optax's Adam
+    assert jax_extra == {"jax": ">=0.4.30", "optax": ">=0.2.3"}
+    assert not [str(r) for r in reqs if any(s.operator in ("<", "<=") for s in r.specifier)
+                and r.name in ("anywidget", "ipywidgets", "bqplot", "numpy", "jax", "optax")]
+
+
+def test_sdist_has_license_changelog_and_metadata(dist):
+    (sdist,) = dist.glob("*.tar.gz")
+    root = f"pytree_lab-{VERSION}"
+    with tarfile.open(sdist) as tar:
+        names = set(tar.getnames())
+        for name in ("LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml",
+                     "widgets/pytree_lab/py.typed", "widgets/pytree_lab/__init__.py", "PKG-INFO"):
+            assert f"{root}/{name}" in names
+        pkg_info = email.message_from_bytes(tar.extractfile(f"{root}/PKG-INFO").read(),
+                                            policy=email.policy.compat32)
+    assert pkg_info["License-File"] == "LICENSE" and pkg_info["Version"] == VERSION
+
+
+def test_readme_images_render_on_pypi(metadata):
+    """PyPI shows the README from the metadata, away from the repository: images need absolute URLs."""
+    description = metadata.get_payload()
+    images = re.findall(r"!\[[^\]]*\]\(([^)\s]+)", description) + re.findall(r'<img[^>]+src="([^"]+)"', description)
+    assert images, "the README shows the explorer"
+    assert [u for u in images if not u.startswith("https://")] == []
+    # and the image is the one in this checkout
+    assert "https://raw.githubusercontent.com/pytree-lab/pytree-lab/main/docs/explorer.png" in images
+    assert (REPO / "docs/explorer.png").is_file()
+    assert metadata["Description-Content-Type"] == "text/markdown"
+
+
+def test_changelog_names_the_current_version_or_unreleased():
+    text = (REPO / "CHANGELOG.md").read_text()
+    assert text.startswith("# Changelog\n")
+    assert re.search(rf"^## \[{re.escape(VERSION)}\]", text, re.M)
