@@ -204,3 +204,62 @@ def test_after_a_million_steps_a_slider_move_sends_a_bounded_message(monkeypatch
     sent.clear()
     ex.step(10)
     assert len(ex.history) == 1_000_011 and sum(sent) < 400_000
+
+
+# ---------------------------------------------------------------------------------------- page writes
+def _page_writes(widget, state: dict) -> None:
+    """The comm message a page (a stale view, a crafted message) sends to write traits."""
+    widget._handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}},
+                        "buffers": []})
+
+
+def test_the_page_cannot_write_the_explorers_kernel_owned_parts():
+    from pytree_lab._intent import page_writes_refused
+    from pytree_lab.explorer import _descendants
+
+    ex = StepExplorer()
+    children = list(ex.children)
+    status, bars_y = ex.status.value, np.array(ex.chart_view.bars.y)
+    y_min, y_max = ex.chart_view.y_scale.min, ex.chart_view.y_scale.max
+    _page_writes(ex, {"children": [], "layout": None, "_dom_classes": []})
+    _page_writes(ex.status, {"value": "<b>hacked</b>"})
+    _page_writes(ex.chart_view.bars, {"y": [[0, 0, 0], [9, 9, 9]], "x": ["a", "b", "c"], "colors": ["red"]})
+    _page_writes(ex.chart_view.y_scale, {"min": 100.0, "max": 200.0})
+    _page_writes(ex.step_button, {"description": "Delete everything", "disabled": True})
+    _page_writes(ex.controls, {"children": []})
+    _page_writes(ex.children[2], {"children": []})
+    _page_writes(ex.calculation, {"value": "<i>wrong numbers</i>"})
+    _page_writes(ex.history_view.line, {"y": [1e9]})
+    _page_writes(ex.chart, {"marks": [], "axes": [], "title": "x"})
+    assert list(ex.children) == children and len(ex.controls.children) == 4
+    assert ex.status.value == status and "hacked" not in ex.status.value
+    np.testing.assert_array_equal(np.array(ex.chart_view.bars.y), bars_y)
+    assert (ex.chart_view.y_scale.min, ex.chart_view.y_scale.max) == (y_min, y_max)
+    assert ex.step_button.description == "Step" and not ex.step_button.disabled
+    assert "wrong numbers" not in ex.calculation.value and ex.chart.marks == [ex.chart_view.bars]
+    assert page_writes_refused(ex.chart_view.bars) == {"y": 1, "x": 1, "colors": 1}
+    assert ex.refused_page_writes == {"children": 1, "layout": 1, "_dom_classes": 1}
+    # intents still work: ticking the checkbox, clicking a bar (selects its leaf everywhere)
+    _page_writes(ex.fixed_range_box, {"value": True})
+    assert ex.chart_view.fixed_range is True
+    _page_writes(ex.chart_view.bars, {"selected": [2]})
+    assert ex.selected_path == "['bias']" and ex.diagram.selected_path == "['bias']"
+    # and the explorer still works as before: a move, a step
+    ex.sliders["bias"].value = 1.0
+    assert float(ex.result.grads["bias"]) == pytest.approx(2 * (1 + 1 - 3))
+    built = _descendants(ex)
+    ex.close()
+    assert len(built) > 30 and all(w.comm is None for w in built)
+
+
+def test_close_closes_every_widget_built_even_after_the_page_tried_to_empty_it():
+    from pytree_lab.explorer import _descendants
+
+    ex = StepExplorer(optimizer=__import__("optax").adam(0.1))
+    ex.history_view.set_log(True)  # a widget made after construction: the log scale
+    built = _descendants(ex) + [ex.history_view.y_log, ex.history_view.y_linear]
+    _page_writes(ex, {"children": []})
+    _page_writes(ex.children[2], {"children": []})
+    ex.children = []  # even emptied from Python
+    ex.close()
+    assert all(w.comm is None for w in built), [type(w).__name__ for w in built if w.comm is not None]

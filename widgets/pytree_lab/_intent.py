@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from typing import ClassVar
 
-__all__ = ["PageIntents"]
+__all__ = ["PageIntents", "refuse_page_writes", "page_writes_refused"]
 
 log = logging.getLogger("pytree_lab.page")
 _logged: set[tuple[str, str]] = set()
@@ -58,3 +58,41 @@ class PageIntents:
                 _logged.add((cls, name))
                 log.info("%s: the page tried to write %r, which only the kernel writes; kept the kernel's value "
                          "(the page may write: %s)", cls, name, ", ".join(sorted(self._page_intents)) or "nothing")
+
+
+def refuse_page_writes(widget, intents=frozenset()):
+    """The same rule for a stock widget pytree-lab builds (an ipywidgets box, HTML, button,
+    checkbox; a bqplot figure, mark, scale or axis): the page may write only `intents`
+    (a checkbox's `value`, a mark's click `selected`), every other write is refused, logged
+    once per class and trait, and the kernel's value is sent back. Returns the widget."""
+    if isinstance(widget, PageIntents) or widget.__dict__.get("_page_guarded"):
+        return widget
+    allowed = frozenset(intents)
+    own = type(widget).set_state
+
+    def set_state(sync_data: dict) -> None:
+        kept = {k: v for k, v in sync_data.items() if k in allowed}
+        refused = [k for k in sync_data if k not in allowed]
+        if refused:
+            counts = widget.__dict__.setdefault("_refused_page_writes", {})
+            cls = type(widget).__name__
+            for name in refused:
+                counts[name] = counts.get(name, 0) + 1
+                if (cls, name) not in _logged:
+                    _logged.add((cls, name))
+                    log.info("%s: the page tried to write %r, which only the kernel writes; kept the kernel's "
+                             "value (the page may write: %s)", cls, name, ", ".join(sorted(allowed)) or "nothing")
+        if kept:
+            own(widget, kept)
+        known = [k for k in refused if k in getattr(widget, "keys", ())]
+        if known:
+            widget.send_state(known)
+
+    widget.set_state = set_state
+    widget.__dict__["_page_guarded"] = True
+    return widget
+
+
+def page_writes_refused(widget) -> dict:
+    """How many page writes `widget` refused, per trait ({} when none)."""
+    return dict(widget.__dict__.get("_refused_page_writes", {}))

@@ -142,6 +142,7 @@ class LossHistoryChart:
 
     def __init__(self, title: str = "Loss at each step", *, log: bool = False):
         self.log = log
+        self.on_new_widget: Callable | None = None  # told of a widget made later (the log scale)
         self.history: list[float] = []
         self.x_scale = bqplot.LinearScale(min=0.0, max=1.0)
         self.y_linear = bqplot.LinearScale(min=0.0, max=1.0)
@@ -207,6 +208,8 @@ class LossHistoryChart:
         use_log = self.log and lo > 0
         if use_log and self.y_log is None:
             self.y_log = bqplot.LogScale(min=1e-3, max=1.0)
+            if self.on_new_widget is not None:
+                self.on_new_widget(self.y_log)
         scale = self.y_log if use_log else self.y_linear
         if use_log:
             y_min = 10 ** math.floor(math.log10(lo))

@@ -30,6 +30,7 @@ import traitlets
 
 from . import lesson
 from ._budget import TimeBudgetExceeded, user_code_budget
+from ._intent import PageIntents, refuse_page_writes
 from ._text import TextForm
 from .calculation import WorkedCalculation, fmt_number, fmt_value
 from .chart import BeforeAfterChart, LossHistoryChart
@@ -217,7 +218,24 @@ def _type_hint(params: Any, leaf: Leaf, obj: Any) -> str:
             "marked static=[...]).")
 
 
-class StepExplorer(TextForm, ipywidgets.VBox):
+def _page_intents_of(widget: ipywidgets.Widget) -> frozenset:
+    """What the page may write on a stock part the explorer builds: a checkbox's tick and a bqplot
+    mark's click selection or hovered point; nothing else (children, text, bar heights, scales,
+    labels, layouts and styles are the kernel's)."""
+    import bqplot
+
+    if isinstance(widget, ipywidgets.Checkbox):
+        return frozenset({"value"})
+    if isinstance(widget, bqplot.Mark):
+        return frozenset({"selected", "hovered_point"})
+    return frozenset()
+
+
+def _guard(widget: ipywidgets.Widget) -> ipywidgets.Widget:
+    return refuse_page_writes(widget, _page_intents_of(widget))
+
+
+class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
     """Move a slider, watch one gradient step: loss, gradient tree, updated parameters.
 
     `loss_fn(params, **inputs)` is any scalar loss; with no arguments the explorer is the
@@ -408,6 +426,13 @@ class StepExplorer(TextForm, ipywidgets.VBox):
             self.diagram,
             self.calculation,
         ]
+
+        # ---- the page writes intents only: every widget built here refuses page writes of
+        # kernel-owned state (children, text, bar heights, scales, labels); close() closes them all
+        self._built = _descendants(self)
+        for widget in self._built:
+            _guard(widget)
+        self.history_view.on_new_widget = self._adopt
 
         # ---- links: one selection everywhere
         traitlets.link((self, "selected_path"), (self.diagram, "selected_path"))
@@ -1273,15 +1298,24 @@ class StepExplorer(TextForm, ipywidgets.VBox):
         self.selected_path = path
 
     # ------------------------------------------------------------------ lifetime
+    def _adopt(self, widget: ipywidgets.Widget) -> None:
+        """A widget made after construction (the loss line's log scale): guarded and closed with the rest."""
+        _guard(widget)
+        self._built.append(widget)
+
     @_one_at_a_time
     def close(self) -> None:
-        """Close the explorer and every widget inside it (sliders, chart parts, diagram, views)."""
+        """Close the explorer and every widget it built (sliders, chart parts, diagram, views),
+        whatever its children are now."""
         self._closed = True
         if self._views_timer is not None:
             self._views_timer.cancel()
+            self._views_timer = None
+        self._views_due = None
         with contextlib.suppress(Exception):
             self.history_view.close()  # its log scale is not reachable while the linear one is shown
-        for widget in _descendants(self):
+        built = list(self.__dict__.get("_built", ()))
+        for widget in built + _descendants(self):
             if widget is not self:
                 with contextlib.suppress(Exception):
                     widget.close()
