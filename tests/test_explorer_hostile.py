@@ -263,3 +263,143 @@ def test_close_closes_every_widget_built_even_after_the_page_tried_to_empty_it()
     ex.children = []  # even emptied from Python
     ex.close()
     assert all(w.comm is None for w in built), [type(w).__name__ for w in built if w.comm is not None]
+
+
+# ---------------------------------------------------------------------------------------- optimizer blame
+def _opt_loss(p, x, target):
+    return (jnp.dot(p["weight"], x) + p["bias"] - target) ** 2
+
+
+def _start():
+    return {"weight": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)}
+
+
+def _inputs():
+    return {"x": jnp.array([2.0, 1.0]), "target": jnp.array(3.0)}
+
+
+def _transformation(init, update):
+    import optax
+
+    return optax.GradientTransformation(init, update)
+
+
+def nan_moment():
+    import jax
+
+    def init(p):
+        return {"m": jax.tree.map(lambda x: jnp.full_like(x, jnp.nan), p)}
+
+    def update(g, s, p=None):
+        return jax.tree.map(lambda a, m: -0.1 * a + m, g, s["m"]), s
+
+    return _transformation(init, update)
+
+
+def inf_after_two_steps():
+    import jax
+    import optax
+
+    def init(p):
+        return {"n": jnp.zeros((), jnp.int32)}
+
+    def update(g, s, p=None):
+        scale = jnp.where(s["n"] >= 2, jnp.inf, 0.1)
+        return jax.tree.map(lambda a: -scale * a, g), {"n": s["n"] + 1}
+
+    return optax.GradientTransformation(init, update)
+
+
+def reshaping():
+    import jax
+    import optax
+
+    return _transformation(lambda p: optax.EmptyState(),
+                           lambda g, s, p=None: (jax.tree.map(lambda a: jnp.stack([a, a]), g), s))
+
+
+def dropping_a_leaf():
+    import optax
+
+    return _transformation(lambda p: optax.EmptyState(), lambda g, s, p=None: ({"weight": g["weight"]}, s))
+
+
+def exiting():
+    import optax
+
+    def update(g, s, p=None):
+        sys.exit(1)
+
+    return _transformation(lambda p: optax.EmptyState(), update)
+
+
+def raising_keyboard_interrupt_free():
+    import optax
+
+    def update(g, s, p=None):
+        raise _StrRaises()
+
+    return _transformation(lambda p: optax.EmptyState(), update)
+
+
+import sys  # noqa: E402
+
+
+@pytest.mark.parametrize("make, words", [
+    (nan_moment, ["The optimizer's state holds NaN at state['m']['bias'] (nan_moment)", "the optimizer is at fault",
+                  "not the loss or the learning rate"]),
+    (reshaping, ["The optimizer's update (reshaping) changed the shape of params['bias']: its update has shape (2,) "
+                 "where the parameter has ()"]),
+    (dropping_a_leaf, ["The optimizer's update (dropping_a_leaf) returned updates shaped as",
+                       "not as the params"]),
+    (exiting, ["The optimizer's update (exiting) failed: SystemExit: 1.", "The optimizer is at fault here"]),
+    (raising_keyboard_interrupt_free, ["The optimizer's update (raising_keyboard_interrupt_free) failed: _StrRaises."]),
+])
+def test_optimizer_failures_are_blamed_on_the_optimizer_by_name(make, words):
+    import html
+
+    ex = StepExplorer(_opt_loss, _start(), _inputs(), optimizer=make())
+    text = html.unescape(_alert(ex))
+    for w in words:
+        assert w in text, text
+    assert "The loss" not in text and "smaller learning rate" not in text
+    # nothing worked yet: never "the last good step is still shown"
+    assert "last good step" not in text and "No step has worked yet, so none is shown." in text
+    assert ex.result is None and ex.step(5) is None and ex.history == []
+    assert "The loss" not in html.unescape(_alert(ex))
+    ex.close()
+
+
+def test_an_optimizer_that_goes_wrong_later_is_blamed_and_the_last_good_step_stays():
+    import html
+
+    ex = StepExplorer(_opt_loss, _start(), _inputs(), optimizer=inf_after_two_steps())
+    assert ex.result is not None
+    ex.step(1)
+    good = ex.result
+    assert ex.step(1) is None  # the state after this step says n = 3: the next update is infinite
+    text = html.unescape(_alert(ex))
+    assert "(inf_after_two_steps) of params['bias'] is not finite although the gradient is" in text
+    assert "the optimizer is at fault" in text and "The last good step is still shown." in text
+    assert ex.result is good and ex.history == pytest.approx([4.0, good.loss])
+
+
+@pytest.mark.parametrize("init, words", [
+    (lambda p: (x for x in [1, 2]), "The optimizer's init (<lambda>) returned a state holding generator at state"),
+    (lambda p: sys.exit(2), "The optimizer's init (<lambda>) failed: SystemExit: 2."),
+    (lambda p: {"m": "text"}, "returned a state holding str at state['m']"),
+])
+def test_an_optimizer_whose_init_fails_is_refused_with_its_name(init, words):
+    from pytree_lab.training import OptimizerError
+
+    opt = _transformation(init, lambda g, s, p=None: (g, s))
+    with pytest.raises(OptimizerError) as caught:
+        StepExplorer(_opt_loss, _start(), _inputs(), optimizer=opt)
+    # named by the function that built it (here this test: the update is a lambda made inside it)
+    assert words.replace("<lambda>", "test_an_optimizer_whose_init_fails_is_refused_with_its_name") in str(caught.value)
+    assert "loss" not in str(caught.value).split("not the loss")[0]
+    # a real optax optimizer still works afterwards
+    import optax
+
+    ex = StepExplorer(_opt_loss, _start(), _inputs(), optimizer=optax.sgd(0.05))
+    np.testing.assert_allclose(np.asarray(ex.result.updated["weight"]), [1.4, -0.8], rtol=1e-6)

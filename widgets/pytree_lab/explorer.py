@@ -44,6 +44,8 @@ from .trees import Leaf, TreeError, TreeSummary, describe, path_label
 __all__ = ["StepExplorer"]
 
 _fmt = fmt_number
+# the sentences that promise the last good step, dropped when there is none
+_NO_LAST_GOOD = __import__("re").compile(r"(?:;\s*|\s*\b)[Tt]he last good step (?:stays on screen|is still shown)\.")
 MAX_STEPS = 1_000_000  # step(n) at most: history keeps every point's loss
 MAX_BARS = 24  # parameter elements drawn as before/after bars
 SMALL_INPUT = 4  # a 1-D float input of at most this many values gets sliders by default
@@ -840,7 +842,8 @@ class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
             try:
                 self._opt_state = self._runner().init(self._params, self._lr)
             except BaseException as err:  # noqa: BLE001 - said in the widget
-                return self._fail(f"The optimizer's init failed: {short_error(err)}")
+                return self._fail(error_text(err) if isinstance(err, OptimizerError)
+                                  else f"The optimizer's init failed: {short_error(err)}")
         self._history = array.array("d")
         self._new_point = True
         self._move_params(self._initial_leaves)
@@ -1025,7 +1028,7 @@ class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
     def _over_budget(self, what: str) -> str:
         return (f"{what} stopped: the loss (or prediction_fn) ran for more than {fmt_number(self.time_budget)} s "
                 "of its own Python code, which usually means an endless loop. The last good step stays on "
-                "screen; fix the loss and call set_loss, or give StepExplorer(..., time_budget=seconds) "
+                "screen. Fix the loss and call set_loss, or give StepExplorer(..., time_budget=seconds) "
                 "for a loss that is just slow (None: no limit).")
 
     def _prediction_failed(self, params: Any, inputs: dict) -> str:
@@ -1040,8 +1043,10 @@ class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
 
     def _explain(self, err: BaseException) -> str:
         """The step's error in the lesson's terms, with the original error after it."""
+        if isinstance(err, OptimizerError):  # the optimizer's own failure, named (training.py)
+            return error_text(err)
         text = short_error(err)
-        name = type(err).__name__
+        name = error_name(err)
         hint = ""
         if name in ("ConcretizationTypeError", "TracerBoolConversionError", "TracerIntegerConversionError",
                     "TracerArrayConversionError"):
@@ -1087,16 +1092,52 @@ class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
         if not math.isfinite(result.loss):
             return (f"The loss is {result.loss} for these values, so this step is not shown; "
                     "the last good step stays on screen.")
+        eng = self.engine
         for name, tree in (("grads", result.grads), ("updated", result.updated)):
-            flat, _ = self.engine.tree_flatten_with_path(tree)
+            flat, _ = eng.tree_flatten_with_path(tree)
             for path, leaf in flat:
                 if not np.all(np.isfinite(np.asarray(leaf))):
-                    return (f"{name}{self.engine.keystr(path)} is not finite (overflow or NaN) for these values; "
+                    if name == "updated" and self.optimizer is not None:
+                        blame = self._optimizer_blame(result, path)
+                        if blame:
+                            return blame
+                    return (f"{name}{eng.keystr(path)} is not finite (overflow or NaN) for these values; "
                             "try a smaller learning rate. The last good step is still shown.")
+        return ""
+
+    def _optimizer_blame(self, result: StepResult, path: tuple) -> str:
+        """Why `updated` is not finite when the gradient is: the optimizer's state or its update."""
+        import numpy as np
+
+        from .training import optimizer_name
+
+        eng = self.engine
+        name = optimizer_name(self.optimizer)
+        for which, state in (("state", getattr(result, "opt_state", None)),
+                             ("state after this step", getattr(result, "opt_state_after", None))):
+            if state is None:
+                continue
+            for spath, leaf in eng.tree_flatten_with_path(state)[0]:
+                a = np.asarray(leaf)
+                if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
+                    bad = a.ravel()[~np.isfinite(a.ravel())][0]
+                    bad_text = "NaN" if np.isnan(bad) else ("Inf" if np.real(bad) > 0 else "-Inf")
+                    return (f"The optimizer's {which} holds {bad_text} at state{eng.keystr(spath)} ({name}), so its "
+                            f"update of params{eng.keystr(path)} is not finite: the optimizer is at fault, not the "
+                            "loss or the learning rate (the gradients are finite). Check its init and update. "
+                            "The last good step is still shown.")
+        updates = getattr(result, "updates", None)
+        if updates is not None:
+            return (f"The optimizer's update ({name}) of params{eng.keystr(path)} is not finite although the "
+                    "gradient is: the optimizer is at fault (a division by zero, an overflow in its rule), "
+                    "not the loss. The last good step is still shown.")
         return ""
 
     def _fail(self, text: str) -> None:
         self._good_now = False
+        if self.__dict__.get("_last_good") is None:  # no step has worked yet: nothing "stays on screen"
+            text = _NO_LAST_GOOD.sub("", text).rstrip()
+            text = (text if text.endswith((".", ")")) else text + ".") + " No step has worked yet, so none is shown."
         # notes queued for this step are said with its failure, not later beside another step
         notes, self._notes = self._notes, []
         if notes:

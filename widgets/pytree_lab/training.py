@@ -54,6 +54,54 @@ class OptimizerError(ValueError):
     """An optimizer that cannot be used here (said in the lesson's terms)."""
 
 
+def optimizer_name(optimizer: Any) -> str:
+    """A short name for an optimizer in a message: the function that built it (`exiting`, `adam`,
+    `chain`), a factory's name, or its type."""
+    target = getattr(optimizer, "update", None) if _is_transformation(optimizer) else optimizer
+    qual = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
+    if not isinstance(qual, str):
+        return type(optimizer).__name__
+    name = qual.split(".<locals>")[0]
+    module = getattr(target, "__module__", "") or ""
+    if name == "<lambda>":
+        return "optimizer=lambda …"
+    return f"optax's {name}" if module.split(".")[0] == "optax" else name
+
+
+def _passes(err: BaseException) -> bool:
+    """Errors that are not the optimizer's to own: an interrupt, a time budget running out."""
+    from ._budget import TimeBudgetExceeded
+
+    return isinstance(err, (KeyboardInterrupt, TimeBudgetExceeded, OptimizerError))
+
+
+def _err_text(err: BaseException) -> str:
+    try:
+        text = str(err)
+    except BaseException:  # noqa: BLE001 - a __str__ that raises
+        text = ""
+    name = type(err).__name__
+    text = text if isinstance(text, str) else ""
+    return f"{name}: {text[:300]}" if text else name
+
+
+def _bad_state_leaf(state: Any, engine: Engine) -> str:
+    """The path and type of the first state leaf that is not a number or an array, or ""."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():  # JAX warns that it takes a generator as one leaf: it is said below
+            warnings.simplefilter("ignore")
+            flat, _ = engine.tree_flatten_with_path(state)
+    except BaseException as err:  # noqa: BLE001 - a state JAX cannot even flatten
+        return f"something JAX cannot flatten ({_err_text(err)})"
+    for path, leaf in flat:
+        if isinstance(leaf, (bool, int, float, complex)) or (hasattr(leaf, "dtype") and hasattr(leaf, "shape")):
+            continue
+        return f"{type(leaf).__name__} at state{engine.keystr(path)}"
+    return ""
+
+
 @dataclass(frozen=True)
 class TrainingResult(StepResult):
     """One step with an optimizer: `StepResult` plus the optimizer's side of it.
@@ -181,6 +229,7 @@ class _Optimizer:
                 raise OptimizerError(_LITE_OPTIMIZER_UNDER_JAX)
         self.inject_paths: list[tuple] = []
         self.inspected = False
+        self.name = optimizer_name(optimizer) if optimizer is not None else "none"
 
     def inspect(self, state: Any) -> None:
         """Find where an inject_hyperparams state keeps a learning rate (known once a state exists)."""
@@ -288,7 +337,19 @@ class TrainingStep:
             transformation = opt.make(learning_rate)
         else:
             transformation = opt.transformation
-        state = self._strong(transformation.init(params))
+        try:
+            state = transformation.init(params)
+        except BaseException as err:  # noqa: BLE001 - the optimizer's own code: said as its failure
+            if _passes(err):
+                raise
+            raise OptimizerError(f"The optimizer's init ({opt.name}) failed: {_err_text(err)}. The optimizer "
+                                 "is at fault here, not the loss or the learning rate.") from None
+        bad = _bad_state_leaf(state, self.engine)
+        if bad:
+            raise OptimizerError(f"The optimizer's init ({opt.name}) returned a state holding {bad}: an optimizer "
+                                 "state is a tree of arrays (as optax's init returns), which the compiled step "
+                                 "can carry from one step to the next.")
+        state = self._strong(state)
         if opt.kind == "transformation":
             opt.inspect(state)
         return state
@@ -330,9 +391,40 @@ class TrainingStep:
                 return inject._replace(hyperparams=hp)
 
             state = _replace_at(state, opt.inject_paths[0], set_lr)
-        updates, new_state = transformation.update(grads, state, params)
+        try:
+            updates, new_state = transformation.update(grads, state, params)
+        except BaseException as err:  # noqa: BLE001 - the optimizer's own code: said as its failure
+            if _passes(err):
+                raise
+            raise OptimizerError(f"The optimizer's update ({opt.name}) failed: {_err_text(err)}. The optimizer "
+                                 "is at fault here, not the loss or the learning rate.") from None
+        self._check_updates(params, updates)
         updated = self._apply_updates(params, updates)
         return updates, updated, new_state
+
+    def _check_updates(self, params: Any, updates: Any) -> None:
+        """Updates must have the params' structure and shapes (apply_updates would broadcast)."""
+        import numpy as np
+
+        eng = self.engine
+        name = self._opt.name
+        try:
+            p_flat, p_def = eng.tree_flatten_with_path(params)
+            u_leaves, u_def = eng.tree_flatten(updates)
+        except BaseException as err:  # noqa: BLE001
+            if _passes(err):
+                raise
+            raise OptimizerError(f"The optimizer's update ({name}) returned updates JAX cannot flatten "
+                                 f"({_err_text(err)}).") from None
+        if u_def != p_def:
+            raise OptimizerError(f"The optimizer's update ({name}) returned updates shaped as {u_def}, not as the "
+                                 f"params ({p_def}): updates must have the params' structure, one leaf per parameter.")
+        for (path, p), u in zip(p_flat, u_leaves):
+            if np.shape(u) != np.shape(p):
+                raise OptimizerError(
+                    f"The optimizer's update ({name}) changed the shape of params{eng.keystr(path)}: its update "
+                    f"has shape {tuple(np.shape(u))} where the parameter has {tuple(np.shape(p))}. Updates must "
+                    "have the params' shapes (optax.apply_updates would broadcast them into new parameters).")
 
     def _apply_updates(self, params: Any, updates: Any) -> Any:
         if self.engine.is_lite:
