@@ -587,58 +587,210 @@ def source_date_epoch() -> int:
         return 315532800  # 1980-01-01, the zip epoch
 
 
-def check_output_dir(output_dir: Path) -> None:
-    """Refuse an output folder this build did not make (or that holds files it did not write).
+# Files a static host needs beside the site (GitHub Pages: a custom domain, no Jekyll). An
+# output folder holding only these (and empty folders) is accepted; they are kept.
+HOST_FILES = ("CNAME", ".nojekyll", "robots.txt", "_headers", "_redirects", "404.html")
+STAGING_PREFIX = "-building-"  # .{output folder's name}-building-XXXX beside the output folder
+STAGING_OWNER = ".pytree-lab-staging.json"  # in every staging folder: which process made it
 
-    Allowed: a missing folder, an empty folder, or a folder whose marker lists exactly its
-    files with their sha256 (a site made by this build and left as it was).
+
+def check_output_path(output_dir: Path) -> None:
+    """Refuse output folders that are not a site's own place: the filesystem root, the home
+    folder, the checkout or one holding it, the course's own content folder."""
+    resolved = output_dir.resolve()
+    if resolved == Path(resolved.anchor):
+        raise BuildError(f"--output-dir {output_dir} is the filesystem's root; choose a new folder for the site")
+    for what, place in (("this checkout", ROOT), ("your home folder", Path.home()), ("the current folder", Path.cwd())):
+        try:
+            place = place.resolve()
+        except OSError:
+            continue
+        if resolved == place or resolved in place.parents:
+            raise BuildError(f"--output-dir {output_dir} is {what} or holds it; the site needs a folder of its own "
+                             "(e.g. lite_build/_output or a new folder)")
+    if resolved == ROOT / "content" or ROOT / "content" in resolved.parents:
+        raise BuildError(f"--output-dir {output_dir} is inside the course's content/ folder; choose another folder")
+
+
+def read_marker(marker: Path) -> dict[str, str]:
+    """The files an earlier build wrote ({relative path: sha256}), or BuildError naming the
+    marker when it is not what this build writes."""
+    problem = None
+    try:
+        data = json.loads(marker.read_text(encoding="utf-8"))
+        files = data.get("files") if isinstance(data, dict) else None
+        if not isinstance(files, dict):
+            problem = "it has no list of files"
+        elif not all(isinstance(k, str) and isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v)
+                     and k and not k.startswith("/") and ".." not in k.split("/") for k, v in files.items()):
+            problem = "its list of files is not paths with sha256 digests"
+    except (OSError, ValueError) as err:
+        problem = f"it is not readable JSON ({type(err).__name__})"
+    if problem:
+        raise BuildError(f"{marker} is not a marker this build wrote ({problem}); nothing was changed: move the "
+                         "folder away or choose another --output-dir")
+    return files
+
+
+def check_output_dir(output_dir: Path) -> list[str]:
+    """Check the output folder can take a new site; return what in it is to be kept.
+
+    Allowed: a missing folder; a folder holding only host files (HOST_FILES) and empty folders;
+    a site an earlier build made (its marker lists the files it wrote, with their sha256), with
+    anything else put in it since (a CNAME, a .nojekyll, a folder of the host's). Everything the
+    earlier build did not write is kept: it moves into the new site unchanged. Refused: a file
+    the build wrote that was edited since, a kept entry where the new site has a file, any other
+    non-empty folder. A refusal looks no further than the first entry it cannot accept.
     """
+    if output_dir.is_symlink():
+        raise BuildError(f"the output path {output_dir} is a symbolic link; give the folder it points to, or another --output-dir")
     if not output_dir.exists():
-        return
+        return []
     if not output_dir.is_dir():
         raise BuildError(f"the output path {output_dir} is a file, not a folder; choose another --output-dir")
-    present = sorted(p.relative_to(output_dir).as_posix() for p in output_dir.rglob("*") if not p.is_dir())
-    if not present:
-        return
     marker = output_dir / MARKER_NAME
-    if not marker.is_file():
+    if not marker.is_file() or marker.is_symlink():
+        kept = []
+        with os.scandir(output_dir) as entries:
+            for entry in entries:
+                if entry.is_symlink() or not (entry.name in HOST_FILES and entry.is_file()
+                                              or entry.is_dir() and _is_empty(entry.path)):
+                    raise BuildError(
+                        f"{output_dir} is not empty and was not made by this build (no {MARKER_NAME}; it holds "
+                        f"{entry.name!r}); nothing was changed: choose an empty or new --output-dir")
+                kept.append(entry.name + ("/" if entry.is_dir() else ""))
+        return sorted(kept)
+    written = read_marker(marker)
+    folders = {"/".join(rel.split("/")[:i]) for rel in written for i in range(1, rel.count("/") + 1)}
+    kept, changed = [], []
+
+    def walk(folder: str, rel: str) -> None:
+        with os.scandir(folder) as entries:
+            found = list(entries)
+        for entry in found:
+            path = rel + entry.name
+            if path == MARKER_NAME:
+                continue
+            if entry.is_symlink():
+                kept.append(path)
+            elif entry.is_dir():
+                if path in folders:
+                    walk(entry.path, path + "/")
+                else:
+                    kept.append(path + "/")  # not the build's: kept whole, not walked
+            elif path in written:
+                if sha256_file(Path(entry.path)) != written[path]:
+                    changed.append(path)
+            else:
+                kept.append(path)
+
+    walk(str(output_dir), "")
+    if changed:
+        listed = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
         raise BuildError(
-            f"{output_dir} is not empty and was not made by this build (no {MARKER_NAME}); "
-            "nothing was changed: choose an empty or new --output-dir"
-        )
-    try:
-        written = json.loads(marker.read_text())["files"]
-    except (ValueError, KeyError, TypeError):
-        raise BuildError(f"{marker} is unreadable; nothing was changed: move the folder away or choose another --output-dir") from None
-    foreign = [rel for rel in present if rel != MARKER_NAME and rel not in written]
-    changed = [rel for rel, digest in written.items()
-               if (output_dir / rel).is_file() and sha256_file(output_dir / rel) != digest]
-    if foreign or changed:
-        listed = ", ".join((foreign + changed)[:5]) + (" ..." if len(foreign) + len(changed) > 5 else "")
-        raise BuildError(
-            f"{output_dir} holds files this build did not write or that changed since ({listed}); "
-            "nothing was changed: move them away or choose another --output-dir"
-        )
+            f"{output_dir} holds files this build wrote that changed since ({listed}); "
+            "nothing was changed: move them away (or restore them) and build again")
+    return sorted(kept)
 
 
-def write_marker(site: Path) -> None:
-    files = {p.relative_to(site).as_posix(): sha256_file(p)
-             for p in sorted(site.rglob("*")) if p.is_file() and p.name != MARKER_NAME}
+def _is_empty(folder: str) -> bool:
+    with os.scandir(folder) as it:
+        return next(it, None) is None
+
+
+def write_marker(site: Path, kept: tuple = ()) -> None:
+    """The list of files this build wrote in `site` (kept entries are not the build's)."""
+    skip = {k.rstrip("/") for k in kept}
+
+    def ours(rel: str) -> bool:
+        return not any(rel == k or rel.startswith(k + "/") for k in skip)
+
+    files = {rel: sha256_file(p) for p in sorted(site.rglob("*"))
+             if p.is_file() and not p.is_symlink() and p.name != MARKER_NAME
+             and ours(rel := p.relative_to(site).as_posix())}
     (site / MARKER_NAME).write_text(json.dumps({"made_by": "pytree-lab lite_build/build.py", "files": files},
                                                indent=0, sort_keys=True) + "\n")
 
 
-def swap_in(staged: Path, output_dir: Path, scratch: Path) -> None:
-    """Put the finished site at output_dir; an earlier site there (checked) goes only now."""
+def swap_in(staged: Path, output_dir: Path, scratch: Path) -> list[str]:
+    """Put the finished site at output_dir, carrying over what the earlier folder held that no
+    build wrote (checked again now: someone may have written into it during the build); the
+    earlier site's own files go only now. Returns the entries kept."""
     output_dir.parent.mkdir(parents=True, exist_ok=True)
-    if output_dir.exists():
-        check_output_dir(output_dir)  # again: someone may have written into it during the build
-        old = scratch / "previous-site"
-        os.replace(output_dir, old)
+    if not output_dir.exists():
         os.replace(staged, output_dir)
-        shutil.rmtree(old)
+        return []
+    kept = check_output_dir(output_dir)
+    clashes = [k for k in kept if os.path.lexists(staged / k.rstrip("/"))]
+    if clashes:
+        raise BuildError(f"{output_dir} holds {', '.join(clashes[:5])}, which the new site also has; nothing was "
+                         "changed: move them away and build again")
+    moved = []
+    try:
+        for k in kept:
+            rel = k.rstrip("/")
+            (staged / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(output_dir / rel, staged / rel)
+            moved.append(rel)
+    except OSError:
+        for rel in moved:  # put back what moved; the earlier site stays as it was
+            os.replace(staged / rel, output_dir / rel)
+        raise
+    old = scratch / "previous-site"
+    os.replace(output_dir, old)
+    os.replace(staged, output_dir)
+    late = check_output_dir(old) if (old / MARKER_NAME).is_file() else []
+    if late:  # written in the instant between the check and the move: never deleted
+        keep = output_dir.parent / f"{output_dir.name}-previous-{os.getpid()}"
+        os.replace(old, keep)
+        log(f"  files written into the earlier site during the swap are kept in {keep}")
     else:
-        os.replace(staged, output_dir)
+        shutil.rmtree(old)
+    return kept
+
+
+def remove_stale_staging(output_dir: Path) -> list[str]:
+    """Remove staging folders that earlier builds of this output folder left when they were
+    killed: only folders holding this build's owner file, whose process is gone."""
+    removed = []
+    prefix = f".{output_dir.name}{STAGING_PREFIX}"
+    try:
+        with os.scandir(output_dir.parent) as found:
+            entries = list(found)
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(prefix) or entry.is_symlink() or not entry.is_dir():
+            continue
+        owner = Path(entry.path) / STAGING_OWNER
+        try:
+            info = json.loads(owner.read_text())
+            pid, host = int(info["pid"]), info["host"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # not a folder this build made: left alone
+        if host != os.uname().nodename or _alive(pid):
+            continue
+        size = sum(p.stat().st_size for p in Path(entry.path).rglob("*") if p.is_file() and not p.is_symlink())
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(f"{entry.name} ({human(size)})")
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def user_paths(message: str, mapping: dict[str, str]) -> str:
+    """A message with each staged path replaced by the user's own file it came from."""
+    for staged, source in sorted(mapping.items(), key=lambda kv: -len(kv[0])):
+        message = message.replace(staged, source)
+    return message
 
 
 def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = None,
@@ -653,6 +805,7 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         raise BuildError("--lean drops the sources the bytecode replaces: it needs the bytecode build")
     from jupyterlite_pyodide_kernel.constants import PYODIDE_CDN_URL
 
+    check_output_path(output_dir)
     check_tool_versions()
     output_dir = output_dir.resolve()
     check_output_dir(output_dir)
@@ -668,7 +821,11 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
     CACHE.mkdir(parents=True, exist_ok=True)
     output_dir.parent.mkdir(parents=True, exist_ok=True)
     # next to the output folder, so the finished site moves in with a rename
-    stage = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}-building-", dir=output_dir.parent))
+    for removed in remove_stale_staging(output_dir):
+        log(f"  removed {removed}: left by a build that was stopped")
+    stage = Path(tempfile.mkdtemp(prefix=f".{output_dir.name}{STAGING_PREFIX}", dir=output_dir.parent))
+    (stage / STAGING_OWNER).write_text(json.dumps({"pid": os.getpid(), "host": os.uname().nodename}))
+    paths = {}  # staged path -> the user's file, for messages
     try:
         log(f"pytree-lab JupyterLite build -> {output_dir}")
         pyodide_dir = stage / "static" / "pyodide"
@@ -709,6 +866,7 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         files_dir = stage / "files"
         setup_cells = {}
         for src, rel in notebooks:
+            paths[str(files_dir / rel)] = str(src)
             setup_cells[rel] = stage_notebook(src, files_dir / rel)
         check_staged_notebooks(files_dir, [rel for _, rel in notebooks])
         files_dir.mkdir(exist_ok=True)
@@ -750,9 +908,13 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         manifest["bytecode"] = bytecode
         (staged_output / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
         write_marker(staged_output)
-        swap_in(staged_output, output_dir, stage)
+        kept = swap_in(staged_output, output_dir, stage)
         print_manifest(output_dir, manifest)
+        if kept:
+            log(f"Kept from the earlier folder (not made by this build): {', '.join(kept)}")
         return manifest
+    except BuildError as err:
+        raise BuildError(user_paths(str(err), paths)) from None
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
@@ -879,6 +1041,13 @@ def main(argv: list[str] | None = None) -> int:
     except BuildError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    except OSError as err:  # a folder that cannot be written, a full disk: one sentence, no traceback
+        where = f" ({err.filename})" if getattr(err, "filename", None) else ""
+        print(f"error: {err.strerror or err}{where}; nothing was changed in {args.output_dir}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"stopped; nothing was changed in {args.output_dir}", file=sys.stderr)
+        return 130
     return 0
 
 

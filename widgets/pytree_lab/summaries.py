@@ -8,6 +8,7 @@ is summarised: an array leaf means numpy is there.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ._format import GRID_MAX, fmt_number, fmt_small, small_templates
@@ -66,7 +67,33 @@ def summarise_array(x: Any, size: int, dtype: str) -> tuple[str, tuple | None]:
     return _summarise_one(x, size, dtype)[:2]
 
 
+def _plain_summary(x: Any, size: int, dtype: str) -> Found | None:
+    """The summary of the Lite engine's array without numpy (its values as Python numbers), the
+    same text numpy's path gives; None for any other leaf."""
+    plain = getattr(type(x), "__pytree_lab_plain_array__", False)
+    if not plain:
+        return None
+    shape, flat = x.shape, [complex(v).real if isinstance(v, complex) else float(v) for v in x._flat]
+    if size == 0:
+        return "empty", (), None
+    if not _numeric(dtype):
+        return f"{dtype} values", None, None
+    if size <= SMALL_LEAF:
+        return _small(flat, shape)
+    finite = [v for v in flat if math.isfinite(v)]
+    parts = []
+    if finite:
+        parts.append(f"mean {fmt_number(math.fsum(finite) / len(finite))}, "
+                     f"min {fmt_number(min(finite))}, max {fmt_number(max(finite))}")
+    if len(finite) < size:
+        parts.append(f"{size - len(finite)} non-finite")
+    return "; ".join(parts), None, None
+
+
 def _summarise_one(x: Any, size: int, dtype: str) -> Found:
+    plain = _plain_summary(x, size, dtype)
+    if plain is not None:
+        return plain
     import numpy as np
 
     if size == 0:
@@ -131,7 +158,8 @@ def summarise_arrays(items: list[tuple[Any, str, tuple, int]], later: bool = Fal
         groups.setdefault((dtype, shape), []).append(k)
     for (dtype, shape), members in groups.items():
         objs, size = [items[k][0] for k in members], items[members[0]][3]
-        if later and len(objs) > 1 and 0 < size <= SMALL_LEAF and _numeric(dtype):
+        if (later and len(objs) > 1 and 0 < size <= SMALL_LEAF and _numeric(dtype)
+                and not any(getattr(type(obj), "__pytree_lab_plain_array__", False) for obj in objs)):
             stacked = _stack(objs, dtype, shape, size)
             if stacked is not None:
                 group = Copied(stacked, dtype, shape)
@@ -176,6 +204,8 @@ def summarise_group(objs: list, dtype: str, shape: tuple, size: int) -> list[Fou
     """(summary, values, grid) of leaves that share a dtype and shape, in order: stacked and
     reduced together, small ones formatted with one template per shape."""
     stacked = None
+    if any(getattr(type(obj), "__pytree_lab_plain_array__", False) for obj in objs):  # no numpy here
+        return [_summarise_one(obj, size, dtype) for obj in objs]
     if len(objs) > 1 and 0 < size <= _STACK_MAX and _numeric(dtype):
         stacked = _stack(objs, dtype, shape, size)
     if stacked is None:

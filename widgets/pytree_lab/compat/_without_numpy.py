@@ -43,17 +43,49 @@ def needs_numpy(what: str) -> Any:
     return refuse
 
 
-def _plain(value: Any, what: str) -> Any:
-    """Plain Python copy of an array's values: numbers stay numbers, sequences become nested
-    tuples of numbers (ints become floats, as in `jnp.array([1., 2.])`)."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return float(value)
-    if isinstance(value, (float, complex)):
-        return value
+# dtypes the arrays take without numpy, as JAX's defaults name them (x64 off)
+float32, int32, bool_, complex64 = "float32", "int32", "bool", "complex64"
+_DTYPES = {"float32": float32, "float": float32, "float64": float32, "int32": int32, "int": int32,
+           "int64": int32, "bool": bool_, "bool_": bool_, "complex64": complex64, "complex": complex64,
+           "complex128": complex64}
+
+
+def _dtype_of(flat: list) -> str:
+    """JAX's default dtype for Python values: bool, int32, float32 or complex64 (x64 off)."""
+    if all(isinstance(v, bool) for v in flat) and flat:
+        return bool_
+    if any(isinstance(v, complex) for v in flat):
+        return complex64
+    if any(isinstance(v, float) for v in flat) or not flat:
+        return float32
+    return int32
+
+
+def _convert(v: Any, dtype: str) -> Any:
+    if dtype == float32:
+        return float(v.real) if isinstance(v, complex) else float(v)
+    if dtype == int32:
+        return int(v.real) if isinstance(v, complex) else int(v)
+    if dtype == bool_:
+        return bool(v)
+    return complex(v)
+
+
+def _flatten_values(value: Any, what: str) -> tuple[tuple, list]:
+    """(shape, flat row-major list) of a number, an `Array` or nested lists/tuples of numbers;
+    a ragged nesting or anything that is not a number needs numpy (JAX refuses it too)."""
+    if isinstance(value, Array):
+        return value.shape, list(value._flat)
+    if isinstance(value, (bool, int, float, complex)):
+        return (), [value]
     if isinstance(value, (list, tuple)):
-        return tuple(_plain(v, what) for v in value)
+        parts = [_flatten_values(v, what) for v in value]
+        shapes = {shape for shape, _ in parts}
+        if len(shapes) > 1:
+            raise ValueError(f"{what}: the nested sequences have different lengths {sorted(shapes)}; "
+                             "an array needs a rectangular shape (JAX raises ValueError too).")
+        inner = shapes.pop() if shapes else ()
+        return (len(value), *inner), [v for _, flat in parts for v in flat]
     raise NumpyUnavailable(f"{what} of a {type(value).__name__}")
 
 
@@ -61,53 +93,141 @@ def _refuse_arithmetic(self: Any, *args: Any) -> Any:
     raise NumpyUnavailable("arithmetic on jax.numpy arrays")
 
 
-class Array(tuple):
-    """What `jax.numpy.array([...])` gives where numpy cannot be loaded: the values, read-only.
+class Array:
+    """What `jax.numpy.array(...)` gives where numpy cannot be loaded: the values, read-only.
 
-    One tree leaf (as a JAX array is), indexable and iterable, with `shape` and `tolist()`.
-    It is not an array: `+`, `-`, `*`, `/`, `@`, `**` and negation refuse with one sentence
-    (a tuple would silently concatenate or repeat).
+    One tree leaf (as a JAX array is) with JAX's `shape`, `dtype` (bool, int32, float32 or
+    complex64, as JAX picks them for Python values), `size` and `ndim`; indexable and iterable
+    along its first axis, `tolist()` and `float()` work. It is not an array: `+`, `-`, `*`,
+    `/`, `@`, `**` and negation refuse with one sentence.
     """
 
-    __slots__ = ()
+    __slots__ = ("_flat", "shape", "dtype")
+    __pytree_lab_plain_array__ = True
+
+    def __init__(self, flat: list, shape: tuple, dtype: str):
+        object.__setattr__(self, "_flat", tuple(flat))
+        object.__setattr__(self, "shape", tuple(shape))
+        object.__setattr__(self, "dtype", dtype)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("an array is read-only (JAX arrays are immutable: use x.at[i].set(v), "
+                             "which needs numpy)")
 
     @property
-    def shape(self) -> tuple:
-        shape, level = [], self
-        while isinstance(level, tuple):
-            shape.append(len(level))
-            level = level[0] if len(level) else None
-        return tuple(shape)
+    def size(self) -> int:
+        return len(self._flat)
 
-    def tolist(self) -> list:
-        return [v.tolist() if isinstance(v, Array) else v for v in self]
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def _row(self, i: int) -> Any:
+        inner = self.shape[1:]
+        step = 1
+        for d in inner:
+            step *= d
+        flat = self._flat[i * step:(i + 1) * step]
+        return Array(flat, inner, self.dtype) if inner else Array(flat, (), self.dtype)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __getitem__(self, index: Any) -> Any:
+        if not self.shape:
+            raise IndexError("too many indices for array: array is 0-dimensional")
+        if isinstance(index, tuple):
+            if not index:
+                return self
+            first, rest = index[0], index[1:]
+            row = self[first]
+            return row[rest] if rest else row
+        if isinstance(index, slice):
+            rows = [self._row(i) for i in range(*index.indices(self.shape[0]))]
+            return Array([v for r in rows for v in r._flat], (len(rows), *self.shape[1:]), self.dtype)
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise NumpyUnavailable("jax.numpy array indexing with a " + type(index).__name__)
+        n = self.shape[0]
+        if not -n <= index < n:
+            raise IndexError(f"index {index} is out of bounds for axis 0 with size {n}")
+        return self._row(index % n)
+
+    def __iter__(self) -> Any:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self._row(i) for i in range(self.shape[0]))
+
+    def tolist(self) -> Any:
+        if not self.shape:
+            return self._flat[0]
+        return [r.tolist() for r in self]
+
+    def item(self) -> Any:
+        if self.size != 1:
+            raise ValueError("can only convert an array of size 1 to a Python scalar")
+        return self._flat[0]
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError("The truth value of an array with more than one element is ambiguous. "
+                             "Use a.any() or a.all()")
+        return bool(self._flat[0])
+
+    def __eq__(self, other: Any) -> bool:  # type: ignore[override]
+        if isinstance(other, Array):
+            return self.shape == other.shape and self._flat == other._flat
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        raise TypeError("unhashable type: 'Array'")
 
     def __repr__(self) -> str:
-        return f"Array({self.tolist()!r})"
+        return f"Array({self.tolist()!r})" if self.shape else f"Array({self._flat[0]!r}, dtype={self.dtype})"
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = _refuse_arithmetic
     __truediv__ = __rtruediv__ = __floordiv__ = __rfloordiv__ = __matmul__ = __rmatmul__ = _refuse_arithmetic
     __pow__ = __rpow__ = __mod__ = __rmod__ = __neg__ = __pos__ = __abs__ = _refuse_arithmetic
+    __lt__ = __le__ = __gt__ = __ge__ = _refuse_arithmetic
 
 
-def _as_array(values: Any) -> Any:
-    if isinstance(values, tuple):
-        return Array(_as_array(v) for v in values)
-    return values
+def _make(object: Any, dtype: Any, what: str) -> Any:  # noqa: A002 - numpy's name
+    shape, flat = _flatten_values(object, what)
+    if dtype is None:
+        kind = object.dtype if isinstance(object, Array) else _dtype_of(flat)
+    else:
+        kind = _DTYPES.get(dtype if isinstance(dtype, str) else getattr(dtype, "__name__", str(dtype)))
+        if kind is None:
+            raise NumpyUnavailable(f"{what} with dtype {dtype!r}")
+    if not shape and dtype is None and not isinstance(object, Array):
+        # a Python number stays a Python number (JAX's float32[] leaf: described and counted alike)
+        return _convert(flat[0], kind)
+    return Array([_convert(v, kind) for v in flat], shape, kind)
 
 
 def _array(object: Any, dtype: Any = None, copy: bool = True) -> Any:  # noqa: A002 - numpy's name
-    """Numbers stay Python numbers (ints become floats); sequences become a read-only `Array`
-    of their values. Only numbers, lists and tuples: anything else needs numpy."""
-    if dtype is not None:
-        raise NumpyUnavailable("jax.numpy.array with a dtype")
-    return _as_array(_plain(object, "jax.numpy.array"))
+    """`jnp.array` without numpy: a Python number stays a number (`jnp.array(0.)` is the float
+    0.0, a float32[] leaf); a (nested) list or tuple of numbers becomes a read-only `Array` with
+    JAX's shape and dtype. Anything else needs numpy."""
+    return _make(object, dtype, "jax.numpy.array")
 
 
 def _asarray(a: Any, dtype: Any = None) -> Any:
-    if dtype is not None:
-        raise NumpyUnavailable("jax.numpy.asarray with a dtype")
-    return _as_array(_plain(a, "jax.numpy.asarray"))
+    return _make(a, dtype, "jax.numpy.asarray")
+
+
+def plain_values(x: Any) -> tuple[tuple, str, list] | None:
+    """(shape, dtype, flat values) of a no-numpy `Array`, else None (for the summaries)."""
+    if getattr(type(x), "__pytree_lab_plain_array__", False):
+        return x.shape, x.dtype, list(x._flat)
+    return None
 
 
 def _module(name: str, doc: str, members: dict[str, Any]) -> types.ModuleType:
@@ -117,9 +237,14 @@ def _module(name: str, doc: str, members: dict[str, Any]) -> types.ModuleType:
     module.__pytree_lab_without_numpy__ = True
 
     def __getattr__(attr: str) -> Any:
+        # Every other name is there, as in JAX, and says when called that it needs numpy (so
+        # `from jax.numpy import sum`, `hasattr` and the checker's look at the module work).
+        # Made once: the same object on every access.
         if attr.startswith("__"):
             raise AttributeError(attr)
-        raise NumpyUnavailable(f"{name}.{attr}")
+        stand_in = needs_numpy(f"{name}.{attr}")
+        setattr(module, attr, stand_in)
+        return stand_in
 
     module.__getattr__ = __getattr__
     return module
@@ -131,7 +256,8 @@ def numpy_module() -> types.ModuleType:
         "jax.numpy",
         "jax.numpy of the pytree-lab Lite engine without numpy: array() and asarray() give plain "
         "Python numbers and lists; every other name needs numpy.",
-        {"array": _array, "asarray": _asarray},
+        {"array": _array, "asarray": _asarray, "float32": float32, "int32": int32, "bool_": bool_,
+         "complex64": complex64, "ndarray": Array},
     )
 
 
