@@ -15,6 +15,13 @@ class TextForm:
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
+        if isinstance(data, dict) and not isinstance(bundle, tuple):
+            # A composite (the explorer is an ipywidgets VBox of anywidgets and bqplot) gets the
+            # metadata anywidget gives its own views: in Colab it names the custom widget manager
+            # that renders third-party widgets (empty elsewhere).
+            metadata = _anywidget_repr_metadata()
+            if metadata:
+                bundle = (data, metadata)
         if isinstance(data, dict):
             text = self.text()
             data["text/plain"] = text
@@ -22,3 +29,11 @@ class TextForm:
                 '<pre class="pytree-lab-text" style="font-family:monospace">' + html.escape(text) + "</pre>"
             )
         return bundle
+
+
+def _anywidget_repr_metadata() -> dict:
+    try:
+        from anywidget._util import get_repr_metadata
+    except ImportError:  # pragma: no cover - an anywidget without it: nothing to add
+        return {}
+    return get_repr_metadata()
