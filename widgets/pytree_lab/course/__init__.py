@@ -29,6 +29,10 @@ __all__ = ["EXERCISES", "PREDICTIONS", "QUIZ", "check", "check_button", "check_c
            "try_function"]
 
 
+# The in-notebook checks are formative; a course that grades uses nbgrader (`pytree-lab nbgrader`).
+PRACTICE = "Practice check: feedback for you while you work; it does not count toward a grade."
+
+
 def _names(exercise_id: str) -> tuple[str, ...]:
     return tuple(n.strip() for n in exercise(exercise_id).answer_name.split(",") if n.strip())
 
@@ -48,6 +52,7 @@ def check_cell(exercise_id: str, *, evidence: Evidence | None = None, rng=None) 
     a saved or exported notebook shows it) and return the button for later re-checks."""
     button = check_button(exercise_id, evidence=evidence, rng=rng)
     result = button.check()
+    print(PRACTICE)
     print(button.announcement)
     print(button.feedback)
     if result is not None and result.passed:

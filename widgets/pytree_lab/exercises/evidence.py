@@ -78,6 +78,11 @@ def escape_markdown(text: str) -> str:
     return re.sub(r"^(\s*)([-+>=]|\d+\.)", r"\1\\\2", text, flags=re.M)
 
 
+def hub_user() -> str:
+    """The JupyterHub user this kernel's server belongs to ("" outside a JupyterHub)."""
+    return os.environ.get("JUPYTERHUB_USER", "").strip()
+
+
 def _cell(text: str) -> str:
     """One table cell: escaped, on one line."""
     return escape_markdown(" ".join(str(text).split())) or " "
@@ -111,6 +116,9 @@ class Evidence:
     def _stamp(self, entry: dict) -> dict:
         entry.setdefault("time", _now())
         entry["session"] = self.session
+        user = hub_user()
+        if user:
+            entry["jupyterhub_user"] = user
         entry["id"] = uuid.uuid4().hex
         return entry
 
@@ -148,9 +156,13 @@ class Evidence:
         self.outputs.append(self._stamp({"label": label, "value": _recorded(_plain, value), "text": str(text)}))
 
     def to_json(self) -> dict:
-        return {"format": FORMAT, "saved": _now(), "sessions": [self.session],
-                "expected": dict(self.expected), "predictions": self.predictions, "checks": self.checks,
-                "quiz": self.quiz, "outputs": self.outputs}
+        record = {"format": FORMAT, "saved": _now(), "sessions": [self.session],
+                  "expected": dict(self.expected), "predictions": self.predictions, "checks": self.checks,
+                  "quiz": self.quiz, "outputs": self.outputs}
+        user = hub_user()
+        if user:
+            record["jupyterhub_user"] = user
+        return record
 
     def to_markdown(self, record: dict | None = None) -> str:
         return render_markdown(record if record is not None else self.to_json())
@@ -217,6 +229,8 @@ def _write_new(path: pathlib.Path, text: str) -> None:
 def render_markdown(record: dict) -> str:
     out = [_MARK, "", "# Pytree lab: my evidence", "", f"Saved {record.get('saved', _now())}, "
            f"{len(record.get('sessions', []))} session(s).", ""]
+    if record.get("jupyterhub_user"):
+        out[-1:] = [f"JupyterHub user: {escape_markdown(str(record['jupyterhub_user']))}", ""]
     # summary first: every exercise, passed or not yet, and how many checks it took
     out += ["## Summary", "", "| Exercise | Status | Checks |", "|---|---|---|"]
     by_exercise: dict[str, list[dict]] = {}

@@ -1,0 +1,172 @@
+"""The course as an nbgrader assignment: `pytree-lab nbgrader OUTDIR` (see `write_course`).
+
+It writes a complete nbgrader course directory:
+
+    OUTDIR/nbgrader_config.py
+    OUTDIR/source/pytrees/01_pytrees.ipynb
+    OUTDIR/source/pytrees/02_packed_parameters.ipynb
+
+made from the course notebooks. Each exercise cell (tagged `exercise:<id>`) becomes an
+autograded answer cell: the lesson's starter code, then the catalogue's reference solution in a
+`### BEGIN SOLUTION` region, which nbgrader's `generate_assignment` removes. Each check cell
+becomes an autograder test cell with points: the practice check the students know, then a
+`### BEGIN HIDDEN TESTS` region (removed from the released notebooks by nbgrader) that calls
+`pytree_lab.course.grading.summative` with a seed drawn here, when the course directory is made.
+The seed exists only in the source notebooks, on the grading side.
+
+The instructor notebook (03) is not part of the assignment.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import pathlib
+import re
+import secrets
+
+from .catalogue import EXERCISES
+from .grading import POINTS
+
+__all__ = ["ASSIGNMENT", "NOTEBOOKS", "find_content", "make_source_notebook", "write_course"]
+
+ASSIGNMENT = "pytrees"
+NOTEBOOKS = ("01_pytrees.ipynb", "02_packed_parameters.ipynb")
+NBGRADER_SCHEMA = 3
+_CHECK_CALL = re.compile(r"""check_cell\(\s*["']([A-Za-z0-9_]+)["']""")
+
+HEADER = """\
+**Graded assignment.** Work through this notebook as in the course: the cells marked
+`%%exercise` are your answers. The **Check my answer** cells give you practice feedback while
+you work; they do not count toward your grade. After you submit, the course's grader (nbgrader)
+runs your notebook and grades each exercise on the lesson's values and on hidden cases that
+exist only on the grading side. Keep each exercise's answer in its exercise cell, and keep the
+names the exercise asks for."""
+
+CONFIG = '''\
+# nbgrader configuration of the pytree-lab course (written by `pytree-lab nbgrader`).
+# The standard nbgrader flow, run in this directory:
+#   nbgrader generate_assignment {assignment}     # release/{assignment}/: no solutions, no hidden tests
+#   (students' work in submitted/<student>/{assignment}/)
+#   nbgrader autograde {assignment}
+#   nbgrader export                       # grades.csv
+c = get_config()  # noqa: F821 - provided by nbgrader
+
+c.CourseDirectory.course_id = "pytree-lab"
+c.CourseDirectory.db_url = "sqlite:///gradebook.db"
+
+# The exercise cells keep the lesson's starter code (with its `...`) above the solution region,
+# so the released cell is the lesson's cell: nothing replaces the removed solution.
+c.ClearSolutions.code_stub = {{"python": ""}}
+
+# Seconds per cell. Student code inside the course's cells is bounded by the course itself
+# (10 s per exercise-cell run and per case); this catches an endless loop outside them: that
+# cell is interrupted, its exercise scores 0 and grading goes on.
+c.Execute.timeout = 60
+c.Execute.interrupt_on_timeout = True
+'''
+
+
+def find_content(content: str | pathlib.Path | None = None) -> pathlib.Path:
+    """The folder holding the course notebooks: `content`, else a checkout's content/."""
+    candidates = [pathlib.Path(content)] if content is not None else [
+        pathlib.Path(__file__).resolve().parents[3] / "content",
+        pathlib.Path.cwd() / "content",
+    ]
+    for folder in candidates:
+        if all((folder / name).is_file() for name in NOTEBOOKS):
+            return folder
+    where = ", ".join(str(c) for c in candidates)
+    raise FileNotFoundError(f"the course notebooks ({', '.join(NOTEBOOKS)}) are not in {where}; "
+                            "pass the folder that holds them with --content")
+
+
+def _source(cell) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def _exercise_id(cell) -> str | None:
+    for tag in cell.get("metadata", {}).get("tags", []):
+        if tag.startswith("exercise:") and tag.split(":", 1)[1] in EXERCISES:
+            return tag.split(":", 1)[1]
+    return None
+
+
+def _meta(cell, **fields) -> None:
+    cell.setdefault("metadata", {})["nbgrader"] = {"schema_version": NBGRADER_SCHEMA, **fields}
+
+
+def _answer_source(starter: str, solution: str) -> str:
+    return f"{starter.rstrip()}\n### BEGIN SOLUTION\n{solution.rstrip()}\n### END SOLUTION"
+
+
+def _test_source(practice: str, exercise_id: str, seed: int, points: float) -> str:
+    return (
+        "from pytree_lab.course import check_cell  # the practice check: feedback only, it does not count\n"
+        f"{practice.rstrip()}\n"
+        "### BEGIN HIDDEN TESTS\n"
+        "from pytree_lab.course.grading import summative\n"
+        f"summative({exercise_id!r}, seed={seed}, points={points:g})\n"
+        "### END HIDDEN TESTS")
+
+
+def make_source_notebook(notebook: dict, *, seeds: dict[str, int] | None = None) -> tuple[dict, list[str]]:
+    """The nbgrader source version of one course notebook, and the exercise ids it grades."""
+    nb = copy.deepcopy(notebook)
+    seeds = dict(seeds or {})
+    graded: list[str] = []
+    for cell in nb["cells"]:
+        if cell.get("cell_type") != "code":
+            continue
+        exercise_id = _exercise_id(cell)
+        if exercise_id is not None:
+            ex = EXERCISES[exercise_id]
+            if not ex.solutions:
+                raise ValueError(f"exercise {exercise_id!r} has no reference solution to put in the source")
+            cell["source"] = _answer_source(_source(cell), ex.solutions[0])
+            _meta(cell, grade=False, solution=True, locked=False, grade_id=f"{exercise_id}-answer")
+            cell["outputs"], cell["execution_count"] = [], None
+            continue
+        match = _CHECK_CALL.search(_source(cell))
+        if match and match.group(1) in EXERCISES:
+            exercise_id = match.group(1)
+            seed = seeds.setdefault(exercise_id, secrets.randbits(63))
+            points = POINTS.get(exercise_id, 1)
+            cell["source"] = _test_source(_source(cell), exercise_id, seed, points)
+            _meta(cell, grade=True, solution=False, locked=True, points=points, grade_id=f"{exercise_id}-tests")
+            cell["outputs"], cell["execution_count"] = [], None
+            graded.append(exercise_id)
+    header = {"cell_type": "markdown", "id": "graded-assignment", "metadata": {}, "source": HEADER}
+    title = next((i for i, c in enumerate(nb["cells"]) if c.get("cell_type") == "markdown"), -1)
+    nb["cells"].insert(title + 1, header)
+    return nb, graded
+
+
+def write_course(outdir: str | pathlib.Path, *, content: str | pathlib.Path | None = None,
+                 assignment: str = ASSIGNMENT) -> dict:
+    """Write the nbgrader course directory into `outdir`; refuses to replace anything there.
+
+    Returns {"config": path, "notebooks": [paths], "exercises": {notebook name: [ids]}}."""
+    outdir = pathlib.Path(outdir)
+    folder = find_content(content)
+    config = outdir / "nbgrader_config.py"
+    source = outdir / "source" / assignment
+    existing = [p for p in (config, source) if p.exists()]
+    if existing:
+        raise FileExistsError(f"{', '.join(str(p) for p in existing)} already exist"
+                              f"{'s' if len(existing) == 1 else ''}; nothing was written. "
+                              "Choose a new OUTDIR (a course directory is written once, with its own hidden seeds).")
+    notebooks = []
+    for name in NOTEBOOKS:
+        nb = json.loads((folder / name).read_text(encoding="utf-8"))
+        notebooks.append((name, *make_source_notebook(nb)))
+    source.mkdir(parents=True)
+    written, graded = [], {}
+    for name, nb, ids in notebooks:
+        path = source / name
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        written.append(path)
+        graded[name] = ids
+    config.write_text(CONFIG.format(assignment=assignment), encoding="utf-8")
+    return {"config": config, "notebooks": written, "exercises": graded}
