@@ -159,6 +159,7 @@ def trees_tables(py: dict, br: dict | None) -> list[Table]:
 # 4c (bigleaf): one 10^7-element leaf and a tree that contains itself (bench/big_leaf.py)
 SECTIONS.insert(SECTIONS.index("trees") + 1, "bigleaf")
 SECTIONS.insert(SECTIONS.index("bigleaf") + 1, "explorerbig")  # 4d: big-tree StepExplorer (bench/explorer_big.py)
+SECTIONS.insert(SECTIONS.index("explorerbig") + 1, "textform")  # 4e: text of three 100k-leaf trees (bench/text_form.py)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -373,6 +374,13 @@ def main(argv: list[str] | None = None) -> int:
         print("\n4d. StepExplorer for 400, 2k and 10k leaves, before vs now ...", flush=True)
         results["explorer_big"] = explorer_big.run(quick=args.quick)
         _print(explorer_big.table(results["explorer_big"]))
+
+    if "textform" in only:
+        from . import text_form
+
+        print("\n4e. the text form of three aligned 100k-leaf trees ...", flush=True)
+        results["text_form"] = text_form.run(quick=args.quick)
+        _print(text_form.table(results["text_form"]))
 
     save()
     print(f"\nload average at end {results['meta']['load_average_at_end']}; "

@@ -403,3 +403,90 @@ def test_an_optimizer_whose_init_fails_is_refused_with_its_name(init, words):
 
     ex = StepExplorer(_opt_loss, _start(), _inputs(), optimizer=optax.sgd(0.05))
     np.testing.assert_allclose(np.asarray(ex.result.updated["weight"]), [1.4, -0.8], rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------- lifetime
+def _page_closes_comm(widget) -> None:
+    """What the kernel does when the page sends comm_close for this widget's model."""
+    import comm
+
+    comm.get_comm_manager().comm_close(None, None, {"content": {"comm_id": widget.comm.comm_id, "data": {}}})
+
+
+def _alive_explorers() -> int:
+    import gc
+
+    gc.collect()
+    return sum(1 for obj in gc.get_objects() if type(obj) is StepExplorer)
+
+
+def test_an_explorer_whose_comm_the_page_closes_is_closed_and_collected():
+    import gc
+    import weakref
+
+    import optax
+    from ipywidgets.widgets.widget import _instances
+
+    from pytree_lab.explorer import _descendants
+
+    ex = StepExplorer(optimizer=optax.adam(0.1))
+    ex.step(3)
+    ex.sliders["bias"].value = 0.3  # timers, compiled steps and history in use
+    built = _descendants(ex)
+    ids = {w.model_id for w in built}
+    ref = weakref.ref(ex)
+    _page_closes_comm(ex)
+    assert all(w.comm is None for w in built) and not ids & set(_instances)
+    params = ex.params  # a closed explorer keeps its Python state
+    assert float(params["bias"]) == pytest.approx(0.3)
+    del ex, built
+    gc.collect()
+    assert ref() is None
+
+
+def test_a_replaced_explorer_whose_views_are_gone_is_closed_and_collected_but_a_shown_one_is_kept():
+    import gc
+    import weakref
+
+    first = StepExplorer()
+    _page_writes(first, {"_view_count": 1})  # shown in the page
+    shown_elsewhere = StepExplorer()
+    _page_writes(shown_elsewhere, {"_view_count": 2})
+    never_shown = StepExplorer()
+    ref = weakref.ref(first)
+    _page_writes(first, {"_view_count": 0})  # its cell is run again: the output is cleared
+    second = StepExplorer()  # ... and the new explorer is built
+    assert first.comm is None and first.children[0].comm is None
+    assert shown_elsewhere.comm is not None and never_shown.comm is not None and second.comm is not None
+    shown_elsewhere.sliders["bias"].value = 0.5  # still works
+    assert float(shown_elsewhere.result.grads["bias"]) == pytest.approx(2 * (1 + 0.5 - 3))
+    del first
+    gc.collect()
+    assert ref() is None
+    for ex in (shown_elsewhere, never_shown, second):
+        ex.close()
+
+
+def test_running_the_explorer_cell_again_and_again_keeps_memory_bounded():
+    import gc
+    import tracemalloc
+
+    ex = StepExplorer()
+    start = _alive_explorers()
+    tracemalloc.start()
+    try:
+        for k in range(25):
+            _page_writes(ex, {"_view_count": 1})
+            _page_writes(ex, {"_view_count": 0})
+            ex = StepExplorer()  # `ex = StepExplorer()` run again, never closed
+            ex.sliders["bias"].value = 0.1 * k
+            if k == 4:
+                gc.collect()
+                after_five = tracemalloc.get_traced_memory()[0]
+        gc.collect()
+        after_all = tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    assert _alive_explorers() <= start  # only the one in `ex`
+    assert after_all - after_five < 2e6  # twenty more explorers cost no memory that stays
+    ex.close()

@@ -23,6 +23,7 @@ import math
 import sys
 import threading
 import time
+import weakref
 from typing import Any, Callable, Iterable
 
 import ipywidgets
@@ -280,6 +281,12 @@ class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
     export) the explorer shows as text: the three trees and the worked calculation.
     """
 
+    # The page may write one trait: `_view_count`, which the widget front end keeps (views shown
+    # in the page). Every other synced trait is the kernel's (children, layout, classes).
+    _page_intents = frozenset({"_view_count"})
+    # Explorers alive in this kernel (weakly held: this set never keeps one alive).
+    _live: "weakref.WeakSet[StepExplorer]" = weakref.WeakSet()
+
     selected_path = traitlets.Unicode("")
     result = traitlets.Any(None, allow_none=True)
 
@@ -435,6 +442,14 @@ class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
         for widget in self._built:
             _guard(widget)
         self.history_view.on_new_widget = self._adopt
+
+        # ---- lifetime: a replaced explorer (its cell run again) is closed and can be collected
+        self._had_views = False
+        self._retire_replaced()
+        StepExplorer._live.add(self)
+        self.observe(self._views_changed, "_view_count")
+        self._view_count = 0  # the front end now counts this explorer's views
+        self._watch_comm()
 
         # ---- links: one selection everywhere
         traitlets.link((self, "selected_path"), (self.diagram, "selected_path"))
@@ -1339,6 +1354,39 @@ class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
         self.selected_path = path
 
     # ------------------------------------------------------------------ lifetime
+    # ipywidgets keeps every open widget in a registry until it is closed, so an explorer that is
+    # replaced without close() (`ex = StepExplorer()` run again) would stay in memory with its
+    # ~70 widgets and compiled steps for the rest of the session. Two things close it:
+    # - the page closing its comm (the front end disposing of the model);
+    # - a new explorer being built while this one had views and now has none (the cell that
+    #   showed it was run again or cleared). One still shown anywhere, or never shown (a script,
+    #   a test), is left alone; a closed explorer keeps its Python state (params, history).
+    def _views_changed(self, change) -> None:
+        if isinstance(change["new"], int) and change["new"] > 0:
+            self._had_views = True
+
+    def _retire_replaced(self) -> None:
+        for other in list(StepExplorer._live):
+            if other is self or other.__dict__.get("_closed", True):
+                continue
+            if other._had_views and other._view_count == 0:
+                with contextlib.suppress(Exception):
+                    other.close()
+
+    def _watch_comm(self) -> None:
+        comm = getattr(self, "comm", None)
+        if comm is None or not hasattr(comm, "on_close"):
+            return
+        me = weakref.ref(self)  # the comm must not keep the explorer alive
+
+        def closed_by_page(msg: Any = None) -> None:
+            ex = me()
+            if ex is not None and not ex._closed:
+                with contextlib.suppress(Exception):
+                    ex.close()
+
+        comm.on_close(closed_by_page)
+
     def _adopt(self, widget: ipywidgets.Widget) -> None:
         """A widget made after construction (the loss line's log scale): guarded and closed with the rest."""
         _guard(widget)
