@@ -640,3 +640,35 @@ def test_a_step_from_a_cell_and_a_slider_move_from_another_thread_take_turns():
     v = {k: s.value for k, s in ex.sliders.items()}
     loss, _, _, _ = oracle([v["weight[0]"], v["weight[1]"]], v["bias"], [v["x[0]"], v["x[1]"]], v["target"], v["learning_rate"])
     assert ex.result.loss == pytest.approx(loss, rel=1e-5)
+
+
+def test_bar_table_gives_the_chart_a_name_its_values_and_a_keyboard_path():
+    """The bars as text (issue 18): the lesson's step, w = [1, -1], b = 0, x = [2, 1], t = 3,
+    η = 0.05: prediction 1, dL/dpred = -4, grads w -8, -4, b -4, updated w 1.4, -0.8, b 0.2.
+    A step on: prediction 2.2, dL/dpred = -1.6, grads -3.2, -1.6, -1.6, updated 1.56, -0.72, 0.28."""
+    ex = StepExplorer()
+    table = ex.chart_view.table
+    assert table in ex.children
+    assert table.title == "A gradient tree matches parameter leaves: before and after value of each parameter element"
+    assert table.figure_class in ex.chart._dom_classes
+    assert table.rows == [["weight[0]", "['weight']", "1", "1.4"],
+                          ["weight[1]", "['weight']", "-1", "-0.8"],
+                          ["bias", "['bias']", "0", "0.2"]]
+    # the page chooses an element: its leaf is selected everywhere, as a click on its bar does
+    table.set_state({"selected_path": "['bias']"})
+    assert ex.selected_path == "['bias']" and ex.diagram.selected_path == "['bias']"
+    assert list(ex.chart_view.bars.selected) == [2]
+    # a path that is no element's leaf selects nothing, and the table shows the selection again
+    table.set_state({"selected_path": "['nope']"})
+    assert ex.selected_path == "['bias']" and table.selected_path == "['bias']"
+    # kernel-owned traits refuse page writes
+    table.set_state({"rows": [], "title": "x"})
+    assert len(table.rows) == 3 and table.title.startswith("A gradient tree")
+    # selection from Python reaches the table; a step updates its values
+    ex.selected_path = "['weight']"
+    assert table.selected_path == "['weight']"
+    ex.step(1)
+    assert table.rows == [["weight[0]", "['weight']", "1.4", "1.56"],
+                          ["weight[1]", "['weight']", "-0.8", "-0.72"],
+                          ["bias", "['bias']", "0.2", "0.28"]]
+    ex.close()

@@ -278,3 +278,77 @@ def test_click_on_the_slider_then_arrows_move_it(keys_nb):
     page.keyboard.press("ArrowRight")
     page.keyboard.press("ArrowRight")
     assert nb.wait_for_value("s.value", start + 1.0) == start + 1.0
+
+
+EXPLORER = [
+    """\
+import jax.numpy as jnp
+from pytree_lab import StepExplorer
+params = {"وزن": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)}
+def loss(p, x, target):
+    return (jnp.dot(p["وزن"], x) + p["bias"] - target) ** 2
+ex = StepExplorer(loss, params, {"x": jnp.array([2.0, 1.0]), "target": jnp.array(3.0)}, learning_rate=0.05)
+ex""",
+    "'end'",
+]
+
+
+def test_explorer_keys_bar_table_and_right_to_left_labels(open_nb):
+    nb = open_nb(EXPLORER, wait_for=".ptl-bars")
+    page = nb.page
+    explorer = nb.panel.locator(".pytree-lab-explorer")
+    before = cells(nb)
+
+    # keys in the explorer's stock parts (ipywidgets buttons, checkbox, status, bqplot figure)
+    explorer.get_by_role("button", name="Reset").focus()
+    type_keys(page)
+    assert_cells_kept(nb, before, "the explorer's Reset button")
+    explorer.locator(".pytree-lab-controls input[type='checkbox']").focus()
+    type_keys(page)
+    assert_cells_kept(nb, before, "the explorer's checkbox")
+    explorer.locator(".bqplot").first.click(position={"x": 5, "y": 5})
+    type_keys(page)
+    assert_cells_kept(nb, before, "the bar chart")
+    assert nb.value("ex.result.params['bias'].tolist()") == 0.0  # no key took a step
+
+    # the chart: an image with a name, described by the table of its values
+    figure = explorer.locator("[role='img'][aria-describedby]").first
+    figure.wait_for()
+    assert figure.get_attribute("aria-label") == (
+        "A gradient tree matches parameter leaves: before and after value of each parameter element")
+    table_id = figure.get_attribute("aria-describedby")
+    bars = explorer.locator(f"#{table_id}")
+    assert bars.locator("summary").text_content() == "Bar values (before and after, as a table)"
+    # keyboard only: the summary opens it, Tab reaches an element, Enter selects its leaf
+    bars.locator("summary").focus()
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")
+    page.keyboard.press("Tab")  # وزن[0], وزن[1], bias
+    assert bars.locator(".ptl-bars-pick").nth(2).evaluate("b => b === document.activeElement")
+    page.keyboard.press("Enter")
+    assert nb.wait_for_value("ex.selected_path", "['bias']") == "['bias']"
+    assert nb.value("list(ex.chart_view.bars.selected)") == [2]
+    bars.locator(".ptl-bars-pick[aria-pressed='true']").wait_for()
+    # the values shown are the lesson's step: w = [1, -1] -> [1.4, -0.8], b = 0 -> 0.2
+    rows = bars.locator("tbody tr").evaluate_all("trs => trs.map(tr => [...tr.children].map(c => c.textContent))")
+    assert rows == [["\u2068وزن\u2069[0]", "1", "1.4"], ["\u2068وزن\u2069[1]", "-1", "-0.8"], ["bias", "0", "0.2"]]
+    assert_cells_kept(nb, before, "the bar table")
+
+    # right-to-left keys read in order: the key, then its index (never "[0]وزن")
+    label = explorer.locator("label.ptl-slider-label", has_text="وزن").first
+    assert label.text_content() == "وزن[0]"
+    order = label.evaluate(
+        """(l) => {
+             const key = l.querySelector('bdi').getBoundingClientRect();
+             const range = document.createRange();
+             const index = [...l.childNodes].find(n => n.nodeType === 3 && n.textContent === '[0]');
+             range.selectNodeContents(index);
+             return [key.left, key.right, range.getBoundingClientRect().left];
+           }"""
+    )
+    assert order[0] < order[2] and order[1] <= order[2] + 0.5
+    row = nb.panel.locator('[role="treeitem"][data-path="[\'وزن\']"] bdi.ptl-key')
+    assert row.text_content() == "وزن"
+    ticks = explorer.locator(".bqplot g.tick text").evaluate_all("ts => ts.map(t => t.textContent)")
+    assert "\u2068وزن\u2069[0]" in ticks

@@ -2,12 +2,40 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Callable, Sequence
 
+import anywidget
 import bqplot
+import traitlets
 
-__all__ = ["BeforeAfterChart", "thin_line", "MAX_DRAWN"]
+from ._format import fmt_number, isolate_rtl, visible
+from ._intent import PageIntents
+from ._static import static_asset
+
+__all__ = ["BeforeAfterChart", "BarTable", "thin_line", "MAX_DRAWN"]
+
+_figure_ids = itertools.count(1)
+
+
+class BarTable(PageIntents, anywidget.AnyWidget):
+    """The bar chart as text and by keyboard: a table of every bar's element, before and after
+    value (the chart's text alternative, in a disclosure under it), each element a button
+    that selects its leaf, as a click on its bar does. It also names the chart for screen
+    readers (role="img", an aria-label and a description pointing at the table).
+
+    The page writes one intent, `selected_path` (the leaf of the element chosen); `rows`,
+    `title` and `figure_class` are the kernel's.
+    """
+
+    _esm = static_asset("chart.js")
+    _css = static_asset("chart.css")
+    _page_intents = frozenset({"selected_path"})
+    rows = traitlets.List().tag(sync=True)  # [[label, owner path, before text, after text], ...]
+    title = traitlets.Unicode("").tag(sync=True)  # the chart's accessible name
+    figure_class = traitlets.Unicode("").tag(sync=True)  # the DOM class of the figure it describes
+    selected_path = traitlets.Unicode("").tag(sync=True)  # the leaf selected (written by the page)
 
 BEFORE = "#1f77b4"
 AFTER = "#ff7f0e"
@@ -32,9 +60,10 @@ class BeforeAfterChart:
         self.paths = list(paths) if paths is not None else list(self.labels)
         if len(set(self.paths)) != len(self.paths):  # x values must be distinct
             self.paths = [f"{p} #{i}" for i, p in enumerate(self.paths)]
-        shown = [short_label(label, 14) for label in self.labels]
+        # an SVG tick has no <bdi>: right-to-left keys are isolated with U+2068/U+2069 instead
+        shown = [isolate_rtl(visible(short_label(label, 14))) for label in self.labels]
         if len(set(shown)) != len(shown):
-            shown = list(self.labels)
+            shown = [isolate_rtl(visible(label)) for label in self.labels]
         many = len(self.labels) > 8 or max((len(t) for t in shown), default=0) > 10
         self.tick_labels = dict(zip(self.paths, shown))
         self.x_scale = bqplot.OrdinalScale()
@@ -60,11 +89,13 @@ class BeforeAfterChart:
         self.y_axis = bqplot.Axis(scale=self.y_scale, side="left", label="parameter value",
                                   tick_format=".3~g", label_offset="45px",
                                   grid_lines="dashed")
+        figure_class = f"ptl-bars-figure-{next(_figure_ids)}"  # how the table finds its chart in the page
         self.figure = bqplot.Figure(
             marks=[self.bars],
             axes=[self.x_axis, self.y_axis],
             title=title,
             legend_location="top-right",
+            _dom_classes=[figure_class],
             fig_margin={"top": 40, "bottom": 115 if many else 50, "left": 70, "right": 20},
             layout={"flex": "1 1 440px", "min_width": "320px", "height": "380px" if many else "300px"},
             animation_duration=0,
@@ -74,9 +105,30 @@ class BeforeAfterChart:
         self._picking = False
         self._on_pick: Callable[[str], None] | None = None
         self.bars.observe(self._picked, "selected")
+        self._highlighted = ""
+        self._before = [math.nan] * len(self.labels)
+        self._after = [math.nan] * len(self.labels)
+        self.table = BarTable(title=f"{title or 'Bar chart'}: before and after value of each parameter element",
+                              figure_class=figure_class, rows=self._rows())
+        self.table.observe(self._table_picked, "selected_path")
+
+    def _rows(self) -> list[list[str]]:
+        return [[isolate_rtl(visible(label)), owner, fmt_number(b), fmt_number(a)]
+                for label, owner, b, a in zip(self.labels, self.owners, self._before, self._after)]
+
+    def _table_picked(self, change) -> None:
+        if self._picking or self._on_pick is None:
+            return
+        path = change["new"]
+        if path in self.owners:  # an element's leaf; anything else the page sends selects nothing
+            self._on_pick(path)
+        else:
+            self.highlight(self._highlighted)  # the page shows the selection as it is again
 
     def show(self, before: Sequence[float], after: Sequence[float]) -> None:
         """New bar heights; the y scale always covers 0 and every value."""
+        self._before, self._after = [float(v) for v in before], [float(v) for v in after]
+        self.table.rows = self._rows()
         values = [v for v in list(before) + list(after) if math.isfinite(v)] + [0.0]
         lo, hi = min(values), max(values)
         if self.fixed_range and self.y_scale.min <= lo and hi <= self.y_scale.max:
@@ -100,9 +152,11 @@ class BeforeAfterChart:
     def highlight(self, path: str) -> None:
         """Highlight the bars of the leaf at `path` (or of every leaf under a container path)."""
         idx = [i for i, owner in enumerate(self.owners) if path and (owner == path or owner.startswith(path))]
+        self._highlighted = path
         self._picking = True
         try:
             self.bars.selected = idx or None
+            self.table.selected_path = path or ""
         finally:
             self._picking = False
 

@@ -431,6 +431,7 @@ class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
             self.controls,
             ipywidgets.HBox([slider_box, self.chart, self.history_chart],
                             layout={"flex_flow": "row wrap", "align_items": "center"}),
+            self.chart_view.table,  # the bars as a table: their text alternative and keyboard path
             self.data_view,
             self.diagram,
             self.calculation,

@@ -1,0 +1,146 @@
+// BarTable (pytree_lab.chart): the before/after bar chart as text and by keyboard.
+//
+// Traits (same names in chart.py): rows [[label, owner path, before, after], ...], title and
+// figure_class (the kernel's); selected_path, the one the page writes: the leaf of the
+// element the person chose, as a click on its bar chooses it.
+//
+// The table sits in a disclosure under the chart ("Bar values"): its summary is in the Tab
+// order; inside, each element is a button (Enter/Space selects its leaf, aria-pressed shows
+// the selection). The chart itself (a bqplot figure found by its DOM class) gets role="img",
+// an accessible name and a description that points at this table.
+//
+// In a StepExplorer, this view also keeps the keys typed in the explorer's stock parts
+// (ipywidgets buttons, the checkbox, the bqplot figures) away from the notebook's command mode,
+// as the pytree-lab views do for themselves: ipywidgets offers no hook on those views.
+//
+// All text goes through textContent: labels are the person's keys.
+
+/**
+ * @typedef {{ rows: [string, string, string, string][], title: string, figure_class: string,
+ *             selected_path: string }} Model
+ */
+
+/** @param {HTMLElement} root */
+function keepKeys(root) {
+  if (root.dataset.ptlKeys) return;
+  root.dataset.ptlKeys = "1";
+  root.setAttribute("data-lm-suppress-shortcuts", "true");
+  const stop = (/** @type {Event} */ e) => e.stopPropagation();
+  for (const type of ["keydown", "keypress", "keyup"]) root.addEventListener(type, stop);
+}
+
+/** @param {string} tag @param {string} [cls] @param {string} [text] */
+function h(tag, cls, text) {
+  const el = document.createElement(tag);
+  if (cls) el.className = cls;
+  if (text !== undefined) el.textContent = text;
+  return el;
+}
+
+/** @param {{ model: any, el: HTMLElement }} ctx */
+function render({ model, el }) {
+  const id = `ptl-bars-${Math.random().toString(36).slice(2, 10)}`;
+  const root = h("details", "ptl-bars");
+  root.id = id;
+  keepKeys(root);
+  const summary = h("summary", "ptl-bars-summary", "Bar values (before and after, as a table)");
+  const table = h("table", "ptl-bars-table");
+  const caption = h("caption");
+  const head = h("thead");
+  const headRow = h("tr");
+  for (const text of ["parameter element", "before", "after"]) {
+    const th = h("th", "", text);
+    th.setAttribute("scope", "col");
+    headRow.append(th);
+  }
+  head.append(headRow);
+  const body = h("tbody");
+  table.append(caption, head, body);
+  root.append(summary, table);
+  el.append(root);
+
+  let drawn = "";
+  function draw() {
+    caption.textContent = model.get("title");
+    const rows = model.get("rows") || [];
+    const labels = JSON.stringify(rows.map((r) => [r[0], r[1]]));
+    if (labels !== drawn) {
+      drawn = labels;
+      body.replaceChildren(...rows.map(([label, owner]) => {
+        const tr = h("tr");
+        const th = h("th");
+        th.setAttribute("scope", "row");
+        const pick = /** @type {HTMLButtonElement} */ (h("button", "ptl-bars-pick"));
+        pick.type = "button";
+        pick.dataset.owner = owner;
+        pick.append(h("bdi", "", label));
+        pick.title = `select ${owner || "the root"}`;
+        pick.addEventListener("click", () => {
+          model.set("selected_path", owner);
+          model.save_changes();
+        });
+        th.append(pick);
+        tr.append(th, h("td", "ptl-bars-value"), h("td", "ptl-bars-value"));
+        return tr;
+      }));
+    }
+    rows.forEach((r, i) => {
+      const cells = body.children[i].querySelectorAll("td");
+      cells[0].textContent = r[2];
+      cells[1].textContent = r[3];
+    });
+    paint();
+    describeFigure();
+  }
+
+  function paint() {
+    const sel = model.get("selected_path");
+    for (const pick of body.querySelectorAll(".ptl-bars-pick")) {
+      const owner = /** @type {HTMLElement} */ (pick).dataset.owner || "";
+      const on = Boolean(sel) && (owner === sel || owner.startsWith(sel));
+      pick.setAttribute("aria-pressed", String(on));
+      pick.closest("tr")?.classList.toggle("ptl-bars-selected", on);
+    }
+  }
+
+  /** The chart: an image with a name, described by this table. */
+  function describeFigure() {
+    const cls = model.get("figure_class");
+    if (!cls || !root.isConnected) return false;
+    const scope = root.closest(".pytree-lab-explorer") || document;
+    const figure = scope.querySelector(`.${CSS.escape(cls)}`);
+    if (!figure) return false;
+    const svg = figure.querySelector("svg") || figure;
+    for (const node of [figure, svg]) {
+      node.setAttribute("role", "img");
+      node.setAttribute("aria-label", model.get("title"));
+      node.setAttribute("aria-describedby", id);
+    }
+    return true;
+  }
+
+  // the explorer's stock parts and the figure are drawn by other views, maybe after this one
+  let tries = 0;
+  const settle = () => {
+    const explorer = /** @type {HTMLElement|null} */ (root.closest(".pytree-lab-explorer"));
+    if (explorer) {
+      keepKeys(explorer);
+      if (!explorer.hasAttribute("tabindex")) explorer.tabIndex = -1;
+    }
+    if ((!describeFigure() || !explorer) && tries++ < 100) timer = setTimeout(settle, 100);
+  };
+  let timer = setTimeout(settle, 0);
+
+  draw();
+  const events = ["change:rows", "change:title", "change:figure_class"];
+  for (const ev of events) model.on(ev, draw);
+  model.on("change:selected_path", paint);
+  return () => {
+    clearTimeout(timer);
+    for (const ev of events) model.off(ev, draw);
+    model.off("change:selected_path", paint);
+    root.remove();
+  };
+}
+
+export default { render };
