@@ -598,7 +598,8 @@ def test_save_evidence_writes_markdown_and_json_in_the_notebook_folder(tmp_path,
                   "| Gradient of packed parameters (`grad_over_flat_params`) | not yet | 1 |", "## Checks", "Make it yours (`squared_norm`): passed, score 1.00",
                   "Gradient of packed parameters (`grad_over_flat_params`): not yet, score 0.20",
                   "mean where a sum was asked", "## Check your understanding",
-                  "My answer: A pytree corresponding to params (correct).", "## Key outputs", "### gradient tree"):
+                  "| What structure does grad(loss)(params) have? | A pytree corresponding to params (correct) | none |",
+                  "## Key outputs", "### gradient tree"):
         assert piece in text, piece
     data = json.loads(saved.json.read_text())
     assert [c["passed"] for c in data["checks"]] == [True, False]
@@ -655,7 +656,8 @@ def test_evidence_button_saves_and_announces(tmp_path, monkeypatch):
     assert button.saved_path == str(markdown)
     assert markdown.exists() and markdown.with_suffix(".json").exists()
     assert button.announcement == (f"Saved pytree-lesson.md and pytree-lesson.json in {markdown.parent}: "
-                                   "0 predictions, 1 checks, 0 quiz answers, 0 key outputs.")
+                                   "the file now holds 0 predictions, 1 check, 0 quiz answers, 0 key outputs, "
+                                   "from 1 session.")
     assert "Loss at your updated tree: 0.64" in markdown.read_text()
 
 

@@ -257,7 +257,7 @@ def test_lesson_without_numpy_draws_its_trees_and_saves_its_evidence(tmp_path):
     # the record of the diagram waits; saving does not
     assert out["evidence"]["stderr"].startswith("name 'grads' is not defined (it is set by an earlier cell")
     assert out["evidence-save"]["error"] is None, out["evidence-save"]
-    assert out["evidence-save"]["stdout"].startswith("saved pytree-lesson-evidence.md and pytree-lesson-evidence.json")
+    assert out["evidence-save"]["stdout"].startswith("Saved pytree-lesson-evidence.md and pytree-lesson-evidence.json")
     saved = json.loads((tmp_path / "pytree-lesson-evidence.json").read_text())
     assert saved["format"] == "pytree-lab-evidence/1"
     assert sorted(saved["expected"]) == ["nested_scale_grad", "repair_update", "squared_norm"]

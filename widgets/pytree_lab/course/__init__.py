@@ -12,7 +12,6 @@ from typing import Any, Callable
 
 from ..exercises import CheckButton, CheckResult, Evidence, _grading, cells, default_evidence
 from ..exercises import record_output as record_output
-from ..exercises import save_evidence as save_evidence
 from ..exercises._guard import describe_failure, run_guarded, watch_modules
 from . import catalogue as _catalogue
 from .catalogue import EXERCISES as EXERCISES
@@ -48,13 +47,12 @@ def check_button(exercise_id: str, get_answer: Callable[[], Any] | str | None = 
 
 
 def check_cell(exercise_id: str, *, evidence: Evidence | None = None, rng=None) -> CheckButton:
-    """What a notebook's check cell does: check the current answer now (printing the verdict, so
-    a saved or exported notebook shows it) and return the button for later re-checks."""
+    """What a notebook's check cell does: check the current answer now and return the check's
+    card. The card is the one place for the verdict: each later click re-checks and updates it,
+    and its text form (what a saved or exported notebook shows without widgets) follows it."""
     button = check_button(exercise_id, evidence=evidence, rng=rng)
     result = button.check()
-    print(PRACTICE)
-    print(button.announcement)
-    print(button.feedback)
+    print(PRACTICE)  # a note about the check, not its verdict: that is on the card, kept current
     if result is not None and result.passed:
         try:
             answer = button._answer()
@@ -65,20 +63,92 @@ def check_cell(exercise_id: str, *, evidence: Evidence | None = None, rng=None) 
     return button
 
 
-def try_function(fn: Any, *args: Any, label: str = "your function", budget: float = 10.0) -> Any:
-    """Call a student's function on a worked example, guarded; None (and a sentence) if it failed."""
-    if fn is None or fn is Ellipsis or not callable(fn):
-        print(f"Not answered yet: {label} is not a function yet.")
+def _sentence(text: str) -> str:
+    """`text` ending in exactly one full stop (an error message may bring its own)."""
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?", "…")) else text + "."
+
+
+def _exercise_of(name: str) -> str | None:
+    for exercise_id in EXERCISES:
+        if name in _names(exercise_id):
+            return exercise_id
+    return None
+
+
+def _not_one_array(value: Any, label: str, shape: tuple[int, ...]) -> str | None:
+    """One sentence when `value` is not one array of `shape`, else None."""
+    from ..exercises._grading import _as_number_array, _fmt_shape, _type_name
+
+    want = f"one array of shape {_fmt_shape(shape)}"
+    if isinstance(value, tuple) and len(value) == 2:
+        first = _as_number_array(value[0])
+        if first is not None and first.size == 1:
+            return (f"{label} returned a pair (a number, then an array), as jax.value_and_grad does: "
+                    f"return only the gradient, {want}.")
+    if isinstance(value, (tuple, list, dict)):
+        return f"{label} returned {_type_name(value)}; this cell needs {want}, with nothing around it."
+    arr = _as_number_array(value)
+    if arr is None:
+        return f"{label} returned {_type_name(value)}; this cell needs {want}."
+    if tuple(arr.shape) != tuple(shape):
+        return f"{label} returned an array of shape {_fmt_shape(arr.shape)}; this cell needs {want}."
+    return None
+
+
+def try_function(fn: Any, *args: Any, label: str = "your function", budget: float = 10.0,
+                 exercise_id: str | None = None, shape: tuple[int, ...] | None = None) -> Any:
+    """Call a student's function on a worked example, guarded; None (and one sentence) if it
+    failed, if the exercise cell's last run failed (the function left over is an earlier one),
+    or if it did not return one array of `shape` (by default, for a function exercise: the shape
+    of its first argument)."""
+    exercise_id = exercise_id or _exercise_of(label)
+    if exercise_id is not None:
+        run = cells.last_run(exercise_id)
+        if run is not None and run.error_text:
+            print(f"The last run of the exercise cell failed ({_sentence(run.error_text)[:-1]}), so "
+                  f"{label} is still the one from an earlier run: this cell does not use it. Fix the "
+                  "exercise cell, run it again, then run this cell.")
+            return None
+    if fn is None or fn is Ellipsis or not callable(fn) or _grading.is_unanswered(fn):
+        print(f"Not answered yet: {label} is not written yet (replace the `...` in the exercise cell).")
         return None
     run = run_guarded(fn, *args, budget=budget)
     if run.output:
         print(run.output, end="" if run.output.endswith("\n") else "\n")
     if not run.ok:
-        print(describe_failure(run, what=label.capitalize(), budget=budget) + " The kernel is fine.")
+        what = label if label.isidentifier() else label[:1].upper() + label[1:]
+        print(_sentence(describe_failure(run, what=what, budget=budget)) + " The kernel is fine.")
         return None
     if run.value is None:
         print(f"Not answered yet: {label} returns nothing so far (no `return`?).")
+        return None
+    if shape is None and exercise_id is not None and exercise(exercise_id).answer_kind == "function" and args:
+        shape = getattr(args[0], "shape", None)
+    if shape is not None:
+        problem = _not_one_array(run.value, label, tuple(shape))
+        if problem:
+            print(problem)
+            return None
     return run.value
+
+
+def save_evidence(path=None, *, evidence: Evidence | None = None):
+    """Save the evidence recorded in this kernel (merged into the file when it exists) and say
+    what the file now holds. Run alone in a kernel where nothing was recorded yet (after a
+    restart, say), it explains what to run first and writes nothing."""
+    from ..exercises import save_evidence as _save
+
+    log = evidence if evidence is not None else default_evidence()
+    if not len(log) and not log.expected:
+        print("Nothing has been recorded in this kernel yet (after a kernel restart the record starts "
+              "empty). Run the notebook from the top first (Run → Run All Cells), or at least its first "
+              "cell and the cells whose results you want to keep, then run this cell again. A file saved "
+              "earlier is kept as it is.")
+        return None
+    saved = _save(path, evidence=log)
+    print(saved.summary())
+    return saved
 
 
 def load_ipython_extension(shell) -> None:  # `%load_ext pytree_lab.course`

@@ -622,7 +622,7 @@ def exercise(exercise_id: str) -> Exercise:
 
 
 def check(exercise_id: str, answer: Any = None, *, rng=None, evidence: Evidence | None = None,
-          stale: str | None = None, code: str | None = None, **named: Any) -> CheckResult:
+          stale: str | None = None, code: str | None = None, cell=None, **named: Any) -> CheckResult:
     """Grade `answer` for the exercise `exercise_id` and record the result as evidence.
 
     Never raises for a wrong, broken or hostile answer: the result says what happened.

@@ -384,7 +384,7 @@ def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
     else:
         if extras:
             lines = [f"{correct} of {total} parts right: {correct} of {n_expected} leaves of {spec.name}, "
-                     f"and {len(extras)} extra leaf{'s' if len(extras) > 1 else ''} to remove."]
+                     f"and {len(extras)} extra {'leaves' if len(extras) > 1 else 'leaf'} to remove."]
         else:
             lines = [f"{correct} of {n_expected} leaves of {spec.name} are right."]
         first = _first_difference(spec, answer)
@@ -467,8 +467,10 @@ def grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | None
                            unit=unit or exercise.unit)
 
     if stale:
+        failure = stale.rstrip().rstrip(".")
+        failure = f"ended in {failure}" if failure.startswith("a ") else f"raised {failure}"
         return result(False, 0.0, [
-            f"Your last run of the exercise cell raised {stale}. The value left over from an earlier "
+            f"Your last run of the exercise cell {failure}. The value left over from an earlier "
             "run is not graded: fix the cell, run it again, then check."])
     if is_unanswered(answer):
         return result(False, 0.0, [NOT_ANSWERED])

@@ -243,11 +243,14 @@ def describe_failure(run: Guarded, *, what: str = "your code", budget: float | N
     exc = run.error
     if exc is None:
         return None
+    # a cell has no `return`: it ends, and its answer is what it assigned
+    fix = ("let the cell run to its end and assign your answer instead" if what.lower().startswith("your cell")
+           else "return the answer instead")
     if isinstance(exc, SystemExit):
         return (f"{what} called sys.exit() (or exit()/quit()). In a notebook that would stop the "
-                "check, so it was caught: return the answer instead.")
+                f"check, so it was caught: {fix}.")
     if isinstance(exc, KeyboardInterrupt):
-        return f"{what} raised KeyboardInterrupt. Nothing was interrupted; return the answer instead."
+        return f"{what} raised KeyboardInterrupt. Nothing was interrupted; {fix}."
     if isinstance(exc, RecursionError):
         return (f"{what} called itself without end (RecursionError: maximum recursion depth). "
                 "Check the base case, or write it without recursion.")

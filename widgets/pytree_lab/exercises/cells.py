@@ -27,6 +27,8 @@ class CellRun:
     code: str
     error_text: str = ""  # "" when the run finished
     output: str = ""
+    # the namespace the cell ran in (the notebook's), to run the code again on other inputs
+    namespace: dict | None = dataclasses.field(default=None, repr=False, compare=False)
 
 
 CELL_BUDGET = DEFAULT_BUDGET  # seconds an exercise cell may run (read at each run)
@@ -49,10 +51,11 @@ def run_exercise_cell(exercise_id: str, code: str, namespace: dict, *,
                       budget: float | None = None) -> CellRun:
     """Run `code` in `namespace` as the exercise's cell; print its output and what went wrong."""
     budget = CELL_BUDGET if budget is None else budget
+    filename = _source_name(exercise_id, code)
     try:
-        compiled = compile(code, f"<exercise {exercise_id}>", "exec")
+        compiled = compile(code, filename, "exec")
     except SyntaxError as exc:
-        record = CellRun(exercise_id, code, f"SyntaxError: {exc.msg} (line {exc.lineno})")
+        record = CellRun(exercise_id, code, f"SyntaxError: {exc.msg} (line {exc.lineno})", namespace=namespace)
         _RUNS[exercise_id] = record
         print(f"Your cell has a syntax error: {exc.msg} (line {exc.lineno}). Nothing ran; fix it and run again.")
         return record
@@ -65,15 +68,29 @@ def run_exercise_cell(exercise_id: str, code: str, namespace: dict, *,
         from ._guard import exception_text
 
         error_text = exception_text(run.error)
-    record = CellRun(exercise_id, code, error_text, run.output)
+    record = CellRun(exercise_id, code, error_text, run.output, namespace=namespace)
     _RUNS[exercise_id] = record
     if run.output:
         print(run.output, end="" if run.output.endswith("\n") else "\n")
     for note in notes_for(run):
         print(note)
     if why:
-        print(why + " The kernel is fine: fix the cell and run it again.")
+        why = why.rstrip()
+        print(why + ("" if why.endswith((".", "!", "?", "…")) else ".")
+              + " The kernel is fine: fix the cell and run it again.")
     return record
+
+
+def _source_name(exercise_id: str, code: str) -> str:
+    """A file name for the cell's code, registered with linecache, so `inspect.getsource` finds
+    the source of a function the cell defined (the evidence records a function answer as its
+    code) and tracebacks show the line."""
+    import hashlib
+    import linecache
+
+    name = f"<exercise {exercise_id} {hashlib.sha1(code.encode()).hexdigest()[:8]}>"
+    linecache.cache[name] = (len(code), None, [line + "\n" for line in code.splitlines()], name)
+    return name
 
 
 def _assigned_names(code: str) -> set[str]:
@@ -90,6 +107,15 @@ def _assigned_names(code: str) -> set[str]:
     return names
 
 
+def _user_ns() -> dict | None:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover
+        return None
+    shell = get_ipython()
+    return shell.user_ns if shell is not None else None
+
+
 def _post_run_cell(result) -> None:
     code = getattr(getattr(result, "info", None), "raw_cell", "") or ""
     if code.lstrip().startswith("%%exercise"):
@@ -102,9 +128,9 @@ def _post_run_cell(result) -> None:
         if error is not None:
             from ._guard import exception_text
 
-            _RUNS[exercise_id] = CellRun(exercise_id, code, exception_text(error))
+            _RUNS[exercise_id] = CellRun(exercise_id, code, exception_text(error), namespace=_user_ns())
         else:
-            _RUNS[exercise_id] = CellRun(exercise_id, code)
+            _RUNS[exercise_id] = CellRun(exercise_id, code, namespace=_user_ns())
 
 
 def register_magic(shell=None, *, known: Callable[[str], tuple[str, ...]] | None = None,

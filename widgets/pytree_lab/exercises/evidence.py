@@ -32,13 +32,26 @@ def _plain(value, depth: int = 0):
     if isinstance(value, (list, tuple)):
         return [_plain(v, depth + 1) for v in value]
     if callable(value):
-        return f"<function {getattr(value, '__name__', type(value).__name__)}>"
+        return _source_of(value)
     arr = _as_number_array(value)
     if arr is not None:
         if arr.size > 1000:
             return f"<array of shape {tuple(arr.shape)}>"
         return _plain(arr.tolist(), depth + 1)
     return str(value)
+
+
+def _source_of(fn) -> str:
+    """A function answer as its source code (an exercise cell registers its code for this), or
+    its name when Python has no source for it; never its memory address."""
+    import inspect
+    import textwrap
+
+    try:
+        return textwrap.dedent(inspect.getsource(fn)).rstrip("\n")
+    except (OSError, TypeError):
+        name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
+        return f"{name} (a function whose source code Python does not have)"
 
 
 def _recorded(fn, value):
@@ -53,7 +66,11 @@ def _recorded(fn, value):
 
 
 def _text_of(value) -> str:
-    return value.text() if hasattr(value, "text") and callable(value.text) else str(value)
+    if hasattr(value, "text") and callable(value.text):
+        return value.text()
+    if callable(value) and not isinstance(value, type):
+        return _source_of(value)
+    return str(value)
 
 
 def _now() -> str:
@@ -64,8 +81,36 @@ class SavedEvidence(NamedTuple):
     markdown: pathlib.Path
     json: pathlib.Path
 
+    def counts(self) -> dict[str, int]:
+        """What the saved file holds, every session merged into it (not only this kernel's)."""
+        record = json.loads(self.json.read_text(encoding="utf-8"))
+        quiz = _scored_quiz(record.get("quiz", []))
+        return {"predictions": len(record.get("predictions", [])), "checks": len(record.get("checks", [])),
+                "quiz answers": sum(1 for _, first, _ in quiz if first is not None),
+                "practice answers": sum(len(practice) for _, _, practice in quiz),
+                "key outputs": len(record.get("outputs", [])),
+                "reference solutions shown": len(record.get("reveals", [])),
+                "sessions": len(record.get("sessions", []))}
+
+    def summary(self) -> str:
+        """One sentence for the save message: the file's names and everything in it."""
+        c = self.counts()
+
+        def n(count: int, one: str, many: str) -> str:
+            return f"{count} {one if count == 1 else many}"
+
+        parts = [n(c["predictions"], "prediction", "predictions"), n(c["checks"], "check", "checks"),
+                 n(c["quiz answers"], "quiz answer", "quiz answers")
+                 + (f" (and {c['practice answers']} practice)" if c["practice answers"] else ""),
+                 n(c["key outputs"], "key output", "key outputs")]
+        if c["reference solutions shown"]:
+            parts.append(n(c["reference solutions shown"], "reference solution shown", "reference solutions shown"))
+        return (f"Saved {self.markdown.name} and {self.json.name} in {self.markdown.parent}: the file now holds "
+                + ", ".join(parts) + f", from {n(c['sessions'], 'session', 'sessions')}.")
+
 
 FORMAT = "pytree-lab-evidence/1"
+KINDS = ("predictions", "checks", "quiz", "outputs", "reveals")
 _MARK = "<!-- written by pytree-lab's evidence log: saving again merges into this file -->"
 
 
@@ -104,13 +149,14 @@ class Evidence:
         self.checks: list[dict] = []
         self.quiz: list[dict] = []
         self.outputs: list[dict] = []
+        self.reveals: list[dict] = []  # reference solutions shown, one entry per reveal
         self.expected: dict[str, str] = {}  # exercise id -> title, for the summary
 
     def __len__(self) -> int:
-        return len(self.predictions) + len(self.checks) + len(self.quiz) + len(self.outputs)
+        return len(self.predictions) + len(self.checks) + len(self.quiz) + len(self.outputs) + len(self.reveals)
 
     def clear(self) -> None:
-        for entries in (self.predictions, self.checks, self.quiz, self.outputs):
+        for entries in (self.predictions, self.checks, self.quiz, self.outputs, self.reveals):
             entries.clear()
 
     def _stamp(self, entry: dict) -> dict:
@@ -147,9 +193,25 @@ class Evidence:
                 entry["self_rating"] = rating
                 return
 
-    def add_quiz(self, question: str, choice: str, correct: bool, explanation: str) -> None:
-        self.quiz.append(self._stamp({"question": question, "choice": choice,
-                                      "correct": correct, "explanation": explanation}))
+    def add_quiz(self, question: str, choice: str, correct: bool, explanation: str, quiz_id: str = "") -> None:
+        """One answer to a quiz question. The first answer to a question is its score; any later
+        one (the cell run again) is recorded as practice."""
+        practice = self.quiz_answer(quiz_id or question) is not None
+        self.quiz.append(self._stamp({"quiz_id": quiz_id or question, "question": question, "choice": choice,
+                                      "correct": correct, "explanation": explanation, "practice": practice}))
+
+    def quiz_answer(self, quiz_id: str) -> dict | None:
+        """The scored (first) answer to a question in this log, or None."""
+        for entry in self.quiz:
+            if entry.get("quiz_id", entry.get("question")) == quiz_id:
+                return entry
+        return None
+
+    def add_reveal(self, exercise, solution: str) -> None:
+        """A reference solution was shown: listed in the summary, its text kept as a key output."""
+        self.expected.setdefault(exercise.id, exercise.title)
+        self.reveals.append(self._stamp({"exercise_id": exercise.id, "title": exercise.title}))
+        self.add_output(f"reference solution revealed: {exercise.title}", solution)
 
     def add_output(self, label: str, value) -> None:
         text = _recorded(_text_of, value)
@@ -158,7 +220,7 @@ class Evidence:
     def to_json(self) -> dict:
         record = {"format": FORMAT, "saved": _now(), "sessions": [self.session],
                   "expected": dict(self.expected), "predictions": self.predictions, "checks": self.checks,
-                  "quiz": self.quiz, "outputs": self.outputs}
+                  "quiz": self.quiz, "outputs": self.outputs, "reveals": self.reveals}
         user = hub_user()
         if user:
             record["jupyterhub_user"] = user
@@ -212,7 +274,8 @@ def _merge(earlier: dict, now: dict) -> dict:
     merged = dict(now)
     merged["sessions"] = list(dict.fromkeys([*earlier.get("sessions", []), *now["sessions"]]))
     merged["expected"] = {**earlier.get("expected", {}), **now["expected"]}
-    for kind in ("predictions", "checks", "quiz", "outputs"):
+    for kind in KINDS:
+        now.setdefault(kind, [])
         seen = {entry.get("id") for entry in now[kind]}
         older = [entry for entry in earlier.get(kind, []) if entry.get("id") not in seen]
         merged[kind] = sorted(older + now[kind], key=lambda entry: entry.get("time", ""))
@@ -232,19 +295,25 @@ def render_markdown(record: dict) -> str:
     if record.get("jupyterhub_user"):
         out[-1:] = [f"JupyterHub user: {escape_markdown(str(record['jupyterhub_user']))}", ""]
     # summary first: every exercise, passed or not yet, and how many checks it took
-    out += ["## Summary", "", "| Exercise | Status | Checks |", "|---|---|---|"]
+    out += ["## Summary", "", "| Exercise | Status | Checks | Reference solution |", "|---|---|---|---|"]
+    reveals: dict[str, list[dict]] = {}
+    for entry in record.get("reveals", []):
+        reveals.setdefault(entry["exercise_id"], []).append(entry)
     by_exercise: dict[str, list[dict]] = {}
     for entry in record.get("checks", []):
         by_exercise.setdefault(entry["exercise_id"], []).append(entry)
     titles = dict(record.get("expected", {}))
-    for exercise_id, entries in by_exercise.items():
+    for exercise_id, entries in [*by_exercise.items(), *reveals.items()]:
         titles.setdefault(exercise_id, entries[0].get("title", exercise_id))
     for exercise_id, title in titles.items():
         entries = by_exercise.get(exercise_id, [])
         status = "passed" if any(e["passed"] for e in entries) else "not yet"
-        out.append(f"| {_cell(title)} (`{exercise_id}`) | {status} | {len(entries)} |")
+        shown = reveals.get(exercise_id, [])
+        shown_text = (("shown " + ("once" if len(shown) == 1 else f"{len(shown)} times") + ", "
+                       + ", ".join(_cell(e.get("time", "")) for e in shown)) if shown else "not shown")
+        out.append(f"| {_cell(title)} (`{exercise_id}`) | {status} | {len(entries)} | {shown_text} |")
     if not titles:
-        out.append("| (no exercises checked yet) | | |")
+        out.append("| (no exercises checked yet) | | | |")
     out.append("")
     out += ["## Predictions", ""]
     predictions = record.get("predictions", [])
@@ -267,13 +336,21 @@ def render_markdown(record: dict) -> str:
             out += ["My code:", "", _fence(entry["code"], "python"), ""]
         out += ["Feedback:", "", _fence(entry["feedback"]), ""]
     out += ["## Check your understanding", ""]
-    if not record.get("quiz"):
+    quiz = _scored_quiz(record.get("quiz", []))
+    if not quiz:
         out += ["(not answered yet)", ""]
-    for entry in record.get("quiz", []):
-        verdict = "correct" if entry["correct"] else "not correct"
-        out += [f"- {escape_markdown(entry['question'])} My answer: {escape_markdown(entry['choice'])} ({verdict}).",
-                f"  {escape_markdown(entry['explanation'])}"]
-    if record.get("quiz"):
+    else:
+        out += ["The first answer to each question is its score; later answers are practice.", "",
+                "| Question | First answer (score) | Practice |", "|---|---|---|"]
+        for question, first, practice in quiz:
+            def said(entry):
+                return f"{_cell(entry['choice'])} ({'correct' if entry['correct'] else 'not correct'})"
+            out.append(f"| {_cell(question)} | {said(first) if first else '(none)'} | "
+                       f"{'; '.join(said(e) for e in practice) or 'none'} |")
+        out.append("")
+        for question, first, practice in quiz:
+            entry = first or practice[0]
+            out += [f"- {_cell(question)} {_cell(entry['explanation'])}"]
         out.append("")
     out += ["## Key outputs", ""]
     if not record.get("outputs"):
@@ -281,6 +358,19 @@ def render_markdown(record: dict) -> str:
     for entry in record.get("outputs", []):
         out += [f"### {escape_markdown(entry['label'])}", "", _fence(entry["text"]), ""]
     return "\n".join(out).rstrip() + "\n"
+
+
+def _scored_quiz(entries: list[dict]) -> list[tuple[str, dict | None, list[dict]]]:
+    """(question, first answer, practice answers) per question, in order of first appearance:
+    the earliest answer not marked practice is the score, every other answer is practice."""
+    grouped: dict[str, list[dict]] = {}
+    for entry in sorted(entries, key=lambda e: e.get("time", "")):
+        grouped.setdefault(entry.get("quiz_id") or entry.get("question", ""), []).append(entry)
+    out = []
+    for group in grouped.values():
+        first = next((e for e in group if not e.get("practice")), None)
+        out.append((group[0].get("question", ""), first, [e for e in group if e is not first]))
+    return out
 
 
 def _quote(text: str) -> str:

@@ -117,6 +117,7 @@ class CheckButton(_ExerciseWidget):
         self._checker = checker
         self._rng = rng
         self.result: CheckResult | None = None
+        self._tried = 0  # checks of a real attempt: an answer written in, or a run that failed
 
     def _intents(self):
         return {"check": self.check, "solution": self.reveal_solution}
@@ -148,7 +149,7 @@ class CheckButton(_ExerciseWidget):
                 answer = self._answer()
             except Exception as exc:  # noqa: BLE001 - a name not defined yet, a broken getter
                 if run is not None and run.error_text:
-                    answer = None
+                    answer = Ellipsis
                 else:
                     name = self._get_answer if isinstance(self._get_answer, str) else "your answer"
                     self.result = None
@@ -159,9 +160,11 @@ class CheckButton(_ExerciseWidget):
                     return None
             stale = run.error_text if run is not None and run.error_text else None
             code = run.code if run is not None else None
+            if stale is not None or not is_unanswered(answer):
+                self._tried += 1
             if self._checker is not None:
                 result = self._checker(self.exercise.id, answer, rng=self._rng, evidence=self.evidence,
-                                       stale=stale, code=code)
+                                       stale=stale, code=code, cell=run)
             else:
                 result = grade_answer(self.exercise, answer, rng=self._rng, stale=stale)
                 if stale is None and not is_unanswered(answer):
@@ -176,7 +179,7 @@ class CheckButton(_ExerciseWidget):
             cases = (f" ({result.cases_passed} of {result.cases_total} {result.unit} right)"
                      if result.cases_total > 1 else "")
             offer = ""
-            if self.exercise.solutions and not self.solution:
+            if self.exercise.solutions and not self.solution and self._tried:
                 self.solution_available = True
                 if self.failed_attempts >= 2:
                     offer = " A reference solution is available: “Show a reference solution”."
@@ -192,12 +195,13 @@ class CheckButton(_ExerciseWidget):
         if not self.exercise.solutions:
             self.announcement = "This exercise has no reference solution to show."
             return None
-        if self.attempts < 1:
-            self.announcement = "Try the exercise and check it first; the reference solution comes after."
+        if not self._tried:
+            self.announcement = ("Write your answer in the exercise cell (replace its `...`), run it and check "
+                                 "it first; the reference solution comes after a real attempt.")
             return None
         text = "\n\n# Another way:\n".join(self.exercise.solutions)
         if not self.solution:
-            self.evidence.add_output(f"reference solution revealed: {self.exercise.title}", text)
+            self.evidence.add_reveal(self.exercise, text)
         self.solution = text
         self.solution_available = True
         verdict = self.announcement.split(" A reference solution is available")[0]
@@ -288,6 +292,12 @@ class Quiz(_ExerciseWidget):
             why_not = dict(enumerate(why_not))
         self._why_not = dict(why_not or {})
         self.quiz_id = quiz_id
+        self.practice = False
+        earlier = self.evidence.quiz_answer(quiz_id or question)
+        if earlier is not None:  # the cell was run again: this widget is for practice
+            self.practice = True
+            self.announcement = (f"You answered this question before: your first answer, “{earlier['choice']}”, "
+                                 "is your score. This try is recorded as practice.")
 
     @traitlets.validate("selected")
     def _locked(self, proposal):
@@ -319,7 +329,13 @@ class Quiz(_ExerciseWidget):
             for i in range(len(self.choices))]
         # the explanation is shown inside the same live region, so it is read after the verdict
         self.announcement = "Correct." if self.correct else f"Not quite: you chose “{self.choices[self.selected]}”."
-        self.evidence.add_quiz(self.question, self.choices[self.selected], self.correct, self._explanation)
+        earlier = self.evidence.quiz_answer(self.quiz_id or self.question)
+        if earlier is not None:
+            self.practice = True
+            self.announcement += (f" Practice: your first answer, “{earlier['choice']}”"
+                                  f" ({'correct' if earlier['correct'] else 'not correct'}), stays your score.")
+        self.evidence.add_quiz(self.question, self.choices[self.selected], self.correct, self._explanation,
+                               quiz_id=self.quiz_id or self.question)
         return self.correct
 
     def text(self) -> str:
@@ -352,9 +368,6 @@ class EvidenceButton(_ExerciseWidget):
             self.announcement = f"Could not save: {exception_text(exc)}"
             return None
         self.saved_path = str(saved.markdown)
-        self.announcement = (
-            f"Saved {saved.markdown.name} and {saved.json.name} in {saved.markdown.parent}: "
-            f"{len(log.predictions)} predictions, {len(log.checks)} checks, "
-            f"{len(log.quiz)} quiz answers, {len(log.outputs)} key outputs.")
+        self.announcement = saved.summary()
         return saved
 
