@@ -1,9 +1,6 @@
-# pytree-lab setup: installs the course packages when this notebook runs in the browser (JupyterLite).
-# In a regular Jupyter kernel it does nothing. Run it first; no need to edit it.
-#
-# Your work in this site is kept in this browser only (not on a server, not in other browsers).
-# File > Download saves a notebook to your computer. To get a fresh copy of a course notebook,
-# rename or delete your copy in the file browser (download it first), then reopen the page.
+# pytree-lab setup: in the browser version of this course (JupyterLite) this cell installs the
+# course packages and says where your work is kept; anywhere else it does nothing and prints
+# nothing. Run it first; no need to edit it.
 import sys
 
 if sys.platform == "emscripten":

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 import sys
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import quote
 
 DEFAULT_SITE = Path(__file__).resolve().parent / "_output"
 
@@ -39,6 +41,29 @@ class SiteHandler(SimpleHTTPRequestHandler):
         super().end_headers()
 
 
+class QuietServer(ThreadingHTTPServer):
+    """A page reload or a closed tab ends requests mid-transfer: that is no error to report."""
+
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        err = sys.exc_info()[1]
+        if isinstance(err, (ConnectionError, TimeoutError)):  # broken pipe, reset, aborted
+            return
+        print(f"error serving {client_address[0]}: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+
+
+def first_notebook(directory: Path) -> str | None:
+    """The site's first course notebook (its manifest lists them in order), as a path in the site."""
+    try:
+        manifest = json.loads((directory / "pytree-lab-site.json").read_text())
+        first = manifest["notebooks"][0]["path"]
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        found = sorted(p.relative_to(directory / "files").as_posix() for p in (directory / "files").glob("*.ipynb"))
+        return found[0] if found else None
+    return first[len("files/"):] if first.startswith("files/") else first
+
+
 class SiteServer:
     """A threaded static server for one site folder; use as a context manager."""
 
@@ -47,8 +72,7 @@ class SiteServer:
         if not (self.directory / "jupyter-lite.json").exists():
             raise FileNotFoundError(f"{self.directory} is not a built JupyterLite site (run `make lite-build`)")
         handler = functools.partial(SiteHandler, directory=str(self.directory))
-        self.httpd = ThreadingHTTPServer((host, port), handler)
-        self.httpd.daemon_threads = True
+        self.httpd = QuietServer((host, port), handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="lite-site", daemon=True)
 
     @property
@@ -83,7 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     print(f"Serving {server.directory}", flush=True)
-    print(f"Open {server.url}/lab/index.html   (Ctrl+C to stop)", flush=True)
+    first = first_notebook(server.directory)
+    if first:
+        print(f"First lesson: {server.url}/lab/index.html?path={quote(first)}", flush=True)
+    print(f"All notebooks: {server.url}/lab/index.html   (Ctrl+C to stop)", flush=True)
     try:
         server.httpd.serve_forever()
     except KeyboardInterrupt:

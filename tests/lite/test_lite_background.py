@@ -24,7 +24,9 @@ from .conftest import BOOT, DIAGRAM, DIAGRAM_READ, PROBE_NOTEBOOK, ROOT, SETUP
 pytestmark = pytest.mark.browser
 
 LOADING_LINE = ("numpy and pandas are loading in the background (from cdn.jsdelivr.net): tree diagrams work now; "
-                "a cell that needs numpy waits until they are loaded.")
+                "a cell that needs numpy waits until they are loaded.\n"
+                "Your work in this site is kept in this browser only (not on a server, not in other browsers): "
+                "File > Download saves a notebook to your computer.")
 
 
 def numpy_url(site) -> str:

@@ -103,7 +103,9 @@ def check_degraded_lesson(run: LessonRun) -> None:
     run.check()
     assert run.setup_output.strip() == (
         "numpy and pandas are loading in the background (from cdn.jsdelivr.net): tree diagrams work now; "
-        "a cell that needs numpy waits until they are loaded."), run.setup_output
+        "a cell that needs numpy waits until they are loaded.\n"
+        "Your work in this site is kept in this browser only (not on a server, not in other browsers): "
+        "File > Download saves a notebook to your computer."), run.setup_output
     # the message, once, under the first cell that needs numpy: the lesson's `import jax` cell
     said = [i for i, out in enumerate(run.outputs) if "numpy could not be downloaded from Pyodide's CDN: " in out]
     assert said == [1], said

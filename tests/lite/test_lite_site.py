@@ -148,7 +148,9 @@ def test_setup_cell_starts_numpy_in_the_background_and_ends(lite_run):
     lite_run.check()
     assert lite_run.outputs[SETUP].strip() == (
         "numpy and pandas are loading in the background (from cdn.jsdelivr.net): tree diagrams work now; "
-        "a cell that needs numpy waits until they are loaded."), lite_run.outputs[SETUP]
+        "a cell that needs numpy waits until they are loaded.\n"
+        "Your work in this site is kept in this browser only (not on a server, not in other browsers): "
+        "File > Download saves a notebook to your computer."), lite_run.outputs[SETUP]
     assert not lite_run.errors[SETUP], lite_run.errors[SETUP]
 
 

@@ -138,7 +138,9 @@ def run_setup(fetch, install="ok", numpy_file=NUMPY_URL, cells=(), rerun_setup=N
 
 
 LOADING_LINE = ("numpy and pandas are loading in the background (from cdn.jsdelivr.net): tree diagrams work "
-                "now; a cell that needs numpy waits until they are loaded.\n")
+                "now; a cell that needs numpy waits until they are loaded.\n"
+                "Your work in this site is kept in this browser only (not on a server, not in other browsers): "
+                "File > Download saves a notebook to your computer.\n")
 
 
 def test_numpy_arrives_the_lite_engine_is_installed():
@@ -267,3 +269,26 @@ def test_the_setup_cell_run_again_says_how_the_load_ended_and_starts_no_second_o
     assert r["printed"] == (f"RERUN\nnumpy {numpy.__version__} is loaded; `import jax` gives pytree-lab's Lite "
                             "engine (numpy + autograd).\n")
     assert r["calls"]["install"] == [["numpy", "autograd", "bqplot"]] and r["calls"]["load"] == [["numpy", "pandas"]]
+
+
+def test_the_setup_cell_is_silent_outside_the_browser_and_says_nothing_false_there():
+    """Issue 18: in JupyterLab the setup cell said "Your work in this site is kept in this
+    browser only", which is false there. Outside JupyterLite it prints and displays nothing;
+    what it says about storage is printed by the browser's setup only (tested above)."""
+    source = (ROOT / "lite_build" / "first_cell.py").read_text()
+    code = textwrap.dedent('''
+        import json, sys
+        from IPython.core.interactiveshell import InteractiveShell
+        from IPython.utils.capture import capture_output
+        shell = InteractiveShell.instance()
+        with capture_output() as cap:
+            result = shell.run_cell(sys.argv[1])
+        print("RESULT" + json.dumps({"stdout": cap.stdout, "stderr": cap.stderr, "outputs": len(cap.outputs),
+                                     "ok": result.success, "value": repr(result.result)}))
+    ''')
+    proc = subprocess.run([sys.executable, "-c", code, source], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
+    assert line is not None, proc.stdout + proc.stderr
+    assert json.loads(line[len("RESULT"):]) == {"stdout": "", "stderr": "", "outputs": 0, "ok": True, "value": "None"}
+    # the cell's own text states nothing that is true in one place only
+    assert "kept in this browser" not in source

@@ -63,6 +63,11 @@ STILL_WORKS = (
 )
 
 
+# Said by the setup cell in the browser only (in JupyterLab the files are on the server).
+STORAGE_NOTE = ("Your work in this site is kept in this browser only (not on a server, not in other browsers): "
+                "File > Download saves a notebook to your computer.")
+
+
 class _Load:
     """The one background load of the array packages in this kernel, and what came of it."""
 
@@ -199,6 +204,7 @@ async def setup(probe_seconds: float = PROBE_SECONDS, install_seconds: float = I
     where = "this site" if where == _site_host() else where
     print(f"numpy and pandas are loading in the background (from {where}): tree diagrams work now; "
           "a cell that needs numpy waits until they are loaded.")
+    print(STORAGE_NOTE)
     return "loading"
 
 
