@@ -56,9 +56,10 @@ bench: $(STAMP) chromium
 # printing what it packed; `make lite` then serves it on 127.0.0.1 and prints the URL
 # (LITE_PORT=0 picks a free port). Publish lite_build/_output on any static host.
 LITE_PORT ?= 0
+LITE_FLAGS ?=
 .PHONY: lite-build
 lite-build: $(STAMP)
-	$(PY) lite_build/build.py
+	$(PY) lite_build/build.py $(LITE_FLAGS)
 
 lite: lite-build
 	$(PY) lite_build/serve.py lite_build/_output --port $(LITE_PORT)
