@@ -2,10 +2,14 @@
 a custom node), that never stops JAX's own work.
 
 A loss with an endless `while` loop is traced by `jax.jit` in the kernel's main thread and would
-hang the kernel. `user_code_budget(seconds)` arms a wall-clock interval timer; once the budget is
-spent, each tick (every 0.25 s) looks at the Python stack and raises `TimeBudgetExceeded` only
-when a frame of the user's code is on it. XLA compiling a big model (no user frame on the stack,
-the handler runs when the compile returns) is never cut short, however long it takes.
+hang the kernel. `user_code_budget(seconds)` arms an interval timer that looks at the Python
+stack every 0.25 s and counts two times: the user's own Python (the innermost frame is the
+user's code) and library work called from it (a user frame is further down: JAX tracing each
+operation a loss over 100k leaves asks for). It raises `TimeBudgetExceeded` when the own time
+passes `seconds` (an endless loop), or when the time with the user's code on the stack passes
+`SLOW_FACTOR` times that (slow, not a loop: the `BudgetClock` it yields says which, so the
+message can say what is slow). XLA compiling a big model (no user frame on the stack, the
+handler runs when the compile returns) is never cut short, however long it takes.
 
 "User code" is code from outside the installed packages and the standard library: a notebook
 cell, a script, a module of the user's own.
@@ -31,9 +35,45 @@ from types import FrameType
 
 from .exercises._guard import TimeBudgetExceeded
 
-__all__ = ["TimeBudgetExceeded", "user_code_budget", "is_user_frame"]
+__all__ = ["TimeBudgetExceeded", "user_code_budget", "is_user_frame", "BudgetClock", "SLOW_FACTOR"]
 
-TICK = 0.25  # seconds between looks at the stack once the budget is spent
+TICK = 0.25  # seconds between looks at the stack
+# Time spent in library code called from the user's code (JAX tracing each operation of a loss
+# written over 100k leaves) is not the user's loop: it counts only up to this many budgets.
+SLOW_FACTOR = 4.0
+
+
+class BudgetClock:
+    """What a budget saw, sampled every `TICK`: `own` seconds with the user's own Python running
+    (the innermost frame), `inside` seconds with the user's code anywhere on the stack (library
+    code called from it included), and why it fired: "own" (the user's own Python ran past the
+    budget: an endless loop) or "slow" (library work called from the user's code ran past
+    `SLOW_FACTOR` budgets: a slow trace, not a loop), None while it has not."""
+
+    __slots__ = ("seconds", "own", "inside", "reason")
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.own = 0.0
+        self.inside = 0.0
+        self.reason: str | None = None
+
+    def tick(self, frame: FrameType | None, outside: set[int]) -> bool:
+        """One look at the stack; True when the budget is spent and the user's code is running
+        (never inside a finalizer or a garbage-collection callback, where Python would print the
+        exception and drop it: the next tick tries again)."""
+        if frame is None or _in_cleanup(frame, outside):
+            return False
+        if not _user_code_running(frame, outside):
+            return False
+        self.inside += TICK
+        if id(frame) not in outside and is_user_frame(frame):
+            self.own += TICK
+        if self.own >= self.seconds:
+            self.reason = "own"
+        elif self.inside >= self.seconds * SLOW_FACTOR:
+            self.reason = "slow"
+        return self.reason is not None
 
 _LIBRARY_ROOTS = tuple(
     os.path.normcase(os.path.realpath(p)) + os.sep
@@ -61,6 +101,22 @@ def _user_code_running(frame: FrameType | None, outside: set[int]) -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+def _in_cleanup(frame: FrameType | None, outside: set[int]) -> bool:
+    """A `__del__`, a weakref finalizer or a GC callback runs between here and the user's code:
+    an exception raised there is printed and dropped ("Exception ignored in ...")."""
+    while frame is not None and id(frame) not in outside:
+        code = frame.f_code
+        if code.co_name in _CLEANUP_NAMES or (code.co_name == "__call__" and code.co_filename.endswith("weakref.py")):
+            return True
+        if is_user_frame(frame):
+            return False
+        frame = frame.f_back
+    return False
+
+
+_CLEANUP_NAMES = frozenset({"__del__", "_xla_gc_callback", "_remove_dead_weakref", "_remove"})
 
 
 def _stack_ids() -> set[int]:
@@ -108,26 +164,26 @@ def _watched(seconds: float):
     lock = threading.Lock()
     stop = threading.Event()
     state = {"active": True, "fired": False}
+    clock = BudgetClock(seconds)
 
     def watch() -> None:
-        if stop.wait(seconds):
-            return
         while True:
+            if stop.wait(TICK):
+                return
             with lock:
                 if not state["active"]:
                     return
                 frame = sys._current_frames().get(target)
-                if frame is not None and frame.f_code.co_name != "__del__" and _user_code_running(frame, outside):
+                if clock.tick(frame, outside):
                     _raise_in(target, TimeBudgetExceeded)
                     state["fired"] = True
                     return
-            if stop.wait(TICK):
-                return
+                del frame
 
     threading.Thread(target=watch, name="pytree-lab time budget", daemon=True).start()
     delivered = False
     try:
-        yield
+        yield clock
     except TimeBudgetExceeded:
         delivered = True
         raise
@@ -147,29 +203,31 @@ def _watched(seconds: float):
 
 @contextlib.contextmanager
 def user_code_budget(seconds: float | None):
-    """Stop the user's code in the body after `seconds` on the clock (None or 0: no budget)."""
+    """Stop the user's code in the body once its own Python has run `seconds` (sampled every
+    `TICK`), or once library work called from it has run `SLOW_FACTOR` times that (None or 0: no
+    budget). Yields the `BudgetClock`: after a stop, `clock.reason` says which."""
+    clock = BudgetClock(seconds or 0.0)
     if not seconds or seconds <= 0:
-        yield
+        yield clock
         return
     if not _available():
         if _watchdog_available():
-            with _watched(seconds):
-                yield
+            with _watched(seconds) as clock:
+                yield clock
         else:
-            yield
+            yield clock
         return
     state = {"active": True}
     outside = _stack_ids()  # these frames stay alive (on the stack) while the body runs
 
     def on_alarm(signum, frame):
-        if (state["active"] and (frame is None or frame.f_code.co_name != "__del__")
-                and _user_code_running(frame, outside)):
+        if state["active"] and clock.tick(frame, outside):
             raise TimeBudgetExceeded()
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds, TICK)
+    signal.setitimer(signal.ITIMER_REAL, TICK, TICK)
     try:
-        yield
+        yield clock
     finally:
         while True:  # a tick can land in the cleanup: finish it whatever happens
             try:

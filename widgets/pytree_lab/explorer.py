@@ -47,6 +47,7 @@ __all__ = ["StepExplorer"]
 _fmt = fmt_number
 # the sentences that promise the last good step, dropped when there is none
 _NO_LAST_GOOD = __import__("re").compile(r"(?:;\s*|\s*\b)[Tt]he last good step (?:stays on screen|is still shown)\.")
+SLOW_STEP_S = 5.0  # a step this slow, of a model of many leaves, is said with how to make it fast
 MAX_STEPS = 1_000_000  # step(n) at most: history keeps every point's loss
 MAX_BARS = 24  # parameter elements drawn as before/after bars
 SMALL_INPUT = 4  # a 1-D float input of at most this many values gets sliders by default
@@ -341,6 +342,8 @@ class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
         self._notes: list[str] = []
         self._said_staged: Any = None  # the op-by-op program last told about (see recompute)
         self._said_compile_error: BaseException | None = None  # the failed background compile told about
+        self._said_slow = False  # a slow step of a many-leaf model was explained
+        self._too_slow = ""  # the message of a step stopped as too slow (not a loop); "" when none
         self._extra: Any = extra
 
         # Our own copies of the trees (never the caller's arrays), in the dtypes JAX gives them.
@@ -804,7 +807,7 @@ class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
             if problem:
                 return self._fail(problem)
             deadline = time.monotonic() + self.time_budget if self.time_budget else None
-            with _quiet_callbacks(), user_code_budget(self.time_budget):
+            with _quiet_callbacks(), user_code_budget(self.time_budget) as self._clock:
                 run = self._runner().run(params, self._opt_state, inputs, lr if self._lr_adjustable else None, int(n),
                                          deadline=deadline)
         except TimeBudgetExceeded:
@@ -966,12 +969,17 @@ class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
         """
         if self._closed:
             return None
+        if self._too_slow and self._moving:
+            # the step was stopped as too slow (not a loop): a slider move does not pay for it again
+            return self._fail(self._too_slow + " Moving a slider does not try again; ex.recompute() (or "
+                              "set_loss, set_params, a Step click) does.")
         try:
             params, inputs, lr = self._gather()
             problem = self._check_inputs(lr)
             if problem:
                 return self._fail(problem)
-            with _quiet_callbacks(), user_code_budget(self.time_budget):
+            started = time.monotonic()
+            with _quiet_callbacks(), user_code_budget(self.time_budget) as self._clock:
                 try:
                     result = self._step(params, inputs, lr)
                 except Exception:
@@ -984,13 +992,16 @@ class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
                     self._step = plain
                 result = dataclasses.replace(result, params=params)
             if self.prediction_fn is not None:
-                with _quiet_callbacks(), user_code_budget(self.time_budget):
+                with _quiet_callbacks(), user_code_budget(self.time_budget) as self._clock:
                     result = self._with_extras(result)
             problem = self._check_result(result)
             if problem:
                 return self._fail(problem)
         except TimeBudgetExceeded:
-            return self._fail(self._over_budget("The step"))
+            text = self._over_budget("The step")
+            if self._clock is not None and self._clock.reason == "slow":
+                self._too_slow = text
+            return self._fail(text)
         except KeyboardInterrupt:
             return self._fail("The step was interrupted; the last good step stays on screen.")
         except BaseException as err:  # a user's loss can raise anything; the kernel must survive it
@@ -1005,6 +1016,7 @@ class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
                               "The last good step stays on screen.")
         self._last_good = result
         self._good_now = True
+        self._too_slow = ""
         self._record(result.loss)
         if self._views_due is None:
             self.history_view.show(self._history)
@@ -1026,6 +1038,13 @@ class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
                 notes.append(f"This model's step is a program of {staged.eqns:,} operations: compiling it would take "
                              "minutes, so its operations run one by one (the numbers JAX gives outside jit) and a "
                              "step takes longer than usual.")
+        took = time.monotonic() - started
+        if took >= SLOW_STEP_S and not self._said_slow and len(self._param_leaves) >= 1000:
+            self._said_slow = True  # said once: every move of this model costs about as much
+            notes.append(f"This step took {fmt_number(round(took))} s: the work grows with the model's "
+                         f"{len(self._param_leaves):,} parameter leaves (JAX handles each leaf's operations "
+                         "apart), not with your loss's own Python. Fewer, bigger leaves (stack the layers' "
+                         "weights into arrays) make every move fast; sliders=[...] keeps only the sliders you need.")
         failed = getattr(staged, "compile_error", None)
         if failed is not None and failed is not self._said_compile_error:
             self._said_compile_error = failed  # said once per failure
@@ -1041,7 +1060,19 @@ class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
             self._note(" ".join(notes))
         return result
 
+    _clock: Any = None  # the last step's BudgetClock (what it saw)
+
     def _over_budget(self, what: str) -> str:
+        clock = self._clock
+        if clock is not None and clock.reason == "slow":
+            leaves = len(self._param_leaves)
+            return (f"{what} stopped after {fmt_number(round(clock.inside))} s, and it is not an endless loop: the "
+                    f"loss's own Python ran about {fmt_number(round(clock.own, 1))} s of that; the rest was JAX "
+                    f"working on what the loss asked for (tracing or running its operations one by one), which "
+                    f"grows with the model: {leaves:,} parameter leaves here. Fewer, bigger leaves (stack the "
+                    "layers' weights into arrays) make it fast; StepExplorer(..., time_budget=None) waits as "
+                    "long as it takes, and sliders=[...] keeps only the sliders you need. The last good step "
+                    "stays on screen.")
         return (f"{what} stopped: the loss (or prediction_fn) ran for more than {fmt_number(self.time_budget)} s "
                 "of its own Python code, which usually means an endless loop. The last good step stays on "
                 "screen. Fix the loss and call set_loss, or give StepExplorer(..., time_budget=seconds) "
