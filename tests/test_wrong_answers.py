@@ -236,7 +236,8 @@ def test_predicting_the_hidden_cases_from_numpy_seed_fails():
 
 def test_the_exercise_cell_runs_guarded_and_a_failed_run_is_not_graded(capsys):
     ns = {"jnp": jnp, "jax": jax, "grads": GRADS}
-    cells.run_exercise_cell("squared_norm", "norm_squared = 96.0\nmanual = 96.0", ns)
+    cells.run_exercise_cell("squared_norm", "norm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))\n"
+                            "manual = jnp.sum(grads['weight'] ** 2) + grads['bias'] ** 2", ns)
     button = course.check_button("squared_norm", lambda: {"norm_squared": ns["norm_squared"],
                                                           "manual": ns["manual"]}, evidence=Evidence())
     assert button.check().passed

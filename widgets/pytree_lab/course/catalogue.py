@@ -181,19 +181,43 @@ def _grade_squared_norm(answer, rng=None) -> Outcome:
     return _grade_one_norm(answer, "norm_squared", parts)
 
 
+def _residual_loss(p, x, target):
+    jnp = _jnp()
+    return p["scale"] * (jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"]) - target
+
+
+def _whole_tree(answer, trees) -> str | None:
+    """The sentence of the first (tree, sentence) the whole answer equals, leaf for leaf."""
+    for tree, sentence in trees:
+        found = run_guarded(_same_tree, answer, tree, budget=2.0)
+        if found.ok and found.value:
+            return sentence
+    return None
+
+
 def _grade_nested_scale_grad(answer, rng=None) -> Outcome:
     jax, jnp = _jax(), _jnp()
     nested = _nested_params()
     _, x, target, _ = _lesson_setup()
     grads = jax.grad(_nested_loss)(nested, x, target)
+    # mistakes recognised by the whole tree, never by one leaf that happens to equal a value
+    whole = _whole_tree(answer, (
+        (nested, "g holds the parameter value, not its gradient, at every leaf: g = jax.grad(nested_loss)(nested)."),
+        (jax.grad(_residual_loss)(nested, x, target),
+         "g is the gradient of the residual pred − 3, not of the squared error: nested_loss must return "
+         "(pred - 3.) ** 2."),
+    ))
+    if whole is not None:
+        return Outcome(0, 3, ["0 of 3 leaves of the gradient tree are right.", f"- {whole}"])
     spec = _TreeSpec(
         expected=grads,
         name="the gradient tree",
         related=(
-            (nested, "holds the parameter value, not its gradient. Differentiate nested_loss with "
-                     "respect to the nested tree (jax.grad)."),
             (jax.tree.map(lambda g: -g, grads),
              "the sign is flipped. The residual is prediction − target, which is negative here."),
+            (jax.tree.map(jnp.zeros_like, grads),
+             "is 0: the loss does not depend on this leaf. Does nested_loss read it through its argument p "
+             "(not from params outside the function)?"),
         ),
         hints={
             "['scale']": "At the start the prediction is 1 and the residual is −2; d/dscale multiplies "
@@ -208,6 +232,24 @@ def _grade_nested_scale_grad(answer, rng=None) -> Outcome:
         outcome.lines.append(f"d loss / d scale: {_fmt_num(grads['scale'])}, as derived by hand "
                              "(residual −2, times 2, times w·x + b = 1).")
     return outcome
+
+
+_SWAPPED = ("the gradient leaves are swapped: weight was stepped with the bias gradient and bias with the "
+            "weight gradient (so bias became an array of 2 values). Pair each parameter with its own gradient "
+            "by path: jax.tree.map(lambda p, g: p - 0.05 * g, params, grads).")
+_ZIP = ("your zip pairs leaves by position, and the positions disagree: params' values come in the order "
+        "written (weight, bias), jax.tree.leaves(grads) in flatten order (bias, weight: keys sorted). So weight "
+        "was stepped with the bias gradient and bias with the weight gradient. Pair by path instead: "
+        "jax.tree.map(lambda p, g: p - 0.05 * g, params, grads).")
+_KEYS_SWAPPED = ("the updated values are right but under each other's keys: weight holds the updated bias and "
+                 "bias the updated weight, as zipping params' keys (weight, bias: the order written) with "
+                 "leaves in flatten order (bias, weight) does. Keep the structure: jax.tree.map(lambda p, g: "
+                 "p - 0.05 * g, params, grads).")
+
+_ZIP_KEYS = ("your zip put the updated values under each other's keys: it pairs params' keys in the order "
+             "written (weight, bias) with leaves in flatten order (bias, weight: keys sorted), so weight holds "
+             "the updated bias and bias the updated weight. Keep the structure: jax.tree.map(lambda p, g: "
+             "p - 0.05 * g, params, grads).")
 
 
 def _grade_repair_update(answer, rng=None) -> Outcome:
@@ -228,6 +270,14 @@ def _grade_repair_update(answer, rng=None) -> Outcome:
             "['bias']": "Use p − 0.05 · g with the bias gradient; restore bias in the gradient tree first.",
         },
     )
+    lr = lesson.LEARNING_RATE
+    whole = _whole_tree(answer, (
+        ({"weight": params["weight"] - lr * grads["bias"], "bias": params["bias"] - lr * grads["weight"]},
+         _SWAPPED),
+        ({"weight": updated["bias"], "bias": updated["weight"]}, _KEYS_SWAPPED),
+    ))
+    if whole is not None:
+        return Outcome(0, 2, ["0 of 2 leaves of the updated parameter tree are right.", f"- {whole}"])
     outcome = _grade_tree(answer, spec)
     # The loss at the student's tree: the lesson's evidence that the repair worked.
     try:
@@ -520,6 +570,17 @@ def _grade_grad_over_flat_params(answer, rng=None) -> Outcome:
     total = len(sizes)
     hidden = total - 1
     if passed == total:
+        # right numbers; the exercise asks for them from jax.grad, not from a derivation by hand
+        case = _worked_case()
+        run, differentiated = _grading.differentiates(
+            answer, jnp.asarray(case.flat_params.copy()), jnp.asarray(case.x.copy()), budget=CASE_BUDGET)
+        if run.ok and not differentiated:
+            return Outcome(passed, total, [
+                f"All {total} cases give the right numbers, but your function computes them without "
+                "differentiating: no jax.grad (nor value_and_grad, vjp or jacrev) ran inside it. The "
+                "exercise asks for the gradient using jax.grad: write the loss as a function of flat_params "
+                "(the sum of squared predictions) and return jax.grad(loss)(flat_params), so JAX derives "
+                "it instead of a formula worked out by hand."] + notes, passed=False, score=0.5)
         lines = [f"All {total} cases pass: the worked example ([8, 12, 4] for flat_params = [1, 0, 0], "
                  f"x = [[2, 3]]) and {hidden} hidden cases of other sizes."]
     else:
@@ -635,6 +696,243 @@ def check(exercise_id: str, answer: Any = None, *, rng=None, evidence: Evidence 
         answer = {**({ex.answer_name.split(",")[0].strip(): answer} if answer is not None else {}), **named}
     _grading.bind_tools()
     result = grade_answer(ex, answer, rng=rng, stale=stale)
+    if stale is None and cell is not None and not _grading.is_unanswered(answer) and ex.answer_kind != "function":
+        result = _with_cell_evidence(ex, result, answer, cell, rng)
     if stale is None and not _grading.is_unanswered(answer):
         (evidence if evidence is not None else default_evidence()).add_check(ex, result, answer, code=code)
     return result
+
+
+# --------------------------------------------------------------------------- evidence from the cell
+# A value answer (norm_squared, g, fixed) must be computed: the exercise cell is run again, in a
+# copy of the notebook's namespace, at other lesson parameters (with their own gradients), and
+# the answer must follow them. A function the cell defined (nested_loss) is asked what is wrong.
+
+RERUNS = 2  # other parameter points per check
+RERUN_BUDGET = 10.0
+
+
+def _cell_python(cell) -> str | None:
+    code = getattr(cell, "code", "") or ""
+    if code.lstrip().startswith("%%exercise"):
+        code = code.lstrip().split("\n", 1)[1] if "\n" in code.lstrip() else ""
+    if not code.strip():
+        return None
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None:
+            code = shell.transform_cell(code)
+    except Exception:  # noqa: BLE001 - plain Python is compiled as it is
+        pass
+    return code
+
+
+def _lesson_point(params) -> dict[str, Any]:
+    """The lesson's trees at a parameter point: what the notebook's names hold there."""
+    jax = _jax()
+    _, x, target, lr = _lesson_setup()
+    value, grads = jax.value_and_grad(_lesson_loss)(params, x, target)
+    updated = jax.tree.map(lambda p, g: p - lr * g, params, grads)
+    return {"params": params, "grads": grads, "value": value, "updated": updated}
+
+
+def _same_tree(a, b) -> bool:
+    if isinstance(b, dict):
+        return isinstance(a, dict) and set(a) == set(b) and all(_same_tree(a[k], b[k]) for k in b)
+    arr, want = _as_number_array(a), _np().asarray(b)
+    return arr is not None and arr.shape == want.shape and bool(_close(arr, want))
+
+
+def _variant_namespace(namespace: dict, code: str, point: dict, lesson_trees: dict) -> dict:
+    """A copy of the notebook's namespace for a rerun: the lesson's trees replaced by the other
+    point's, under their names and under any other name that holds them (grads_apart = grads);
+    containers the cell names are deep-copied, so a rerun cannot change the student's data."""
+    import ast
+    import copy
+
+    ns = dict(namespace)
+    try:
+        loaded = {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        loaded = set()
+    for name in loaded:
+        if name not in ns or name in point:
+            continue
+        value = ns[name]
+        swapped = next((point[k] for k, tree in lesson_trees.items()
+                        if isinstance(value, dict) and run_guarded(_same_tree, value, tree, budget=2.0).value), None)
+        if swapped is not None:
+            ns[name] = swapped
+        elif isinstance(value, (dict, list, set)):
+            run = run_guarded(copy.deepcopy, value, budget=2.0)
+            if run.ok:
+                ns[name] = run.value
+    ns.update(point)
+    return ns
+
+
+_MOVES = {
+    "squared_norm": ("grads", "compute it from `grads`"),
+    "nested_scale_grad": ("params", "build nested from `params` and compute g with jax.grad"),
+    "repair_update": ("params and grads", "compute it from `params` and `grads` with jax.tree.map"),
+}
+
+
+def _rerun_expected(exercise_id: str, point: dict) -> dict[str, Any]:
+    jax, jnp = _jax(), _jnp()
+    if exercise_id == "squared_norm":
+        value = float(sum(jnp.sum(g ** 2) for g in jax.tree.leaves(point["grads"])))
+        return {"norm_squared": value, "manual": value}
+    _, x, target, _ = _lesson_setup()
+    if exercise_id == "nested_scale_grad":
+        return {"g": jax.grad(_nested_loss)({"layer": point["params"], "scale": jnp.array(1.0)}, x, target)}
+    return {"fixed": point["updated"]}
+
+
+def _rerun_problems(ex: Exercise, answer, cell, rng) -> dict[str, str]:
+    """name -> what the reruns showed about it, for the answer names the cell assigns."""
+    import ast
+
+    from ..course.grading import _compile_without_asserts
+
+    namespace = getattr(cell, "namespace", None)
+    code = _cell_python(cell)
+    if namespace is None or code is None:
+        return {}
+    try:
+        assigned = {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        compiled = _compile_without_asserts(code)
+    except SyntaxError:
+        return {}
+    names = [n.strip() for n in ex.answer_name.split(",") if n.strip()]
+    answers = answer if isinstance(answer, dict) and len(names) > 1 else {names[0]: answer}
+    names = [n for n in names if n in assigned]
+    if not names:
+        return {}
+    np = _np()
+    rng = np.random.default_rng(secrets.randbits(128)) if rng is None else rng
+    lesson_trees = _lesson_point(lesson.lesson_params())
+    changes, move = _MOVES[ex.id]
+    problems: dict[str, str] = {}
+    for _ in range(RERUNS):
+        jnp = _jnp()
+        params = {"weight": jnp.asarray(rng.normal(size=2).astype(np.float32) * 1.5),
+                  "bias": jnp.asarray(np.float32(rng.normal() * 1.5))}
+        point = _lesson_point(params)
+        ns = _variant_namespace(namespace, code, point, {k: lesson_trees[k] for k in ("params", "grads", "updated")})
+        run = run_guarded(exec, compiled, ns, budget=RERUN_BUDGET)
+        if not run.ok:
+            why = describe_failure(run, what="it", budget=RERUN_BUDGET, hidden=True).removeprefix("it ")
+            for name in names:
+                problems.setdefault(name, (
+                    f"{name}: your cell, run again with other values in {changes} (to see that the answer is "
+                    f"computed from them), {why.rstrip('.')}. Compute the answer from {changes}, not from the "
+                    "lesson's numbers."))
+            break
+        expected = _rerun_expected(ex.id, point)
+        for name in names:
+            if name in problems:
+                continue
+            got = ns.get(name)
+            if run_guarded(_same_tree, got, expected[name], budget=2.0).value:
+                continue
+            if run_guarded(_same_tree, got, answers.get(name), budget=2.0).value:
+                problems[name] = f"{name}: this value does not change when `{changes.split(' and ')[-1]}` changes: {move}."
+                if ex.id == "repair_update":
+                    problems[name] = f"{name}: this value does not change when {changes} change: {move}."
+            else:
+                problems[name] = (f"{name}: right for the lesson's {changes}, but not when {changes} hold other "
+                                  f"values: {move}, without numbers of the lesson written in.")
+    return problems
+
+
+def _with_cell_evidence(ex: Exercise, result: CheckResult, answer, cell, rng) -> CheckResult:
+    lines = result.feedback.splitlines()
+    passed_cases = result.cases_passed
+    if ex.id == "nested_scale_grad" and not result.passed:
+        found = run_guarded(_nested_evidence, getattr(cell, "namespace", None), budget=RERUN_BUDGET)
+        if found.ok and found.value:
+            # the evidence says it first; the tree-level sentences that say the same go
+            same = ("holds the parameter value", "gradient of the residual", "is 0: the loss does not depend")
+            lines = lines[:1] + [f"- {found.value}"] + [
+                line for line in lines[1:] if not any(words in line for words in same)]
+        return dataclasses.replace(result, feedback="\n".join(lines))
+    if not result.passed and ex.id == "repair_update":
+        code = getattr(cell, "code", "") or ""
+        if "zip(" in code:
+            result = dataclasses.replace(result, feedback=result.feedback.replace(
+                f"- {_SWAPPED}", f"- {_ZIP}").replace(f"- {_KEYS_SWAPPED}", f"- {_ZIP_KEYS}"))
+        return result
+    if not result.passed and ex.id != "squared_norm":
+        return result
+    problems = _rerun_problems(ex, answer, cell, rng)
+    if not problems:
+        return result
+    if ex.id == "squared_norm":
+        for name, problem in problems.items():
+            for i, line in enumerate(lines):
+                if line.startswith(f"{name}: Correct"):
+                    lines[i] = problem
+                    passed_cases -= 1
+        right = max(passed_cases, 0)
+        if lines and lines[0].endswith("values right."):
+            lines[0] = f"{right} of 2 values right."
+        total = max(result.cases_total, 1)
+        return dataclasses.replace(result, passed=False, score=right / total, feedback="\n".join(lines),
+                                   cases_passed=right)
+    problem = next(iter(problems.values()))
+    return dataclasses.replace(result, passed=False, score=0.0, cases_passed=0, feedback=problem)
+
+
+def _nested_evidence(namespace) -> str | None:
+    """The first thing wrong, found from the student's own nested and nested_loss: the tree,
+    then the loss's value at the start (squared?), then which leaves it does not depend on,
+    then whether g is its gradient. None when the evidence is not there."""
+    if not isinstance(namespace, dict):
+        return None
+    jax, jnp = _jax(), _jnp()
+    nested, nested_loss, g = namespace.get("nested"), namespace.get("nested_loss"), namespace.get("g")
+    want = _nested_params()
+    if nested is None or not callable(nested_loss):
+        return None
+    if not _same_tree(nested, want):
+        return ('nested is not {"layer": params, "scale": 1.0}: build it from params, with scale a float '
+                "scalar equal to 1 (jnp.array(1.)).")
+    value = _as_number_array(nested_loss(nested))
+    _, x, target, _ = _lesson_setup()
+    if value is None or value.size != 1:
+        return (f"nested_loss(nested) returns {_type_name(nested_loss(nested))}; it must return one number, "
+                "the squared error (pred - 3.) ** 2.")
+    value = float(value.reshape(()))
+    right = float(_nested_loss(want, x, target))
+    if not _close(value, right):
+        residual = float(_nested_loss(want, x, target) ** 0.5) * -1.0
+        if _close(value, residual):
+            return (f"nested_loss returns {_fmt_num(value)} at the start: that is the residual pred − 3, not the "
+                    "squared error. Square it: return (pred - 3.) ** 2.")
+        return (f"nested_loss returns {_fmt_num(value)} at the start; the squared error there is "
+                f"{_fmt_num(right)} (prediction 1, target 3): return (pred - 3.) ** 2.")
+    theirs = jax.grad(nested_loss)(nested)
+    reference = jax.grad(_nested_loss)(want, x, target)
+    flat_theirs, flat_ref = _leaves_paths(theirs), _leaves_paths(reference)
+    unused = [path for path, ref in flat_ref.items()
+              if path in flat_theirs and not _np().any(_np().asarray(flat_theirs[path]))
+              and _np().any(_np().asarray(ref))]
+    if unused:
+        reads = ", ".join(f"p{path}" for path in unused)
+        return (f"nested_loss does not depend on {reads} (its gradient there is 0): the loss reads "
+                f"{'that leaf' if len(unused) == 1 else 'those leaves'} from outside (params?) instead of "
+                "through its argument p. JAX differentiates only what the loss computes from p: "
+                'read every leaf through p, as p["layer"]["weight"].')
+    if g is not None and not _same_tree(g, theirs):
+        return "g is not the gradient of your nested_loss at nested: g = jax.grad(nested_loss)(nested)."
+    return None
+
+
+def _leaves_paths(tree) -> dict[str, Any]:
+    jax = _jax()
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree)
+    return {jax.tree_util.keystr(path): leaf for path, leaf in flat}
+

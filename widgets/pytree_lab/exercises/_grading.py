@@ -85,6 +85,63 @@ def _jnp():
     return _TOOLS["jnp"]
 
 
+# --------------------------------------------------------------------------- did it differentiate?
+
+
+class _AutodiffSeen:
+    """Counts autodiff traces started while active: JAX's JVP and linearize traces (every
+    grad, value_and_grad, vjp, jacrev, jacfwd, hessian and jvp starts one) and the Lite engine's
+    reverse pass (autograd's make_vjp)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._undo: list[Callable[[], None]] = []
+
+    def __enter__(self) -> "_AutodiffSeen":
+        import sys
+
+        ad = sys.modules.get("jax._src.interpreters.ad")
+        for name in ("JVPTrace", "LinearizeTrace"):
+            cls = getattr(ad, name, None) if ad is not None else None
+            if cls is not None and "__init__" in vars(cls):
+                self._wrap(cls, "__init__")
+        lite = sys.modules.get("pytree_lab.compat.jax._autodiff")
+        if lite is not None and hasattr(lite, "_make_vjp"):
+            self._wrap(lite, "_make_vjp")
+        return self
+
+    def _wrap(self, owner, attr: str) -> None:
+        original = getattr(owner, attr) if not isinstance(owner, type) else vars(owner)[attr]
+        seen = self
+
+        def counting(*args, **kwargs):
+            seen.count += 1
+            return original(*args, **kwargs)
+
+        setattr(owner, attr, counting)
+        self._undo.append(lambda: setattr(owner, attr, original))
+
+    def __exit__(self, *exc) -> None:
+        while self._undo:
+            self._undo.pop()()
+
+
+def differentiates(fn: Callable[..., Any], *args: Any, budget: float | None = 10.0):
+    """Call `fn(*args)` guarded, with jit turned off (so a jitted function traces again, not
+    from its cache), and return (run, True when an autodiff trace ran inside it)."""
+    from ._guard import run_guarded
+
+    jax = _jax()
+    off = getattr(jax, "disable_jit", None)
+    with _AutodiffSeen() as seen:
+        if off is not None:
+            with off():
+                run = run_guarded(fn, *args, budget=budget)
+        else:
+            run = run_guarded(fn, *args, budget=budget)
+    return run, seen.count > 0
+
+
 # --------------------------------------------------------------------------- results
 
 
@@ -116,6 +173,7 @@ class Outcome:
     lines: list[str]
     passed: bool | None = None  # None: passed when every case passed
     unit: str = ""  # what the counted parts are ("leaves", "cases"); the exercise's unit when ""
+    score: float | None = None  # None: the share of parts passed (1 when passed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -503,5 +561,7 @@ def grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | None
     total = max(outcome.total_cases, 1)
     passed = outcome.passed if outcome.passed is not None else outcome.passed_cases == outcome.total_cases
     lines = list(outcome.lines) + notes_for(run)
-    return result(passed, 1.0 if passed else min(outcome.passed_cases / total, 1.0), lines,
+    score = outcome.score if outcome.score is not None else (
+        1.0 if passed else min(outcome.passed_cases / total, 1.0))
+    return result(passed, score, lines,
                   (outcome.passed_cases, outcome.total_cases), outcome.unit)
