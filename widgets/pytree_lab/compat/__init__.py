@@ -19,7 +19,7 @@ __all__ = ["REAL_JAX", "LITE", "active_engine", "install_as_jax"]
 REAL_JAX = "jax"
 LITE = "lite"
 
-_SUBMODULES = ("numpy", "tree", "tree_util", "flatten_util")
+_SUBMODULES = ("numpy", "tree", "tree_util", "flatten_util", "nn", "random", "lax")
 
 
 def _is_lite(module: object) -> bool:

@@ -268,3 +268,8 @@ def flatten_util_module() -> types.ModuleType:
         {"ravel_pytree": needs_numpy("jax.flatten_util.ravel_pytree")},
     )
 
+
+
+def plain_module(name: str) -> types.ModuleType:
+    """`jax.nn`, `jax.random`, `jax.lax` without numpy: every name says it needs numpy."""
+    return _module(name, f"{name} of the pytree-lab Lite engine without numpy: every name needs numpy.", {})

@@ -5,7 +5,8 @@ WebAssembly build. This package offers the same names (`grad`, `value_and_grad`,
 `jax.numpy`, `jax.tree`, `jax.tree_util`, `jax.flatten_util`) so lesson code runs unchanged in the
 browser, with gradients from autograd (a real reverse-mode autodiff library) and tree operations
 that follow `jax.tree_util` exactly. It is not JAX: `__version__` says so, and there is no
-compiler, no `vmap`, no random keys and no devices. `pytree_lab.compat.install_as_jax()` makes it
+compiler (`jit` runs the function as written), `vmap` is a loop, `jax.random` draws other numbers
+than JAX's from the same key, and there are no devices. `pytree_lab.compat.install_as_jax()` makes it
 importable as ``jax`` only where real JAX cannot be imported.
 
 The tree operations are plain Python and are imported with the package. The parts that compute
@@ -37,6 +38,10 @@ _ARRAY_PARTS = {
     "value_and_grad": ("_autodiff", "value_and_grad"),
     "jit": ("_autodiff", "jit"),
     "block_until_ready": ("_autodiff", "block_until_ready"),
+    "vmap": ("_autodiff", "vmap"),
+    "nn": ("nn", None),
+    "random": ("random", None),
+    "lax": ("lax", None),
 }
 _MISSING = ("numpy", "autograd")
 
@@ -88,6 +93,8 @@ def __getattr__(name: str) -> Any:
             return stand_in.flatten_util_module()
         if name == "Array":
             return stand_in.Array
+        if name in ("nn", "random", "lax"):
+            return stand_in.plain_module(f"jax.{name}")
         return stand_in.needs_numpy(f"jax.{name}")
     value = module if attr is None else getattr(module, attr)
     globals()[name] = value
@@ -107,8 +114,12 @@ __all__ = [
     "flatten_util",
     "grad",
     "jit",
+    "lax",
+    "nn",
     "numpy",
+    "random",
     "tree",
     "tree_util",
     "value_and_grad",
+    "vmap",
 ]

@@ -111,7 +111,7 @@ def value_and_grad(
             return out
 
         if primals:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), _np.errstate(divide="ignore", invalid="ignore", over="ignore"):
                 # a constant function has a zero gradient in JAX, without a warning
                 warnings.filterwarnings("ignore", "Output seems independent of input", UserWarning)
                 vjp, out = _make_vjp(flat_fun, primals)
@@ -123,7 +123,9 @@ def value_and_grad(
         elif type(out) in (int, float):  # a Python constant, returned as written (as JAX does);
             # a numpy scalar (`x.mean()` on numpy data) is a value like any other: float32 below
             value = out
-        cotangents = vjp(_vspace(out).ones()) if primals else ()
+        with _np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            # JAX gives inf or nan silently where a derivative is infinite (sqrt, norm at 0)
+            cotangents = vjp(_vspace(out).ones()) if primals else ()
         grads = [_like_primal(g, p) for g, p in zip(cotangents, primals)]
         grad_tree = _tu.tree_unflatten(treedef, grads)
         if not several:
@@ -172,3 +174,80 @@ def jit(fun: Callable | None = None, /, *, static_argnums: Any = None, static_ar
 def block_until_ready(x: Any) -> Any:
     """Computation is eager here, so results are always ready."""
     return x
+
+
+def _axis_leaves(axis: Any, arg: Any, n_leaves: int, what: str) -> list:
+    """One axis (int or None) per leaf of `arg`, from an int/None or a tree prefix of it."""
+    if axis is None or isinstance(axis, int):
+        return [axis] * n_leaves
+    axes, axes_def = _tu.tree_flatten(axis, is_leaf=lambda x: x is None)
+    out: list = []
+    children = _tu.tree_flatten_up_to(axes_def, arg) if hasattr(_tu, "tree_flatten_up_to") else None
+    if children is None:
+        raise ValueError(f"vmap {what}: only an int, None, or a tuple of those per argument is supported here")
+    for ax, child in zip(axes, children):
+        out += [ax] * len(_tu.tree_leaves(child))
+    return out
+
+
+def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None, axis_size: int | None = None,
+         spmd_axis_name: Any = None) -> Callable:
+    """`fun` mapped over an axis of its arguments: called once per index (a Python loop here,
+    traceable by autograd, so `grad` of a vmapped function works) and the results stacked."""
+    if not (isinstance(out_axes, int) or out_axes is None):
+        raise ValueError("vmap out_axes: only an int or None is supported by the Lite engine")
+
+    @functools.wraps(fun)
+    def vmapped(*args: Any, **kwargs: Any) -> Any:
+        axes = tuple(in_axes) if isinstance(in_axes, (list, tuple)) else (in_axes,) * len(args)
+        if len(axes) != len(args):
+            raise ValueError("vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
+                             "positional arguments passed to the function, but got "
+                             f"len(in_axes)={len(axes)}, len(args)={len(args)}")
+        flat = []
+        sizes = set()
+        for arg, axis in zip(args, axes):
+            leaves, treedef = _tu.tree_flatten(arg)
+            leaf_axes = _axis_leaves(axis, arg, len(leaves), "in_axes")
+            for leaf, ax in zip(leaves, leaf_axes):
+                if ax is not None:
+                    rank = _np.ndim(_getval(leaf))
+                    if not -rank <= ax < rank:
+                        raise ValueError(f"vmap was requested to map its argument along axis {ax}, which implies "
+                                         f"that its rank should be at least {ax + 1 if ax >= 0 else -ax}, "
+                                         f"but is only {rank} (its shape is {_np.shape(_getval(leaf))})")
+                    sizes.add(_np.shape(_getval(leaf))[ax])
+            flat.append((leaves, treedef, leaf_axes))
+        if axis_size is not None:
+            sizes.add(axis_size)
+        if not sizes:
+            raise ValueError("vmap must have at least one non-None value in in_axes")
+        if len(sizes) > 1:
+            raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped: {sorted(sizes)}")
+        n = sizes.pop()
+
+        def pick(leaf: Any, ax: Any, i: int) -> Any:
+            if ax is None:
+                return leaf
+            ax = ax % _np.ndim(_getval(leaf))
+            return leaf[(slice(None),) * ax + (i,)]
+
+        results = []
+        for i in range(n):
+            call = [_tu.tree_unflatten(td, [pick(leaf, ax, i) for leaf, ax in zip(leaves, leaf_axes)])
+                    for leaves, td, leaf_axes in flat]
+            results.append(fun(*call, **kwargs))
+        if n == 0:
+            raise ValueError("vmap over an axis of size 0 is not supported by the Lite engine")
+        out_leaves = [_tu.tree_flatten(r)[0] for r in results]
+        out_def = _tu.tree_flatten(results[0])[1]
+        import autograd.numpy as anp
+
+        if out_axes is None:
+            stacked = out_leaves[0]
+        else:
+            stacked = [_jnp._canon(anp.stack([_jnp.asarray(row[j]) for row in out_leaves], axis=out_axes))
+                       for j in range(len(out_leaves[0]))]
+        return _tu.tree_unflatten(out_def, stacked)
+
+    return vmapped

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as _np
 import autograd.numpy as _anp
 from autograd.numpy.numpy_boxes import ArrayBox as _ArrayBox
+from autograd.extend import defvjp as _defvjp, primitive as _primitive
 from autograd.tracer import getval as _getval
 
 
@@ -97,7 +98,9 @@ def _fix_kwargs(kwargs: dict) -> dict:
 def _wrap(fn: Any) -> Any:
     @functools.wraps(fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
-        return _canon(fn(*(_canon_arg(a) for a in args), **_fix_kwargs(kwargs)))
+        # JAX computes inf and nan silently (log(0), sqrt at 0 in a gradient): so does this engine
+        with _np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            return _canon(fn(*(_canon_arg(a) for a in args), **_fix_kwargs(kwargs)))
 
     return wrapped
 
@@ -305,6 +308,53 @@ logical_and logical_or logical_not
 for _name in _TRACED:
     globals()[_name] = _wrap(getattr(_anp, _name))
 del _name
+
+
+@_primitive
+def _abs_real(x: Any) -> Any:
+    return _np.abs(x)
+
+
+# JAX's derivative of |x| is sign(x) with 1 at exactly 0 (autograd gives 0 there)
+_defvjp(_abs_real, lambda ans, x: lambda g: g * _np.where(_np.asarray(x) >= 0, 1.0, -1.0).astype(_np.result_type(x)))
+
+
+def _abs(x: Any) -> Any:
+    value = _getval(x)
+    if _np.iscomplexobj(value):
+        return _anp.abs(x)
+    return _abs_real(x)
+
+
+abs = absolute = _wrap(_abs)  # noqa: A001 - numpy's names
+
+
+def _contracting(a: Any, b: Any) -> tuple:
+    sa, sb = _np.shape(_getval(a)), _np.shape(_getval(b))
+    return sa[-1:], (sb[-2:-1] if len(sb) >= 2 else sb[-1:])
+
+
+def _jax_shape_errors(fn: Any, name: str) -> Any:
+    """numpy's ValueError for operands that do not line up, as JAX's TypeError (and its words)."""
+
+    @functools.wraps(fn)
+    def checked(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(a, b, *args, **kwargs)
+        except ValueError as err:
+            if name == "matmul" and (_np.ndim(_getval(a)) == 0 or _np.ndim(_getval(b)) == 0):
+                raise TypeError(f"matmul: arguments must be at least 1-dimensional, got {_np.shape(_getval(a))} "
+                                f"and {_np.shape(_getval(b))}") from None
+            left, right = _contracting(a, b)
+            raise TypeError(f"dot_general requires contracting dimensions to have the same shape, got {left} "
+                            f"and {right}.") from err
+    return checked
+
+
+dot = _jax_shape_errors(dot, "dot")  # noqa: F821 - defined in the loop above
+matmul = _jax_shape_errors(matmul, "matmul")  # noqa: F821
+inner = _jax_shape_errors(inner, "inner")  # noqa: F821
+vdot = _jax_shape_errors(vdot, "vdot")  # noqa: F821
 
 
 def _linalg_namespace() -> SimpleNamespace:

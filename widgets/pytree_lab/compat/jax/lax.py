@@ -1,0 +1,85 @@
+"""`jax.lax` for the Lite engine: `cond`, `select`, `stop_gradient` (and `switch`, `fori_loop`,
+`scan`), run eagerly in Python, traceable by autograd."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import autograd.numpy as _anp
+from autograd.extend import defvjp as _defvjp, primitive as _primitive
+
+from .. import tree_util as _tu
+from . import numpy as _jnp
+
+__all__ = ["cond", "select", "stop_gradient", "switch", "fori_loop", "scan"]
+
+
+def _scalar_pred(pred: Any, name: str) -> bool:
+    value = _jnp._getval(pred)
+    shape = _anp.shape(value)
+    if shape != ():
+        raise TypeError(f"Pred must be a scalar, got {value} of shape {shape}.") if name == "cond" else \
+            TypeError(f"{name}: the index must be a scalar, got shape {shape}")
+    return value
+
+
+def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
+    """``true_fun(*operands)`` if pred else ``false_fun(*operands)`` (only the one taken runs)."""
+    out = true_fun(*operands) if bool(_scalar_pred(pred, "cond")) else false_fun(*operands)
+    return _tu.tree_map(_jnp.asarray, out)  # arrays, as JAX returns
+
+
+def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
+    i = int(_scalar_pred(index, "switch"))
+    return _tu.tree_map(_jnp.asarray, branches[min(max(i, 0), len(branches) - 1)](*operands))
+
+
+def select(pred: Any, on_true: Any, on_false: Any) -> Any:
+    """Elementwise choice; pred must be boolean and all three the same shape (as in JAX)."""
+    p = _jnp._getval(pred)
+    if _anp.asarray(p).dtype != bool:
+        raise TypeError(f"select `which` must be boolean type, got {_anp.asarray(p).dtype}.")
+    if not (_anp.shape(p) == _anp.shape(on_true) == _anp.shape(on_false)) and _anp.shape(p) != ():
+        raise TypeError("select cases must have the same shapes, got "
+                        f"[{_anp.shape(on_true)}, {_anp.shape(on_false)}].")
+    return _jnp._canon(_anp.where(p, on_true, on_false))
+
+
+@_primitive
+def _stop(x: Any) -> Any:
+    return x
+
+
+_defvjp(_stop, lambda ans, x: lambda g: _anp.zeros_like(g))
+
+
+def stop_gradient(x: Any) -> Any:
+    """The same values; no gradient flows through them (a tree: every leaf)."""
+    return _tu.tree_map(lambda leaf: _stop(leaf) if hasattr(leaf, "shape") or isinstance(leaf, float) else leaf, x)
+
+
+def fori_loop(lower: int, upper: int, body_fun: Callable, init_val: Any) -> Any:
+    val = init_val
+    for i in range(int(lower), int(upper)):
+        val = body_fun(i, val)
+    return val
+
+
+def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False) -> Any:
+    if xs is None:
+        n = int(length)
+        items = [None] * n
+    else:
+        leaves, treedef = _tu.tree_flatten(xs)
+        n = leaves[0].shape[0] if leaves else int(length)
+        items = [_tu.tree_unflatten(treedef, [leaf[i] for leaf in leaves]) for i in range(n)]
+    order = range(n - 1, -1, -1) if reverse else range(n)
+    carry, ys = init, [None] * n
+    for i in order:
+        carry, ys[i] = f(carry, items[i])
+    if n == 0 or ys[0] is None:
+        return carry, None
+    y_leaves = [_tu.tree_flatten(y)[0] for y in ys]
+    y_def = _tu.tree_flatten(ys[0])[1]
+    stacked = [_jnp._canon(_anp.stack([row[j] for row in y_leaves])) for j in range(len(y_leaves[0]))]
+    return carry, _tu.tree_unflatten(y_def, stacked)
