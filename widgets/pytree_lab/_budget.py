@@ -20,6 +20,9 @@ thread's stack instead, and raises `TimeBudgetExceeded` in it asynchronously (at
 instruction) under the same rule. Where neither works (Pyodide has no interval timers and no
 threads), or while another interval timer is armed on the main thread (an exercise check's own
 budget), the budget is off and the call runs as before.
+
+Whatever the body does, the interpreter is given back as it was: recursion limit and usable
+depth, interval timers and their handlers, the trace function (`exercises._guard.InterpreterState`).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ import sysconfig
 import threading
 from types import FrameType
 
-from .exercises._guard import TimeBudgetExceeded
+from .exercises._guard import InterpreterState, TimeBudgetExceeded
 
 __all__ = ["TimeBudgetExceeded", "user_code_budget", "is_user_frame", "BudgetClock", "SLOW_FACTOR"]
 
@@ -205,7 +208,19 @@ def _watched(seconds: float):
 def user_code_budget(seconds: float | None):
     """Stop the user's code in the body once its own Python has run `seconds` (sampled every
     `TICK`), or once library work called from it has run `SLOW_FACTOR` times that (None or 0: no
-    budget). Yields the `BudgetClock`: after a stop, `clock.reason` says which."""
+    budget). Yields the `BudgetClock`: after a stop, `clock.reason` says which. Whatever happens
+    in the body, the interpreter's recursion limit and depth, interval timers, their signals'
+    handlers and the trace function are given back as they were."""
+    interpreter = InterpreterState.capture()
+    try:
+        with _user_code_budget(seconds) as clock:
+            yield clock
+    finally:
+        interpreter.restore()
+
+
+@contextlib.contextmanager
+def _user_code_budget(seconds: float | None):
     clock = BudgetClock(seconds or 0.0)
     if not seconds or seconds <= 0:
         yield clock

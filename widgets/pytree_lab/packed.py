@@ -30,6 +30,8 @@ class _Layout:
     def __init__(self, name: str, tree: Any, eng: Engine):
         import numpy as np
 
+        eng.check_tree(tree, name)  # a tree that contains itself or nests too deep: refused before JAX
+
         packed, _ = eng.ravel_pytree(tree)
         self.name = name
         self.packed = packed

@@ -71,8 +71,18 @@ def gradient_step(
     engine: Engine | None = None,
     **kwargs: Any,
 ) -> StepResult:
-    """Exactly the lesson's step: `jax.value_and_grad`, then `jax.tree.map(p - lr * g)`."""
+    """Exactly the lesson's step: `jax.value_and_grad`, then `jax.tree.map(p - lr * g)`.
+
+    A tree that contains itself, or is nested deeper than JAX's flatten goes, is refused first
+    (`pytree_lab.trees.TreeError`, its path named)."""
     eng = engine or get_engine()
+    # one check before JAX sees the trees: one that contains itself or nests too deep is refused
+    # with its path, instead of JAX recursing until the interpreter breaks
+    eng.check_tree(params, "params")
+    for i, arg in enumerate(args):
+        eng.check_tree(arg, f"argument {i + 2}")
+    for key, arg in kwargs.items():
+        eng.check_tree(arg, str(key))
     value, grads = eng.value_and_grad(loss_fn)(params, *args, **kwargs)
     updated = eng.tree_map(lambda p, g: p - learning_rate * g, params, grads)
     loss_after = loss_fn(updated, *args, **kwargs)

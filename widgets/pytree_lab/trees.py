@@ -14,6 +14,7 @@ import functools
 import gc
 import math
 import operator
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -30,7 +31,9 @@ __all__ = [
     "TreeSummary",
     "Diagnosis",
     "TreeError",
+    "TreeTooDeepError",
     "check_tree",
+    "jax_depth_limit",
     "describe",
     "diagnose",
     "diagnose_summaries",
@@ -867,8 +870,43 @@ def leaf_objects(tree: Any) -> list:
     return out
 
 
+class TreeTooDeepError(TreeError, RecursionError):
+    """A tree nested deeper than JAX's tree functions can flatten from here (they recurse, and
+    stop at Python's recursion limit). A RecursionError too: that is what JAX would have raised."""
+
+
+# Calls between the check and JAX's own flatten (a grader, the guard, a tree.map callback)
+JAX_DEPTH_MARGIN = 100
+
+
+def _stack_depth() -> int:
+    frame, n = sys._getframe(1), 0
+    while frame is not None:
+        n += 1
+        frame = frame.f_back
+    return n
+
+
+def jax_depth_limit() -> int:
+    """The deepest tree (levels of containers) JAX's tree functions can flatten when called from
+    here: Python's recursion limit, less the frames already on the stack and a margin for the
+    calls in between. JAX's flatten recurses once per level; past the limit it raises (with a
+    Python callback, `is_leaf`, it also leaves the interpreter's recursion count broken)."""
+    return max(0, sys.getrecursionlimit() - _stack_depth() - JAX_DEPTH_MARGIN)
+
+
 def check_tree(tree: Any, name: str = "params") -> None:
-    """Raise `TreeError` (path named) for a tree no tree library can walk: one that contains
-    itself or whose nodes raise. Call it before handing a tree from a user to JAX, whose own
-    recursion on a cyclic tree exhausts the interpreter."""
-    _describe(tree, name, values=False)
+    """Raise `TreeError` (path named) for a tree JAX must not be handed: one that contains itself
+    (``g['layer']['bias'] refers back to g``), whose nodes raise, or that is nested deeper than
+    JAX's tree functions can flatten from here (`TreeTooDeepError`). Every entry point that gives
+    a user's tree to JAX calls it first: JAX's own recursion on such a tree exhausts the
+    interpreter instead of failing."""
+    summary = _describe(tree, name, values=False)
+    limit = jax_depth_limit()
+    deepest = max(summary.nodes, key=lambda node: node.depth, default=None)
+    if deepest is not None and deepest.depth > limit:
+        where = deepest.path if len(deepest.path) <= 60 else deepest.path[:30] + "…" + deepest.path[-24:]
+        raise TreeTooDeepError(
+            f"{name} is {deepest.depth} levels deep (down to {name}{where}): more than JAX's tree functions "
+            f"can flatten here (they stop at Python's recursion limit, {sys.getrecursionlimit()}; about "
+            f"{limit} levels fit). Nest it less deeply.", deepest.path)

@@ -550,7 +550,10 @@ def _grade_grad_over_flat_params(answer, rng=None) -> Outcome:
         if not run.ok:
             problem = describe_failure(run, what="your function", budget=CASE_BUDGET, hidden=case.hidden)
         else:
-            problem = _diagnose_flat_output(run.value, case, _FlatReferences(case))
+            looked = run_guarded(_grading.tree_problem, run.value, "your function's result", budget=CASE_BUDGET)
+            problem = looked.value if looked.ok else None
+            if problem is None:
+                problem = _diagnose_flat_output(run.value, case, _FlatReferences(case))
             out = _as_number_array(run.value)
             if out is not None:
                 outputs.append(out)

@@ -14,7 +14,7 @@ import types
 import re
 from typing import Any, Callable
 
-from ..trees import diagnose
+from ..trees import TreeError, check_tree, diagnose
 from ._guard import exception_text as _exception_text
 
 
@@ -488,6 +488,44 @@ def _explain_leaf(path, arr, ref, expected, related, spec) -> str:
 
 
 
+# --------------------------------------------------------------------------- trees JAX must not see
+
+
+def tree_problem(value, name: str) -> str | None:
+    """The sentence for a tree that must not reach JAX (it refers back to itself, or nests deeper
+    than JAX's flatten goes: `trees.check_tree`), else None. Plain numbers and arrays pass at once.
+    Run it guarded when `value` is a student's (its nodes' own code runs)."""
+    if not isinstance(value, (dict, list, tuple)) and not _is_registered_node(value):
+        return None
+    try:
+        check_tree(value, name)
+    except TreeError as problem:
+        # a node whose own code raised (`from` its error) is left to the grader's feedback
+        return str(problem) if problem.__cause__ is None else None
+    return None
+
+
+def _is_registered_node(value) -> bool:
+    try:
+        jax = _jax()
+        leaves = jax.tree_util.tree_leaves(value, is_leaf=lambda node: node is not value)
+    except Exception:  # noqa: BLE001 - a node whose flatten raises: let check_tree say so
+        return True
+    return not (len(leaves) == 1 and leaves[0] is value)
+
+
+def answer_problem(exercise: "Exercise", answer) -> str | None:
+    """`tree_problem` for an answer, each named value under its notebook name (`g`, `fixed`)."""
+    names = [n.strip() for n in exercise.answer_name.split(",") if n.strip()] or ["your answer"]
+    if len(names) > 1 and isinstance(answer, dict) and set(answer) <= set(names):
+        for name, value in answer.items():
+            problem = tree_problem(value, str(name))
+            if problem:
+                return problem
+        return None
+    return tree_problem(answer, names[0])
+
+
 # --------------------------------------------------------------------------- one check, end to end
 
 NOT_ANSWERED = "Not answered yet: replace the `...` in the exercise cell, run it, then check again."
@@ -538,6 +576,12 @@ def grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | None
             return result(False, 0.0, [
                 f"The checker cannot trust this kernel: {problem} Restart the kernel (Kernel → Restart), "
                 "run the notebook again, then check."])
+    if exercise.answer_kind != "function":
+        # one check before any JAX call: a tree that contains itself, or nests thousands of levels
+        # deep, would make JAX's flatten recurse until the interpreter breaks
+        looked = run_guarded(answer_problem, exercise, answer, budget=exercise.budget)
+        if looked.ok and looked.value:
+            return result(False, 0.0, [looked.value + " This check looked at nothing else."])
     # The grader calls the student's code (functions, or objects with their own __array__ /
     # __eq__): everything runs guarded. Function graders guard each case themselves too.
     run = run_guarded(exercise.grade, answer, rng, budget=None if exercise.answer_kind == "function"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import json
 import math
 import os
 import pathlib
 import re
+import time
 import uuid
 from typing import Any, NamedTuple
 
@@ -54,15 +56,29 @@ def _source_of(fn) -> str:
         return f"{name} (a function whose source code Python does not have)"
 
 
-def _recorded(fn, value):
+def _recorded(fn, value, name: str = "the value"):
     """`fn(value)` for the record, run as student code: an answer's own methods (its __array__, a
-    .text()) may loop, exit or patch jax while they are read, as they may while graded."""
+    .text()) may loop, exit or patch jax while they are read, as they may while graded. A tree
+    that contains itself or nests too deeply is recorded as the sentence that refuses it."""
+    from ._grading import tree_problem
+
+    looked = run_guarded(tree_problem, value, name, budget=RECORD_BUDGET)
+    if looked.ok and looked.value:
+        return f"<not recorded: {looked.value}>"
     run = run_guarded(fn, value, budget=RECORD_BUDGET)
     if run.timed_out:
         return f"<not recorded: reading it ran past {RECORD_BUDGET:g} s>"
     if run.error is not None:
         return f"<not recorded: {exception_text(run.error)}>"
     return run.value
+
+
+def _answer_name(exercise, answer) -> str:
+    """The notebook name the answer is held under (`g`), as the check's feedback names it."""
+    names = [n.strip() for n in getattr(exercise, "answer_name", "").split(",") if n.strip()]
+    if len(names) > 1 and isinstance(answer, dict) and set(answer) <= set(names):
+        return "your answers"
+    return names[0] if names else "the answer"
 
 
 def _text_of(value) -> str:
@@ -139,7 +155,9 @@ class Evidence:
 
     Saving never destroys: the Markdown and JSON files carry a mark; saving to files this log
     wrote merges the records of every session into them, and a path it did not write is left
-    alone (the evidence goes to a new, dated file beside it).
+    alone (the evidence goes to a new, dated file beside it). Kernels saving into the same folder
+    at once take turns (a lock on the folder), so every record of each is kept; text with a lone
+    surrogate is written escaped.
     """
 
     def __init__(self) -> None:
@@ -178,7 +196,7 @@ class Evidence:
         self.checks.append(self._stamp({
             "exercise_id": exercise.id, "title": exercise.title,
             "passed": result.passed, "score": round(result.score, 4), "feedback": result.feedback,
-            "answer": _recorded(_plain, answer), "code": code or "",
+            "answer": _recorded(_plain, answer, _answer_name(exercise, answer)), "code": code or "",
         }))
 
     def add_prediction(self, prompt: str, prediction: str, answer: str, prediction_id: str = "",
@@ -214,8 +232,9 @@ class Evidence:
         self.add_output(f"reference solution revealed: {exercise.title}", solution)
 
     def add_output(self, label: str, value) -> None:
-        text = _recorded(_text_of, value)
-        self.outputs.append(self._stamp({"label": label, "value": _recorded(_plain, value), "text": str(text)}))
+        text = _recorded(_text_of, value, str(label))
+        self.outputs.append(self._stamp({"label": label, "value": _recorded(_plain, value, str(label)),
+                                         "text": str(text)}))
 
     def to_json(self) -> dict:
         record = {"format": FORMAT, "saved": _now(), "sessions": [self.session],
@@ -235,6 +254,11 @@ class Evidence:
             markdown = markdown.with_suffix(".md")
         markdown = markdown if markdown.is_absolute() else pathlib.Path.cwd() / markdown
         markdown.parent.mkdir(parents=True, exist_ok=True)
+        # another kernel may be saving into the same folder: read, merge and write as one step
+        with _folder_locked(markdown.parent):
+            return self._save_locked(markdown)
+
+    def _save_locked(self, markdown: pathlib.Path) -> SavedEvidence:
         record = self.to_json()
         target = markdown
         while True:
@@ -282,11 +306,89 @@ def _merge(earlier: dict, now: dict) -> dict:
     return merged
 
 
+def _encoded(text: str) -> bytes:
+    """UTF-8; a lone surrogate (half an emoji, a file name that was not UTF-8) is written as its
+    escape, `\\udcff`, which JSON reads back as the same character and Markdown shows as text."""
+    return text.encode("utf-8", "backslashreplace")
+
+
 def _write_new(path: pathlib.Path, text: str) -> None:
-    """Write through a temporary file, so a failed write leaves the earlier file whole."""
+    """Write through a temporary file, so a failed write leaves the earlier file whole and no
+    temporary file behind."""
+    data = _encoded(text)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "xb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+
+
+LOCK_TIMEOUT = 30.0  # seconds a save waits for another kernel's save of the same folder
+_LOCK_NAME = ".pytree-lab-evidence.lock"
+_STALE_LOCK = 120.0  # a lock file this old was left by a save that died (fallback only)
+
+
+@contextlib.contextmanager
+def _folder_locked(folder: pathlib.Path):
+    """Hold the folder's evidence lock: `fcntl.flock` on the folder itself where there is one
+    (nothing is written; the lock ends with the process, however it ends), else a lock file
+    created exclusively beside the evidence and removed after."""
+    deadline = time.monotonic() + LOCK_TIMEOUT
+    fd = None
+    try:
+        import fcntl
+
+        fd = os.open(folder, os.O_RDONLY)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"another save into {folder} did not finish within {LOCK_TIMEOUT:g} s") from None
+                time.sleep(0.01)
+    except (ImportError, OSError) as problem:  # no flock here (Windows, some file systems)
+        if fd is not None:
+            os.close(fd)
+            fd = None
+        if isinstance(problem, TimeoutError):
+            raise
+    if fd is not None:
+        try:
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+        return
+    lock = folder / _LOCK_NAME
+    while True:
+        try:
+            os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            break
+        except FileExistsError:
+            try:
+                if time.time() - lock.stat().st_mtime > _STALE_LOCK:
+                    lock.unlink()
+                    continue
+            except OSError:
+                continue
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"another save into {folder} did not finish within {LOCK_TIMEOUT:g} s") from None
+            time.sleep(0.01)
+    try:
+        yield
+    finally:
+        try:
+            lock.unlink()
+        except OSError:
+            pass
 
 
 def render_markdown(record: dict) -> str:
@@ -418,13 +520,16 @@ def aligned_trees(**trees: Any) -> str:
         ['weight']  [1, -1]       [-8, -4]    [1.4, -0.8]
 
     A path missing from one tree shows "(missing)"; values are printed in full precision up to
-    16 elements per leaf.
+    16 elements per leaf. A tree that contains itself or nests too deeply raises
+    `pytree_lab.trees.TreeError`, its path named.
     """
     import numpy as np
 
     from ..engine import get_engine
 
     engine = get_engine()
+    for name, tree in trees.items():  # refused before JAX's flatten sees it (path named)
+        engine.check_tree(tree, name)
     columns = {name: dict((engine.keystr(p), leaf) for p, leaf in engine.tree_flatten_with_path(tree)[0])
                for name, tree in trees.items()}
     paths: list[str] = []

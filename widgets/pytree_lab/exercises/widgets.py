@@ -364,8 +364,11 @@ class EvidenceButton(_ExerciseWidget):
         log = self.evidence
         try:
             saved = log.save(self._path)
-        except OSError as exc:
-            self.announcement = f"Could not save: {exception_text(exc)}"
+        except Exception as exc:  # noqa: BLE001 - a full disk, a read-only folder, a lock held too long
+            self.saved_path = ""
+            self.announcement = (f"Could not save your evidence: {exception_text(exc)}. Nothing is lost: "
+                                 f"the {len(log)} records stay in this session and the files saved before are "
+                                 "unchanged; fix the cause and save again.")
             return None
         self.saved_path = str(saved.markdown)
         self.announcement = saved.summary()

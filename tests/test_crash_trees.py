@@ -1,0 +1,428 @@
+"""Trees that contain themselves, or nest thousands of levels deep, at every entry point that hands
+a student's tree to JAX; and the guard giving the interpreter back as it was, whatever happened.
+
+JAX's flatten recurses; on such a tree (with a Python `is_leaf`, as the checker's flatten has) it
+gives up at the recursion limit without unwinding CPython's recursion count, after which every
+later cell fails a few calls deep. Each test asserts the sentence shown, the interpreter's state
+(recursion limit and usable depth, interval timer, SIGALRM handler, trace function), that the
+kernel still computes, and that evidence recorded before is still saved.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pytree_lab import PackedView, exercises, gradient_step
+from pytree_lab.course import EXERCISES, check, check_button
+from pytree_lab.exercises import aligned_trees, record_output, run_guarded, save_evidence
+from pytree_lab.exercises._guard import _headroom
+from pytree_lab.trees import TreeError, TreeTooDeepError, check_tree
+
+
+@pytest.fixture(autouse=True)
+def _fresh_evidence():
+    exercises.clear_evidence()
+    yield
+    exercises.clear_evidence()
+
+
+def interpreter() -> tuple:
+    """What a broken guard leaves behind, as plain values (the usable depth measured from here)."""
+    return (sys.getrecursionlimit(), signal.getitimer(signal.ITIMER_REAL), signal.getitimer(signal.ITIMER_PROF),
+            signal.getsignal(signal.SIGALRM), signal.getsignal(signal.SIGPROF), sys.gettrace(),
+            sys.stdout, _headroom(5000))
+
+
+def still_computes() -> None:
+    assert eval("1 + 1") == 2
+    assert float(jnp.sum(jnp.array([1.0, 2.0]) ** 2)) == 5.0  # jax still traces and flattens
+    assert jax.tree_util.keystr(jax.tree_util.tree_flatten_with_path({"a": [1.0]})[0][0][0]) == "['a'][0]"
+
+
+def right_g():
+    """The nested exercise's gradient tree, by a direct jax.grad of the lesson's nested loss."""
+    from pytree_lab import lesson
+
+    inputs = lesson.lesson_inputs()
+
+    def nested_loss(p, x, target):
+        prediction = p["scale"] * (jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"])
+        return (prediction - target) ** 2
+
+    return jax.grad(nested_loss)({"layer": lesson.lesson_params(), "scale": jnp.array(1.0)},
+                                 inputs["x"], inputs["target"])
+
+
+# --------------------------------------------------------------------------- the hostile trees
+
+
+def _self_dict():
+    g = {"layer": {"weight": jnp.array([1.0, 2.0]), "bias": jnp.array(0.0)}, "scale": jnp.array(1.0)}
+    g["layer"]["bias"] = g
+    return g, "g['layer']['bias'] refers back to g"
+
+
+def _self_list():
+    g = {"layer": {"weight": [1.0, 2.0], "bias": jnp.array(0.0)}, "scale": jnp.array(1.0)}
+    g["layer"]["weight"].append(g["layer"]["weight"])
+    return g, "g['layer']['weight'][2] refers back to g['layer']['weight']"
+
+
+def _two_dicts():
+    a, b = {"w": jnp.ones(2)}, {"v": jnp.ones(1)}
+    a["b"], b["a"] = b, a
+    return {"layer": a, "scale": jnp.array(1.0)}, "g['layer']['b']['a'] refers back to g['layer']"
+
+
+def _deep_list():
+    deep: list = [1.0]
+    node = deep
+    for _ in range(5000):
+        inner = [1.0]
+        node.append(inner)
+        node = inner
+    return {"layer": deep, "scale": 1.0}, "g is 5002 levels deep"
+
+
+def _deep_dict():
+    tree = jnp.array(1.0)
+    for _ in range(1500):
+        tree = {"k": tree}
+    return {"layer": tree, "scale": 1.0}, "g is 1501 levels deep"
+
+
+@jax.tree_util.register_pytree_node_class
+class Holder:
+    """A custom pytree node whose children contain the node itself."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def tree_flatten(self):
+        return (self.value, self), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(children[0])
+
+
+def _custom_node():
+    return {"layer": Holder(jnp.ones(2)), "scale": 1.0}, "g['layer'][<flat index 1>] refers back to g['layer']"
+
+
+def _tuple_cycle():
+    inner: list = [jnp.ones(2)]
+    outer = (inner, jnp.zeros(1))
+    inner.append(outer)
+    return {"layer": {"weight": outer, "bias": 0.0}, "scale": 1.0}, "refers back to g['layer']['weight']"
+
+
+def renamed(said: str, name: str) -> str:
+    """The expected sentence for a tree held under another name than g."""
+    return said.replace("g[", f"{name}[").replace("g is", f"{name} is").replace("to g", f"to {name}")
+
+
+HOSTILE = {"dict contains itself": _self_dict, "list contains itself": _self_list,
+           "two dicts hold each other": _two_dicts, "list nested 5,000 deep": _deep_list,
+           "dict nested 1,500 deep": _deep_dict, "custom node holds itself": _custom_node,
+           "tuple inside its own list": _tuple_cycle}
+
+
+# --------------------------------------------------------------------------- check(), every exercise
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE))
+@pytest.mark.parametrize("exercise_id", ["nested_scale_grad", "repair_update", "squared_norm"])
+def test_check_refuses_the_tree_names_its_path_and_leaves_the_interpreter_whole(exercise_id, kind, tmp_path):
+    record_output("kept before", {"w": [1.0, 2.0]})
+    tree, said = HOSTILE[kind]()
+    name = {"nested_scale_grad": "g", "repair_update": "fixed", "squared_norm": "norm_squared"}[exercise_id]
+    said = renamed(said, name)
+    before = interpreter()
+    result = check(exercise_id, tree)
+    assert interpreter() == before
+    assert not result.passed and result.score == 0.0
+    assert said in result.feedback, result.feedback
+    assert "recursion" not in result.feedback.replace("recursion limit", "")  # never "write it without recursion"
+    still_computes()
+    # the record of the check says the same; everything recorded before is saved
+    saved = save_evidence(tmp_path / "evidence.md")
+    record = json.loads(saved.json.read_text())
+    assert [o["label"] for o in record["outputs"]] == ["kept before"]
+    assert record["checks"][0]["exercise_id"] == exercise_id and record["checks"][0]["passed"] is False
+    assert said in record["checks"][0]["answer"]
+    # and the next check of a right answer still passes
+    assert check("nested_scale_grad", right_g()).passed
+
+
+@pytest.mark.parametrize("kind", ["dict contains itself", "list nested 5,000 deep"])
+def test_named_answers_are_refused_under_their_own_names(kind):
+    tree, _ = HOSTILE[kind]()
+    before = interpreter()
+    result = check("squared_norm", 96.0, manual=tree)
+    assert interpreter() == before
+    assert not result.passed
+    assert ("manual['layer']" in result.feedback or "manual is 500" in result.feedback), result.feedback
+    still_computes()
+
+
+def _returns(tree):
+    def grad_over_flat_params(flat_params, x):
+        return tree
+    return grad_over_flat_params
+
+
+def _flattens(tree):
+    def grad_over_flat_params(flat_params, x):  # no recursion written: JAX's own flatten recurses
+        jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda node: node is None)
+        return jnp.zeros(3)
+    return grad_over_flat_params
+
+
+@pytest.mark.parametrize("kind", ["dict contains itself", "list nested 5,000 deep", "custom node holds itself"])
+def test_a_function_answer_that_returns_or_flattens_such_a_tree(kind):
+    tree, said = HOSTILE[kind]()
+    said = said.split(" refers back")[0].replace("g", "your function's result", 1) if "refers" in said else "levels deep"
+    before = interpreter()
+    returned = check("grad_over_flat_params", _returns(tree))
+    assert interpreter() == before
+    assert not returned.passed and said in returned.feedback, returned.feedback
+    still_computes()
+    # JAX's flatten giving up inside the student's own call: the guard gives the lost depth back
+    flattened = check("grad_over_flat_params", _flattens(tree))
+    assert interpreter() == before
+    assert not flattened.passed
+    assert "went deeper than Python allows" in flattened.feedback, flattened.feedback
+    assert "without recursion" not in flattened.feedback
+    still_computes()
+
+
+def test_every_exercise_id_is_covered():
+    assert set(EXERCISES) == {"squared_norm", "nested_scale_grad", "repair_update", "grad_over_flat_params"}
+
+
+# --------------------------------------------------------------------------- the other entry points
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE))
+def test_packed_view_gradient_step_and_aligned_trees_refuse_first(kind):
+    tree, said = HOSTILE[kind]()
+    before = interpreter()
+    with pytest.raises(TreeError) as packed:
+        PackedView(tree, name="g")
+    assert said in str(packed.value)
+    assert interpreter() == before
+    with pytest.raises(TreeError) as stepped:
+        gradient_step(lambda p: jnp.sum(p["scale"]), tree)
+    assert renamed(said, "params") in str(stepped.value)
+    assert interpreter() == before
+    with pytest.raises(TreeError) as aligned:
+        aligned_trees(params={"scale": jnp.array(1.0)}, g=tree)
+    assert said in str(aligned.value)
+    assert interpreter() == before
+    still_computes()
+    # the same calls on a healthy tree still work
+    assert gradient_step(lambda p: jnp.sum(p["w"] ** 2), {"w": jnp.array([1.0, 2.0])}).loss == 5.0
+
+
+def test_gradient_step_names_an_input_that_refers_back():
+    x = {"a": jnp.ones(2)}
+    x["self"] = x
+    with pytest.raises(TreeError, match=r"^x\['self'\] refers back to x"):
+        gradient_step(lambda p, x: jnp.sum(p * x["a"]), jnp.ones(2), x=x)
+
+
+@pytest.mark.parametrize("kind", list(HOSTILE))
+def test_record_output_keeps_the_sentence_and_save_keeps_everything(kind, tmp_path):
+    record_output("first", 1.5)
+    tree, said = HOSTILE[kind]()
+    before = interpreter()
+    assert record_output("g", tree) is tree  # the user's value back, unchanged
+    assert interpreter() == before
+    record_output("last", [1.0, 2.0])
+    saved = save_evidence(tmp_path / "e.md")
+    outputs = json.loads(saved.json.read_text())["outputs"]
+    assert [o["label"] for o in outputs] == ["first", "g", "last"]
+    assert outputs[1]["text"].startswith("<not recorded: ") and said in outputs[1]["text"]
+    assert outputs[2]["value"] == [1.0, 2.0]
+    still_computes()
+
+
+def test_the_depth_check_follows_the_recursion_limit_and_the_stack():
+    tree = jnp.array(1.0)
+    for _ in range(700):
+        tree = {"k": tree}
+    check_tree(tree, "t")  # fits under the default limit
+    assert len(jax.tree_util.tree_leaves(tree)) == 1
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(600)
+    try:
+        with pytest.raises(TreeTooDeepError, match=r"^t is 700 levels deep .*recursion limit, 600"):
+            check_tree(tree, "t")
+    finally:
+        sys.setrecursionlimit(limit)
+    assert issubclass(TreeTooDeepError, RecursionError)  # what JAX itself would have raised
+
+
+# --------------------------------------------------------------------------- the guard itself
+
+
+def _leaks_depth():
+    deep: list = [1.0]
+    node = deep
+    for _ in range(1500):
+        inner = [1.0]
+        node.append(inner)
+        node = inner
+    jax.tree_util.tree_flatten_with_path(deep, is_leaf=lambda n: n is None)
+
+
+def _limit(n):
+    return lambda: sys.setrecursionlimit(n)
+
+
+def _timer():
+    signal.signal(signal.SIGALRM, lambda *a: None)
+    signal.setitimer(signal.ITIMER_REAL, 100.0, 1.0)
+
+
+def _prof_timer():
+    signal.signal(signal.SIGPROF, signal.SIG_IGN)
+    signal.setitimer(signal.ITIMER_PROF, 50.0)
+
+
+def _tracer():
+    sys.settrace(lambda *a: None)
+
+
+def _stdout():
+    sys.stdout = sys.stderr = io.StringIO()
+
+
+def _all_then_exit():
+    _timer(), _tracer(), sys.setrecursionlimit(60)
+    raise SystemExit(3)
+
+
+def _loop_with_timer():
+    _tracer()
+    while True:
+        pass
+
+
+BREAKERS = {"JAX loses the recursion count": _leaks_depth, "recursion limit 60": _limit(60),
+            "recursion limit 100000": _limit(100_000), "an interval timer and handler": _timer,
+            "a profiling timer": _prof_timer, "a trace function": _tracer, "stdout replaced": _stdout,
+            "all, then sys.exit": _all_then_exit, "a tracer, then an endless loop": _loop_with_timer}
+
+
+@pytest.mark.parametrize("name", list(BREAKERS))
+def test_the_guard_gives_the_interpreter_back_whatever_the_code_did(name):
+    before = interpreter()
+    run = run_guarded(BREAKERS[name], budget=0.5)
+    assert interpreter() == before
+    assert not run.ok or run.value is None
+    still_computes()
+
+
+def test_someone_elses_timer_is_given_back_running():
+    fired = []
+    previous = signal.signal(signal.SIGALRM, lambda *a: fired.append(1))
+    signal.setitimer(signal.ITIMER_REAL, 0.6)
+    try:
+        run_guarded(_timer, budget=0.2)
+        remaining, _ = signal.getitimer(signal.ITIMER_REAL)
+        assert 0 < remaining <= 0.6
+        deadline = time.monotonic() + 5
+        while not fired and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert fired == [1]  # the caller's own alarm still came, to the caller's own handler
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# --------------------------------------------------------------------------- the button, in a real kernel
+
+KERNEL_CODE = r"""
+import json, signal, sys
+import jax.numpy as jnp
+from pytree_lab.course import check_button
+from pytree_lab.exercises import record_output, save_evidence
+from pytree_lab.exercises._guard import _headroom
+def state():
+    return [sys.getrecursionlimit(), list(signal.getitimer(signal.ITIMER_REAL)),
+            repr(signal.getsignal(signal.SIGALRM)), repr(sys.gettrace()), _headroom(5000)]
+record_output("kept before", [1.0, 2.0])
+g = {"layer": {"weight": jnp.array([1.0, 2.0]), "bias": jnp.array(0.0)}, "scale": jnp.array(1.0)}
+g["layer"]["bias"] = g
+button = check_button("nested_scale_grad")
+before = state()
+print(json.dumps({"comm": button.comm.comm_id}))
+"""
+
+
+def _output(kc, code: str, timeout: float = 120) -> str:
+    msg_id = kc.execute(code)
+    text, error = [], None
+    while True:
+        msg = kc.get_iopub_msg(timeout=timeout)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        kind = msg["msg_type"]
+        if kind == "stream":
+            text.append(msg["content"]["text"])
+        elif kind == "execute_result":
+            text.append(msg["content"]["data"]["text/plain"])
+        elif kind == "error":
+            error = "\n".join(msg["content"]["traceback"])
+        elif kind == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    assert error is None, error
+    return "".join(text)
+
+
+def test_the_check_button_in_a_real_kernel_refuses_and_the_kernel_answers(tmp_path):
+    from jupyter_client.manager import start_new_kernel
+
+    env = dict(os.environ, JAX_PLATFORMS="cpu",
+               PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
+    try:
+        comm_id = json.loads(_output(kc, KERNEL_CODE).strip().splitlines()[-1])["comm"]
+        for deep in (False, True):
+            if deep:
+                _output(kc, "g = [1.0]\nnode = g\nfor _ in range(5000):\n    node.append([1.0]); node = node[-1]")
+            # the page's intent, as the page sends it: a custom message on the widget's comm
+            kc.shell_channel.send(kc.session.msg("comm_msg", {
+                "comm_id": comm_id, "data": {"method": "custom", "content": {"type": "check"}}}))
+            said = ""
+            for _ in range(120):
+                said = _output(kc, "print(json.dumps([button.attempts, button.feedback, state() == before]))")
+                attempts, feedback, same = json.loads(said.strip().splitlines()[-1])
+                if attempts == 1 + deep:
+                    break
+                time.sleep(0.5)
+            assert attempts == 1 + deep, said
+            assert same is True, _output(kc, "print(state(), before)")
+            want = "g is 5002 levels deep" if deep else "g['layer']['bias'] refers back to g"
+            assert want in feedback and "without recursion" not in feedback, feedback
+            assert _output(kc, "1 + 1").strip() == "2"
+        saved = _output(kc, "print(save_evidence('ev.md').json)").strip()
+        record = json.loads(Path(saved).read_text())
+        assert [o["label"] for o in record["outputs"]] == ["kept before"]
+        assert [c["passed"] for c in record["checks"]] == [False, False]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
