@@ -7,7 +7,9 @@ a page write to any other trait is refused (`pytree_lab._intent.PageIntents`).
 
 from __future__ import annotations
 
+import asyncio
 import pathlib
+import threading
 from typing import Any, Callable
 
 import anywidget
@@ -21,6 +23,8 @@ from .._intent import PageIntents
 from .evidence import Evidence, SavedEvidence, default_evidence
 
 __all__ = ["CheckButton", "PredictionPrompt", "Quiz", "EvidenceButton"]
+
+COALESCE_DELAY = 0.05  # s a page's check waits on the kernel's loop, so a burst of them becomes one
 
 
 # --------------------------------------------------------------------------- widgets
@@ -118,9 +122,49 @@ class CheckButton(_ExerciseWidget):
         self._rng = rng
         self.result: CheckResult | None = None
         self._tried = 0  # checks of a real attempt: an answer written in, or a run that failed
+        # the page's "check" intents, coalesced: one check runs at a time, and every intent that
+        # arrives before it starts (a burst of clicks, a replayed message) is served by it
+        self._intent_lock = threading.Lock()
+        self._check_lock = threading.Lock()
+        self._wanted = 0  # intents not served yet
+        self._draining = False  # a check for them is scheduled or running
+        self.intents_received = 0
+        self.checks_run = 0
 
     def _intents(self):
-        return {"check": self.check, "solution": self.reveal_solution}
+        return {"check": self._check_intent, "solution": self.reveal_solution}
+
+    def _check_intent(self) -> None:
+        """A "check" from the page. Inside a kernel the check runs COALESCE_DELAY later on the
+        kernel's event loop, after the messages already waiting: all of them collapse into it."""
+        with self._intent_lock:
+            self.intents_received += 1
+            self._wanted += 1
+            if self._draining:
+                return
+            self._draining = True
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop (a plain script, a test): check now
+            loop = None
+        if loop is None:
+            self._drain()
+        else:
+            loop.call_later(COALESCE_DELAY, self._drain)
+
+    def _drain(self) -> None:
+        while True:
+            with self._intent_lock:
+                if not self._wanted:
+                    self._draining = False
+                    return
+                self._wanted = 0
+            try:
+                self.check()
+            except BaseException:  # noqa: BLE001 - check() says what went wrong; never stuck "draining"
+                with self._intent_lock:
+                    self._draining = False
+                raise
 
     def _answer(self):
         names = self._get_answer
@@ -138,7 +182,13 @@ class CheckButton(_ExerciseWidget):
         return found
 
     def check(self) -> CheckResult | None:
-        """What a click does: fetch the answer, check it, show and announce the result."""
+        """What a click does: fetch the answer, check it, show and announce the result. One check
+        runs at a time per button (a second caller waits for the first)."""
+        with self._check_lock:
+            self.checks_run += 1
+            return self._check()
+
+    def _check(self) -> CheckResult | None:
         from . import cells
 
         self.attempts += 1
