@@ -75,7 +75,7 @@ def test_wheel_is_typed_and_classified(wheel, metadata):
 def test_requirements_have_floors_and_no_caps(metadata):
     reqs = [Requirement(r) for r in metadata.get_all("Requires-Dist")]
     runtime = {r.name: str(r.specifier) for r in reqs if r.marker is None}
-    assert runtime == {"anywidget": ">=0.11", "ipywidgets": ">=8.1", "bqplot": ">=0.13", "numpy": ">=1.24"}
+    assert runtime == {"anywidget": ">=0.11", "ipywidgets": ">=8.1", "bqplot": ">=0.13", "numpy": ">=1.24.1"}
     jax_extra = {r.name: str(r.specifier) for r in reqs if r.marker and r.marker.evaluate({"extra": "jax"})
                  and not r.marker.evaluate({"extra": "dev"})}
     # the documented install runs the course: the lessons use optax's Adam
