@@ -39,6 +39,7 @@ class JsException(Exception):
 class Response:
     def __init__(self, status):
         self.status, self.ok = status, 200 <= status < 300
+        self.headers = {"content-length": "6912345"}
 
 async def fetch(url, options):
     calls["fetch"].append([url, options["method"]])
@@ -73,6 +74,8 @@ async def load_package(names):
     calls["load"].append(list(names))
     if case["install"] == "hang":
         await asyncio.Event().wait()
+    if case["install"] == "slow":
+        await asyncio.sleep(2.3)
 pyodide_js.loadPackage = load_package
 piplite = types.ModuleType("piplite")
 piplite.install = install
@@ -87,10 +90,11 @@ kernel_module._load_packages_from_imports = kernel_load_packages_from_imports
 sys.modules.update({"pyodide_kernel": types.ModuleType("pyodide_kernel"), "pyodide_kernel.kernel": kernel_module})
 
 from pytree_lab.compat import lite_kernel
+lite_kernel.PROGRESS_SECONDS = case.get("progress_seconds", 2.0)
 
 async def main():
     started = time.monotonic()
-    said = await lite_kernel.setup(probe_seconds=1.0, install_seconds=1.0)
+    said = await lite_kernel.setup(probe_seconds=1.0, install_seconds=case.get("install_seconds", 1.0))
     setup_s = time.monotonic() - started
     print("SETUP-END")
     # the cells after the setup cell, as the kernel runs them: its pre-cell step first
@@ -122,10 +126,11 @@ DIAGRAM_CELL = "from pytree_lab import PytreeDiagram\nPytreeDiagram({'weight': [
 JAX_CELL = "import jax\nimport jax.numpy as jnp\nfrom pytree_lab import PytreeDiagram, StepExplorer"
 
 
-def run_setup(fetch, install="ok", numpy_file=NUMPY_URL, cells=(), rerun_setup=None):
+def run_setup(fetch, install="ok", numpy_file=NUMPY_URL, cells=(), rerun_setup=None, **more):
     # numpy is importable only where the install succeeds, as in the browser
     case = {"fetch": fetch, "install": install, "numpy_file": numpy_file,
-            "no_numpy": not (fetch == 200 and install == "ok"), "cells": list(cells), "rerun_setup": rerun_setup}
+            "no_numpy": not (fetch == 200 and install in ("ok", "slow")), "cells": list(cells),
+            "rerun_setup": rerun_setup, **more}
     proc = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(case)], capture_output=True, text=True,
                           cwd=ROOT, timeout=300)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
@@ -199,12 +204,14 @@ def test_cdn_unreachable_no_download_is_started(fetch, why):
 
 @pytest.mark.parametrize("install, why", [
     ("hang", "the download did not finish within 1 s"),
-    ("fail", "the download failed (ValueError: Can't fetch wheel from 'https://cdn.jsdelivr.net/...')"),
+    ("fail", "the download failed (RuntimeError: numpy did not arrive)"),
 ])
 def test_cdn_answers_but_the_download_stalls_or_fails(install, why):
     r = run_setup(fetch=200, install=install, cells=[("jax", JAX_CELL)])
     assert r["outcome"] == "trees-only"
     assert r["printed"].startswith(f"numpy could not be downloaded from Pyodide's CDN: {why}.\n")
+    # numpy was asked for once, by Pyodide's loader; micropip never asked for it a second time
+    assert r["calls"]["load"] == [["numpy", "pandas"]] and r["calls"]["install"] == []
     assert r["cells"]["jax"]["waited"] < 3.0  # the probe's 1 s + the download's 1 s
     assert r["jnp_array"] == "Array([1.0, 2.0])"
 
@@ -292,3 +299,19 @@ def test_the_setup_cell_is_silent_outside_the_browser_and_says_nothing_false_the
     assert json.loads(line[len("RESULT"):]) == {"stdout": "", "stderr": "", "outputs": 0, "ok": True, "value": "None"}
     # the cell's own text states nothing that is true in one place only
     assert "kept in this browser" not in source
+
+
+def test_a_cell_waiting_for_a_slow_download_shows_what_and_how_big_then_how_long_it_took():
+    r = run_setup(fetch=200, install="slow", install_seconds=30.0, progress_seconds=0.5, cells=[("jax", JAX_CELL)])
+    assert r["outcome"] == "lite" and r["cells"]["jax"]["outcome"] == "lite"
+    import re
+
+    # one line rewritten in place (carriage returns; read here as line ends), then the time taken
+    shown = [ln for ln in r["printed"].split("CELL-END jax")[0].splitlines() if ln]
+    progress = [re.fullmatch(r"Waiting for numpy \(6\.9 MB\) and pandas from cdn\.jsdelivr\.net: (\d+) s so far, "
+                             r"at most 31 s in all; this cell runs when they are loaded\.", ln) for ln in shown[:-1]]
+    assert len(progress) >= 3 and all(progress), shown
+    seconds = [int(m[1]) for m in progress]
+    assert seconds == sorted(seconds) and seconds[-1] <= 4
+    assert re.fullmatch(r"Loaded after [234] s\.\s*", shown[-1]), shown[-1]
+    assert r["calls"]["load"] == [["numpy", "pandas"]] and r["calls"]["install"] == [["numpy", "autograd", "bqplot"]]

@@ -78,6 +78,8 @@ class _Load:
         self.outcome: str | None = None  # None while loading; then "lite" or "trees-only"
         self.reason: str | None = None
         self.told = False  # the paragraph about a failed load was printed (once, in one cell)
+        self.numpy_bytes: int | None = None  # Content-Length of numpy's file, from the probe
+        self.where = "Pyodide's CDN"
 
 
 LOAD = _Load()
@@ -109,6 +111,10 @@ async def probe(url: str, seconds: float = PROBE_SECONDS) -> str | None:
         return f"the request to {host(url)} was refused or the network is offline"
     if not response.ok:
         return f"{host(url)} answered HTTP {response.status}"
+    try:  # the size of the numpy download, for the progress line of a cell that waits for it
+        LOAD.numpy_bytes = int(response.headers.get("content-length"))
+    except Exception:
+        LOAD.numpy_bytes = None
     return None
 
 
@@ -135,13 +141,19 @@ async def _load_array_packages(probe_seconds: float, install_seconds: float) -> 
         reason = f"its address could not be found ({type(err).__name__}: {err})"
     if reason is not None:
         return reason
+    async def load_then_install() -> None:
+        # numpy and pandas (the big downloads) by Pyodide's own loader, once; only when numpy
+        # arrived does micropip install autograd and bqplot from the site (it then finds numpy
+        # loaded: a failed or stalled numpy download is never fetched a second time)
+        await _load_from_lock(LOCK_PACKAGES)
+        try:
+            import numpy  # noqa: F401  (a failed download is only logged by the loader)
+        except ImportError:
+            raise RuntimeError("numpy did not arrive") from None
+        await piplite.install(ARRAY_PACKAGES)
+
     try:
-        # numpy and pandas (the big downloads) start now, by Pyodide's own loader, while micropip
-        # resolves autograd and bqplot from the site; micropip's own request for numpy then waits
-        # for this load (Pyodide loads one set of packages at a time) and finds it done
-        await asyncio.wait_for(asyncio.gather(_load_from_lock(LOCK_PACKAGES), piplite.install(ARRAY_PACKAGES)),
-                               install_seconds)
-        import numpy  # noqa: F401  (a failed download may only be logged: check it arrived)
+        await asyncio.wait_for(load_then_install(), install_seconds)
         import autograd  # noqa: F401
     except (asyncio.TimeoutError, TimeoutError):
         return f"the download did not finish within {install_seconds:.0f} s"
@@ -202,6 +214,7 @@ async def setup(probe_seconds: float = PROBE_SECONDS, install_seconds: float = I
     except Exception:
         where = "Pyodide's CDN"
     where = "this site" if where == _site_host() else where
+    LOAD.where = where
     print(f"numpy and pandas are loading in the background (from {where}): tree diagrams work now; "
           "a cell that needs numpy waits until they are loaded.")
     print(STORAGE_NOTE)
@@ -225,10 +238,12 @@ async def wait_for_numpy() -> str:
     if LOAD.task is None:
         return LOAD.outcome or "trees-only"
     if LOAD.outcome is None:
-        remaining = max(0.0, LOAD.deadline - asyncio.get_event_loop().time())
+        loop = asyncio.get_event_loop()
+        remaining = max(0.0, LOAD.deadline - loop.time())
+        started = loop.time()
         try:
             # shield: a cell that stops waiting must not cancel the one shared load
-            await asyncio.wait_for(asyncio.shield(LOAD.task), remaining + 0.5)
+            await asyncio.wait_for(_with_progress(asyncio.shield(LOAD.task), started), remaining + 0.5)
         except (asyncio.TimeoutError, TimeoutError):
             _settle(f"the download did not finish within {LOAD.bound:.0f} s")
         except Exception as err:
@@ -239,6 +254,39 @@ async def wait_for_numpy() -> str:
         LOAD.told = True
         print(f"numpy could not be downloaded from Pyodide's CDN: {LOAD.reason}.\n{STILL_WORKS}")
     return LOAD.outcome
+
+
+PROGRESS_SECONDS = 2.0  # how often the waiting cell's progress line is rewritten
+
+
+def progress_line(waited: float) -> str:
+    """What a cell that waits for numpy shows: what is downloading, how big, for how long."""
+    size = f" ({LOAD.numpy_bytes / 1e6:.1f} MB)" if LOAD.numpy_bytes else ""
+    return (f"Waiting for numpy{size} and pandas from {LOAD.where}: {waited:.0f} s so far, "
+            f"at most {LOAD.bound:.0f} s in all; this cell runs when they are loaded.")
+
+
+async def _with_progress(waiting: Any, started: float) -> Any:
+    """Await `waiting`; after the first PROGRESS_SECONDS, keep one progress line up to date
+    (rewritten in place with a carriage return), ended with how long it took."""
+    loop = asyncio.get_event_loop()
+    shown = False
+    task = asyncio.ensure_future(waiting)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=PROGRESS_SECONDS)
+            if done:
+                break
+            print("\r" + progress_line(loop.time() - started), end="", flush=True)
+            shown = True
+        return task.result()
+    finally:
+        if not task.done():
+            task.cancel()
+        if shown:
+            arrived = task.done() and not task.cancelled() and task.exception() is None and task.result() is None
+            print(f"\r{'Loaded' if arrived else 'Stopped waiting'} after "
+                  f"{loop.time() - started:.0f} s.{' ' * 60}", flush=True)
 
 
 def imported_modules(code: str) -> set[str] | None:
