@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 
-.PHONY: lab test test-fast bench lite chromium clean
+.PHONY: lab test test-fast bench lite chromium hub-tools clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,14 +42,22 @@ lab: $(STAMP) $(NEWS_OFF)
 	  --ContentsManager.hide_globs='["__pycache__", "*.pyc", "*.pyo", ".DS_Store", "*~", "src"]' \
 	  $$( [ "$$(id -u)" = 0 ] && echo --allow-root )
 
-test: $(STAMP) chromium
+# configurable-http-proxy (npm) for the JupyterHub smoke test and the hub load benchmark,
+# installed into this checkout (.hub-tools/), never globally.
+HUB_TOOLS := .hub-tools
+CHP       := $(HUB_TOOLS)/node_modules/.bin/configurable-http-proxy
+$(CHP):
+	npm install --prefix $(HUB_TOOLS) --no-save --no-audit --no-fund configurable-http-proxy@4.6.3
+hub-tools: $(CHP)
+
+test: $(STAMP) chromium hub-tools
 	$(PY) -m pytest
 
 # Everything except the real-browser tests (quick loop while editing).
-test-fast: $(STAMP)
+test-fast: $(STAMP) hub-tools
 	$(PY) -m pytest -m "not browser"
 
-bench: $(STAMP) chromium
+bench: $(STAMP) chromium hub-tools
 	$(PY) -m bench
 
 # The JupyterLite site (lite_build/README.md): rebuilt from scratch into lite_build/_output,
@@ -65,4 +73,4 @@ lite: lite-build
 	$(PY) lite_build/serve.py lite_build/_output --port $(LITE_PORT)
 
 clean:
-	rm -rf $(VENV) .venv-lite .pytest_cache lite_build/_output lite_build/.jupyterlite.doit.db
+	rm -rf $(VENV) .venv-lite .pytest_cache $(HUB_TOOLS) lite_build/_output lite_build/.jupyterlite.doit.db

@@ -12,6 +12,8 @@ ready, page open -> first diagram). Sections 2a, 2 and 3 run on two servers side
 pytree-lab as installed (its jupyter_server extension sets TCP_NODELAY on kernel websockets)
 and stock (the extension switched off); targets are judged on the server as installed.
 6 (training) 100 optimizer steps, compiled loop vs hand-written jitted optax loops.
+7 (hub) a class of N = 5, 10, 20 students on a real JupyterHub on 127.0.0.1 (bench/hub.py):
+server start, kernel memory after lesson 01, slider round trips, hub/proxy CPU, node capacity.
 Results go to artifacts/bench.json as well. A missed target gets a profile of where the
 time goes (cProfile for Python, Chromium's CPU profile for the page).
 """
@@ -160,6 +162,8 @@ def trees_tables(py: dict, br: dict | None) -> list[Table]:
 SECTIONS.insert(SECTIONS.index("trees") + 1, "bigleaf")
 SECTIONS.insert(SECTIONS.index("bigleaf") + 1, "explorerbig")  # 4d: big-tree StepExplorer (bench/explorer_big.py)
 SECTIONS.insert(SECTIONS.index("explorerbig") + 1, "textform")  # 4e: text of three 100k-leaf trees (bench/text_form.py)
+SECTIONS.append("kernelmem")  # 7a: a student kernel's memory after lesson 01 (bench/kernel_memory.py)
+SECTIONS.append("hub")  # 7: a class on a real JupyterHub (bench/hub.py)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="for the round trip and burst: stock and/or installed (pytree_lab's server extension on); "
                          "the trees section uses the installed one")
     ap.add_argument("--no-profile", action="store_true", help="skip the profiles of missed targets")
+    ap.add_argument("--hub-students", default=None,
+                    help="the hub section's class sizes, comma-separated (default 5,10,20; quick 3)")
+    ap.add_argument("--hub-seconds", type=float, default=None,
+                    help="the hub section: seconds of slider moves per student (default 60; quick 15)")
     ap.add_argument("--json", default=str(OUT), help=f"where to write the results (default {OUT.relative_to(ROOT)})")
     args = ap.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
@@ -336,6 +344,29 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  PytreeDiagram(10k leaves) here: {g['gc_on_s'] * 1e3:.0f} ms with the cyclic GC running, "
                   f"{g['gc_paused_s'] * 1e3:.0f} ms with it paused ({g['tracked_objects']} objects tracked): "
                   "time in a list comprehension above is mostly collections it happened to trigger")
+
+    if "kernelmem" in only:
+        from . import kernel_memory
+
+        print("\n7a. a student kernel's memory through lesson 01 (three fresh kernels) ...", flush=True)
+        km = kernel_memory.run()
+        results["kernelmem"] = km
+        for t in kernel_memory.table(km):
+            _print(t)
+        save()
+
+    if "hub" in only:
+        from . import hub
+
+        ns = [int(v) for v in (args.hub_students or ("3" if args.quick else "5,10,20")).split(",") if v.strip()]
+        seconds = args.hub_seconds or (15.0 if args.quick else 60.0)
+        results["hub"] = {"runs": []}
+        for n in ns:
+            one = hub.run([n], seconds=seconds, log=lambda m: print(m, flush=True))
+            results["hub"]["runs"] += one["runs"]
+            save()
+        _print(hub.table(results["hub"]))
+        save()
 
     if "training" in only:
         from . import training

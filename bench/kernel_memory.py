@@ -1,0 +1,149 @@
+"""Section 7a: where a student kernel's memory goes during lesson 01.
+
+A fresh ipykernel of this environment (started with jupyter_client, as a single-user server
+starts it) runs lesson 01's code cells one by one; after each cell the kernel's RSS (every
+page it maps, shared libraries included) and USS (the pages only this kernel holds: what a
+second kernel on the same node adds) are read with psutil. The cells that add the most are
+listed, and the finished kernel is split by what the pages back (smaps: jaxlib / XLA's shared
+library, other libraries, the heap and anonymous memory).
+
+Variants, each in its own fresh kernel, so one run compares them side by side:
+
+- `as is`: the kernel as jupyter starts it;
+- `one malloc arena`: MALLOC_ARENA_MAX=2 (glibc keeps one heap per thread by default, and
+  XLA's CPU client starts a thread pool per core plus its own threads);
+- `single-threaded XLA`: XLA_FLAGS with its CPU thread pools at one thread, plus the above.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import tempfile
+import time
+
+from .lab import REPO  # noqa: F401  (puts the repository on sys.path)
+from .stats import Table, fmt
+
+VARIANTS = {
+    "as is": {},
+    "one malloc arena": {"MALLOC_ARENA_MAX": "2"},
+    "single-threaded XLA": {"MALLOC_ARENA_MAX": "2",
+                            "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"},
+}
+
+
+def _smaps_split(pid: int) -> dict:
+    """RSS by what backs it: jaxlib/XLA's shared objects, other shared objects, anonymous (heap)."""
+    out = {"xla_so_mb": 0.0, "other_so_mb": 0.0, "anon_mb": 0.0, "other_mb": 0.0}
+    current = None
+    try:
+        with open(f"/proc/{pid}/smaps") as f:
+            for line in f:
+                parts = line.split()
+                if not parts:
+                    continue
+                if "-" in parts[0] and len(parts) >= 5 and not parts[0].endswith(":"):
+                    path = parts[5] if len(parts) > 5 else ""
+                    if "jaxlib" in path or "xla" in path.lower():
+                        current = "xla_so_mb"
+                    elif path.endswith(".so") or ".so." in path:
+                        current = "other_so_mb"
+                    elif path == "" or path.startswith("[heap]") or path.startswith("[anon"):
+                        current = "anon_mb"
+                    else:
+                        current = "other_mb"
+                elif parts[0] == "Rss:" and current:
+                    out[current] += int(parts[1]) / 1024
+    except OSError:
+        pass
+    return out
+
+
+def measure(env_extra: dict, cells: list[str], timeout: float = 600.0) -> dict:
+    import psutil
+    from jupyter_client.manager import KernelManager
+
+    env = dict(os.environ)
+    env.setdefault("JAX_PLATFORMS", "cpu")
+    env.update(env_extra)
+    workdir = tempfile.mkdtemp(prefix="pytree-lab-bench-kernelmem-")  # the lesson saves its evidence here
+    km = KernelManager(kernel_name="python3")
+    km.start_kernel(env=env, cwd=workdir)
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=120)
+        pid = km.provisioner.process.pid
+        proc = psutil.Process(pid)
+
+        def mem():
+            full = proc.memory_full_info()
+            return full.rss / 1e6, full.uss / 1e6
+
+        rss0, uss0 = mem()
+        steps = []
+        errors = []
+        for i, code in enumerate(cells):
+            msg_id = kc.execute(code, store_history=True)
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    reply = kc.get_shell_msg(timeout=max(1.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    errors.append(f"cell {i}: no reply")
+                    break
+                if reply["parent_header"].get("msg_id") == msg_id:
+                    if reply["content"]["status"] != "ok":
+                        errors.append(f"cell {i}: {reply['content'].get('ename')}")
+                    break
+            while True:  # drain iopub so it does not pile up
+                try:
+                    kc.get_iopub_msg(timeout=0.05)
+                except queue.Empty:
+                    break
+            rss, uss = mem()
+            steps.append({"cell": i, "first_line": code.strip().splitlines()[0][:70] if code.strip() else "",
+                          "rss_mb": rss, "uss_mb": uss})
+        threads = proc.num_threads()
+        split = _smaps_split(pid)
+        return {"start_rss_mb": rss0, "start_uss_mb": uss0, "steps": steps, "errors": errors,
+                "rss_mb": steps[-1]["rss_mb"] if steps else rss0, "uss_mb": steps[-1]["uss_mb"] if steps else uss0,
+                "threads": threads, "split": split}
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run(variants=tuple(VARIANTS)) -> dict:
+    from tests.hub_harness import lesson_cells
+
+    cells = lesson_cells()
+    return {name: measure(VARIANTS[name], cells) for name in variants}
+
+
+def table(r: dict) -> list[Table]:
+    t = Table("7a. A student kernel's memory after lesson 01 (fresh ipykernel, the lesson's code cells one by one)",
+              ["kernel", "RSS at start", "RSS after lesson 01", "USS after", "jaxlib/XLA .so", "other .so",
+               "anonymous (heap)", "threads", "errors"])
+    for name, m in r.items():
+        s = m["split"]
+        t.add(name, fmt(m["start_rss_mb"], " MB"), fmt(m["rss_mb"], " MB"), fmt(m["uss_mb"], " MB"),
+              fmt(s["xla_so_mb"], " MB"), fmt(s["other_so_mb"], " MB"), fmt(s["anon_mb"], " MB"),
+              str(m["threads"]), str(len(m["errors"])))
+    t.notes.append("RSS counts shared libraries' pages, which every kernel on a node maps from the same files; USS is "
+                   "what one more kernel adds")
+    first = next(iter(r.values()))
+    prev = first["start_rss_mb"]
+    growth = []
+    for step in first["steps"]:
+        growth.append((step["rss_mb"] - prev, step))
+        prev = step["rss_mb"]
+    growth.sort(key=lambda g: -g[0])
+    t2 = Table(f"7b. Where lesson 01's RSS comes from ({next(iter(r))}): the cells that add the most",
+               ["cell", "first line", "adds RSS", "RSS after"])
+    for added, step in growth[:8]:
+        t2.add(str(step["cell"]), step["first_line"], fmt(added, " MB"), fmt(step["rss_mb"], " MB"))
+    return [t, t2]
