@@ -437,8 +437,11 @@ def test_an_explorer_whose_comm_the_page_closes_is_closed_and_collected():
     ref = weakref.ref(ex)
     _page_closes_comm(ex)
     assert all(w.comm is None for w in built) and not ids & set(_instances)
-    params = ex.params  # a closed explorer keeps its Python state
+    params = ex.params  # a closed explorer keeps its numbers, not its compiled programs
     assert float(params["bias"]) == pytest.approx(0.3)
+    assert len(ex.history) == 4 and ex._step is None
+    assert ex.step(2) is None and ex.recompute() is None and ex.reset() is None
+    assert "adam mu" in ex.text() and not ex.text().startswith("StepExplorer (its text form failed")
     del ex, built
     gc.collect()
     assert ref() is None

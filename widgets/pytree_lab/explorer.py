@@ -1440,6 +1440,11 @@ class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
             if widget is not self:
                 with contextlib.suppress(Exception):
                     widget.close()
+        # the compiled steps go: a closed explorer still held somewhere (IPython's Out history
+        # keeps a cell's last value) keeps its numbers (params, result, history, text), not its programs
+        self._step = None
+        self.__dict__.pop("_plain_runner", None)
+        self.calculation.optimizer_rows = None
         super().close()
 
 
