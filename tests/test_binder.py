@@ -1,0 +1,121 @@
+"""The Binder / repo2docker environment (binder/), from its files alone.
+
+repo2docker itself needs Docker, which these machines do not have; this test does what it does
+for a `requirements.txt` repository: a fresh venv, `pip install -r binder/requirements.txt`, then
+`binder/postBuild` in the repository's root. Then, inside that venv alone (no PYTHONPATH, none
+of the dev extra's tools), the three course notebooks run with nbclient, the answers left as
+the students get them, and pytree-lab's server extension and the first-lesson start page are
+configured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ("01_pytrees.ipynb", "02_packed_parameters.ipynb", "03_instructor_demo.ipynb")
+
+
+def clean_env(venv: Path) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "JUPYTER_PATH", "JUPYTER_CONFIG_DIR", "JUPYTER_PLATFORM_DIRS")}
+    env["PATH"] = os.pathsep.join([str(venv / "bin"), env.get("PATH", "")])
+    env["VIRTUAL_ENV"] = str(venv)
+    env["JAX_PLATFORMS"] = "cpu"
+    env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+    return env
+
+
+def sh(args, *, env, cwd, timeout=1200) -> str:
+    proc = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, f"{args}:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    return proc.stdout
+
+
+RUN_NOTEBOOKS = textwrap.dedent("""
+    import json, pathlib, sys
+    import nbformat
+    from nbclient import NotebookClient
+    import pytree_lab
+
+    content, workdir = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+    report = {"pytree_lab": pytree_lab.__file__, "notebooks": {}}
+    for name in sys.argv[3:]:
+        nb = nbformat.read(content / name, as_version=4)
+        NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=False,
+                       resources={"metadata": {"path": str(workdir)}}).execute()
+        texts = []
+        for cell in nb.cells:
+            for out in cell.get("outputs", []):
+                texts.append(out.get("text", "") or out.get("data", {}).get("text/plain", ""))
+        report["notebooks"][name] = texts
+    print(json.dumps(report))
+""")
+
+
+@pytest.fixture(scope="module")
+def binder_venv(tmp_path_factory):
+    venv = tmp_path_factory.mktemp("binder") / "venv"
+    base = os.environ.get("PTL_BASE_PYTHON") or getattr(sys, "_base_executable", None) or "python3"
+    subprocess.run([base, "-m", "venv", str(venv)], check=True, timeout=300)
+    env = clean_env(venv)
+    sh([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "-r", str(ROOT / "binder" / "requirements.txt")],
+       env=env, cwd=ROOT)
+    sh(["bash", str(ROOT / "binder" / "postBuild")], env=env, cwd=ROOT)
+    return venv
+
+
+def test_binder_environment_runs_the_three_notebooks(binder_venv, tmp_path):
+    env = clean_env(binder_venv)
+    out = sh([str(binder_venv / "bin" / "python"), "-c", RUN_NOTEBOOKS, str(ROOT / "content"), str(tmp_path), *NOTEBOOKS],
+             env=env, cwd=tmp_path)
+    report = json.loads(out.strip().splitlines()[-1])
+    # pytree-lab came from the venv (installed by postBuild), not from this checkout's widgets/
+    assert report["pytree_lab"].startswith(str(binder_venv))
+    lesson = "".join(report["notebooks"]["01_pytrees.ipynb"])
+    assert "computing with JAX" in lesson
+    assert "Not answered yet" in lesson  # the exercises as the students get them
+    packed = "".join(report["notebooks"]["02_packed_parameters.ipynb"])
+    assert "computing with JAX" in packed
+    demo = "".join(report["notebooks"]["03_instructor_demo.ipynb"])
+    assert demo  # ran to the end without an error (allow_errors=False)
+    # only what the notebooks need: none of the dev extra's tools
+    listed = sh([str(binder_venv / "bin" / "python"), "-m", "pip", "list", "--format=json"], env=env, cwd=tmp_path)
+    names = {p["name"].lower() for p in json.loads(listed)}
+    assert {"jax", "optax", "jupyterlab", "pytree-lab", "anywidget", "bqplot"} <= names
+    assert not names & {"pytest", "playwright", "nbgrader", "jupyterhub", "equinox", "hypothesis", "jupytext"}
+
+
+def test_binder_server_extension_and_first_lesson(binder_venv, tmp_path):
+    env = clean_env(binder_venv)
+    listing = subprocess.run([str(binder_venv / "bin" / "jupyter"), "server", "extension", "list"],
+                             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    text = listing.stdout + listing.stderr
+    assert "pytree_lab" in text and "enabled" in text.split("pytree_lab")[1][:40]
+    config = binder_venv / "etc" / "jupyter" / "jupyter_server_config.d" / "pytree-lab-binder.json"
+    assert json.loads(config.read_text())["LabApp"]["default_url"] == "/lab/tree/content/01_pytrees.ipynb"
+
+
+def test_binder_requirements_cover_the_package_and_its_jax_extra():
+    """What postBuild's `pip install --no-deps .` leaves out must be in requirements.txt."""
+    import re
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    needed = project["dependencies"] + project["optional-dependencies"]["jax"]
+
+    def name(req: str) -> str:
+        return re.split(r"[<>=!~\[; ]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
+
+    listed = {name(line) for line in (ROOT / "binder" / "requirements.txt").read_text().splitlines()
+              if line.strip() and not line.startswith("#")}
+    assert {name(r) for r in needed} <= listed
+    assert "bash" in (ROOT / "binder" / "postBuild").read_text().splitlines()[0]
+    assert os.access(ROOT / "binder" / "postBuild", os.X_OK)
