@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 
-.PHONY: lab test test-fast bench lite chromium hub-tools clean
+.PHONY: lab test test-fast bench lite chromium hub-tools clean a11y-deps
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -50,7 +50,14 @@ $(CHP):
 	npm install --prefix $(HUB_TOOLS) --no-save --no-audit --no-fund configurable-http-proxy@4.6.3
 hub-tools: $(CHP)
 
-test: $(STAMP) chromium hub-tools
+# axe-core (npm) for the accessibility test (tests/browser/test_contrast.py), pinned by
+# tests/browser/a11y/package-lock.json and installed there; the test injects it into Chromium.
+AXE := tests/browser/a11y/node_modules/axe-core/axe.min.js
+$(AXE): tests/browser/a11y/package-lock.json
+	npm ci --prefix tests/browser/a11y --no-audit --no-fund
+a11y-deps: $(AXE)
+
+test: $(STAMP) chromium hub-tools a11y-deps
 	$(PY) -m pytest
 
 # Everything except the real-browser tests (quick loop while editing).
