@@ -22,6 +22,7 @@ step, in hundreds of MB.
 from __future__ import annotations
 
 import atexit
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -152,7 +153,10 @@ class CompiledStep:
         if self.lean is None:
             self.lean = is_big_tree(params, self.engine)
         step = self._lean_step if self.lean else self._step
+        traces = self.traces
         value, grads, updated, loss_after, extras = step(params, inputs, lr)
+        if self.traces != traces:  # XLA compiled: what its compiler freed goes back to the system
+            return_freed_memory()
         return StepResult(params, float(value), grads, updated, float(loss_after), float(lr), dict(extras))
 
     def _lean_step(self, params: Any, inputs: dict, lr: float) -> tuple:
@@ -167,6 +171,38 @@ class CompiledStep:
                 self._lean_extras = self.engine.jit(lambda p, u, i: extras_fn(p, u, {**i, **static}))
             extras = self._lean_extras(params, updated, inputs)
         return value, grads, updated, loss_after, extras
+
+
+_MALLOC_TRIM: Any = None  # glibc's malloc_trim, False where there is none
+TRIMS = 0  # how many times freed heap memory was given back (tests read it)
+
+
+def return_freed_memory() -> bool:
+    """Give the heap pages XLA's compiler has freed back to the operating system.
+
+    glibc keeps freed memory in its arenas, one per thread that allocated (the compile runs in a
+    thread of its own); in a lesson's kernel that was about 25 MB per compiled explorer step,
+    held for the kernel's life. `malloc_trim(0)` returns it. Linux with glibc only; elsewhere
+    (macOS, Windows, Pyodide) nothing happens and False is returned.
+    """
+    global _MALLOC_TRIM, TRIMS
+    if _MALLOC_TRIM is None:
+        _MALLOC_TRIM = False
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+            except (OSError, AttributeError):  # musl, or no libc.so.6
+                _MALLOC_TRIM = False
+    if not _MALLOC_TRIM:
+        return False
+    try:
+        _MALLOC_TRIM(0)
+    except Exception:  # noqa: BLE001 - never let housekeeping break a step
+        return False
+    TRIMS += 1
+    return True
 
 
 class Staged:
@@ -233,6 +269,7 @@ class Staged:
         self._signature = key
 
     def _use_compiled(self, compiled: Any) -> None:
+        return_freed_memory()  # what the compiler freed goes back to the operating system
         self._call = compiled
         self._first = lambda *a: compiled(*a)[0]
         self.interpreted = False

@@ -559,7 +559,12 @@ class TrainingStep:
         if self.lean is None:
             self.lean = is_big_tree(params, self.engine)
         step_fn = self._lean_step if self.lean else self._step_fn
+        traces = dict(self.traces)
         value, grads, updates, updated, new_state, loss_after, extras = step_fn(params, opt_state, inputs, lr)
+        if self.traces != traces:  # XLA compiled: what its compiler freed goes back to the system
+            from .step import return_freed_memory
+
+            return_freed_memory()
         if self.lr_source == "state":
             shown_lr = self.learning_rate_of(new_state)
         elif self.lr_source == "fixed":
