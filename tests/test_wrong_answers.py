@@ -194,7 +194,11 @@ def test_a_patch_made_outside_any_check_cannot_change_a_verdict(monkeypatch):
 
 
 def test_the_self_check_refuses_to_grade_in_a_broken_kernel(monkeypatch):
-    monkeypatch.setattr(catalogue, "_lesson_step", lambda: (None, {"weight": [0, 0], "bias": 0}, None, 0.0, 0.0))
+    # a kernel whose numbers changed without any checker function being replaced (a replaced one
+    # is put back before the check, see test_check_integrity.py): the lesson's learning rate
+    from pytree_lab import lesson
+
+    monkeypatch.setattr(lesson, "LEARNING_RATE", 0.5)
     result = course.check("squared_norm", 96.0, evidence=Evidence())
     assert not result.passed and "cannot trust this kernel" in result.feedback
 

@@ -49,6 +49,7 @@ def bind_tools() -> None:
     """Bind numpy and the engine's jax / jax.numpy now (the course does this when imported)."""
     from ..engine import get_engine
 
+    bound = _TOOLS.get("np"), _TOOLS.get("engine")
     if "np" not in _TOOLS:
         import numpy
         import numpy.random  # noqa: F401 - a lazily loaded submodule in numpy 2
@@ -64,6 +65,13 @@ def bind_tools() -> None:
                 pass
         _TOOLS.update(engine=engine, jax=_Frozen(jax, ("tree", "tree_util", "flatten_util")),
                       jnp=_Frozen(engine.numpy))
+    if (_TOOLS.get("np"), _TOOLS.get("engine")) != bound:
+        # what was just bound is the reference every later check is compared with (only then:
+        # a later call must not take a student's change to the bound tools as the reference)
+        from . import _integrity
+
+        _integrity.seal()
+        _integrity.seal_mapping("the checker's numpy and jax", _TOOLS)
 
 
 def _np():
@@ -554,7 +562,45 @@ def grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | None
 
     `stale`: what went wrong in the student's last run of the exercise cell, when it did; the
     value still in the variable is then an older attempt's, so it is not graded.
+
+    Before and after grading, the checker's functions and the numpy / jax functions it relies on
+    are compared with references taken at import (`exercises._integrity`): anything replaced (by
+    the answer, by an earlier cell, or by a thread) is put back and the check does not count; so
+    does a check while a thread the notebook started is still running.
     """
+    import threading
+
+    from . import _integrity
+
+    earlier = _integrity.verify()
+    threads_before = {thread.ident for thread in threading.enumerate()}
+    waiting = _integrity.user_threads()
+    graded = _grade_answer(exercise, answer, rng=rng, stale=stale)
+    during = [name for name in _integrity.verify() if name not in earlier]
+    started = [name for name in _integrity.user_threads(threads_before) if name not in waiting]
+    problems = []
+    if earlier:
+        problems.append("Before this check, code in this notebook had replaced part of the checker or of the "
+                        f"numpy / jax functions it relies on ({_names(earlier)}). It was put back.")
+    if during:
+        problems.append("During this check, your code replaced part of the checker or of the numpy / jax "
+                        f"functions it relies on ({_names(during)}). It was put back.")
+    if waiting or started:
+        problems.append(f"A thread started from this notebook is still running ({_names(waiting + started)}): "
+                        "it could change the checker at any moment. Stop it (or restart the kernel).")
+    if not problems:
+        return graded
+    return CheckResult(passed=False, score=0.0, feedback=" ".join(problems) + " This check does not count: "
+                       "check again with an answer that only computes.", exercise_id=exercise.id,
+                       cases_passed=0, cases_total=graded.cases_total, unit=graded.unit)
+
+
+def _names(names: list[str], limit: int = 4) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | None = None) -> CheckResult:
     from ._guard import describe_failure, notes_for, run_guarded
 
     def result(passed, score, lines, cases=(0, 0), unit=exercise.unit):

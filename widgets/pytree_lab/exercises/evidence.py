@@ -66,6 +66,11 @@ def _recorded(fn, value, name: str = "the value"):
     if looked.ok and looked.value:
         return f"<not recorded: {looked.value}>"
     run = run_guarded(fn, value, budget=RECORD_BUDGET)
+    from . import _integrity
+
+    replaced = _integrity.verify()  # reading it is the student's code too: put back what it replaced
+    if replaced:
+        return f"<not recorded: reading it replaced {', '.join(replaced[:4])}, which was put back>"
     if run.timed_out:
         return f"<not recorded: reading it ran past {RECORD_BUDGET:g} s>"
     if run.error is not None:
