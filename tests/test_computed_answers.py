@@ -310,3 +310,17 @@ def test_accepted_ways_to_write_the_packed_gradient(name):
     for _ in range(2):  # a second check (compiled code cached by now) is still seen differentiating
         result = catalogue.check("grad_over_flat_params", fn, evidence=Evidence())
         assert (result.passed, result.score) == (True, 1.0), (name, result.feedback)
+
+
+def test_what_a_rerun_records_is_taken_out_of_the_evidence_again():
+    from pytree_lab.exercises import default_evidence, record_output
+
+    log = default_evidence()
+    before = len(log.outputs)
+    code = ("norm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))\n"
+            "manual = jnp.sum(grads['weight'] ** 2) + grads['bias'] ** 2\n"
+            "record_output('my squared norm', norm_squared)")
+    result, _ = run_and_check("squared_norm", code, {**NOTEBOOK, "record_output": record_output})
+    assert result.passed, result.feedback
+    assert [o["value"] for o in log.outputs[before:]] == [96.0]  # the student's run only, not the reruns'
+    del log.outputs[before:]

@@ -822,6 +822,20 @@ def _rerun_problems(ex: Exercise, answer, cell, rng) -> dict[str, str]:
     lesson_trees = _lesson_point(lesson.lesson_params())
     changes, move = _MOVES[ex.id]
     problems: dict[str, str] = {}
+    # a rerun is a probe, not the student's work: what it records (a plain cell that calls
+    # record_output, say) is taken out of the evidence again
+    log = default_evidence()
+    kept = {kind: len(getattr(log, kind)) for kind in ("predictions", "checks", "quiz", "outputs", "reveals")}
+    try:
+        _rerun_points(ex, compiled, code, namespace, names, answers, rng, lesson_trees, changes, move, problems)
+    finally:
+        for kind, n in kept.items():
+            del getattr(log, kind)[n:]
+    return problems
+
+
+def _rerun_points(ex, compiled, code, namespace, names, answers, rng, lesson_trees, changes, move, problems):
+    np = _np()
     for _ in range(RERUNS):
         jnp = _jnp()
         params = {"weight": jnp.asarray(rng.normal(size=2).astype(np.float32) * 1.5),
@@ -851,7 +865,6 @@ def _rerun_problems(ex: Exercise, answer, cell, rng) -> dict[str, str]:
             else:
                 problems[name] = (f"{name}: right for the lesson's {changes}, but not when {changes} hold other "
                                   f"values: {move}, without numbers of the lesson written in.")
-    return problems
 
 
 def _with_cell_evidence(ex: Exercise, result: CheckResult, answer, cell, rng) -> CheckResult:
