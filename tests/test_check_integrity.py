@@ -156,3 +156,16 @@ def test_nothing_is_reported_when_nothing_was_replaced():
         assert check("squared_norm", 96.0).feedback.startswith("norm_squared: Correct")
         jax.jit(lambda x: jnp.sum(x**2))(jnp.ones(3)).block_until_ready()
     assert _integrity.verify() == []
+
+
+def test_a_timer_from_an_earlier_cell_that_would_patch_later_makes_the_check_not_count():
+    timer = threading.Timer(30, lambda: setattr(_grading, "_close", lambda a, b: True))
+    timer.name = "patch-later"
+    timer.start()
+    try:
+        result = check("squared_norm", 95.0)
+        assert not result.passed and "(patch-later)" in result.feedback and DOES_NOT_COUNT in result.feedback
+    finally:
+        timer.cancel()
+        timer.join(10)
+    _fails_as_it_should()
