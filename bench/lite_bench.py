@@ -48,6 +48,15 @@ def write_notebook(folder: Path) -> Path:
     return path
 
 
+def edit_notebook(path: Path) -> None:
+    """What an instructor does between two builds: one more cell in one notebook."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_markdown_cell(f"Edited ({len(nb.cells)} cells now)."))
+    nbformat.write(nb, path)
+
+
 def loaded_bytes(site: Path, net: browse.NetLog) -> int:
     """Bytes of the site's files the page fetched (each file once)."""
     total = 0
@@ -115,11 +124,21 @@ def run(runs: int = RUNS, variants: tuple[str, ...] = tuple(VARIANTS)) -> dict:
         tmp = Path(tmp)
         notebook = write_notebook(tmp)
         sites, manifests, build_s = {}, {}, {}
+        # a first build compiles every archive's bytecode: an empty bytecode cache of its own
+        from lite_build import build as lite_build_module
+
+        lite_build_module.BYTECODE_CACHE = tmp / "bytecode-cache"
+        rebuild_s = {}
         for name in variants:
             started = time.monotonic()
             manifests[name] = build_site(tmp / f"site-{name}", [notebook], **VARIANTS[name])
             build_s[name] = round(time.monotonic() - started, 1)
             sites[name] = tmp / f"site-{name}"
+            # an instructor edits one notebook and builds again (the same output folder)
+            edit_notebook(notebook)
+            started = time.monotonic()
+            manifests[name] = build_site(tmp / f"site-{name}", [notebook], **VARIANTS[name])
+            rebuild_s[name] = round(time.monotonic() - started, 1)
         results = {name: [] for name in variants}
         with contextlib.ExitStack() as stack, sync_playwright() as pw:
             servers = {name: stack.enter_context(SiteServer(sites[name])) for name in variants}
@@ -143,6 +162,7 @@ def run(runs: int = RUNS, variants: tuple[str, ...] = tuple(VARIANTS)) -> dict:
         bench_nb = (sites[name] / "files" / NOTEBOOK).stat().st_size if (sites[name] / "files" / NOTEBOOK).exists() else 0
         out["variants"][name] = {
             "build_s": build_s[name],
+            "rebuild_after_notebook_edit_s": rebuild_s[name],
             "site_bytes": manifest["total_bytes"] - bench_nb,
             "site_files": manifest["total_files"] - 1,
             "pyodide_core_bytes": sum(e["bytes"] for e in manifest["pyodide_core"]),
@@ -184,7 +204,8 @@ def report(r: dict) -> str:
         ("loaded until kernel ready", "median_bytes_to_kernel_ready", mb),
         ("loaded until first diagram", "median_bytes_to_first_diagram", mb),
         ("site size", "site_bytes", mb),
-        ("build", "build_s", lambda v: f"{v:.1f} s"),
+        ("first build", "build_s", lambda v: f"{v:.1f} s"),
+        ("rebuild after a notebook edit", "rebuild_after_notebook_edit_s", lambda v: f"{v:.1f} s"),
     ]
     ratios = r.get("ratio_to_old", {})
     for label, key, fmt in rows:

@@ -40,6 +40,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 CACHE = HERE / ".cache"
 DEFAULT_OUTPUT = HERE / "_output"
+# Compiled archives, keyed by the sha256 of what was compiled (see ship_bytecode).
+BYTECODE_CACHE = CACHE / "bytecode"
 KERNEL_WHEELS = HERE / "kernel-wheels.txt"
 FIRST_CELL = HERE / "first_cell.py"
 SITE_CONFIG = HERE / "jupyter-lite.json"
@@ -70,12 +72,19 @@ CDN_PACKAGES = ("numpy", "pandas")
 # The wheels whose front ends (share/jupyter/labextensions) go into the site.
 FRONT_END_WHEELS = ("jupyterlab-widgets", "anywidget", "bqplot", "bqscales")
 PYODIDE_KERNEL_EXTENSION = "@jupyterlite/pyodide-kernel-extension"
-# Where students' work is kept (README: "How students' work is kept"): a fixed name, so the
-# site's path on its host does not decide which copy a student sees; memory-only storage off.
+# Where students' work is kept (README: "How students' work is kept"): a name derived from the
+# site's identity (--site-name), so the site's path on its host does not decide which copy a
+# student sees and two sites on one host never mix their files; memory-only storage off.
 STORAGE_SETTINGS = ("contentsStorageName", "workspacesStorageName", "settingsStorageName", "enableMemoryStorage")
 SETUP_MARKER = "# pytree-lab setup:"
 SETUP_TAG = "pytree-lab-setup"
 LITE_KERNELSPEC = {"name": "python", "display_name": "Python (Pyodide)", "language": "python"}
+# What the Pyodide kernel (jupyterlite-pyodide-kernel 0.8.6) answers to kernel_info. JupyterLab
+# writes the kernel's language_info into a notebook it opens, marking it modified unless it is
+# already there, equal: the site's notebooks carry it, so opening one changes nothing.
+LITE_LANGUAGE_INFO = {"codemirror_mode": {"name": "python", "version": 3}, "file_extension": ".py",
+                      "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
+                      "pygments_lexer": "ipython3", "version": "3.8"}
 
 # How Pyodide's marker environment looks, to check wheel requirements at build time.
 PYODIDE_MARKERS = {
@@ -327,25 +336,56 @@ def ship_bytecode(site: Path, drop_sources: bool = False) -> dict:
     wheels = [w for w in wheels if "wasm32" not in w.name]  # compiled packages ship their own
     jobs += [{"src": str(w), "layout": "wheel", "prefix": "/lib/python3.14/site-packages", "drop_sources": drop_sources}
              for w in wheels]
+    # An archive compiled once is not compiled again: its result is cached under the sha256 of
+    # the archive and of everything that shapes the output (the compiler script, Pyodide's
+    # version, the layout). A rebuild after a notebook edit compiles nothing but the project's
+    # own wheel.
+    cache = BYTECODE_CACHE
+    cache.mkdir(parents=True, exist_ok=True)
+    for job in jobs:
+        job["cached"] = cache / f"{bytecode_cache_key(job)}.zip"
+    todo = [job for job in jobs if not (job["cached"].is_file() and job["cached"].with_suffix(".json").is_file())]
+    report = []
     with tempfile.TemporaryDirectory(prefix="bytecode-") as tmp:
-        for i, job in enumerate(jobs):
-            job["dst"] = str(Path(tmp) / f"{i}-{Path(job['src']).name}")
-        (Path(tmp) / "jobs.json").write_text(json.dumps(jobs))
-        proc = subprocess.run([node, str(HERE / "bytecode.mjs"), str(pyodide_dir), str(Path(tmp) / "jobs.json")],
-                              capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise BuildError(f"compiling bytecode with Pyodide under node failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
-        report = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-        if report[-1].get("python") != PYODIDE_MARKERS["python_full_version"]:
-            raise BuildError(f"bytecode compiled by Python {report[-1]}, the site runs {PYODIDE_MARKERS['python_full_version']}")
+        if todo:
+            for i, job in enumerate(todo):
+                job["dst"] = str(Path(tmp) / f"{i}-{Path(job['src']).name}")
+            (Path(tmp) / "jobs.json").write_text(json.dumps([{k: v for k, v in job.items() if k != "cached"}
+                                                             for job in todo]))
+            proc = subprocess.run([node, str(HERE / "bytecode.mjs"), str(pyodide_dir), str(Path(tmp) / "jobs.json")],
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                raise BuildError(f"compiling bytecode with Pyodide under node failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+            report = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+            if report[-1].get("python") != PYODIDE_MARKERS["python_full_version"]:
+                raise BuildError(f"bytecode compiled by Python {report[-1]}, the site runs {PYODIDE_MARKERS['python_full_version']}")
+            for job, done in zip(todo, report[:-1]):
+                part = job["cached"].with_name(job["cached"].name + f".{os.getpid()}.part")
+                shutil.copyfile(job["dst"], part)
+                os.replace(part, job["cached"])  # atomic: concurrent builds share the cache
+                job["cached"].with_suffix(".json").write_text(json.dumps({**done, "python": report[-1]["python"]}))
+        compiled = {}
         for job in jobs:
-            os.replace(job["dst"], job["src"])
+            info = json.loads(job["cached"].with_suffix(".json").read_text())
+            if info.get("python") != PYODIDE_MARKERS["python_full_version"]:
+                raise BuildError(f"cached bytecode {job['cached']} was compiled by Python {info.get('python')}; "
+                                 f"delete {cache} and build again")
+            shutil.copyfile(job["cached"], job["src"])
+            compiled[Path(job["src"]).name] = info["compiled"]
     epoch = source_date_epoch()
     for w in wheels:
         os.utime(w, (epoch, epoch))
     fix_hashes(site, wheels)
-    return {"python": report[-1]["python"], "sources_dropped": drop_sources,
-            "compiled": {r["src"]: r["compiled"] for r in report[:-1]}}
+    return {"python": PYODIDE_MARKERS["python_full_version"], "sources_dropped": drop_sources,
+            "compiled": compiled, "compiled_now": len(todo), "from_cache": len(jobs) - len(todo)}
+
+
+def bytecode_cache_key(job: dict) -> str:
+    """What a compiled archive depends on: the archive's bytes, the compiler script, Pyodide's
+    version and the job's layout (sha256 of them all)."""
+    return hashlib.sha256(json.dumps([sha256_file(Path(job["src"])), sha256_file(HERE / "bytecode.mjs"),
+                                      PYODIDE_VERSION, job["layout"], job["prefix"], job["drop_sources"]]).encode()
+                          ).hexdigest()
 
 
 def fix_hashes(site: Path, wheels: list[Path]) -> None:
@@ -518,7 +558,7 @@ def check_staged_notebooks(files_dir: Path, rels: list[str]) -> None:
         read_notebook(files_dir / rel)
 
 
-def stage_notebook(src: Path, dest: Path) -> str:
+def stage_notebook(src: Path, dest: Path, site_path: str | None = None) -> str:
     """Copy a notebook for the site; say how its setup cell was found.
 
     "injected" (it had none, the canonical one was put first), "canonical" (its first code
@@ -530,6 +570,12 @@ def stage_notebook(src: Path, dest: Path) -> str:
     """
     nb = read_notebook(src)
     nb.setdefault("metadata", {})["kernelspec"] = dict(LITE_KERNELSPEC)
+    nb["metadata"]["language_info"] = json.loads(json.dumps(LITE_LANGUAGE_INFO))
+    if site_path is not None:
+        # which published notebook a student's copy came from, and which version of it: the
+        # setup cell compares this with the site's current file to tell of an update
+        nb["metadata"]["pytree_lab"] = {"site_path": site_path,
+                                        "site_version": hashlib.sha256(src.read_bytes()).hexdigest()[:16]}
     cells = nb.get("cells", [])
     first_code = next((c for c in cells if c.get("cell_type") == "code"), None)
     first_source = "".join(first_code.get("source", "")) if first_code is not None else ""
@@ -575,6 +621,38 @@ def collect_notebooks(extra: list[Path]) -> list[tuple[Path, str]]:
 
 
 # ---------------------------------------------------------------- the build
+
+
+def default_site_name() -> str:
+    """The site's identity when --site-name is not given: the repository it is built from (its
+    `origin` URL, else the checkout's path), as "<repository>-<8 hex digits>". Rebuilds of one
+    course keep it (students keep their work across updates); a course built from another
+    repository gets another one."""
+    try:
+        origin = subprocess.run(["git", "-C", str(ROOT), "config", "--get", "remote.origin.url"],
+                                capture_output=True, text=True).stdout.strip()
+    except OSError:
+        origin = ""
+    identity = origin or str(ROOT)
+    base = re.sub(r"\.git$", "", identity.rstrip("/")).rsplit("/", 1)[-1].rsplit(":", 1)[-1] or "course"
+    return f"{base}-{hashlib.sha256(identity.encode()).hexdigest()[:8]}"
+
+
+def storage_name(site_name: str) -> str:
+    """The browser storage (IndexedDB) name of a site's students' files, workspaces and settings."""
+    return f"pytree-lab: {site_name}"
+
+
+def site_config(site_name: str) -> dict:
+    """jupyter-lite.json for a site: lite_build/jupyter-lite.json with this site's storage names."""
+    if not site_name.strip() or any(ord(c) < 32 for c in site_name) or len(site_name) > 100:
+        raise BuildError(f"--site-name {site_name!r}: give a short name of printable characters (e.g. ml-2026-fall)")
+    config = json.loads(SITE_CONFIG.read_text())
+    data = config["jupyter-config-data"]
+    for key in STORAGE_SETTINGS:
+        if key.endswith("StorageName"):
+            data[key] = storage_name(site_name.strip())
+    return config
 
 
 def source_date_epoch() -> int:
@@ -794,7 +872,8 @@ def user_paths(message: str, mapping: dict[str, str]) -> str:
 
 
 def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = None,
-               include_compiled_packages: bool = False, fast_start: bool = True, lean: bool = False) -> dict:
+               include_compiled_packages: bool = False, fast_start: bool = True, lean: bool = False,
+               site_name: str | None = None) -> dict:
     """Build the site into a private staging folder and put it at output_dir only on success.
 
     An existing output_dir is replaced only when an earlier run of this build made it and it
@@ -806,6 +885,8 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
     from jupyterlite_pyodide_kernel.constants import PYODIDE_CDN_URL
 
     check_output_path(output_dir)
+    site_name = site_name if site_name is not None else default_site_name()
+    config_data = site_config(site_name)
     check_tool_versions()
     output_dir = output_dir.resolve()
     check_output_dir(output_dir)
@@ -867,11 +948,11 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         setup_cells = {}
         for src, rel in notebooks:
             paths[str(files_dir / rel)] = str(src)
-            setup_cells[rel] = stage_notebook(src, files_dir / rel)
+            setup_cells[rel] = stage_notebook(src, files_dir / rel, rel)
         check_staged_notebooks(files_dir, [rel for _, rel in notebooks])
         files_dir.mkdir(exist_ok=True)
 
-        shutil.copy2(SITE_CONFIG, stage / "jupyter-lite.json")
+        (stage / "jupyter-lite.json").write_text(json.dumps(config_data, indent=2) + "\n")
         front_ends = [str(wheels[normalize(n)]) for n in FRONT_END_WHEELS]
         # jupyter-lite re-stamps every file under the output folder's *parent* with the
         # source date, so it builds inside the private staging folder and we move it after.
@@ -901,10 +982,16 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         if fast_start:
             bytecode = ship_bytecode(staged_output, drop_sources=lean)
             log(f"  bytecode compiled by Pyodide's Python {bytecode['python']} for the stdlib and "
-                f"{len(bytecode['compiled']) - 1} wheels; packages preloaded at start: {', '.join(PRELOAD_PACKAGES)}")
+                f"{len(bytecode['compiled']) - 1} wheels ({bytecode['from_cache']} of {len(bytecode['compiled'])} "
+                f"archives unchanged since an earlier build: from lite_build/.cache/bytecode); "
+                f"packages preloaded at start: {', '.join(PRELOAD_PACKAGES)}")
             if lean:
                 log("  lean: .py sources left out where bytecode replaces them (tracebacks show no library source lines)")
-        manifest = verify_and_describe(staged_output, lock_info, wheels, project, notebooks, setup_cells)
+        manifest = verify_and_describe(staged_output, lock_info, wheels, project, notebooks, setup_cells, config_data)
+        manifest["site_name"] = site_name
+        log(f"  students' work is kept in their browser under {storage_name(site_name)!r} (--site-name {site_name})")
+        if bytecode is not None:  # how much came from the cache varies by build: logged, not recorded
+            bytecode = {k: v for k, v in bytecode.items() if k not in ("compiled_now", "from_cache")}
         manifest["bytecode"] = bytecode
         (staged_output / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
         write_marker(staged_output)
@@ -919,14 +1006,14 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def verify_and_describe(output_dir, lock_info, wheels, project, notebooks, setup_cells) -> dict:
+def verify_and_describe(output_dir, lock_info, wheels, project, notebooks, setup_cells, config_data=None) -> dict:
     """Check the built site says what we meant (the pitfalls are silent), then describe it."""
     config = json.loads((output_dir / "jupyter-lite.json").read_text())["jupyter-config-data"]
     kernel = config["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
     problems = []
     if kernel.get("pyodideUrl") != "./static/pyodide/pyodide.mjs":
         problems.append(f"pyodideUrl is {kernel.get('pyodideUrl')!r}, not the site's own Pyodide")
-    wanted = json.loads(SITE_CONFIG.read_text())["jupyter-config-data"]
+    wanted = (config_data or json.loads(SITE_CONFIG.read_text()))["jupyter-config-data"]
     for key in STORAGE_SETTINGS:
         if config.get(key) != wanted[key]:
             problems.append(f"{key} is {config.get(key)!r}, not {wanted[key]!r} (students' work would be kept elsewhere)")
@@ -1032,12 +1119,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--include-compiled", action="store_true",
                         help="download numpy and pandas from Pyodide's CDN (sha256-checked against its lock) "
                              "and ship them in the site, so it works fully offline")
+    parser.add_argument("--site-name", default=None,
+                        help="this site's identity: students' work is kept in their browsers under it. Rebuilds of one "
+                             "course keep it; give each published site (each term) its own. Default: the repository's "
+                             "name and a hash of its origin URL")
     parser.add_argument("--lean", action="store_true",
                         help="leave out the .py sources that bytecode replaces (a smaller site; tracebacks into "
                              "library code show no source lines)")
     args = parser.parse_args(argv)
     try:
-        build_site(args.output_dir, args.contents, include_compiled_packages=args.include_compiled, lean=args.lean)
+        build_site(args.output_dir, args.contents, include_compiled_packages=args.include_compiled, lean=args.lean,
+                   site_name=args.site_name)
     except BuildError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -8,6 +8,7 @@ that raises, which is exactly where a real download or `jupyter lite build` woul
 from __future__ import annotations
 
 import json
+import re
 
 import nbformat
 import pytest
@@ -303,3 +304,52 @@ def test_messages_name_the_users_file_not_the_staging_copy(tmp_path):
     mine = str(tmp_path / "course" / "lesson.ipynb")
     message = f"{staged}: not a valid notebook (bad cell)"
     assert build.user_paths(message, {staged: mine}) == f"{mine}: not a valid notebook (bad cell)"
+
+
+def test_site_notebooks_carry_the_pyodide_kernels_language_info(tmp_path):
+    """JupyterLab marks a notebook modified on open when the kernel's language_info differs from
+    the stored one: the site's copies carry exactly what the Pyodide kernel answers, read here
+    from the kernel's own front end (so a kernel upgrade that changes it fails this test)."""
+    import re
+    import sys
+
+    ext = build.Path(sys.prefix) / "share" / "jupyter" / "labextensions" / build.PYODIDE_KERNEL_EXTENSION / "static"
+    found = None
+    for js in ext.glob("*.js"):
+        m = re.search(r"language_info:(\{codemirror_mode:\{[^}]*\}[^}]*\})", js.read_text(errors="ignore"))
+        if m:
+            found = m[1]
+            break
+    assert found is not None
+    as_json = json.loads(re.sub(r"([{,])([a-z_]+):", r'\1"\2":', found))
+    assert as_json == build.LITE_LANGUAGE_INFO
+    dest = tmp_path / "files" / "n.ipynb"
+    source = good_notebook(tmp_path / "n.ipynb")
+    build.stage_notebook(source, dest, "sub/n.ipynb")
+    staged = json.loads(dest.read_text())
+    # which published notebook and version a student's copy came from (the update check reads it)
+    import hashlib
+
+    assert staged["metadata"]["pytree_lab"] == {"site_path": "sub/n.ipynb",
+                                                "site_version": hashlib.sha256(source.read_bytes()).hexdigest()[:16]}
+    assert staged["metadata"]["language_info"] == build.LITE_LANGUAGE_INFO
+    assert staged["metadata"]["kernelspec"] == build.LITE_KERNELSPEC
+
+
+def test_each_site_gets_its_own_storage_name(tmp_path, capsys):
+    """Two terms' sites on one host must not share students' files: the storage names come from
+    the site's identity (--site-name, else the repository), the same for every rebuild of a site."""
+    fall = build.site_config("ml-2026-fall")["jupyter-config-data"]
+    spring = build.site_config("ml-2027-spring")["jupyter-config-data"]
+    for key in ("contentsStorageName", "workspacesStorageName", "settingsStorageName"):
+        assert fall[key] == "pytree-lab: ml-2026-fall" and spring[key] == "pytree-lab: ml-2027-spring"
+    assert fall["enableMemoryStorage"] is False
+    # the default: the repository's name and a hash of its identity, stable across builds
+    name = build.default_site_name()
+    assert re.fullmatch(r"[\w.-]+-[0-9a-f]{8}", name) and name == build.default_site_name()
+    # a name that cannot be one is refused in one line, before anything is built
+    out = tmp_path / "site"
+    assert build.main(["--output-dir", str(out), "--site-name", "bad\nname"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: --site-name 'bad\\nname': give a short name") and err.count("\n") == 1
+    assert not out.exists()

@@ -41,9 +41,11 @@ PYODIDE_CORE = ("pyodide.mjs", "pyodide.asm.mjs", "pyodide.asm.wasm", "python_st
 
 def test_site_config_points_the_kernel_at_the_site_itself(lite_site):
     config = json.loads((lite_site / "jupyter-lite.json").read_text())["jupyter-config-data"]
-    # students' work: a fixed storage name (not the site's path), never memory-only storage
+    # students' work: a storage name from the site's identity (not its path), never memory-only storage
+    from lite_build import build
+
     for key in ("contentsStorageName", "workspacesStorageName", "settingsStorageName"):
-        assert config[key] == "pytree-lab course"
+        assert config[key] == "pytree-lab: " + build.default_site_name()
     assert config["enableMemoryStorage"] is False
     kernel = config["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
     assert kernel["pyodideUrl"] == "./static/pyodide/pyodide.mjs"
