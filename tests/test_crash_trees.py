@@ -416,7 +416,7 @@ def test_the_check_button_in_a_real_kernel_refuses_and_the_kernel_answers(tmp_pa
                 time.sleep(0.5)
             assert attempts == 1 + deep, said
             assert same is True, _output(kc, "print(state(), before)")
-            want = "g is 5002 levels deep" if deep else "g['layer']['bias'] refers back to g"
+            want = "g is 5001 levels deep" if deep else "g['layer']['bias'] refers back to g"
             assert want in feedback and "without recursion" not in feedback, feedback
             assert _output(kc, "1 + 1").strip() == "2"
         saved = _output(kc, "print(save_evidence('ev.md').json)").strip()

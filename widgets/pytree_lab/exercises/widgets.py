@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import pathlib
 import threading
+import time
 from typing import Any, Callable
 
 import anywidget
@@ -24,7 +25,8 @@ from .evidence import Evidence, SavedEvidence, default_evidence
 
 __all__ = ["CheckButton", "PredictionPrompt", "Quiz", "EvidenceButton"]
 
-COALESCE_DELAY = 0.05  # s a page's check waits on the kernel's loop, so a burst of them becomes one
+COALESCE_DELAY = 0.05  # s without a new "check" intent before the check runs: a burst becomes one
+COALESCE_MAX = 1.0  # s at most between the first intent waiting and its check
 
 
 # --------------------------------------------------------------------------- widgets
@@ -128,6 +130,7 @@ class CheckButton(_ExerciseWidget):
         self._check_lock = threading.Lock()
         self._wanted = 0  # intents not served yet
         self._draining = False  # a check for them is scheduled or running
+        self._first_intent = self._last_intent = 0.0
         self.intents_received = 0
         self.checks_run = 0
 
@@ -135,14 +138,18 @@ class CheckButton(_ExerciseWidget):
         return {"check": self._check_intent, "solution": self.reveal_solution}
 
     def _check_intent(self) -> None:
-        """A "check" from the page. Inside a kernel the check runs COALESCE_DELAY later on the
-        kernel's event loop, after the messages already waiting: all of them collapse into it."""
+        """A "check" from the page. Inside a kernel the check runs on the kernel's event loop once
+        no new intent came for COALESCE_DELAY (at most COALESCE_MAX after the first): the
+        messages of a burst collapse into it, and it grades the answer as it is then."""
+        now = time.monotonic()
         with self._intent_lock:
             self.intents_received += 1
             self._wanted += 1
+            self._last_intent = now
             if self._draining:
                 return
             self._draining = True
+            self._first_intent = now
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # no event loop (a plain script, a test): check now
@@ -150,7 +157,18 @@ class CheckButton(_ExerciseWidget):
         if loop is None:
             self._drain()
         else:
-            loop.call_later(COALESCE_DELAY, self._drain)
+            loop.call_later(COALESCE_DELAY, self._when_quiet, loop)
+
+    def _when_quiet(self, loop) -> None:
+        """Check once the intents have stopped coming for COALESCE_DELAY (a burst is one check),
+        or COALESCE_MAX after the first of them (a steady stream still gets checked)."""
+        now = time.monotonic()
+        with self._intent_lock:
+            waiting = now - self._last_intent < COALESCE_DELAY and now - self._first_intent < COALESCE_MAX
+        if waiting:
+            loop.call_later(COALESCE_DELAY, self._when_quiet, loop)
+        else:
+            self._drain()
 
     def _drain(self) -> None:
         while True:
@@ -159,6 +177,7 @@ class CheckButton(_ExerciseWidget):
                     self._draining = False
                     return
                 self._wanted = 0
+                self._first_intent = time.monotonic()
             try:
                 self.check()
             except BaseException:  # noqa: BLE001 - check() says what went wrong; never stuck "draining"
