@@ -491,8 +491,9 @@ def loss(p, x):
     return sum(jnp.sum((v["w"] @ x + v["b"]) ** 2) + jnp.sum(v["a"]["z"] * v["a"]["y"]) for v in p.values())
 
 ex = StepExplorer(loss, params, {"x": jnp.asarray([0.5, -1.0], jnp.float32)}, learning_rate=0.1)
+staged = ex._step.staged  # a closed explorer drops its steps; the compile thread goes on
 ex.close()
-print("compiling at exit:", ex._step.staged.compiling, flush=True)
+print("compiling at exit:", staged.compiling, flush=True)
 """
 
 
