@@ -60,8 +60,8 @@ failed""",
 params = {"layer": {"weight": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)}, "scale": jnp.array(1.0)}
 grads = {"layer": {"weight": jnp.array([-8.0, -4.0])}, "scale": jnp.array(-4.0)}
 d_error = PytreeDiagram({"params": params, "grads": grads})
+d_error.selected_path = "['params']['layer']['weight']"
 d_error.show_message("The gradient tree is missing ['layer']['bias'].")
-d_error.selected_path = "['layer']['weight']"
 d_error""",
     """\
 d_warn = PytreeDiagram({"params": params, "grads": {"layer": {"weight": jnp.array([-8.0, -4.0]), "bias": 1}, "scale": "x"}})
@@ -166,6 +166,8 @@ def every_widget(open_module_nb):
     panel.locator(".pytree-lab-explorer .ptl-bars").first.wait_for()
     panel.locator(".pytree-lab-alert").wait_for()
     panel.locator(".pytree-lab-note").wait_for()
+    panel.locator('.ptl-message[data-kind="error"]').first.wait_for()
+    panel.locator('[role="treeitem"][aria-selected="true"]').first.wait_for()
     # the bar table opened, its selected element pressed
     panel.locator(".pytree-lab-explorer").first.locator(".ptl-bars summary").click()
     panel.locator(".ptl-bars-pick[aria-pressed='true']").first.wait_for()
