@@ -9,7 +9,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 
-.PHONY: lab test test-fast bench lite chromium hub-tools clean a11y-deps
+.PHONY: lab test test-fast test-floors bench lite chromium hub-tools clean a11y-deps
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -60,9 +60,15 @@ a11y-deps: $(AXE)
 test: $(STAMP) chromium hub-tools a11y-deps
 	$(PY) -m pytest
 
-# Everything except the real-browser tests (quick loop while editing).
+# Everything except the real-browser tests and the fresh-venv install (quick loop while editing).
 test-fast: $(STAMP) hub-tools
-	$(PY) -m pytest -m "not browser"
+	$(PY) -m pytest -m "not browser and not install"
+
+# The floors job: a fresh .venv-floors on the oldest Python requires-python allows, with the
+# oldest jax, optax, ipywidgets, anywidget, bqplot and numpy pyproject.toml allows; runs the
+# kernel-side tests of the engine, trees, training and diagram, and the three course notebooks.
+test-floors: $(STAMP)
+	$(PY) tools/floors.py --venv .venv-floors
 
 bench: $(STAMP) chromium hub-tools
 	$(PY) -m bench
@@ -80,4 +86,4 @@ lite: lite-build
 	$(PY) lite_build/serve.py lite_build/_output --port $(LITE_PORT)
 
 clean:
-	rm -rf $(VENV) .venv-lite .pytest_cache $(HUB_TOOLS) lite_build/_output lite_build/.jupyterlite.doit.db
+	rm -rf $(VENV) .venv-lite .venv-floors .pytest_cache $(HUB_TOOLS) lite_build/_output lite_build/.jupyterlite.doit.db
