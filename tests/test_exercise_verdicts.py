@@ -333,3 +333,25 @@ def test_the_markdown_evidence_renders_as_headings_tables_and_code_with_student_
     shown = [plain(t) for t in tokens if t.type == "inline"]
     assert "<img src=x onerror=alert(1)> **[-8, -4]** | -4 # not a heading" in shown  # one table cell
     assert sum(1 for t in tokens if t.type == "table_open") == 3  # summary, predictions, quiz
+
+
+def test_lesson_02_prediction_and_quiz_are_computed_and_recorded(tmp_path):
+    log = Evidence()
+    prompt = course.lesson_prediction("argnums_shape", evidence=log)
+    prompt.prediction = "(1, 2), the shape of x"
+    # d/dx (x @ w + b)^2 = 2 · (-0.5) · w = [-1, -2] for w = [1, 2], b = 0.5, x = [[1, -1]]
+    assert prompt.reveal() == ("argnums=0 gives shape (3,) ([-1, 1, -1]), flat_params' shape; argnums=1 gives "
+                               "shape (1, 2) ([[-1, -2]]), the shape of x: a gradient always has the shape of the "
+                               "argument it is taken with respect to.")
+    q = course.quiz("ravel_order", evidence=log)
+    q.selected = 1
+    assert q.submit() is True
+    from jax.flatten_util import ravel_pytree
+
+    packed, _ = ravel_pytree({"w": jnp.array([1.0, 2.0]), "b": jnp.array([0.5])})
+    assert packed.tolist() == [0.5, 1.0, 2.0]  # the right choice, as JAX packs it
+    text = log.save(tmp_path / "02.md").markdown.read_text()
+    assert "(none revealed yet)" not in text and "(not answered yet)" not in text
+    assert "| \\(1, 2\\), the shape of x |" not in text  # parentheses are not escaped: plain text
+    assert "(1, 2), the shape of x" in text
+    assert "\\[0.5, 1, 2\\]: the keys in sorted order (correct)" in text  # Markdown-escaped, shown as typed

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 from ..exercises import Evidence, PredictionPrompt, Quiz
-from ..exercises._grading import _fmt, _fmt_num, _jax
+from ..exercises._grading import _fmt, _fmt_num, _jax, _jnp
 from .. import lesson
 from .catalogue import _lesson_step
 
@@ -65,6 +65,19 @@ QUIZ = [
 ]
 
 
+# The packed-parameters lesson's question (02): the order ravel_pytree packs a dict in.
+QUIZ.append(
+    ("ravel_order", "ravel_pytree({'w': jnp.array([1., 2.]), 'b': jnp.array([0.5])}) packs which vector?",
+     ["[1, 2, 0.5]: the keys in the order written", "[0.5, 1, 2]: the keys in sorted order",
+      "[1, 0.5, 2]: the values interleaved", "[[1, 2], [0.5]]: one row per leaf"],
+     1,
+     "A dict is flattened with its keys sorted, so 'b' comes before 'w'. The packed order is a contract: "
+     "unpack with the function ravel_pytree returned, or pack a tuple (w, b) to get weights first.",
+     {0: "dicts are flattened in sorted key order, not in the order written: 'b' < 'w'.",
+      2: "each leaf's values stay together, in the leaf's own order; leaves are never interleaved.",
+      3: "ravel_pytree returns one flat 1-D array, not a nested list."}))
+
+
 def quiz(question_id: str = "grad_structure", *, evidence: Evidence | None = None) -> Quiz:
     """One of the lesson's "Check your understanding" questions (ids: see QUIZ)."""
     for qid, question, choices, answer, explanation, why_not in QUIZ:
@@ -107,7 +120,23 @@ def _reveal_treedef() -> str:
             "in the same places; the values come only from the new leaves.")
 
 
+def _reveal_argnums_shape() -> str:
+    jax, jnp = _jax(), _jnp()
+    flat, x = jnp.array([1.0, 2.0, 0.5]), jnp.array([[1.0, -1.0]])
+
+    def packed_loss(f, x):
+        return jnp.sum((x @ f[:-1] + f[-1]) ** 2)
+
+    by_params = jax.grad(packed_loss, argnums=0)(flat, x)
+    by_data = jax.grad(packed_loss, argnums=1)(flat, x)
+    return (f"argnums=0 gives shape {tuple(by_params.shape)} ({_fmt(by_params)}), flat_params' shape; argnums=1 "
+            f"gives shape {tuple(by_data.shape)} ({_fmt(by_data)}), the shape of x: a gradient always has the "
+            "shape of the argument it is taken with respect to.")
+
+
 PREDICTIONS: dict[str, tuple[str, Callable[[], str]]] = {
+    "argnums_shape": ("With argnums=1 the gradient is taken with respect to x instead of flat_params. What shape "
+                      "will it have, and what shape does argnums=0 give?", _reveal_argnums_shape),
     "which_weight_changes_more": ("Which weight changes more, and why?", _reveal_which_weight),
     "gradient_leaves": ("Predict both weight derivatives and the bias derivative from the residual "
                         "before inspecting grads.", _reveal_gradient_leaves),
