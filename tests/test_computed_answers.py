@@ -232,9 +232,10 @@ def test_the_positional_zip_is_named_as_a_zip():
     assert np.allclose(ns["fixed"]["weight"], [1.2, -0.8])  # weight stepped with the bias gradient -4
     assert result.feedback.splitlines()[1] == (
         "- your zip pairs leaves by position, and the positions disagree: params' values come in the order "
-        "written (weight, bias), jax.tree.leaves(grads) in flatten order (bias, weight: keys sorted). So weight "
-        "was stepped with the bias gradient and bias with the weight gradient. Pair by path instead: "
-        "jax.tree.map(lambda p, g: p - 0.05 * g, params, grads).")
+        "written (weight, bias), the gradients in flatten order (bias, weight: keys sorted, as "
+        "jax.tree.leaves(grads) and JAX's gradient dict give them). So weight was stepped with the bias gradient "
+        "and bias with the weight gradient. Pair by path instead: jax.tree.map(lambda p, g: p - 0.05 * g, "
+        "params, grads).")
     code = ("fixed = dict(zip(params, [p - 0.05 * g for p, g in "
             "zip(jax.tree.leaves(params), jax.tree.leaves(grads))]))")
     result, _ = run_and_check("repair_update", code)

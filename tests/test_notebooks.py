@@ -515,14 +515,17 @@ WRONG_IN_LESSON = [
     ("squared_norm", "import sys\nsys.exit()", "sys.exit()"),
     ("squared_norm", "while True:\n    pass", "still running after"),
     ("squared_norm", "import time\ntime.sleep(60)", "still running after"),
-    ("squared_norm", "print('x' * 10_000_000)\nnorm_squared = 96.\nmanual = 96.", "passed"),
-    ("squared_norm", "jax.grad = lambda f: f\nnorm_squared = 96.\nmanual = 96.", "replaced jax.grad"),
+    # computed from grads (a value typed in is told to compute it), with a flood of output / a patch
+    ("squared_norm", "print('x' * 10_000_000)\nnorm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))"
+     "\nmanual = jnp.sum(grads['weight'] ** 2) + grads['bias'] ** 2", "passed"),
+    ("squared_norm", "jax.grad = lambda f: f\nnorm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))"
+     "\nmanual = jnp.sum(grads['weight'] ** 2) + grads['bias'] ** 2", "replaced jax.grad"),
     ("nested_scale_grad", "g = {'layer': {'weight': grads['weight'][::-1], 'bias': grads['bias']}, 'scale': jnp.array(-4.)}", "swapped"),
     ("nested_scale_grad", "g = {'weight': grads['weight'], 'bias': grads['bias'], 'scale': jnp.array(-4.)}", "Same name, different path"),
     ("nested_scale_grad", "def f(n):\n    return f(n + 1)\ng = f(0)", "RecursionError"),
     ("repair_update", "fixed = jax.tree.map(lambda p, g: p - 0.05 * g, params, {'weight': grads['weight']})", "ValueError"),
     ("repair_update", "fixed = {'weight': params['weight'] + 0.05 * grads['weight'], 'bias': params['bias'] + 0.05 * grads['bias']}", "a step uphill"),
-    ("repair_update", "fixed = {k: p - 0.05 * g for k, p, g in zip(params, params.values(), grads.values())}", "has shape () in"),
+    ("repair_update", "fixed = {k: p - 0.05 * g for k, p, g in zip(params, params.values(), grads.values())}", "your zip pairs leaves by position"),
 ]
 
 WRONG_IN_PACKED = [

@@ -238,9 +238,10 @@ _SWAPPED = ("the gradient leaves are swapped: weight was stepped with the bias g
             "weight gradient (so bias became an array of 2 values). Pair each parameter with its own gradient "
             "by path: jax.tree.map(lambda p, g: p - 0.05 * g, params, grads).")
 _ZIP = ("your zip pairs leaves by position, and the positions disagree: params' values come in the order "
-        "written (weight, bias), jax.tree.leaves(grads) in flatten order (bias, weight: keys sorted). So weight "
-        "was stepped with the bias gradient and bias with the weight gradient. Pair by path instead: "
-        "jax.tree.map(lambda p, g: p - 0.05 * g, params, grads).")
+        "written (weight, bias), the gradients in flatten order (bias, weight: keys sorted, as "
+        "jax.tree.leaves(grads) and JAX's gradient dict give them). So weight was stepped with the bias gradient "
+        "and bias with the weight gradient. Pair by path instead: jax.tree.map(lambda p, g: p - 0.05 * g, "
+        "params, grads).")
 _KEYS_SWAPPED = ("the updated values are right but under each other's keys: weight holds the updated bias and "
                  "bias the updated weight, as zipping params' keys (weight, bias: the order written) with "
                  "leaves in flatten order (bias, weight) does. Keep the structure: jax.tree.map(lambda p, g: "
