@@ -360,7 +360,7 @@ def _folder_locked(folder: pathlib.Path):
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"another save into {folder} did not finish within {LOCK_TIMEOUT:g} s") from None
                 time.sleep(0.01)
-    except (ImportError, OSError) as problem:  # no flock here (Windows, some file systems)
+    except (ImportError, OSError, AttributeError) as problem:  # no flock here (Windows, Pyodide, some file systems)
         if fd is not None:
             os.close(fd)
             fd = None
