@@ -68,7 +68,8 @@ def request(url: str, token: str | None, method: str = "GET", body: Any = None, 
             raw = resp.read()
             return resp.status, (json.loads(raw) if raw else None)
     except urllib.error.HTTPError as err:
-        raw = err.read()
+        with err:  # the error holds the response's socket: closed here, not left to the GC
+            raw = err.read()
         try:
             payload = json.loads(raw) if raw else None
         except ValueError:
@@ -324,8 +325,9 @@ class StudentKernel:
         return self
 
     async def _read(self) -> None:
+        ws = self.ws
         while True:
-            raw = await self.ws.read_message()
+            raw = await ws.read_message()
             if raw is None:
                 for fut, _ in self._waiters:
                     if not fut.done():
@@ -400,12 +402,19 @@ class StudentKernel:
         return m["arrived"] - sent
 
     async def close(self) -> None:
-        if self.ws is not None:
-            self.ws.close()
-            self.ws = None
-        if self._reader is not None:
-            self._reader.cancel()
-            self._reader = None
+        """Close the websocket and wait for the server's close frame: tornado closes the socket
+        only then (or on a timer), and a loop that ends first leaves the socket to the GC."""
+        ws, reader = self.ws, self._reader
+        self.ws = self._reader = None
+        if ws is not None:
+            ws.close()
+        if reader is not None:
+            try:
+                await asyncio.wait_for(reader, REPLY)  # read_message() gives None once closed
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                pass
+        if ws is not None and ws.protocol is not None and ws.protocol.stream is not None:
+            ws.protocol.stream.close()
 
 
 def lesson_cells(name: str = "01_pytrees.ipynb") -> list[str]:

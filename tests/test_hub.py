@@ -100,6 +100,9 @@ def test_chromium_student_logs_in_and_moves_the_slider(hub, pw):
     from browser.harness import Timeouts, launch_chromium, open_notebook
     from browser.pages import slider_handle
 
+    # the hub fixture is per module and the browser tests run last, so this test may get a hub
+    # of its own: it starts alice's server too (a no-op when her test ran on this hub)
+    hub.add_student("alice").start_server()
     bob = hub.add_student("bob")
     bob.start_server()
     lab = HubLab(bob)

@@ -362,6 +362,7 @@ class Notebook:
             try:
                 self.server.api("DELETE", f"/api/sessions/{self.session_id}")
             except urllib.error.HTTPError as err:
+                err.close()  # the error holds the response's socket
                 if err.code != 404:
                     raise
 

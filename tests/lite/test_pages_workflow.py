@@ -3,6 +3,7 @@ deploys the folder the build writes; the Makefile passes LITE_FLAGS to the build
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -26,6 +27,10 @@ def test_pages_workflow_builds_with_make_and_deploys_the_output_folder():
 
 
 def test_make_passes_lite_flags_to_the_build():
-    out = subprocess.run(["make", "-n", "-o", ".venv/.installed", "lite-build", "LITE_FLAGS=--include-compiled --lean"],
-                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    # make test runs pytest, so MAKELEVEL/MAKEFLAGS are set here: without them (and without
+    # the directory lines a sub-make prints) the dry run shows the one command
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    out = subprocess.run(["make", "--no-print-directory", "-n", "-o", ".venv/.installed", "lite-build",
+                          "LITE_FLAGS=--include-compiled --lean"],
+                         cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == ".venv/bin/python lite_build/build.py --include-compiled --lean"
