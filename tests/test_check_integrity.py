@@ -169,3 +169,44 @@ def test_a_timer_from_an_earlier_cell_that_would_patch_later_makes_the_check_not
         timer.cancel()
         timer.join(10)
     _fails_as_it_should()
+
+
+
+def test_a_subshell_the_kernel_starts_during_a_check_does_not_stop_it_counting():
+    """JupyterLab asks ipykernel 7 for subshells, each run in a SubshellThread the kernel starts,
+    possibly while a check runs: that thread is the kernel's, not the answer's. A kernel thread
+    class running the notebook's own function still counts as the notebook's."""
+    import zmq
+    from ipykernel.subshell import SubshellThread
+    from ipykernel.thread import BaseThread
+
+    started = []
+
+    def grad_over_flat_params(flat_params, x):
+        if not started:  # the kernel starts a subshell while the answer runs
+            started.append(SubshellThread("f509e22a", zmq.Context.instance(), daemon=True))
+            started[0].start()
+
+        def loss(p):
+            return jnp.sum((x @ p[:-1] + p[-1]) ** 2)
+
+        return jax.grad(loss)(flat_params)
+
+    try:
+        result = check("grad_over_flat_params", grad_over_flat_params)
+        assert started[0].is_alive()
+        assert result.passed, result.feedback
+    finally:
+        started[0].stop()
+        started[0].join(10)
+    stop = threading.Event()
+    disguised = BaseThread(target=lambda: stop.wait(30), name="disguised", daemon=True)
+    disguised.start()
+    try:
+        result = check("squared_norm", 96.0)
+        assert not result.passed and "(disguised)" in result.feedback and DOES_NOT_COUNT in result.feedback
+    finally:
+        stop.set()
+        disguised.stop()
+        disguised.join(10)
+    _fails_as_it_should()

@@ -219,6 +219,11 @@ def _verify(changed: list[str]) -> None:
 _LAZY_CLASS_ATTRS = frozenset({"__abstractmethods__", "__weakref__", "__dict__"})
 
 
+# packages whose Thread subclasses are the kernel's machinery, started by the kernel whatever
+# an answer does (ipykernel 7 runs each subshell JupyterLab asks for in a SubshellThread)
+_KERNEL_THREAD_PACKAGES = frozenset({"ipykernel", "jupyter_client", "zmq", "IPython"})
+
+
 def user_threads(before: set[int] | None = None) -> list[str]:
     """Names of running threads the notebook's own code started: one whose target (or `run`, or
     a Timer's function) is the user's code, or, when `before` is given, any thread started since."""
@@ -228,13 +233,14 @@ def user_threads(before: set[int] | None = None) -> list[str]:
     for thread in threading.enumerate():
         if thread is threading.current_thread() or not thread.is_alive():
             continue
-        if before is not None and thread.ident not in before:
-            names.append(thread.name)
-            continue
         target = (getattr(thread, "_target", None) or getattr(thread, "function", None)
                   or getattr(type(thread), "run", None))
         code = getattr(getattr(target, "__func__", target), "__code__", None)
-        if code is not None and _user_code(code):
+        by_user = code is not None and _user_code(code)
+        if by_user or (before is not None and thread.ident not in before
+                       and type(thread).__module__.split(".")[0] not in _KERNEL_THREAD_PACKAGES):
+            # a kernel thread (ipykernel starts a subshell's thread when the page asks for one)
+            # counts only when it runs the user's code
             names.append(thread.name)
     return names
 
