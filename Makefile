@@ -57,12 +57,14 @@ $(AXE): tests/browser/a11y/package-lock.json
 	npm ci --prefix tests/browser/a11y --no-audit --no-fund
 a11y-deps: $(AXE)
 
+# Two pytest-xdist workers, one per core; tests/conftest.py says which tests share a worker.
+XDIST := -n 2 --dist loadgroup --no-loadscope-reorder
 test: $(STAMP) chromium hub-tools a11y-deps
-	$(PY) -m pytest
+	$(PY) -m pytest $(XDIST)
 
 # Everything except the real-browser tests and the fresh-venv install (quick loop while editing).
 test-fast: $(STAMP) hub-tools
-	$(PY) -m pytest -m "not browser and not install"
+	$(PY) -m pytest $(XDIST) -m "not browser and not install"
 
 # The floors job: a fresh .venv-floors on the oldest Python requires-python allows, with the
 # oldest jax, optax, ipywidgets, anywidget, bqplot and numpy pyproject.toml allows; runs the

@@ -27,13 +27,53 @@ def pw():
         yield playwright
 
 
+@pytest.fixture(autouse=True)
+def _no_loop_left_running_by_playwright(request):
+    """Playwright's sync API marks its event loop as the main thread's running loop between its
+    calls, from its first use until the session ends; a later test that calls `asyncio.run` (the
+    slider's, the hub's, the server extension's) would then fail for reasons of order, not of
+    the code. Tests that do not drive a browser run with no running loop, as in a fresh process."""
+    import asyncio
+
+    loop = asyncio._get_running_loop()
+    if loop is None or _uses_browser(request.node):
+        yield
+        return
+    asyncio._set_running_loop(None)
+    try:
+        yield
+    finally:
+        asyncio._set_running_loop(loop)
+
+
+def _uses_browser(item) -> bool:
+    return item.get_closest_marker("browser") is not None or "pw" in getattr(item, "fixturenames", ())
+
+
+# `make test` runs the suite in two pytest-xdist workers (--dist loadgroup): each test runs in
+# the group of its module, except that the JupyterLab tests share one group (one Lab server per
+# session) and so do the JupyterLite tests (one built site; the builds share lite_build/.cache).
+# Groups are handed out longest first (seconds on a quiet 2-core machine, rounded), so the run
+# does not end waiting on one long group started last.
+_GROUP_SECONDS = {
+    "lab": 600, "lite": 450, "tests/test_nbgrader.py": 250, "tests/test_binder.py": 120,
+    "tests/test_documented_install.py": 110, "tests/test_notebooks.py": 100, "tests/test_hub.py": 60,
+}
+
+
+def _group(item) -> str:
+    path = item.nodeid.split("::", 1)[0]
+    if path.startswith("tests/browser/"):
+        return "lab"
+    if path.startswith("tests/lite/"):
+        return "lite"
+    return path
+
+
 def pytest_collection_modifyitems(config, items):
-    """Kernel-side tests first, real-browser tests last (their order kept within each group).
-
-    Playwright's sync API keeps its event loop registered as the running loop of the main thread
-    from its first use until the session ends, so a later test that calls `asyncio.run` (the
-    slider's and the server extension's) would fail for reasons of order, not of the code."""
-    def uses_browser(item) -> bool:
-        return item.get_closest_marker("browser") is not None or "pw" in getattr(item, "fixturenames", ())
-
-    items[:] = [i for i in items if not uses_browser(i)] + [i for i in items if uses_browser(i)]
+    """Longest groups first, then the rest in file order; each test marked with its xdist group.
+    Without xdist the order is the same: it does not change what a test sees."""
+    order = {id(item): n for n, item in enumerate(items)}
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(_group(item)))
+    items.sort(key=lambda item: (-_GROUP_SECONDS.get(_group(item), 0), order[id(item)]))
