@@ -58,7 +58,7 @@ $(AXE): tests/browser/a11y/package-lock.json
 a11y-deps: $(AXE)
 
 # Two pytest-xdist workers, one per core; tests/conftest.py says which tests share a worker.
-XDIST := -n 2 --dist loadgroup --no-loadscope-reorder
+XDIST := -n 2 --no-loadscope-reorder
 test: $(STAMP) chromium hub-tools a11y-deps
 	$(PY) -m pytest $(XDIST)
 

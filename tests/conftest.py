@@ -50,19 +50,19 @@ def _uses_browser(item) -> bool:
     return item.get_closest_marker("browser") is not None or "pw" in getattr(item, "fixturenames", ())
 
 
-# `make test` runs the suite in two pytest-xdist workers (--dist loadgroup): each test runs in
-# the group of its module, except that the JupyterLab tests share one group (one Lab server per
-# session) and so do the JupyterLite tests (one built site; the builds share lite_build/.cache).
-# Groups are handed out longest first (seconds on a quiet 2-core machine, rounded), so the run
-# does not end waiting on one long group started last.
+# `make test` runs the suite in two pytest-xdist workers, in groups (`_group`): the JupyterLab
+# tests share one group (one Lab server per session), the JupyterLite tests another (one built
+# site; the builds share lite_build/.cache), every other module is a group of its own. The
+# scheduler below hands out whole groups, longest first (seconds on a quiet 2-core machine,
+# rounded), so the run does not end waiting on one long group started last.
 _GROUP_SECONDS = {
     "lab": 600, "lite": 450, "tests/test_nbgrader.py": 250, "tests/test_binder.py": 120,
     "tests/test_documented_install.py": 110, "tests/test_notebooks.py": 100, "tests/test_hub.py": 60,
 }
 
 
-def _group(item) -> str:
-    path = item.nodeid.split("::", 1)[0]
+def _group(nodeid: str) -> str:
+    path = nodeid.split("::", 1)[0]
     if path.startswith("tests/browser/"):
         return "lab"
     if path.startswith("tests/lite/"):
@@ -71,9 +71,23 @@ def _group(item) -> str:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Longest groups first, then the rest in file order; each test marked with its xdist group.
-    Without xdist the order is the same: it does not change what a test sees."""
+    """Longest groups first, then the rest in file order (also without xdist: a test's outcome
+    does not depend on the order)."""
     order = {id(item): n for n, item in enumerate(items)}
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(_group(item)))
-    items.sort(key=lambda item: (-_GROUP_SECONDS.get(_group(item), 0), order[id(item)]))
+    items.sort(key=lambda item: (-_GROUP_SECONDS.get(_group(item.nodeid), 0), order[id(item)]))
+
+
+try:
+    from xdist.scheduler import LoadScopeScheduling
+except ImportError:  # a venv without the dev extra runs the suite in one process
+    pass
+else:
+    class _GroupScheduling(LoadScopeScheduling):
+        """xdist's loadscope scheduling (whole units to a worker, in collection order with
+        --no-loadscope-reorder) with the units from `_group`."""
+
+        def _split_scope(self, nodeid: str) -> str:
+            return _group(nodeid)
+
+    def pytest_xdist_make_scheduler(config, log):
+        return _GroupScheduling(config, log)
