@@ -240,3 +240,12 @@ def test_batched_value_summaries_equal_the_per_leaf_ones(leaves):
     for leaf, x in zip(s.leaves, leaves):
         alone = _array_summary(x, int(np.size(x)), str(x.dtype))
         assert repr((leaf.summary, leaf.values)) == repr(alone), leaf.path  # repr: NaN equals NaN
+
+
+def test_a_leaf_and_an_empty_node_at_one_path_are_not_the_same_row():
+    """Found by the property above: Single(0.0) against Single(None) print the same paths, but
+    the first has a leaf there and the second none; the text form aligns them in general."""
+    d = PytreeDiagram(Single(0.0), grads=Single(None))
+    text = d.text()
+    assert "leaf in one tree, container in another" in text and "grads: 0 leaves" in text
+    assert not diagnose(Single(0.0), Single(None)).ok

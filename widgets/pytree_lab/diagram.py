@@ -232,8 +232,12 @@ def _head_rows(summaries: list[TreeSummary], order: TreeSummary | None, limit: i
     else:
         path_of = operator.attrgetter("path")
         paths = list(map(path_of, base))
+        leafy = [node.leaf is not None for node in base]
         for nodes in lists[1:]:
-            if nodes is not base and list(map(path_of, nodes)) != paths:
+            # the same paths, each a leaf in every tree or in none (a leaf 0.0 in params and
+            # an empty None at that path in grads print alike but are not the same row)
+            if nodes is not base and (list(map(path_of, nodes)) != paths
+                                      or [node.leaf is not None for node in nodes] != leafy):
                 index = None
                 break
         else:
