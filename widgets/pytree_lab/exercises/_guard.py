@@ -35,6 +35,7 @@ import types
 from typing import Any, Callable, Iterable
 
 from .._interpreter import InterpreterState, TimeBudgetExceeded
+from .._interpreter import _headroom as _headroom  # importable here as before (tests probe the depth)
 
 __all__ = ["Guarded", "InterpreterState", "TimeBudgetExceeded", "run_guarded", "describe_failure",
            "watch_modules", "DEFAULT_BUDGET", "OUTPUT_LIMIT"]
