@@ -211,14 +211,14 @@ def test_explorer_on_a_big_tree_shows_the_lean_step_and_keeps_the_callers_arrays
     ex = StepExplorer(_loss, params, {"x": 1.5}, learning_rate=0.1, time_budget=None)
     try:
         r = ex.result
-        assert r is not None and ex._step.lean is True
+        assert r is not None and ex.session.slider_step.lean is True
         value, grads = jax.value_and_grad(_loss)(params, jnp.float32(1.5))
         assert r.loss == pytest.approx(float(value), rel=1e-6)
         for k in params:
             np.testing.assert_allclose(r.grads[k], grads[k], rtol=1e-6, atol=1e-7)
             assert np.array_equal(np.asarray(r.updated[k]), np.asarray(params[k] - 0.1 * r.grads[k]))
         # one slider moved: that element changes, every other leaf is the caller's value
-        el, slider = ex._param_sliders[0]
+        el, slider = ex.param_sliders[0]
         assert slider.path == "params['p0000'][0]"
         slider.value = slider.value + 0.25
         moved = ex.result
@@ -229,7 +229,7 @@ def test_explorer_on_a_big_tree_shows_the_lean_step_and_keeps_the_callers_arrays
         assert np.array_equal(np.asarray(moved.params["p0000"][1:]), before["p0000"][1:])
         direct = jax.value_and_grad(_loss)(moved.params, jnp.float32(1.5))[1]
         np.testing.assert_allclose(moved.grads["p0000"], direct["p0000"], rtol=1e-6, atol=1e-7)
-        assert ex._step.traces == 1
+        assert ex.session.slider_step.traces == 1
         for k in params:  # the caller's arrays are untouched
             assert np.array_equal(np.asarray(params[k]), before[k])
     finally:
@@ -303,16 +303,16 @@ def test_the_explorer_on_a_program_run_operation_by_operation(monkeypatch):
     params = _layer_tree(6, seed=9)
     ex = StepExplorer(_layers_loss, params, dict(XV), learning_rate=0.1)
     try:
-        assert ex._step.interpreted
+        assert ex.session.slider_step.interpreted
         assert "operations run one by one" in ex.text()  # the instructor is told why a step is slower
         value, grads = jax.value_and_grad(_layers_loss)(params, XV["x"])
         assert ex.result.loss == float(value)
         assert np.array_equal(np.asarray(ex.result.grads["layer002"]["w"]), np.asarray(grads["layer002"]["w"]))
         # one slider move: the step from the moved value, every other leaf the user's own
-        label, slider = ex._param_sliders[0]
+        label, slider = ex.param_sliders[0]
         slider.value = slider.value + slider.step
         moved = ex.result.params
-        assert ex._step.traces == 1
+        assert ex.session.slider_step.traces == 1
         value2, grads2 = jax.value_and_grad(_layers_loss)(moved, XV["x"])
         assert ex.result.loss == float(value2)
         assert np.array_equal(np.asarray(ex.result.grads["layer005"]["b"]), np.asarray(grads2["layer005"]["b"]))
@@ -421,9 +421,9 @@ def test_the_explorer_says_once_when_its_background_compile_failed(monkeypatch):
     try:
         assert "XLA is compiling it in the background" in ex.status.value
         told.set()
-        staged = ex._step.staged
+        staged = ex.session.slider_step.staged
         assert staged.wait_compiled(120) and isinstance(staged.compile_error, MemoryError)
-        label, slider = ex._param_sliders[0]
+        label, slider = ex.param_sliders[0]
         slider.value = slider.value + slider.step
         assert "XLA could not compile it in the background" in ex.status.value
         assert "compiling it would take" not in ex.status.value
@@ -463,10 +463,10 @@ def test_the_explorers_step_button_on_a_big_tree(monkeypatch):
     try:
         r = ex.step(4)
         assert r is not None and len(ex.history) == 5
-        assert ex._plain_runner.lean and ex._plain_runner.traces["run"] == 0
+        assert ex.session.runner().lean and ex.session.runner().traces["run"] == 0
         # the loss was traced once, for the slider step; Step ×10 shares that program
-        assert ex._step.traces == 1 and ex._plain_runner.traces["step"] == 0
-        assert ex._plain_runner._lean_fns["vg"] is ex._step.staged
+        assert ex.session.slider_step.traces == 1 and ex.session.runner().traces["step"] == 0
+        assert ex.session.runner().staged is ex.session.slider_step.staged
         p = params
         for _ in range(4):
             _, grads = jax.value_and_grad(_layers_loss)(p, XV["x"])
@@ -491,7 +491,7 @@ def loss(p, x):
     return sum(jnp.sum((v["w"] @ x + v["b"]) ** 2) + jnp.sum(v["a"]["z"] * v["a"]["y"]) for v in p.values())
 
 ex = StepExplorer(loss, params, {"x": jnp.asarray([0.5, -1.0], jnp.float32)}, learning_rate=0.1)
-staged = ex._step.staged  # a closed explorer drops its steps; the compile thread goes on
+staged = ex.session.slider_step.staged  # a closed explorer drops its steps; the compile thread goes on
 ex.close()
 print("compiling at exit:", staged.compiling, flush=True)
 """

@@ -89,7 +89,7 @@ def test_slider_moves_recompute_in_the_kernel(moves):
     assert r.loss_after == pytest.approx(loss_after, rel=1e-5, abs=1e-6)
     np.testing.assert_allclose(ex.chart_view.bars.y[1], [*updated["weight"], updated["bias"]], rtol=1e-6, atol=1e-7)
     # compiled once, reused for every new value
-    assert ex._step.traces == 1
+    assert ex.session.slider_step.traces == 1
 
 
 def test_selection_is_shared_by_diagram_chart_and_explorer():
@@ -264,7 +264,7 @@ def test_the_callers_numpy_arrays_are_not_aliased():
     np.testing.assert_array_equal(ex.result.params["weight"], [1.0, -1.0])
     ex.result.params["weight"]  # and the stored trees are immutable
     with pytest.raises((TypeError, ValueError)):
-        np.asarray(ex._param_leaves[0])[0] = 7.0
+        np.asarray(ex.session.param_leaves[0])[0] = 7.0
 
 
 def test_x64_learning_rate_and_updates_stay_float64():
@@ -492,7 +492,7 @@ def test_a_view_that_fails_after_the_step_keeps_the_last_good_step(monkeypatch):
 
     monkeypatch.setattr(ex.chart_view, "show", broken)
     ex.sliders["x[0]"].value = 3.0
-    assert ex.result is good and ex._last_good is good
+    assert ex.result is good and ex.session.last_good is good
     assert "showing it failed: RuntimeError: chart exploded" in ex.status.value
     monkeypatch.setattr(ex.diagram, "text", broken)
     assert "text form failed" in ex.text()
@@ -543,7 +543,7 @@ def test_a_view_that_fails_just_after_a_single_move_is_said(monkeypatch):
         monkeypatch.setattr(ex.diagram, "set_trees", broken)
         _page_move(x0, 2.5, 1)  # the chart at once; the diagram on a timer, where it fails
         assert ex.status.value == ""
-        await asyncio.sleep(ex._VIEWS_SOON + 0.1)
+        await asyncio.sleep(ex.schedule.VIEWS_SOON + 0.1)
 
     asyncio.run(move())
     assert "showing it failed: RuntimeError: diagram exploded" in ex.status.value
@@ -559,9 +559,9 @@ def test_a_drag_moves_the_chart_at_once_and_every_view_when_it_pauses():
     from pytree_lab._format import fmt_number
 
     ex = StepExplorer()
-    ex._VIEWS_EVERY = 10.0  # within this test every quick move is one drag (no periodic redraw)
-    ex._DRAG_GAP = 10.0
-    ex._VIEWS_TRAIL = 1.0  # a pause is 1 s here, longer than this test's own checks between moves
+    ex.schedule.VIEWS_EVERY = 10.0  # within this test every quick move is one drag (no periodic redraw)
+    ex.schedule.DRAG_GAP = 10.0
+    ex.schedule.VIEWS_TRAIL = 1.0  # a pause is 1 s here, longer than this test's own checks between moves
     x0 = ex.sliders["x[0]"]
 
     def consistent_chart():
@@ -579,7 +579,7 @@ def test_a_drag_moves_the_chart_at_once_and_every_view_when_it_pauses():
         assert x0.value == 2.5
         consistent_chart()
         assert ex.diagram.rows == rows_before  # the page gets the bars first
-        await asyncio.sleep(ex._VIEWS_SOON + 0.05)
+        await asyncio.sleep(ex.schedule.VIEWS_SOON + 0.05)
         assert _shown_loss(ex) == fmt_number(ex.result.loss) and ex.diagram.rows != rows_before
         rows_first = seen["rows"] = ex.diagram.rows
         consistent_chart()
@@ -594,7 +594,7 @@ def test_a_drag_moves_the_chart_at_once_and_every_view_when_it_pauses():
             consistent_chart()  # the chart follows every move
             # the diagram and the worked calculation wait for the drag to pause
             assert ex.diagram.rows == rows_first and _shown_loss(ex) != fmt_number(ex.result.loss)
-        await asyncio.sleep(ex._VIEWS_TRAIL + 0.2)
+        await asyncio.sleep(ex.schedule.VIEWS_TRAIL + 0.2)
 
     asyncio.run(drag())
     consistent_chart()
@@ -611,7 +611,7 @@ def test_a_step_from_a_cell_and_a_slider_move_from_another_thread_take_turns():
     ex = StepExplorer()
     order = []
     step_started, release = threading.Event(), threading.Event()
-    runner = ex._runner()
+    runner = ex.session.runner()
     real_run = runner.run
 
     def slow_run(*args, **kwargs):
@@ -623,7 +623,7 @@ def test_a_step_from_a_cell_and_a_slider_move_from_another_thread_take_turns():
         return out
 
     runner.run = slow_run
-    ex._runner = lambda: runner
+    ex.session.runner = lambda: runner
     cell = threading.Thread(target=ex.step, args=(3,))
     cell.start()
     assert step_started.wait(5)

@@ -439,7 +439,7 @@ def test_an_explorer_whose_comm_the_page_closes_is_closed_and_collected():
     assert all(w.comm is None for w in built) and not ids & set(_instances)
     params = ex.params  # a closed explorer keeps its numbers, not its compiled programs
     assert float(params["bias"]) == pytest.approx(0.3)
-    assert len(ex.history) == 4 and ex._step is None
+    assert len(ex.history) == 4 and ex.session.slider_step is None
     assert ex.step(2) is None and ex.recompute() is None and ex.reset() is None
     assert "adam mu" in ex.text() and not ex.text().startswith("StepExplorer (its text form failed")
     del ex, built
@@ -516,7 +516,7 @@ def test_jax_tracing_a_many_leaf_loss_is_not_the_users_loop(monkeypatch):
     values = np.asarray([i % 7 - 3 for i in range(n)], np.float64)
     assert ex.result.loss == pytest.approx(float(np.sum(values ** 2)))
     assert float(ex.result.grads["w00004"]) == 2.0 * 1  # 4 % 7 - 3 = 1: d(w²)/dw = 2
-    assert ex._clock.own < 0.25 and "endless loop" not in ex.status.value
+    assert ex.session.clock.own < 0.25 and "endless loop" not in ex.status.value
     ex.close()
 
 
@@ -538,7 +538,7 @@ def test_a_many_leaf_loss_that_is_slow_is_told_how_to_be_fast_not_called_an_endl
     ex.sliders["learning_rate"].value = 0.1
     moved = html.unescape(_alert(ex))
     assert "it is not an endless loop" in moved and "Moving a slider does not try again; ex.recompute()" in moved
-    assert ex._clock.inside >= 0.25  # the clock of the stopped step: no new step was run
+    assert ex.session.clock.inside >= 0.25  # the clock of the stopped step: no new step was run
     ex.close()
 
 
@@ -548,5 +548,5 @@ def test_an_endless_loop_in_the_loss_is_still_stopped_as_one():
             pass
 
     ex = StepExplorer(endless, _many_leaves(10), {"scale": jnp.asarray(np.float32(1.0))}, time_budget=0.5)
-    assert "which usually means an endless loop" in _alert(ex) and ex._clock.reason == "own"
+    assert "which usually means an endless loop" in _alert(ex) and ex.session.clock.reason == "own"
     ex.close()

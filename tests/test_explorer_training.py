@@ -87,7 +87,7 @@ def test_step_n_is_one_compiled_loop_and_equals_n_single_steps():
     assert_trees_close(ex.params, one.params, rtol=1e-6, atol=1e-7)
     ex.step(3)
     ex.step(25)
-    assert ex._runner().traces == {"step": 0, "run": 1}
+    assert ex.session.runner().traces == {"step": 0, "run": 1}
 
 
 def test_reset_goes_back_to_the_start():
@@ -309,7 +309,7 @@ def test_one_compile_for_steps_runs_and_slider_moves():
     ex.sliders["bias"].value = 0.3
     ex.reset()
     ex.step(10)
-    assert ex._step.trainer.traces == {"step": 1, "run": 1}
+    assert ex.session.slider_step.traces == {"step": 1, "run": 1}
 
 
 def test_a_wrong_optimizer_is_refused_at_construction():

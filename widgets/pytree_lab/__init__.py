@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from .diagram import PytreeDiagram as PytreeDiagram
 from .trees import Diagnosis as Diagnosis
 from .trees import TreeSummary as TreeSummary
 from .trees import describe as describe
@@ -18,8 +17,9 @@ from .trees import diagnose as diagnose
 
 __version__ = "0.1.0"
 
-# name -> module, imported on first access (they need numpy, jax or bqplot)
+# name -> module, imported on first access (they need numpy, jax, bqplot or ipywidgets)
 _LAZY = {
+    "PytreeDiagram": ".diagram",
     "StepExplorer": ".explorer",
     "PackedView": ".packed",
     "StepResult": ".step",
@@ -28,6 +28,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .diagram import PytreeDiagram as PytreeDiagram
     from .engine import get_engine as get_engine
     from .explorer import StepExplorer as StepExplorer
     from .packed import PackedView as PackedView

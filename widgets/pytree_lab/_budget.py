@@ -22,7 +22,7 @@ threads), or while another interval timer is armed on the main thread (an exerci
 budget), the budget is off and the call runs as before.
 
 Whatever the body does, the interpreter is given back as it was: recursion limit and usable
-depth, interval timers and their handlers, the trace function (`exercises._guard.InterpreterState`).
+depth, interval timers and their handlers, the trace function (`_interpreter.InterpreterState`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import sysconfig
 import threading
 from types import FrameType
 
-from .exercises._guard import InterpreterState, TimeBudgetExceeded
+from ._interpreter import InterpreterState, TimeBudgetExceeded
 
 __all__ = ["TimeBudgetExceeded", "user_code_budget", "is_user_frame", "BudgetClock", "SLOW_FACTOR"]
 

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import ipywidgets
 
 from ._format import GRID_MAX, fmt_number
+from ._keywords import refuse_unknown_widget_keywords
 from .step import StepResult
 from .trees import TreeSummary, path_label
 
@@ -67,6 +68,7 @@ class WorkedCalculation(ipywidgets.HTML):
     """
 
     def __init__(self, engine: Any, **kwargs: Any):
+        refuse_unknown_widget_keywords(self, kwargs)
         super().__init__(layout={"width": "100%"}, **kwargs)
         self.add_class("pytree-lab-calculation")
         self.engine = engine

@@ -32,10 +32,19 @@ class BarTable(PageIntents, anywidget.AnyWidget):
     _esm = static_asset("chart.js")
     _css = static_asset("chart.css")
     _page_intents = frozenset({"selected_path"})
-    rows = traitlets.List().tag(sync=True)  # [[label, owner path, before text, after text], ...]
-    title = traitlets.Unicode("").tag(sync=True)  # the chart's accessible name
-    figure_class = traitlets.Unicode("").tag(sync=True)  # the DOM class of the figure it describes
-    selected_path = traitlets.Unicode("").tag(sync=True)  # the leaf selected (written by the page)
+    rows = traitlets.List(help=(
+        "list[list[str]], default []: one row per bar pair: label, owner path, before and after "
+        "as text. Written by the kernel."
+    )).tag(sync=True)  # [[label, owner path, before text, after text], ...]
+    title = traitlets.Unicode("", help=(
+        "str, default '': the table's accessible name. Written by the kernel."
+    )).tag(sync=True)  # the chart's accessible name
+    figure_class = traitlets.Unicode("", help=(
+        "str, default '': the DOM class of the figure the table describes. Written by the kernel."
+    )).tag(sync=True)  # the DOM class of the figure it describes
+    selected_path = traitlets.Unicode("", help=(
+        "str, default '': the leaf selected in the table. Written by the page (an intent)."
+    )).tag(sync=True)  # the leaf selected (written by the page)
 
 BEFORE = "#1f77b4"
 AFTER = "#ff7f0e"

@@ -31,18 +31,33 @@ the tree is given). The page adds the new rows below their container (diagram.js
 
 from __future__ import annotations
 
-import json
-import operator
 from typing import Any
 
 import anywidget
 import traitlets
 
 from ._intent import PageIntents
+from ._keywords import refuse_unknown_widget_keywords
 from ._static import static_asset
 from ._text import TextForm
 from .diagnose import Diagnosis, diagnose, diagnose_summaries
-from .trees import _MAX_INDENT, Node, TreeError, TreeSummary, _split_path, _type_label, describe, gc_paused
+from .diagram_rows import (  # noqa: F401 - the rows' functions, importable from here as before
+    CELL_COLUMNS,
+    CELL_KEYS,
+    ROW_COLUMNS,
+    ROW_KEYS,
+    _align,
+    _ancestors,
+    _head_rows,
+    _panels_json,
+    _rows_json,
+    _STATUS_TEXT,
+    _structure,
+    _unknown_path_message,
+    align,
+    rows_from_columns,
+)
+from .trees import _MAX_INDENT, TreeError, TreeSummary, describe, gc_paused
 
 __all__ = ["PytreeDiagram", "align"]
 
@@ -50,340 +65,6 @@ _MISSING = object()
 
 # Beyond this many rows, containers start folded (children are rendered when unfolded).
 FOLD_ABOVE = 200
-
-
-def _as_json_text(value: Any, widget: Any = None) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
-
-# The wire format's columns (module docstring): in-memory key -> the column's name on the
-# wire. The same names in static/diagram.js.
-ROW_COLUMNS = {"p": "path", "u": "parent", "l": "label", "d": "depth", "leaf": "leaf", "s": "status"}
-CELL_COLUMNS = {"ty": "type", "v": "value", "g": "grid", "i": "index", "nd": "not_differentiable",
-                "n": "children"}
-ROW_KEYS = tuple(ROW_COLUMNS)
-CELL_KEYS = tuple(CELL_COLUMNS)
-
-
-def _rows_by_column(rows: list[dict]) -> dict:
-    """Rows as the page receives them: one list per column (module docstring)."""
-    wire: dict = {name: [r[k] for r in rows] for k, name in ROW_COLUMNS.items()}
-    columns = len(rows[0]["c"]) if rows else 0
-    wire["cells"] = []
-    for col in range(columns):
-        cells = [r["c"][col] for r in rows]
-        wire["cells"].append({name: [None if c is None else c.get(k) for c in cells]
-                              for k, name in CELL_COLUMNS.items()})
-    return wire
-
-
-def _rows_json(rows: list[dict], widget: Any = None) -> str:
-    return _as_json_text(_rows_by_column(rows))
-
-
-def _panels_json(panels: list[dict], widget: Any = None) -> str:
-    return _as_json_text([{**p, "rows": _rows_by_column(p["rows"])} for p in panels])
-
-
-def rows_from_columns(wire: dict) -> list[dict]:
-    """The rows back from their wire form, as the page reads them (diagram.js `rowsFromWire`):
-    a cell's keys that are null on the wire are left out."""
-    cols = wire["cells"]
-    rows = []
-    for k in range(len(wire["path"])):
-        cells = []
-        for col in cols:
-            if col["type"][k] is None:
-                cells.append(None)
-            else:
-                cells.append({key: col[name][k] for key, name in CELL_COLUMNS.items() if col[name][k] is not None})
-        row = {key: wire[name][k] for key, name in ROW_COLUMNS.items()}
-        row["c"] = cells
-        rows.append(row)
-    return rows
-
-
-# --------------------------------------------------------------------------- wire rows
-
-
-def _cell(node: Node, flag: bool = True) -> dict:
-    leaf = node.leaf
-    if leaf is not None:
-        if leaf.grid is not None:  # a small matrix, shown whole: its rows, no one-line text
-            cell = {"ty": _type_label(leaf.dtype, leaf.shape), "g": leaf.grid, "i": leaf.index}
-        else:
-            cell = {"ty": _type_label(leaf.dtype, leaf.shape), "v": leaf.summary, "i": leaf.index}
-        if flag and not leaf.differentiable:
-            cell["nd"] = 1
-        return cell
-    return {"ty": node.type_name, "n": len(node.children)}
-
-
-def align(summaries: list[TreeSummary], order: TreeSummary | None = None, opened: set | None = None) -> list[dict]:
-    """Rows matched by path across trees, in the first tree's display order.
-
-    `order` (optional) is a tree whose display order wins, e.g. the params as the user wrote
-    them when the first tree came back from a JAX transformation with its dict keys sorted.
-    `opened` (optional): the containers whose children are wanted; the children of any other
-    container are left out (the top level is always there). Values a summary left for later
-    (``describe(values="later")``) are formatted for the leaves in the rows, and only those.
-
-    Each row: ``p`` path, ``u`` parent path, ``l`` label, ``d`` depth, ``leaf`` (0/1),
-    ``c`` one cell per tree (None where the path is missing), ``s`` status
-    (``ok``, ``missing``, ``shape``, ``dtype``, ``kind``). The root container is not a row
-    unless the whole tree is a single leaf. A path only some trees have comes after its
-    siblings, at the end of its parent's subtree.
-    """
-    with gc_paused():
-        return _align(summaries, order, opened)
-
-
-def _walk(summary: TreeSummary, opened: set | None, values: bool = True) -> list[tuple[Node, str | None]]:
-    """(node, parent path) in display order: the rows of one tree, below the opened containers;
-    the values of their leaves formatted if they were left for later."""
-    root = summary.root
-    if root.leaf is not None:
-        walk = [(root, None)]
-    else:
-        walk = []
-        append = walk.append
-        stack = [(c, "") for c in reversed(root.children)]
-        pop, extend = stack.pop, stack.extend
-        while stack:
-            node, parent = pop()
-            append((node, parent))
-            if node.children and (opened is None or node.path in opened):
-                path = node.path
-                extend([(c, path) for c in reversed(node.children)])
-    if values and summary.later:
-        summary.show_values([node.leaf.index for node, _ in walk if node.leaf is not None])
-    return walk
-
-
-def _align(summaries: list[TreeSummary], order: TreeSummary | None, opened: set | None = None,
-           values: bool = True) -> list[dict]:
-    if len(summaries) == 1 and order is None and values:
-        rows = _rows_of_one(summaries[0], opened)
-        if rows is not None:
-            return rows
-    n = len(summaries)
-    by_path: dict[str, dict] = {}
-    top: list[dict] = []
-    kids: dict[str, list[dict]] = {}
-    seeded = order is not None
-    for col, summary in enumerate(([order] if seeded else []) + list(summaries)):
-        col -= seeded
-        for node, parent in _walk(summary, opened, values):
-            row = by_path.get(node.path)
-            if row is None:
-                row = by_path[node.path] = {
-                    "p": node.path, "u": parent, "l": node.label, "d": node.depth,
-                    "leaf": int(node.leaf is not None), "c": [None] * n,
-                }
-                if parent is None or parent not in by_path:
-                    top.append(row)
-                else:
-                    siblings = kids.get(parent)
-                    if siblings is None:
-                        siblings = kids[parent] = []
-                        by_path[parent]["leaf"] = 0  # a leaf in one tree, a container in another
-                    siblings.append(row)
-            if col >= 0:
-                row["c"][col] = _cell(node, summary.role == "params")
-                if node.leaf is None:
-                    row["leaf"] = 0  # a container in any tree can unfold
-    for row in top:
-        if row["u"] is not None and row["u"] in by_path:
-            row["u"] = None  # its parent row came later (a root leaf in another tree): shown on top
-    # rows in display order: parents before children, first-seen order among siblings
-    rows: list[dict] = []
-    stack = list(reversed(top))
-    while stack:
-        row = stack.pop()
-        rows.append(row)
-        children = kids.get(row["p"])
-        if children:
-            stack.extend(reversed(children))
-    if seeded:
-        rows = [r for r in rows if any(c is not None for c in r["c"])]
-    for row in rows:
-        row["s"] = _status(row["c"], row["leaf"]) if n > 1 else "ok"
-    return rows
-
-
-def _head_rows(summaries: list[TreeSummary], order: TreeSummary | None, limit: int,
-               cache: dict | None = None) -> tuple | None:
-    """The first `limit` rows of `_align(summaries, order, values=False)`, whether each is its
-    parent's last child, and how many rows there are in all, without aligning every row: for
-    trees that all have the same paths in the same (JAX) order, as params, grads and updated do
-    (the text form of three 100k-leaf trees: milliseconds, where aligning all took a second).
-    None when the trees differ in any path (the general alignment is needed)."""
-    if len(summaries) < 2:
-        return None
-    first = order if order is not None else summaries[0]
-    lists = [first.nodes] + [s.nodes for s in summaries]
-    base = lists[0]
-    if not all(lists) or any(len(nodes) != len(base) for nodes in lists) or base[0].leaf is not None:
-        return None
-    key = (first, *summaries)  # held by the cache, so these summaries stay what the key means
-    cached = cache.get("key") if cache is not None else None
-    if cached is not None and len(cached) == len(key) and all(a is b for a, b in zip(cached, key)):
-        index = cache["index"]
-    else:
-        path_of = operator.attrgetter("path")
-        paths = list(map(path_of, base))
-        leafy = [node.leaf is not None for node in base]
-        for nodes in lists[1:]:
-            # the same paths, each a leaf in every tree or in none (a leaf 0.0 in params and
-            # an empty None at that path in grads print alike but are not the same row)
-            if nodes is not base and (list(map(path_of, nodes)) != paths
-                                      or [node.leaf is not None for node in nodes] != leafy):
-                index = None
-                break
-        else:
-            index = dict(zip(paths, range(len(paths))))
-            if len(index) != len(paths):  # two nodes print alike: the general merge
-                index = None
-        if cache is not None:
-            cache.clear()
-            cache.update(key=key, index=index)
-    if index is None:
-        return None
-    flags = [s.role == "params" for s in summaries]
-    many = len(summaries) > 1
-    rows: list[dict] = []
-    lasts: list[bool] = []
-    root = first.root
-    stack = [(child, "", k == len(root.children) - 1) for k, child in enumerate(root.children)][::-1]
-    while stack and len(rows) < limit:
-        node, parent, last = stack.pop()
-        k = index.get(node.path)
-        if k is None:  # a node the walk order does not know (a summary made another way)
-            return None
-        cells = [_cell(s.nodes[k], flag) for s, flag in zip(summaries, flags)]
-        is_leaf = int(all(s.nodes[k].leaf is not None for s in summaries))
-        rows.append({"p": node.path, "u": parent, "l": node.label, "d": node.depth, "leaf": is_leaf, "c": cells,
-                     "s": _status(cells, is_leaf) if many else "ok"})
-        lasts.append(last)
-        children = node.children
-        if children:
-            stack.extend((child, node.path, j == len(children) - 1) for j, child in reversed(list(enumerate(children))))
-    return rows, lasts, len(base) - 1
-
-
-def _rows_of_one(summary: TreeSummary, opened: set | None = None) -> list[dict] | None:
-    """`_align` for one tree (a diagram of params alone, a side panel): its rows are its nodes
-    in display order. None if two nodes share a path (a custom node's keys can print alike):
-    the general walk merges those."""
-    flag = summary.role == "params"
-    rows: list[dict] = []
-    append = rows.append
-    seen: set = set()
-    for node, parent in _walk(summary, opened):
-        path, leaf, children = node.path, node.leaf, node.children
-        if leaf is not None:
-            if leaf.grid is not None:
-                cell = {"ty": _type_label(leaf.dtype, leaf.shape), "g": leaf.grid, "i": leaf.index}
-            else:
-                cell = {"ty": _type_label(leaf.dtype, leaf.shape), "v": leaf.summary, "i": leaf.index}
-            if flag and not leaf.differentiable:
-                cell["nd"] = 1
-        else:
-            cell = {"ty": node.type_name, "n": len(children)}
-        append({"p": path, "u": parent, "l": node.label, "d": node.depth, "leaf": 0 if leaf is None else 1,
-                "c": [cell], "s": "ok"})
-        seen.add(path)
-    return rows if len(seen) == len(rows) else None
-
-
-def _structure(summaries: list[TreeSummary]) -> tuple[set, list]:
-    """Every path of the aligned trees (whether its row is sent or not), and the containers
-    among them (the root is a row only when it is a leaf)."""
-    paths: set = set()
-    containers: list = []
-    for summary in summaries:
-        nodes = summary.nodes or list(summary.root.walk())
-        root = nodes[0]
-        if root.leaf is not None:
-            paths.add(root.path)
-            continue
-        paths.update([n.path for n in nodes[1:]])
-        known = set(containers)
-        containers += [n.path for n in nodes[1:] if n.leaf is None and n.path not in known]
-    return paths, containers
-
-
-def _ancestors(summaries: list[TreeSummary], path: str) -> list[str]:
-    """The containers above `path` (top first) in the first tree that has it: found by walking
-    down the children whose paths begin the path (a keystr is its parent's plus one piece)."""
-    for summary in summaries:
-        stack = [(child, []) for child in summary.root.children]
-        while stack:
-            node, above = stack.pop()
-            if node.path == path:
-                return above
-            if node.children and path.startswith(node.path):
-                stack.extend((child, above + [node.path]) for child in node.children)
-    return []
-
-
-def _status(cells: list, is_leaf: int) -> str:
-    if None in cells:
-        return "missing"
-    first = cells[0]
-    has_index = "i" in first
-    ty = first["ty"]
-    same = True
-    for c in cells:
-        if ("i" in c) != has_index:
-            return "kind"
-        if c["ty"] != ty:
-            same = False
-    if same or not is_leaf:
-        return "ok"
-    if len({c["ty"].partition("[")[2] for c in cells}) > 1:
-        return "shape"
-    return "dtype"
-
-
-# Why a row is marked (the same words as the page's tooltips, static/diagram.js STATUS_TEXT).
-_STATUS_TEXT = {
-    "missing": "missing in one tree",
-    "shape": "shapes differ",
-    "dtype": "dtypes differ",
-    "kind": "leaf in one tree, container in another",
-}
-
-
-def _unknown_path_message(path: str, paths: set, summaries: list | tuple = ()) -> str:
-    shown = path if len(path) <= 80 else path[:79] + "…"
-    close = _closest_path(path, paths, summaries)
-    hint = f" Did you mean {close[0]}?" if close else (
-        f" Paths are keystr strings such as {min(paths, key=len)}." if paths else " The diagram shows no paths yet.")
-    return f"selected_path {shown!r} is not a path in these trees, so the selection is unchanged.{hint}"
-
-
-def _closest_path(path: str, paths: set, summaries: list | tuple) -> list[str]:
-    """The known path most like `path`, in a list (empty when none is close). A big tree is walked
-    down piece by piece, difflib asked about one node's children at a time: over all 15,000
-    paths of a 10k-leaf model at once it takes a second."""
-    import difflib
-
-    if len(paths) <= 2_000 or not summaries:
-        return difflib.get_close_matches(path, sorted(paths), n=1, cutoff=0.6) if len(paths) <= 20_000 else []
-    root = node = summaries[0].root
-    for piece in _split_path(path):
-        if not node.children:
-            break
-        target = node.path + piece
-        kids = {c.path: c for c in node.children}
-        if target not in kids:
-            found = difflib.get_close_matches(target, list(kids), n=1, cutoff=0.6)
-            if not found:
-                return []
-            target = found[0]
-        node = kids[target]
-    return [node.path] if node is not root and node.path != path else []
 
 
 # --------------------------------------------------------------------------- the widget
@@ -424,19 +105,45 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     _folding: list = []  # the last `collapsed` _valid_collapsed gave
 
     # The Python <-> JS contract (spelled the same in static/diagram.js).
-    columns = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    columns = traitlets.List(traitlets.Unicode(), help=(
+        "list[str], default []: the names of the trees shown side by side (params, grads, "
+        "updated, ...). Written by the kernel."
+    )).tag(sync=True)
     # Rows and panels travel as one JSON text each: ipywidgets otherwise walks every nested
     # row and cell looking for binary buffers (a third of a second for 10,000 leaves).
     # (by column: the module docstring's wire format)
-    rows = traitlets.List().tag(sync=True, to_json=_rows_json)
-    counts = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    panels = traitlets.List().tag(sync=True, to_json=_panels_json)
-    selected_path = traitlets.Unicode("").tag(sync=True)
+    rows = traitlets.List(help=(
+        "list[dict], default []: the aligned rows, sent as one JSON text by column (wire format "
+        "in the module doc). Written by the kernel."
+    )).tag(sync=True, to_json=_rows_json)
+    counts = traitlets.List(traitlets.Unicode(), help=(
+        "list[str], default []: each tree's count line (leaves, values). Written by the kernel."
+    )).tag(sync=True)
+    panels = traitlets.List(help=(
+        "list[dict], default []: the side panels (e.g. optimizer state): title and rows each. "
+        "Written by the kernel."
+    )).tag(sync=True, to_json=_panels_json)
+    selected_path = traitlets.Unicode("", help=(
+        "str, default '': the keystr path of the selected row ('' for none). Written by the page "
+        "(an intent)."
+    )).tag(sync=True)
     # (its items are checked in _valid_collapsed: one check per path, not a trait's per item)
-    collapsed = traitlets.List().tag(sync=True)
-    message = traitlets.Unicode("").tag(sync=True)
-    message_kind = traitlets.Unicode("error").tag(sync=True)
-    caption = traitlets.Unicode("").tag(sync=True)
+    collapsed = traitlets.List(help=(
+        "list[str], default []: the paths of the folded containers. Written by the page (an "
+        "intent)."
+    )).tag(sync=True)
+    message = traitlets.Unicode("", help=(
+        "str, default '': a message shown above the trees (an error, a warning or a note). "
+        "Written by the kernel."
+    )).tag(sync=True)
+    message_kind = traitlets.Unicode("error", help=(
+        "str, default 'error': the message's kind: 'error', 'warning' or 'info'. Written by the "
+        "kernel."
+    )).tag(sync=True)
+    caption = traitlets.Unicode("", help=(
+        "str, default '': a line under the trees saying how they were computed. Written by the "
+        "kernel."
+    )).tag(sync=True)
 
     def __init__(
         self,
@@ -451,6 +158,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         expected: dict | None = None,
         **kwargs: Any,
     ):
+        refuse_unknown_widget_keywords(self, kwargs)  # PytreeDiagram(p, grad=g) must not drop g
         super().__init__(**kwargs)
         self._summaries: list[TreeSummary] = []
         self._panel_summaries: list[TreeSummary] = []
@@ -630,6 +338,14 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         for s in self._summaries:
             s.show_values()  # values left for later (rows not sent yet) are made for whoever reads them
         return list(self._summaries)
+
+    def has_path(self, path: str) -> bool:
+        """Whether `path` (a keystr path) is a node of the trees or panels shown: one that can be selected."""
+        return path in self._paths
+
+    def unknown_path_message(self, path: str) -> str:
+        """What to say of a selection that is no path here, with the closest path that is."""
+        return _unknown_path_message(path, self._paths, self._summaries)
 
     # ------------------------------------------------------------------ state from the page
     @traitlets.validate("selected_path")

@@ -14,6 +14,8 @@ import sys
 from functools import cached_property
 from typing import Any, Callable
 
+from ._jax_in_use import active_tree_util as active_tree_util
+from ._jax_in_use import x64_enabled as x64_enabled
 from .compat import _is_lite as _is_lite_module
 
 __all__ = ["Engine", "get_engine", "active_tree_util", "x64_enabled"]
@@ -108,26 +110,6 @@ class Engine:
 
 
 _ENGINE: Engine | None = None
-
-
-def active_tree_util() -> Any:
-    """The tree library already in use in this kernel, imported by nobody here: real
-    `jax.tree_util` (or the Lite engine installed as ``jax``), else the Lite `tree_util` if it
-    was imported, else None. The tree model asks this for custom nodes, so a plain-Python
-    diagram never loads jax, numpy or autograd."""
-    jax = sys.modules.get("jax")
-    if jax is not None:
-        return getattr(jax, "tree_util", None) or sys.modules.get("jax.tree_util")
-    return sys.modules.get("pytree_lab.compat.tree_util")
-
-
-def x64_enabled() -> bool:
-    """`jax_enable_x64` of the jax in use (False when none is loaded, and for the Lite engine)."""
-    jax = sys.modules.get("jax")
-    try:
-        return bool(jax.config.jax_enable_x64) if jax is not None else False
-    except AttributeError:
-        return False
 
 
 def get_engine() -> Engine:

@@ -22,6 +22,7 @@ from ._static import static_asset
 from ._text import TextForm
 from .engine import Engine, get_engine
 from ._intent import PageIntents
+from ._keywords import refuse_unknown_widget_keywords
 
 __all__ = ["PackedView"]
 
@@ -74,15 +75,27 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
     _esm = static_asset("packed.js")
     _css = static_asset("packed.css")
     _page_intents = frozenset({"selected"})
-    layouts_data = traitlets.List().tag(sync=True)  # kernel-owned
-    selected = traitlets.Dict().tag(sync=True)  # {"layout": int, "kind": "leaf"|"position", "key": str|int}
-    highlight = traitlets.Dict().tag(sync=True)  # {"layout", "positions": [...], "elements": [labels]}
-    readout = traitlets.Unicode("").tag(sync=True)
+    layouts_data = traitlets.List(help=(
+        "list[dict], default []: each layout's packed positions and leaves, as drawn. Written by "
+        "the kernel."
+    )).tag(sync=True)  # kernel-owned
+    selected = traitlets.Dict(help=(
+        "dict, default {}: what the person pressed: {'layout': int, 'kind': 'leaf' or 'position',"
+        " 'key': str or int}. Written by the page (an intent)."
+    )).tag(sync=True)  # {"layout": int, "kind": "leaf"|"position", "key": str|int}
+    highlight = traitlets.Dict(help=(
+        "dict, default {}: the positions and elements lit for the selection. Written by the "
+        "kernel."
+    )).tag(sync=True)  # {"layout", "positions": [...], "elements": [labels]}
+    readout = traitlets.Unicode("", help=(
+        "str, default '': the sentence saying what the selection is. Written by the kernel."
+    )).tag(sync=True)
 
     def __init__(self, tree: Any, name: str = "params", *, layouts: dict[str, Any] | None = None,
                  engine: Engine | None = None, **kwargs: Any):
         import numpy as np
 
+        refuse_unknown_widget_keywords(self, kwargs)  # a typo is an error, not a dropped argument
         eng = engine or get_engine()
         self._layouts = [_Layout(name, tree, eng)]
         for other_name, other in (layouts or {}).items():

@@ -1,8 +1,10 @@
 """One gradient step: `value_and_grad`, then `tree.map(p - lr * g)`.
 
-`gradient_step` is the lesson's code as a function. `CompiledStep` is the same step compiled
-once for the explorer: every slider move calls it with new values of the same shapes and
-dtypes, so it never retraces (dtypes are pinned: an int where a float was would recompile).
+`gradient_step` is the lesson's code as a function. The compiled step the explorer runs is the
+step engine in training.py (`TrainingStep`, and `CompiledStep`, importable from here too): every
+slider move calls it with new values of the same shapes and dtypes, so it never retraces
+(`pin_dtypes` keeps the dtypes: an int where a float was would recompile). This module holds
+what that engine builds on: the results, the copies, the numpy update and `Staged`.
 
 For a big tree (`LEAN_LEAVES` leaves or more) the step compiles less: XLA's compile time grows
 with the number of operations in the program, so only `value_and_grad` is compiled; the new
@@ -88,89 +90,6 @@ def gradient_step(
     updated = eng.tree_map(lambda p, g: p - learning_rate * g, params, grads)
     loss_after = loss_fn(updated, *args, **kwargs)
     return StepResult(params, float(value), grads, updated, float(loss_after), float(learning_rate))
-
-
-class CompiledStep:
-    """`gradient_step` for one loss, compiled once and reused for every new value.
-
-    Call it with `params` and `inputs` whose leaves keep the dtypes they had the first time;
-    `pin` converts a tree to those dtypes. `traces` counts how often the step was traced.
-    """
-
-    def __init__(
-        self,
-        loss_fn: Callable,
-        *,
-        extras_fn: Callable | None = None,
-        engine: Engine | None = None,
-        static: dict | None = None,
-        lean: bool | None = None,
-    ):
-        self.engine = eng = engine or get_engine()
-        self.loss_fn = loss_fn
-        self.traces = 0
-        # None: lean for trees of LEAN_LEAVES leaves or more (decided at the first call)
-        self.lean = lean
-
-        static = dict(static or {})
-        self._static = static
-        self._extras_fn = extras_fn
-
-        # Two compiled functions, not one: XLA compiles value_and_grad and the update + new
-        # loss separately in seconds, where one function holding both took minutes for a few
-        # hundred leaves (measured: 200 leaves, 2 s split against 160 s fused).
-        def forward_backward(params, inputs):
-            self.traces += 1  # runs while tracing only
-            # the loss gets its own containers (and, eagerly, its own arrays): a loss that
-            # assigns into or pops from its argument changes nothing shown or stored
-            return eng.value_and_grad(lambda p: loss_fn(fresh(p, eng), **fresh(inputs, eng), **static))(params)
-
-        def after(params, grads, inputs, learning_rate):
-            # learning_rate is a Python float: weakly typed, so the update keeps each leaf's dtype
-            updated = eng.tree_map(lambda p, g: p - learning_rate * g, params, grads)
-            loss_after = loss_fn(fresh(updated, eng), **fresh(inputs, eng), **static)
-            extras = extras_fn(params, updated, {**inputs, **static}) if extras_fn is not None else {}
-            return updated, loss_after, extras
-
-        forward_backward, after = eng.jit(forward_backward), eng.jit(after)
-
-        def step(params, inputs, learning_rate):
-            value, grads = forward_backward(params, inputs)
-            updated, loss_after, extras = after(params, grads, inputs, learning_rate)
-            return value, grads, updated, loss_after, extras
-
-        self._step = step
-        self.staged = Staged(forward_backward, eng)  # the lean step's value_and_grad
-        self._lean_extras: Callable | None = None
-
-    @property
-    def interpreted(self) -> bool:
-        """True when the lean step runs its program operation by operation (see the module doc)."""
-        return bool(self.lean) and self.staged.interpreted
-
-    def __call__(self, params: Any, inputs: dict, learning_rate: float) -> StepResult:
-        lr = float(learning_rate)
-        if self.lean is None:
-            self.lean = is_big_tree(params, self.engine)
-        step = self._lean_step if self.lean else self._step
-        traces = self.traces
-        value, grads, updated, loss_after, extras = step(params, inputs, lr)
-        if self.traces != traces:  # XLA compiled: what its compiler freed goes back to the system
-            return_freed_memory()
-        return StepResult(params, float(value), grads, updated, float(loss_after), float(lr), dict(extras))
-
-    def _lean_step(self, params: Any, inputs: dict, lr: float) -> tuple:
-        """One compiled function (value_and_grad), called at params and at the updated params."""
-        value, grads = self.staged(params, inputs)
-        updated = sgd_update(params, grads, lr, self.engine)
-        loss_after = self.staged.first(updated, inputs)
-        extras = {}
-        if self._extras_fn is not None:
-            if self._lean_extras is None:
-                extras_fn, static = self._extras_fn, self._static
-                self._lean_extras = self.engine.jit(lambda p, u, i: extras_fn(p, u, {**i, **static}))
-            extras = self._lean_extras(params, updated, inputs)
-        return value, grads, updated, loss_after, extras
 
 
 _MALLOC_TRIM: Any = None  # glibc's malloc_trim, False where there is none
@@ -448,3 +367,12 @@ def _x64(eng: Engine) -> bool:
         return bool(eng.jax.config.jax_enable_x64)
     except AttributeError:
         return False
+
+
+def __getattr__(name: str) -> Any:
+    # the compiled step is the step engine's (training.py imports this module)
+    if name == "CompiledStep":
+        from .training import CompiledStep
+
+        return CompiledStep
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

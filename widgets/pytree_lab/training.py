@@ -1,6 +1,10 @@
-"""Real training steps: a loss and an optimizer, compiled once.
+"""The step engine: a loss and an optimizer (or none), compiled once.
 
-`TrainingStep(loss_fn, optimizer)` is the explorer's step with an optimizer in it:
+`TrainingStep(loss_fn, optimizer)` is the one step engine of the library: the explorer's
+slider step, its Step buttons' n-step loop, with or without an optimizer. `CompiledStep` is the
+same engine without an optimizer, called as ``step(params, inputs, learning_rate)``.
+
+* ``optimizer=None`` is the lesson's plain step ``p − η·g`` (η given on every call);
 
 * ``optimizer=None`` is the lesson's plain step ``p − η·g`` (η given on every call);
 * an optax ``GradientTransformation`` runs inside the compiled step exactly as in a training
@@ -18,7 +22,11 @@ adjustable rate (`lr_adjustable` is False) and a given rate is refused, not igno
 over a fixed-size buffer of losses, so every n uses the same compiled code); if the steps
 diverge it stops, and says so, at the last point before the first non-finite loss.
 
-`decompose_state(state, params)` splits an optimizer state the way the lesson describes it:
+A big tree (`step.LEAN_LEAVES` leaves or more) takes the lean path: value_and_grad staged on its
+own (compiled, or run operation by operation while or instead of compiling, `step.Staged`), the
+new loss from it at the updated params, the plain update in numpy (`step.sgd_update`).
+
+`decompose_state(state, params)` (optimizer_state.py) splits an optimizer state the way the lesson describes it:
 the moment trees that share the parameters' structure (Adam's ``mu`` and ``nu``, momentum's
 ``trace``, MultiSteps' accumulated gradients), by readable name, to be aligned row by row with
 the params; and the rest (step counts, hyperparameters, empty states) shown apart.
@@ -33,73 +41,38 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
+from . import step as _step_module
+from ._optimizer import (
+    OptimizerError,
+    _bad_state_leaf,
+    _err_text,
+    _get,
+    _is_transformation,
+    _Optimizer,
+    _passes,
+    _replace_at,
+    optimizer_name,
+)
 from .engine import Engine, get_engine
-from .step import StepResult, fresh, pin_dtypes
+from .optimizer_state import StateView, adam_hyperparameters, decompose_state
+from .step import Staged, StepResult, fresh, is_big_tree, pin_dtypes, return_freed_memory, sgd_update
 
 __all__ = [
     "TrainingStep",
+    "CompiledStep",
     "TrainingResult",
     "RunResult",
     "StateView",
     "decompose_state",
     "adam_hyperparameters",
     "OptimizerError",
+    "optimizer_name",
 ]
+# names that moved with the optimizer's helpers, still importable from here
+_KEPT = (_is_transformation, _step_module)
 
 # Losses of one compiled loop call: n steps are taken in ceil(n / CHUNK) calls of the same code.
 CHUNK = 256
-
-
-class OptimizerError(ValueError):
-    """An optimizer that cannot be used here (said in the lesson's terms)."""
-
-
-def optimizer_name(optimizer: Any) -> str:
-    """A short name for an optimizer in a message: the function that built it (`exiting`, `adam`,
-    `chain`), a factory's name, or its type."""
-    target = getattr(optimizer, "update", None) if _is_transformation(optimizer) else optimizer
-    qual = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
-    if not isinstance(qual, str):
-        return type(optimizer).__name__
-    name = qual.split(".<locals>")[0]
-    module = getattr(target, "__module__", "") or ""
-    if name == "<lambda>":
-        return "optimizer=lambda …"
-    return f"optax's {name}" if module.split(".")[0] == "optax" else name
-
-
-def _passes(err: BaseException) -> bool:
-    """Errors that are not the optimizer's to own: an interrupt, a time budget running out."""
-    from ._budget import TimeBudgetExceeded
-
-    return isinstance(err, (KeyboardInterrupt, TimeBudgetExceeded, OptimizerError))
-
-
-def _err_text(err: BaseException) -> str:
-    try:
-        text = str(err)
-    except BaseException:  # noqa: BLE001 - a __str__ that raises
-        text = ""
-    name = type(err).__name__
-    text = text if isinstance(text, str) else ""
-    return f"{name}: {text[:300]}" if text else name
-
-
-def _bad_state_leaf(state: Any, engine: Engine) -> str:
-    """The path and type of the first state leaf that is not a number or an array, or ""."""
-    import warnings
-
-    try:
-        with warnings.catch_warnings():  # JAX warns that it takes a generator as one leaf: it is said below
-            warnings.simplefilter("ignore")
-            flat, _ = engine.tree_flatten_with_path(state)
-    except BaseException as err:  # noqa: BLE001 - a state JAX cannot even flatten
-        return f"something JAX cannot flatten ({_err_text(err)})"
-    for path, leaf in flat:
-        if isinstance(leaf, (bool, int, float, complex)) or (hasattr(leaf, "dtype") and hasattr(leaf, "shape")):
-            continue
-        return f"{type(leaf).__name__} at state{engine.keystr(path)}"
-    return ""
 
 
 @dataclass(frozen=True)
@@ -126,142 +99,6 @@ class RunResult(NamedTuple):
     timed_out: bool = False  # the run stopped at its deadline, before n steps
 
 
-# ---------------------------------------------------------------------------------------- optimizer
-def _is_transformation(opt: Any) -> bool:
-    return callable(getattr(opt, "init", None)) and callable(getattr(opt, "update", None))
-
-
-def _inject_states(state: Any, path: tuple = ()) -> list[tuple]:
-    """Paths (tuples of child positions) of inject_hyperparams states that hold a numeric
-    `learning_rate` (not a schedule: a schedule overwrites it on every update)."""
-    found = []
-    if _is_inject_state(state):
-        hp = state.hyperparams
-        schedules = getattr(state, "hyperparams_states", {}) or {}
-        if isinstance(hp, dict) and "learning_rate" in hp and "learning_rate" not in schedules:
-            found.append(path)
-    if isinstance(state, tuple):  # namedtuples (optimizer states) and chain tuples
-        for i, child in enumerate(state):
-            found += _inject_states(child, path + (i,))
-    elif isinstance(state, (list, dict)):
-        items = state.items() if isinstance(state, dict) else enumerate(state)
-        for key, child in items:
-            found += _inject_states(child, path + (key,))
-    return found
-
-
-def _is_inject_state(state: Any) -> bool:
-    return (
-        isinstance(state, tuple)
-        and hasattr(state, "_fields")
-        and "hyperparams" in state._fields
-        and "inner_state" in state._fields
-    )
-
-
-def _get(state: Any, path: tuple) -> Any:
-    for key in path:
-        state = state[key]
-    return state
-
-
-def _replace_at(state: Any, path: tuple, fn: Callable[[Any], Any]) -> Any:
-    """`state` with the node at `path` replaced by fn(node); containers rebuilt, never mutated."""
-    if not path:
-        return fn(state)
-    key, rest = path[0], path[1:]
-    if isinstance(state, dict):
-        new = dict(state)
-        new[key] = _replace_at(state[key], rest, fn)
-        return type(state)(new) if type(state) is not dict else new
-    items = list(state)
-    items[key] = _replace_at(items[key], rest, fn)
-    if hasattr(state, "_fields"):
-        return type(state)(*items)
-    return type(state)(items)
-
-
-# A JAX kernel never runs the Lite engine's optimizers (they step plain numpy trees, not traced
-# arrays): the fallback `from pytree_lab.compat import optax` is for the browser kernel only.
-_LITE_OPTIMIZER_UNDER_JAX = (
-    "This is the Lite engine's optimizer (pytree_lab.compat.optax, for the browser kernel), and this "
-    "kernel runs JAX: use optax itself. Install it with `pip install optax` (or "
-    "`pip install \"pytree-lab[jax]\"`, which brings JAX and optax), restart the kernel, then "
-    "`import optax`."
-)
-
-
-def _is_lite_transformation(opt: Any) -> bool:
-    return bool(getattr(opt, "__pytree_lab_lite__", False))
-
-
-class _Optimizer:
-    """What the step needs to know about the optimizer it was given."""
-
-    def __init__(self, optimizer: Any, engine: Engine):
-        self.given = optimizer
-        self.kind = "plain"
-        self.factory: Callable | None = None
-        self.transformation: Any = None
-        if optimizer is None:
-            pass
-        elif _is_transformation(optimizer):
-            self.kind = "transformation"
-            self.transformation = optimizer
-        elif callable(optimizer):
-            self.kind = "factory"
-            self.factory = optimizer
-        else:
-            raise OptimizerError(
-                f"optimizer must be None, an optax GradientTransformation (e.g. optax.adam(0.01)) or a "
-                f"function of the learning rate (e.g. lambda lr: optax.adam(lr)); got {type(optimizer).__name__}."
-            )
-        self.lite = engine.is_lite
-        if optimizer is not None:
-            probe = self.transformation if self.kind == "transformation" else None
-            if self.lite and probe is not None and not _is_lite_transformation(probe):
-                raise OptimizerError(
-                    "This optimizer needs JAX (optax runs on jaxlib, which cannot be installed in this "
-                    "kernel). The Lite engine has sgd, momentum and adam with optax's update rules: "
-                    "`from pytree_lab.compat import optax`, then optimizer=optax.adam(0.1)."
-                )
-            if not self.lite and probe is not None and _is_lite_transformation(probe):
-                raise OptimizerError(_LITE_OPTIMIZER_UNDER_JAX)
-        self.inject_paths: list[tuple] = []
-        self.inspected = False
-        self.name = optimizer_name(optimizer) if optimizer is not None else "none"
-
-    def inspect(self, state: Any) -> None:
-        """Find where an inject_hyperparams state keeps a learning rate (known once a state exists)."""
-        self.inject_paths = _inject_states(state)
-        self.inspected = True
-
-    def make(self, lr: Any) -> Any:
-        if self.kind == "factory":
-            opt = self.factory(lr)
-            if not _is_transformation(opt):
-                raise OptimizerError(
-                    "optimizer=… was called with the learning rate and should return an optax "
-                    f"GradientTransformation; it returned {type(opt).__name__}."
-                )
-            if self.lite and not _is_lite_transformation(opt):
-                raise OptimizerError(
-                    "This optimizer needs JAX (optax runs on jaxlib, which cannot be installed in this "
-                    "kernel). The Lite engine has sgd, momentum and adam with optax's update rules: "
-                    "`from pytree_lab.compat import optax`."
-                )
-            if not self.lite and _is_lite_transformation(opt):
-                raise OptimizerError(_LITE_OPTIMIZER_UNDER_JAX)
-            return opt
-        return self.transformation
-
-    @property
-    def lr_adjustable(self) -> bool:
-        if self.kind in ("plain", "factory"):
-            return True
-        return len(self.inject_paths) == 1  # after `inspect` (TrainingStep.init)
-
-
 # ---------------------------------------------------------------------------------------- the step
 class TrainingStep:
     """One (loss, optimizer) pair, compiled once: single steps for display, and n-step loops.
@@ -286,16 +123,20 @@ class TrainingStep:
         self.optimizer = optimizer
         self.static = dict(static or {})
         self._opt = _Optimizer(optimizer, eng)
-        self.traces = {"step": 0, "run": 0}
+        self.trace_counts = {"step": 0, "run": 0}  # traces of each compiled function
         self._extras_fn = extras_fn
-        self._step_fn = eng.jit(self._traced_step)
+        # Two compiled functions for one step, not one: XLA compiles value_and_grad and the
+        # update + new loss apart in seconds, where one function holding both took minutes for a
+        # few hundred leaves (measured: 200 leaves, 2 s split against 160 s fused).
+        self._forward_backward = eng.jit(self._traced_value_and_grad)
+        self._after_fn = eng.jit(self._traced_after)
         self._run_fn = None if eng.is_lite else eng.jit(self._traced_run)
-        # A big tree (LEAN_LEAVES leaves or more): `step` compiles value_and_grad and the
-        # optimizer's update as two functions, and takes the new loss from the first one at the
-        # updated params (one program holding the loss twice, its gradient and the update takes
-        # XLA minutes to compile for thousands of leaves). None: decided at the first step.
+        # A big tree (LEAN_LEAVES leaves or more): value_and_grad is staged (compiled, or run
+        # operation by operation when too big to compile, see step.Staged) and the new loss is
+        # its first output at the updated params; the plain update is done in numpy
+        # (`sgd_update`), an optimizer's update is staged too. None: decided at the first step.
         self.lean = lean
-        self._lean_fns: dict = {}
+        self._lean_fns: dict = {"vg": Staged(self._forward_backward, eng)}
 
     # ---- what the optimizer allows
     @property
@@ -435,12 +276,20 @@ class TrainingStep:
 
         return optax.apply_updates(params, updates)
 
-    def _traced_step(self, params, state, inputs, lr):
-        self.traces["step"] += 1  # runs while tracing only
-        value, grads = self.engine.value_and_grad(lambda p: self._loss(p, inputs))(params)
+    def _traced_value_and_grad(self, params, inputs):
+        self.trace_counts["step"] += 1  # runs while tracing only
+        return self.engine.value_and_grad(lambda p: self._loss(p, inputs))(params)
+
+    def _traced_after(self, params, state, grads, inputs, lr):
+        """The update, the loss at the updated params and the extras, for grads at params."""
         updates, updated, new_state = self._update(params, state, grads, lr)
         loss_after = self._loss(updated, inputs)
         extras = self._extras_fn(params, updated, {**inputs, **self.static}) if self._extras_fn is not None else {}
+        return updates, updated, new_state, loss_after, extras
+
+    def _compiled_step(self, params, state, inputs, lr):
+        value, grads = self._forward_backward(params, inputs)
+        updates, updated, new_state, loss_after, extras = self._after_fn(params, state, grads, inputs, lr)
         return value, grads, updates, updated, new_state, loss_after, extras
 
     def _loss(self, params, inputs):
@@ -461,14 +310,18 @@ class TrainingStep:
         return value, updated, new_state
 
     def _lean_update(self, params, state, inputs, lr):
-        """The loss, grads, updates, updated params and state from the two staged programs."""
+        """The loss, grads, updates, updated params and state from the staged programs; the plain
+        update in numpy (`sgd_update`: jax.tree.map's numbers, milliseconds for 10k leaves where
+        20k eager JAX operations take seconds; its `updates` are not kept)."""
         fns = self._lean_functions()
         value, grads = fns["vg"](params, inputs)
+        if self._opt.kind == "plain":
+            return value, grads, None, sgd_update(params, grads, float(lr), self.engine), state
         updates, updated, new_state = fns["update"](params, state, grads, lr)
         return value, grads, updates, updated, new_state
 
     def _traced_run(self, params, state, inputs, lr, k):
-        self.traces["run"] += 1
+        self.trace_counts["run"] += 1
         import jax
         import jax.numpy as jnp
 
@@ -517,7 +370,7 @@ class TrainingStep:
         return np.asarray(learning_rate, dtype=dtype)
 
     def _lean_step(self, params, state, inputs, lr):
-        """`_traced_step`'s results from two smaller staged functions (see `lean`)."""
+        """`_compiled_step`'s results from the staged programs (see `lean`)."""
         value, grads, updates, updated, new_state = self._lean_update(params, state, inputs, lr)
         fns = self._lean_fns
         loss_after = fns["vg"].first(updated, inputs)
@@ -525,26 +378,35 @@ class TrainingStep:
         return value, grads, updates, updated, new_state, loss_after, extras
 
     def _lean_functions(self) -> dict:
-        """value_and_grad and the optimizer's update as two staged programs (see `lean`)."""
-        from .step import Staged
-
+        """The optimizer's update and the extras as staged programs beside value_and_grad."""
         eng, fns = self.engine, self._lean_fns
         # each traced once, then compiled, or run operation by operation when too big to compile
-        if "vg" not in fns:
-            def forward_backward(p, i):
-                self.traces["step"] += 1  # runs while tracing only
-                return eng.value_and_grad(lambda q: self._loss(q, i))(p)
-
-            fns["vg"] = Staged(eng.jit(forward_backward), eng)
-        if "update" not in fns:
+        if "update" not in fns and self._opt.kind != "plain":
             def update(p, s, g, rate):
-                self.traces["update"] = self.traces.get("update", 0) + 1
+                self.trace_counts["update"] = self.trace_counts.get("update", 0) + 1
                 return self._update(p, s, g, rate)
 
             fns["update"] = Staged(eng.jit(update), eng)
-            if self._extras_fn is not None:
-                fns["extras"] = eng.jit(lambda p, u, i: self._extras_fn(p, u, {**i, **self.static}))
+        if "extras" not in fns and self._extras_fn is not None:
+            fns["extras"] = eng.jit(lambda p, u, i: self._extras_fn(p, u, {**i, **self.static}))
         return fns
+
+    @property
+    def traces(self) -> dict:
+        """How often each compiled function was traced: "step" (the loss's value_and_grad),
+        "run" (the n-step loop), "update" (a big tree's staged optimizer update)."""
+        return self.trace_counts
+
+    @property
+    def staged(self) -> Staged:
+        """The lean step's staged value_and_grad (`step.Staged`: what it traced, whether it runs
+        operation by operation, a background compile's state)."""
+        return self._lean_fns["vg"]
+
+    @property
+    def interpreted(self) -> bool:
+        """True when the lean step runs its program operation by operation (see step.py)."""
+        return bool(self.lean) and self.staged.interpreted
 
     def share_value_and_grad(self, staged: Any) -> None:
         """Use `staged` (a `step.Staged` of this loss's value_and_grad at (params, inputs), e.g.
@@ -553,17 +415,13 @@ class TrainingStep:
 
     def step(self, params: Any, opt_state: Any, inputs: dict, learning_rate: Any = None) -> TrainingResult:
         """One step from `params` with every intermediate value."""
-        from .step import is_big_tree
-
         lr = self._lr_value(learning_rate, params, opt_state)
         if self.lean is None:
             self.lean = is_big_tree(params, self.engine)
-        step_fn = self._lean_step if self.lean else self._step_fn
-        traces = dict(self.traces)
+        step_fn = self._lean_step if self.lean else self._compiled_step
+        traces = dict(self.trace_counts)
         value, grads, updates, updated, new_state, loss_after, extras = step_fn(params, opt_state, inputs, lr)
-        if self.traces != traces:  # XLA compiled: what its compiler freed goes back to the system
-            from .step import return_freed_memory
-
+        if self.trace_counts != traces:  # XLA compiled: what its compiler freed goes back to the system
             return_freed_memory()
         if self.lr_source == "state":
             shown_lr = self.learning_rate_of(new_state)
@@ -596,7 +454,6 @@ class TrainingStep:
         n = int(n)
         if n < 0:
             raise ValueError(f"n must be 0 or more, got {n}")
-        from .step import is_big_tree
 
         lr = self._lr_value(learning_rate, params, opt_state)
         if self.lean is None:
@@ -653,175 +510,26 @@ class TrainingStep:
         return len(losses), p, s, losses
 
 
-# ---------------------------------------------------------------------------------------- state view
-@dataclass(frozen=True)
-class StateView:
-    """An optimizer state split as the lesson describes it.
 
-    `moments`: name -> a tree with the params' structure and shapes ("adam mu", "adam nu",
-    "momentum trace", ...), to be aligned row by row with params. `rest`: name -> everything else
-    (step counts, hyperparameters, empty states), shown apart as optimizer state. `where`: name ->
-    the path of that part inside the state (keystr form, e.g. "[0].mu").
+
+class CompiledStep(TrainingStep):
+    """The lesson's plain step ``p − η·g`` for one loss, compiled once: `TrainingStep` without an
+    optimizer, called as ``step(params, inputs, learning_rate)`` (a `StepResult`).
+
+    Every call with new values of the same shapes and dtypes reuses the compiled code (`pin_dtypes`
+    keeps the dtypes); `traces` counts how often the loss was traced.
     """
 
-    moments: dict
-    rest: dict
-    where: dict
+    def __init__(self, loss_fn: Callable, *, extras_fn: Callable | None = None, engine: Engine | None = None,
+                 static: dict | None = None, lean: bool | None = None):
+        super().__init__(loss_fn, None, extras_fn=extras_fn, engine=engine, static=static, lean=lean)
 
+    @property
+    def traces(self) -> int:  # type: ignore[override]
+        """How often the loss was traced (1 for every call with the same shapes and dtypes)."""
+        return self.trace_counts["step"]
 
-# Readable names for the state types optax uses (others: the type name without ScaleBy/State).
-_TYPE_LABELS = {
-    "TraceState": "momentum",
-    "ScaleByAdamState": "adam",
-    "MultiStepsState": "multisteps",
-    "InjectHyperparamsState": "inject_hyperparams",
-    "InjectStatefulHyperparamsState": "inject_hyperparams",
-    "EmptyState": "empty",
-}
-# Wrappers whose inner state is a whole optimizer's state: its parts keep their own names.
-_INNER_FIELDS = {"inner_state", "inner_opt_state", "inner_states"}
-
-
-def _type_label(node: Any) -> str:
-    name = type(node).__name__
-    if name in _TYPE_LABELS:
-        return _TYPE_LABELS[name]
-    label = name
-    if label.startswith("ScaleBy"):
-        label = label[len("ScaleBy"):]
-    if label.endswith("State") and len(label) > len("State"):
-        label = label[: -len("State")]
-    return label.lower()
-
-
-def decompose_state(state: Any, params: Any, engine: Engine | None = None) -> StateView:
-    """Split `state` into moment trees shaped like `params` and the rest (see `StateView`)."""
-    import numpy as np
-
-    eng = engine or get_engine()
-    params_def = eng.tree_structure(params)
-    params_leaves = eng.tree_leaves(params)
-    shapes = [np.shape(x) for x in params_leaves]
-
-    def like_params(node: Any) -> bool:
-        if not params_leaves:
-            return False
-        try:
-            if eng.tree_structure(node) != params_def:
-                return False
-            leaves = eng.tree_leaves(node)
-        except Exception:
-            return False
-        for leaf, shape in zip(leaves, shapes):
-            if not hasattr(leaf, "dtype") or np.shape(leaf) != shape:
-                return False
-            if not np.issubdtype(np.asarray(leaf).dtype, np.inexact):
-                return False
-        return True
-
-    found: list[tuple[str, str, Any, bool]] = []  # (name, where, value, is_moment)
-
-    def visit(node: Any, words: list[str], where: str) -> None:
-        if like_params(node):
-            found.append((" ".join(words) or "state", where, node, True))
-            return
-        if isinstance(node, tuple) and hasattr(node, "_fields"):
-            label = _type_label(node)
-            if not node._fields:  # an empty state: shown apart, as what it is
-                found.append((" ".join(words + [label]), where, node, False))
-                return
-            for field_name, child in zip(node._fields, node):
-                if field_name in _INNER_FIELDS:
-                    visit(child, words, f"{where}.{field_name}")
-                elif label == "inject_hyperparams" and field_name == "hyperparams" and isinstance(child, dict):
-                    for key, value in child.items():
-                        found.append((" ".join(words + [str(key)]), f"{where}.{field_name}[{key!r}]", value, False))
-                else:
-                    visit(child, words + [label, field_name] if label else words + [field_name],
-                          f"{where}.{field_name}")
-            return
-        if isinstance(node, (tuple, list)):
-            if len(node) == 0:
-                if words:  # an empty slot of a named state (e.g. skip_state=()): shown apart
-                    found.append((" ".join(words), where, node, False))
-                return
-            for i, child in enumerate(node):
-                visit(child, words, f"{where}[{i}]")
-            return
-        if isinstance(node, dict):
-            for key, child in node.items():
-                visit(child, words + [str(key)], f"{where}[{key!r}]")
-            return
-        found.append((" ".join(words) or "state", where, node, False))
-
-    visit(state, [], "")
-    # the same name twice (two Adams in a chain, several empty states): say where each one is
-    counts: dict[str, int] = {}
-    for name, _, _, _ in found:
-        counts[name] = counts.get(name, 0) + 1
-    moments: dict = {}
-    rest: dict = {}
-    where: dict = {}
-    for name, path, value, is_moment in found:
-        if counts[name] > 1:
-            name = f"{name} (state{path})"
-        (moments if is_moment else rest)[name] = value
-        where[name] = path
-    return StateView(moments, rest, where)
-
-
-# ---------------------------------------------------------------------------------------- Adam's numbers
-def _closure(fn: Any) -> dict:
-    cells = getattr(fn, "__closure__", None) or ()
-    out = {}
-    for name, cell in zip(fn.__code__.co_freevars, cells):
-        try:
-            out[name] = cell.cell_contents
-        except ValueError:  # an empty cell
-            pass
-    return out
-
-
-def adam_hyperparameters(optimizer: Any) -> dict | None:
-    """b1, b2, eps, eps_root and the learning rate of the one Adam inside an optax (or Lite)
-    optimizer, read from the functions it was built from; None unless exactly one plain Adam
-    (not Nesterov) with numeric constants is found. The worked calculation uses them to show
-    m̂ and v̂; it also shows the optimizer's own update beside, so a reading that does not fit
-    (weight decay, clipping after Adam) is visible rather than hidden."""
-    adams: list[dict] = []
-    scales: list[Any] = []
-    seen: set[int] = set()
-
-    def walk(obj: Any, depth: int) -> None:
-        if depth > 10 or id(obj) in seen:
-            return
-        seen.add(id(obj))
-        fn = getattr(obj, "__func__", obj)  # bound methods (MultiSteps.update)
-        if callable(fn) and hasattr(fn, "__code__"):
-            name = fn.__qualname__
-            cells = _closure(fn)
-            if name.startswith("scale_by_adam.<locals>.update"):
-                adams.append(cells)
-            elif name.startswith("scale.<locals>.update") and "step_size" in cells:
-                scales.append(cells["step_size"])
-            for value in cells.values():
-                walk(value, depth + 1)
-            owner = getattr(obj, "__self__", None)
-            if owner is not None:
-                walk(owner, depth + 1)
-        elif isinstance(obj, (tuple, list)):
-            for item in obj:
-                walk(item, depth + 1)
-        elif hasattr(obj, "__dict__") and type(obj).__module__.split(".")[0] in ("optax", "pytree_lab"):
-            for value in vars(obj).values():
-                walk(value, depth + 1)
-
-    walk(getattr(optimizer, "update", None), 0)
-    if len(adams) != 1 or adams[0].get("nesterov", False):
-        return None
-    found = {k: adams[0].get(k) for k in ("b1", "b2", "eps", "eps_root")}
-    if len(scales) == 1:
-        found["learning_rate"] = -scales[0] if isinstance(scales[0], (int, float)) else None
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in found.values() if v is not None):
-        return None
-    return {k: float(v) for k, v in found.items() if v is not None}
+    def __call__(self, params: Any, inputs: dict, learning_rate: float) -> StepResult:  # type: ignore[override]
+        lr = float(learning_rate)
+        r = self.step(params, None, inputs, lr)
+        return StepResult(params, r.loss, r.grads, r.updated, r.loss_after, lr, r.extras)

@@ -20,9 +20,26 @@ from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from ._format import fmt_number, visible
-from .engine import active_tree_util, x64_enabled
+from ._jax_in_use import active_tree_util, x64_enabled
 from .summaries import SMALL_LEAF
+from .tree_model import (  # noqa: F401 - the model's types, importable from here as before
+    _MAX_INDENT,
+    _FLOAT_DTYPES,
+    Leaf,
+    _NewLeaf,
+    _type_label,
+    Node,
+    TreeSummary,
+    gc_paused,
+    TreeError,
+    MAX_DEPTH,
+    _error_text,
+    _unreadable_message,
+    _Unreadable,
+    _fatal,
+)
 from .summaries import Later, _summarise_one, summarise_arrays
+from .tree_paths import ElementLabels, _split_path, element_labels, path_label  # noqa: F401 - importable here
 from .summaries import summarise_array as _array_summary  # noqa: F401 (kept importable here)
 
 __all__ = [
@@ -49,7 +66,7 @@ _MOVED = {
     "Diagnosis": "diagnose",
     "diagnose": "diagnose",
     "diagnose_summaries": "diagnose",
-    "align": "diagram",
+    "align": "diagram_rows",
 }
 
 
@@ -61,272 +78,6 @@ def __getattr__(name: str) -> Any:
     import importlib
 
     return getattr(importlib.import_module(f".{module}", __package__), name)
-
-# Text diagrams indent at most this many characters (a 1,000-level tree stays readable).
-_MAX_INDENT = 4 * 24
-_FLOAT_DTYPES = {"float16", "bfloat16", "float32", "float64"}
-
-
-# --------------------------------------------------------------------------- model
-
-
-# slots: a 10k-leaf model makes tens of thousands of these; without a __dict__ each is
-# smaller, faster to make and half the work for the cyclic GC.
-@dataclass(frozen=True, slots=True)
-class Leaf:
-    """One leaf of a tree: where it is and what it holds."""
-
-    path: str
-    shape: tuple
-    dtype: str
-    size: int
-    differentiable: bool
-    summary: str = ""
-    index: int = 0  # position in JAX flatten order
-    # Up to SMALL_LEAF values as floats (None for non-numeric leaves and for big leaves).
-    values: tuple | None = None
-    # A small matrix (2+ dimensions, up to SMALL_LEAF values) shown whole: its formatted values,
-    # a row's separated by spaces, rows (the last axis across) by newlines. None otherwise.
-    grid: str | None = None
-
-    @property
-    def type_label(self) -> str:
-        """`float32[2]`, `float32[]`, `str` — the lesson's notation."""
-        return _type_label(self.dtype, self.shape)
-
-
-class _NewLeaf:
-    """Makes a `Leaf` four times faster than its frozen constructor (which sets each field
-    through object.__setattr__): the same slots, set plainly, then the object becomes a Leaf,
-    frozen from then on. Used where a big model makes tens of thousands of them."""
-
-    __slots__ = Leaf.__slots__
-
-    def __init__(self, path, shape, dtype, size, differentiable, summary="", index=0, values=None, grid=None):
-        self.path, self.shape, self.dtype, self.size, self.differentiable = path, shape, dtype, size, differentiable
-        self.summary, self.index, self.values, self.grid = summary, index, values, grid
-        self.__class__ = Leaf
-
-
-try:  # a Python whose dataclass slots differ from these: the frozen constructor, as it is
-    _NewLeaf("", (), "", 0, False)
-except TypeError:
-    _NewLeaf = Leaf  # type: ignore[misc, assignment]
-
-
-@functools.lru_cache(maxsize=4096)
-def _type_label(dtype: str, shape: tuple) -> str:
-    # cached: a big model repeats a handful of (dtype, shape) pairs thousands of times
-    if dtype in ("str", "object"):
-        return dtype
-    return f"{dtype}[{','.join(map(str, shape))}]"
-
-
-@dataclass(slots=True)
-class Node:
-    """A container or a leaf, with its children in the order the user wrote them."""
-
-    path: str
-    label: str  # the last key: `weight`, `[0]`, `scale`
-    kind: str  # dict | list | tuple | namedtuple | none | custom | leaf
-    type_name: str
-    depth: int
-    children: list["Node"] = field(default_factory=list)
-    leaf: Leaf | None = None
-
-    def walk(self) -> Iterator["Node"]:
-        stack = [self]
-        while stack:
-            node = stack.pop()
-            yield node
-            stack.extend(reversed(node.children))
-
-
-@dataclass
-class TreeSummary:
-    """What `describe` finds: the node tree plus its leaves in JAX flatten order."""
-
-    name: str
-    root: Node
-    leaves: list[Leaf]
-    # "params" (trainable: non-float leaves are flagged) or "state" (optimizer state, metadata:
-    # integer step counts are expected there and not flagged)
-    role: str = "params"
-    # describe(values="later"): flatten index -> (node, Later) of each leaf whose values were
-    # copied but not yet formatted (its Leaf has summary "" until `show_values` formats it)
-    later: dict = field(default_factory=dict, repr=False, compare=False)
-    # every node describe made, root first, in its walk's (JAX) order; empty for a summary made
-    # another way (walk `root` then)
-    nodes: list = field(default_factory=list, repr=False, compare=False)
-
-    def show_values(self, indices: Any = None) -> None:
-        """Format the values `describe(values="later")` copied, of these leaves (flatten
-        indices) or of all: their Leaf, here and on their node, gets its summary, values and grid."""
-        later = self.later
-        if not later:
-            return
-        picked = list(later) if indices is None else [i for i in indices if i in later]
-        groups: dict[int, tuple[Any, list]] = {}
-        for i in picked:
-            node, spot = later.pop(i)
-            groups.setdefault(id(spot.group), (spot.group, []))[1].append((i, node, spot.row))
-        for group, members in groups.values():
-            for (i, node, _), (summary, vals, grid) in zip(members, group.found([row for *_, row in members])):
-                old = self.leaves[i]
-                node.leaf = self.leaves[i] = _NewLeaf(old.path, old.shape, old.dtype, old.size, old.differentiable,
-                                                      summary, i, vals, grid)
-
-    @property
-    def num_leaves(self) -> int:
-        return len(self.leaves)
-
-    @property
-    def num_values(self) -> int:
-        """Numerical parameter values: the elements of the differentiable leaves."""
-        return sum(leaf.size for leaf in self.leaves if leaf.differentiable)
-
-    @property
-    def non_differentiable(self) -> list[Leaf]:
-        return [leaf for leaf in self.leaves if not leaf.differentiable]
-
-    def counts_line(self, noun: str = "numerical parameter") -> str:
-        """`2 leaves, 3 numerical parameter values`; `noun` names what a column's values are
-        (a gradient or an optimizer's moment tree has the params' leaves but no parameters)."""
-        n, v = self.num_leaves, self.num_values
-        if self.role != "params":
-            total = sum(leaf.size for leaf in self.leaves if leaf.dtype not in ("str", "object"))
-            return f"{n} {'leaf' if n == 1 else 'leaves'}, {total} value{'' if total == 1 else 's'}"
-        line = f"{n} {'leaf' if n == 1 else 'leaves'}, {v} {noun} value{'' if v == 1 else 's'}"
-        bad = self.non_differentiable
-        if bad:
-            names = ", ".join(f"{leaf.path} ({leaf.type_label})" for leaf in bad[:3])
-            more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
-            line += f"; not differentiable: {names}{more}"
-        return line
-
-    def text(self, max_lines: int = 200) -> str:
-        """The lesson's text diagram (`params`, `├── weight: float32[2]`, ..., the counts line).
-
-        At most `max_lines` tree lines; iterative, so a 1,000-level tree does not hit the
-        recursion limit.
-        """
-        lines = [self.name]
-        if self.root.leaf is not None:
-            lines[0] = f"{self.name}: {self.root.leaf.type_label}"
-        else:
-            # (children, next child index, prefix) frames: depth-first in display order
-            stack = [(self.root.children, 0, "")]
-            while stack and len(lines) <= max_lines:
-                children, i, prefix = stack.pop()
-                if i >= len(children):
-                    continue
-                stack.append((children, i + 1, prefix))
-                child = children[i]
-                last = i == len(children) - 1
-                branch = "└── " if last else "├── "
-                shown = prefix
-                if len(prefix) > _MAX_INDENT:  # very deep trees: keep lines readable
-                    shown = f"[{(len(prefix) - _MAX_INDENT) // 4} levels] " + prefix[-_MAX_INDENT:]
-                if child.leaf is not None:
-                    extra = "" if child.leaf.differentiable or self.role != "params" else " (not differentiable)"
-                    lines.append(f"{shown}{branch}{child.label}: {child.leaf.type_label}{extra}")
-                else:
-                    empty = " (empty)" if not child.children else ""
-                    lines.append(f"{shown}{branch}{child.label}{empty}")
-                    stack.append((child.children, 0, prefix + ("    " if last else "│   ")))
-        if len(lines) > max_lines:
-            n = self.num_leaves
-            lines = lines[:max_lines] + [f"… ({n} {'leaf' if n == 1 else 'leaves'} in all)"]
-        lines.append(self.counts_line())
-        return "\n".join(lines)
-
-    def __str__(self) -> str:
-        return self.text()
-
-    def in_order_of(self, order: "TreeSummary") -> "TreeSummary":
-        """The same summary with children shown in `order`'s display order where paths match
-        (e.g. a tree JAX returned with sorted dict keys, shown as the user wrote the params)."""
-        self.show_values()  # the copy's nodes are new: values left for later are made now
-        rank: dict[str, int] = {}
-        for node in order.root.walk():
-            for i, child in enumerate(node.children):
-                rank[child.path] = i
-        big = len(rank) + 1
-
-        def copy(node: Node) -> Node:
-            return Node(node.path, node.label, node.kind, node.type_name, node.depth, list(node.children), node.leaf)
-
-        root = copy(self.root)
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            kids = [copy(c) for c in node.children]
-            kids.sort(key=lambda c: rank.get(c.path, big))  # stable: unknown paths keep their place at the end
-            node.children = kids
-            stack.extend(kids)
-        return TreeSummary(self.name, root, self.leaves)
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """Pause Python's cyclic GC while a tree model is built.
-
-    Everything built here is acyclic (freed by reference counting), yet its many small objects
-    trigger full collections, which in a kernel holding jax walk every object it has: for 10,000
-    leaves that costs as much as the build itself.
-    """
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-class TreeError(ValueError):
-    """A tree that cannot be described: it contains itself, or its own code raised.
-
-    `path` is the keystr of the node at fault (``""`` for the root); the message names it
-    after the tree's name: ``params['self'] refers back to params``.
-    """
-
-    def __init__(self, message: str, path: str = ""):
-        super().__init__(message)
-        self.path = path
-
-
-# A custom node that makes new children forever has no cycle to find: stop at this depth.
-MAX_DEPTH = 10_000
-
-
-def _error_text(err: BaseException, limit: int = 200) -> str:
-    """`Type: message`, short; an exception whose str() raises still gets its type named."""
-    try:
-        text = str(err).strip().splitlines()[0] if str(err).strip() else ""
-    except BaseException as inner:  # noqa: BLE001 - a user exception's __str__ can raise anything
-        if _fatal(inner):
-            raise
-        text = "(its message could not be read)"
-    text = f"{type(err).__name__}: {text}" if text else type(err).__name__
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _unreadable_message(where: str, obj: Any, problem: "_Unreadable") -> str:
-    kind = type(obj).__name__
-    err = _error_text(problem.error)
-    if problem.stage == "flatten":
-        return f"{where}: flattening this {kind} raised {err}; its registered flatten function failed."
-    if problem.stage == "attributes":
-        return f"{where}: this {kind} raised {err} when its attributes were read (a __getattr__ that raises)."
-    if problem.stage == "leaf":
-        return f"{where}: this {kind} leaf raised {err} when its shape and dtype were read."
-    if problem.stage == "sort":
-        return (f"{where}: this {kind}'s keys cannot be sorted ({err}). JAX sorts a dict's keys to flatten "
-                "it, so it refuses this one: use keys of one type (all strings, say).")
-    return f"{where}: a key of this {kind} raised {err} when it was written as a path (its repr or ordering)."
-
 
 # --------------------------------------------------------------------------- children
 
@@ -374,21 +125,6 @@ def _sorted_keys(d: dict) -> list:
 
 _INDEX = [f"[{i}]" for i in range(64)]
 _ATOMS = {float, int, bool, complex, str, bytes}
-
-
-class _Unreadable(Exception):
-    """User code inside a node (its flatten, a key's repr, an attribute) raised: `stage` says
-    what was being done, `error` is what it raised."""
-
-    def __init__(self, stage: str, error: BaseException):
-        super().__init__(stage)
-        self.stage, self.error = stage, error
-
-
-def _fatal(err: BaseException) -> bool:
-    """Errors that must not be caught: the person interrupted the kernel. Everything else a
-    tree's own code raises (SystemExit and other BaseExceptions included) is reported."""
-    return isinstance(err, KeyboardInterrupt)
 
 
 def _has_array_attrs(node: Any) -> bool:
@@ -739,118 +475,6 @@ def _fill_summaries(pending: list[tuple[Node, Any, tuple, str, int]], leaves: li
 
 def _first(item: tuple) -> Any:
     return item[0]
-
-
-def path_label(path: str) -> str:
-    """A short label from a keystr: `['layer']['weight']` -> `layer/weight`, `[0]['w']` -> `[0]/w`."""
-    out = []
-    for piece in _split_path(path):
-        if piece.startswith("['") or piece.startswith('["'):
-            out.append("/" + piece[2:-2])
-        elif piece.startswith("."):
-            out.append("/" + piece[1:])
-        elif piece.startswith("["):
-            out.append(piece)
-        else:
-            out.append("/" + piece)
-    text = "".join(out)
-    return text[1:] if text.startswith("/") else text
-
-
-def _split_path(path: str) -> list[str]:
-    """Split a keystr into its pieces, respecting quotes inside brackets."""
-    pieces, i, n = [], 0, len(path)
-    while i < n:
-        c = path[i]
-        if c == "[":
-            j, quote, depth = i + 1, None, 1
-            while j < n:
-                ch = path[j]
-                if quote:
-                    if ch == "\\":
-                        j += 1
-                    elif ch == quote:
-                        quote = None
-                elif ch in "'\"":
-                    quote = ch
-                elif ch == "[":
-                    depth += 1
-                elif ch == "]":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j += 1
-            pieces.append(path[i : j + 1])
-            i = j + 1
-        elif c == ".":
-            j = i + 1
-            while j < n and path[j] not in ".[":
-                j += 1
-            pieces.append(path[i:j])
-            i = j
-        else:
-            pieces.append(path[i:])
-            break
-    return pieces
-
-
-class ElementLabels(Sequence):
-    """The labels of a leaf's elements, made on demand: `weight[0]`, `w[0,1]`, `bias`.
-
-    A 10^7-element leaf has 10^7 labels, and a view shows a couple of dozen: iterating,
-    indexing or slicing makes only the labels asked for. Equal to the list of all labels.
-    """
-
-    __slots__ = ("base", "shape", "size")
-
-    def __init__(self, base: str, shape: tuple, size: int):
-        self.base, self.shape, self.size = base, shape, size
-
-    def __len__(self) -> int:
-        return self.size if self.shape else 1
-
-    def _label(self, flat: int) -> str:
-        if not self.shape:
-            return self.base
-        idx, rem = [], flat
-        for d in reversed(self.shape):
-            idx.append(rem % d)
-            rem //= d
-        return f"{self.base}[{','.join(str(i) for i in reversed(idx))}]"
-
-    def __getitem__(self, k):
-        n = len(self)
-        if isinstance(k, slice):
-            return [self._label(i) for i in range(*k.indices(n))]
-        k = operator.index(k)
-        if k < 0:
-            k += n
-        if not 0 <= k < n:
-            raise IndexError(f"element {k} of {n}")
-        return self._label(k)
-
-    def __iter__(self) -> Iterator[str]:
-        return map(self._label, range(len(self)))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, (list, tuple, ElementLabels)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        head = ", ".join(repr(x) for x in self[:3])
-        return f"ElementLabels([{head}{', …' if len(self) > 3 else ''}], {len(self)} labels)"
-
-
-def element_labels(leaf: Leaf, limit: int | None = None) -> ElementLabels | list[str]:
-    """One label per element of a leaf: `weight[0]`, `weight[1]`, `bias`, `w[0,1]`.
-
-    Lazy (labels are made as they are read); `limit` gives a list of at most that many.
-    """
-    labels = ElementLabels(path_label(leaf.path), leaf.shape, leaf.size)
-    return labels if limit is None else labels[:limit]
 
 
 def leaf_objects(tree: Any) -> list:

@@ -16,6 +16,7 @@ from typing import Any, Callable
 import anywidget
 import traitlets
 
+from .._keywords import refuse_unknown_widget_keywords
 from .._static import static_asset
 from .._text import TextForm
 from ._grading import CheckResult, Exercise, grade_answer, is_unanswered
@@ -44,6 +45,7 @@ class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
     busy = traitlets.Bool(False).tag(sync=True)
 
     def __init__(self, *, evidence: Evidence | None = None, **kwargs) -> None:
+        refuse_unknown_widget_keywords(self, kwargs)  # a typo is an error, not a dropped argument
         super().__init__(**kwargs)
         self._evidence = evidence
         self.on_msg(self._on_front_end_msg)

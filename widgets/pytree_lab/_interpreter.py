@@ -1,0 +1,155 @@
+"""What code run on the user's behalf must give back: the interpreter's state, and the exception
+a time budget raises.
+
+`InterpreterState.capture()` / `restore()` put back the recursion limit and usable depth, the
+interval timers and their signal handlers, the trace and profile functions and sys.stdout /
+sys.stderr, whatever the code (or a C extension it drives) did. A C extension that gives up at
+the recursion limit without unwinding its count (JAX's tree flatten with a Python callback does,
+on a tree that contains itself or nests ~1,000 levels deep) leaves CPython's recursion counter
+where it stopped; the lost levels are measured and given back.
+
+The library's time budget (`_budget.py`) and the exercises' guard (`exercises/_guard.py`) both
+build on this module; it imports neither.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+import sys
+import threading
+import time
+
+__all__ = ["InterpreterState", "TimeBudgetExceeded"]
+
+
+class TimeBudgetExceeded(BaseException):
+    """Raised inside student code that ran past its time budget (a BaseException, so a plain
+    `except Exception:` in the student's code does not swallow it)."""
+
+
+# --------------------------------------------------------------------------- the interpreter's state
+
+_PROBE_CAP = 3000  # frames the depth probe goes down at most (a raised recursion limit stays cheap)
+_SPARE = 200  # levels lent while the recursion counter is repaired
+_SIGNALS = tuple(getattr(signal, name) for name in ("SIGALRM", "SIGPROF", "SIGVTALRM") if hasattr(signal, name))
+_TIMERS = tuple(getattr(signal, name) for name in ("ITIMER_REAL", "ITIMER_PROF", "ITIMER_VIRTUAL")
+                if hasattr(signal, name))
+
+
+def _leave_recursive_call():
+    """CPython's `Py_LeaveRecursiveCall`, where its counter is the one Python frames use (3.9 to
+    3.11); None elsewhere (PyPy, Pyodide without ctypes' pythonapi, 3.12's separate C counter)."""
+    if sys.implementation.name != "cpython" or not (3, 9) <= sys.version_info[:2] <= (3, 11):
+        return None
+    try:
+        fn = ctypes.pythonapi.Py_LeaveRecursiveCall
+    except (AttributeError, OSError):  # pragma: no cover - a build without it
+        return None
+    fn.restype, fn.argtypes = None, []
+    return fn
+
+
+_LEAVE = _leave_recursive_call()
+
+
+def _headroom(cap: int) -> int:
+    """How many more Python calls fit below the caller's frame (at most `cap`)."""
+    box = [0]
+
+    def down(i):
+        box[0] = i
+        if i < cap:
+            down(i + 1)
+
+    try:
+        down(1)
+    except RecursionError:
+        pass
+    return box[0]
+
+
+def _untraced_headroom(trace, profile) -> int:
+    # a trace or profile function takes frames of its own at each call: probe without them
+    if trace is not None:
+        sys.settrace(None)
+    if profile is not None:
+        sys.setprofile(None)
+    try:
+        return _headroom(_PROBE_CAP)
+    finally:
+        if trace is not None:
+            sys.settrace(trace)
+        if profile is not None:
+            sys.setprofile(profile)
+
+
+class InterpreterState:
+    """What a student's code (or a C extension it drives) can leave broken in the interpreter,
+    taken now; `restore()` puts it all back, whatever happened in between. Call `capture()` and
+    `restore()` from the same function (the usable recursion depth is compared at that level)."""
+
+    @classmethod
+    def capture(cls) -> "InterpreterState":
+        state = cls()
+        state.thread = threading.get_ident()
+        state.main = threading.current_thread() is threading.main_thread()
+        state.limit = sys.getrecursionlimit()
+        state.trace, state.profile = sys.gettrace(), sys.getprofile()
+        state.streams = (sys.stdout, sys.stderr)
+        state.signals = {sig: signal.getsignal(sig) for sig in _SIGNALS} if state.main else {}
+        state.timers = {which: signal.getitimer(which) for which in _TIMERS} if state.main else {}
+        state.start = time.monotonic()
+        state.headroom = _untraced_headroom(state.trace, state.profile)
+        return state
+
+    def restore(self) -> tuple[str, ...]:
+        """Put everything back; returns what had been changed (for the notes), never raises."""
+        changed: list[str] = []
+        for _ in range(20):  # a late alarm (TimeBudgetExceeded) or ^C can land in here: start over
+            try:
+                changed = self._restore()
+                break
+            except BaseException:  # noqa: BLE001 - the cleanup must finish
+                continue
+        return tuple(dict.fromkeys(changed))
+
+    def _restore(self) -> list[str]:
+        changed = []
+        # first, with builtins only: no tracer, and levels lent while the lost ones are found
+        sys.settrace(None)
+        sys.setprofile(None)
+        sys.setrecursionlimit(self.limit + _SPARE)
+        lost = self._repair_depth()
+        sys.setrecursionlimit(self.limit)
+        if lost:
+            changed.append("the recursion depth")
+        if self.main:
+            for which in _TIMERS:
+                signal.setitimer(which, 0)
+            for sig, handler in self.signals.items():
+                if signal.getsignal(sig) is not handler and handler is not None:
+                    signal.signal(sig, handler)
+            elapsed = time.monotonic() - self.start
+            for which, (remaining, interval) in self.timers.items():
+                if remaining > 0:  # someone else's timer: give back what is left of it
+                    signal.setitimer(which, max(remaining - elapsed, 0.001), interval)
+        if (sys.stdout, sys.stderr) != self.streams:  # a redirect whose exit could not run
+            sys.stdout, sys.stderr = self.streams
+        sys.settrace(self.trace)
+        sys.setprofile(self.profile)
+        return changed
+
+    def _repair_depth(self) -> int:
+        """Give back recursion levels a C extension took and never returned (called from
+        `_restore`, one frame below where `capture` measured). Returns how many."""
+        if threading.get_ident() != self.thread:
+            return 0
+        expected = min(self.headroom, _PROBE_CAP) + _SPARE
+        now = _headroom(expected) + 1  # measured one frame deeper than capture's
+        lost = expected - now
+        if lost <= 0 or _LEAVE is None or self.headroom >= _PROBE_CAP and now >= _PROBE_CAP:
+            return 0
+        for _ in range(lost):
+            _LEAVE()
+        return lost

@@ -1,0 +1,73 @@
+"""`StepExplorer`: the lesson's interactive figure, for the lesson's model or an instructor's.
+
+Sliders for the parameters, the learning rate and small inputs. Every move runs one compiled
+`value_and_grad` + update step in the kernel and updates every view from its result: the
+aligned diagram (params | grads | updated), the before/after bars, the worked calculation and
+the loss line. One direction only: sliders -> session -> schedule -> views. No view computes
+numbers.
+
+The parts, each with one job:
+
+    session.py     ExplorerSession: the state and its rules, no ipywidgets (tree copies, slider
+                   values, set_params / set_inputs / set_loss, compile and runner, step(n),
+                   reset, history, notes); compute() gives a result or a failure sentence
+    sliders.py     the slider plan: which elements slide, their labels and ranges
+    messages.py    every "this is what went wrong" sentence; short_error, the one helper that
+                   says an exception in a line
+    prediction.py  ŷ, the residual and dL/dŷ inside the step
+    optimizer.py   the optimizer's diagram columns and panels, and worked-calculation rows
+    schedule.py    Schedule: every view timer and timing constant (when slow views follow a drag)
+    views.py       the View interface (show, select, text) and its registry: the bars, the
+                   loss line, the data list, the diagram, the worked calculation
+    lifetime.py    page-write guards, and closing with the page or when replaced
+    widget.py      StepExplorer: sliders -> session -> schedule -> views
+
+A slider move, from the slider's value to the bars: 8 calls inside pytree-lab (the issue's budget
+is 6; Schedule calling the views directly and the chart view drawing the bars itself would make it 6):
+
+    1. Slider.flush()                        slider.py: the page's newest move -> `value` (observers)
+    2. StepExplorer._on_slider(label, ...)   widget.py: session.move(label, value)
+    3. StepExplorer.recompute()              widget.py: session.compute() runs the compiled step
+    4. Schedule.show(result)                 schedule.py: fast views now, slow ones now or later
+    5. StepExplorer._draw_fast(result)       widget.py: status cleared, `result` set
+    6. ViewSet.show_fast(result)             views.py: every fast view
+    7. ChartView.show(result)                views.py: before/after values of the bars' elements
+    8. BeforeAfterChart.show(before, after)  chart.py: the bars' heights
+
+The person's numbers are never changed: trees are copied on the way in (never aliased), a slider
+holds its value exactly until that slider is moved, the loss gets its own copies, and the
+learning rate keeps each leaf's dtype.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from .messages import error_name, error_text, short_error
+from .session import MAX_STEPS, SLOW_STEP_S, Computed, ExplorerSession
+from .sliders import SMALL_INPUT
+
+# the widget side, imported on first use: the session (and `import pytree_lab.explorer.session`)
+# runs without ipywidgets
+_WIDGET_SIDE = {"StepExplorer": "widget", "View": "views", "VIEWS": "views", "MAX_BARS": "views",
+                "_descendants": "lifetime"}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .views import MAX_BARS as MAX_BARS
+    from .views import VIEWS as VIEWS
+    from .views import View as View
+    from .widget import StepExplorer as StepExplorer
+
+
+def __getattr__(name: str) -> Any:
+    module = _WIDGET_SIDE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name.lstrip("_") if name == "_descendants" else name)
+    globals()[name] = value
+    return value
+
+
+__all__ = ["StepExplorer", "ExplorerSession", "Computed", "View", "VIEWS", "short_error", "error_name",
+           "error_text", "MAX_STEPS", "SLOW_STEP_S", "MAX_BARS", "SMALL_INPUT"]

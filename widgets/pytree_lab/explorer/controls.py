@@ -1,0 +1,33 @@
+"""The explorer's status line and buttons: Step, Step ×10, Reset, and the box that fixes the bars'
+y range."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ipywidgets
+
+__all__ = ["build_controls"]
+
+
+def build_controls(ex: Any, fixed_range: bool) -> None:
+    """Make the controls as the explorer's attributes (`status`, the line for messages;
+    `step_button`, `step10_button`, `reset_button`, `fixed_range_box`, and `controls`, the row
+    holding the buttons), wired to it."""
+    ex.status = ipywidgets.HTML(layout={"width": "100%"})
+    ex.status.add_class("pytree-lab-status")
+    ex.step_button = ipywidgets.Button(description="Step", tooltip="take one step: move to updated")
+    ex.step10_button = ipywidgets.Button(description="Step ×10", tooltip="take ten steps (one compiled loop)")
+    ex.reset_button = ipywidgets.Button(description="Reset", tooltip="back to the starting params, inputs "
+                                        "and learning rate, and a fresh optimizer state")
+    ex.fixed_range_box = ipywidgets.Checkbox(value=bool(fixed_range), description="fix the bars' y range",
+                                             indent=False, layout={"width": "auto"})
+    for button in (ex.step_button, ex.step10_button, ex.reset_button):
+        button.add_class("pytree-lab-step-button")
+    ex.step_button.on_click(lambda _: ex.step(1))
+    ex.step10_button.on_click(lambda _: ex.step(10))
+    ex.reset_button.on_click(lambda _: ex.reset())
+    ex.fixed_range_box.observe(lambda change: setattr(ex.chart_view, "fixed_range", bool(change["new"])), "value")
+    ex.controls = ipywidgets.HBox([ex.step_button, ex.step10_button, ex.reset_button, ex.fixed_range_box],
+                                  layout={"flex_flow": "row wrap", "align_items": "center"})
+    ex.controls.add_class("pytree-lab-controls")

@@ -1,0 +1,114 @@
+"""The explorer's widgets: guarded against page writes, and closed when the explorer is done.
+
+ipywidgets keeps every open widget in a registry until it is closed, so an explorer that is
+replaced without close() (`ex = StepExplorer()` run again) would stay in memory with its ~70
+widgets and compiled steps for the rest of the session. Two things close it:
+- the page closing its comm (the front end disposing of the model);
+- a new explorer being built while this one had views and now has none (the cell that showed
+  it was run again or cleared). One still shown anywhere, or never shown (a script, a test), is
+  left alone; a closed explorer keeps its Python state (params, history).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import weakref
+from typing import Any
+
+import ipywidgets
+
+from .._intent import refuse_page_writes
+
+__all__ = ["Lifetime", "descendants", "guard"]
+
+
+def page_intents_of(widget: ipywidgets.Widget) -> frozenset:
+    """What the page may write on a stock part the explorer builds: a checkbox's tick and a bqplot
+    mark's click selection or hovered point; nothing else (children, text, bar heights, scales,
+    labels, layouts and styles are the kernel's)."""
+    import bqplot
+
+    if isinstance(widget, ipywidgets.Checkbox):
+        return frozenset({"value"})
+    if isinstance(widget, bqplot.Mark):
+        return frozenset({"selected", "hovered_point"})
+    return frozenset()
+
+
+def guard(widget: ipywidgets.Widget) -> ipywidgets.Widget:
+    return refuse_page_writes(widget, page_intents_of(widget))
+
+
+def descendants(root: ipywidgets.Widget) -> list[ipywidgets.Widget]:
+    """Every widget reachable from `root` through its synced traits (children, marks, axes,
+    scales, layouts, styles, tooltips), root first."""
+    seen: dict[int, ipywidgets.Widget] = {}
+    stack: list[Any] = [root]
+    while stack:
+        obj = stack.pop()
+        if isinstance(obj, ipywidgets.Widget):
+            if id(obj) in seen:
+                continue
+            seen[id(obj)] = obj
+            for key in obj.keys:
+                with contextlib.suppress(Exception):
+                    stack.append(getattr(obj, key))
+        elif isinstance(obj, (list, tuple)):
+            stack.extend(obj)
+        elif isinstance(obj, dict):
+            stack.extend(obj.values())
+    return list(seen.values())
+
+
+class Lifetime:
+    """Mixin for the explorer widget: guards what it built, retires a replaced explorer, and
+    closes with its page. The widget calls `_start_lifetime()` once its children are set."""
+
+    # Explorers alive in this kernel (weakly held: this set never keeps one alive).
+    _live: "weakref.WeakSet[Any]" = weakref.WeakSet()
+    _had_views = False
+    _closed = False
+
+    def _start_lifetime(self) -> None:
+        self._closed = False
+        # the page writes intents only: every widget built here refuses page writes of
+        # kernel-owned state (children, text, bar heights, scales, labels); close() closes them all
+        self._built = descendants(self)  # type: ignore[arg-type]
+        for widget in self._built:
+            guard(widget)
+        for other in list(Lifetime._live):
+            if other is self or other.__dict__.get("_closed", True):
+                continue
+            if other._had_views and other._view_count == 0:
+                with contextlib.suppress(Exception):
+                    other.close()
+        Lifetime._live.add(self)
+        self.observe(self._views_changed, "_view_count")  # type: ignore[attr-defined]
+        self._view_count = 0  # the front end now counts this explorer's views
+        comm = getattr(self, "comm", None)
+        if comm is not None and hasattr(comm, "on_close"):
+            me = weakref.ref(self)  # the comm must not keep the explorer alive
+
+            def closed_by_page(msg: Any = None) -> None:
+                ex = me()
+                if ex is not None and not ex._closed:
+                    with contextlib.suppress(Exception):
+                        ex.close()
+
+            comm.on_close(closed_by_page)
+
+    def _views_changed(self, change: dict) -> None:
+        if isinstance(change["new"], int) and change["new"] > 0:
+            self._had_views = True
+
+    def _adopt(self, widget: ipywidgets.Widget) -> None:
+        """A widget made after construction (the loss line's log scale): guarded and closed with the rest."""
+        guard(widget)
+        self._built.append(widget)
+
+    def _close_widgets(self) -> None:
+        built = list(self.__dict__.get("_built", ()))
+        for widget in built + descendants(self):  # type: ignore[arg-type]
+            if widget is not self:
+                with contextlib.suppress(Exception):
+                    widget.close()

@@ -1,0 +1,182 @@
+"""The slider plan: which elements of which trees get a slider, with what label and range.
+
+Pure bookkeeping on tree summaries (no widgets): the session asks for a plan, keeps each
+slider's value by its label, and the widget builds one `Slider` per entry.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from .._ranges import span
+from ..trees import Leaf, TreeSummary, path_label
+
+__all__ = ["Element", "SliderSpec", "plan", "elements", "SMALL_INPUT", "LEARNING_RATE"]
+
+SMALL_INPUT = 4  # a 1-D float input of at most this many values gets sliders by default
+LEARNING_RATE = "learning_rate"  # the learning-rate slider's label
+
+
+def _index_text(shape: tuple, position: int) -> str:
+    idx, rem = [], position
+    for d in reversed(shape):
+        idx.append(rem % d)
+        rem //= d
+    return "[" + ",".join(str(i) for i in reversed(idx)) + "]"
+
+
+class Element:
+    """One scalar element of one leaf: which tree, where it lives, what it is called."""
+
+    __slots__ = ("tree", "leaf", "flat_index", "position", "label", "path")
+
+    def __init__(self, tree: str, leaf: Leaf, position: int):
+        self.tree, self.leaf, self.flat_index, self.position = tree, leaf, leaf.index, position
+        suffix = _index_text(leaf.shape, position) if leaf.shape else ""
+        self.label = (path_label(leaf.path) or tree) + suffix
+        self.path = f"{tree}{leaf.path}{suffix}"  # the full path: a slider's title, a bar's tooltip
+
+
+@dataclass(frozen=True)
+class SliderSpec:
+    """One slider of the plan: its label (the key in `StepExplorer.sliders`), full path, range,
+    and the element it moves (None: the learning rate)."""
+
+    label: str
+    path: str
+    element: Element | None
+    value: float
+    min: float
+    max: float
+    step: float
+
+
+def walk_leaves(summary: TreeSummary) -> Iterable[Leaf]:
+    """Leaves in display order (as the person wrote the tree)."""
+    for node in summary.root.walk():
+        if node.leaf is not None:
+            yield node.leaf
+
+
+def elements(summary: TreeSummary, tree: str, limit: int, keep: Callable[[Leaf], bool] = lambda leaf: True
+             ) -> list[Element]:
+    """Float elements of a tree in display order, at most `limit` (labels made only for those)."""
+    out: list[Element] = []
+    for leaf in walk_leaves(summary):
+        if not leaf.differentiable or not keep(leaf):
+            continue
+        for pos in range(leaf.size):
+            if len(out) >= limit:
+                return out
+            out.append(Element(tree, leaf, pos))
+    return out
+
+
+def small_input(leaf: Leaf) -> bool:
+    return len(leaf.shape) == 0 or (len(leaf.shape) == 1 and leaf.size <= SMALL_INPUT)
+
+
+def element_value(leaves: list, el: Element) -> float:
+    import numpy as np
+
+    return float(np.asarray(leaves[el.flat_index]).ravel()[el.position])
+
+
+def find(name: str, limit: int, params: TreeSummary, inputs: TreeSummary) -> list[Element]:
+    """The float elements `sliders=[...]` means by `name`: a leaf (keystr path, with or without
+    its tree, or its label) gives its elements, an element path or label gives one."""
+    import numpy as np
+
+    out: list[Element] = []
+    for tree, summary in (("inputs", inputs), ("params", params)):
+        for leaf in walk_leaves(summary):
+            label, full = path_label(leaf.path) or tree, f"{tree}{leaf.path}"
+            names = [full] + ([leaf.path, label] if leaf.path else [])
+            if name in names:
+                if not leaf.differentiable:
+                    raise ValueError(f"sliders= names {name!r}: {full} is {leaf.type_label}, data rather "
+                                     "than a slider value (only floating-point values can slide).")
+                out.extend(Element(tree, leaf, pos) for pos in range(min(leaf.size, limit)))
+                continue
+            prefix = next((p for p in names if name.startswith(p + "[")), None)
+            if prefix is None or not leaf.shape or not leaf.differentiable:
+                continue
+            try:
+                index = [int(i) for i in name[len(prefix):].replace("][", ",").strip("[]").split(",")]
+                position = int(np.ravel_multi_index(tuple(index), leaf.shape))
+            except (ValueError, TypeError):
+                continue
+            out.append(Element(tree, leaf, position))
+    trees = {el.tree for el in out}
+    if len(trees) > 1:
+        raise ValueError(f"sliders= names {name!r}, which is in both params and inputs: write "
+                         f"params[...] or inputs[...] with its keystr path.")
+    if not out:
+        examples = [el.path for el in elements(params, "params", 2)]
+        examples += [el.path for el in elements(inputs, "inputs", 2)]
+        raise ValueError(f"sliders= names {name!r}, which is no parameter or input value here. Use keystr "
+                         f"paths or labels, e.g. {', '.join(map(repr, examples))}, or 'learning_rate'.")
+    return out
+
+
+def _chosen(chosen: Any, max_sliders: int, params: TreeSummary, inputs: TreeSummary
+            ) -> tuple[list[Element], list[Element], bool]:
+    chosen = [chosen] if isinstance(chosen, str) else list(chosen)
+    picked: dict[tuple, Element] = {}
+    for name in chosen:
+        if not isinstance(name, str):
+            raise TypeError(f"sliders= takes paths or labels as strings, not {name!r}.")
+        if name != LEARNING_RATE:
+            for el in find(name, max_sliders + 1, params, inputs):
+                picked.setdefault((el.tree, el.flat_index, el.position), el)
+    rank = {("inputs", leaf.index): k for k, leaf in enumerate(walk_leaves(inputs))}
+    rank.update({("params", leaf.index): k for k, leaf in enumerate(walk_leaves(params))})
+    ordered = sorted(picked.values(), key=lambda el: (rank[(el.tree, el.flat_index)], el.position))
+    return ([el for el in ordered if el.tree == "inputs"], [el for el in ordered if el.tree == "params"],
+            LEARNING_RATE in chosen)
+
+
+def _rate_range(rate: float) -> tuple[float, float, float]:
+    finite = math.isfinite(rate)
+    hi = max(0.5, 2 * rate) if finite else 0.5
+    # a negative rate given from Python is kept (and refused with a message), not clamped to 0
+    lo = min(0.0, math.floor(rate)) if finite else 0.0
+    step = 0.005 if not finite or rate >= 0.005 or rate <= 0 else span(rate)[2]
+    return lo, hi, step
+
+
+def plan(params: TreeSummary, inputs: TreeSummary, param_leaves: list, input_leaves: list, rate: float,
+         rate_slides: bool, chosen: Iterable[str] | None, max_sliders: int) -> tuple[list[SliderSpec], list[str]]:
+    """The sliders, in the order shown (inputs, the learning rate, params), and notes to say.
+
+    Default: small float inputs, the learning rate, every parameter element; `chosen` picks
+    exactly; `max_sliders` caps the total. The rate gets no slider where it changes nothing."""
+    if not isinstance(max_sliders, int) or max_sliders < 0:
+        raise ValueError(f"max_sliders must be a whole number of 0 or more, not {max_sliders!r}.")
+    if chosen is None:
+        input_els = elements(inputs, "inputs", max_sliders, small_input)
+        param_els = elements(params, "params", max_sliders)
+        want_rate = True
+    else:
+        input_els, param_els, want_rate = _chosen(chosen, max_sliders, params, inputs)
+    want_rate = want_rate and rate_slides  # never a slider that does nothing
+    entries = [el for el in input_els] + ([None] if want_rate else []) + [el for el in param_els]
+    notes = []
+    if len(entries) > max_sliders:
+        if chosen is not None:
+            notes.append(f"sliders= chose {len(entries)} values; max_sliders={max_sliders} caps the "
+                         f"total, so the last {len(entries) - max_sliders} have no slider.")
+        entries = entries[:max_sliders]
+    labels = [el.label for el in entries if el is not None]
+    clash = {lab for lab in labels if labels.count(lab) > 1} | ({LEARNING_RATE} & set(labels))
+    specs = []
+    for el in entries:
+        if el is None:
+            specs.append(SliderSpec(LEARNING_RATE, LEARNING_RATE, None, float(rate), *_rate_range(rate)))
+            continue
+        label = f"{el.tree}/{el.label}" if el.label in clash else el.label
+        value = element_value(input_leaves if el.tree == "inputs" else param_leaves, el)
+        specs.append(SliderSpec(label, el.path, el, value, *span(value)))
+    return specs, notes

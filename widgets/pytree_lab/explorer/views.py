@@ -1,0 +1,262 @@
+"""The explorer's views behind one interface, and their registry.
+
+A `View` is drawn from a computed step and computes no numbers: `show(result)` draws a step,
+`select(path)` follows the selection, `text()` is its part of the explorer's text form. `fast`
+views follow every slider move at once; the others follow when the schedule says (schedule.py).
+`parts()` says where its widgets go in the explorer (the row beside the sliders, or below), and
+`public` which attributes the explorer exposes for it.
+
+A new view is one class here and one entry in `VIEWS` (the order of the text form).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+from typing import Any
+
+import ipywidgets
+
+from ..calculation import WorkedCalculation
+from ..chart import BeforeAfterChart, LossHistoryChart
+from ..diagram import PytreeDiagram
+from .messages import fmt_number
+from .optimizer import columns, optimizer_rows
+from .sliders import elements, small_input, walk_leaves
+
+__all__ = ["View", "ViewSet", "VIEWS", "MAX_BARS"]
+
+MAX_BARS = 24  # parameter elements drawn as before/after bars
+
+
+class View:
+    """One view of the explorer's step (see the module doc)."""
+
+    fast = False  # drawn with every slider move, before the slow views
+    after_record = False  # drawn once the step is recorded in the history (the loss line)
+
+    def __init__(self, session: Any):
+        self.session = session
+        self.selected = ""
+        self.public: dict[str, Any] = {}
+
+    def parts(self) -> list[tuple[str, int, ipywidgets.Widget]]:
+        """(slot, position, widget): slot "row" (beside the sliders) or "below"."""
+        return []
+
+    def show(self, result: Any) -> None:
+        """Draw the step `result`."""
+
+    def select(self, path: str) -> None:
+        self.selected = path
+
+    def text(self) -> str:
+        return ""
+
+    def close(self) -> None:
+        """Let go of what the view holds beyond its widgets (which the explorer closes)."""
+
+
+class ChartView(View):
+    """The before/after bars of the first `MAX_BARS` parameter elements."""
+
+    fast = True
+
+    def __init__(self, session: Any):
+        super().__init__(session)
+        self.elements = elements(session.param_summary, "params", MAX_BARS)
+        self.chart = BeforeAfterChart([e.label for e in self.elements], [e.leaf.path for e in self.elements],
+                                      title="A gradient tree matches parameter leaves",
+                                      paths=[e.path for e in self.elements])
+        # chart_view: the chart's Python object (bars, table, fixed_range); chart: its bqplot Figure
+        self.public = {"chart_view": self.chart, "chart": self.chart.figure}
+
+    def parts(self):
+        # the bars as a table below: their text alternative and keyboard path
+        return [("row", 0, self.chart.figure), ("below", 0, self.chart.table)]
+
+    def show(self, result: Any) -> None:
+        import numpy as np
+
+        eng = self.session.engine
+        before, after = eng.tree_leaves(result.params), eng.tree_leaves(result.updated)
+        self.chart.show([float(np.asarray(before[e.flat_index]).ravel()[e.position]) for e in self.elements],
+                        [float(np.asarray(after[e.flat_index]).ravel()[e.position]) for e in self.elements])
+        self.chart.highlight(self.selected)
+
+    def select(self, path: str) -> None:
+        super().select(path)
+        self.chart.highlight(path)
+
+
+class LossLineView(View):
+    """The loss at every point visited (`history`)."""
+
+    after_record = True
+
+    def __init__(self, session: Any):
+        super().__init__(session)
+        self.line = LossHistoryChart()
+        # history_view: the line's Python object; history_chart: its bqplot Figure
+        self.public = {"history_view": self.line, "history_chart": self.line.figure}
+
+    def parts(self):
+        return [("row", 1, self.line.figure)]
+
+    def show(self, result: Any) -> None:
+        self.line.show(self.session.history)
+
+    def text(self) -> str:
+        history = self.session.history
+        if not history:
+            return ""
+        return ("Loss at each point visited: " + " → ".join(fmt_number(v) for v in history[-12:])
+                + (f" ({len(history)} points)" if len(history) > 12 else ""))
+
+    def close(self) -> None:
+        self.line.close()  # its log scale is not reachable while the linear one is shown
+
+
+class DataView(View):
+    """Inputs without sliders, as data: shape, dtype and values or a summary (not per step)."""
+
+    def __init__(self, session: Any):
+        super().__init__(session)
+        self.html = ipywidgets.HTML(layout={"width": "100%"})
+        self.html.add_class("pytree-lab-data")
+        self.rows: list[tuple[str, str, str, str]] = []
+        self.public = {"data_view": self.html}
+
+    def parts(self):
+        return [("below", 1, self.html)]
+
+    def refresh(self) -> None:
+        """Draw the session's input data (after a new input or a reset)."""
+        s = self.session
+        slid = {sp.element.flat_index for sp in s.specs if sp.element is not None and sp.element.tree == "inputs"}
+        rows = []
+        for leaf in walk_leaves(s.input_data):
+            if leaf.index in slid:
+                continue
+            why = "int labels" if leaf.dtype.startswith(("int", "uint")) else \
+                "mask" if leaf.dtype == "bool" else "batch" if not small_input(leaf) else "data"
+            rows.append((f"inputs{leaf.path}", leaf.type_label, why, leaf.summary))
+        for key, value in s.static.items():
+            rows.append((f"inputs[{key!r}]", type(value).__name__, "static", repr(value)[:60]))
+        self.rows = rows
+        if not rows:
+            self.html.value = ""
+            return
+        esc = html.escape
+        items = "".join(f'<li title="{esc(path, quote=True)}"><code>{esc(path)}</code> {esc(ty)} ({esc(why)}): '
+                        f"{esc(summary)}</li>" for path, ty, why, summary in rows)
+        self.html.value = (f'<div class="ptl-data" aria-label="inputs shown as data"><b>Data</b> '
+                           f"(fixed; change with set_inputs): <ul>{items}</ul></div>")
+
+    def text(self) -> str:
+        if not self.rows:
+            return ""
+        return "Data (fixed):\n" + "\n".join(f"  {path}: {ty} ({why}) {summary}" for path, ty, why, summary in self.rows)
+
+
+class DiagramView(View):
+    """The aligned trees (params | grads | the optimizer's moments | updated) and side panels."""
+
+    def __init__(self, session: Any):
+        super().__init__(session)
+        self.diagram = PytreeDiagram()
+        self.diagram.set_trees({"params": session.params_tree}, order=session.param_summary)
+        self.diagram.caption = f"computed in the kernel by {session.engine.name}: " + (
+            "value_and_grad, then tree.map(p − η·g)" if session.optimizer is None else
+            "value_and_grad, then opt.update(grads, state, params) and optax.apply_updates; "
+            "moment columns and the optimizer state panel are the state after this step")
+        self.public = {"diagram": self.diagram}
+
+    def parts(self):
+        return [("below", 2, self.diagram)]
+
+    def show(self, result: Any) -> None:
+        trees, extra = columns(self.session, result)
+        self.diagram.set_trees(trees, order=self.session.param_summary, **({"extra": extra} if extra is not None else {}))
+
+    def show_extra(self) -> None:
+        """The session's extra panels, now (they replace the panels shown)."""
+        s, r = self.session, self.session.last_good
+        if r is None:
+            self.diagram.set_trees({"params": s.params_tree}, extra=s.extra, order=s.param_summary)
+            return
+        trees, panels = columns(s, r)
+        self.diagram.set_trees(trees, extra=panels, order=s.param_summary)
+
+    def text(self) -> str:
+        return self.diagram.text()
+
+
+class CalculationView(View):
+    """The step written out by hand: forward, backward, update, after (and the optimizer's rows)."""
+
+    def __init__(self, session: Any):
+        super().__init__(session)
+        self.calculation = WorkedCalculation(session.engine)
+        if session.optimizer is not None:
+            self.calculation.optimizer_rows = self._optimizer_rows
+        self.public = {"calculation": self.calculation}
+
+    def _optimizer_rows(self, r: Any, leaves: list, selected: str) -> list:
+        return optimizer_rows(self.session, r, leaves, selected)
+
+    def parts(self):
+        return [("below", 3, self.calculation)]
+
+    def show(self, result: Any) -> None:
+        self.calculation.show(result, self.session.param_summary, self.selected)
+
+    def select(self, path: str) -> None:
+        super().select(path)
+        self.calculation.select(path)
+
+    def text(self) -> str:
+        return self.calculation.text() if self.session.last_good is not None else ""
+
+    def close(self) -> None:
+        self.calculation.optimizer_rows = None
+
+
+# The views, in the order of the explorer's text form.
+VIEWS: tuple[type[View], ...] = (DiagramView, DataView, CalculationView, LossLineView, ChartView)
+
+
+class ViewSet(dict):
+    """The explorer's views by class name, made from `VIEWS`, and what is done to all of them."""
+
+    def __init__(self, session: Any, views: tuple[type[View], ...] = VIEWS):
+        super().__init__((cls.__name__, cls(session)) for cls in views)
+
+    def parts(self, slot: str) -> list[ipywidgets.Widget]:
+        """The views' widgets for `slot` ("row" or "below"), in their positions."""
+        found = [(pos, i, w) for i, v in enumerate(self.values()) for s, pos, w in v.parts() if s == slot]
+        return [w for _, _, w in sorted(found, key=lambda item: item[:2])]
+
+    def show_fast(self, result: Any) -> None:
+        for view in self.values():
+            if view.fast:
+                view.show(result)
+
+    def show_slow(self, result: Any, history: bool = True, only_after_record: bool = False) -> None:
+        """The slow views; `history` False leaves out the loss line (the step is not recorded
+        yet), `only_after_record` draws the loss line alone."""
+        for view in self.values():
+            if not view.fast and (history or not view.after_record) and (view.after_record or not only_after_record):
+                view.show(result)
+
+    def select(self, path: str) -> None:
+        for view in self.values():
+            view.select(path)
+
+    def text(self) -> str:
+        return "\n\n".join(p for p in (view.text() for view in self.values()) if p)
+
+    def close(self) -> None:
+        for view in self.values():
+            with contextlib.suppress(Exception):
+                view.close()

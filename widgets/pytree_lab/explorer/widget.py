@@ -1,0 +1,346 @@
+"""`StepExplorer`: the widget that wires sliders -> session -> schedule -> views."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import html
+import inspect
+from typing import Any, Callable, Iterable
+
+import ipywidgets
+import traitlets
+
+from .._intent import PageIntents
+from .._keywords import refuse_unknown, widget_keywords
+from .._text import TextForm
+from ..engine import Engine
+from ..slider import Slider, short_label
+from ..step import StepResult
+from .controls import build_controls
+from .lifetime import Lifetime
+from .messages import short_error, widened_note
+from .schedule import Schedule
+from .session import ExplorerSession
+from .views import ViewSet
+
+__all__ = ["StepExplorer"]
+
+
+def _one_at_a_time(method: Callable) -> Callable:
+    """JupyterLab hands widget messages to a kernel subshell, a thread of its own: a slider's
+    step can run while a cell calls `ex.step(10)`. Each explorer runs one change at a time."""
+
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        session = self.__dict__.get("session")
+        if session is None:  # still being built (or a construction that failed, being closed)
+            return method(self, *args, **kwargs)
+        with session.lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
+class StepExplorer(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
+    """Move a slider, watch one gradient step: loss, gradient tree, updated parameters.
+
+    `loss_fn(params, **inputs)` is any scalar loss; with no arguments the explorer is the
+    lesson's model (x = [2, 1], weight = [1, -1], bias = 0, target = 3, squared loss).
+
+    What slides: every parameter element, the learning rate, and small float inputs (scalars
+    and 1-D inputs of at most 4 values). A data batch (more values or 2+ dimensions) and
+    non-float inputs (int class labels, bool masks) are shown as data, never as sliders.
+    `sliders=[...]` chooses exactly (keystr paths such as ``"params['w']"`` or ``"['x']"``,
+    or slider labels such as ``"weight[0]"`` and ``"learning_rate"``); `max_sliders` caps the
+    total. `static=[...]` names inputs (Python ints, bools, strings) passed as they are, not
+    traced: a loss may use them in Python `if` statements.
+
+    `prediction_fn(params, **inputs_without_target)` adds the prediction (per example for a
+    batch), the residual when prediction and target have the same shape, and dL/dŷ when
+    `pointwise_loss(prediction, target)` adds up (sum or mean) to the loss. `target=` names
+    the target input.
+
+    `optimizer=` puts an optimizer in the step: an optax GradientTransformation runs inside the
+    compiled step (``updates, state = opt.update(grads, state, params)``, then
+    ``optax.apply_updates``), so `updated` is that optimizer's step; its moment trees (Adam's
+    mu and nu, momentum's trace) are aligned with params row by row, and its counts and
+    hyperparameters are shown apart as optimizer state. The learning-rate slider appears only
+    where it changes the step: no optimizer, ``optimizer=lambda lr: optax.adam(lr)``, or
+    ``optax.inject_hyperparams(optax.adam)(learning_rate=...)``; a fixed ``optax.adam(0.1)``
+    keeps its rate. In the Lite engine (no JAX) use `pytree_lab.compat.optax` (sgd, momentum,
+    adam with optax's rules).
+
+    `step(n)` takes n real steps as one compiled loop and moves the explorer there (sliders
+    follow; `params`, `opt_state` and `history` say where it is); `reset()` goes back to the
+    construction-time params, inputs and learning rate and a fresh optimizer state. The buttons
+    Step, Step ×10 and Reset do the same; the line chart beside the bars is `history`, the loss at
+    every point visited (a slider move moves the current point). `fixed_range=True` (or the
+    checkbox) keeps the bars' y range across steps so their motion shows.
+
+    `set_params`, `set_inputs` and `set_loss` change the starting point or the loss from Python
+    (`set_params` is also how an optimizer loop shows its new parameters). Bad input of any kind
+    ends in a message inside the widget, naming the tree path where there is one; the last good
+    step stays on screen until the input is fixed. Without a widget front end (a static HTML
+    export) the explorer shows as text: the three trees and the worked calculation.
+
+    `session` is the explorer without widgets (`ExplorerSession`); `views` its views.
+    """
+
+    # The page may write one trait: `_view_count`, which the widget front end keeps (views shown
+    # in the page). Every other synced trait is the kernel's (children, layout, classes).
+    _page_intents = frozenset({"_view_count"})
+
+    selected_path = traitlets.Unicode("", help="str, default '': the keystr path of the selected leaf "
+                                      "(the diagram's selection, kept in step with it). Written by the kernel; "
+                                      "the page's clicks arrive through the diagram and the bars.")
+    result = traitlets.Any(None, allow_none=True, help="StepResult or None, default None: the step from where "
+                           "the explorer stands now (None until one works). Written by the kernel; not synced.")
+
+    def __init__(self, loss_fn: Callable | None = None, params: Any = None, inputs: dict | None = None,
+                 learning_rate: float | None = None, *, optimizer: Any = None, fixed_range: bool = False,
+                 prediction_fn: Callable | None = None, target: str = "target", pointwise_loss: Callable | None = None,
+                 sliders: Iterable[str] | None = None, max_sliders: int = 24, static: Iterable[str] = (),
+                 extra: Any = None, time_budget: float | None = 30.0, engine: Engine | None = None, **kwargs: Any):
+        refuse_unknown("StepExplorer", kwargs, widget_keywords(type(self), _OWN_KEYWORDS))
+        super().__init__(**kwargs)
+        self.add_class("pytree-lab-explorer")
+        session = ExplorerSession(loss_fn, params, inputs, learning_rate, optimizer=optimizer,
+                                  prediction_fn=prediction_fn, target=target, pointwise_loss=pointwise_loss,
+                                  static=static, time_budget=time_budget, engine=engine)
+        self.views = ViewSet(session)
+        for view in self.views.values():  # each view's widgets are attributes too (diagram, chart_view, ...)
+            for name, value in view.public.items():
+                setattr(self, name, value)
+        self.session = session
+        if extra is not None:
+            self.show_extra(extra)
+        self.chart_view.fixed_range = bool(fixed_range)
+        build_controls(self, fixed_range)
+        self.sliders: dict[str, Slider] = {}
+        for spec in session.plan_sliders(sliders, max_sliders):
+            self.sliders[spec.label] = Slider(spec.value, description=short_label(spec.label), path=spec.path,
+                                              min=spec.min, max=spec.max, step=spec.step)
+        self.views["DataView"].refresh()
+        slider_box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "330px"})
+        self.children = [self.status, self.controls,
+                         ipywidgets.HBox([slider_box, *self.views.parts("row")],
+                                         layout={"flex_flow": "row wrap", "align_items": "center"}),
+                         *self.views.parts("below")]
+        self.schedule = Schedule(self._draw_fast, self.views.show_slow, lambda err: self._fail(
+            f"The step was computed, but showing it failed: {short_error(err)}."), session.lock)
+        self._holding = False  # set while sliders follow the session: one recompute after
+        self._start_lifetime()
+        self.history_view.on_new_widget = self._adopt
+        # ---- links: one selection everywhere
+        traitlets.link((self, "selected_path"), (self.diagram, "selected_path"))
+        self.chart_view.on_pick(lambda path: setattr(self, "selected_path", path))
+        for label, slider in self.sliders.items():
+            slider.observe(functools.partial(self._on_slider, label), "value")
+        self.recompute()
+
+    # ------------------------------------------------------------------ what the session says
+    engine = property(lambda self: self.session.engine, doc="The engine the steps run on (JAX or Lite).")
+    loss_fn = property(lambda self: self.session.loss_fn, doc="The loss, called as loss_fn(params, **inputs).")
+    optimizer = property(lambda self: self.session.optimizer, doc="The optimizer given (None: p − η·g).")
+    params = property(lambda self: self.session.params, doc="Where the explorer stands now (the sliders' values; "
+                      "`result` is the step from here).")
+    opt_state = property(lambda self: self.session.opt_state, doc="The optimizer state the next step starts from "
+                         "(None without an optimizer).")
+    history = property(lambda self: list(self.session.history), doc="The loss at every point visited, starting "
+                       "with the first; the last is `result.loss`.")
+    param_sliders = property(lambda self: [(s.element, self.sliders[s.label]) for s in self.session.specs
+                                           if s.element is not None and s.element.tree == "params"],
+                             doc="(element, Slider) of each parameter element with a slider, in order.")
+    time_budget = property(lambda self: self.session.time_budget,
+                           lambda self, seconds: setattr(self.session, "time_budget", seconds),
+                           doc="Seconds the user's own code may run in one step (None: no limit).")
+
+    # ------------------------------------------------------------------ sliders -> session
+    def _on_slider(self, label: str, change: dict) -> None:
+        slider = change["owner"]
+        if slider.widened is not None:
+            lo, hi = slider.widened
+            slider.widened = None
+            self.session.notes.append(widened_note(slider.path, change["new"], lo, hi))
+        self.session.move(label, change["new"])
+        if not self._holding:
+            self.schedule.moving = True
+            try:
+                self.recompute()
+            finally:
+                self.schedule.moving = False
+
+    def _follow_session(self, keep_notes: bool = True) -> None:
+        """The sliders move to the session's values (one recompute after, by the caller)."""
+        notes = list(self.session.notes)
+        self._holding = True
+        try:
+            for label, slider in self.sliders.items():
+                slider.value = self.session.values[label]
+                slider.widened = None  # a new point, not a value pushed out of range by hand
+        finally:
+            self._holding = False
+            if keep_notes:
+                self.session.notes = notes
+
+    # ------------------------------------------------------------------ changes from Python
+    @_one_at_a_time
+    def set_params(self, params: Any) -> StepResult | None:
+        """Start from other parameter values (same structure, shapes and dtypes as before) and
+        recompute: the sliders move to the new values. An optimizer loop calls this after each
+        of its steps to show where it got to.
+
+        A tree that does not fit (a missing, extra or renamed key, another shape or dtype, a
+        string, int, bool or complex leaf, a None where the explorer's tree has a leaf) is refused
+        with a message naming its path; the last good step stays on screen. A None where the
+        explorer's tree has one too (JAX's empty subtree) is kept. Build a new StepExplorer for a
+        new model.
+        """
+        return self._after_change(self.session.set_tree("params", params), keep_notes=False)
+
+    @_one_at_a_time
+    def set_inputs(self, inputs: dict) -> StepResult | None:
+        """New input values (same keys, shapes and dtypes; int labels stay ints); refused with a
+        message otherwise. Static inputs (static=[...]) may change value: the step recompiles."""
+        failure = self.session.set_inputs(inputs)
+        if not failure:
+            self.views["DataView"].refresh()
+        return self._after_change(failure, keep_notes=False)
+
+    @_one_at_a_time
+    def set_loss(self, loss_fn: Callable) -> StepResult | None:
+        """Use another loss (called as `loss_fn(params, **inputs)`), compiled once.
+
+        If it fails (raises, returns a non-scalar, NaN or Inf), the message says why and the last
+        good step stays on screen; the new loss is kept, so fixing the sliders or giving a
+        corrected loss recovers.
+        """
+        self.session.set_loss(loss_fn)
+        return self.recompute()
+
+    @_one_at_a_time
+    def show_extra(self, extra: Any) -> None:
+        """Show trees that are not aligned with params, e.g. `{"optimizer state": opt_state}`, in
+        their own panel (a bare tree is titled "optimizer state"). Slider moves keep the panel;
+        call again after your own optimizer step to show the new state."""
+        self.session.extra = extra
+        self.views["DiagramView"].show_extra()
+
+    @_one_at_a_time
+    def step(self, n: int = 1) -> StepResult | None:
+        """Take `n` real steps (one compiled loop) and move there: params, optimizer state and the
+        sliders follow, `history` grows by n points, every view is drawn once at the end.
+
+        Steps that diverge stop at the last point whose loss is finite, with a message. Returns
+        the step from the new point (as `result`), or None with a message in the widget.
+        """
+        self.session.check_steps(n)
+        if self._closed or (not self.session.good_now and self.recompute() is None):
+            return None  # closed, or the step from here fails (its message is on screen)
+        return self._after_change(self.session.run(n))
+
+    @_one_at_a_time
+    def reset(self) -> StepResult | None:
+        """Back to where the explorer was built: the construction-time params, inputs and
+        learning rate (sliders included) and a fresh optimizer state; history starts again."""
+        if self._closed:
+            return None
+        failure = self.session.reset()
+        self.views["DataView"].refresh()
+        return self._after_change(failure)
+
+    def _after_change(self, failure: str, keep_notes: bool = True) -> StepResult | None:
+        self._follow_session(keep_notes)  # the sliders show where the session is, failed or not
+        return self._fail(failure) if failure else self.recompute()
+
+    # ------------------------------------------------------------------ session -> schedule -> views
+    @_one_at_a_time
+    def recompute(self) -> StepResult | None:
+        """Run the step for the current slider values and update every view.
+
+        On bad input the message appears in the widget and the last good state stays. Nothing
+        the loss raises (BaseException included) escapes: the kernel stays alive.
+        """
+        if self._closed:
+            return None
+        computed = self.session.compute(moving=self.schedule.moving)
+        if computed.result is None:
+            return self._fail(computed.failure)
+        try:
+            self.schedule.show(computed.result)
+        except BaseException as err:  # a view failed after a good step: the same as a failed step
+            if self.session.last_good is not None:  # put every view back on the last good step
+                with contextlib.suppress(BaseException):
+                    self._draw_fast(self.session.last_good)
+                    self.schedule.draw_now(self.session.last_good, history=False)
+            return self._fail(f"The step was computed, but showing it failed: {short_error(err)}. "
+                              "The last good step stays on screen.")
+        notes = self.session.commit(computed)
+        if self.schedule.due is None:
+            self.views.show_slow(computed.result, only_after_record=True)
+        if notes:
+            self.schedule.draw_due()
+            self._note(" ".join(notes))
+        return computed.result
+
+    def _draw_fast(self, r: StepResult) -> None:
+        self.views.show_fast(r)
+        self.status.value = ""
+        self.result = r
+
+    def _fail(self, text: str) -> None:
+        text = self.session.failure(text)
+        with contextlib.suppress(BaseException):
+            self.schedule.draw_due()  # every view on the last good step, under the message
+        self.status.value = f'<div role="alert" class="pytree-lab-alert">{html.escape(text)}</div>'
+        self.diagram.show_message(text)
+        return None
+
+    def _note(self, text: str) -> None:
+        """Information beside a good step (not an error: the step is shown)."""
+        self.status.value = f'<div role="status" class="pytree-lab-note">{html.escape(text)}</div>'
+        self.diagram.show_message(text, kind="info")
+
+    # ------------------------------------------------------------------ text form, selection, close
+    @_one_at_a_time
+    def text(self) -> str:
+        """The explorer as text: the message, the trees (params, grads, updated), the worked calculation."""
+        try:
+            self.schedule.draw_due()
+            return self.views.text()
+        except BaseException as err:  # noqa: BLE001 - a text form must never raise
+            return f"StepExplorer (its text form failed: {short_error(err, 200)})"
+
+    @traitlets.validate("selected_path")
+    def _valid_selection(self, proposal: dict) -> str:
+        path = proposal["value"]
+        if path == "" or self.diagram.has_path(path):
+            return path
+        # set from Python (the page's selections arrive through the diagram, already checked):
+        # said in the widget, as the diagram says it, and the selection stays as it was
+        self._note(self.diagram.unknown_path_message(path))
+        return self.selected_path
+
+    @traitlets.observe("selected_path")
+    def _selection_changed(self, change: dict) -> None:
+        self.views.select(change["new"])
+
+    @_one_at_a_time
+    def close(self) -> None:
+        """Close the explorer and every widget it built (sliders, chart parts, diagram, views),
+        whatever its children are now. A closed explorer keeps its numbers (params, result,
+        history, text), not its compiled programs."""
+        self._closed = True
+        if "schedule" in self.__dict__:
+            self.schedule.close()
+        if "views" in self.__dict__:
+            self.views.close()
+        self._close_widgets()
+        if "session" in self.__dict__:
+            self.session.close()
+        super().close()
+
+
+_OWN_KEYWORDS = [name for name in inspect.signature(StepExplorer.__init__).parameters
+                 if name not in ("self", "kwargs")]
