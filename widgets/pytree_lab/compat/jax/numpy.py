@@ -88,7 +88,7 @@ def _canon(x: Any) -> Any:
 
 def _lite(x: Any) -> Any:
     """A plain numpy array as this engine's array (a view: no copy); anything else unchanged."""
-    return x.view(_LiteArray) if type(x) is _np.ndarray else x
+    return x.view(ArrayImpl) if type(x) is _np.ndarray else x
 
 
 def _canon_arg(x: Any) -> Any:
@@ -511,9 +511,10 @@ class _At:
         return _AtIndex(self._x, idx)
 
 
-class _LiteArray(_np.ndarray):
+class ArrayImpl(_np.ndarray):
     """The arrays this engine makes: numpy arrays with JAX's ``.at`` and JAX's ``@`` errors.
-    They print as numpy arrays do."""
+    Named as JAX's concrete array type is (``type(x).__name__`` reads the same); they print as
+    numpy arrays do."""
 
     @property
     def at(self) -> _At:
@@ -550,8 +551,8 @@ def _register_with_autograd() -> None:
     for value_type, box in list(_Box.type_mappings.items()):
         if box is _ArrayBox and value_type is not _ArrayBox:
             _Box.type_mappings[value_type] = _TracedArray
-    _TracedArray.register(_LiteArray)
-    _VSpace.mappings[_LiteArray] = _VSpace.mappings[_np.ndarray]
+    _TracedArray.register(ArrayImpl)
+    _VSpace.mappings[ArrayImpl] = _VSpace.mappings[_np.ndarray]
 
 
 _register_with_autograd()
