@@ -120,9 +120,10 @@ def test_a_notebook_saved_in_one_site_never_appears_in_another_on_the_same_origi
 
     assert STUDENT_NOTE in in_a[1], in_a[:3]
     assert not any(STUDENT_NOTE in src for src in in_b), in_b[:3]
-    published = json.loads((term_site / "files" / lesson).read_text())
-    assert len(in_b) == len(published["cells"]), (len(in_b), len(published["cells"]))
-    assert STUDENT_NOTE in in_a_again[1] and len(in_a_again) == len(in_a), in_a_again[:3]
+    # B's lesson from the top, as published (the notebook page renders cells as they scroll in,
+    # so the cells on the page are not all of them)
+    assert "Pytrees and structured parameters" in in_b[1], in_b[:3]
+    assert STUDENT_NOTE in in_a_again[1] and "Pytrees and structured parameters" in in_a_again[2], in_a_again[:3]
     # each site kept its files under its own storage name
     a_name, b_name = storage_name(lite_manifest["site_name"]), storage_name(TERM_B)
     assert a_name != b_name
