@@ -68,6 +68,54 @@ CASES = {
     "log_0": "result = jnp.log(0.0)",
     "dot_shape_error": "result = jnp.dot(jnp.ones(2), jnp.ones(3))",
     "matmul_fn_shape_error": "result = jnp.matmul(jnp.ones((2, 3)), jnp.ones((2, 3)))",
+    # the `@` operator: JAX's TypeError (numpy's would be ValueError), also inside grad and with
+    # a numpy array on the left
+    "matmul_op_shape_error": "result = jnp.ones((2, 3)) @ jnp.ones((2, 3))",
+    "matmul_op_vector_error": "result = jnp.ones(2) @ jnp.ones(3)",
+    "matmul_op_scalar_error": "result = jnp.ones(2) @ jnp.array(2.0)",
+    "matmul_op_scalar_left_error": "result = jnp.array(2.0) @ jnp.ones(2)",
+    "matmul_fn_scalar_error": "result = jnp.matmul(jnp.ones(2), 3.0)",
+    "matmul_op_numpy_left_error": "import numpy as np\nresult = np.ones(2) @ jnp.ones(3)",
+    "matmul_op_in_grad_error": "result = jax.grad(lambda w: jnp.sum(w @ jnp.ones((3, 2))))(jnp.ones(2))",
+    "matmul_op_value": "result = jnp.array([[1., 2.], [3., 4.]]) @ jnp.array([1., -1.])",
+    "matmul_op_grad": "result = jax.grad(lambda w: jnp.sum((jnp.array([[1., 2.], [3., 4.]]) @ w) ** 2))(jnp.array([1., -1.]))",
+    "sqrt_0": "result = [jnp.sqrt(0.0), jnp.linalg.norm(jnp.zeros(3))]",
+    "pow_half_grad_at_0": "result = jax.grad(lambda x: x ** 0.5)(0.0)",
+    "norm_of_sum_grad_at_0": "result = jax.grad(lambda x: jnp.sqrt(jnp.sum(x ** 2)))(jnp.zeros(2))",
+    # x.at[i]: functional updates (the original is unchanged), and their gradients
+    "at_set": "x = jnp.array([1., 2., 3.])\nresult = [x.at[1].set(5.), x]",
+    "at_set_slice_broadcast": "result = jnp.zeros((2, 3)).at[:, 1:].set(jnp.array([7., 8.]))",
+    "at_set_tuple_index": "result = jnp.zeros((2, 2)).at[1, 0].set(4.)",
+    "at_set_index_array": "result = jnp.zeros(4).at[jnp.array([0, 2])].set(jnp.array([1., 2.]))",
+    "at_set_casts_to_dtype": "result = jnp.array([1, 2, 3]).at[0].set(2.7)",
+    "at_set_out_of_bounds_dropped": "result = jnp.array([1., 2., 3.]).at[5].set(9.)",
+    "at_set_negative_index": "result = jnp.array([1., 2., 3.]).at[-1].set(9.)",
+    "at_add_repeated_index": "result = jnp.zeros(3).at[jnp.array([0, 0, 2])].add(1.)",
+    "at_subtract": "result = jnp.ones(3).at[1:].subtract(jnp.array([1., 2.]))",
+    "at_multiply": "result = jnp.array([1., 2., 3.]).at[1:].multiply(2.)",
+    "at_mul_alias": "result = jnp.array([1., 2., 3.]).at[0].mul(4.)",
+    "at_divide": "result = jnp.array([1., 2., 3.]).at[2].divide(2.)",
+    "at_power": "result = jnp.array([1., 2., 3.]).at[1].power(3.)",
+    "at_min_max": "x = jnp.array([1., 5., 3.])\nresult = [x.at[:2].min(2.), x.at[:2].max(2.)]",
+    "at_get": "result = jnp.array([1., 2., 3.]).at[1:].get()",
+    "at_apply": "result = jnp.array([1., 4., 9.]).at[1:].apply(jnp.sqrt)",
+    "at_on_random_and_grad_output": ("g = jax.grad(lambda x: jnp.sum(x ** 2))(jnp.array([1., 2.]))\n"
+                                     "k = jax.random.normal(jax.random.PRNGKey(0), (2,)).at[0].set(0.)\n"
+                                     "result = [g.at[0].set(0.), k[0], jnp.zeros_like(g).at[1].set(1.)]"),
+    "at_set_grad_wrt_array": ("result = jax.grad(lambda x: jnp.sum(x.at[1].set(0.) * jnp.array([1., 2., 3.])))"
+                              "(jnp.array([1., 2., 3.]))"),
+    "at_set_grad_wrt_value": "result = jax.grad(lambda v: jnp.sum(jnp.zeros((2, 3)).at[:, 1:].set(v) ** 2))(jnp.array(2.))",
+    "at_set_grad_both": ("result = jax.grad(lambda x: jnp.sum(x.at[1].set(x[0] ** 2) * jnp.array([1., 2., 3.])))"
+                         "(jnp.array([3., 2., 1.]))"),
+    "at_add_grad_repeated": ("result = jax.grad(lambda v: jnp.sum(jnp.zeros(3).at[jnp.array([0, 0, 2])].add(v) ** 2))"
+                             "(jnp.array([1., 2., 3.]))"),
+    "at_multiply_grad": ("result = jax.grad(lambda x: jnp.sum(x.at[1:].multiply(x[0])))"
+                         "(jnp.array([2., 3., 4.]))"),
+    "at_grad_of_grad": "result = jax.grad(jax.grad(lambda s: jnp.sum(jnp.ones(3).at[1].set(s ** 3))))(2.0)",
+    "at_in_params_tree": ("params = {'w': jnp.array([1., -1.]), 'b': jnp.array(0.)}\n"
+                          "def loss(p):\n    w = p['w'].at[1].set(p['b'])\n    return jnp.sum(w ** 2) + p['b']\n"
+                          "result = jax.grad(loss)(params)"),
+    "at_vmap": "result = jax.vmap(lambda r: r.at[0].set(0.))(jnp.ones((2, 3)))",
 }
 
 LITE_SCRIPT = r'''
@@ -155,6 +203,13 @@ def test_hand_checked_values_of_the_new_parts(lite):
     assert lite["relu_grad_at_0"]["value"]["values"] == [0.0, 0.0, 1.0]
     assert lite["logsumexp_big"]["value"]["values"] == round(float(np.float32(1000 + np.log(2))), 4)
     assert lite["prngkey"]["value"] == {"shape": [2], "dtype": "uint32", "values": [0.0, 0.0]}
+    # f(x) = x0 + 2 x0^2 + 3 x2 after x.at[1].set(x0^2): grad at (3, 2, 1) is (1 + 4 x0, 0, 3)
+    assert lite["at_set_grad_both"]["value"]["values"] == [13.0, 0.0, 3.0]
+    # out = (v0 + v1, 0, v2): both repeated updates get 2 (v0 + v1) = 6, v2 gets 2 v2 = 6
+    assert lite["at_add_grad_repeated"]["value"]["values"] == [6.0, 6.0, 6.0]
+    assert lite["at_add_repeated_index"]["value"]["values"] == [2.0, 0.0, 1.0]
+    assert lite["at_set"]["value"][1]["values"] == [1.0, 2.0, 3.0]  # the original is unchanged
+    assert lite["matmul_op_vector_error"]["error"] == "TypeError"
 
 
 # ---------------------------------------------------------------- exercises on both engines

@@ -37,12 +37,37 @@ class LessonRun:
     outputs: list[str] = field(default_factory=list)
     stderr: list[str] = field(default_factory=list)
     tree_paths: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)  # each code cell's source, as the editor shows it
+    diagrams: list[list[dict]] = field(default_factory=list)  # per code cell: its diagrams, read from the DOM
     refused: list[str] = field(default_factory=list)
     failure: str = ""
 
     def check(self) -> None:
         if self.failure:
             raise AssertionError(self.failure)
+
+
+# Every diagram under a cell, as a student sees it: per row its path and, per column, the type
+# label, the values shown and the "not differentiable" flag; the counts line(s) under the trees.
+READ_DIAGRAMS = """cells => cells.map(c => [...c.querySelectorAll('.ptl-diagram')].map(d => ({
+    rows: [...d.querySelectorAll('.ptl-item[data-path]')].map(li => ({
+        path: li.dataset.path,
+        cells: [...li.querySelector('.ptl-line').querySelectorAll(':scope > .ptl-cell')].map(td => ({
+            type: (td.querySelector('.ptl-type') || {}).textContent || '',
+            value: (td.querySelector('.ptl-val') || {}).textContent || '',
+            nd: !!td.querySelector('.ptl-nd'),
+        })),
+    })),
+    counts: [...d.querySelectorAll('.ptl-counts')].map(e => e.textContent.trim()),
+    message: (d.querySelector('.ptl-message') || {}).textContent || '',
+})))"""
+
+
+def lesson_code_sources() -> list[str]:
+    """The lesson's code cells, in the order the page shows them (the DOM may not hold the
+    source of a cell scrolled far out of view)."""
+    nb = json.loads((ROOT / "content" / LESSON).read_text())
+    return ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
 
 
 def run_lesson(pw, url: str, black_hole: bool) -> LessonRun:
@@ -70,6 +95,16 @@ def run_lesson(pw, url: str, black_hole: bool) -> LessonRun:
             run.outputs = [c["outputs"] for c in seen]
             run.stderr = [c["stderr"] for c in seen]
             run.setup_output = run.outputs[0]
+            run.sources = lesson_code_sources()
+            assert len(run.sources) == len(run.outputs), (len(run.sources), len(run.outputs))
+            run.diagrams = browse.code_cells(page).evaluate_all(READ_DIAGRAMS)
+            # the lesson's first diagram as the student sees it (light theme, JupyterLab's default)
+            first = next((i for i, src in enumerate(run.sources) if src.strip() == "PytreeDiagram(params)"), None)
+            if first is not None:
+                browse.code_cells(page).nth(first).scroll_into_view_if_needed()
+                (ROOT / "artifacts").mkdir(exist_ok=True)
+                browse.code_cells(page).nth(first).screenshot(
+                    path=str(ROOT / "artifacts" / f"lite-offline-diagram-{'black-hole' if black_hole else 'refused'}.png"))
             items = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) [role=tree] [data-path]")
             items.first.wait_for(state="attached", timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
             run.tree_paths = [p for p in items.evaluate_all("els => els.map(e => e.dataset.path)")]
@@ -139,3 +174,122 @@ def test_cdn_black_holed_the_setup_cell_ends_in_seconds(black_hole_run):
     # the probe's own bound ended the wait (a hanging fetch would have kept the cell at [*]
     # until run_all's timeout failed the test); how long the cell takes is the benchmark's job
     assert "no answer from cdn.jsdelivr.net within 8 s" in black_hole_run.outputs[1]
+
+
+# ---------------------------------------------------------------- every diagram cell of lesson 01
+
+def cell_with(run: LessonRun, snippet: str) -> int:
+    found = [i for i, src in enumerate(run.sources) if snippet in src]
+    assert len(found) == 1, (snippet, found, run.sources)
+    return found[0]
+
+
+def one_leaf(diagram: dict, path: str) -> dict:
+    rows = [r for r in diagram["rows"] if r["path"] == path]
+    assert len(rows) == 1, (path, diagram)
+    assert len(rows[0]["cells"]) == 1, rows[0]  # one tree: one column
+    return rows[0]["cells"][0]
+
+
+def check_lesson_diagrams(run: LessonRun) -> None:
+    """The numbers the lesson's text states, read from each diagram cell's DOM (no numpy)."""
+    run.check()
+    # the lesson's describe(params): "2 leaves, 3 numerical parameter values" (the text below it)
+    describe_cell = cell_with(run, "print(describe(params))")
+    assert "2 leaves, 3 numerical parameter values" in run.outputs[describe_cell], run.outputs[describe_cell]
+    assert "float32[2]" in run.outputs[describe_cell] and "object" not in run.outputs[describe_cell]
+
+    with_diagrams = [i for i, d in enumerate(run.diagrams) if d]
+    params_cell = next(i for i, src in enumerate(run.sources) if src.strip() == "PytreeDiagram(params)")
+    name_cell = cell_with(run, 'with_name = {"weight"')
+    # the diagram cells that need a gradient (grads) wait in one sentence; the two tree-only ones draw
+    assert with_diagrams == [params_cell, name_cell], (with_diagrams, run.sources)
+
+    (params_diagram,) = run.diagrams[params_cell]
+    assert sorted(r["path"] for r in params_diagram["rows"]) == ["['bias']", "['weight']"], params_diagram
+    weight, bias = one_leaf(params_diagram, "['weight']"), one_leaf(params_diagram, "['bias']")
+    assert weight["type"] == "float32[2]" and not weight["nd"], weight
+    assert [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", weight["value"])] == [1.0, -1.0], weight
+    assert bias["type"] == "float32[]" and not bias["nd"], bias
+    assert [float(v) for v in re.findall(r"-?\d+(?:\.\d+)?", bias["value"])] == [0.0], bias
+    assert params_diagram["counts"] == ["2 leaves, 3 numerical parameter values"], params_diagram["counts"]
+
+    (name_diagram,) = run.diagrams[name_cell]
+    assert sorted(r["path"] for r in name_diagram["rows"]) == ["['bias']", "['name']", "['weight']"], name_diagram
+    assert one_leaf(name_diagram, "['weight']")["type"] == "float32[2]"
+    assert one_leaf(name_diagram, "['bias']")["type"] == "float32[]"
+    name = one_leaf(name_diagram, "['name']")
+    assert name["nd"] and "tiny-linear" in name["value"], name  # the string leaf is flagged, as in JAX
+    assert not one_leaf(name_diagram, "['weight']")["nd"] and not one_leaf(name_diagram, "['bias']")["nd"]
+    assert name_diagram["counts"] == ["3 leaves, 3 numerical parameter values; not differentiable: ['name'] (str)"], \
+        name_diagram["counts"]
+    assert "3 leaves" in run.outputs[name_cell]  # describe(with_name) above the diagram says the same
+
+    # each gradient diagram cell says in one line why it waits: no diagram with wrong numbers
+    for snippet in ('record_output("hand-derived update, computed"', "extra={state_name: opt_state}",
+                    'broken = {"weight": grads["weight"]}'):
+        i = cell_with(run, snippet)
+        assert run.diagrams[i] == [] and len(run.stderr[i].splitlines()) == 1, (snippet, run.outputs[i], run.stderr[i])
+        assert "numpy" in run.stderr[i] or "grads" in run.stderr[i], run.stderr[i]
+
+
+def test_cdn_refused_every_lesson_diagram_shows_the_lessons_numbers(refused_run):
+    check_lesson_diagrams(refused_run)
+
+
+def test_cdn_black_holed_every_lesson_diagram_shows_the_lessons_numbers(black_hole_run):
+    check_lesson_diagrams(black_hole_run)
+
+
+# ---------------------------------------------------------------- lesson 02's tools, offline
+
+PACKED = "02_packed_parameters.ipynb"
+TOOLS_PROBE = """\
+print("PROBE defined", sorted(n for n in ("PytreeDiagram", "describe", "get_engine", "check_cell", "save_evidence",
+                                        "try_function", "ravel_pytree", "jax", "jnp", "np") if n in globals()))
+print("PROBE exercise-magic", "exercise" in get_ipython().magics_manager.magics["cell"])
+print("PROBE describe", describe({"w": jnp.array([1.0, 2.0]), "b": jnp.array([0.5])}).counts_line())"""
+
+
+def run_packed_imports(pw, url: str, black_hole: bool) -> dict:
+    """Lesson 02 offline: the setup cell, the imports cell, then a cell of ours below it."""
+    browser = browse.launch(pw)
+    try:
+        context, net = browse.offline_context(browser, black_hole=black_hole)
+        page = context.new_page()
+        try:
+            browse.open_notebook(page, url, PACKED, net)
+            browse.wait_kernel_ready(page)
+            out = {"setup": browse.run_cell(page, 0)}
+            cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell")
+            index = next(i for i in range(cells.count()) if "from pytree_lab.course import check_cell"
+                         in cells.nth(i).text_content())
+            out["imports"] = browse.run_cell(page, index)
+            out["imports_stderr"] = browse.cell_errors(page, index)
+            browse.cell(page, index).locator(".jp-InputPrompt").first.click()  # Shift+Enter moved on: back
+            page.keyboard.press("Escape")
+            page.keyboard.press("b")  # a new cell below the imports cell, as a student adds one
+            page.keyboard.press("Enter")
+            page.keyboard.type(TOOLS_PROBE)
+            out["probe"] = browse.run_cell(page, index + 1)
+            out["probe_stderr"] = browse.cell_errors(page, index + 1)
+        finally:
+            browse.release(net)
+            context.close()
+    finally:
+        browser.close()
+    return out
+
+
+@pytest.mark.parametrize("black_hole", [False, True], ids=["refused", "black-holed"])
+def test_packed_lessons_imports_cell_defines_its_tools_offline(lite_server, pw, black_hole):
+    out = run_packed_imports(pw, lite_server.url, black_hole)
+    probes = browse.probe_lines(out["probe"])
+    assert probes.get("defined") == str(sorted(["PytreeDiagram", "check_cell", "describe", "get_engine", "jax", "jnp",
+                                                "ravel_pytree", "save_evidence", "try_function"])), out
+    assert probes.get("exercise-magic") == "True", out
+    assert probes.get("describe", "").startswith("2 leaves, 3 numerical parameter values"), out
+    assert out["probe_stderr"] == "", out
+    # the imports cell itself: the engine line, then one line about numpy, no traceback
+    assert "computing with pytree-lab Lite engine" in out["imports"], out
+    assert "Traceback" not in out["imports"] and len(out["imports_stderr"].splitlines()) <= 1, out

@@ -43,6 +43,32 @@ def needs_numpy(what: str) -> Any:
     return refuse
 
 
+def needs_numpy_gradient(what: str) -> Any:
+    """`jax.grad` / `jax.value_and_grad` without numpy: the transformed function refuses when
+    called, and first with JAX's own TypeError for a leaf JAX cannot differentiate (a string in
+    the parameters): that answer needs no numpy, so it is the one JAX would give."""
+
+    def transform(fun: Any, argnums: Any = 0, has_aux: bool = False, **options: Any) -> Any:
+        positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+        def transformed(*args: Any, **kwargs: Any) -> Any:
+            from . import tree_util
+
+            chosen = tuple(args[i] for i in positions if i < len(args))
+            for leaf in tree_util.tree_leaves(chosen):
+                if not (isinstance(leaf, (bool, int, float, complex, Array)) or hasattr(leaf, "__array__")):
+                    raise TypeError(f"Argument '{leaf}' of type {type(leaf)} is not a valid JAX type.")
+            raise NumpyUnavailable(what)
+
+        transformed.__name__ = getattr(fun, "__name__", "transformed")
+        return transformed
+
+    transform.__name__ = what.rsplit(".", 1)[-1]
+    transform.__qualname__ = transform.__name__
+    transform.__doc__ = f"{what} (needs numpy, which could not be loaded here)."
+    return transform
+
+
 # dtypes the arrays take without numpy, as JAX's defaults name them (x64 off)
 float32, int32, bool_, complex64 = "float32", "int32", "bool", "complex64"
 _DTYPES = {"float32": float32, "float": float32, "float64": float32, "int32": int32, "int": int32,

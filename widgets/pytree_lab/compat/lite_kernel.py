@@ -274,23 +274,25 @@ async def _with_progress(waiting: Any, started: float) -> Any:
     """Await `waiting`; after the first PROGRESS_SECONDS, keep one progress line up to date
     (rewritten in place with a carriage return), ended with how long it took."""
     loop = asyncio.get_event_loop()
-    shown = False
+    shown = 0  # the length of the progress line on screen (0: none yet)
     task = asyncio.ensure_future(waiting)
     try:
         while True:
             done, _ = await asyncio.wait({task}, timeout=PROGRESS_SECONDS)
             if done:
                 break
-            print("\r" + progress_line(loop.time() - started), end="", flush=True)
-            shown = True
+            line = progress_line(loop.time() - started)
+            print("\r" + line, end="", flush=True)
+            shown = max(shown, len(line))
         return task.result()
     finally:
         if not task.done():
             task.cancel()
         if shown:
             arrived = task.done() and not task.cancelled() and task.exception() is None and task.result() is None
-            print(f"\r{'Loaded' if arrived else 'Stopped waiting'} after "
-                  f"{loop.time() - started:.0f} s.{' ' * 60}", flush=True)
+            final = f"{'Loaded' if arrived else 'Stopped waiting'} after {loop.time() - started:.0f} s."
+            # a carriage return overwrites only as many characters as the new text has: blank the rest
+            print("\r" + final + " " * max(0, shown - len(final)), flush=True)
 
 
 def imported_modules(code: str) -> set[str] | None:

@@ -95,6 +95,8 @@ def __getattr__(name: str) -> Any:
             return stand_in.Array
         if name in ("nn", "random", "lax"):
             return stand_in.plain_module(f"jax.{name}")
+        if name in ("grad", "value_and_grad"):
+            return stand_in.needs_numpy_gradient(f"jax.{name}")
         return stand_in.needs_numpy(f"jax.{name}")
     value = module if attr is None else getattr(module, attr)
     globals()[name] = value

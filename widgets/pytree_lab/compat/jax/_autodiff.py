@@ -63,7 +63,7 @@ def _check_output(out: Any) -> _np.ndarray:
 def _like_primal(g: Any, primal: Any) -> Any:
     if isinstance(g, _ArrayBox) or isinstance(primal, _ArrayBox):
         return g if g.dtype == primal.dtype else g.astype(primal.dtype)
-    return _np.asarray(g, dtype=primal.dtype).reshape(_np.shape(primal))
+    return _jnp._lite(_np.asarray(g, dtype=primal.dtype).reshape(_np.shape(primal)))
 
 
 def _unbox(tree: Any) -> Any:

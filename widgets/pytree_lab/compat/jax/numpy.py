@@ -6,9 +6,16 @@ default dtype rules (64-bit types disabled): Python floats and float64 become fl
 ints and int64 become int32, complex128 becomes complex64. With numpy >= 2, Python scalars in
 arithmetic are "weak" as in JAX, so ``float32_array - 0.05 * grad`` stays float32.
 
-Known differences from JAX: arrays are mutable numpy arrays (no ``.at[]``); an operator between
-two arrays of different kinds (``float32 + int32``) follows numpy and may give float64, which
-any function of this module or a gradient turns back into 32 bits.
+Arrays made here are a numpy.ndarray subclass that adds JAX's ``x.at[i].set(v)`` (and ``.add``,
+``.multiply``, ...: functional updates that return a new array and that autograd differentiates)
+and JAX's TypeError for ``a @ b`` with operands that do not line up; traced values inside `grad`
+get the same two.
+
+Known differences from JAX: arrays are mutable numpy arrays (``x[i] = v`` works here, where JAX
+refuses); an operator between two arrays of different kinds (``float32 + int32``) follows numpy and
+may give float64, which any function of this module or a gradient turns back into 32 bits;
+``.at[...].multiply`` (and divide, power, min, max) with a repeated index applies it once, where
+JAX applies it once per repetition (``.add`` accumulates repeats, as in JAX).
 """
 
 from __future__ import annotations
@@ -22,8 +29,8 @@ from typing import Any
 import numpy as _np
 import autograd.numpy as _anp
 from autograd.numpy.numpy_boxes import ArrayBox as _ArrayBox
-from autograd.extend import defvjp as _defvjp, primitive as _primitive
-from autograd.tracer import getval as _getval
+from autograd.extend import VSpace as _VSpace, defvjp as _defvjp, primitive as _primitive
+from autograd.tracer import Box as _Box, getval as _getval
 
 
 
@@ -73,10 +80,15 @@ def _canon(x: Any) -> Any:
     """Bring a result (array, numpy scalar, traced value, or tuple of them) to JAX dtypes."""
     if isinstance(x, (_np.ndarray, _np.generic, _ArrayBox)):
         target = _CANONICAL.get(x.dtype)
-        return x if target is None else x.astype(target)
+        return _lite(x if target is None else x.astype(target))
     if type(x) is tuple or type(x) is list:
         return type(x)(_canon(v) for v in x)
     return x
+
+
+def _lite(x: Any) -> Any:
+    """A plain numpy array as this engine's array (a view: no copy); anything else unchanged."""
+    return x.view(ArrayImpl) if type(x) is _np.ndarray else x
 
 
 def _canon_arg(x: Any) -> Any:
@@ -192,7 +204,7 @@ def asarray(a: Any, dtype: Any = None, order: Any = None, copy: Any = None) -> A
         return _canon(a) if dtype is None else a.astype(canonicalize_dtype(dtype))
     if dtype is None:
         return _canon(_np.asarray(a))
-    return _np.asarray(a, dtype=canonicalize_dtype(dtype))
+    return _lite(_np.asarray(a, dtype=canonicalize_dtype(dtype)))
 
 
 def _default_float(dtype: Any) -> _np.dtype:
@@ -200,11 +212,11 @@ def _default_float(dtype: Any) -> _np.dtype:
 
 
 def zeros(shape: Any, dtype: Any = None) -> _np.ndarray:
-    return _np.zeros(shape, dtype=_default_float(dtype))
+    return _lite(_np.zeros(shape, dtype=_default_float(dtype)))
 
 
 def ones(shape: Any, dtype: Any = None) -> _np.ndarray:
-    return _np.ones(shape, dtype=_default_float(dtype))
+    return _lite(_np.ones(shape, dtype=_default_float(dtype)))
 
 
 def empty(shape: Any, dtype: Any = None) -> _np.ndarray:
@@ -214,14 +226,14 @@ def empty(shape: Any, dtype: Any = None) -> _np.ndarray:
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> _np.ndarray:
     if dtype is None:
         dtype = result_type(fill_value)
-    return _np.full(shape, _getval(fill_value), dtype=canonicalize_dtype(dtype))
+    return _lite(_np.full(shape, _getval(fill_value), dtype=canonicalize_dtype(dtype)))
 
 
 def _like(fn: Any) -> Any:
     def like(a: Any, dtype: Any = None, shape: Any = None) -> _np.ndarray:
         base = _np.asarray(_getval(a))
         dt = canonicalize_dtype(base.dtype if dtype is None else dtype)
-        return fn(base.shape if shape is None else shape, dtype=dt)
+        return _lite(fn(base.shape if shape is None else shape, dtype=dt))
 
     like.__name__ = fn.__name__ + "_like"
     return like
@@ -235,22 +247,22 @@ empty_like = zeros_like
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> _np.ndarray:
     base = _np.asarray(_getval(a))
     dt = canonicalize_dtype(base.dtype if dtype is None else dtype)
-    return _np.full(base.shape if shape is None else shape, _getval(fill_value), dtype=dt)
+    return _lite(_np.full(base.shape if shape is None else shape, _getval(fill_value), dtype=dt))
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> _np.ndarray:
     args = [v for v in (start, stop, step) if v is not None]
     out = _np.arange(*args)
-    return out.astype(canonicalize_dtype(out.dtype if dtype is None else dtype))
+    return _lite(out.astype(canonicalize_dtype(out.dtype if dtype is None else dtype)))
 
 
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None, axis: int = 0) -> Any:
     out = _anp.linspace(start, stop, num, endpoint=endpoint, axis=axis)
-    return out.astype(_default_float(dtype))
+    return _lite(out.astype(_default_float(dtype)))
 
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> _np.ndarray:
-    return _np.eye(N, M, k, dtype=_default_float(dtype))
+    return _lite(_np.eye(N, M, k, dtype=_default_float(dtype)))
 
 
 def identity(n: int, dtype: Any = None) -> _np.ndarray:
@@ -343,8 +355,8 @@ def _jax_shape_errors(fn: Any, name: str) -> Any:
             return fn(a, b, *args, **kwargs)
         except ValueError as err:
             if name == "matmul" and (_np.ndim(_getval(a)) == 0 or _np.ndim(_getval(b)) == 0):
-                raise TypeError(f"matmul: arguments must be at least 1-dimensional, got {_np.shape(_getval(a))} "
-                                f"and {_np.shape(_getval(b))}") from None
+                operand = 0 if _np.ndim(_getval(a)) == 0 else 1  # JAX keeps ValueError here
+                raise ValueError(f"matmul input operand {operand} must have ndim at least 1, but it has ndim 0") from None
             left, right = _contracting(a, b)
             raise TypeError(f"dot_general requires contracting dimensions to have the same shape, got {left} "
                             f"and {right}.") from err
@@ -363,3 +375,184 @@ def _linalg_namespace() -> SimpleNamespace:
 
 
 linalg = _linalg_namespace()
+
+
+# --------------------------------------------------------------------------- x.at[i]: functional updates
+
+
+def _concrete_index(idx: Any) -> Any:
+    """An index as numpy takes it: traced parts made concrete (JAX indices are concrete outside
+    jit), lists of indices as integer arrays."""
+    if type(idx) is tuple:
+        return tuple(_concrete_index(i) for i in idx)
+    if isinstance(idx, (_ArrayBox, _np.ndarray, _np.generic)) or type(idx) is list:
+        return _np.asarray(_getval(idx)).view(_np.ndarray)
+    return idx
+
+
+def _drops_update(idx: Any, shape: tuple) -> bool:
+    """True when an integer in the index is outside the array: JAX drops such an update
+    (its scatter's default mode), where numpy would raise IndexError."""
+    parts = idx if type(idx) is tuple else (idx,)
+    if any(part is Ellipsis for part in parts):
+        return False
+    axis = 0
+    for part in parts:
+        if part is None:
+            continue
+        if axis >= len(shape):
+            return False
+        if isinstance(part, (int, _np.integer)) and not isinstance(part, bool):
+            if not -shape[axis] <= int(part) < shape[axis]:
+                return True
+        axis += 1
+    return False
+
+
+@_primitive
+def _scatter_set(x: Any, idx: Any, v: Any) -> Any:
+    out = _np.array(x, copy=True).view(_np.ndarray)
+    out[idx] = v  # numpy casts v to the array's dtype, as JAX's scatter does
+    return out
+
+
+@_primitive
+def _scatter_add(x: Any, idx: Any, v: Any) -> Any:
+    out = _np.array(x, copy=True).view(_np.ndarray)
+    _np.add.at(out, idx, _np.asarray(v).astype(out.dtype, copy=False))  # repeated indices accumulate
+    return out
+
+
+def _sum_to_shape(t: Any, target: Any) -> Any:
+    """A cotangent of the broadcast update, summed back to the shape of the value given."""
+    shape = _np.shape(_getval(target))
+    while _anp.ndim(t) > len(shape):
+        t = _anp.sum(t, axis=0)
+    for axis, size in enumerate(shape):
+        if size == 1 and _anp.shape(t)[axis] != 1:
+            t = _anp.sum(t, axis=axis, keepdims=True)
+    return t
+
+
+# written with the primitives themselves, so a gradient of a gradient works too
+_defvjp(_scatter_set,
+        lambda ans, x, idx, v: lambda g: _scatter_set(g, idx, 0),
+        None,
+        lambda ans, x, idx, v: lambda g: _sum_to_shape(g[idx], v))
+_defvjp(_scatter_add,
+        lambda ans, x, idx, v: lambda g: g,
+        None,
+        lambda ans, x, idx, v: lambda g: _sum_to_shape(g[idx], v))
+
+
+class _AtIndex:
+    """``x.at[idx]``: JAX's functional updates. Each returns a new array; `x` is unchanged."""
+
+    __slots__ = ("_x", "_idx")
+
+    def __init__(self, x: Any, idx: Any):
+        self._x = x
+        self._idx = _concrete_index(idx)
+
+    def _update(self, kind: Any, values: Any) -> Any:
+        if type(values) is list or type(values) is tuple:
+            values = array(values)
+        with _np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            if _drops_update(self._idx, _np.shape(_getval(self._x))):
+                return self._x if isinstance(self._x, _ArrayBox) else _lite(_np.array(self._x))
+            return _canon(kind(self._x, self._idx, values))
+
+    def _combine(self, op: Any, values: Any) -> Any:
+        return self._update(lambda x, idx, v: _scatter_set(x, idx, op(x[idx], v)), values)
+
+    def set(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
+            mode: Any = None) -> Any:
+        """``x`` with ``x[idx]`` replaced by `values` (cast to x's dtype)."""
+        return self._update(_scatter_set, values)
+
+    def add(self, values: Any, **_: Any) -> Any:
+        """``x`` with `values` added at `idx` (a repeated index adds each time, as in JAX)."""
+        return self._update(_scatter_add, values)
+
+    def subtract(self, values: Any, **_: Any) -> Any:
+        return self._update(lambda x, idx, v: _scatter_add(x, idx, _anp.negative(v)), values)
+
+    def multiply(self, values: Any, **_: Any) -> Any:
+        return self._combine(_anp.multiply, values)
+
+    mul = multiply
+
+    def divide(self, values: Any, **_: Any) -> Any:
+        return self._combine(_anp.true_divide, values)
+
+    def power(self, values: Any, **_: Any) -> Any:
+        return self._combine(_anp.power, values)
+
+    def min(self, values: Any, **_: Any) -> Any:
+        return self._combine(_anp.minimum, values)
+
+    def max(self, values: Any, **_: Any) -> Any:
+        return self._combine(_anp.maximum, values)
+
+    def apply(self, func: Any, **_: Any) -> Any:
+        return self._update(lambda x, idx, v: _scatter_set(x, idx, func(x[idx])), None)
+
+    def get(self, **_: Any) -> Any:
+        return _canon(self._x[self._idx])
+
+
+class _At:
+    __slots__ = ("_x",)
+
+    def __init__(self, x: Any):
+        self._x = x
+
+    def __getitem__(self, idx: Any) -> _AtIndex:
+        return _AtIndex(self._x, idx)
+
+
+class ArrayImpl(_np.ndarray):
+    """The arrays this engine makes: numpy arrays with JAX's ``.at`` and JAX's ``@`` errors.
+    Named as JAX's concrete array type is (``type(x).__name__`` reads the same); they print as
+    numpy arrays do."""
+
+    @property
+    def at(self) -> _At:
+        return _At(self)
+
+    def __matmul__(self, other: Any) -> Any:
+        return matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return matmul(other, self)
+
+    def __repr__(self) -> str:
+        return repr(self.view(_np.ndarray))
+
+
+class _TracedArray(_ArrayBox):
+    """A value traced inside `grad`: autograd's ArrayBox with ``.at`` and JAX's ``@`` errors."""
+
+    __slots__: list = []
+
+    @property
+    def at(self) -> _At:
+        return _At(self)
+
+    def __matmul__(self, other: Any) -> Any:
+        return matmul(self, other)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return matmul(other, self)
+
+
+def _register_with_autograd() -> None:
+    # autograd picks a box class by the exact type of the value it traces
+    for value_type, box in list(_Box.type_mappings.items()):
+        if box is _ArrayBox and value_type is not _ArrayBox:
+            _Box.type_mappings[value_type] = _TracedArray
+    _TracedArray.register(ArrayImpl)
+    _VSpace.mappings[ArrayImpl] = _VSpace.mappings[_np.ndarray]
+
+
+_register_with_autograd()

@@ -106,3 +106,20 @@ def choice(k: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p: A
     gen = _rng(k, "choice", 8)
     out = gen.choice(a if isinstance(a, int) else _np.asarray(a), size=_shape(shape), replace=replace, p=p, axis=axis)
     return _jnp._canon(_np.asarray(out))
+
+
+def _engine_arrays(fn: Any) -> Any:
+    """The result as the engine's array (with ``.at`` and JAX's ``@`` errors), as jnp gives it."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        return _jnp._lite(fn(*args, **kwargs))
+
+    return wrapped
+
+
+for _name in ("PRNGKey", "key_data", "split", "fold_in", "normal", "uniform", "randint", "bernoulli", "permutation"):
+    globals()[_name] = _engine_arrays(globals()[_name])
+key = PRNGKey  # noqa: F811 - the same key maker, wrapped
+del _name
