@@ -111,7 +111,7 @@ class _AutodiffSeen:
         ad = sys.modules.get("jax._src.interpreters.ad")
         for name in ("JVPTrace", "LinearizeTrace"):
             cls = getattr(ad, name, None) if ad is not None else None
-            if cls is not None and "__init__" in vars(cls):
+            if isinstance(cls, type):  # its own __init__, or (jax 0.4.30's JVPTrace) Trace's
                 self._wrap(cls, "__init__")
         lite = sys.modules.get("pytree_lab.compat.jax._autodiff")
         if lite is not None and hasattr(lite, "_make_vjp"):
@@ -119,7 +119,8 @@ class _AutodiffSeen:
         return self
 
     def _wrap(self, owner, attr: str) -> None:
-        original = getattr(owner, attr) if not isinstance(owner, type) else vars(owner)[attr]
+        own = not isinstance(owner, type) or attr in vars(owner)
+        original = getattr(owner, attr) if not isinstance(owner, type) or not own else vars(owner)[attr]
         seen = self
 
         def counting(*args, **kwargs):
@@ -127,7 +128,10 @@ class _AutodiffSeen:
             return original(*args, **kwargs)
 
         setattr(owner, attr, counting)
-        self._undo.append(lambda: setattr(owner, attr, original))
+        if own:
+            self._undo.append(lambda: setattr(owner, attr, original))
+        else:  # the class inherited it: take the wrapper away again, inheriting as before
+            self._undo.append(lambda: delattr(owner, attr))
 
     def __exit__(self, *exc) -> None:
         while self._undo:
