@@ -20,11 +20,26 @@
  *             selected_path: string }} Model
  */
 
-/** @param {HTMLElement} root */
+const OPT_OUT = "data-lm-suppress-shortcuts";
+
+/**
+ * Keys typed under `root` stay there: lumino's documented opt-out on the root and on every
+ * element that takes the focus under it (Notebook 7 matches its command-mode shortcuts against
+ * the focused control itself, while the key is still on its way down, so an opt-out on an
+ * ancestor alone comes too late there: see keepKeys in slider.js), and the events stopped at
+ * the root for the notebook's own listeners.
+ * @param {HTMLElement} root
+ */
 function keepKeys(root) {
   if (root.dataset.ptlKeys) return;
   root.dataset.ptlKeys = "1";
-  root.setAttribute("data-lm-suppress-shortcuts", "true");
+  root.setAttribute(OPT_OUT, "true");
+  root.addEventListener("focusin", (e) => {
+    if (e.target instanceof Element) e.target.setAttribute(OPT_OUT, "true");
+  });
+  // a control that took the focus before this view was drawn
+  const active = document.activeElement;
+  if (active && active !== root && root.contains(active)) active.setAttribute(OPT_OUT, "true");
   const stop = (/** @type {Event} */ e) => e.stopPropagation();
   for (const type of ["keydown", "keypress", "keyup"]) root.addEventListener(type, stop);
 }
