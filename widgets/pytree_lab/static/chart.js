@@ -1,3 +1,4 @@
+// @ts-check
 // BarTable (pytree_lab.chart): the before/after bar chart as text and by keyboard.
 //
 // Traits (same names in chart.py): rows [[label, owner path, before, after], ...], title and
@@ -44,7 +45,11 @@ function keepKeys(root) {
   for (const type of ["keydown", "keypress", "keyup"]) root.addEventListener(type, stop);
 }
 
-/** @param {string} tag @param {string} [cls] @param {string} [text] */
+/**
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag @param {string} [cls] @param {string} [text]
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 function h(tag, cls, text) {
   const el = document.createElement(tag);
   if (cls) el.className = cls;
@@ -52,7 +57,7 @@ function h(tag, cls, text) {
   return el;
 }
 
-/** @param {{ model: any, el: HTMLElement }} ctx */
+/** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
   const id = `ptl-bars-${Math.random().toString(36).slice(2, 10)}`;
   const root = h("details", "ptl-bars");
@@ -85,7 +90,7 @@ function render({ model, el }) {
         const tr = h("tr");
         const th = h("th");
         th.setAttribute("scope", "row");
-        const pick = /** @type {HTMLButtonElement} */ (h("button", "ptl-bars-pick"));
+        const pick = h("button", "ptl-bars-pick");
         pick.type = "button";
         pick.dataset.owner = owner;
         pick.append(h("bdi", "", label));
