@@ -37,7 +37,7 @@ from .calculation import WorkedCalculation, fmt_number, fmt_value
 from .chart import BeforeAfterChart, LossHistoryChart
 from .diagram import PytreeDiagram
 from .engine import Engine, get_engine
-from .slider import Slider, short_label, span
+from .slider import Slider, SliderModule, short_label, span
 from .step import CompiledStep, StepResult, fresh, pin_dtypes
 from .training import OptimizerError, StateView, TrainingStep, _is_transformation, adam_hyperparameters, decompose_state
 from .trees import Leaf, TreeError, TreeSummary, describe, path_label
@@ -515,13 +515,15 @@ class StepExplorer(PageIntents, TextForm, ipywidgets.VBox):
         labels = [el.label for kind, el in plan if el is not None]
         clash = {lab for lab in labels if labels.count(lab) > 1} | ({"learning_rate"} & set(labels))
 
+        module = SliderModule()  # the slider module, sent to the page once for all these sliders
+
         def make(el: _Element | None, value: float, lo: float, hi: float, step: float) -> Slider:
             if el is None:
                 label, path = "learning_rate", "learning_rate"
             else:
                 label = f"{el.tree}/{el.label}" if el.label in clash else el.label
                 path = el.path
-            s = Slider(value, description=short_label(label), path=path, min=lo, max=hi, step=step)
+            s = Slider(value, description=short_label(label), path=path, min=lo, max=hi, step=step, module=module)
             self.sliders[label] = s
             return s
 

@@ -227,4 +227,7 @@ function render({ model, el }) {
   return () => { for (const ev of events) model.off(ev, update); };
 }
 
-export default { render };
+// A SliderModule (slider.py) carries this module for many sliders: initialize() hands `render`
+// to their views (slider_proxy.js, through anywidget's host.getWidget). A Slider of its own
+// (without a shared module) renders with it directly.
+export default { initialize: () => ({ render }), render };
