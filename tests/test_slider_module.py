@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import traitlets
 from ipywidgets.widgets.widget import _remove_buffers
 
 from pytree_lab import StepExplorer
@@ -51,6 +52,11 @@ def test_a_slider_alone_carries_the_module_and_a_shared_one_a_reference():
             assert state["module"] == f"anywidget:{module.model_id}"
             assert state["value"] == s.value and state["path"] == s.description
         assert len(PROXY_JS) < 1000 < len(SLIDER_JS)
+        with pytest.raises(traitlets.TraitError, match="set when the slider is made"):
+            alone.module = module  # its page view carries its own module, and keeps it
+        with pytest.raises(traitlets.TraitError, match="set when the slider is made"):
+            shared[0].module = None
+        assert alone.module is None and shared[0].module is module
         assert max(state_bytes(s) for s in shared) < 2000 < state_bytes(alone)
     finally:
         for w in [alone, module, *shared]:

@@ -22,7 +22,7 @@ The page may write no trait at all: ``value``, ``min``, ``max``, ``step``, ``des
 The front-end module (static/slider.js and slider.css, about 10 KB) comes with each `Slider`
 made alone. Sliders shown together share one copy: make one `SliderModule` and pass it as
 ``module=`` to each (a `StepExplorer` does this for its sliders). Such a slider carries a loader
-of about 1 KB (static/slider_proxy.js) and a reference to the module widget; its view
+of about 0.5 KB (static/slider_proxy.js) and a reference to the module widget; its view
 renders with the module anywidget loaded once for the `SliderModule` (anywidget's widget
 composition: ``host.getWidget``). The `SliderModule` is one more widget to close: a
 `StepExplorer` finds it through its sliders' ``module`` trait and closes it with the rest.
@@ -126,6 +126,16 @@ class SliderModule(PageIntents, anywidget.AnyWidget):
 _PROXY_ESM = static_asset("slider_proxy.js")
 
 
+class _ModuleTrait(anywidget.WidgetTrait):
+    """A slider's SliderModule: set when the slider is made, never after (the page draws the
+    slider with that module, or with the slider's own copy when there is none)."""
+
+    def set(self, obj: Any, value: Any) -> None:
+        if obj.__dict__.get("_module_fixed"):
+            raise traitlets.TraitError("a slider's module is set when the slider is made")
+        super().set(obj, value)
+
+
 class Slider(PageIntents, anywidget.AnyWidget):
     """A labelled range input for one number; moves from the page arrive as messages.
 
@@ -152,7 +162,7 @@ class Slider(PageIntents, anywidget.AnyWidget):
     ack = traitlets.Int(0).tag(sync=True)  # seq of the last page move applied
     #: the SliderModule whose module renders this slider (None: the slider carries its own);
     #: kernel-owned, set once at construction
-    module = anywidget.WidgetTrait().tag(sync=True)
+    module = _ModuleTrait().tag(sync=True)
 
     def __init__(self, value: float = 0.0, *, description: str = "", path: str = "",
                  min: float | None = None, max: float | None = None, step: float | None = None,
@@ -168,6 +178,7 @@ class Slider(PageIntents, anywidget.AnyWidget):
         super().__init__(value=float(value), description=description, path=path or description,
                          min=lo if min is None else float(min), max=hi if max is None else float(max),
                          step=st if step is None else float(step), **kwargs)
+        self._module_fixed = True
         self.widened: tuple[float, float] | None = None
         self.moves = 0  # page moves applied (for tests and benchmarks)
         self._pending: tuple[int, float] | None = None
