@@ -1,7 +1,8 @@
 # pytree-lab: two commands from a fresh clone.
 #   make lab    open the course notebooks in JupyterLab (installs everything first)
 #   make test   run every test, real-browser tests included (installs everything first)
-# Also: make bench (benchmarks), make lite (build + serve the JupyterLite site)
+# Also: make bench (benchmarks), make lite (build + serve the JupyterLite site),
+#       make js-check (tsc over the widgets' ES modules)
 
 PYTHON ?= python3
 VENV   := .venv
@@ -9,7 +10,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PORT   ?= 8888
 
-.PHONY: lab test test-fast test-floors bench lite chromium hub-tools clean a11y-deps
+.PHONY: lab test test-fast test-floors bench lite chromium hub-tools clean a11y-deps js-deps js-check
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,13 +58,27 @@ $(AXE): tests/browser/a11y/package-lock.json
 	npm ci --prefix tests/browser/a11y --no-audit --no-fund
 a11y-deps: $(AXE)
 
+# TypeScript (npm) type-checks the widgets' ES modules as they ship (// @ts-check and JSDoc
+# typedefs applied through @anywidget/types; no build step): pinned by
+# tools/jscheck/package-lock.json and installed there, offline afterwards. tests/test_js_types.py
+# runs the same tsc, so make test checks them too.
+JSCHECK := tools/jscheck
+JS_DEPS := $(JSCHECK)/node_modules/.installed
+$(JS_DEPS): $(JSCHECK)/package-lock.json
+	npm ci --prefix $(JSCHECK) --no-audit --no-fund
+	touch $@
+js-deps: $(JS_DEPS)
+
+js-check: $(JS_DEPS)
+	$(JSCHECK)/node_modules/.bin/tsc --noEmit -p $(JSCHECK)
+
 # Two pytest-xdist workers, one per core; tests/conftest.py says which tests share a worker.
 XDIST := -n 2 --no-loadscope-reorder
-test: $(STAMP) chromium hub-tools a11y-deps
+test: $(STAMP) chromium hub-tools a11y-deps js-deps
 	$(PY) -m pytest $(XDIST)
 
 # Everything except the real-browser tests and the fresh-venv install (quick loop while editing).
-test-fast: $(STAMP) hub-tools
+test-fast: $(STAMP) hub-tools js-deps
 	$(PY) -m pytest $(XDIST) -m "not browser and not install"
 
 # The floors job: a fresh .venv-floors on the oldest Python requires-python allows, with the
@@ -88,4 +103,4 @@ lite: lite-build
 	$(PY) lite_build/serve.py lite_build/_output --port $(LITE_PORT)
 
 clean:
-	rm -rf $(VENV) .venv-lite .venv-floors .pytest_cache $(HUB_TOOLS) lite_build/_output lite_build/.jupyterlite.doit.db
+	rm -rf $(VENV) .venv-lite .venv-floors .pytest_cache $(HUB_TOOLS) $(JSCHECK)/node_modules lite_build/_output lite_build/.jupyterlite.doit.db

@@ -6,6 +6,11 @@ In each front end a test moves the explorer's x[0] slider by keyboard and by mou
 diagram's bias leaf, answers the quiz, and then asserts the *kernel's* state, read through a
 second client on that front end's kernel: `ex.result` against jax called directly here,
 `ex.selected_path`, `quiz.answered`. JupyterLab is covered by the rest of tests/browser.
+
+Notebook 7 matches its shortcuts while a key is on its way down, against the focused control
+itself (see keepKeys in static/slider.js): its own test types every command-mode key into every
+pytree-lab widget there and asserts the notebook's cells (count, types, sources) unchanged, and
+that arrows move a clicked slider and a quiz's choice.
 """
 
 from __future__ import annotations
@@ -81,9 +86,9 @@ def _probe_new_kernel(server, before: set[str]) -> tuple[str, KernelProbe]:
     raise HarnessError(f"no new kernel appeared; kernels: {_kernels(server)}\n{server.log_tail()}")
 
 
-def _open_notebook7(page, server) -> KernelProbe:
+def _open_notebook7(page, server, name: str = NAME) -> KernelProbe:
     before = _kernels(server)
-    page.goto(f"{server.url}/notebooks/{NAME}?token={server.token}", timeout=Timeouts.ms(Timeouts.PAGE_LOAD))
+    page.goto(f"{server.url}/notebooks/{name}?token={server.token}", timeout=Timeouts.ms(Timeouts.PAGE_LOAD))
     page.wait_for_function("() => window.jupyterapp !== undefined", timeout=Timeouts.ms(Timeouts.PAGE_LOAD))
     # Notebook 7's own "run all" (the Run menu's command), once its kernel is ready
     page.evaluate("""async () => {
@@ -125,12 +130,7 @@ def _assert_step(result: dict, x0: float) -> None:
     assert result["updated"]["bias"] == pytest.approx(want["updated"]["bias"], rel=1e-5, abs=1e-6)
 
 
-NOTEBOOK7_ARROWS = pytest.mark.xfail(strict=True, reason=(
-    "Notebook 7: an arrow key on a focused pytree-lab slider moves focus to a cell and leaves the value "
-    "unchanged (issue 18, section 2; slider.js is being fixed)"))
-
-
-@pytest.mark.parametrize("frontend", [pytest.param("notebook7", marks=NOTEBOOK7_ARROWS), "voila"])
+@pytest.mark.parametrize("frontend", ["notebook7", "voila"])
 def test_slider_keyboard_steps_the_kernel(frontend, server, page):
     probe = OPENERS[frontend](page, server)
     try:
@@ -144,6 +144,15 @@ def test_slider_keyboard_steps_the_kernel(frontend, server, page):
         assert x0 == pytest.approx(2.01, abs=1e-9)
         _assert_step(_wait_result(probe, x0), x0)
         assert handle.evaluate("el => el === document.activeElement")  # the key did not move focus away
+        if frontend == "notebook7":
+            before = notebook7_cells(page)
+            assert [kind for kind, _ in before] == ["code", "code"]
+            type_keys(page)  # letters, in command mode, on the slider
+            # the explorer's stock parts (ipywidgets buttons drawn by another view) keep them too
+            explorer.get_by_role("button").first.focus()
+            type_keys(page)
+            assert notebook7_cells(page) == before
+            assert probe.value("ex.sliders['x[0]'].value") == pytest.approx(2.01, abs=1e-9)
     finally:
         probe.close()
 
@@ -179,5 +188,142 @@ def test_mouse_diagram_and_quiz_drive_the_kernel(frontend, server, page):
         quiz.locator(".ptl-ex-status").filter(has_text="Correct.").wait_for()
         # Page errors are not asserted: Notebook 7's page logs "Cannot read properties of undefined
         # (reading 'schema')" while it loads; what this test checks is the kernel's state above.
+    finally:
+        probe.close()
+
+
+# What a student types by accident or habit: every single-key command-mode shortcut that edits
+# the notebook (insert above/below, delete, cut, paste, to Markdown / raw / code, undo, merge)
+LEAK_KEYS = ["b", "a", "d", "d", "m", "r", "y", "x", "c", "v", "z", "Shift+M", "1", "Escape", "d", "d"]
+
+KEYS_NAME = "keys.ipynb"
+KEYS_CELLS = [
+    "from pytree_lab.slider import Slider\n"
+    "s = Slider(1.0, description='x', min=-2.0, max=6.0, step=0.5)\n"
+    "s",
+    "from pytree_lab.course import check_button, grad_structure_quiz, lesson_prediction\n"
+    "q = grad_structure_quiz()\n"
+    "q",
+    'prompt = lesson_prediction("which_weight_changes_more")\nprompt',
+    "import jax.numpy as jnp\n"
+    "import pytree_lab\n"
+    'params = {"w": jnp.array([1.0, 2.0]), "b": jnp.array(0.5)}\n'
+    "diagram = pytree_lab.PytreeDiagram(params)\n"
+    "diagram",
+    'view = pytree_lab.PackedView(params, layouts={"(w, b)": (params["w"], params["b"])})\nview',
+    'button = check_button("grad_over_flat_params", lambda: None)\nbutton',
+    "'end'",
+]
+
+
+def type_keys(page) -> None:
+    for key in LEAK_KEYS:
+        page.keyboard.press(key)
+
+
+def notebook7_cells(page) -> list:
+    """(type, source) of every cell, from Notebook 7's own notebook model."""
+    return page.evaluate("""() => {
+        const w = window.jupyterapp.shell.currentWidget;
+        const cells = w.content.model.cells, out = [];
+        for (let i = 0; i < cells.length; i++) out.push([cells.get(i).type, cells.get(i).sharedModel.getSource()]);
+        return out;
+    }""")
+
+
+def test_notebook7_keys_stay_in_every_widget(server, page):
+    """Notebook 7: arrows move a clicked slider and a quiz's choice; no key typed in a pytree-lab
+    widget (slider, quiz, revealed prediction, rating, diagram, packed view, check button)
+    reaches the notebook's command mode, while the notebook itself still takes them."""
+    write_notebook(server.root_dir, KEYS_NAME, KEYS_CELLS)
+    probe = _open_notebook7(page, server, KEYS_NAME)
+    try:
+        page.locator(".ptl-packed").wait_for(timeout=Timeouts.ms(Timeouts.RUN_ALL))
+        page.locator('[role="treeitem"]').first.wait_for()
+        page.locator(".ptl-ex-check").wait_for()
+        before = notebook7_cells(page)
+        assert before == [["code", src] for src in KEYS_CELLS]
+
+        def kept(where: str) -> None:
+            after = notebook7_cells(page)
+            assert after == before, f"keys typed in {where} changed the notebook: {before} -> {after}"
+
+        # the slider: a click on its thumb leaves it focused; the arrows move it in the kernel
+        handle = page.locator(".ptl-slider input[type='range']")
+        box = handle.bounding_box()
+        page.mouse.click(box["x"] + box["width"] * 3 / 8, box["y"] + box["height"] / 2)  # the thumb of 1.0 on [-2, 6]
+        assert handle.evaluate("el => el === document.activeElement")
+        start = probe.value("s.value")
+        assert start == 1.0
+        page.keyboard.press("ArrowRight")
+        page.keyboard.press("ArrowRight")
+        assert probe.wait_for("s.value", lambda v: v == 2.0) == 2.0
+        page.keyboard.press("ArrowLeft")
+        assert probe.wait_for("s.value", lambda v: v == 1.5) == 1.5
+        page.keyboard.press("End")
+        assert probe.wait_for("s.value", lambda v: v == 6.0) == 6.0
+        assert handle.evaluate("el => el === document.activeElement")
+        type_keys(page)
+        kept("the slider")
+        assert probe.value("s.value") == 6.0
+
+        # the quiz: the arrows move between its choices and choose; Enter answers
+        quiz = page.locator(".ptl-ex-quiz")
+        radios = quiz.locator("input[type='radio']")
+        radios.nth(0).click()
+        assert probe.wait_for("q.selected", lambda v: v == 0) == 0
+        page.keyboard.press("ArrowDown")
+        assert probe.wait_for("q.selected", lambda v: v == 1) == 1
+        page.keyboard.press("ArrowDown")
+        assert probe.wait_for("q.selected", lambda v: v == 2) == 2
+        page.keyboard.press("ArrowUp")
+        assert probe.wait_for("q.selected", lambda v: v == 1) == 1
+        assert radios.nth(1).evaluate("r => r === document.activeElement && r.checked")
+        kept("a quiz driven by the arrow keys")
+        type_keys(page)  # "1" and letters: the quiz keeps its choice, the notebook its cells
+        kept("a quiz choice")
+        radios.nth(1).focus()
+        page.keyboard.press("Enter")
+        assert probe.wait_for("q.answered", lambda v: v is True) is True
+        assert probe.value("q.selected") == 1
+        assert page.evaluate("() => document.activeElement !== document.body")
+        type_keys(page)
+        kept("an answered quiz")
+
+        # the prediction: the student's text, then its read-only box once revealed, and the rating
+        prompt = page.locator(".ptl-ex-predict")
+        box_ = prompt.locator("textarea")
+        box_.click()
+        page.keyboard.type("bd dm")
+        assert probe.wait_for("prompt.prediction", lambda v: v == "bd dm") == "bd dm"
+        prompt.get_by_role("button", name="Reveal the answer").click()
+        assert probe.wait_for("prompt.revealed", lambda v: v is True) is True
+        box_.click()
+        type_keys(page)
+        kept("the revealed prediction's read-only box")
+        assert probe.value("prompt.prediction") == "bd dm"
+        prompt.get_by_label("partly right").click()
+        assert probe.wait_for("prompt.self_rating", lambda v: v == "partly") == "partly"
+        type_keys(page)
+        kept("the rating")
+
+        # the diagram's rows, the packed view's positions, a check button
+        page.locator('[role="treeitem"]').first.click()
+        type_keys(page)
+        kept("a diagram row")
+        page.locator(".ptl-packed-cell").first.click()
+        type_keys(page)
+        kept("the packed view")
+        page.locator(".ptl-ex-check").get_by_role("button", name="Check my answer").focus()
+        type_keys(page)
+        kept("a check button")
+
+        # the notebook itself still answers its shortcuts: the keys do reach it from a cell
+        page.locator(".jp-Cell").last.locator(".jp-InputPrompt").click()
+        page.keyboard.press("Escape")
+        page.keyboard.press("b")
+        page.wait_for_function(
+            "(n) => window.jupyterapp.shell.currentWidget.content.model.cells.length === n",
+            arg=len(KEYS_CELLS) + 1, timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
     finally:
         probe.close()

@@ -16,8 +16,16 @@ message (highest ``seq``) and applies it when the messages already queued have b
 move it reads is acknowledged, even one it refuses (outside the range), so the page never waits
 on it.
 
-The page may write no trait at all: ``value``, ``min``, ``max``, ``step``, ``description`` and
-``path`` are refused when a page message tries to set them.
+The page may write no trait at all: ``value``, ``min``, ``max``, ``step``, ``description``,
+``path`` and ``module`` are refused when a page message tries to set them.
+
+The front-end module (static/slider.js and slider.css, about 10 KB) comes with each `Slider`
+made alone. Sliders shown together share one copy: make one `SliderModule` and pass it as
+``module=`` to each (a `StepExplorer` does this for its sliders). Such a slider carries a loader
+of about 0.5 KB (static/slider_proxy.js) and a reference to the module widget; its view
+renders with the module anywidget loaded once for the `SliderModule` (anywidget's widget
+composition: ``host.getWidget``). The `SliderModule` is one more widget to close: a
+`StepExplorer` finds it through its sliders' ``module`` trait and closes it with the rest.
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ import traitlets
 from ._intent import PageIntents
 from ._static import static_asset
 
-__all__ = ["Slider", "span", "short_label"]
+__all__ = ["Slider", "SliderModule", "span", "short_label"]
 
 log = logging.getLogger(__name__)
 
@@ -101,12 +109,43 @@ MAX_JUMP = 1024
 MAX_VIEWS = 16
 
 
+class SliderModule(PageIntents, anywidget.AnyWidget):
+    """The slider's front-end module, sent to the page once for every `Slider` made with
+    ``module=`` this widget. It shows nothing itself (never displayed) and has no state of its own;
+    the page may write nothing to it."""
+
+    _page_intents = frozenset()
+    _esm = static_asset("slider.js")
+    _css = static_asset("slider.css")
+
+    def __repr__(self) -> str:
+        return "SliderModule()"
+
+
+# The view of a slider that shares a SliderModule: it renders with that widget's module.
+_PROXY_ESM = static_asset("slider_proxy.js")
+
+
+class _ModuleTrait(anywidget.WidgetTrait):
+    """A slider's SliderModule: set when the slider is made, never after (the page draws the
+    slider with that module, or with the slider's own copy when there is none)."""
+
+    def set(self, obj: Any, value: Any) -> None:
+        if obj.__dict__.get("_module_fixed"):
+            raise traitlets.TraitError("a slider's module is set when the slider is made")
+        super().set(obj, value)
+
+
 class Slider(PageIntents, anywidget.AnyWidget):
     """A labelled range input for one number; moves from the page arrive as messages.
 
     Python sets `value`, `min`, `max` and `step` as with any ipywidgets slider; a value
     outside [min, max] set from Python is kept as given and the range grows to hold it
     (`widened` then says what the range was). Observe `value` to react to moves.
+
+    ``module=`` a `SliderModule` shares that widget's copy of the front-end module with the
+    other sliders made with it, instead of sending one with this slider (see the module
+    docstring); closing the slider leaves the shared module open.
     """
 
     _page_intents = frozenset()  # the page writes nothing; moves arrive as messages
@@ -121,14 +160,25 @@ class Slider(PageIntents, anywidget.AnyWidget):
     description = traitlets.Unicode("").tag(sync=True)  # the visible label
     path = traitlets.Unicode("").tag(sync=True)  # the full path: title and accessible description
     ack = traitlets.Int(0).tag(sync=True)  # seq of the last page move applied
+    #: the SliderModule whose module renders this slider (None: the slider carries its own);
+    #: kernel-owned, set once at construction
+    module = _ModuleTrait().tag(sync=True)
 
     def __init__(self, value: float = 0.0, *, description: str = "", path: str = "",
                  min: float | None = None, max: float | None = None, step: float | None = None,
-                 **kwargs: Any):
+                 module: SliderModule | None = None, **kwargs: Any):
         lo, hi, st = span(value)
+        if module is not None:
+            if not isinstance(module, SliderModule):
+                raise TypeError(f"module= takes a SliderModule, not {type(module).__name__}.")
+            if module.comm is None:
+                raise ValueError("module= names a closed SliderModule: its sliders would show nothing.")
+            # a loader instead of the module: the page renders this slider with `module`'s copy
+            kwargs.update(module=module, _esm=_PROXY_ESM, _css="")
         super().__init__(value=float(value), description=description, path=path or description,
                          min=lo if min is None else float(min), max=hi if max is None else float(max),
                          step=st if step is None else float(step), **kwargs)
+        self._module_fixed = True
         self.widened: tuple[float, float] | None = None
         self.moves = 0  # page moves applied (for tests and benchmarks)
         self._pending: tuple[int, float] | None = None

@@ -15,7 +15,7 @@ from .._intent import PageIntents
 from .._keywords import refuse_unknown, widget_keywords
 from .._text import TextForm
 from ..engine import Engine
-from ..slider import Slider, short_label
+from ..slider import Slider, SliderModule, short_label
 from ..step import StepResult
 from .controls import build_controls
 from .lifetime import Lifetime
@@ -118,9 +118,10 @@ class StepExplorer(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
         self.chart_view.fixed_range = bool(fixed_range)
         build_controls(self, fixed_range)
         self.sliders: dict[str, Slider] = {}
+        module = SliderModule()  # the slider module, sent to the page once for all these sliders
         for spec in session.plan_sliders(sliders, max_sliders):
             self.sliders[spec.label] = Slider(spec.value, description=short_label(spec.label), path=spec.path,
-                                              min=spec.min, max=spec.max, step=spec.step)
+                                              min=spec.min, max=spec.max, step=spec.step, module=module)
         self.views["DataView"].refresh()
         slider_box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "330px"})
         self.children = [self.status, self.controls,

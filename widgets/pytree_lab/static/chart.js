@@ -1,3 +1,4 @@
+// @ts-check
 // BarTable (pytree_lab.chart): the before/after bar chart as text and by keyboard.
 //
 // Traits (same names in chart.py): rows [[label, owner path, before, after], ...], title and
@@ -20,16 +21,35 @@
  *             selected_path: string }} Model
  */
 
-/** @param {HTMLElement} root */
+const OPT_OUT = "data-lm-suppress-shortcuts";
+
+/**
+ * Keys typed under `root` stay there: lumino's documented opt-out on the root and on every
+ * element that takes the focus under it (Notebook 7 matches its command-mode shortcuts against
+ * the focused control itself, while the key is still on its way down, so an opt-out on an
+ * ancestor alone comes too late there: see keepKeys in slider.js), and the events stopped at
+ * the root for the notebook's own listeners.
+ * @param {HTMLElement} root
+ */
 function keepKeys(root) {
   if (root.dataset.ptlKeys) return;
   root.dataset.ptlKeys = "1";
-  root.setAttribute("data-lm-suppress-shortcuts", "true");
+  root.setAttribute(OPT_OUT, "true");
+  root.addEventListener("focusin", (e) => {
+    if (e.target instanceof Element) e.target.setAttribute(OPT_OUT, "true");
+  });
+  // a control that took the focus before this view was drawn
+  const active = document.activeElement;
+  if (active && active !== root && root.contains(active)) active.setAttribute(OPT_OUT, "true");
   const stop = (/** @type {Event} */ e) => e.stopPropagation();
   for (const type of ["keydown", "keypress", "keyup"]) root.addEventListener(type, stop);
 }
 
-/** @param {string} tag @param {string} [cls] @param {string} [text] */
+/**
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag @param {string} [cls] @param {string} [text]
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 function h(tag, cls, text) {
   const el = document.createElement(tag);
   if (cls) el.className = cls;
@@ -37,7 +57,7 @@ function h(tag, cls, text) {
   return el;
 }
 
-/** @param {{ model: any, el: HTMLElement }} ctx */
+/** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
   const id = `ptl-bars-${Math.random().toString(36).slice(2, 10)}`;
   const root = h("details", "ptl-bars");
@@ -70,7 +90,7 @@ function render({ model, el }) {
         const tr = h("tr");
         const th = h("th");
         th.setAttribute("scope", "row");
-        const pick = /** @type {HTMLButtonElement} */ (h("button", "ptl-bars-pick"));
+        const pick = h("button", "ptl-bars-pick");
         pick.type = "button";
         pick.dataset.owner = owner;
         pick.append(h("bdi", "", label));

@@ -1,13 +1,12 @@
+// @ts-check
 // PytreeDiagram view: trees side by side, rows matched by path (WAI-ARIA tree pattern).
 //
 // Python owns the data; this module draws it and reports intents (select a path, fold a node).
 //
-// @typedef {{ty: string, v?: string, g?: string, i?: number, nd?: number, n?: number} | null} Cell
-//   ty type label, v value text, g a small matrix's formatted values (a row's separated by
+// Cell: ty type label, v value text, g a small matrix's formatted values (a row's separated by
 //   spaces, rows by newlines; shown whole as a grid, instead of v), i flatten index,
 //   nd not differentiable, n number of children
-// @typedef {{p: string, u: string|null, l: string, d: number, leaf: number, c: Cell[], s: string}} Row
-// @typedef {{title: string, rows: Row[], counts: string}} Panel
+// Row: p path, u parent path, l label, d depth, leaf, c cells (one per column), s status
 // On the wire, rows (and each panel's rows) come by column, one list per key, the same names
 // (diagram.py's module docstring is the reference): rowsFromWire turns them back into Rows.
 // Traits (same names in diagram.py):
@@ -25,9 +24,22 @@
 //
 // All text from user trees goes through textContent: never interpreted as HTML.
 
+/**
+ * @typedef {{ty: string, v?: string, g?: string, i?: number, nd?: number, n?: number} | null} Cell
+ * @typedef {{p: string, u: string|null, l: string, d: number, leaf: number, c: Cell[], s: string}} Row
+ * @typedef {{title: string, rows: Row[], counts: string}} Panel
+ * @typedef {{ columns: string[], rows: string, counts: string[], panels: string, selected_path: string,
+ *             collapsed: string[], message: string, message_kind: string, caption: string }} Model
+ * @typedef {import("@anywidget/types").AnyModel<Model>} DiagramModel
+ */
+
 const PAGE = 200; // children rendered per group before a "show more" button
 
-/** @param {string} tag @param {string} [cls] @param {string} [text] */
+/**
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag @param {string} [cls] @param {string} [text]
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 function h(tag, cls, text) {
   const el = document.createElement(tag);
   if (cls) el.className = cls;
@@ -70,10 +82,14 @@ function rowsFromWire(wire) {
 
 /**
  * A list trait that Python sends as one JSON text (rows, panels), parsed once per change.
- * @param {any} model @param {string} name @param {(parsed: any) => any} decode
+ * @template T
+ * @param {DiagramModel} model @param {"rows" | "panels"} name @param {(parsed: any) => T[]} decode
+ * @returns {() => T[]}
  */
 function jsonTrait(model, name, decode) {
+  /** @type {unknown} */
   let raw = undefined;
+  /** @type {T[]} */
   let parsed = [];
   return () => {
     const now = model.get(name);
@@ -128,6 +144,7 @@ function valueGrid(text, label) {
   return grid;
 }
 
+/** @type {Record<string, string>} */
 const STATUS_TEXT = {
   missing: "missing in one tree",
   shape: "shapes differ",
@@ -137,7 +154,8 @@ const STATUS_TEXT = {
 
 /**
  * One ARIA tree (the aligned main tree or a side panel).
- * @param {object} opts
+ * @param {{ model: DiagramModel, label: string, columns: string[], rows: Row[], counts: string[],
+ *           className?: string }} opts
  */
 function makeTree({ model, label, columns, rows, counts, className }) {
   const root = h("div", `ptl-tree ${className || ""}`);
@@ -266,8 +284,11 @@ function makeTree({ model, label, columns, rows, counts, className }) {
     );
   }
 
+  /** @type {string | null} */
   let focusPath = top.length ? top[0].p : null;
+  /** @param {string | undefined} path @param {boolean} [move] */
   function setFocus(path, move = true) {
+    if (path === undefined) return;
     const prev = focusPath !== null ? items.get(focusPath) : null;
     if (prev) prev.tabIndex = -1;
     focusPath = path;
@@ -277,13 +298,16 @@ function makeTree({ model, label, columns, rows, counts, className }) {
       if (move) el.focus();
     }
   }
-  if (focusPath !== null && items.get(focusPath)) items.get(focusPath).tabIndex = 0;
+  const first = focusPath !== null ? items.get(focusPath) : undefined;
+  if (first) first.tabIndex = 0;
 
+  /** @param {string} path */
   function select(path) {
     model.set("selected_path", path);
     model.save_changes();
   }
 
+  /** @param {string} path @param {boolean} [open] */
   function toggleFold(path, open) {
     const r = byPath.get(path);
     const li = items.get(path);
@@ -317,8 +341,9 @@ function makeTree({ model, label, columns, rows, counts, className }) {
       const group = /** @type {any} */ (parent ? parent.lastElementChild : body);
       while (!items.has(p) && group && group.ptlMore) group.ptlMore();
       const li = items.get(p);
-      if (k < chain.length - 1 && li && li.getAttribute("aria-expanded") === "false") {
-        setExpanded(li, byPath.get(p), true);
+      const row = byPath.get(p);
+      if (k < chain.length - 1 && li && row && li.getAttribute("aria-expanded") === "false") {
+        setExpanded(li, row, true);
         folded.delete(p);
         unfolded = true;
       }
@@ -372,13 +397,14 @@ function makeTree({ model, label, columns, rows, counts, className }) {
         if (vis.length) setFocus(vis[vis.length - 1].dataset.path);
         break;
       case "ArrowRight":
-        if (r && !r.leaf) {
+        if (r && !r.leaf && li) {
+          const children = kids.get(focusPath) || [];
           if (li.getAttribute("aria-expanded") === "false") toggleFold(focusPath, true);
-          else if ((kids.get(focusPath) || []).length) setFocus(kids.get(focusPath)[0].p);
+          else if (children.length) setFocus(children[0].p);
         }
         break;
       case "ArrowLeft":
-        if (r && !r.leaf && li.getAttribute("aria-expanded") === "true") toggleFold(focusPath, false);
+        if (r && !r.leaf && li && li.getAttribute("aria-expanded") === "true") toggleFold(focusPath, false);
         else if (r && r.u !== null && r.u !== undefined && items.has(r.u)) setFocus(r.u);
         break;
       case "Enter":
@@ -405,7 +431,7 @@ function makeTree({ model, label, columns, rows, counts, className }) {
       if (old) Object.assign(old, r);
       if (!li) continue;
       li.className = `ptl-item ptl-s-${r.s}`;
-      const cells = li.firstElementChild.querySelectorAll(":scope > .ptl-cell");
+      const cells = /** @type {HTMLElement} */ (li.firstElementChild).querySelectorAll(":scope > .ptl-cell");
       r.c.forEach((cell, i) => cells[i] && fillCell(/** @type {HTMLElement} */ (cells[i]), cell, r));
     }
     if (counts && nextCounts) {
@@ -478,21 +504,31 @@ function makeTree({ model, label, columns, rows, counts, className }) {
  * Keys typed in the widget stay in it. JupyterLab and Notebook 7 bind single keys in command
  * mode (b inserts a cell, d d deletes one, m turns it to Markdown, arrows move between cells),
  * and a read-only box, a radio or a button is not an editor, so the notebook would take them.
- * lumino runs no shortcut for a target inside `data-lm-suppress-shortcuts` (the documented
- * opt-out, honoured whether keys are matched while capturing, as in Notebook 7, or bubbling, as
- * in JupyterLab), and stopping the events at the root keeps the notebook's own listeners out
- * (ipywidgets' text boxes do the same).
+ * lumino runs no shortcut for a target that carries `data-lm-suppress-shortcuts` or sits inside
+ * one (the documented opt-out), and stopping the events at the root keeps the notebook's own
+ * listeners out (ipywidgets' text boxes do the same). JupyterLab matches shortcuts as the key
+ * bubbles up, so the stop at the root alone would do there. Notebook 7 matches them while the
+ * key is on its way down (lumino listens on the document, capturing), before the widget sees
+ * it; and its command-mode shortcuts select `.jp-Notebook.jp-mod-commandMode:not(.jp-mod-readWrite)
+ * :focus`, the focused control itself. lumino walks from the key's target upward and takes the
+ * first element that either opts out or matches, so the control matched before the walk reached
+ * an opt-out on the widget's root: an arrow key on a slider moved to the next cell, `d d` on a
+ * button deleted one. Every element that takes the focus inside the widget therefore carries the
+ * opt-out itself, marked as it takes the focus (`focusin`: controls drawn later included).
  * @param {HTMLElement} root
  */
 function keepKeys(root) {
   root.setAttribute("data-lm-suppress-shortcuts", "true");
   // a click on the widget's text or on a locked control focuses the widget, not the notebook
   if (!root.hasAttribute("tabindex")) root.tabIndex = -1;
+  root.addEventListener("focusin", (e) => {
+    if (e.target instanceof Element) e.target.setAttribute("data-lm-suppress-shortcuts", "true");
+  });
   const stop = (/** @type {Event} */ e) => e.stopPropagation();
   for (const type of ["keydown", "keypress", "keyup"]) root.addEventListener(type, stop);
 }
 
-/** @param {{model: any, el: HTMLElement}} ctx */
+/** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
   const wrap = h("div", "ptl-diagram");
   keepKeys(wrap);
@@ -530,7 +566,7 @@ function render({ model, el }) {
       counts: model.get("counts"),
     });
     trees.replaceChildren(main.el);
-    if (hadFocus) main.el.querySelector('[tabindex="0"]')?.focus();
+    if (hadFocus) /** @type {HTMLElement | null} */ (main.el.querySelector('[tabindex="0"]'))?.focus();
   }
 
   function drawPanels() {
@@ -571,6 +607,7 @@ function render({ model, el }) {
   drawMessage();
   drawCaption();
 
+  /** @type {[string, () => void][]} */
   const handlers = [
     ["change:rows change:columns change:counts", () => (drawMain(), showSelection())],
     ["change:panels", () => (drawPanels(), showSelection())],

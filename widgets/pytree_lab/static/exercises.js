@@ -1,3 +1,4 @@
+// @ts-check
 // Exercise widgets: check button, prediction prompt, quiz, evidence button (pytree_lab.exercises).
 //
 // Python owns every result. The browser sends only intents and the student's own input:
@@ -22,6 +23,7 @@
  *   question: string, choices: string[], selected: number, answered: boolean, correct: boolean,
  *   answer_index: number, explanation: string, choice_notes: string[], saved_path: string,
  * }} Model
+ * @typedef {import("@anywidget/types").AnyModel<Model>} ExerciseModel
  */
 
 // Ids and radio-group names are unique per view: each widget loads its own copy of this module,
@@ -33,21 +35,35 @@ const unique = (/** @type {string} */ stem) => `${stem}-${++uid}-${Math.random()
  * Keys typed in the widget stay in it. JupyterLab and Notebook 7 bind single keys in command
  * mode (b inserts a cell, d d deletes one, m turns it to Markdown, arrows move between cells),
  * and a read-only box, a radio or a button is not an editor, so the notebook would take them.
- * lumino runs no shortcut for a target inside `data-lm-suppress-shortcuts` (the documented
- * opt-out, honoured whether keys are matched while capturing, as in Notebook 7, or bubbling, as
- * in JupyterLab), and stopping the events at the root keeps the notebook's own listeners out
- * (ipywidgets' text boxes do the same).
+ * lumino runs no shortcut for a target that carries `data-lm-suppress-shortcuts` or sits inside
+ * one (the documented opt-out), and stopping the events at the root keeps the notebook's own
+ * listeners out (ipywidgets' text boxes do the same). JupyterLab matches shortcuts as the key
+ * bubbles up, so the stop at the root alone would do there. Notebook 7 matches them while the
+ * key is on its way down (lumino listens on the document, capturing), before the widget sees
+ * it; and its command-mode shortcuts select `.jp-Notebook.jp-mod-commandMode:not(.jp-mod-readWrite)
+ * :focus`, the focused control itself. lumino walks from the key's target upward and takes the
+ * first element that either opts out or matches, so the control matched before the walk reached
+ * an opt-out on the widget's root: an arrow key on a slider moved to the next cell, `d d` on a
+ * button deleted one. Every element that takes the focus inside the widget therefore carries the
+ * opt-out itself, marked as it takes the focus (`focusin`: controls drawn later included).
  * @param {HTMLElement} root
  */
 function keepKeys(root) {
   root.setAttribute("data-lm-suppress-shortcuts", "true");
   // a click on the widget's text or on a locked control focuses the widget, not the notebook
   if (!root.hasAttribute("tabindex")) root.tabIndex = -1;
+  root.addEventListener("focusin", (e) => {
+    if (e.target instanceof Element) e.target.setAttribute("data-lm-suppress-shortcuts", "true");
+  });
   const stop = (/** @type {Event} */ e) => e.stopPropagation();
   for (const type of ["keydown", "keypress", "keyup"]) root.addEventListener(type, stop);
 }
 
-/** @param {string} tag @param {Record<string, string>} [attrs] @param {string} [text] */
+/**
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag @param {Record<string, string>} [attrs] @param {string} [text]
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 function h(tag, attrs = {}, text) {
   const node = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
@@ -58,6 +74,7 @@ function h(tag, attrs = {}, text) {
 /**
  * The announcement region: polite, so a result is read after what the student is doing.
  * `details` (a revealed answer, an explanation) sit inside it and are read with the verdict.
+ * @param {HTMLElement[]} details
  */
 function liveRegion(...details) {
   // focusable from script only: where the focus goes when the button that had it is locked
@@ -87,7 +104,10 @@ function lock(control, off, next) {
   control.disabled = off;
 }
 
-/** Re-run `update` when any of `traits` changes; returns the cleanup for render(). */
+/**
+ * Re-run `update` when any of `traits` changes; returns the cleanup for render().
+ * @param {ExerciseModel} model @param {(keyof Model)[]} traits @param {() => void} update
+ */
 function watch(model, traits, update) {
   const events = traits.map((name) => `change:${name}`);
   for (const event of events) model.on(event, update);
@@ -95,6 +115,7 @@ function watch(model, traits, update) {
   return () => { for (const event of events) model.off(event, update); };
 }
 
+/** @param {ExerciseModel} model @param {HTMLElement} root @returns {() => void} */
 function renderCheck(model, root) {
   const task = h("p", { class: "ptl-ex-task" });
   const button = h("button", { type: "button", class: "ptl-ex-button" });
@@ -126,6 +147,7 @@ function renderCheck(model, root) {
   });
 }
 
+/** @param {ExerciseModel} model @param {HTMLElement} root @returns {() => void} */
 function renderPredict(model, root) {
   const id = unique("ptl-ex-prediction");
   const prompt = h("label", { class: "ptl-ex-prompt", for: id });
@@ -172,6 +194,7 @@ function renderPredict(model, root) {
   });
 }
 
+/** @param {ExerciseModel} model @param {HTMLElement} root @returns {() => void} */
 function renderQuiz(model, root) {
   const name = unique("ptl-ex-quiz");
   const fieldset = h("fieldset", { class: "ptl-ex-choices" });
@@ -203,7 +226,7 @@ function renderQuiz(model, root) {
     if (JSON.stringify(choices) !== drawn) {
       drawn = JSON.stringify(choices);
       for (const old of fieldset.querySelectorAll(".ptl-ex-choice")) old.remove();
-      choices.forEach((text, index) => {
+      choices.forEach((/** @type {string} */ text, /** @type {number} */ index) => {
         const label = h("label", { class: "ptl-ex-choice" });
         const radio = h("input", { type: "radio", name, value: String(index) });
         radio.addEventListener("change", () => {
@@ -217,11 +240,11 @@ function renderQuiz(model, root) {
     }
     const answered = model.get("answered");
     const notes = model.get("choice_notes") || [];
-    fieldset.querySelectorAll(".ptl-ex-choice").forEach((label, index) => {
-      const radio = label.querySelector("input");
+    /** @type {NodeListOf<HTMLLabelElement>} */ (fieldset.querySelectorAll(".ptl-ex-choice")).forEach((label, index) => {
+      const radio = /** @type {HTMLInputElement} */ (label.querySelector("input"));
       radio.checked = index === model.get("selected");
       lock(radio, answered, region); // locked: the first answer counts
-      const note = label.querySelector(".ptl-ex-note");
+      const note = /** @type {HTMLElement} */ (label.querySelector(".ptl-ex-note"));
       note.textContent = answered && notes[index] ? notes[index] : "";
       note.hidden = !note.textContent;
       label.dataset.verdict = !answered ? "" : index === model.get("answer_index") ? "right"
@@ -236,6 +259,7 @@ function renderQuiz(model, root) {
   });
 }
 
+/** @param {ExerciseModel} model @param {HTMLElement} root @returns {() => void} */
 function renderEvidence(model, root) {
   const button = h("button", { type: "button", class: "ptl-ex-button" });
   const { region, status } = liveRegion();
@@ -248,9 +272,10 @@ function renderEvidence(model, root) {
   });
 }
 
+/** @type {Record<Model["kind"], (model: ExerciseModel, root: HTMLElement) => () => void>} */
 const RENDERERS = { check: renderCheck, predict: renderPredict, quiz: renderQuiz, evidence: renderEvidence };
 
-/** @param {{ model: any, el: HTMLElement }} ctx */
+/** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
   const kind = model.get("kind");
   const root = h("section", { class: `ptl-ex ptl-ex-${kind}`, "data-kind": kind });

@@ -1,3 +1,4 @@
+// @ts-check
 // PackedView (pytree_lab.packed): packed positions <-> tree elements, for one or more layouts.
 //
 // Python owns the layouts and the highlights. The page writes one intent trait, `selected`
@@ -7,8 +8,9 @@
 /**
  * @typedef {{ i: number, value: string, label: string }} Position
  * @typedef {{ path: string, shape: number[], elements: {i: number, label: string}[], hidden: number }} Leaf
+ * @typedef {{ layout?: number, kind?: "leaf" | "position", key?: string | number }} Selection
  * @typedef {{ layouts_data: {name: string, positions: Position[], more: number, leaves: Leaf[]}[],
- *             selected: object, highlight: {layout?: number, positions?: number[], elements?: string[]},
+ *             selected: Selection, highlight: {layout?: number, positions?: number[], elements?: string[]},
  *             readout: string }} Model
  */
 
@@ -19,6 +21,11 @@ const visible = (/** @type {string} */ text) => text.replace(INVISIBLE, (ch) => 
   return code < 0x100 ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
 });
 
+/**
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag @param {Record<string, string>} [attrs] @param {string} [text]
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 function h(tag, attrs = {}, text) {
   const node = document.createElement(tag);
   for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
@@ -30,25 +37,41 @@ function h(tag, attrs = {}, text) {
  * Keys typed in the widget stay in it. JupyterLab and Notebook 7 bind single keys in command
  * mode (b inserts a cell, d d deletes one, m turns it to Markdown, arrows move between cells),
  * and a read-only box, a radio or a button is not an editor, so the notebook would take them.
- * lumino runs no shortcut for a target inside `data-lm-suppress-shortcuts` (the documented
- * opt-out, honoured whether keys are matched while capturing, as in Notebook 7, or bubbling, as
- * in JupyterLab), and stopping the events at the root keeps the notebook's own listeners out
- * (ipywidgets' text boxes do the same).
+ * lumino runs no shortcut for a target that carries `data-lm-suppress-shortcuts` or sits inside
+ * one (the documented opt-out), and stopping the events at the root keeps the notebook's own
+ * listeners out (ipywidgets' text boxes do the same). JupyterLab matches shortcuts as the key
+ * bubbles up, so the stop at the root alone would do there. Notebook 7 matches them while the
+ * key is on its way down (lumino listens on the document, capturing), before the widget sees
+ * it; and its command-mode shortcuts select `.jp-Notebook.jp-mod-commandMode:not(.jp-mod-readWrite)
+ * :focus`, the focused control itself. lumino walks from the key's target upward and takes the
+ * first element that either opts out or matches, so the control matched before the walk reached
+ * an opt-out on the widget's root: an arrow key on a slider moved to the next cell, `d d` on a
+ * button deleted one. Every element that takes the focus inside the widget therefore carries the
+ * opt-out itself, marked as it takes the focus (`focusin`: controls drawn later included).
  * @param {HTMLElement} root
  */
 function keepKeys(root) {
   root.setAttribute("data-lm-suppress-shortcuts", "true");
   // a click on the widget's text or on a locked control focuses the widget, not the notebook
   if (!root.hasAttribute("tabindex")) root.tabIndex = -1;
+  root.addEventListener("focusin", (e) => {
+    if (e.target instanceof Element) e.target.setAttribute("data-lm-suppress-shortcuts", "true");
+  });
   const stop = (/** @type {Event} */ e) => e.stopPropagation();
   for (const type of ["keydown", "keypress", "keyup"]) root.addEventListener(type, stop);
 }
 
+/** The elements under `scope` that match `selector`, as HTML elements (all of ours are). */
+const all = (/** @type {ParentNode} */ scope, /** @type {string} */ selector) =>
+  /** @type {HTMLElement[]} */ ([...scope.querySelectorAll(selector)]);
+
+/** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
   const root = h("div", { class: "ptl-packed" });
   keepKeys(root);
   const readout = h("p", { class: "ptl-packed-readout", role: "status", "aria-live": "polite" });
   el.append(root);
+  /** @param {number} layout @param {"leaf" | "position"} kind @param {string | number} key */
   const choose = (layout, kind, key) => { model.set("selected", { layout, kind, key }); model.save_changes(); };
 
   function draw() {
@@ -93,18 +116,18 @@ function render({ model, el }) {
   function paint() {
     const lit = model.get("highlight") || {};
     const sel = model.get("selected") || {};
-    root.querySelectorAll(".ptl-packed-layout").forEach((box) => {
+    all(root, ".ptl-packed-layout").forEach((box) => {
       const li = Number(box.dataset.layout);
       const mine = lit.layout === li;
       const positions = new Set(mine ? lit.positions || [] : []);
       const elements = new Set(mine ? lit.elements || [] : []);
-      box.querySelectorAll(".ptl-packed-cell").forEach((cell) => {
+      all(box, ".ptl-packed-cell").forEach((cell) => {
         cell.setAttribute("aria-pressed", String(positions.has(Number(cell.dataset.position))));
       });
-      box.querySelectorAll(".ptl-packed-element").forEach((span) => {
-        span.dataset.lit = String(elements.has(span.dataset.label));
+      all(box, ".ptl-packed-element").forEach((span) => {
+        span.dataset.lit = String(elements.has(span.dataset.label ?? ""));
       });
-      box.querySelectorAll(".ptl-packed-leafname").forEach((name) => {
+      all(box, ".ptl-packed-leafname").forEach((name) => {
         name.setAttribute("aria-pressed", String(sel.layout === li && sel.kind === "leaf" && sel.key === name.dataset.path));
       });
     });

@@ -1,3 +1,4 @@
+// @ts-check
 // Slider view: one number of the person's model on a native <input type="range">.
 //
 // Traits (same names in slider.py), all written by Python only:
@@ -16,16 +17,26 @@
 //
 // All text goes through textContent / attributes: never interpreted as HTML.
 
+/**
+ * The synced traits (slider.py), all the kernel's.
+ * @typedef {{ value: number | null, min: number | null, max: number | null, step: number | null,
+ *             description: string, path: string, ack: number }} Model
+ * @typedef {import("@anywidget/types").AnyModel<Model>} SliderModel
+ */
+
 let uid = 0;
 const HOLD_MS = 250;
 
 /** Per model (several views of one slider share it): what was sent, what waits. */
 class Mover {
+  /** @param {SliderModel} model */
   constructor(model) {
     this.model = model;
     this.sent = 0; // seq of the last move sent
     this.view = Math.random().toString(36).slice(2, 12); // this page's id: its moves only go forward
-    this.held = null; // the newest position not sent yet (a move is in flight)
+    /** @type {number | null} the newest position not sent yet (a move is in flight) */
+    this.held = null;
+    /** @type {ReturnType<typeof setTimeout> | null} */
     this.timer = null;
     model.on("change:ack", () => this.acked());
   }
@@ -67,10 +78,14 @@ class Mover {
   }
 }
 
-/** @type {WeakMap<object, Mover>} */
+/** @type {WeakMap<SliderModel, Mover>} */
 const movers = new WeakMap();
 
-/** @param {string} tag @param {string} [cls] @param {string} [text] */
+/**
+ * @template {keyof HTMLElementTagNameMap} K
+ * @param {K} tag @param {string} [cls] @param {string} [text]
+ * @returns {HTMLElementTagNameMap[K]}
+ */
 function h(tag, cls, text) {
   const el = document.createElement(tag);
   if (cls) el.className = cls;
@@ -82,16 +97,26 @@ function h(tag, cls, text) {
  * Keys typed in the widget stay in it. JupyterLab and Notebook 7 bind single keys in command
  * mode (b inserts a cell, d d deletes one, m turns it to Markdown, arrows move between cells),
  * and a read-only box, a radio or a button is not an editor, so the notebook would take them.
- * lumino runs no shortcut for a target inside `data-lm-suppress-shortcuts` (the documented
- * opt-out, honoured whether keys are matched while capturing, as in Notebook 7, or bubbling, as
- * in JupyterLab), and stopping the events at the root keeps the notebook's own listeners out
- * (ipywidgets' text boxes do the same).
+ * lumino runs no shortcut for a target that carries `data-lm-suppress-shortcuts` or sits inside
+ * one (the documented opt-out), and stopping the events at the root keeps the notebook's own
+ * listeners out (ipywidgets' text boxes do the same). JupyterLab matches shortcuts as the key
+ * bubbles up, so the stop at the root alone would do there. Notebook 7 matches them while the
+ * key is on its way down (lumino listens on the document, capturing), before the widget sees
+ * it; and its command-mode shortcuts select `.jp-Notebook.jp-mod-commandMode:not(.jp-mod-readWrite)
+ * :focus`, the focused control itself. lumino walks from the key's target upward and takes the
+ * first element that either opts out or matches, so the control matched before the walk reached
+ * an opt-out on the widget's root: an arrow key on a slider moved to the next cell, `d d` on a
+ * button deleted one. Every element that takes the focus inside the widget therefore carries the
+ * opt-out itself, marked as it takes the focus (`focusin`: controls drawn later included).
  * @param {HTMLElement} root
  */
 function keepKeys(root) {
   root.setAttribute("data-lm-suppress-shortcuts", "true");
   // a click on the widget's text or on a locked control focuses the widget, not the notebook
   if (!root.hasAttribute("tabindex")) root.tabIndex = -1;
+  root.addEventListener("focusin", (e) => {
+    if (e.target instanceof Element) e.target.setAttribute("data-lm-suppress-shortcuts", "true");
+  });
   const stop = (/** @type {Event} */ e) => e.stopPropagation();
   for (const type of ["keydown", "keypress", "keyup"]) root.addEventListener(type, stop);
 }
@@ -99,6 +124,7 @@ function keepKeys(root) {
 // Characters that draw nothing or reorder their neighbours (controls, bidi overrides and
 // isolates, zero-width): shown as escapes, as Python shows them (_format.visible)
 const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+/** @type {Record<string, string>} */
 const ESCAPES = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 const visible = (/** @type {string} */ text) => text.replace(INVISIBLE, (ch) => ESCAPES[ch] ||
   (ch.charCodeAt(0) < 0x100 ? `\\x${ch.charCodeAt(0).toString(16).padStart(2, "0")}` : `\\u${ch.charCodeAt(0).toString(16).padStart(4, "0")}`));
@@ -118,7 +144,10 @@ function isolatedLabel(node, text) {
   }
 }
 
-/** A readout with the value's own digits (up to 6 significant), never the step's rounding. */
+/**
+ * A readout with the value's own digits (up to 6 significant), never the step's rounding.
+ * @param {number | null | undefined} v
+ */
 function fmt(v) {
   if (v === null || v === undefined) return "not finite";
   if (v === 0) return "0";
@@ -127,19 +156,19 @@ function fmt(v) {
   return v.toExponential(3).replace(/\.?0+e/, "e");
 }
 
-/** @param {{model: any, el: HTMLElement}} ctx */
+/** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
-  // each widget loads its own copy of this module, so a module counter would repeat across sliders
-  const id = `ptl-slider-${model.model_id ?? ""}-${++uid}-${Math.random().toString(36).slice(2, 10)}`;
+  // each widget may load its own copy of this module, so a module counter alone could repeat
+  const id = `ptl-slider-${++uid}-${Math.random().toString(36).slice(2, 10)}`;
   const root = h("div", "ptl-slider");
   keepKeys(root);
   const label = h("label", "ptl-slider-label");
   label.htmlFor = id;
-  const input = /** @type {HTMLInputElement} */ (h("input", "ptl-slider-input"));
+  const input = h("input", "ptl-slider-input");
   input.type = "range";
   input.id = id;
   const readout = h("output", "ptl-slider-readout");
-  readout.htmlFor = id;
+  readout.setAttribute("for", id);
   readout.setAttribute("aria-hidden", "true"); // aria-valuetext says it to screen readers
   root.append(label, input, readout);
   el.append(root);
@@ -198,4 +227,7 @@ function render({ model, el }) {
   return () => { for (const ev of events) model.off(ev, update); };
 }
 
-export default { render };
+// A SliderModule (slider.py) carries this module for many sliders: initialize() hands `render`
+// to their views (slider_proxy.js, through anywidget's host.getWidget). A Slider of its own
+// (without a shared module) renders with it directly.
+export default { initialize: () => ({ render }), render };
