@@ -281,8 +281,7 @@ async def _with_progress(waiting: Any, started: float) -> Any:
             done, _ = await asyncio.wait({task}, timeout=PROGRESS_SECONDS)
             if done:
                 break
-            line = progress_line(loop.time() - started)
-            print("\r" + line, end="", flush=True)
+            print("\r" + (line := progress_line(loop.time() - started)), end="", flush=True)
             shown = max(shown, len(line))
         return task.result()
     finally:
@@ -291,8 +290,7 @@ async def _with_progress(waiting: Any, started: float) -> Any:
         if shown:
             arrived = task.done() and not task.cancelled() and task.exception() is None and task.result() is None
             final = f"{'Loaded' if arrived else 'Stopped waiting'} after {loop.time() - started:.0f} s."
-            # a carriage return overwrites only as many characters as the new text has: blank the rest
-            print("\r" + final + " " * max(0, shown - len(final)), flush=True)
+            print("\r" + final.ljust(shown), flush=True)  # blanks the rest of the longer line
 
 
 def imported_modules(code: str) -> set[str] | None:

@@ -119,19 +119,15 @@ class _AutodiffSeen:
         return self
 
     def _wrap(self, owner, attr: str) -> None:
-        own = not isinstance(owner, type) or attr in vars(owner)
-        original = getattr(owner, attr) if not isinstance(owner, type) or not own else vars(owner)[attr]
-        seen = self
+        own = not isinstance(owner, type) or attr in vars(owner)  # else inherited (jax 0.4.30)
+        original, seen = (vars(owner)[attr] if isinstance(owner, type) and own else getattr(owner, attr)), self
 
         def counting(*args, **kwargs):
             seen.count += 1
             return original(*args, **kwargs)
 
         setattr(owner, attr, counting)
-        if own:
-            self._undo.append(lambda: setattr(owner, attr, original))
-        else:  # the class inherited it: take the wrapper away again, inheriting as before
-            self._undo.append(lambda: delattr(owner, attr))
+        self._undo.append((lambda: setattr(owner, attr, original)) if own else (lambda: delattr(owner, attr)))
 
     def __exit__(self, *exc) -> None:
         while self._undo:
