@@ -50,24 +50,22 @@ def _uses_browser(item) -> bool:
     return item.get_closest_marker("browser") is not None or "pw" in getattr(item, "fixturenames", ())
 
 
-# `make test` runs the suite in two pytest-xdist workers, in groups (`_group`): the JupyterLab
-# tests share one group (one Lab server per session), the JupyterLite tests another (one built
-# site; the builds share lite_build/.cache), every other module is a group of its own. The
+# `make test` runs the suite in two pytest-xdist workers, in groups (`_group`): the JupyterLite
+# tests share one group (one built site; the builds share lite_build/.cache), every other module
+# is a group of its own (a worker that runs JupyterLab tests starts its own Lab server, once). The
 # scheduler below hands out whole groups, longest first (seconds on a quiet 2-core machine,
 # rounded), so the run does not end waiting on one long group started last.
 _GROUP_SECONDS = {
-    "lab": 600, "lite": 450, "tests/test_nbgrader.py": 250, "tests/test_binder.py": 120,
-    "tests/test_documented_install.py": 110, "tests/test_notebooks.py": 100, "tests/test_hub.py": 60,
+    "lite": 450, "tests/test_nbgrader.py": 250, "tests/browser/test_frontends.py": 120,
+    "tests/test_binder.py": 120, "tests/test_documented_install.py": 110, "tests/test_notebooks.py": 100,
+    "tests/browser/test_browser_explorer.py": 90, "tests/browser/test_big_trees.py": 80,
+    "tests/test_hub.py": 60, "tests/browser/test_contrast.py": 50, "tests/browser/test_keys_and_focus.py": 50,
 }
 
 
 def _group(nodeid: str) -> str:
     path = nodeid.split("::", 1)[0]
-    if path.startswith("tests/browser/"):
-        return "lab"
-    if path.startswith("tests/lite/"):
-        return "lite"
-    return path
+    return "lite" if path.startswith("tests/lite/") else path
 
 
 def pytest_collection_modifyitems(config, items):
