@@ -1,5 +1,5 @@
 """Slider ranges that follow a value's scale (no widgets here: the slider plan uses them
-without importing anywidget). `slider.Slider` uses the same rule."""
+without importing anywidget); `slider` re-exports `span`."""
 
 from __future__ import annotations
 
