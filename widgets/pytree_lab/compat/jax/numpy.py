@@ -511,10 +511,10 @@ class _At:
         return _AtIndex(self._x, idx)
 
 
-class ArrayImpl(_np.ndarray):
-    """The arrays this engine makes: numpy arrays with JAX's ``.at`` and JAX's ``@`` errors.
-    Named as JAX's concrete array type is (``type(x).__name__`` reads the same); they print as
-    numpy arrays do."""
+class _JaxArrayMethods:
+    """JAX's ``.at`` and JAX's ``@`` errors, for the engine's arrays and for traced values."""
+
+    __slots__ = ()
 
     @property
     def at(self) -> _At:
@@ -525,25 +525,21 @@ class ArrayImpl(_np.ndarray):
 
     def __rmatmul__(self, other: Any) -> Any:
         return matmul(other, self)
+
+
+class ArrayImpl(_JaxArrayMethods, _np.ndarray):
+    """The arrays this engine makes: numpy arrays with JAX's ``.at`` and JAX's ``@`` errors.
+    Named as JAX's concrete array type is (``type(x).__name__`` reads the same); they print as
+    numpy arrays do."""
 
     def __repr__(self) -> str:
         return repr(self.view(_np.ndarray))
 
 
-class _TracedArray(_ArrayBox):
+class _TracedArray(_JaxArrayMethods, _ArrayBox):
     """A value traced inside `grad`: autograd's ArrayBox with ``.at`` and JAX's ``@`` errors."""
 
     __slots__: list = []
-
-    @property
-    def at(self) -> _At:
-        return _At(self)
-
-    def __matmul__(self, other: Any) -> Any:
-        return matmul(self, other)
-
-    def __rmatmul__(self, other: Any) -> Any:
-        return matmul(other, self)
 
 
 def _register_with_autograd() -> None:
