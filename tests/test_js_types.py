@@ -23,7 +23,10 @@ ROOT = Path(__file__).resolve().parents[1]
 STATIC = ROOT / "widgets" / "pytree_lab" / "static"
 JSCHECK = ROOT / "tools" / "jscheck"
 TSC = JSCHECK / "node_modules" / ".bin" / "tsc"
-MODULES = sorted(STATIC.glob("*.js"))
+# the widget modules; a file starting with "_" is a script every module gets in front of its own
+# text (_static.py): its functions are globals to tsc, as they are to the module at run time
+MODULES = sorted(m for m in STATIC.glob("*.js") if not m.name.startswith("_"))
+SHARED = sorted(m for m in STATIC.glob("*.js") if m.name.startswith("_"))
 RENDER_TYPE = re.compile(r'/\*\* @type \{import\("@anywidget/types"\)\.Render<Model>\} \*/\n(async )?function render\(')
 
 
@@ -59,11 +62,15 @@ def test_every_module_is_checked_against_its_model():
         assert len(RENDER_TYPE.findall(text)) == 1, f"{module.name}: render is not typed as Render<Model>"
         # types only: the module never imports anything at run time (no build step, no CDN)
         assert not re.search(r"^\s*import\b", text, re.M), module.name
+    assert [m.name for m in SHARED] == ["_kernel_gone.js"]
+    for script in SHARED:  # a script: no import or export, so its declarations are global
+        text = script.read_text(encoding="utf-8")
+        assert text.startswith("// @ts-check\n") and not re.search(r"^\s*(import|export)\b", text, re.M)
 
 
 def test_tsc_reports_no_error():
     listed = run_tsc_list()
-    assert {p.name for p in listed if p.parent == STATIC} == {m.name for m in MODULES}
+    assert {p.name for p in listed if p.parent == STATIC} == {m.name for m in MODULES + SHARED}
     result = run_tsc(JSCHECK)
     output = result.stdout + result.stderr
     assert "error TS" not in output, output

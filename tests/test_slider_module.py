@@ -16,13 +16,13 @@ import traitlets
 from ipywidgets.widgets.widget import _remove_buffers
 
 from pytree_lab import StepExplorer
-from pytree_lab._static import STATIC
+from pytree_lab._static import STATIC, static_asset
 from pytree_lab.explorer import _descendants
 from pytree_lab.slider import Slider, SliderModule
 
-SLIDER_JS = (STATIC / "slider.js").read_text(encoding="utf-8")
+SLIDER_JS = static_asset("slider.js")  # as the page gets it (with the shared part in front)
 SLIDER_CSS = (STATIC / "slider.css").read_text(encoding="utf-8")
-PROXY_JS = (STATIC / "slider_proxy.js").read_text(encoding="utf-8")
+PROXY_JS = static_asset("slider_proxy.js")
 
 
 def state_bytes(widget) -> int:

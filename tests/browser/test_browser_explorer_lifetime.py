@@ -100,3 +100,45 @@ def test_after_a_long_run_the_loss_line_is_thinned_and_ends_at_the_kernels_loss(
     finally:
         nb.page.set_viewport_size(size)
         set_theme(nb.page, LIGHT)
+
+
+def test_after_a_kernel_restart_its_old_widgets_say_so_when_used(open_nb):
+    """Issue 19: after a restart the widgets of the old kernel answer no click; clicking one, or
+    pressing a key in its slider, tells the student why and what to run (not silently nothing)."""
+    from .pages import slider, slider_aria_value, slider_handle, tree_item, wait_selected
+
+    nb = open_nb(CELLS, wait_for='[role="tree"]')
+    notice = nb.panel.locator(".pytree-lab-kernel-gone")
+    # connected: a click selects in the kernel, and no notice shows
+    tree_item(nb.panel, "['bias']").first.locator(":scope > .ptl-line").click()
+    wait_selected(nb.panel, "['bias']")
+    assert nb.kernel.wait_for("ex.diagram.selected_path", lambda p: p == "['bias']") == "['bias']"
+    assert notice.count() == 0
+
+    # what Kernel > Restart Kernel does, without its confirmation dialog
+    nb.page.evaluate("async (path) => {" + _FIND_PANEL + """
+        await find(path).sessionContext.session.kernel.restart();
+    }""", nb.path)
+    assert nb.value("'ex' in globals()") is False  # the restart call returns with the new kernel up
+    nb.panel.locator(".jupyter-widgets-disconnected").first.wait_for(
+        state="attached", timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    assert notice.count() == 0  # said when used, not all over the notebook at once
+
+    tree_item(nb.panel, "['weight']").first.locator(":scope > .ptl-line").click()
+    diagram_notice = nb.panel.locator(".ptl-diagram").first.locator("xpath=..").locator(
+        ".pytree-lab-kernel-gone")
+    diagram_notice.wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    handle = slider_handle(nb.panel, "bias")
+    handle.focus()
+    nb.page.keyboard.press("ArrowRight")
+    slider_notice = slider(nb.panel, "bias").locator("xpath=..").locator(".pytree-lab-kernel-gone")
+    slider_notice.wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    assert slider_aria_value(nb.panel, "bias") == 0.0  # the slider stays where the kernel left it
+    texts = notice.all_inner_texts()
+    assert len(texts) == 2, texts
+    for text in texts:
+        assert "kernel that was restarted or stopped" in text and "Run its cell again" in text, text
+    assert notice.first.get_attribute("role") == "status"
+    # the new kernel heard nothing of either: it still has no explorer, and it runs code
+    assert nb.value("'ex' in globals()") is False
+    assert nb.value("1 + 1") == 2

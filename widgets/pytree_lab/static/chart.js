@@ -59,6 +59,7 @@ function h(tag, cls, text) {
 
 /** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
+  const unwatchKernel = typeof watchKernel === "function" ? watchKernel(model, el) : () => {}; // (absent with ANYWIDGET_HMR=1)
   const id = `ptl-bars-${Math.random().toString(36).slice(2, 10)}`;
   const root = h("details", "ptl-bars");
   root.id = id;
@@ -160,6 +161,7 @@ function render({ model, el }) {
     for (const ev of events) model.off(ev, draw);
     model.off("change:selected_path", paint);
     root.remove();
+    unwatchKernel();
   };
 }
 

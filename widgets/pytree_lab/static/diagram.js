@@ -530,6 +530,7 @@ function keepKeys(root) {
 
 /** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
+  const unwatchKernel = typeof watchKernel === "function" ? watchKernel(model, el) : () => {}; // (absent with ANYWIDGET_HMR=1)
   const wrap = h("div", "ptl-diagram");
   keepKeys(wrap);
   const msg = h("div", "ptl-message");
@@ -619,6 +620,7 @@ function render({ model, el }) {
   for (const [ev, fn] of handlers) model.on(ev, fn);
   return () => {
     for (const [ev, fn] of handlers) model.off(ev, fn);
+    unwatchKernel();
   };
 }
 

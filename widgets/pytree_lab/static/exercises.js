@@ -277,6 +277,7 @@ const RENDERERS = { check: renderCheck, predict: renderPredict, quiz: renderQuiz
 
 /** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
+  const unwatchKernel = typeof watchKernel === "function" ? watchKernel(model, el) : () => {}; // (absent with ANYWIDGET_HMR=1)
   const kind = model.get("kind");
   const root = h("section", { class: `ptl-ex ptl-ex-${kind}`, "data-kind": kind });
   keepKeys(root);
@@ -289,6 +290,7 @@ function render({ model, el }) {
     stopTitle();
     stop();
     root.remove();
+    unwatchKernel();
   };
 }
 

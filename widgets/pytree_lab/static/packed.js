@@ -67,6 +67,7 @@ const all = (/** @type {ParentNode} */ scope, /** @type {string} */ selector) =>
 
 /** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
+  const unwatchKernel = typeof watchKernel === "function" ? watchKernel(model, el) : () => {}; // (absent with ANYWIDGET_HMR=1)
   const root = h("div", { class: "ptl-packed" });
   keepKeys(root);
   const readout = h("p", { class: "ptl-packed-readout", role: "status", "aria-live": "polite" });
@@ -145,6 +146,7 @@ function render({ model, el }) {
     model.off("change:readout", paint);
     model.off("change:selected", paint);
     root.remove();
+    unwatchKernel();
   };
 }
 

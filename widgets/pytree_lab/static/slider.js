@@ -158,6 +158,7 @@ function fmt(v) {
 
 /** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
+  const unwatchKernel = typeof watchKernel === "function" ? watchKernel(model, el) : () => {}; // (absent with ANYWIDGET_HMR=1)
   // each widget may load its own copy of this module, so a module counter alone could repeat
   const id = `ptl-slider-${++uid}-${Math.random().toString(36).slice(2, 10)}`;
   const root = h("div", "ptl-slider");
@@ -201,6 +202,12 @@ function render({ model, el }) {
   input.addEventListener("input", () => {
     const v = input.valueAsNumber;
     if (!Number.isFinite(v)) return;
+    if (typeof kernelGone === "function" && kernelGone(el)) {
+      // no kernel will answer: the slider stays where the last step left it (the notice says why)
+      const held = model.get("value");
+      if (held !== null) input.value = String(held);
+      return;
+    }
     show(v);
     mover.move(v);
   });
@@ -224,7 +231,7 @@ function render({ model, el }) {
                   "change:description", "change:path"];
   for (const ev of events) model.on(ev, update);
   update();
-  return () => { for (const ev of events) model.off(ev, update); };
+  return () => { for (const ev of events) model.off(ev, update); unwatchKernel(); };
 }
 
 // A SliderModule (slider.py) carries this module for many sliders: initialize() hands `render`
