@@ -143,16 +143,26 @@ def run_cell(page, index: int, timeout: float = Timeouts.CELL) -> str:
     target = cell(page, index)
     target.scroll_into_view_if_needed()
     prompt = target.locator(".jp-InputPrompt").first
-    before = prompt.inner_text().strip()
+    # The prompt shows [*]: while the cell runs, then its number. The number alone cannot tell a
+    # new run from the saved one (a notebook reopened after a reload shows [1]:, and its first
+    # run in the new kernel is [1]: again): the page records that it saw the cell busy.
+    prompt.evaluate("""(el) => {
+        el.dataset.ptlSeenBusy = "";
+        const seen = () => { if (el.textContent.trim() === "[*]:") el.dataset.ptlSeenBusy = "1"; };
+        const observer = new MutationObserver(seen);
+        observer.observe(el, { childList: true, characterData: true, subtree: true });
+        el.ptlObserver?.disconnect();
+        el.ptlObserver = observer;
+    }""")
     prompt.click()
     page.keyboard.press("Shift+Enter")
     try:
         page.wait_for_function(
-            """([el, before]) => {
+            """(el) => {
                 const text = el.textContent.trim();
-                return /^\\[\\d+\\]:$/.test(text) && text !== before;
+                return /^\\[\\d+\\]:$/.test(text) && el.dataset.ptlSeenBusy === "1";
             }""",
-            arg=[prompt.element_handle(), before],
+            arg=prompt.element_handle(),
             timeout=Timeouts.ms(timeout),
             polling=100,
         )

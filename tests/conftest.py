@@ -51,12 +51,17 @@ def _uses_browser(item) -> bool:
 
 
 # `make test` runs the suite in two pytest-xdist workers, in groups (`_group`): the JupyterLite
-# tests share one group (one built site; the builds share lite_build/.cache), every other module
-# is a group of its own (a worker that runs JupyterLab tests starts its own Lab server, once). The
+# tests that use the session's built site (tests/lite/conftest.py `lite_site`) share one group,
+# every other module is a group of its own (a worker that runs JupyterLab tests starts its own Lab
+# server, once; concurrent site builds share lite_build/.cache, whose writes are atomic). The
 # scheduler below hands out whole groups, longest first (seconds on a quiet 2-core machine,
 # rounded), so the run does not end waiting on one long group started last.
+_LITE_SITE_MODULES = {f"tests/lite/{name}.py" for name in (
+    "test_lite_background", "test_lite_mirror", "test_lite_offline", "test_lite_publish", "test_lite_site",
+    "test_lite_slow_cdn")}
 _GROUP_SECONDS = {
-    "lite": 450, "tests/test_nbgrader.py": 250, "tests/browser/test_frontends.py": 120,
+    "lite": 450, "tests/test_nbgrader.py": 250, "tests/lite/test_lean_site.py": 170,
+    "tests/lite/test_bytecode_cache.py": 110, "tests/browser/test_frontends.py": 120,
     "tests/test_binder.py": 120, "tests/test_documented_install.py": 110, "tests/test_notebooks.py": 100,
     "tests/browser/test_browser_explorer.py": 90, "tests/browser/test_big_trees.py": 80,
     "tests/test_hub.py": 60, "tests/browser/test_contrast.py": 50, "tests/browser/test_keys_and_focus.py": 50,
@@ -65,12 +70,16 @@ _GROUP_SECONDS = {
 
 def _group(nodeid: str) -> str:
     path = nodeid.split("::", 1)[0]
-    return "lite" if path.startswith("tests/lite/") else path
+    return "lite" if path in _LITE_SITE_MODULES else path
 
 
 def pytest_collection_modifyitems(config, items):
     """Longest groups first, then the rest in file order (also without xdist: a test's outcome
     does not depend on the order)."""
+    for item in items:  # a module that uses the session's site outside its group builds it again
+        path = item.nodeid.split("::", 1)[0]
+        if "lite_site" in getattr(item, "fixturenames", ()) and path not in _LITE_SITE_MODULES:
+            raise pytest.UsageError(f"{path} uses the built Lite site: add it to _LITE_SITE_MODULES in {__file__}")
     order = {id(item): n for n, item in enumerate(items)}
     items.sort(key=lambda item: (-_GROUP_SECONDS.get(_group(item.nodeid), 0), order[id(item)]))
 

@@ -82,3 +82,7 @@ def test_names_are_text_in_the_message_never_html():
 def test_the_sites_root_from_a_page_address():
     assert lite_kernel.site_base_url(BASE + "lab/index.html?path=01_pytrees.ipynb") == BASE
     assert lite_kernel.site_base_url("http://127.0.0.1:8000/notebooks/index.html?path=a.ipynb") == "http://127.0.0.1:8000/"
+    # what the kernel sees: its worker's script (measured in the built site, JupyterLite 0.8)
+    worker = "extensions/@jupyterlite/pyodide-kernel-extension/static/comlink.worker.c654f1f92d96ff96.js"
+    assert lite_kernel.site_base_url(BASE + worker) == BASE
+    assert lite_kernel.site_base_url("http://127.0.0.1:8000/term-a/" + worker) == "http://127.0.0.1:8000/term-a/"

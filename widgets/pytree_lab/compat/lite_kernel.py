@@ -501,12 +501,14 @@ def _handler(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: 
 
 
 def site_base_url(href: str) -> str:
-    """The site's root URL from a page's address (…/lab/index.html?path=… -> …/)."""
+    """The site's root URL from a page's address (…/lab/index.html?path=… -> …/) or from the
+    kernel's own (the Pyodide kernel runs in a worker: its `location` is the worker's script,
+    …/extensions/@jupyterlite/pyodide-kernel-extension/static/….js -> …/)."""
     from urllib.parse import urlsplit, urlunsplit
 
     parts = urlsplit(href)
     path = parts.path
-    for app in ("/lab/", "/notebooks/", "/tree/", "/repl/", "/edit/", "/consoles/"):
+    for app in ("/extensions/", "/lab/", "/notebooks/", "/tree/", "/repl/", "/edit/", "/consoles/"):
         if app in path:
             path = path[: path.index(app) + 1]
             break
