@@ -470,6 +470,25 @@ def test_a_replaced_explorer_whose_views_are_gone_is_closed_and_collected_but_a_
         ex.close()
 
 
+def test_a_replaced_explorer_whose_last_view_goes_after_the_new_one_is_built_is_closed_then():
+    """The page's "no view left" can reach the kernel after the cell run again has built the new
+    explorer (JupyterLab hands widget messages to a subshell): the old one is closed when it
+    arrives. The newest explorer losing its view (its output cleared) is kept: it may be shown
+    again."""
+    first = StepExplorer()
+    _page_writes(first, {"_view_count": 1})
+    second = StepExplorer()  # built while the page still counts first's view
+    assert first.comm is not None
+    _page_writes(second, {"_view_count": 1})
+    _page_writes(first, {"_view_count": 0})  # ... then the cleared output's count arrives
+    assert first.comm is None and first.children[0].comm is None
+    _page_writes(second, {"_view_count": 0})  # the newest, cleared: kept
+    assert second.comm is not None
+    second.sliders["bias"].value = 0.5
+    assert float(second.result.grads["bias"]) == pytest.approx(2 * (1 + 0.5 - 3))
+    second.close()
+
+
 def test_running_the_explorer_cell_again_and_again_keeps_memory_bounded():
     import gc
     import tracemalloc

@@ -5,8 +5,10 @@ replaced without close() (`ex = StepExplorer()` run again) would stay in memory 
 widgets and compiled steps for the rest of the session. Two things close it:
 - the page closing its comm (the front end disposing of the model);
 - a new explorer being built while this one had views and now has none (the cell that showed
-  it was run again or cleared). One still shown anywhere, or never shown (a script, a test), is
-  left alone; a closed explorer keeps its Python state (params, history).
+  it was run again or cleared), or this one losing its last view after a newer one was built
+  (the page's "no view left" may reach the kernel after the cell run again has built the new
+  one). One still shown anywhere, or never shown (a script, a test), is left alone; a closed
+  explorer keeps its Python state (params, history).
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ class Lifetime:
     _live: "weakref.WeakSet[Any]" = weakref.WeakSet()
     _had_views = False
     _closed = False
+    _built_count = 0  # explorers built in this kernel; each knows its place (`_generation`)
+    _generation = 0
 
     def _start_lifetime(self) -> None:
         self._closed = False
@@ -82,6 +86,8 @@ class Lifetime:
             if other._had_views and other._view_count == 0:
                 with contextlib.suppress(Exception):
                     other.close()
+        Lifetime._built_count += 1
+        self._generation = Lifetime._built_count
         Lifetime._live.add(self)
         self.observe(self._views_changed, "_view_count")  # type: ignore[attr-defined]
         self._view_count = 0  # the front end now counts this explorer's views
@@ -100,6 +106,11 @@ class Lifetime:
     def _views_changed(self, change: dict) -> None:
         if isinstance(change["new"], int) and change["new"] > 0:
             self._had_views = True
+        elif change["new"] == 0 and self._had_views and not self._closed and any(
+                other._generation > self._generation and not other.__dict__.get("_closed", True)
+                for other in list(Lifetime._live)):
+            with contextlib.suppress(Exception):
+                self.close()  # type: ignore[attr-defined]
 
     def _adopt(self, widget: ipywidgets.Widget) -> None:
         """A widget made after construction (the loss line's log scale): guarded and closed with the rest."""
