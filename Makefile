@@ -15,7 +15,7 @@ PORT   ?= 8888
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet --no-compile -e ".[dev]"  # (modules compile as first imported)
 	touch $(STAMP)
 
 # Debian's Chromium drives the browser tests (never `playwright install`).

@@ -66,7 +66,8 @@ def binder_venv(tmp_path_factory):
     base = os.environ.get("PTL_BASE_PYTHON") or getattr(sys, "_base_executable", None) or "python3"
     subprocess.run([base, "-m", "venv", str(venv)], check=True, timeout=300)
     env = clean_env(venv)
-    sh([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "-r", str(ROOT / "binder" / "requirements.txt")],
+    sh([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile", "-r",
+        str(ROOT / "binder" / "requirements.txt")],
        env=env, cwd=ROOT)
     sh(["bash", str(ROOT / "binder" / "postBuild")], env=env, cwd=ROOT)
     return venv
