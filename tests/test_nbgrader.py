@@ -156,7 +156,9 @@ def course(tmp_path_factory):
     run(str(BIN / "nbgrader"), "generate_assignment", "pytrees", cwd=course)
     release = course / "release" / "pytrees"
     raw_exit = "#raw\nimport sys\nsys.exit()\nfixed = 1"  # no %%exercise: IPython's own SystemExit handling
-    raw_loop = "#raw\nwhile True:\n    pass"  # no %%exercise: nbgrader's time-out interrupts it
+    # no %%exercise: nbgrader's time-out interrupts it (SIGINT, as it would a busy loop; this one
+    # sleeps, so its 60 s leave the CPU to the rest of the suite)
+    raw_loop = "#raw\nimport time\nwhile True:\n    time.sleep(1)"
     submission(release, course / "submitted" / "ref" / "pytrees", lambda ex: solution(ex))
     submission(release, course / "submitted" / "wrong" / "pytrees", WRONG)
     submission(release, course / "submitted" / "exit" / "pytrees", {**EXIT, "repair_update": raw_exit})
