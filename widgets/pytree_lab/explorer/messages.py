@@ -39,6 +39,21 @@ def short_error(err: BaseException, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+TRACEBACK_CHARS = 8000  # a traceback kept for the page: its end (where it went wrong), at most this long
+
+
+def traceback_text(err: BaseException) -> str:
+    """The exception's traceback as text (its last `TRACEBACK_CHARS`), JAX's own frames filtered as
+    JAX filters them; never raises (a traceback that cannot be formatted says so)."""
+    import traceback
+
+    try:
+        text = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+    except BaseException:  # noqa: BLE001 - a user's exception can break formatting too
+        return f"(the traceback could not be formatted) {short_error(err)}"
+    return text if len(text) <= TRACEBACK_CHARS else "…" + text[-TRACEBACK_CHARS:]
+
+
 def error_name(err: BaseException) -> str:
     """The exception's class name (a class whose name cannot be read says so)."""
     try:
