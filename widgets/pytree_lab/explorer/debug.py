@@ -104,16 +104,17 @@ class DebugArea:
     """The bounded output area under the explorer (see the module doc). `widget` is what is shown;
     `text` the lines kept; `traceback` the failed step's traceback ("" when none is shown)."""
 
-    LINES = 20
+    LINES = 12  # all shown at once (no scroll inside: the newest line is always in view)
     LINE_CHARS = 240
 
     def __init__(self) -> None:
-        self.html = ipywidgets.HTML()
+        self.html = ipywidgets.HTML(layout={"width": "100%"})
         self.html.add_class("pytree-lab-debug")
         self.clear_button = ipywidgets.Button(description="Clear output", tooltip="clear the output of steps run "
                                               "from the page", layout={"width": "auto"})
         self.clear_button.on_click(lambda _: self.clear())
-        self.widget = ipywidgets.VBox([self.html, self.clear_button], layout={"display": "none"})
+        self.widget = ipywidgets.VBox([self.html, self.clear_button], layout={"display": "none",
+                                                                                "align_items": "flex-start"})
         self.widget.add_class("pytree-lab-debug-area")
         self.lines: deque[str] = deque(maxlen=self.LINES)
         self.dropped = 0  # lines that scrolled out

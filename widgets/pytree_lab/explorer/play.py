@@ -42,7 +42,8 @@ MAX_RATE = 60.0  # steps per second at most: a screen shows no more
 class Player:
     """Plays `ex` (see the module doc). `steps`, `late` and `max_lead` say how the last play went:
     steps taken, steps taken without the page's answer, the most steps computed ahead of the
-    page's drawing (1 when the page kept up)."""
+    page's drawing (1 when the page kept up); `compute_s` and `wait_s` the seconds spent
+    computing steps (views sent included) and waiting for the page's answers."""
 
     ACK_TIMEOUT = 5.0  # s: a shown explorer waits this long for the page's answer
 
@@ -50,6 +51,7 @@ class Player:
         self.ex, self.control = ex, control
         self.until: int | None = None
         self.steps = self.late = self.max_lead = 0
+        self.compute_s = self.wait_s = 0.0
         self.frame = self.acked = 0  # the played step sent to the page, and the newest it drew
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: Any = None
@@ -84,6 +86,7 @@ class Player:
             return
         self.until = until
         self.steps = self.late = self.max_lead = 0
+        self.compute_s = self.wait_s = 0.0
         self.acked = self.frame  # nothing outstanding
         self._loop = loop
         self._next_at = loop.time()
@@ -91,8 +94,8 @@ class Player:
         self.control.playing = True
         self._arm(0.0)
 
-    def stop(self, message: str = "", alert: bool = False) -> None:
-        """Stop playing; `message` said beside the button (and in the status line when `alert`)."""
+    def stop(self, message: str = "", alert: str = "") -> None:
+        """Stop playing; `message` said beside the button, `alert` in the explorer's status line."""
         was = self.control.playing
         self.control.playing = False
         self._cancel()
@@ -104,6 +107,8 @@ class Player:
         if kind == "drawn":
             if value > self.frame:
                 return  # a frame never sent: crafted, ignored
+            if value > self.acked and value == self.frame and self._loop is not None:
+                self.wait_s += max(self._loop.time() - self._sent_at, 0.0)
             self.acked = max(self.acked, value)
             loop = self._loop
             if self.control.playing and loop is not None:
@@ -167,8 +172,9 @@ class Player:
         at = ex.control_step()
         r = ex.result
         if r is not None and not math.isfinite(r.loss_after):
-            self.stop(f"Stopped playing at step {at}: the next step's loss would be {fmt_number(r.loss_after)} "
-                      "(the steps diverge). Try a smaller learning rate.", alert=True)
+            self.stop(f"Stopped playing at step {at}: the steps diverge.",
+                      alert=f"Stopped playing at step {at}: the next step's loss would be {fmt_number(r.loss_after)} "
+                      "(the steps diverge). Try a smaller learning rate.")
             return
         started = time.monotonic()
         with ex._from_page():
@@ -181,20 +187,20 @@ class Player:
         if self._page_attached():
             self.max_lead = max(self.max_lead, self.frame + 1 - self.acked)
         self.frame = self.frame + 1
-        self.took = time.monotonic() - started
+        self.compute_s += time.monotonic() - started
         self._sent_at = self._loop.time() if self._loop is not None else 0.0
         self.control.frame = self.frame  # after the step's views: the page answers once it drew them
         now = ex.control_step()
         if self.until is not None and now >= self.until:
             self.stop(f"Played to step {now}.")
 
-    def _say(self, text: str, alert: bool = False) -> None:
+    def _say(self, text: str, alert: str = "") -> None:
         self.control.message = text
         if alert:
             ex = self.ex
-            ex.status.value = f'<div role="alert" class="pytree-lab-alert">{html.escape(text)}</div>'
+            ex.status.value = f'<div role="alert" class="pytree-lab-alert">{html.escape(alert)}</div>'
             with contextlib.suppress(Exception):
-                ex.diagram.show_message(text)
+                ex.diagram.show_message(alert)
 
 
 class PlayMixin:
