@@ -96,6 +96,7 @@ def screenshots(nb, name: str, explorer, parts: tuple[str, ...]) -> None:
             nb.page.set_viewport_size({"width": width, "height": 900})
             for theme, label in ((LIGHT, "light"), (DARK, "dark")):
                 set_theme(nb.page, theme)
+                nb.page.locator("#jupyterlab-splash").wait_for(state="detached")  # the theme's splash is gone
                 for part in parts:
                     explorer.locator(part).first.scroll_into_view_if_needed()
                     slug = part.strip(".").split(" ")[0].replace("pytree-lab-", "")
@@ -180,4 +181,31 @@ def test_a_diverging_play_stops_with_its_message_on_screen(nb):
     assert "diverge" in explorer.locator(".ptl-play-message").first.text_content()
     assert int(explorer.locator(".ptl-play-step").first.get_attribute("data-step")) == len(history) - 1
     screenshots(nb, "diverged", explorer, (".pytree-lab-status",))
+    assert not nb.page.pytree_lab_errors
+
+
+def test_a_failed_step_from_the_page_shows_its_traceback_on_demand(nb):
+    nb.run("ex2.reset()\n"
+           "def broken(p, x, target):\n"
+           "    print('about to fail <b>not bold</b>')\n"
+           "    raise ValueError('the loss broke here')\n"
+           "ex2.set_loss(broken)")
+    nb.kernel.wait_for("ex2.result is None or ex2.session.good_now", lambda v: v is False)
+    explorer = nb.panel.locator(".pytree-lab-explorer").nth(1)
+    explorer.get_by_role("button", name="Step", exact=True).click()
+    details = explorer.locator(".ptl-debug-traceback")
+    details.wait_for(state="attached", timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    assert details.get_attribute("open") is None  # closed until asked for
+    assert not details.locator("pre").is_visible()
+    details.locator("summary").focus()
+    nb.page.keyboard.press("Enter")
+    details.locator("pre").wait_for(state="visible")
+    shown = details.locator("pre").text_content()
+    assert "ValueError: the loss broke here" in shown and "Traceback (most recent call last)" in shown
+    assert "in broken" in shown and "pytree_lab/" not in shown  # the person's frame, not the library's
+    assert shown == nb.value("ex2.last_traceback")
+    out = explorer.locator(".ptl-debug-out").text_content()
+    assert "about to fail <b>not bold</b>" in out  # text, not markup
+    assert explorer.locator(".pytree-lab-debug b").count() == 0
+    screenshots(nb, "traceback", explorer, (".pytree-lab-debug-area",))
     assert not nb.page.pytree_lab_errors

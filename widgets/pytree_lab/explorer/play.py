@@ -88,6 +88,7 @@ class Player:
         self.steps = self.late = self.max_lead = 0
         self.compute_s = self.wait_s = 0.0
         self.acked = self.frame  # nothing outstanding
+        self._cancel()  # a turn waiting on another thread's loop (played from the page before)
         self._loop = loop
         self._next_at = loop.time()
         self.control.message = ""
@@ -127,15 +128,16 @@ class Player:
     def _arm(self, delay: float) -> None:
         self._cancel()
         if self._loop is not None:
-            self._timer = self._loop.call_later(max(delay, 0.0), self._turn)
+            self._timer = (self._loop, self._loop.call_later(max(delay, 0.0), self._turn))
 
     def _cancel(self) -> None:
+        """The waiting turn, cancelled on its own loop's thread (pause may come from another)."""
         timer, self._timer = self._timer, None
         if timer is not None:
-            loop = self._loop
-            if loop is not None and not loop.is_closed():
+            loop, handle = timer
+            if not loop.is_closed():
                 with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(timer.cancel)
+                    loop.call_soon_threadsafe(handle.cancel)
 
     def _page_attached(self) -> bool:
         count = getattr(self.ex, "_view_count", 0)
