@@ -231,7 +231,11 @@ def test_the_page_cannot_write_the_explorers_kernel_owned_parts():
     _page_writes(ex.calculation, {"value": "<i>wrong numbers</i>"})
     _page_writes(ex.history_view.line, {"y": [1e9]})
     _page_writes(ex.chart, {"marks": [], "axes": [], "title": "x"})
-    assert list(ex.children) == children and len(ex.controls.children) == 4
+    _page_writes(ex.play_control, {"playing": True, "frame": 5, "message": "<b>x</b>"})
+    _page_writes(ex.debug.html, {"value": "<b>hacked</b>"})
+    assert list(ex.children) == children and len(ex.controls.children) == 5
+    assert not ex.playing and ex.play_control.frame == 0 and ex.play_control.message == ""
+    assert ex.debug.html.value == "" and ex.output == ""
     assert ex.status.value == status and "hacked" not in ex.status.value
     np.testing.assert_array_equal(np.array(ex.chart_view.bars.y), bars_y)
     assert (ex.chart_view.y_scale.min, ex.chart_view.y_scale.max) == (y_min, y_max)

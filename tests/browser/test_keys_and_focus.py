@@ -310,6 +310,23 @@ def test_explorer_keys_bar_table_and_right_to_left_labels(open_nb):
     type_keys(page)
     assert_cells_kept(nb, before, "the bar chart")
     assert nb.value("ex.result.params['bias'].tolist()") == 0.0  # no key took a step
+    # Play / Pause and its speed menu keep their keys too; Space on the button plays and pauses
+    play = explorer.locator(".ptl-play-button")
+    play.focus()
+    type_keys(page)
+    assert_cells_kept(nb, before, "the Play button")
+    explorer.locator(".ptl-play-select").focus()
+    type_keys(page)
+    assert_cells_kept(nb, before, "the playing speed menu")
+    assert nb.value("(ex.playing, len(ex.history))") == [False, 1]
+    play.focus()
+    page.keyboard.press(" ")
+    assert nb.kernel.wait_for("ex.playing", bool) is True
+    page.wait_for_function("(b) => b.getAttribute('aria-label') === 'Pause training'", arg=play.element_handle())
+    page.keyboard.press(" ")
+    assert nb.kernel.wait_for("ex.playing", lambda v: v is False) is False
+    assert_cells_kept(nb, before, "Space on the Play button")
+    nb.run("ex.reset()")
 
     # the chart: an image with a name, described by the table of its values
     figure = explorer.locator("[role='img'][aria-describedby]").first

@@ -20,6 +20,12 @@ The parts, each with one job:
     views.py       the View interface (show, select, text) and its registry: the bars, the
                    loss line, the data list, the diagram, the worked calculation
     lifetime.py    page-write guards, and closing with the page or when replaced
+    batches.py     set_inputs with a new batch: another number of examples, int labels cast
+    record.py      the run's record: history with step numbers and learning rates, exports
+    play.py        Player (steps on the event loop, paced by the page's acknowledgements) and
+                   the explorer's play / pause / history / output methods
+    playbar.py     PlayControl: Play / Pause, speed, step number (static/play.js)
+    debug.py       the output area: print / jax.debug.print of steps run from the page, tracebacks
     widget.py      StepExplorer: sliders -> session -> schedule -> views
 
 A slider move, from the slider's value to the bars: 8 calls inside pytree-lab (the issue's budget

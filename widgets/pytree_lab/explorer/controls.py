@@ -1,5 +1,6 @@
-"""The explorer's status line and buttons: Step, Step ×10, Reset, and the box that fixes the bars'
-y range."""
+"""The explorer's status line and buttons: Step, Step ×10, Reset, Play / Pause (playbar.py), and the
+box that fixes the bars' y range. A click's step runs as a step from the page (play.py: its output
+goes to the explorer's output area; Reset stops playing)."""
 
 from __future__ import annotations
 
@@ -7,13 +8,15 @@ from typing import Any
 
 import ipywidgets
 
+from .playbar import PlayControl
+
 __all__ = ["build_controls"]
 
 
 def build_controls(ex: Any, fixed_range: bool) -> None:
     """Make the controls as the explorer's attributes (`status`, the line for messages;
     `step_button`, `step10_button`, `reset_button`, `fixed_range_box`, and `controls`, the row
-    holding the buttons), wired to it."""
+    holding the buttons; `play_control`, Play / Pause with its speed and step number), wired to it."""
     ex.status = ipywidgets.HTML(layout={"width": "100%"})
     ex.status.add_class("pytree-lab-status")
     ex.step_button = ipywidgets.Button(description="Step", tooltip="take one step: move to updated")
@@ -24,10 +27,12 @@ def build_controls(ex: Any, fixed_range: bool) -> None:
                                              indent=False, layout={"width": "auto"})
     for button in (ex.step_button, ex.step10_button, ex.reset_button):
         button.add_class("pytree-lab-step-button")
-    ex.step_button.on_click(lambda _: ex.step(1))
-    ex.step10_button.on_click(lambda _: ex.step(10))
-    ex.reset_button.on_click(lambda _: ex.reset())
+    ex.step_button.on_click(lambda _: ex._clicked(ex.step, 1))
+    ex.step10_button.on_click(lambda _: ex._clicked(ex.step, 10))
+    ex.reset_button.on_click(lambda _: ex._clicked(ex.reset))
+    ex.play_control = PlayControl()
     ex.fixed_range_box.observe(lambda change: setattr(ex.chart_view, "fixed_range", bool(change["new"])), "value")
-    ex.controls = ipywidgets.HBox([ex.step_button, ex.step10_button, ex.reset_button, ex.fixed_range_box],
+    ex.controls = ipywidgets.HBox([ex.step_button, ex.step10_button, ex.reset_button, ex.play_control,
+                                   ex.fixed_range_box],
                                   layout={"flex_flow": "row wrap", "align_items": "center"})
     ex.controls.add_class("pytree-lab-controls")

@@ -39,6 +39,42 @@ def short_error(err: BaseException, limit: int = 400) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+TRACEBACK_CHARS = 8000  # a traceback kept for the page: its end (where it went wrong), at most this long
+
+
+def traceback_text(err: BaseException) -> str:
+    """The exception's traceback as text, for the person: pytree-lab's own frames left out (JAX
+    leaves out its own), an explicit cause (``raise ... from ...``) kept, the explorer's own retry
+    of a failed step not; at most its last `TRACEBACK_CHARS`. Never raises."""
+    import os
+    import traceback
+
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+    hidden = [0]
+
+    def ours(te: traceback.TracebackException) -> None:
+        kept = [f for f in te.stack if not (f.filename or "").startswith(package)]
+        hidden[0] += len(te.stack) - len(kept)
+        te.stack = traceback.StackSummary.from_list(kept)
+        te.__context__, te.__suppress_context__ = None, True  # the explorer's retry, not the person's code
+        cause = te.__cause__
+        if cause is not None and "UnfilteredStackTrace" in str(getattr(cause, "exc_type", "")):
+            te.__cause__ = None  # JAX's copy with its own frames kept: what it filtered out
+        elif cause is not None:
+            ours(cause)
+
+    try:
+        te = traceback.TracebackException.from_exception(err)
+        ours(te)
+        text = "".join(te.format())
+        if hidden[0]:
+            text = f"({hidden[0]} frames inside pytree-lab are not shown.)\n{text}"
+    except BaseException:  # noqa: BLE001 - a user's exception can break formatting too
+        return f"(the traceback could not be formatted) {short_error(err)}"
+    return text if len(text) <= TRACEBACK_CHARS else "…" + text[-TRACEBACK_CHARS:]
+
+
 def error_name(err: BaseException) -> str:
     """The exception's class name (a class whose name cannot be read says so)."""
     try:

@@ -28,7 +28,7 @@ from ..engine import Engine, get_engine
 from ..step import StepResult, pin_dtypes
 from ..training import CompiledStep, OptimizerError, TrainingStep
 from ..trees import TreeSummary, describe
-from . import messages
+from . import batches, messages
 from .prediction import extras_fn, with_extras
 from .sliders import LEARNING_RATE, SliderSpec, element_value, plan
 
@@ -125,6 +125,8 @@ class ExplorerSession:
         self.optimizer = optimizer
         self.opt_state: Any = None
         self.history = array.array("d")  # 8 bytes a point: a million steps are 8 MB
+        self.rates = array.array("d")  # the learning rate of the step from each point (NaN: fixed inside the optimizer)
+        self.last_traceback = ""  # the traceback of the last step that raised ("" when none)
         self._new_point = True  # the next good step is a newly visited point (else the current one moved)
         self.good_now = False  # the last compute succeeded (a step can start from here)
         self.last_good: StepResult | None = None
@@ -269,10 +271,14 @@ class ExplorerSession:
             elif messages.not_numbers(summary):
                 return messages.not_numbers(summary)
             pinned = pin_dtypes(tree, self.engine)
-            found = diagnose(current, pinned, reference_name=f"the explorer's {name}", candidate_name=f"the new {name}")
-            if not found.ok:
-                return f"{found.message} The explorer keeps its {name} tree; build a new StepExplorer for another model."
-            new_leaves = self.engine.tree_leaves(pinned)
+            fitted = batches.fit_inputs(self, pinned) if name == "inputs" else None  # a new batch: see batches.py
+            if isinstance(fitted, str):
+                return fitted
+            if fitted is None:
+                found = diagnose(current, pinned, reference_name=f"the explorer's {name}", candidate_name=f"the new {name}")
+                if not found.ok:
+                    return f"{found.message} The explorer keeps its {name} tree; build a new StepExplorer for another model."
+            new_leaves, notes = fitted or (self.engine.tree_leaves(pinned), [])
             for leaf, arr in zip(summary.leaves, new_leaves):
                 values = np.asarray(arr)
                 if values.dtype.kind == "f" and not np.all(np.isfinite(values)):
@@ -286,8 +292,9 @@ class ExplorerSession:
         for i, leaf in enumerate(new_leaves):
             leaves[i] = self._frozen(leaf)
         self._values_from_leaves(name)
-        if name == "inputs":
-            self.input_data = describe(tree, "inputs")
+        if name == "inputs":  # a cast leaf is described as the explorer holds it
+            self.input_data = describe(self.engine.tree_unflatten(self._input_def, new_leaves) if notes else tree, "inputs")
+            self.notes += notes
         return ""
 
     def set_inputs(self, inputs: dict) -> str:
@@ -339,6 +346,7 @@ class ExplorerSession:
         except KeyboardInterrupt:
             return "The steps were interrupted; the explorer stays where it was."
         except BaseException as err:  # a user's loss or optimizer can raise anything
+            self.last_traceback = messages.traceback_text(err)
             return messages.explain(err, self.input_names, self.param_summary)
         fmt = messages.fmt_number
         if run.stopped_loss is not None:
@@ -350,6 +358,7 @@ class ExplorerSession:
                               "explorer moved to the point it got to. Call step again to go on.")
         if run.steps:
             self.history.extend(run.losses[1:])  # the first is the current point, already recorded
+            self.rates.extend([self.rates[-1] if self.rates else math.nan] * (len(run.losses) - 1))  # the run's rate
             self.opt_state = run.opt_state
             self._new_point = True
             self._move_params(self.engine.tree_leaves(run.params))
@@ -373,7 +382,7 @@ class ExplorerSession:
             except BaseException as err:  # noqa: BLE001 - said in the widget
                 return (messages.error_text(err) if isinstance(err, OptimizerError)
                         else f"The optimizer's init failed: {messages.short_error(err)}")
-        self.history = array.array("d")
+        self.history, self.rates = array.array("d"), array.array("d")
         self._new_point = True
         self._move_params(params0)
         return ""
@@ -424,6 +433,7 @@ class ExplorerSession:
         except KeyboardInterrupt:
             return Computed(failure="The step was interrupted; the last good step stays on screen.")
         except BaseException as err:  # a user's loss can raise anything; the kernel must survive it
+            self.last_traceback = messages.traceback_text(err)
             return Computed(failure=messages.explain(err, self.input_names, self.param_summary))
         return Computed(result=result, took=time.monotonic() - started)
 
@@ -434,8 +444,10 @@ class ExplorerSession:
         self.last_good, self.good_now, self.too_slow = result, True, ""
         if self._new_point or not self.history:
             self.history.append(result.loss)  # a new point after a step
+            self.rates.append(result.learning_rate)
         else:
             self.history[-1] = result.loss  # the same point moved (a slider, a new input or loss)
+            self.rates[-1] = result.learning_rate
         self._new_point = False
         notes, self.notes = self.notes, []
         if not self.param_summary.leaves:

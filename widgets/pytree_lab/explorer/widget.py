@@ -20,6 +20,7 @@ from ..step import StepResult
 from .controls import build_controls
 from .lifetime import Lifetime
 from .messages import short_error, widened_note
+from .play import PlayMixin
 from .schedule import Schedule
 from .session import ExplorerSession
 from .views import ViewSet
@@ -42,7 +43,7 @@ def _one_at_a_time(method: Callable) -> Callable:
     return locked
 
 
-class StepExplorer(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
+class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
     """Move a slider, watch one gradient step: loss, gradient tree, updated parameters.
 
     `loss_fn(params, **inputs)` is any scalar loss; with no arguments the explorer is the
@@ -76,7 +77,9 @@ class StepExplorer(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
     construction-time params, inputs and learning rate and a fresh optimizer state. The buttons
     Step, Step ×10 and Reset do the same; the line chart beside the bars is `history`, the loss at
     every point visited (a slider move moves the current point). `fixed_range=True` (or the
-    checkbox) keeps the bars' y range across steps so their motion shows.
+    checkbox) keeps the bars' y range across steps so their motion shows. Play / Pause and
+    `play(steps_per_second, until)` / `pause()` take steps one after another at the page's pace;
+    `history_dict()`, `to_dataframe()`, `output` and `last_traceback`: see play.py and record.py.
 
     `set_params`, `set_inputs` and `set_loss` change the starting point or the loss from Python
     (`set_params` is also how an optimizer loop shows its new parameters). Bad input of any kind
@@ -128,6 +131,7 @@ class StepExplorer(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
                          ipywidgets.HBox([slider_box, *self.views.parts("row")],
                                          layout={"flex_flow": "row wrap", "align_items": "center"}),
                          *self.views.parts("below")]
+        self._start_play()  # play.py: the player, and the output area under the rest
         self.schedule = Schedule(self._draw_fast, self.views.show_slow, lambda err: self._fail(
             f"The step was computed, but showing it failed: {short_error(err)}."), session.lock)
         self._holding = False  # set while sliders follow the session: one recompute after
@@ -148,8 +152,6 @@ class StepExplorer(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
                       "`result` is the step from here).")
     opt_state = property(lambda self: self.session.opt_state, doc="The optimizer state the next step starts from "
                          "(None without an optimizer).")
-    history = property(lambda self: list(self.session.history), doc="The loss at every point visited, starting "
-                       "with the first; the last is `result.loss`.")
     param_sliders = property(lambda self: [(s.element, self.sliders[s.label]) for s in self.session.specs
                                            if s.element is not None and s.element.tree == "params"],
                              doc="(element, Slider) of each parameter element with a slider, in order.")
@@ -166,11 +168,7 @@ class StepExplorer(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
             self.session.notes.append(widened_note(slider.path, change["new"], lo, hi))
         self.session.move(label, change["new"])
         if not self._holding:
-            self.schedule.moving = True
-            try:
-                self.recompute()
-            finally:
-                self.schedule.moving = False
+            self._page_driven_move()  # play.py: stops playing, output to the output area
 
     def _follow_session(self, keep_notes: bool = True) -> None:
         """The sliders move to the session's values (one recompute after, by the caller)."""
@@ -202,8 +200,9 @@ class StepExplorer(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
 
     @_one_at_a_time
     def set_inputs(self, inputs: dict) -> StepResult | None:
-        """New input values (same keys, shapes and dtypes; int labels stay ints); refused with a
-        message otherwise. Static inputs (static=[...]) may change value: the step recompiles."""
+        """New input values: the same keys; a new batch may change the first dimension (compiled once
+        per shape), labels of another int width are cast when every value fits (batches.py); the
+        rest is refused with the path named. Static inputs (static=[...]) may change: it recompiles."""
         failure = self.session.set_inputs(inputs)
         if not failure:
             self.views["DataView"].refresh()

@@ -1,0 +1,303 @@
+"""Training that plays: steps one after another while every view follows, at a pace the page shows.
+
+`Player` takes one real step (`StepExplorer.step(1)`: params, optimizer state, history, sliders
+and every view move there) per turn, on the kernel's event loop (a timer, never a loop inside a
+cell: the person can run other cells while it plays). Its pace:
+
+- at most `steps_per_second`;
+- when the explorer is shown in a page, the next step is computed only after the page says it
+  drew the last one (`PlayControl`'s ``drawn`` message, sent after the paint that follows the
+  step's views): the kernel is never more than one step ahead of the screen and nothing queues
+  up. A page that does not answer within `ACK_TIMEOUT` (a lost message) gets the next step
+  anyway; such steps are counted in `late`. With no page (a script, a test) the timer alone paces.
+
+It stops on Pause (the button or `pause()`), a slider moved by hand, Reset, reaching `until`,
+and a step that fails: a non-finite loss ahead (the current step's loss after is NaN or Inf)
+stops it *before* stepping there, with a message naming the loss. Played steps' output
+(`print`, `jax.debug.print`) goes to the explorer's output area (debug.py).
+
+`PlayMixin` gives StepExplorer its play / pause / history / output methods (kept out of
+widget.py, whose class has a line budget).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import html
+import math
+import time
+from typing import Any, Iterator
+
+from . import record
+from .debug import DebugArea, captured
+from .messages import fmt_number
+from .playbar import RATES, PlayControl
+
+__all__ = ["Player", "PlayMixin", "MAX_RATE"]
+
+MAX_RATE = 60.0  # steps per second at most: a screen shows no more
+
+
+class Player:
+    """Plays `ex` (see the module doc). `steps`, `late` and `max_lead` say how the last play went:
+    steps taken, steps taken without the page's answer, the most steps computed ahead of the
+    page's drawing (1 when the page kept up); `compute_s` and `wait_s` the seconds spent
+    computing steps (views sent included) and waiting for the page's answers."""
+
+    ACK_TIMEOUT = 5.0  # s: a shown explorer waits this long for the page's answer
+
+    def __init__(self, ex: Any, control: PlayControl):
+        self.ex, self.control = ex, control
+        self.until: int | None = None
+        self.steps = self.late = self.max_lead = 0
+        self.compute_s = self.wait_s = 0.0
+        self.frame = self.acked = 0  # the played step sent to the page, and the newest it drew
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timer: Any = None
+        self._next_at = self._sent_at = 0.0
+        control.on_intent = self._intent
+
+    @property
+    def playing(self) -> bool:
+        return self.control.playing
+
+    def play(self, steps_per_second: float | None = None, until: int | None = None) -> None:
+        if steps_per_second is not None:
+            ok = isinstance(steps_per_second, (int, float)) and not isinstance(steps_per_second, bool)
+            if not ok or not math.isfinite(steps_per_second) or not 0 < steps_per_second <= MAX_RATE:
+                raise ValueError(f"steps_per_second is a number above 0 and at most {MAX_RATE:g}, "
+                                 f"not {steps_per_second!r}.")
+        if until is not None and (isinstance(until, bool) or not isinstance(until, int) or until < 0):
+            raise ValueError(f"until is a step number (a whole number, 0 or more), not {until!r}.")
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            raise RuntimeError("play() runs on the event loop of a Jupyter kernel (or of asyncio), so that other "
+                               "cells can run while it plays; there is none here. Use ex.step(n).") from None
+        ex = self.ex
+        if ex._closed:
+            return
+        if steps_per_second is not None:
+            self.control.steps_per_second = float(steps_per_second)
+        at = self.ex.control_step()
+        if until is not None and until <= at:
+            self._say(f"Already at step {at} (until={until}): nothing to play.")
+            return
+        self.until = until
+        self.steps = self.late = self.max_lead = 0
+        self.compute_s = self.wait_s = 0.0
+        self.acked = self.frame  # nothing outstanding
+        self._cancel()  # a turn waiting on another thread's loop (played from the page before)
+        self._loop = loop
+        self._next_at = loop.time()
+        self.control.message = ""
+        self.control.playing = True
+        self._arm(0.0)
+
+    def stop(self, message: str = "", alert: str = "") -> None:
+        """Stop playing; `message` said beside the button, `alert` in the explorer's status line."""
+        was = self.control.playing
+        self.control.playing = False
+        self._cancel()
+        if message and (was or alert):
+            self._say(message, alert)
+
+    # ------------------------------------------------------------------ the page's intents
+    def _intent(self, kind: str, value: Any) -> None:
+        if kind == "drawn":
+            if value > self.frame:
+                return  # a frame never sent: crafted, ignored
+            if value > self.acked and value == self.frame and self._loop is not None:
+                self.wait_s += max(self._loop.time() - self._sent_at, 0.0)
+            self.acked = max(self.acked, value)
+            loop = self._loop
+            if self.control.playing and loop is not None:
+                with contextlib.suppress(RuntimeError):  # the loop is closed
+                    loop.call_soon_threadsafe(self._turn)
+            return
+        with self.ex.session.lock, self.ex._from_page():
+            if kind == "play" and not self.control.playing:
+                self.ex.play()
+            elif kind == "pause":
+                self.ex.pause()
+            elif kind == "rate":
+                self.control.steps_per_second = float(value)
+
+    # ------------------------------------------------------------------ turns
+    def _arm(self, delay: float) -> None:
+        self._cancel()
+        if self._loop is not None:
+            self._timer = (self._loop, self._loop.call_later(max(delay, 0.0), self._turn))
+
+    def _cancel(self) -> None:
+        """The waiting turn, cancelled on its own loop's thread (pause may come from another)."""
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            loop, handle = timer
+            if not loop.is_closed():
+                with contextlib.suppress(RuntimeError):
+                    loop.call_soon_threadsafe(handle.cancel)
+
+    def _page_attached(self) -> bool:
+        count = getattr(self.ex, "_view_count", 0)
+        return isinstance(count, int) and count > 0
+
+    def _turn(self) -> None:
+        loop = self._loop
+        if not self.control.playing or loop is None:
+            return
+        ex = self.ex
+        with ex.session.lock:
+            if not self.control.playing:
+                return
+            if ex._closed:
+                self.stop()
+                return
+            now = loop.time()
+            waiting = self.frame > self.acked and self._page_attached()
+            if waiting and now < self._sent_at + self.ACK_TIMEOUT:
+                self._arm(self._sent_at + self.ACK_TIMEOUT - now)  # or sooner: the answer calls _turn
+                return
+            if now < self._next_at:
+                self._arm(self._next_at - now)
+                return
+            if waiting:
+                self.late += 1
+            self._next_at = now + 1.0 / self.control.steps_per_second
+            self._take_step()
+            if self.control.playing:
+                self._arm(self._next_at - loop.time())
+
+    def _take_step(self) -> None:
+        ex = self.ex
+        at = ex.control_step()
+        r = ex.result
+        if r is not None and not math.isfinite(r.loss_after):
+            self.stop(f"Stopped playing at step {at}: the steps diverge.",
+                      alert=f"Stopped playing at step {at}: the next step's loss would be {fmt_number(r.loss_after)} "
+                      "(the steps diverge). Try a smaller learning rate.")
+            return
+        started = time.monotonic()
+        with ex._from_page():
+            result = ex.step(1)
+        if result is None:
+            self.stop(f"Stopped playing at step {at}: the step failed (the message above says why).")
+            ex.control_step_changed()
+            return
+        self.steps += 1
+        if self._page_attached():
+            self.max_lead = max(self.max_lead, self.frame + 1 - self.acked)
+        self.frame = self.frame + 1
+        self.compute_s += time.monotonic() - started
+        self._sent_at = self._loop.time() if self._loop is not None else 0.0
+        self.control.frame = self.frame  # after the step's views: the page answers once it drew them
+        now = ex.control_step()
+        if self.until is not None and now >= self.until:
+            self.stop(f"Played to step {now}.")
+
+    def _say(self, text: str, alert: str = "") -> None:
+        self.control.message = text
+        if alert:
+            ex = self.ex
+            ex.status.value = f'<div role="alert" class="pytree-lab-alert">{html.escape(alert)}</div>'
+            with contextlib.suppress(Exception):
+                ex.diagram.show_message(alert)
+
+
+class PlayMixin:
+    """StepExplorer's Play / Pause, run record and output area (see the module doc)."""
+
+    def _start_play(self) -> None:
+        """Called once the explorer's children are set: the output area goes under them."""
+        self.debug = DebugArea()
+        self.player = Player(self, self.play_control)
+        self.children = [*self.children, self.debug.widget]
+        self.observe(lambda _: self.control_step_changed(), "result")
+
+    # ------------------------------------------------------------------ play
+    def play(self, steps_per_second: float | None = None, until: int | None = None) -> None:
+        """Take steps one after another, every view following, without blocking the kernel (other
+        cells run meanwhile): at most `steps_per_second` (default: the speed chosen in the page,
+        10 at first; at most 60), and, when the explorer is shown, never more than one step ahead
+        of what the page has drawn. Stops at step number `until` (see `history.steps`; None: goes
+        on), on `pause()` or the Pause button, a slider moved by hand, Reset, or a step that
+        fails; a loss that would become NaN or Inf stops it before that step, with a message.
+        Needs a running event loop (a Jupyter kernel has one)."""
+        with self.session.lock:
+            self.player.play(steps_per_second, until)
+
+    def pause(self) -> None:
+        """Stop playing (the explorer stays at the step it reached)."""
+        self.player.stop("Paused.")
+
+    @property
+    def playing(self) -> bool:
+        """Whether steps are being played (the kernel's; the page asks through Play / Pause)."""
+        return self.player.playing
+
+    # ------------------------------------------------------------------ the record
+    @property
+    def history(self) -> record.History:
+        """The loss at every point visited, starting with the first; the last is `result.loss`.
+        A list of floats, with `.steps` (the step number of each point) and `.learning_rates`
+        (the rate of the step from each point; NaN where the optimizer fixes it); see record.py."""
+        return record.History(self.session.history, self.session.rates)
+
+    def history_dict(self) -> dict[str, list]:
+        """The run's record as plain lists: {"step": [...], "loss": [...], "learning_rate": [...]}."""
+        return record.history_dict(self.session)
+
+    def to_dataframe(self) -> Any:
+        """The run's record as a pandas DataFrame indexed by step (columns loss, learning_rate).
+        Needs pandas; `history_dict()` gives the same as plain lists."""
+        return record.to_dataframe(self.session)
+
+    # ------------------------------------------------------------------ output of steps from the page
+    @property
+    def output(self) -> str:
+        """What the steps run from the page (sliders, buttons, played steps) printed: the last lines kept."""
+        return self.debug.text
+
+    @property
+    def last_traceback(self) -> str:
+        """The traceback of the last step from the page that failed ("" after a good one)."""
+        return self.debug.traceback
+
+    @contextlib.contextmanager
+    def _from_page(self) -> Iterator[None]:
+        """A step the page asked for: its output to the output area, its traceback kept on failure."""
+        self.session.last_traceback = ""
+        try:
+            with captured(self.debug.write):
+                yield
+        finally:
+            failed = not self.session.good_now and self.session.last_traceback
+            self.debug.failed(self.session.last_traceback if failed else "")
+
+    def _page_driven_move(self) -> None:
+        """A slider moved by hand: playing stops, the step runs as one from the page."""
+        if self.player.playing:
+            self.player.stop("Paused: a slider moved.")
+        with self._from_page():
+            self.schedule.moving = True
+            try:
+                self.recompute()
+            finally:
+                self.schedule.moving = False
+
+    def _clicked(self, method: Any, *args: Any) -> None:
+        """A button's step (Step, Step ×10, Reset), run as a step from the page; Reset stops playing."""
+        if method.__name__ == "reset" and self.player.playing:
+            self.player.stop("Paused: reset.")
+        with self._from_page():
+            method(*args)
+
+    # ------------------------------------------------------------------ the step number shown
+    def control_step(self) -> int:
+        """The step number of the point the explorer stands on (the count in `history.steps`)."""
+        s = self.session
+        return len(s.history) if (s._new_point or not s.history) else len(s.history) - 1
+
+    def control_step_changed(self) -> None:
+        self.play_control.step = self.control_step()
