@@ -501,9 +501,7 @@ def _handler(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: 
 
 
 def site_base_url(href: str) -> str:
-    """The site's root URL from a page's address (…/lab/index.html?path=… -> …/) or from the
-    kernel's own (the Pyodide kernel runs in a worker: its `location` is the worker's script,
-    …/extensions/@jupyterlite/pyodide-kernel-extension/static/….js -> …/)."""
+    """The site's root URL from a page's or the kernel worker's address (…/lab/…, …/extensions/… -> …/)."""
     from urllib.parse import urlsplit, urlunsplit
 
     parts = urlsplit(href)

@@ -48,6 +48,7 @@ function h(tag, cls, text) {
 
 /** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
+  const unwatchKernel = typeof watchKernel === "function" ? watchKernel(model, el) : () => {}; // (absent with ANYWIDGET_HMR=1)
   const root = h("div", "ptl-play");
   root.setAttribute("role", "group");
   root.setAttribute("aria-label", "play training");
@@ -110,6 +111,7 @@ function render({ model, el }) {
   return () => {
     model.off("change", draw);
     model.off("change:frame", acknowledge);
+    unwatchKernel();
   };
 }
 
