@@ -231,11 +231,11 @@ def _under(owner: str, path: str) -> bool:
     return owner == path or (owner.startswith(path) and owner[len(path):][:1] in ("[", "."))
 
 
-# Upright tick labels: their font, the width of a character in it (generous: DejaVu Sans, the
-# widest common sans-serif, averages about 6.3 px at 11 px for paths), and the longest shown
+# Upright tick labels: their font, the width of a character in it (DejaVu Sans, the
+# widest common sans-serif, averages about 6.05 px at 11 px for paths), and the longest shown
 # whole; a longer one is cut in the middle (its full form is in the table and the tooltip).
 TICK_FONT_PX = 11
-TICK_CHAR_PX = 7.0
+TICK_CHAR_PX = 6.4
 TICK_GAP = 12  # px from the axis line to where an upright tick's text starts
 TITLE_GAP = 20  # px from the end of the longest tick to the axis title's baseline
 TICK_CHARS = 26
