@@ -194,3 +194,36 @@ def test_a_transformer_s_long_labels_are_unique_and_clear_of_the_title(open_nb, 
             shoot(tnb, f"bars-transformer-{width}-light")
     finally:
         lab_page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+FAILING = [
+    "import jax.numpy as jnp\n"
+    "from pytree_lab import StepExplorer\n"
+    "def loss(p, x):\n"
+    "    raise ValueError('this loss fails on purpose')\n"
+    "ex = StepExplorer(loss, {'w': jnp.array([1.0, 2.0])}, {'x': jnp.array([1.0, 1.0])})\n"
+    "ex",
+]
+
+
+def test_a_failed_first_step_draws_no_loss_point_and_whole_ticks(open_nb, lab_page):
+    """Before any step worked the loss line has no point (none at loss 0) and its step axis
+    reads 0 and 1, not "0 0 0 0 0 1 1 1"; the empty bar chart draws without a page error."""
+    errors_before = len(lab_page.pytree_lab_errors)
+    fnb = open_nb(FAILING, wait_for=".pytree-lab-alert")
+    assert "fails on purpose" in fnb.panel.locator(".pytree-lab-alert").first.text_content()
+    line = fnb.panel.locator(".bqplot.figure").filter(has_text="Loss at each step").first
+    line.scroll_into_view_if_needed()
+    line.locator("g.axis").first.wait_for(state="attached")
+    read = line.evaluate("""(fig) => ({
+      ticks: [...fig.querySelectorAll('g.axis')].map(a => [...a.querySelectorAll(':scope > g.tick text')]
+        .map(t => t.textContent)),
+      titles: [...fig.querySelectorAll('g.axis > text')].map(t => t.textContent),
+      path: (fig.querySelector('path.line') || {getAttribute: () => ''}).getAttribute('d') || '',
+      dots: fig.querySelectorAll('.dot, path.dot').length,
+    })""")
+    step_axis = read["ticks"][read["titles"].index("step")]
+    assert step_axis == ["0", "1"], read
+    assert read["dots"] == 0 and not any(ch.isdigit() for ch in read["path"]), read
+    assert fnb.value("ex.history") == [] and fnb.value("len(ex.history_view.point.x)") == 0
+    assert lab_page.pytree_lab_errors[errors_before:] == []
