@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 import math
 from typing import Callable, Sequence
 
 import anywidget
+import ipywidgets
 import bqplot
 import traitlets
 
@@ -25,8 +27,11 @@ class BarTable(PageIntents, anywidget.AnyWidget):
     that selects its leaf, as a click on its bar does. It also names the chart for screen
     readers (role="img", an aria-label and a description pointing at the table).
 
+    A `note` (what changed the bars shown, e.g. the selection bringing its leaf in) shows as a
+    line above the table, always visible.
+
     The page writes one intent, `selected_path` (the leaf of the element chosen); `rows`,
-    `title` and `figure_class` are the kernel's.
+    `title`, `note` and `figure_class` are the kernel's.
     """
 
     _esm = static_asset("chart.js")
@@ -42,6 +47,9 @@ class BarTable(PageIntents, anywidget.AnyWidget):
     figure_class = traitlets.Unicode("", help=(
         "str, default '': the DOM class of the figure the table describes. Written by the kernel."
     )).tag(sync=True)  # the DOM class of the figure it describes
+    note = traitlets.Unicode("", help=(
+        "str, default '': a line shown above the table (why these bars). Written by the kernel."
+    )).tag(sync=True)
     selected_path = traitlets.Unicode("", help=(
         "str, default '': the leaf selected in the table. Written by the page (an intent)."
     )).tag(sync=True)  # the leaf selected (written by the page)
@@ -53,34 +61,24 @@ AFTER = "#ff7f0e"
 class BeforeAfterChart:
     """A grouped bar chart: one pair of bars (before, after) per parameter element.
 
-    `labels` name the elements (`weight[0]`, `weight[1]`, `bias`); `owners` give the leaf path
-    each element belongs to, so selecting a leaf highlights its bars and clicking a bar
-    reports the leaf (`on_pick`). `paths` (optional) are the elements' full paths: the bars'
-    x values, so a bar's tooltip names it in full; the axis shows the labels, shortened from
-    the left when long and turned when many, so ticks never overlap.
+    `labels` name the elements in full (`Dense_0/kernel[0,1]`, `bias`): the table under the
+    chart shows them; `owners` give the leaf path each element belongs to, so selecting a leaf
+    highlights its bars and clicking a bar reports the leaf (`on_pick`). `paths` (optional) are
+    the elements' full paths: the bars' x values, so a bar's tooltip names it in full. `ticks`
+    (optional) are the labels under the bars (by default the labels); they are made unique, and
+    one too long for the axis is cut in the middle (`…`) where the cut stays unique, its full form
+    in the table and the tooltip. Many or long ticks stand upright, with room below for them and
+    the axis title. `set_elements` changes the bars shown; `note` is a line under the chart
+    saying why (e.g. the selection brought its leaf in).
     """
 
     def __init__(self, labels: Sequence[str], owners: Sequence[str], title: str = "",
-                 paths: Sequence[str] | None = None):
-        from .slider import short_label
-
-        self.labels = list(labels)
-        self.owners = list(owners)
-        self.paths = list(paths) if paths is not None else list(self.labels)
-        if len(set(self.paths)) != len(self.paths):  # x values must be distinct
-            self.paths = [f"{p} #{i}" for i, p in enumerate(self.paths)]
-        # an SVG tick has no <bdi>: right-to-left keys are isolated with U+2068/U+2069 instead
-        shown = [isolate_rtl(visible(short_label(label, 14))) for label in self.labels]
-        if len(set(shown)) != len(shown):
-            shown = [isolate_rtl(visible(label)) for label in self.labels]
-        many = len(self.labels) > 8 or max((len(t) for t in shown), default=0) > 10
-        self.tick_labels = dict(zip(self.paths, shown))
+                 paths: Sequence[str] | None = None, ticks: Sequence[str] | None = None):
         self.x_scale = bqplot.OrdinalScale()
         # Explicit min/max: a grouped Bars mark on a scale without them draws zero-height bars.
         self.y_scale = bqplot.LinearScale(min=-1.0, max=1.0)
         self.bars = bqplot.Bars(
-            x=self.paths,
-            y=[[0.0] * len(self.labels), [0.0] * len(self.labels)],
+            x=[], y=[[], []],
             scales={"x": self.x_scale, "y": self.y_scale},
             type="grouped",
             colors=[BEFORE, AFTER],
@@ -92,9 +90,7 @@ class BeforeAfterChart:
             unselected_style={"opacity": "0.35"},
             tooltip=bqplot.Tooltip(fields=["x", "y"], labels=["path", "value"], formats=["", ".4g"]),
         )
-        self.x_axis = bqplot.Axis(scale=self.x_scale, label="parameter element", tick_labels=self.tick_labels,
-                                  tick_rotate=-90 if many else 0, label_offset="100px" if many else "35px",
-                                  tick_style={"text-anchor": "end", "dominant-baseline": "central"} if many else {})
+        self.x_axis = bqplot.Axis(scale=self.x_scale, label="parameter element")
         self.y_axis = bqplot.Axis(scale=self.y_scale, side="left", label="parameter value",
                                   tick_format=".3~g", label_offset="45px",
                                   grid_lines="dashed")
@@ -105,8 +101,6 @@ class BeforeAfterChart:
             title=title,
             legend_location="top-right",
             _dom_classes=[figure_class],
-            fig_margin={"top": 40, "bottom": 115 if many else 50, "left": 70, "right": 20},
-            layout={"flex": "1 1 440px", "min_width": "320px", "height": "380px" if many else "300px"},
             animation_duration=0,
         )
         # fixed_range: keep the y scale across steps (it only widens when a bar would leave it)
@@ -115,11 +109,60 @@ class BeforeAfterChart:
         self._on_pick: Callable[[str], None] | None = None
         self.bars.observe(self._picked, "selected")
         self._highlighted = ""
+        self.table = BarTable(title=f"{title or 'Bar chart'}: before and after value of each parameter element",
+                              figure_class=figure_class)
+        self.table.observe(self._table_picked, "selected_path")
+        # the figure with its note and table under it: one box, placed as one part
+        self.figure.layout.width = "100%"
+        self.box = ipywidgets.VBox([self.figure, self.table],
+                                   layout={"flex": "1 1 440px", "min_width": "320px"})
+        self.box.add_class("ptl-bars-box")
+        self.set_elements(labels, owners, paths, ticks)
+
+    @property
+    def note(self) -> str:
+        """The line under the chart (what changed the bars shown), '' for none."""
+        return self.table.note
+
+    @note.setter
+    def note(self, text: str) -> None:
+        self.table.note = text
+
+    def set_elements(self, labels: Sequence[str], owners: Sequence[str], paths: Sequence[str] | None = None,
+                     ticks: Sequence[str] | None = None) -> None:
+        """Show other elements (their values NaN until the next `show`): a rare change, not a step."""
+        self.labels = list(labels)
+        self.owners = list(owners)
+        self.paths = list(paths) if paths is not None else list(self.labels)
+        if len(set(self.paths)) != len(self.paths):  # x values must be distinct
+            self.paths = [f"{p} #{i}" for i, p in enumerate(self.paths)]
+        # an SVG tick has no <bdi>: right-to-left keys are isolated with U+2068/U+2069 instead
+        shown = [isolate_rtl(visible(t)) for t in fit_ticks(list(ticks) if ticks is not None else self.labels)]
+        upright = len(shown) > 8 or max((len(t) for t in shown), default=0) > 10
+        self.tick_labels = dict(zip(self.paths, shown))
         self._before = [math.nan] * len(self.labels)
         self._after = [math.nan] * len(self.labels)
-        self.table = BarTable(title=f"{title or 'Bar chart'}: before and after value of each parameter element",
-                              figure_class=figure_class, rows=self._rows())
-        self.table.observe(self._table_picked, "selected_path")
+        # upright ticks: room below the axis for the longest one, then the axis title under them
+        below = TICK_GAP + math.ceil(TICK_CHAR_PX * max((len(t) for t in shown), default=1)) if upright else 0
+        title_at = below + TITLE_GAP if upright else 35
+        self._picking = True
+        try:
+            with self.figure.hold_sync(), self.bars.hold_sync(), self.x_axis.hold_sync():
+                self.bars.selected = None
+                self.bars.x = self.paths
+                self.bars.y = [[0.0] * len(self.labels), [0.0] * len(self.labels)]
+                self.x_axis.tick_labels = self.tick_labels
+                self.x_axis.tick_rotate = -90 if upright else 0
+                self.x_axis.tick_style = ({"text-anchor": "end", "dominant-baseline": "central",
+                                           "font-size": f"{TICK_FONT_PX}px"} if upright else {})
+                self.x_axis.label_offset = f"{title_at}px"
+                self.figure.fig_margin = {"top": 40, "bottom": title_at + 12, "left": 70, "right": 20}
+                self.figure.layout.height = f"{PLOT_PX + 40 + title_at + 12}px"
+        finally:
+            self._picking = False
+        self.table.rows = self._rows()
+        if self._highlighted:
+            self.highlight(self._highlighted)
 
     def _rows(self) -> list[list[str]]:
         return [[isolate_rtl(visible(label)), owner, fmt_number(b), fmt_number(a)]
@@ -160,7 +203,7 @@ class BeforeAfterChart:
 
     def highlight(self, path: str) -> None:
         """Highlight the bars of the leaf at `path` (or of every leaf under a container path)."""
-        idx = [i for i, owner in enumerate(self.owners) if path and (owner == path or owner.startswith(path))]
+        idx = [i for i, owner in enumerate(self.owners) if path and _under(owner, path)]
         self._highlighted = path
         self._picking = True
         try:
@@ -183,6 +226,42 @@ class BeforeAfterChart:
             self._on_pick(self.owners[i])
 
 
+def _under(owner: str, path: str) -> bool:
+    """The leaf at `owner` is `path` or inside the container at `path` (`['a']` holds `['a'][0]`, not `['ab']`)."""
+    return owner == path or (owner.startswith(path) and owner[len(path):][:1] in ("[", "."))
+
+
+# Upright tick labels: their font, the width of a character in it (DejaVu Sans, the
+# widest common sans-serif, averages about 6.05 px at 11 px for paths), and the longest shown
+# whole; a longer one is cut in the middle (its full form is in the table and the tooltip).
+TICK_FONT_PX = 11
+TICK_CHAR_PX = 6.4
+TICK_GAP = 12  # px from the axis line to where an upright tick's text starts
+TITLE_GAP = 20  # px from the end of the longest tick to the axis title's baseline
+TICK_CHARS = 26
+PLOT_PX = 230  # px of plot height between the margins
+
+
+def fit_ticks(ticks: Sequence[str], limit: int = TICK_CHARS) -> list[str]:
+    """Tick labels that are unique and at most about `limit` characters: a duplicate gets its
+    position (`w #3`), a long one keeps its start and its end (`encoder…kernel[0,1]`) where that
+    stays unique (else it stays whole: a longer margin, never two bars with one label)."""
+    out = [str(t) for t in ticks]
+    seen = Counter(out)
+    if len(seen) != len(out):
+        out = [f"{t} #{i}" if seen[t] > 1 else t for i, t in enumerate(out)]
+    cut = []
+    for t in out:
+        if len(t) <= limit:
+            cut.append(t)
+            continue
+        tail = t[t.rfind("/") + 1:] if "/" in t else t[-(limit // 2):]
+        tail = tail if len(tail) <= limit - 6 else tail[-(limit - 6):]
+        cut.append(t[:limit - 1 - len(tail)] + "…" + tail)
+    counts = Counter(cut)
+    return [c if counts[c] == 1 else t for c, t in zip(cut, out)]
+
+
 def _nice_step(raw: float) -> float:
     """1, 2 or 5 times a power of ten: ticks a reader can add up."""
     if not math.isfinite(raw) or raw <= 0:
@@ -199,7 +278,8 @@ class LossHistoryChart:
     """The loss at every point visited, one point per step (bqplot line + the current point).
 
     `show(history)` draws `history[0]` (the start) through `history[-1]` (where the explorer
-    stands now). `log=True` puts the loss on a log scale when every value is positive (Adam's
+    stands now); an empty history (no step has worked yet) draws no point at all. The step
+    axis has whole-number ticks only. `log=True` puts the loss on a log scale when every value is positive (Adam's
     loss falls by orders of magnitude); with a zero or negative loss the scale stays linear.
     """
 
@@ -210,16 +290,17 @@ class LossHistoryChart:
         self.x_scale = bqplot.LinearScale(min=0.0, max=1.0)
         self.y_linear = bqplot.LinearScale(min=0.0, max=1.0)
         self.y_log: bqplot.LogScale | None = None  # made when first needed
+        # no point until a step worked: a point at loss 0 would be a step that did not happen
         self.line = bqplot.Lines(
-            x=[0.0], y=[0.0], scales={"x": self.x_scale, "y": self.y_linear},
+            x=[], y=[], scales={"x": self.x_scale, "y": self.y_linear},
             colors=[BEFORE], stroke_width=2, labels=["loss"],
         )
         self.point = bqplot.Scatter(
-            x=[0.0], y=[0.0], scales={"x": self.x_scale, "y": self.y_linear},
+            x=[], y=[], scales={"x": self.x_scale, "y": self.y_linear},
             colors=[AFTER], default_size=48,
             tooltip=bqplot.Tooltip(fields=["x", "y"], labels=["step", "loss"], formats=["", ".4g"]),
         )
-        self.x_axis = bqplot.Axis(scale=self.x_scale, label="step", tick_format="d")
+        self.x_axis = bqplot.Axis(scale=self.x_scale, label="step", tick_format="d", tick_values=[0.0, 1.0])
         self.y_axis = bqplot.Axis(scale=self.y_linear, side="left", label="loss", tick_format=".3~g",
                                   label_offset="45px", grid_lines="dashed")
         self.figure = bqplot.Figure(
@@ -260,8 +341,13 @@ class LossHistoryChart:
 
         ys_all = np.asarray(history, dtype=np.float64).reshape(-1)
         self.history = history
-        if ys_all.size == 0:
-            ys_all = np.zeros(1)
+        if ys_all.size == 0:  # nothing happened yet: no point, whole-number ticks, the scales as built
+            with self.figure.hold_sync(), self.line.hold_sync(), self.point.hold_sync():
+                self.x_scale.min, self.x_scale.max = 0.0, 1.0
+                self.x_axis.tick_values = [0.0, 1.0]
+                self.line.x, self.line.y = np.zeros(0), np.zeros(0)
+                self.point.x, self.point.y = np.zeros(0), np.zeros(0)
+            return
         n = int(ys_all.size)
         xs, ys = thin_line(ys_all, MAX_DRAWN)
         finite = ys_all[np.isfinite(ys_all)]

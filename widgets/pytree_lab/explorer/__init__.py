@@ -12,6 +12,8 @@ The parts, each with one job:
                    values, set_params / set_inputs / set_loss, compile and runner, step(n),
                    reset, history, notes); compute() gives a result or a failure sentence
     sliders.py     the slider plan: which elements slide, their labels and ranges
+    bars.py        the bar plan: which elements have bars (bars=, the sliders', the selection)
+                   and their tick labels
     messages.py    every "this is what went wrong" sentence; short_error, the one helper that
                    says an exception in a line
     prediction.py  ŷ, the residual and dL/dŷ inside the step

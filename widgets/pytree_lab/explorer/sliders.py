@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable
 from .._ranges import span
 from ..trees import Leaf, TreeSummary, path_label
 
-__all__ = ["Element", "SliderSpec", "plan", "elements", "SMALL_INPUT", "LEARNING_RATE"]
+__all__ = ["Element", "SliderSpec", "plan", "elements", "elements_of", "under", "SMALL_INPUT", "LEARNING_RATE"]
 
 SMALL_INPUT = 4  # a 1-D float input of at most this many values gets sliders by default
 LEARNING_RATE = "learning_rate"  # the learning-rate slider's label
@@ -84,19 +84,46 @@ def element_value(leaves: list, el: Element) -> float:
     return float(np.asarray(leaves[el.flat_index]).ravel()[el.position])
 
 
-def find(name: str, limit: int, params: TreeSummary, inputs: TreeSummary) -> list[Element]:
-    """The float elements `sliders=[...]` means by `name`: a leaf (keystr path, with or without
-    its tree, or its label) gives its elements, an element path or label gives one."""
+def under(leaf_path: str, path: str) -> bool:
+    """Whether the leaf at `leaf_path` is `path` or inside the container at `path` (keystr paths;
+    "" is the root): `['a']` holds `['a']['w']` and `['a'][0]`, not `['ab']`."""
+    return leaf_path == path or (leaf_path.startswith(path) and leaf_path[len(path):][:1] in ("[", "."))
+
+
+def _containers(summary: TreeSummary, tree: str, name: str) -> list[Leaf] | None:
+    """The leaves under the container `name` (keystr path with or without its tree, or its label), or None."""
+    for node in summary.root.walk():
+        if node.leaf is not None:
+            continue
+        names = [f"{tree}{node.path}"] + ([node.path, path_label(node.path)] if node.path else [])
+        if name in names:
+            return [leaf for leaf in walk_leaves(summary) if under(leaf.path, node.path)]
+    return None
+
+
+def find(name: str, limit: int, params: TreeSummary, inputs: TreeSummary, keyword: str = "sliders"
+         ) -> list[Element]:
+    """The float elements `sliders=[...]` (or `bars=[...]`, `keyword`) means by `name`: a leaf
+    (keystr path, with or without its tree, or its label) gives its elements, a container its
+    leaves' elements (at most `limit` in all), an element path or label gives one."""
     import numpy as np
 
     out: list[Element] = []
     for tree, summary in (("inputs", inputs), ("params", params)):
+        held = _containers(summary, tree, name)
+        if held is not None:
+            floats = [leaf for leaf in held if leaf.differentiable]
+            if held and not floats:
+                raise ValueError(f"{keyword}= names {name!r}: every leaf under it is data (ints, bools), "
+                                 "and only floating-point values can be shown.")
+            out.extend(elements_of(floats, tree, limit))
+            continue
         for leaf in walk_leaves(summary):
             label, full = path_label(leaf.path) or tree, f"{tree}{leaf.path}"
             names = [full] + ([leaf.path, label] if leaf.path else [])
             if name in names:
                 if not leaf.differentiable:
-                    raise ValueError(f"sliders= names {name!r}: {full} is {leaf.type_label}, data rather "
+                    raise ValueError(f"{keyword}= names {name!r}: {full} is {leaf.type_label}, data rather "
                                      "than a slider value (only floating-point values can slide).")
                 out.extend(Element(tree, leaf, pos) for pos in range(min(leaf.size, limit)))
                 continue
@@ -111,13 +138,25 @@ def find(name: str, limit: int, params: TreeSummary, inputs: TreeSummary) -> lis
             out.append(Element(tree, leaf, position))
     trees = {el.tree for el in out}
     if len(trees) > 1:
-        raise ValueError(f"sliders= names {name!r}, which is in both params and inputs: write "
+        raise ValueError(f"{keyword}= names {name!r}, which is in both params and inputs: write "
                          f"params[...] or inputs[...] with its keystr path.")
     if not out:
         examples = [el.path for el in elements(params, "params", 2)]
-        examples += [el.path for el in elements(inputs, "inputs", 2)]
-        raise ValueError(f"sliders= names {name!r}, which is no parameter or input value here. Use keystr "
-                         f"paths or labels, e.g. {', '.join(map(repr, examples))}, or 'learning_rate'.")
+        examples += [el.path for el in elements(inputs, "inputs", 2)] if keyword == "sliders" else []
+        raise ValueError(f"{keyword}= names {name!r}, which is no parameter {'or input ' * (keyword == 'sliders')}"
+                         f"value here. Use keystr paths or labels, e.g. {', '.join(map(repr, examples))}"
+                         + (", or 'learning_rate'." if keyword == "sliders" else "."))
+    return out
+
+
+def elements_of(leaves: Iterable[Leaf], tree: str, limit: int) -> list[Element]:
+    """The elements of these leaves in order, at most `limit`."""
+    out: list[Element] = []
+    for leaf in leaves:
+        for pos in range(min(leaf.size, limit - len(out))):
+            out.append(Element(tree, leaf, pos))
+        if len(out) >= limit:
+            break
     return out
 
 

@@ -22,17 +22,17 @@ from ..chart import BeforeAfterChart, LossHistoryChart
 from ..diagram import PytreeDiagram
 from .messages import fmt_number
 from .optimizer import columns, optimizer_rows
-from .sliders import elements, small_input, walk_leaves
+from .bars import MAX_BARS, chosen_bars, default_bars, describe, leaf_names, tick_label, with_selection
+from .sliders import small_input, walk_leaves
 
 __all__ = ["View", "ViewSet", "VIEWS", "MAX_BARS"]
-
-MAX_BARS = 24  # parameter elements drawn as before/after bars
 
 
 class View:
     """One view of the explorer's step (see the module doc)."""
 
     fast = False  # drawn with every slider move, before the slow views
+    options: tuple[str, ...] = ()  # the explorer's keywords this view takes (ViewSet passes them)
     after_record = False  # drawn once the step is recorded in the history (the loss line)
 
     def __init__(self, session: Any):
@@ -58,26 +58,51 @@ class View:
 
 
 class ChartView(View):
-    """The before/after bars of the first `MAX_BARS` parameter elements."""
+    """The before/after bars of at most `MAX_BARS` parameter elements (the bar plan, bars.py):
+    those `bars=` names, by default those with sliders; a selection not shown comes in."""
 
     fast = True
+    options = ("bars",)
 
-    def __init__(self, session: Any):
+    def __init__(self, session: Any, bars: Any = None):
         super().__init__(session)
-        self.elements = elements(session.param_summary, "params", MAX_BARS)
-        self.chart = BeforeAfterChart([e.label for e in self.elements], [e.leaf.path for e in self.elements],
-                                      title="A gradient tree matches parameter leaves",
-                                      paths=[e.path for e in self.elements])
+        self.names = leaf_names([leaf.path for leaf in walk_leaves(session.param_summary)])
+        self.elements: list = []
+        self._result: Any = None
+        self.chart = BeforeAfterChart([], [], title="A gradient tree matches parameter leaves")
+        # the chosen bars: `bars=` now (a name that is not there is a ValueError that says so); by
+        # default those with sliders, known once the sliders are planned (`_ready`)
+        self.base: list | None = None
+        if bars is not None:
+            self.base, note = chosen_bars(bars, session.param_summary, session.input_summary)
+            self._draw(self.base, note)
         # chart_view: the chart's Python object (bars, table, fixed_range); chart: its bqplot Figure
         self.public = {"chart_view": self.chart, "chart": self.chart.figure}
 
+    def _ready(self) -> list:
+        if self.base is None:
+            specs = getattr(self.session, "specs", None) or []
+            self.base = default_bars([sp.element for sp in specs if sp.element is not None], self.session.param_summary)
+            self._draw(self.base, "")
+        return self.base
+
+    def _draw(self, shown: list, note: str) -> None:
+        self.elements = list(shown)
+        self.chart.set_elements([e.label for e in shown], [e.leaf.path for e in shown], [e.path for e in shown],
+                                [tick_label(e, self.names) for e in shown])
+        self.chart.note = note
+        if self._result is not None:
+            self.show(self._result)
+
     def parts(self):
-        # the bars as a table below: their text alternative and keyboard path
-        return [("row", 0, self.chart.figure), ("below", 0, self.chart.table)]
+        # the bars, their note and their table (text alternative and keyboard path) as one box
+        return [("row", 0, self.chart.box)]
 
     def show(self, result: Any) -> None:
         import numpy as np
 
+        self._ready()
+        self._result = result
         eng = self.session.engine
         before, after = eng.tree_leaves(result.params), eng.tree_leaves(result.updated)
         self.chart.show([float(np.asarray(before[e.flat_index]).ravel()[e.position]) for e in self.elements],
@@ -86,7 +111,17 @@ class ChartView(View):
 
     def select(self, path: str) -> None:
         super().select(path)
+        shown, note = with_selection(path, self.elements, self._ready(), self.session.param_summary)
+        if shown is not None:  # its elements were not all shown: they come in (a rare change)
+            self._draw(shown, note)
         self.chart.highlight(path)
+
+    def text(self) -> str:
+        self._ready()
+        if not self.elements:
+            return ""
+        return "Bars (before and after the step): " + describe(self.elements) + "." + (
+            f" {self.chart.note}" if self.chart.note else "")
 
 
 class LossLineView(View):
@@ -229,8 +264,9 @@ VIEWS: tuple[type[View], ...] = (DiagramView, DataView, CalculationView, LossLin
 class ViewSet(dict):
     """The explorer's views by class name, made from `VIEWS`, and what is done to all of them."""
 
-    def __init__(self, session: Any, views: tuple[type[View], ...] = VIEWS):
-        super().__init__((cls.__name__, cls(session)) for cls in views)
+    def __init__(self, session: Any, views: tuple[type[View], ...] = VIEWS, **options: Any):
+        super().__init__((cls.__name__, cls(session, **{k: options[k] for k in cls.options if k in options}))
+                         for cls in views)
 
     def parts(self, slot: str) -> list[ipywidgets.Widget]:
         """The views' widgets for `slot` ("row" or "below"), in their positions."""

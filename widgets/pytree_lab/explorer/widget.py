@@ -54,8 +54,9 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
     non-float inputs (int class labels, bool masks) are shown as data, never as sliders.
     `sliders=[...]` chooses exactly (keystr paths such as ``"params['w']"`` or ``"['x']"``,
     or slider labels such as ``"weight[0]"`` and ``"learning_rate"``); `max_sliders` caps the
-    total. `static=[...]` names inputs (Python ints, bools, strings) passed as they are, not
-    traced: a loss may use them in Python `if` statements.
+    total. The bars (24 at most) show the elements with sliders, or those `bars=[...]` names
+    (the same names, containers too); selecting a leaf not shown brings it in. `static=[...]`
+    names inputs (Python ints, bools, strings) passed as they are, not traced (for Python `if`s).
 
     `prediction_fn(params, **inputs_without_target)` adds the prediction (per example for a
     batch), the residual when prediction and target have the same shape, and dL/dŷ when
@@ -103,18 +104,18 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
     def __init__(self, loss_fn: Callable | None = None, params: Any = None, inputs: dict | None = None,
                  learning_rate: float | None = None, *, optimizer: Any = None, fixed_range: bool = False,
                  prediction_fn: Callable | None = None, target: str = "target", pointwise_loss: Callable | None = None,
-                 sliders: Iterable[str] | None = None, max_sliders: int = 24, static: Iterable[str] = (),
-                 extra: Any = None, time_budget: float | None = 30.0, engine: Engine | None = None, **kwargs: Any):
+                 sliders: Iterable[str] | None = None, max_sliders: int = 24, bars: Iterable[str] | None = None,
+                 static: Iterable[str] = (), extra: Any = None, time_budget: float | None = 30.0,
+                 engine: Engine | None = None, **kwargs: Any):
         refuse_unknown("StepExplorer", kwargs, widget_keywords(type(self), _OWN_KEYWORDS))
         super().__init__(**kwargs)
         self.add_class("pytree-lab-explorer")
         session = ExplorerSession(loss_fn, params, inputs, learning_rate, optimizer=optimizer,
                                   prediction_fn=prediction_fn, target=target, pointwise_loss=pointwise_loss,
                                   static=static, time_budget=time_budget, engine=engine)
-        self.views = ViewSet(session)
-        for view in self.views.values():  # each view's widgets are attributes too (diagram, chart_view, ...)
-            for name, value in view.public.items():
-                setattr(self, name, value)
+        self.views = ViewSet(session, bars=bars)
+        for name, value in ((n, v) for view in self.views.values() for n, v in view.public.items()):
+            setattr(self, name, value)  # each view's widgets are attributes too (diagram, chart_view, ...)
         self.session = session
         if extra is not None:
             self.show_extra(extra)
@@ -137,8 +138,7 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
         self._holding = False  # set while sliders follow the session: one recompute after
         self._start_lifetime()
         self.history_view.on_new_widget = self._adopt
-        # ---- links: one selection everywhere
-        traitlets.link((self, "selected_path"), (self.diagram, "selected_path"))
+        traitlets.link((self, "selected_path"), (self.diagram, "selected_path"))  # one selection everywhere
         self.chart_view.on_pick(lambda path: setattr(self, "selected_path", path))
         for label, slider in self.sliders.items():
             slider.observe(functools.partial(self._on_slider, label), "value")

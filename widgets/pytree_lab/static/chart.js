@@ -1,9 +1,10 @@
 // @ts-check
 // BarTable (pytree_lab.chart): the before/after bar chart as text and by keyboard.
 //
-// Traits (same names in chart.py): rows [[label, owner path, before, after], ...], title and
-// figure_class (the kernel's); selected_path, the one the page writes: the leaf of the
-// element the person chose, as a click on its bar chooses it.
+// Traits (same names in chart.py): rows [[label, owner path, before, after], ...], title, note
+// and figure_class (the kernel's); selected_path, the one the page writes: the leaf of the
+// element the person chose, as a click on its bar chooses it. A note (why these bars, e.g. the
+// selection brought its leaf in) is a visible line above the disclosure, a polite live region.
 //
 // The table sits in a disclosure under the chart ("Bar values"): its summary is in the Tab
 // order; inside, each element is a button (Enter/Space selects its leaf, aria-pressed shows
@@ -17,8 +18,8 @@
 // All text goes through textContent: labels are the person's keys.
 
 /**
- * @typedef {{ rows: [string, string, string, string][], title: string, figure_class: string,
- *             selected_path: string }} Model
+ * @typedef {{ rows: [string, string, string, string][], title: string, note: string,
+ *             figure_class: string, selected_path: string }} Model
  */
 
 const OPT_OUT = "data-lm-suppress-shortcuts";
@@ -57,6 +58,17 @@ function h(tag, cls, text) {
   return el;
 }
 
+/**
+ * The leaf at `owner` is `path` or inside the container at `path` (`['a']` holds `['a'][0]`,
+ * not `['ab']`).
+ * @param {string} owner @param {string} path
+ */
+function under(owner, path) {
+  if (owner === path) return true;
+  const next = owner.charAt(path.length);
+  return owner.startsWith(path) && (next === "[" || next === ".");
+}
+
 /** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
   const unwatchKernel = typeof watchKernel === "function" ? watchKernel(model, el) : () => {}; // (absent with ANYWIDGET_HMR=1)
@@ -64,6 +76,8 @@ function render({ model, el }) {
   const root = h("details", "ptl-bars");
   root.id = id;
   keepKeys(root);
+  const note = h("p", "ptl-bars-note");
+  note.setAttribute("role", "status");
   const summary = h("summary", "ptl-bars-summary", "Bar values (before and after, as a table)");
   const table = h("table", "ptl-bars-table");
   const caption = h("caption");
@@ -78,11 +92,13 @@ function render({ model, el }) {
   const body = h("tbody");
   table.append(caption, head, body);
   root.append(summary, table);
-  el.append(root);
+  el.append(note, root);
 
   let drawn = "";
   function draw() {
     caption.textContent = model.get("title");
+    note.textContent = model.get("note") || "";
+    note.hidden = !note.textContent;
     const rows = model.get("rows") || [];
     const labels = JSON.stringify(rows.map((r) => [r[0], r[1]]));
     if (labels !== drawn) {
@@ -118,7 +134,7 @@ function render({ model, el }) {
     const sel = model.get("selected_path");
     for (const pick of body.querySelectorAll(".ptl-bars-pick")) {
       const owner = /** @type {HTMLElement} */ (pick).dataset.owner || "";
-      const on = Boolean(sel) && (owner === sel || owner.startsWith(sel));
+      const on = Boolean(sel) && under(owner, sel);
       pick.setAttribute("aria-pressed", String(on));
       pick.closest("tr")?.classList.toggle("ptl-bars-selected", on);
     }
@@ -153,7 +169,7 @@ function render({ model, el }) {
   let timer = setTimeout(settle, 0);
 
   draw();
-  const events = ["change:rows", "change:title", "change:figure_class"];
+  const events = ["change:rows", "change:title", "change:note", "change:figure_class"];
   for (const ev of events) model.on(ev, draw);
   model.on("change:selected_path", paint);
   return () => {
@@ -161,6 +177,7 @@ function render({ model, el }) {
     for (const ev of events) model.off(ev, draw);
     model.off("change:selected_path", paint);
     root.remove();
+    note.remove();
     unwatchKernel();
   };
 }

@@ -1,0 +1,321 @@
+"""Which elements the before/after bars show (issue 22 §2): `bars=`, the sliders' elements by
+default, the selection bringing its leaf in; tick labels that tell leaves apart (§1); and the
+loss line after a failed first step (no point, whole-number ticks).
+
+Trees: a flax-style MLP for XOR ({'Dense_0': {'kernel': (2, 8), 'bias': (8,)}, 'Dense_1':
+{'kernel': (8, 1), 'bias': (1,)}}: 33 values, kernel before bias as flax writes them) and a
+transformer-like dict of 37 leaves (an embedding, two blocks, a final norm and an output layer).
+Expected bars are written from the trees' shapes, in the order the person wrote the tree.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pytree_lab import StepExplorer
+from pytree_lab.chart import LossHistoryChart, fit_ticks
+from pytree_lab.explorer.bars import MAX_BARS, leaf_names
+
+X = jnp.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
+Y = jnp.array([0.0, 1.0, 1.0, 0.0])
+
+
+def mlp_params():
+    k1, k2 = jax.random.split(jax.random.PRNGKey(0))
+    return {"Dense_0": {"kernel": jax.random.normal(k1, (2, 8)) * 0.5, "bias": jnp.zeros(8)},
+            "Dense_1": {"kernel": jax.random.normal(k2, (8, 1)) * 0.5, "bias": jnp.zeros(1)}}
+
+
+def mlp_loss(params, x):
+    h = jnp.tanh(x @ params["Dense_0"]["kernel"] + params["Dense_0"]["bias"])
+    out = (h @ params["Dense_1"]["kernel"] + params["Dense_1"]["bias"])[:, 0]
+    return jnp.mean((out - Y) ** 2)
+
+
+D, VOCAB = 4, 6  # small widths: 37 leaves, every path of a transformer's depth
+
+
+def block(key):
+    keys = iter(jax.random.split(key, 8))
+    attn = {name: {"w": jax.random.normal(next(keys), (D, D)) * 0.3, "b": jnp.zeros(D)} for name in "qkvo"}
+    mlp = {"fc1": {"w": jax.random.normal(next(keys), (D, 2 * D)) * 0.3, "b": jnp.zeros(2 * D)},
+           "fc2": {"w": jax.random.normal(next(keys), (2 * D, D)) * 0.3, "b": jnp.zeros(D)}}
+    return {"ln1": {"scale": jnp.ones(D), "bias": jnp.zeros(D)}, "attn": attn,
+            "ln2": {"scale": jnp.ones(D), "bias": jnp.zeros(D)}, "mlp": mlp}
+
+
+def transformer_params():
+    k = jax.random.split(jax.random.PRNGKey(1), 4)
+    return {"embedding": jax.random.normal(k[0], (VOCAB, D)) * 0.3, "block_0": block(k[1]), "block_1": block(k[2]),
+            "ln_f": {"scale": jnp.ones(D), "bias": jnp.zeros(D)},
+            "out": {"w": jax.random.normal(k[3], (D, VOCAB)) * 0.3, "b": jnp.zeros(VOCAB)}}
+
+
+def _norm(x, p):
+    mu = x.mean(-1, keepdims=True)
+    return (x - mu) / jnp.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * p["scale"] + p["bias"]
+
+
+def transformer_loss(params, tokens):
+    x = params["embedding"][tokens]
+    for name in ("block_0", "block_1"):
+        b = params[name]
+        h = _norm(x, b["ln1"])
+        q, k, v = (h @ b["attn"][n]["w"] + b["attn"][n]["b"] for n in "qkv")
+        att = jax.nn.softmax(q @ k.T / math.sqrt(D), axis=-1)
+        x = x + (att @ v) @ b["attn"]["o"]["w"] + b["attn"]["o"]["b"]
+        h = _norm(x, b["ln2"])
+        x = x + jax.nn.relu(h @ b["mlp"]["fc1"]["w"] + b["mlp"]["fc1"]["b"]) @ b["mlp"]["fc2"]["w"] + b["mlp"]["fc2"]["b"]
+    logits = _norm(x, params["ln_f"]) @ params["out"]["w"] + params["out"]["b"]
+    target = jnp.roll(tokens, -1)
+    return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(tokens.shape[0]), target])
+
+
+TOKENS = jnp.array([0, 1, 2, 3, 4, 5, 0, 1], jnp.int32)
+
+
+def element_paths(leaf_path: str, shape: tuple) -> list[str]:
+    """`params<leaf_path>[i,j]` for every element, in row-major order (the bars' x values)."""
+    if not shape:
+        return [f"params{leaf_path}"]
+    return [f"params{leaf_path}[{','.join(map(str, idx))}]" for idx in itertools.product(*map(range, shape))]
+
+
+MLP_ORDER = [("['Dense_0']['kernel']", (2, 8)), ("['Dense_0']['bias']", (8,)),
+             ("['Dense_1']['kernel']", (8, 1)), ("['Dense_1']['bias']", (1,))]
+MLP_ALL = [p for leaf, shape in MLP_ORDER for p in element_paths(leaf, shape)]
+
+
+def shown(ex) -> list[str]:
+    return [str(x) for x in ex.chart_view.bars.x]
+
+
+def ticks(ex) -> list[str]:
+    return [ex.chart_view.x_axis.tick_labels[x] for x in ex.chart_view.bars.x]
+
+
+def values_of(ex, path: str) -> tuple[float, float]:
+    """Before and after of one element, read from the explorer's result (the step's own trees)."""
+    leaf = next(leaf for leaf, _ in MLP_ORDER if path.startswith(f"params{leaf}"))
+    keys = [k.strip("'") for k in leaf.strip("[]").split("][")]
+    idx = tuple(int(i) for i in path[len(f"params{leaf}"):].strip("[]").split(","))
+    before, after = ex.result.params, ex.result.updated
+    for k in keys:
+        before, after = before[k], after[k]
+    return float(np.asarray(before)[idx]), float(np.asarray(after)[idx])
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    return StepExplorer(mlp_loss, mlp_params(), {"x": X}, learning_rate=0.5)
+
+
+def test_by_default_the_bars_are_the_elements_with_sliders_then_the_next_ones(mlp):
+    slid = [el.path for el, _ in mlp.param_sliders]
+    # 24 sliders: the learning rate and 23 parameter elements (x is a batch, not a slider)
+    assert slid == MLP_ALL[:23]
+    assert shown(mlp) == MLP_ALL[:24]  # the 23 with sliders, then the next one in the tree's order
+    # bar heights are the step's own before and after values
+    np.testing.assert_allclose(np.asarray(mlp.chart_view.bars.y).T, [values_of(mlp, p) for p in MLP_ALL[:24]],
+                               rtol=1e-6)
+
+
+def test_sliders_choose_the_bars_and_the_rest_fill_up_to_the_cap():
+    ex = StepExplorer(mlp_loss, mlp_params(), {"x": X}, learning_rate=0.5,
+                      sliders=["['Dense_1']['kernel']", "Dense_1/bias", "learning_rate"])
+    chosen = element_paths("['Dense_1']['kernel']", (8, 1)) + element_paths("['Dense_1']['bias']", (1,))
+    assert [el.path for el, _ in ex.param_sliders] == chosen
+    assert shown(ex) == chosen + MLP_ALL[:MAX_BARS - 9]
+    assert ex.chart_view.note == ""
+
+
+def test_bars_choose_exactly_by_path_label_or_container():
+    params = mlp_params()
+    ex = StepExplorer(mlp_loss, params, {"x": X}, bars=["params['Dense_1']"])
+    assert shown(ex) == element_paths("['Dense_1']['kernel']", (8, 1)) + ["params['Dense_1']['bias'][0]"]
+    assert ex.chart_view.note == ""
+    ex = StepExplorer(mlp_loss, params, {"x": X}, bars=["Dense_0/kernel[1,3]", "['Dense_1']['bias']", "Dense_0/bias[7]"])
+    assert shown(ex) == ["params['Dense_0']['kernel'][1,3]", "params['Dense_1']['bias'][0]",
+                         "params['Dense_0']['bias'][7]"]
+    np.testing.assert_allclose(np.asarray(ex.chart_view.bars.y)[0],
+                               [float(params["Dense_0"]["kernel"][1, 3]), 0.0, 0.0])
+    # more than the cap: the first 24, and a note that says so (on screen and in the text form)
+    ex = StepExplorer(mlp_loss, params, {"x": X}, bars=["['Dense_0']", "['Dense_1']"])
+    assert shown(ex) == MLP_ALL[:24]
+    assert "first 24" in ex.chart_view.note and ex.chart_view.table.note == ex.chart_view.note
+    assert "first 24" in ex.text()
+
+
+@pytest.mark.parametrize("bars, error, match", [
+    (["['Dense_2']"], ValueError, r"bars= names \"\['Dense_2'\]\", which is no parameter value here.*Dense_0"),
+    (["nope"], ValueError, r"'nope'"),
+    (["x"], ValueError, r"'x', which is an input.*inputs do not change"),
+    (["learning_rate"], ValueError, r"learning rate is no parameter"),
+    ([3], TypeError, r"strings"),
+])
+def test_a_bars_name_that_is_not_a_parameter_is_refused_by_name(bars, error, match):
+    with pytest.raises(error, match=match):
+        StepExplorer(mlp_loss, mlp_params(), {"x": X}, bars=bars)
+
+
+def test_selecting_a_leaf_not_shown_brings_it_in_and_says_so(mlp):
+    mlp.selected_path = ""
+    kernel1 = element_paths("['Dense_1']['kernel']", (8, 1))
+    assert not set(kernel1) & set(shown(mlp))
+    x_changes = []
+    mlp.chart_view.bars.observe(lambda c: x_changes.append(c), "x")
+    mlp.selected_path = "['Dense_1']['kernel']"  # as a click in the diagram sets it
+    now = shown(mlp)
+    assert now == MLP_ALL[:16] + kernel1  # the chosen bars that fit, then the selected leaf's 8
+    assert len(x_changes) == 1
+    note = mlp.chart_view.note
+    assert "Dense_1/kernel" in note and "8 values" in note
+    assert note in mlp.text()
+    # its bars are highlighted, and their heights are the step's values
+    assert sorted(mlp.chart_view.bars.selected) == list(range(16, 24))
+    y = np.asarray(mlp.chart_view.bars.y)
+    for i, path in enumerate(now):
+        np.testing.assert_allclose(y[:, i], values_of(mlp, path), rtol=1e-6)
+    # a slider move changes heights only: the x values (and tick labels) are not sent again
+    x_changes.clear()
+    mlp.sliders["Dense_0/kernel[0,0]"].value = 0.25
+    assert x_changes == [] and shown(mlp) == now
+    assert np.asarray(mlp.chart_view.bars.y)[0, 0] == pytest.approx(0.25)
+    # selecting a shown leaf highlights it and changes nothing else
+    mlp.selected_path = "['Dense_0']['kernel']"
+    assert shown(mlp) == now and sorted(mlp.chart_view.bars.selected) == list(range(16))
+    # a container: every element under it comes in (9), with the chosen bars that fit
+    mlp.selected_path = "['Dense_1']['bias']"
+    assert shown(mlp) == MLP_ALL[:23] + ["params['Dense_1']['bias'][0]"]
+    assert "Dense_1/bias" in mlp.chart_view.note and "its 1 value" in mlp.chart_view.note
+    assert list(mlp.chart_view.bars.selected) == [23]
+
+
+def test_a_click_in_the_page_brings_the_leaf_in_too(mlp):
+    """The page's click arrives as the diagram's selected_path (its one intent)."""
+    mlp.selected_path = ""
+    mlp.diagram.set_state({"selected_path": "['Dense_1']"})
+    assert mlp.selected_path == "['Dense_1']"
+    assert shown(mlp)[-9:] == element_paths("['Dense_1']['kernel']", (8, 1)) + ["params['Dense_1']['bias'][0]"]
+    assert sorted(mlp.chart_view.bars.selected) == list(range(15, 24))
+    # the bars' table sends the leaf of a bar clicked: selected, already shown
+    mlp.chart_view.table.set_state({"selected_path": "['Dense_0']['kernel']"})
+    assert mlp.selected_path == "['Dense_0']['kernel']" and shown(mlp)[-9:][0] == "params['Dense_1']['kernel'][0,0]"
+    # a leaf with some of its elements shown is shown: a click on a bar never moves the bars
+    assert sorted(mlp.chart_view.bars.selected) == list(range(15))
+
+
+def test_labels_tell_the_two_kernels_apart(mlp):
+    mlp.selected_path = "['Dense_1']['kernel']"
+    labels = ticks(mlp)
+    assert len(set(labels)) == len(labels)
+    at = shown(mlp).index("params['Dense_1']['kernel'][0,0]")
+    assert labels[0] == "Dense_0/kernel[0,0]" and labels[at] == "Dense_1/kernel[0,0]"
+    # the table shows the full label of each bar, and its tooltip path is the x value
+    assert mlp.chart_view.table.rows[at][0] == "Dense_1/kernel[0,0]"
+
+
+def test_leaf_names_are_the_shortest_suffix_that_tells_them_apart():
+    names = leaf_names(["['Dense_0']['kernel']", "['Dense_0']['bias']", "['out']['w']", "['layers'][0]['w']",
+                        "['layers'][1]['w']", "['scale']"])
+    assert names == {"['Dense_0']['kernel']": "kernel", "['Dense_0']['bias']": "bias", "['out']['w']": "out/w",
+                     "['layers'][0]['w']": "layers[0]/w", "['layers'][1]['w']": "layers[1]/w", "['scale']": "scale"}
+    # a long name keeps its first and last part where that is still unique
+    long = leaf_names(["['encoder_block_0']['attention']['query']['kernel']",
+                       "['encoder_block_1']['attention']['query']['kernel']"])
+    assert set(long.values()) == {"encoder_block_0/…/kernel", "encoder_block_1/…/kernel"}
+    # a key with '/' in it never makes two leaves one label
+    odd = leaf_names(["['a/w']", "['a']['w']"])
+    assert len(set(odd.values())) == 2
+
+
+def test_fit_ticks_are_unique_and_short():
+    assert fit_ticks(["w", "w", "b"]) == ["w #0", "w #1", "b"]
+    cut = fit_ticks(["a_really_long_parameter_name_for_a_lecture[0]", "short"])
+    assert len(cut[0]) <= 26 and cut[0].endswith("…name_for_a_lecture[0]"[-10:]) and "…" in cut[0]
+    # cuts that would make two labels one keep both whole
+    same_end = ["first_very_long_module_name_x/kernel[0,0]", "first_very_long_module_name_y/kernel[0,0]"]
+    assert fit_ticks(same_end) == same_end
+
+
+@pytest.fixture(scope="module")
+def transformer():
+    params = transformer_params()
+    assert len(jax.tree.leaves(params)) == 37
+    return StepExplorer(transformer_loss, params, {"tokens": TOKENS}, learning_rate=0.1)
+
+
+def test_transformer_default_bars_and_a_selected_output_layer(transformer):
+    ex = transformer
+    slid = [el.path for el, _ in ex.param_sliders]
+    emb = element_paths("['embedding']", (VOCAB, D))
+    assert slid == emb[:23] and shown(ex) == emb[:24]  # 23 sliders beside the learning rate, one more bar
+    ex.selected_path = "['out']['w']"
+    out_w = element_paths("['out']['w']", (D, VOCAB))
+    assert shown(ex) == out_w[:24]  # a leaf of 24 values fills the chart
+    assert "out/w" in ex.chart_view.note and "24 values" in ex.chart_view.note
+    assert sorted(ex.chart_view.bars.selected) == list(range(24))
+    # a container of 16 leaves and 172 values (norms 2 x 8, attention 4 x 20, mlp 32 + 8 + 32 + 4)
+    ex.selected_path = "['block_1']"
+    assert shown(ex) == element_paths("['block_1']['ln1']['scale']", (D,)) + \
+        element_paths("['block_1']['ln1']['bias']", (D,)) + element_paths("['block_1']['attn']['q']['w']", (D, D))
+    assert "the first 24 of its 172 values" in ex.chart_view.note
+    labels = ticks(ex)
+    assert len(set(labels)) == 24
+    assert labels[0] == "block_1/ln1/scale[0]" and labels[8] == "block_1/attn/q/w[0,0]"
+    assert "Bars (before and after the step): block_1/ln1/scale (4 values)" in ex.text()
+
+
+def test_transformer_bars_keyword_two_layers_labels_unique():
+    ex = StepExplorer(transformer_loss, transformer_params(), {"tokens": TOKENS},
+                      bars=["block_0/attn/q/w", "['block_1']['attn']['q']['w']"])
+    q0, q1 = element_paths("['block_0']['attn']['q']['w']", (D, D)), element_paths("['block_1']['attn']['q']['w']", (D, D))
+    assert shown(ex) == q0 + q1[:8]
+    assert "first 24" in ex.chart_view.note
+    labels = ticks(ex)
+    assert len(set(labels)) == 24 and labels[0] == "block_0/attn/q/w[0,0]" and labels[16] == "block_1/attn/q/w[0,0]"
+
+
+# ---------------------------------------------------------------- the loss line
+
+
+def _integers(values) -> bool:
+    return all(float(v) == int(v) for v in values)
+
+
+@pytest.mark.parametrize("bad", ["raises", "nan"])
+def test_a_failed_first_step_draws_no_loss_point_and_whole_number_ticks(bad):
+    def loss(params, x):
+        if bad == "raises":
+            raise ValueError("the loss failed on purpose")
+        return jnp.sum(params["w"] * x) * jnp.nan
+
+    ex = StepExplorer(loss, {"w": jnp.array([1.0, 2.0])}, {"x": jnp.array([1.0, 1.0])})
+    assert ex.result is None and ex.history == []
+    line = ex.history_view
+    assert len(line.line.x) == 0 and len(line.line.y) == 0
+    assert len(line.point.x) == 0 and len(line.point.y) == 0
+    assert line.x_axis.tick_values is not None and _integers(line.x_axis.tick_values)
+    assert line.x_axis.tick_format == "d"
+    assert "Loss at each point" not in ex.text()
+    ex.set_loss(lambda params, x: jnp.sum((params["w"] * x) ** 2))  # fixed: the first point is step 0
+    assert ex.history == [5.0]
+    np.testing.assert_allclose(np.asarray(line.point.x), [0.0])
+    np.testing.assert_allclose(np.asarray(line.point.y), [5.0])
+    ex.step(3)
+    assert list(line.x_axis.tick_values) == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_loss_line_ticks_are_whole_steps_at_every_length():
+    chart = LossHistoryChart()
+    for n in (0, 1, 2, 3, 9, 17, 101, 1_000, 5_001):
+        chart.show([1.0 / (k + 1) for k in range(n)])
+        t = list(chart.x_axis.tick_values)
+        assert t and _integers(t) and t[0] == 0 and len(t) <= 11, (n, t)
+        assert len(chart.point.x) == (1 if n else 0)
