@@ -242,3 +242,15 @@ def test_multisteps_shows_zero_on_a_mini_step_and_the_formula_only_when_it_appli
     else:  # the third: the inner Adam's step is the update applied
         assert formula and formula[0].value == fmt_value(expected["Dense_0"]["kernel"])[0]
         assert not any(r.note for r in rows)
+
+
+def test_a_model_of_many_leaves_lists_the_first_and_the_selected_one(monkeypatch):
+    from pytree_lab.explorer import layout
+
+    monkeypatch.setattr(layout, "MAX_PICKER", 3)
+    ex = StepExplorer(mlp_loss, mlp_start(), xor(), 0.05)
+    picker = ex.leaf_picker.dropdown
+    assert [v for _, v in picker.options] == ["['Dense_0']['kernel']", "['Dense_0']['bias']", "['Dense_1']['kernel']"]
+    ex.selected_path = "['Dense_1']['bias']"  # past the list: added to it, and shown
+    assert picker.value == "['Dense_1']['bias']" and len(picker.options) == 4
+    assert ex.calculation.focus == "['Dense_1']['bias']"

@@ -85,6 +85,7 @@ class WorkedCalculation(ipywidgets.HTML):
         # every leaf's rows one click away in a disclosure below (an explorer's compact layout)
         self.folded = False
         self.focus = ""  # the path of the leaf the folded form shows
+        self._leaf_count = 0
         # optimizer_rows(result, leaves, selected_path) -> rows for the selected leaf's optimizer
         # update (set by an explorer with an optimizer); the rows then follow the selection
         self.optimizer_rows: Any = None
@@ -134,6 +135,7 @@ class WorkedCalculation(ipywidgets.HTML):
         focus = next((lf for lf in leaves if sel and (lf.path == sel or lf.path.startswith(sel))), None)
         if focus is not None and focus not in shown:  # the selected leaf always has its rows
             shown, hidden = shown + [focus], hidden - 1
+        self._leaf_count = len(leaves)
         first = focus or (leaves[0] if leaves else None)
         self.focus = first.path if first is not None else ""
         grads, updated, before = (eng.tree_leaves(t) for t in (r.grads, r.updated, r.params))
@@ -169,9 +171,8 @@ class WorkedCalculation(ipywidgets.HTML):
         return rows
 
     def _html(self, rows: list[CalcRow]) -> str:
-        leaves = {r.path for r in rows if r.path and r.section == "backward"}
-        if self.folded and len(leaves) > FOLD_ABOVE:
-            return self._folded_html(rows, len(leaves))
+        if self.folded and self._leaf_count > FOLD_ABOVE:
+            return self._folded_html(rows, self._leaf_count)
         esc = html.escape
         sel = self._selected
         body, last = [], None
@@ -204,7 +205,9 @@ class WorkedCalculation(ipywidgets.HTML):
         return (
             f'<div class="ptl-calc-folded" data-focus="{html.escape(focus, quote=True)}">'
             + _compact_table(mine, f"worked calculation for {path_label(focus) or 'params'}")
-            + f'<details class="ptl-calc-all"><summary>every leaf: ∂L/∂p and the update ({count} leaves)</summary>'
+            + f'<details class="ptl-calc-all"><summary>every leaf: ∂L/∂p and the update ({count} leaves'
+            + (f"; the first {MAX_LEAF_ROWS} here, any one from the list above" if count > MAX_LEAF_ROWS else "")
+            + ")</summary>"
             + _compact_table(rest, "every leaf's gradient and update") + "</details></div>"
         )
 

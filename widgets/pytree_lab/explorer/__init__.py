@@ -20,6 +20,8 @@ The parts, each with one job:
     views.py       the View interface (show, select, text) and its registry: the bars, the
                    loss line, the data list, the diagram, the worked calculation
     lifetime.py    page-write guards, and closing with the page or when replaced
+    layout.py      where the parts go: layout="compact" (one projected screen, folded parts,
+                   the worked calculation's leaf picker) or "long"
     widget.py      StepExplorer: sliders -> session -> schedule -> views
 
 A slider move, from the slider's value to the bars: 8 calls inside pytree-lab (the issue's budget

@@ -24,10 +24,11 @@ import ipywidgets
 
 from ..trees import TreeSummary, path_label
 
-__all__ = ["LAYOUTS", "DIAGRAM_LINES", "check_layout", "arrange", "fold_plan", "LeafPicker"]
+__all__ = ["LAYOUTS", "DIAGRAM_LINES", "MAX_PICKER", "check_layout", "arrange", "fold_plan", "LeafPicker"]
 
 LAYOUTS = ("compact", "long")
 CHART_HEIGHT = "260px"  # compact: the bars' and the loss line's height
+MAX_PICKER = 500  # leaves listed in the worked calculation's picker (and the one selected)
 DIAGRAM_LINES = 18  # compact: the diagram's containers stay open while its rows fit in about this many lines
 
 
@@ -78,15 +79,18 @@ def fold_plan(summary: TreeSummary, budget: int = DIAGRAM_LINES) -> list[str]:
 
 
 class LeafPicker:
-    """The worked calculation's leaf: a drop-down of every differentiable leaf (a native select:
-    one click, or Tab and the arrow keys), kept in step with the explorer's selection."""
+    """The worked calculation's leaf: a drop-down of the differentiable leaves (a native select:
+    one click, or Tab and the arrow keys), kept in step with the explorer's selection. A model
+    of more than `MAX_PICKER` leaves lists the first ones and the leaf selected (any leaf is
+    one click away in the diagram)."""
 
     def __init__(self, ex: Any):
         self.ex = ex
         leaves = [n.leaf for n in ex.session.param_summary.root.walk() if n.leaf is not None and n.leaf.differentiable]
+        self.listed = [(path_label(lf.path) or "params", lf.path) for lf in leaves[:MAX_PICKER]]
+        self._labels = {lf.path: path_label(lf.path) or "params" for lf in leaves}
         self.dropdown = ipywidgets.Dropdown(
-            options=[(path_label(lf.path) or "params", lf.path) for lf in leaves],
-            description="worked calculation for", style={"description_width": "initial"},
+            options=self.listed, description="worked calculation for", style={"description_width": "initial"},
             layout={"width": "auto", "max_width": "100%"})
         self.dropdown.add_class("ptl-leaf-picker")
         self._following = False
@@ -97,12 +101,15 @@ class LeafPicker:
     def follow(self) -> None:
         """Show the leaf the calculation shows (the selection, or the first leaf inside it)."""
         focus = self.ex.calculation.focus
-        if focus and focus != self.dropdown.value and focus in {v for _, v in self.dropdown.options}:
-            self._following = True
-            try:
-                self.dropdown.value = focus
-            finally:
-                self._following = False
+        if not focus or focus == self.dropdown.value or focus not in self._labels:
+            return
+        self._following = True
+        try:
+            if focus not in {v for _, v in self.dropdown.options}:  # past the first MAX_PICKER
+                self.dropdown.options = self.listed + [(self._labels[focus], focus)]
+            self.dropdown.value = focus
+        finally:
+            self._following = False
 
     def _picked(self, change: dict) -> None:
         if not self._following and change["new"] and change["new"] != self.ex.selected_path:
@@ -135,23 +142,29 @@ def arrange(ex: Any, form: str, slider_box: ipywidgets.Widget) -> list[ipywidget
     data = ex.data_view
     ex.views["DataView"].compact = True
     ex.views["DataView"].refresh()
-    for figure in row:  # the bars and the loss line: one height, a third of a projected screen
-        if hasattr(figure, "fig_margin"):
-            figure.layout.height = CHART_HEIGHT
+    # the bars and the loss line: a third of a projected screen high, the bars the wider; on a
+    # narrow page (1024 px) the loss line goes under them rather than squeeze the bars' labels
+    for figure, flex, least in ((ex.chart, "2 1 420px", "360px"), (ex.history_chart, "1 1 240px", "220px")):
+        if figure in row:
+            figure.layout.height, figure.layout.flex, figure.layout.min_width = CHART_HEIGHT, flex, least
     slider_box.add_class("ptl-ex-sliders")
     for key, value in {"max_height": "176px", "overflow": "auto", "min_width": "0", "flex": "0 1 auto"}.items():
         setattr(slider_box.layout, key, value)  # the box's own Layout (a new one would be a widget left open)
     # the parts this layout places itself; any other view part keeps its slot
     placed = {id(w) for w in (table, data, diagram, calc)}
     left = _box(ipywidgets.VBox, [ex.controls, slider_box, *[w for w in (table, data) if w is not None]],
-                "ptl-ex-left", flex="0 1 350px", min_width="300px", overflow="visible")
+                "ptl-ex-left", flex="0 0 342px", min_width="0", overflow="visible")
     top = _box(ipywidgets.HBox, [left, *row], "ptl-ex-top", flex_flow="row wrap", align_items="flex-start")
     others = [w for w in below if id(w) not in placed]
     ex.leaf_picker = LeafPicker(ex)
     # side by side from about 1100 px on, the diagram the wider (three columns of values)
     side = _box(ipywidgets.VBox, [ex.leaf_picker.dropdown, calc], "ptl-ex-calc", flex="1 1 420px", min_width="0",
                 overflow="visible")
-    diagram.layout.flex, diagram.layout.min_width = "1 1 660px", "0"
+    diagram.layout.min_width = "0"
+    # the moments shown: the diagram takes the whole width (five columns), the calculation goes below
+    widths = {False: "1 1 660px", True: "1 1 100%"}
+    diagram.layout.flex = widths[bool(diagram.foldable_open)]
+    diagram.observe(lambda change: setattr(diagram.layout, "flex", widths[bool(change["new"])]), "foldable_open")
     main = _box(ipywidgets.HBox, [diagram, side], "ptl-ex-main", flex_flow="row wrap", align_items="flex-start",
                 overflow="visible")
     return [ex.status, top, *others, main]
