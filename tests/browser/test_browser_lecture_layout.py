@@ -152,6 +152,14 @@ _TEXT_BOXES = """
 """
 
 
+# The explorer's boxes and the parts in them whose content is wider than they are.
+_WIDER = """
+(ex) => [ex, ...ex.querySelectorAll(':is(.ptl-ex-top, .ptl-ex-main, .ptl-ex-left, .ptl-ex-calc) > *, .ptl-calc-folded')]
+  .filter((el) => el.getClientRects().length && el.scrollWidth > el.clientWidth + 1)
+  .map((el) => `${el.className}: ${el.scrollWidth} > ${el.clientWidth}`)
+"""
+
+
 @pytest.fixture(scope="module")
 def lecture_nb(open_module_nb, lab_page):
     page = lab_page
@@ -224,6 +232,10 @@ def test_the_lecture_demos_fit_a_projected_screen(lecture_nb, theme):
     at(nb, 1440, theme)
     heights = {index: round(height_in_viewports(outputs.nth(index)), 3) for index in HEIGHTS}
     assert all(heights[i] <= HEIGHTS[i] for i in HEIGHTS), heights
+    # and no part is wider than the place the layout gives it (nothing cut at the right edge)
+    for index in (1, 2, 4, 5):
+        wider = outputs.nth(index).locator(".pytree-lab-explorer").evaluate(_WIDER)
+        assert wider == [], (index, wider)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     tag = theme.split()[-1].lower()
     for index, name in SHOTS.items():

@@ -134,6 +134,8 @@ def arrange(ex: Any, form: str, slider_box: ipywidgets.Widget) -> list[ipywidget
     ex.add_class("ptl-compact")
     calc, diagram = ex.calculation, ex.diagram
     calc.folded = True
+    for part in (calc, ex.status, ex.data_view):  # stretched in their box: 100% and a widget's margin ran past it
+        part.layout.width = "auto"
     diagram.foldable_open = False
     folding = fold_plan(ex.session.param_summary)
     if folding:
