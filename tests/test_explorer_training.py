@@ -367,14 +367,16 @@ def test_plain_adam_shows_m_hat_and_v_hat_too(make):
     assert step.value == next(r for r in ex.calculation.rows() if r.what.startswith("update[weight]")).value
 
 
-def test_weight_decay_shows_as_a_difference_not_hidden():
+def test_weight_decay_shows_the_update_applied_and_says_why_it_is_not_adams_formula():
     ex = StepExplorer(optimizer=optax.adamw(0.1, weight_decay=0.5))
     ex.step(2)
     ex.selected_path = "['bias']"
-    step = next(r for r in ex.calculation.rows() if r.what.startswith("−η"))
+    # adamw adds −η·λ·p to Adam's step: Adam's formula is not the update applied, so not shown
+    assert not any(r.what.startswith(("−η", "m̂", "v̂")) for r in ex.calculation.rows())
     update = next(r for r in ex.calculation.rows() if r.what.startswith("update[bias]"))
-    assert step.value != update.value  # adamw adds −η·wd·p to Adam's step
     assert float(update.value) == pytest.approx(float(ex.result.updates["bias"]), rel=1e-3)
+    why = next(r for r in ex.calculation.rows() if r.note)
+    assert "decays the weights" in why.value and "λ = 0.5" in why.value
 
 
 def test_reset_returns_the_learning_rate_and_the_inputs_to_their_construction_values():

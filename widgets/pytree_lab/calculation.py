@@ -23,6 +23,7 @@ __all__ = ["WorkedCalculation", "CalcRow", "fmt_number", "fmt_value"]
 
 FIRST = 8  # values shown of a bigger leaf
 MAX_LEAF_ROWS = 24  # gradient and update rows shown; the rest are counted (the diagram has them all)
+FOLD_ABOVE = 3  # folded (`folded=True`): a model with more leaves shows the selected leaf's rows only
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,10 @@ class CalcRow:
     value: str  # one line
     path: str = ""  # the params path it belongs to ("" for model-wide quantities)
     grid: tuple = ()  # rows of cells for a small matrix, shown whole
+    minor: bool = False  # left out of the folded form (its numbers are shown elsewhere on screen)
+    short: str = ""  # `what` without its numbers, for the folded form ("" when `what` is short)
+    note: bool = False  # `value` is a sentence (why a number is what it is), not a number
+    group: str = ""  # the folded form draws the rows of one group in a disclosure titled so
 
 
 def fmt_value(a: Any) -> tuple[str, tuple]:
@@ -76,6 +81,11 @@ class WorkedCalculation(ipywidgets.HTML):
         self._order: TreeSummary | None = None
         self._extras_notes: Sequence[str] = ()
         self._selected = ""
+        # folded: the rows of one leaf (the selected one, else the first) and the model-wide rows;
+        # every leaf's rows one click away in a disclosure below (an explorer's compact layout)
+        self.folded = False
+        self.focus = ""  # the path of the leaf the folded form shows
+        self._leaf_count = 0
         # optimizer_rows(result, leaves, selected_path) -> rows for the selected leaf's optimizer
         # update (set by an explorer with an optimizer); the rows then follow the selection
         self.optimizer_rows: Any = None
@@ -90,7 +100,7 @@ class WorkedCalculation(ipywidgets.HTML):
     def select(self, path: str) -> None:
         self._selected = path
         if self._result is not None:
-            if self.optimizer_rows is not None:
+            if self.optimizer_rows is not None or self.folded:
                 self._rows_cache = self._rows(self._result, self._order)
             self.value = self._html(self._rows_cache)
 
@@ -103,9 +113,9 @@ class WorkedCalculation(ipywidgets.HTML):
         rows: list[CalcRow] = []
         x = r.extras or {}
 
-        def add(section: str, what: str, value: Any, path: str = "") -> None:
+        def add(section: str, what: str, value: Any, path: str = "", short: str = "") -> None:
             text, grid = fmt_value(value)
-            rows.append(CalcRow(section, what, text, path, grid))
+            rows.append(CalcRow(section, what, text, path, grid, short=short if len(what) > 48 else ""))
 
         batch = ""
         if "prediction" in x:
@@ -121,6 +131,13 @@ class WorkedCalculation(ipywidgets.HTML):
             add("backward", x.get("dloss_label", "dL/dŷ"), x["dloss_dprediction"])
         leaves = [n.leaf for n in order.root.walk() if n.leaf is not None and n.leaf.differentiable]
         shown, hidden = leaves[:MAX_LEAF_ROWS], len(leaves) - MAX_LEAF_ROWS
+        sel = self._selected
+        focus = next((lf for lf in leaves if sel and (lf.path == sel or lf.path.startswith(sel))), None)
+        if focus is not None and focus not in shown:  # the selected leaf always has its rows
+            shown, hidden = shown + [focus], hidden - 1
+        self._leaf_count = len(leaves)
+        first = focus or (leaves[0] if leaves else None)
+        self.focus = first.path if first is not None else ""
         grads, updated, before = (eng.tree_leaves(t) for t in (r.grads, r.updated, r.params))
         for leaf in shown:
             name = path_label(leaf.path) or "params"
@@ -138,11 +155,12 @@ class WorkedCalculation(ipywidgets.HTML):
             if updates is not None and self.optimizer_rows is not None:
                 u, _ = fmt_value(steps[leaf.index])
                 u = f"({u})" if u.startswith("-") else u
-                add("update", f"{name} + update = {p} + {u}", updated[leaf.index], leaf.path)
+                add("update", f"{name} + update = {p} + {u}", updated[leaf.index], leaf.path, f"{name} + update")
                 continue
             g, _ = fmt_value(grads[leaf.index])
             g = f"({g})" if g.startswith("-") else g
-            add("update", f"{name} − {lr}·∂L/∂{name} = {p} − {lr}·{g}", updated[leaf.index], leaf.path)
+            add("update", f"{name} − {lr}·∂L/∂{name} = {p} − {lr}·{g}", updated[leaf.index], leaf.path,
+                f"{name} − {lr}·∂L/∂{name}")
         if hidden > 0:
             rows.append(CalcRow("update", f"… {hidden} more leaves", "in the diagram's updated column"))
         if "new_prediction" in x:
@@ -153,6 +171,8 @@ class WorkedCalculation(ipywidgets.HTML):
         return rows
 
     def _html(self, rows: list[CalcRow]) -> str:
+        if self.folded and self._leaf_count > FOLD_ABOVE:
+            return self._folded_html(rows, self._leaf_count)
         esc = html.escape
         sel = self._selected
         body, last = [], None
@@ -176,6 +196,21 @@ class WorkedCalculation(ipywidgets.HTML):
             + "".join(body) + "</table>"
         )
 
+    def _folded_html(self, rows: list[CalcRow], count: int) -> str:
+        """The selected leaf's rows and the model-wide ones; every leaf's gradient and update in
+        a disclosure below (a <details>: one click or Enter away, in the Tab order)."""
+        focus = self.focus
+        mine = [r for r in rows if (r.path == focus or not r.path) and not r.minor and not r.what.startswith("… ")]
+        rest = [r for r in rows if r not in mine and not r.minor and r.section in ("backward", "update")]
+        return (
+            f'<div class="ptl-calc-folded" data-focus="{html.escape(focus, quote=True)}">'
+            + _compact_table(mine, f"worked calculation for {path_label(focus) or 'params'}")
+            + f'<details class="ptl-calc-all"><summary>every leaf: ∂L/∂p and the update ({count} leaves'
+            + (f"; the first {MAX_LEAF_ROWS} here, any one from the list above" if count > MAX_LEAF_ROWS else "")
+            + ")</summary>"
+            + _compact_table(rest, "every leaf's gradient and update") + "</details></div>"
+        )
+
     def text(self) -> str:
         rows = self.rows()
         if not rows:
@@ -193,3 +228,46 @@ class WorkedCalculation(ipywidgets.HTML):
             else:
                 lines.append(f"{head:<9} {r.what:<{width}}  {r.value}")
         return "\n".join(lines)
+
+
+def _compact_table(rows: list[CalcRow], label: str) -> str:
+    """Rows as the folded form draws them: a number beside its name, a matrix under its name
+    (its rows wrap rather than run past the panel: the diagram's grid), a sentence across; the
+    rows of a `group` in a disclosure of their own, where the group's first row would be."""
+    esc = html.escape
+    body, last, done = [], None, set()
+    for row in rows:
+        if row.group:
+            if row.group not in done:
+                done.add(row.group)
+                inner = "".join(_compact_row(r, False) for r in rows if r.group == row.group)
+                inner = f'<table class="ptl-calc ptl-calc-compact" aria-label="{esc(row.group, quote=True)}">{inner}</table>'
+                head = esc(row.section) if row.section != last else ""
+                last = row.section
+                body.append(f'<tr data-path="{esc(row.path, quote=True)}"><th scope="row">{head}</th>'
+                            f'<td colspan="2"><details class="ptl-calc-group"><summary>{esc(row.group)}</summary>'
+                            f"{inner}</details></td></tr>")
+            continue
+        body.append(_compact_row(row, row.section != last))
+        last = row.section
+    return f'<table class="ptl-calc ptl-calc-compact" aria-label="{esc(label, quote=True)}">{"".join(body)}</table>'
+
+
+def _compact_row(row: CalcRow, first: bool) -> str:
+    esc = html.escape
+    head = esc(row.section) if first else ""
+    what = esc(row.short or row.what)
+    path = esc(row.path, quote=True)
+    if row.grid and len(row.grid[0]) > 1:  # a column (per example, n×1) reads as one line
+        width = max(len(c) for r in row.grid for c in r)
+        cells = "".join('<span class="ptl-grid-row" role="row">' + "".join(
+            f'<span class="ptl-grid-cell" role="cell">{esc(c)}</span>' for c in r) + "</span>" for r in row.grid)
+        value = (f'<span class="ptl-grid" role="table" aria-label="{what}" style="--ptl-grid-ch: {width}">'
+                 f"{cells}</span>")
+        return (f'<tr data-path="{path}"><th scope="row">{head}</th><td colspan="2" class="ptl-calc-wide">'
+                f'<div>{what}</div><div class="ptl-calc-value">{value}</div></td></tr>')
+    if row.note:
+        return (f'<tr data-path="{path}"><th scope="row">{head}</th><td colspan="2" class="ptl-calc-note">'
+                f"{esc(row.value)}</td></tr>")
+    return (f'<tr data-path="{path}"><th scope="row">{head}</th><td>{what}</td>'
+            f'<td class="ptl-calc-value">{esc(row.value)}</td></tr>')

@@ -100,7 +100,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     _esm = static_asset("diagram.js")
     _css = static_asset("diagram.css")
     # The page reports what the person did; every other trait is written by Python only.
-    _page_intents = frozenset({"selected_path", "collapsed"})
+    _page_intents = frozenset({"selected_path", "collapsed", "foldable_open"})
     _selection_note = ""
     _folding: list = []  # the last `collapsed` _valid_collapsed gave
 
@@ -143,6 +143,16 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     caption = traitlets.Unicode("", help=(
         "str, default '': a line under the trees saying how they were computed. Written by the "
         "kernel."
+    )).tag(sync=True)
+    foldable = traitlets.List(traitlets.Unicode(), help=(
+        "list[str], default []: names of columns and side-panel titles folded together behind one "
+        "toggle above the trees (an explorer puts its optimizer's moment columns and state panel "
+        "here, so params, grads and updated fit side by side). The text form shows them all. "
+        "Written by the kernel."
+    )).tag(sync=True)
+    foldable_open = traitlets.CBool(False, help=(
+        "bool, default False: whether the `foldable` columns and panels show. Written by the page "
+        "(an intent: the toggle) or from Python."
     )).tag(sync=True)
 
     def __init__(

@@ -28,6 +28,8 @@ The parts, each with one job:
                    the explorer's play / pause / history / output methods
     playbar.py     PlayControl: Play / Pause, speed, step number (static/play.js)
     debug.py       the output area: print / jax.debug.print of steps run from the page, tracebacks
+    layout.py      where the parts go: layout="compact" (one projected screen, folded parts,
+                   the worked calculation's leaf picker) or "long"
     widget.py      StepExplorer: sliders -> session -> schedule -> views
 
 A slider move, from the slider's value to the bars: 8 calls inside pytree-lab (the issue's budget

@@ -25,13 +25,16 @@ __all__ = ["Lifetime", "descendants", "guard"]
 
 
 def page_intents_of(widget: ipywidgets.Widget) -> frozenset:
-    """What the page may write on a stock part the explorer builds: a checkbox's tick and a bqplot
-    mark's click selection or hovered point; nothing else (children, text, bar heights, scales,
-    labels, layouts and styles are the kernel's)."""
+    """What the page may write on a stock part the explorer builds: a checkbox's tick, a drop-down's
+    choice (the worked calculation's leaf) and a bqplot mark's click selection or hovered point;
+    nothing else (children, text, options, bar heights, scales, labels, layouts and styles are the
+    kernel's)."""
     import bqplot
 
     if isinstance(widget, ipywidgets.Checkbox):
         return frozenset({"value"})
+    if isinstance(widget, ipywidgets.Dropdown):
+        return frozenset({"index"})
     if isinstance(widget, bqplot.Mark):
         return frozenset({"selected", "hovered_point"})
     return frozenset()

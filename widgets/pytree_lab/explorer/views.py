@@ -20,8 +20,9 @@ import ipywidgets
 from ..calculation import WorkedCalculation
 from ..chart import BeforeAfterChart, LossHistoryChart
 from ..diagram import PytreeDiagram
+from ..trees import path_label
 from .messages import fmt_number
-from .optimizer import columns, optimizer_rows
+from .optimizer import columns, foldable, optimizer_rows
 from .bars import MAX_BARS, chosen_bars, default_bars, describe, leaf_names, tick_label, with_selection
 from .sliders import small_input, walk_leaves
 
@@ -160,6 +161,7 @@ class DataView(View):
         self.html = ipywidgets.HTML(layout={"width": "100%"})
         self.html.add_class("pytree-lab-data")
         self.rows: list[tuple[str, str, str, str]] = []
+        self.compact = False  # one line that opens (set by the explorer's compact layout)
         self.public = {"data_view": self.html}
 
     def parts(self):
@@ -185,6 +187,11 @@ class DataView(View):
         esc = html.escape
         items = "".join(f'<li title="{esc(path, quote=True)}"><code>{esc(path)}</code> {esc(ty)} ({esc(why)}): '
                         f"{esc(summary)}</li>" for path, ty, why, summary in rows)
+        if self.compact:  # one line that opens (the explorer's compact layout)
+            names = ", ".join(f"{esc(path_label(path[len('inputs'):]) or path)} {esc(ty)}" for path, ty, _, _ in rows)
+            self.html.value = (f'<details class="ptl-data ptl-data-folded" aria-label="inputs shown as data"><summary>'
+                               f"<b>Data</b> (fixed): {names}</summary><ul>{items}</ul></details>")
+            return
         self.html.value = (f'<div class="ptl-data" aria-label="inputs shown as data"><b>Data</b> '
                            f"(fixed; change with set_inputs): <ul>{items}</ul></div>")
 
@@ -212,6 +219,7 @@ class DiagramView(View):
 
     def show(self, result: Any) -> None:
         trees, extra = columns(self.session, result)
+        self.diagram.foldable = foldable(trees, extra)  # the optimizer's moments and state: one toggle
         self.diagram.set_trees(trees, order=self.session.param_summary, **({"extra": extra} if extra is not None else {}))
 
     def show_extra(self) -> None:
@@ -221,6 +229,7 @@ class DiagramView(View):
             self.diagram.set_trees({"params": s.params_tree}, extra=s.extra, order=s.param_summary)
             return
         trees, panels = columns(s, r)
+        self.diagram.foldable = foldable(trees, panels)
         self.diagram.set_trees(trees, extra=panels, order=s.param_summary)
 
     def text(self) -> str:

@@ -18,6 +18,7 @@ from ..engine import Engine
 from ..slider import Slider, SliderModule, short_label
 from ..step import StepResult
 from .controls import build_controls
+from .layout import arrange, check_layout
 from .lifetime import Lifetime
 from .messages import short_error, widened_note
 from .play import PlayMixin
@@ -60,8 +61,7 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
 
     `prediction_fn(params, **inputs_without_target)` adds the prediction (per example for a
     batch), the residual when prediction and target have the same shape, and dL/dŷ when
-    `pointwise_loss(prediction, target)` adds up (sum or mean) to the loss. `target=` names
-    the target input.
+    `pointwise_loss(prediction, target)` adds up (sum or mean) to the loss (`target=` names it).
 
     `optimizer=` puts an optimizer in the step: an optax GradientTransformation runs inside the
     compiled step (``updates, state = opt.update(grads, state, params)``, then
@@ -88,11 +88,12 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
     step stays on screen until the input is fixed. Without a widget front end (a static HTML
     export) the explorer shows as text: the three trees and the worked calculation.
 
-    `session` is the explorer without widgets (`ExplorerSession`); `views` its views.
+    `layout="compact"` (the default) fits a projected screen: the worked calculation folded to
+    the selected leaf, big containers and the optimizer's moments folded (explorer/layout.py);
+    "long" lists every part in full. `session` is the explorer without widgets; `views` its views.
     """
 
-    # The page may write one trait: `_view_count`, which the widget front end keeps (views shown
-    # in the page). Every other synced trait is the kernel's (children, layout, classes).
+    # The page writes only `_view_count` (views shown); every other synced trait is the kernel's.
     _page_intents = frozenset({"_view_count"})
 
     selected_path = traitlets.Unicode("", help="str, default '': the keystr path of the selected leaf "
@@ -106,8 +107,9 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
                  prediction_fn: Callable | None = None, target: str = "target", pointwise_loss: Callable | None = None,
                  sliders: Iterable[str] | None = None, max_sliders: int = 24, bars: Iterable[str] | None = None,
                  static: Iterable[str] = (), extra: Any = None, time_budget: float | None = 30.0,
-                 engine: Engine | None = None, **kwargs: Any):
+                 engine: Engine | None = None, layout: Any = "compact", **kwargs: Any):
         refuse_unknown("StepExplorer", kwargs, widget_keywords(type(self), _OWN_KEYWORDS))
+        self.layout_form = check_layout(layout, kwargs)  # "compact" or "long" (layout.py)
         super().__init__(**kwargs)
         self.add_class("pytree-lab-explorer")
         session = ExplorerSession(loss_fn, params, inputs, learning_rate, optimizer=optimizer,
@@ -128,10 +130,7 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
                                               min=spec.min, max=spec.max, step=spec.step, module=module)
         self.views["DataView"].refresh()
         slider_box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "330px"})
-        self.children = [self.status, self.controls,
-                         ipywidgets.HBox([slider_box, *self.views.parts("row")],
-                                         layout={"flex_flow": "row wrap", "align_items": "center"}),
-                         *self.views.parts("below")]
+        self.children = arrange(self, self.layout_form, slider_box)
         self._start_play()  # play.py: the player, and the output area under the rest
         self.schedule = Schedule(self._draw_fast, self.views.show_slow, lambda err: self._fail(
             f"The step was computed, but showing it failed: {short_error(err)}."), session.lock)

@@ -21,6 +21,9 @@
 //   collapsed: string[]      paths of folded containers                  (written here on fold)
 //   message, message_kind    a message above the trees (the trees stay as they were)
 //   caption: string          a line under the trees (e.g. which engine computed them)
+//   foldable: string[]       columns and panel titles folded together behind one toggle
+//                            (an optimizer's moment columns and its state panel)
+//   foldable_open: boolean   whether that group shows now          (written here on toggle)
 //
 // All text from user trees goes through textContent: never interpreted as HTML.
 
@@ -29,7 +32,8 @@
  * @typedef {{p: string, u: string|null, l: string, d: number, leaf: number, c: Cell[], s: string}} Row
  * @typedef {{title: string, rows: Row[], counts: string}} Panel
  * @typedef {{ columns: string[], rows: string, counts: string[], panels: string, selected_path: string,
- *             collapsed: string[], message: string, message_kind: string, caption: string }} Model
+ *             collapsed: string[], message: string, message_kind: string, caption: string,
+ *             foldable: string[], foldable_open: boolean }} Model
  * @typedef {import("@anywidget/types").AnyModel<Model>} DiagramModel
  */
 
@@ -122,15 +126,23 @@ function index(rows) {
 
 /**
  * A small matrix shown whole: one grid row per row of values (the last axis across).
- * The values arrive formatted from Python; this only lays them out.
- * @param {string} text values by spaces, rows by newlines @param {string} label
+ * The values arrive formatted from Python; this only lays them out. Every cell is as wide as
+ * the widest value (in ch of the monospace font, right-aligned), so the columns line up from
+ * row to row without one shared grid; a row wider than its tree cell wraps onto more lines (as
+ * numpy prints a wide array), and the rows alternate in tint so a wrapped row still reads as
+ * one. Nothing is drawn over the next tree's cell: the grid is never wider than its cell, and
+ * a single value wider than that scrolls inside it.
+ * `chars`: the cells' width, the widest value of the whole row (every tree's grid in a row of
+ * the diagram wraps alike, so params[i, j] sits where updated[i, j] does).
+ * @param {string} text values by spaces, rows by newlines @param {string} label @param {number} [chars]
  */
-function valueGrid(text, label) {
+function valueGrid(text, label, chars) {
   const rows = text.split("\n").map((line) => line.split(" "));
   const grid = h("span", "ptl-grid");
   grid.setAttribute("role", "table");
   grid.setAttribute("aria-label", `values of ${label}`);
   grid.style.setProperty("--ptl-grid-cols", String(Math.max(1, ...rows.map((r) => r.length))));
+  grid.style.setProperty("--ptl-grid-ch", String(chars || widest(text)));
   for (const row of rows) {
     const line = h("span", "ptl-grid-row");
     line.setAttribute("role", "row");
@@ -144,6 +156,43 @@ function valueGrid(text, label) {
   return grid;
 }
 
+/** The longest value of a grid's text. @param {string} text */
+function widest(text) {
+  let n = 1;
+  for (const t of text.split(/\s+/)) n = Math.max(n, t.length);
+  return n;
+}
+
+/**
+ * The width of the path column, in em: enough for the deepest, longest label of these rows
+ * (keys are monospace, about 0.6em a character), between 6em and 16em (a longer one ends
+ * in an ellipsis, its full text in the row's title). The value columns get the rest.
+ * @param {Row[]} rows
+ */
+function nameWidth(rows) {
+  let widest = 4;
+  for (const r of rows) {
+    const indent = Math.max(0, (r.d || 1) - 1) * 1.1 + 1.1;
+    // the key, and a leaf's shared type under it (compact layout: 0.85em monospace)
+    const type = r.leaf ? sharedType(r).length * 0.52 : 0;
+    widest = Math.max(widest, indent + r.l.length * 0.61, indent + type);
+  }
+  return Math.min(16, Math.max(6, widest + 1.4));
+}
+
+/**
+ * A leaf row's type and flatten index said once, abbreviated (float32[2,8] #0 -> f32[2,8] #0),
+ * when every tree agrees: an explorer's compact layout shows it under the key instead of in
+ * each cell (static/diagram.css), so the cells hold only values. "" when the trees differ.
+ * @param {Row} r
+ */
+function sharedType(r) {
+  const first = r.c[0];
+  if (!first || r.s !== "ok" || r.c.some((c) => !c || c.ty !== first.ty)) return "";
+  const ty = first.ty.replace(/^(b?)float(\d+)/, "$1f$2").replace(/^uint(\d+)/, "u$1").replace(/^int(\d+)/, "i$1");
+  return first.i !== undefined ? `${ty} #${first.i}` : ty;
+}
+
 /** @type {Record<string, string>} */
 const STATUS_TEXT = {
   missing: "missing in one tree",
@@ -154,19 +203,27 @@ const STATUS_TEXT = {
 
 /**
  * One ARIA tree (the aligned main tree or a side panel).
+ * `folded`: the columns not shown now (a group folded behind one toggle, see `foldable`).
  * @param {{ model: DiagramModel, label: string, columns: string[], rows: Row[], counts: string[],
- *           className?: string }} opts
+ *           className?: string, folded?: Set<string> }} opts
  */
-function makeTree({ model, label, columns, rows, counts, className }) {
+function makeTree({ model, label, columns, rows, counts, className, folded: hiddenColumns }) {
   const root = h("div", `ptl-tree ${className || ""}`);
   root.setAttribute("role", "tree");
   root.setAttribute("aria-label", label);
-  root.style.setProperty("--ptl-cols", String(columns.length));
+  let hidden = hiddenColumns || new Set();
+  root.style.setProperty("--ptl-cols", String(columns.filter((c) => !hidden.has(c)).length || 1));
+  root.style.setProperty("--ptl-name-width", `${nameWidth(rows)}em`);
 
   const head = h("div", "ptl-head");
   head.setAttribute("aria-hidden", "true");
   head.append(h("span", "ptl-name", "path"));
-  for (const c of columns) head.append(h("span", "ptl-cell ptl-colname", c));
+  for (const c of columns) {
+    const name = h("span", "ptl-cell ptl-colname", c);
+    name.dataset.column = c;
+    name.hidden = hidden.has(c);
+    head.append(name);
+  }
   root.append(head);
 
   const body = h("div", "ptl-body");
@@ -191,14 +248,17 @@ function makeTree({ model, label, columns, rows, counts, className }) {
     // the key is the person's text: isolated, so a right-to-left key does not reorder the row
     const key = h("bdi", "ptl-key", r.l);
     name.append(toggle, key);
+    if (r.leaf) name.append(h("span", "ptl-name-type", sharedType(r)));
     line.append(name);
     r.c.forEach((cell, i) => {
       const td = h("span", "ptl-cell");
       td.dataset.column = columns[i];
+      td.hidden = hidden.has(columns[i]);
       fillCell(td, cell, r);
       line.append(td);
     });
     if (r.s !== "ok") line.title = STATUS_TEXT[r.s] || r.s;
+    else if (r.l.length > 12) name.title = r.l;
     li.append(line);
     if (!r.leaf) {
       const group = h("div", "ptl-group");
@@ -219,7 +279,10 @@ function makeTree({ model, label, columns, rows, counts, className }) {
       return;
     }
     td.append(h("span", "ptl-type", cell.ty));
-    if (cell.g) td.append(valueGrid(cell.g, `${td.dataset.column || ""} ${r.p || r.l}`.trim()));
+    if (cell.g) {
+      const chars = Math.max(...r.c.map((c) => (c && c.g ? widest(c.g) : 1)));
+      td.append(valueGrid(cell.g, `${td.dataset.column || ""} ${r.p || r.l}`.trim(), chars));
+    }
     else if (cell.v !== undefined && cell.v !== "") td.append(h("span", "ptl-val", cell.v));
     if (cell.nd) td.append(h("span", "ptl-nd", "not differentiable"));
     if (cell.i !== undefined) {
@@ -272,7 +335,12 @@ function makeTree({ model, label, columns, rows, counts, className }) {
   if (counts) {
     const foot = h("div", "ptl-foot");
     foot.append(h("span", "ptl-name", ""));
-    for (const c of counts) foot.append(h("span", "ptl-cell ptl-counts", c));
+    counts.forEach((c, i) => {
+      const cell = h("span", "ptl-cell ptl-counts", c);
+      cell.dataset.column = columns[i] ?? "";
+      cell.hidden = hidden.has(columns[i]);
+      foot.append(cell);
+    });
     root.append(foot);
   }
 
@@ -431,6 +499,8 @@ function makeTree({ model, label, columns, rows, counts, className }) {
       if (old) Object.assign(old, r);
       if (!li) continue;
       li.className = `ptl-item ptl-s-${r.s}`;
+      const shared = li.querySelector(":scope > .ptl-line > .ptl-name > .ptl-name-type");
+      if (shared) shared.textContent = sharedType(r);
       const cells = /** @type {HTMLElement} */ (li.firstElementChild).querySelectorAll(":scope > .ptl-cell");
       r.c.forEach((cell, i) => cells[i] && fillCell(/** @type {HTMLElement} */ (cells[i]), cell, r));
     }
@@ -471,6 +541,7 @@ function makeTree({ model, label, columns, rows, counts, className }) {
       if (li.getAttribute("aria-expanded") === "true") fill(group, kids.get(p) || []);
     }
     api.signature = next.map((r) => r.p).join("\u0000");
+    root.style.setProperty("--ptl-name-width", `${nameWidth(next)}em`);
     refresh(next, nextCounts);
     return true;
   }
@@ -486,6 +557,14 @@ function makeTree({ model, label, columns, rows, counts, className }) {
     }
   }
 
+  /** Show only the columns not in `next` (the folded group), in place. @param {Set<string>} next */
+  function foldColumns(next) {
+    hidden = next;
+    root.style.setProperty("--ptl-cols", String(columns.filter((c) => !hidden.has(c)).length || 1));
+    for (const el of /** @type {NodeListOf<HTMLElement>} */ (root.querySelectorAll(".ptl-cell[data-column]")))
+      el.hidden = hidden.has(el.dataset.column ?? "");
+  }
+
   showSelection();
   const api = {
     el: root,
@@ -493,6 +572,7 @@ function makeTree({ model, label, columns, rows, counts, className }) {
     refresh,
     grow,
     syncFolded,
+    foldColumns,
     label,
     columns: columns.join("\u0000"),
     signature: rows.map((r) => r.p).join("\u0000"),
@@ -535,11 +615,25 @@ function render({ model, el }) {
   keepKeys(wrap);
   const msg = h("div", "ptl-message");
   msg.setAttribute("role", "alert");
+  // one toggle for the group of columns and panels that start folded (`foldable`)
+  const foldBar = h("div", "ptl-foldbar");
+  const foldButton = h("button", "ptl-fold-group");
+  foldButton.type = "button";
+  foldBar.append(foldButton);
   const trees = h("div", "ptl-trees");
   const side = h("div", "ptl-panels");
   const caption = h("div", "ptl-caption");
-  wrap.append(msg, trees, side, caption);
+  wrap.append(msg, foldBar, trees, side, caption);
   el.append(wrap);
+
+  /** The columns and panels not shown now. */
+  const foldedNow = () => new Set(model.get("foldable_open") ? [] : model.get("foldable") || []);
+  foldButton.addEventListener("click", (e) => {
+    e.stopPropagation();
+    model.set("foldable_open", !model.get("foldable_open"));
+    model.save_changes();
+    drawFold();
+  });
 
   const getRows = jsonTrait(model, "rows", rowsFromWire);
   const getPanels = jsonTrait(model, "panels", (/** @type {any[]} */ specs) =>
@@ -565,6 +659,7 @@ function render({ model, el }) {
       columns: model.get("columns"),
       rows,
       counts: model.get("counts"),
+      folded: foldedNow(),
     });
     trees.replaceChildren(main.el);
     if (hadFocus) /** @type {HTMLElement | null} */ (main.el.querySelector('[tabindex="0"]'))?.focus();
@@ -582,10 +677,26 @@ function render({ model, el }) {
     side.replaceChildren(
       ...panels.map((t, i) => {
         const box = h("section", "ptl-panel");
+        box.dataset.title = specs[i].title;
         box.append(h("div", "ptl-panel-title", specs[i].title), t.el);
         return box;
       }),
     );
+    drawFold();
+  }
+
+  /** The folded group: its toggle's words, and which columns and panels show. */
+  function drawFold() {
+    const group = model.get("foldable") || [];
+    const open = !!model.get("foldable_open");
+    foldBar.hidden = group.length === 0;
+    foldButton.setAttribute("aria-expanded", String(open));
+    foldButton.textContent = `${open ? "▾ hide" : "▸ show"} ${group.join(", ")}`;
+    foldButton.title = open ? "fold these columns and panels again" : "show the folded columns and panels";
+    const folded = foldedNow();
+    if (main) main.foldColumns(folded);
+    for (const box of /** @type {NodeListOf<HTMLElement>} */ (side.querySelectorAll(":scope > .ptl-panel")))
+      box.hidden = folded.has(box.dataset.title ?? "");
   }
 
   function drawMessage() {
@@ -607,6 +718,7 @@ function render({ model, el }) {
   drawPanels();
   drawMessage();
   drawCaption();
+  drawFold();
 
   /** @type {[string, () => void][]} */
   const handlers = [
@@ -616,6 +728,7 @@ function render({ model, el }) {
     ["change:collapsed", syncFolded],
     ["change:message change:message_kind", drawMessage],
     ["change:caption", drawCaption],
+    ["change:foldable change:foldable_open", drawFold],
   ];
   for (const [ev, fn] of handlers) model.on(ev, fn);
   return () => {

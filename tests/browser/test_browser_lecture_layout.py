@@ -1,0 +1,287 @@
+"""Lecture-scale demos in a real JupyterLab page (issue 22 §1, §3): nothing overprints, and the
+explorer fits a projected screen.
+
+- No text of one diagram cell overlaps another cell (text boxes compared, every pair) for (2,8),
+  (3,3) and (8,3) leaves with optax.adam, at 1024 and 1440 px, light and dark, with the
+  optimizer's moment columns folded (the default) and shown; no grid is cut (none scrolls).
+- The columns a lesson compares (params, grads, updated) are all on screen at 1440 px.
+- Heights at 1440×900: the lesson's explorer and a 2-layer XOR MLP with Adam at most one
+  viewport, a small transformer (37 leaves) at most one and a half; the lesson's
+  swapped-gradients demo within one viewport too.
+- The page's controls of the folded parts work, by mouse and keyboard: the moments' toggle, the
+  worked calculation's leaf picker, the every-leaf disclosure.
+Screenshots of the three lecture demos, light and dark, go to artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .harness import DARK, LIGHT, Timeouts, set_theme
+from .pages import css_string, tree_item
+
+pytestmark = pytest.mark.browser
+ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
+VIEWPORT_HEIGHT = 900
+
+MODELS = '''
+import jax, jax.numpy as jnp, numpy as np, optax
+from pytree_lab import StepExplorer, PytreeDiagram
+
+rng = np.random.default_rng(0)
+# a 2-layer XOR MLP, 2 -> 8 -> 1, trained with Adam
+xor_params = {"Dense_0": {"kernel": jnp.asarray(rng.normal(size=(2, 8)), jnp.float32), "bias": jnp.zeros(8)},
+              "Dense_1": {"kernel": jnp.asarray(rng.normal(size=(8, 1)) / 3, jnp.float32), "bias": jnp.zeros(1)}}
+xor_x = jnp.array([[0., 0.], [0., 1.], [1., 0.], [1., 1.]])
+xor_y = jnp.array([[0.], [1.], [1.], [0.]])
+
+def xor_predict(p, x):
+    return jnp.tanh(x @ p["Dense_0"]["kernel"] + p["Dense_0"]["bias"]) @ p["Dense_1"]["kernel"] + p["Dense_1"]["bias"]
+
+def xor_loss(p, x, target):
+    return jnp.mean((xor_predict(p, x) - target) ** 2)
+
+# a small transformer: embedding, two layers of attention (q, k, v, o and biases), an MLP and
+# layer norms, a final norm: 37 leaves
+def dense(m, n, scale=0.3):
+    return jnp.asarray(rng.normal(size=(m, n)) * scale, jnp.float32)
+
+def layer():
+    attention = {name: dense(8, 8) for name in "qkvo"} | {f"b{name}": jnp.zeros(8) for name in "qkvo"}
+    return {"attention": attention,
+            "mlp": {"w1": dense(8, 16), "b1": jnp.zeros(16), "w2": dense(16, 8), "b2": jnp.zeros(8)},
+            "ln1": {"scale": jnp.ones(8), "bias": jnp.zeros(8)}, "ln2": {"scale": jnp.ones(8), "bias": jnp.zeros(8)}}
+
+tf_params = {"embedding": dense(16, 8, 1.0), "position": dense(4, 8, 0.1), "layers": [layer(), layer()],
+             "ln_f": {"scale": jnp.ones(8), "bias": jnp.zeros(8)}, "out_bias": jnp.zeros(16)}
+tokens = jnp.array([[1, 5, 7, 2], [3, 3, 9, 4]], jnp.int32)
+labels = jnp.array([[5, 7, 2, 8], [3, 9, 4, 1]], jnp.int32)
+
+def norm(p, h):
+    m = h.mean(-1, keepdims=True)
+    return (h - m) / jnp.sqrt(((h - m) ** 2).mean(-1, keepdims=True) + 1e-5) * p["scale"] + p["bias"]
+
+def tf_loss(p, tokens, labels):
+    h = p["embedding"][tokens] + p["position"]
+    mask = jnp.tril(jnp.ones((4, 4), bool))
+    for blk in p["layers"]:
+        a, x = blk["attention"], norm(blk["ln1"], h)
+        q, k, v = (x @ a[n] + a["b" + n] for n in "qkv")
+        w = jnp.where(mask, q @ jnp.swapaxes(k, -1, -2) / jnp.sqrt(8.0), -1e9)
+        h = h + jax.nn.softmax(w, -1) @ v @ a["o"] + a["bo"]
+        m = blk["mlp"]
+        h = h + jax.nn.relu(norm(blk["ln2"], h) @ m["w1"] + m["b1"]) @ m["w2"] + m["b2"]
+    logits = norm(p["ln_f"], h) @ p["embedding"].T + p["out_bias"]
+    return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), labels[..., None], -1))
+
+# the lesson's swapped-gradients demo (content/src/01_pytrees.md, section 6)
+two = {"w_x": jnp.array([1., -1.]), "w_z": jnp.array([0., 0.]), "bias": jnp.array(0.)}
+x, z = jnp.array([2., 1.]), jnp.array([1., 3.])
+def two_loss(p):
+    return (jnp.dot(p["w_x"], x) + jnp.dot(p["w_z"], z) + p["bias"] - 3.) ** 2
+two_grads = jax.grad(two_loss)(two)
+swapped = {"w_x": two_grads["w_z"], "w_z": two_grads["w_x"], "bias": two_grads["bias"]}
+right = jax.tree.map(lambda p, g: p - 0.05 * g, two, two_grads)
+wrong = jax.tree.map(lambda p, g: p - 0.05 * g, two, swapped)
+
+# the grids that overprinted: (2,8), (3,3) and (8,3) leaves, with Adam's moments beside them
+grid_params = {"wide": dense(2, 8), "square": dense(3, 3), "tall": dense(8, 3)}
+def grid_loss(p):
+    return sum(jnp.sum(jnp.sin(leaf) ** 2) for leaf in jax.tree.leaves(p))
+'''
+
+# cell index -> (what it shows, the variable, the height target in viewports)
+CELLS = [
+    MODELS,
+    "ex_lesson = StepExplorer()\nex_lesson",
+    "ex_xor = StepExplorer(xor_loss, xor_params, {'x': xor_x, 'target': xor_y}, 0.05,\n"
+    "                      optimizer=lambda lr: optax.adam(lr), prediction_fn=xor_predict)\nex_xor",
+    "swap_demo = PytreeDiagram(two, trees={'update with swapped grads': wrong, 'update by hand': right})\nswap_demo",
+    "ex_swap = StepExplorer(lambda p: two_loss(p), two, {}, 0.05)\nex_swap",
+    "ex_tf = StepExplorer(tf_loss, tf_params, {'tokens': tokens, 'labels': labels}, 0.01,\n"
+    "                     optimizer=lambda lr: optax.adam(lr))\nex_tf",
+    "ex_grid = StepExplorer(grid_loss, grid_params, {}, optimizer=optax.adam(0.1))\nex_grid",
+]
+HEIGHTS = {1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0, 5: 1.5}
+SHOTS = {2: "lecture-xor-mlp-adam", 3: "lecture-swapped-grads", 5: "lecture-transformer"}
+GRID_CELL = 6
+
+# Every text box (a Range over each text node: the glyphs, not their boxes) of the diagram's
+# cells, compared pairwise across cells; and every value's text inside its own cell. The path
+# column clips with an ellipsis (its text is cut to the cell, not drawn over the next).
+_TEXT_BOXES = """
+(root) => {
+  const cells = [...root.querySelectorAll('.ptl-line > .ptl-name, .ptl-line > .ptl-cell')]
+    .filter((c) => c.getClientRects().length);
+  const boxes = [], escapes = [];
+  cells.forEach((cell, k) => {
+    const cr = cell.getBoundingClientRect();
+    const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const el = n.parentElement;
+      if (!n.textContent.trim() || !el || !el.getClientRects().length) continue;
+      const range = document.createRange();
+      range.selectNodeContents(n);
+      for (const r of range.getClientRects()) {
+        if (r.width < 0.5 || r.height < 0.5) continue;
+        let b = {l: r.left, r: r.right, t: r.top, b: r.bottom};
+        if (cell.classList.contains('ptl-name')) b = {...b, l: Math.max(b.l, cr.left), r: Math.min(b.r, cr.right)};
+        else if (b.l < cr.left - 0.5 || b.r > cr.right + 0.5 || b.t < cr.top - 0.5 || b.b > cr.bottom + 0.5)
+          escapes.push(`${n.textContent} (${cell.dataset.column}) outside its cell`);
+        boxes.push({k, ...b, text: n.textContent, column: cell.dataset.column || 'path'});
+      }
+    }
+  });
+  const overlaps = [];
+  for (let i = 0; i < boxes.length; i++)
+    for (let j = i + 1; j < boxes.length; j++) {
+      const a = boxes[i], b = boxes[j];
+      if (a.k === b.k) continue;
+      const w = Math.min(a.r, b.r) - Math.max(a.l, b.l), h = Math.min(a.b, b.b) - Math.max(a.t, b.t);
+      if (w > 0.5 && h > 0.5) overlaps.push(`${a.text} (${a.column}) over ${b.text} (${b.column})`);
+    }
+  const cut = [...root.querySelectorAll('.ptl-grid')].filter((g) => g.getClientRects().length
+    && g.scrollWidth > g.clientWidth + 1).map((g) => g.getAttribute('aria-label'));
+  const columns = [...root.querySelectorAll('.ptl-head > .ptl-colname')].filter((c) => c.getClientRects().length)
+    .map((c) => { const r = c.getBoundingClientRect(); return {name: c.textContent, left: r.left, right: r.right}; });
+  return {count: boxes.length, overlaps: overlaps.slice(0, 8), escapes: escapes.slice(0, 8), cut, columns,
+          view: root.closest('.ptl-diagram').getBoundingClientRect().right};
+}
+"""
+
+
+# The explorer's boxes and the parts in them whose content is wider than they are.
+_WIDER = """
+(ex) => [ex, ...ex.querySelectorAll(':is(.ptl-ex-top, .ptl-ex-main, .ptl-ex-left, .ptl-ex-calc) > *, .ptl-calc-folded')]
+  .filter((el) => el.getClientRects().length && el.scrollWidth > el.clientWidth + 1)
+  .map((el) => `${el.className}: ${el.scrollWidth} > ${el.clientWidth}`)
+"""
+
+
+@pytest.fixture(scope="module")
+def lecture_nb(open_module_nb, lab_page):
+    page = lab_page
+    before = page.viewport_size
+    left_open = not page.evaluate("() => window.jupyterapp.shell.leftCollapsed")
+    page.evaluate("() => { window.jupyterapp.shell.collapseLeft(); window.jupyterapp.shell.collapseRight(); }")
+    page.set_viewport_size({"width": 1440, "height": VIEWPORT_HEIGHT})
+    nb = open_module_nb(CELLS, wait_for=".ptl-calc")
+    outputs = nb.panel.locator(".jp-CodeCell .jp-OutputArea")
+    for index in (1, 2, 4, 5, 6):
+        outputs.nth(index).locator(".ptl-calc").first.wait_for(state="attached")
+        outputs.nth(index).locator(".bqplot rect.bar").first.wait_for(state="attached")
+    yield nb, outputs
+    page.set_viewport_size(before)
+    if left_open:
+        page.evaluate("() => window.jupyterapp.shell.expandLeft()")
+
+
+def at(nb, width: int, theme: str) -> None:
+    page = nb.page
+    page.set_viewport_size({"width": width, "height": VIEWPORT_HEIGHT})
+    if page.evaluate("() => document.body.dataset.jpThemeName") != theme:
+        set_theme(page, theme)
+    page.wait_for_timeout(400)  # the figures and the diagram's grid lay out again at the new width
+
+
+def text_boxes(output) -> dict:
+    return output.locator('.ptl-trees [role="tree"]').first.evaluate(_TEXT_BOXES)
+
+
+@pytest.mark.parametrize("theme", [LIGHT, DARK])
+@pytest.mark.parametrize("width", [1024, 1440])
+def test_no_text_of_one_diagram_cell_overlaps_another(lecture_nb, width, theme):
+    nb, outputs = lecture_nb
+    at(nb, width, theme)
+    grid = outputs.nth(GRID_CELL)
+    nb.run("ex_grid.diagram.foldable_open = False")
+    for moments in ("folded", "shown"):
+        if moments == "shown":
+            grid.locator(".ptl-fold-group").click()  # the page's one toggle
+            assert nb.wait_for_value("ex_grid.diagram.foldable_open", True) is True
+            grid.locator('.ptl-colname[data-column="adam nu"]').wait_for(state="visible")
+        found = text_boxes(grid)
+        # every value of the (2,8) and (3,3) grids in every column shown (the (8,3) leaf has 24
+        # values, more than a grid shows whole: a summary line)
+        assert found["count"] > 3 * (16 + 9), found
+        assert found["overlaps"] == [], (width, theme, moments, found["overlaps"])
+        assert found["escapes"] == [], (width, theme, moments, found["escapes"])
+        assert found["cut"] == [], (width, theme, moments, found["cut"])
+        names = [c["name"] for c in found["columns"]]
+        assert names == (["params", "grads", "updated"] if moments == "folded"
+                         else ["params", "grads", "adam mu", "adam nu", "updated"])
+        if moments == "folded" or width == 1440:  # the compared columns, all on screen without a scroll
+            assert all(c["right"] <= found["view"] + 1 for c in found["columns"]), found["columns"]
+    nb.run("ex_grid.diagram.foldable_open = False")
+    # the XOR MLP's (2,8) and (8,1) kernels and the transformer too
+    for index in (2, 5):
+        found = text_boxes(outputs.nth(index))
+        assert found["overlaps"] == [] and found["escapes"] == [] and found["cut"] == [], found
+
+
+def height_in_viewports(output) -> float:
+    box = output.locator(".pytree-lab-explorer, .ptl-diagram").first.bounding_box()
+    return box["height"] / VIEWPORT_HEIGHT
+
+
+@pytest.mark.parametrize("theme", [LIGHT, DARK])
+def test_the_lecture_demos_fit_a_projected_screen(lecture_nb, theme):
+    nb, outputs = lecture_nb
+    at(nb, 1440, theme)
+    heights = {index: round(height_in_viewports(outputs.nth(index)), 3) for index in HEIGHTS}
+    assert all(heights[i] <= HEIGHTS[i] for i in HEIGHTS), heights
+    # and no part is wider than the place the layout gives it (nothing cut at the right edge)
+    for index in (1, 2, 4, 5):
+        wider = outputs.nth(index).locator(".pytree-lab-explorer").evaluate(_WIDER)
+        assert wider == [], (index, wider)
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    tag = theme.split()[-1].lower()
+    for index, name in SHOTS.items():
+        output = outputs.nth(index)
+        output.evaluate("el => el.scrollIntoView({block: 'start'})")
+        nb.page.wait_for_timeout(300)
+        path = ARTIFACTS / f"{name}-{tag}.png"
+        nb.page.screenshot(path=str(path))
+        assert path.stat().st_size > 20_000
+
+
+def test_the_folded_parts_open_by_mouse_and_keyboard(lecture_nb):
+    nb, outputs = lecture_nb
+    at(nb, 1440, LIGHT)
+    xor = outputs.nth(2)
+    nb.run("ex_xor.selected_path = ''")
+    # the leaf picker: a native select, by keyboard
+    picker = xor.locator(".ptl-leaf-picker select")
+    picker.focus()
+    nb.page.keyboard.press("ArrowDown")
+    assert nb.wait_for_value("ex_xor.selected_path", "['Dense_0']['bias']") == "['Dense_0']['bias']"
+    # the worked calculation now shows that leaf
+    bias = "['Dense_0']['bias']"
+    xor.locator(f".ptl-calc-folded[data-focus={css_string(bias)}]").wait_for(
+        timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    # the diagram follows the choice
+    tree_item(xor.locator(".ptl-trees"), "['Dense_0']['bias']").and_(xor.locator('[aria-selected="true"]')).wait_for(
+        timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    # a click in the diagram moves the calculation (and the picker) to that leaf
+    tree_item(xor.locator(".ptl-trees"), "['Dense_1']['kernel']").locator(":scope > .ptl-line").click()
+    assert nb.wait_for_value("ex_xor.selected_path", "['Dense_1']['kernel']") == "['Dense_1']['kernel']"
+    assert nb.wait_for_value("ex_xor.leaf_picker.dropdown.value", "['Dense_1']['kernel']") == "['Dense_1']['kernel']"
+    # every leaf one keypress away: the disclosure under the calculation opens with Enter
+    summary = xor.locator(".ptl-calc-all > summary")
+    summary.focus()
+    nb.page.keyboard.press("Enter")
+    assert xor.locator(".ptl-calc-all").evaluate("el => el.open") is True
+    assert xor.locator(".ptl-calc-all").get_by_text("∂L/∂Dense_0/kernel").count() >= 1
+    # the moments' toggle, by keyboard
+    toggle = xor.locator(".ptl-fold-group")
+    assert toggle.get_attribute("aria-expanded") == "false"
+    toggle.focus()
+    nb.page.keyboard.press("Enter")
+    assert nb.wait_for_value("ex_xor.diagram.foldable_open", True) is True
+    xor.locator(".ptl-panel-title", has_text="optimizer state").wait_for(state="visible")
+    assert toggle.get_attribute("aria-expanded") == "true"
+    nb.run("ex_xor.diagram.foldable_open = False")
+    # keys typed in the explorer never reach the notebook (its cells are unchanged)
+    assert nb.page.evaluate("() => window.jupyterapp.shell.currentWidget.content.model.cells.length") == len(CELLS)
