@@ -66,7 +66,7 @@ def test_compact_is_the_default_and_long_is_todays_form():
     assert long.layout_form == "long" and "ptl-compact" not in long._dom_classes
     # the long form: status, buttons, the sliders' row, then every part below (as before)
     assert long.children[:2] == (long.status, long.controls)
-    assert long.children[-2:] == (long.diagram, long.calculation)
+    assert long.children[-3:] == (long.diagram, long.calculation, long.debug.widget)  # then the output area
     assert not long.calculation.folded and long.diagram.foldable_open
     # the text form is the same in both
     assert ex.text() == long.text()
