@@ -104,7 +104,9 @@ def test_an_explorer_sends_the_slider_module_once(explorer):
     total = sum(state_bytes(w) for w in built)
     # before: every slider carried slider.js and slider.css (7 copies, 77 KB of a 161 KB state)
     assert slider_side < len(SLIDER_JS) + len(SLIDER_CSS) + 7 * 1500
-    assert total < 125_000, total
+    # 125 KB until the Play control (its module, ~10 KB), the kernel-gone notice shared by the
+    # modules and the compact layout's boxes joined; issue 21 keeps the aim of bringing it back
+    assert total < 155_000, total
 
 
 def test_closing_the_explorer_closes_its_slider_module():
