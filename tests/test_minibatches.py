@@ -13,6 +13,7 @@ import optax
 import pytest
 
 from pytree_lab import StepExplorer
+from test_explorer_training import assert_trees_close  # the training tests' comparison, same tolerances
 
 # XOR twice over, the second copy a little noisy: 8 examples (a 1-D input of 4 values or fewer
 # would get sliders, and an input with sliders keeps its shape)
@@ -44,14 +45,6 @@ def xent(p, x, labels):
 def explorer(loss=mse, inputs=None, **kw):
     return StepExplorer(loss, mlp_params(), inputs or {"x": X, "y": Y}, optimizer=lambda lr: optax.adam(lr),
                         learning_rate=LR, **kw)
-
-
-def assert_trees_close(a, b, rtol=1e-5, atol=1e-6):
-    fa, da = jax.tree_util.tree_flatten(a)
-    fb, db = jax.tree_util.tree_flatten(b)
-    assert da == db
-    for x, y in zip(fa, fb):
-        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
 
 
 # ------------------------------------------------------------------ another batch size
