@@ -114,7 +114,21 @@ def open_notebook(page, site_url: str, path: str, net: NetLog | None = None) -> 
     if net is not None:
         net.started = time.monotonic()
     page.goto(f"{site_url}/lab/index.html?path={path}", timeout=Timeouts.ms(Timeouts.PAGE))
-    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=Timeouts.ms(Timeouts.PAGE))
+    # JupyterLab restores the tabs the site's workspace had open (a notebook opened from another
+    # page of the same site included) and may leave one of those current: bring this one forward
+    name = path.rsplit("/", 1)[-1]
+    tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab").filter(
+        has=page.locator(".lm-TabBar-tabLabel", has_text=re.compile(rf"^\s*{re.escape(name)}\s*$")))
+    tab.first.wait_for(timeout=Timeouts.ms(Timeouts.PAGE))
+    deadline = time.monotonic() + Timeouts.PAGE
+    while True:  # the restore may make another tab current after this one opened: check twice
+        if "lm-mod-current" not in (tab.first.get_attribute("class") or ""):
+            tab.first.click()
+        page.wait_for_timeout(300)
+        if "lm-mod-current" in (tab.first.get_attribute("class") or "") or time.monotonic() > deadline:
+            break
+    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell").first.wait_for(
+        timeout=Timeouts.ms(Timeouts.PAGE))
 
 
 def wait_kernel_ready(page, timeout: float = Timeouts.KERNEL) -> None:
