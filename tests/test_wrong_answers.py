@@ -400,3 +400,31 @@ def test_an_answer_written_into_the_function_is_named_as_such():
     mean = lambda flat_params, x: jax.grad(lambda fp: jnp.mean((x @ fp[:-1] + fp[-1]) ** 2))(flat_params)  # noqa: E731
     result = course.check("grad_over_flat_params", mean, evidence=Evidence())
     assert not result.passed and "same array in every case" not in result.feedback
+
+
+def test_a_function_that_looped_once_is_not_waited_for_again(capsys):
+    # the packed lesson calls the student's function in the worked example, the practice check,
+    # the grader's check and the unravel cell: an endless loop costs its budget once, not four times
+    calls = []
+
+    def grad_over_flat_params(flat_params, x):
+        calls.append(1)
+        while True:
+            pass
+
+    flat, x = jnp.array([1.0, 0.0, 0.0]), jnp.array([[2.0, 3.0]])
+    assert course.try_function(grad_over_flat_params, flat, x, label="grad_over_flat_params", budget=0.5) is None
+    assert "was still running after 0.5 s of computing" in capsys.readouterr().out
+    assert course.try_function(grad_over_flat_params, flat, x, label="grad_over_flat_params", budget=0.5) is None
+    said = capsys.readouterr().out
+    outcome = catalogue.check("grad_over_flat_params", grad_over_flat_params, rng=np.random.default_rng(0))
+    assert len(calls) == 1  # called once: the later cell and the check did not call it
+    assert "was not run again: in an earlier call it was still running" in said, said
+    assert outcome.cases_passed == 0 and outcome.cases_total > 1
+    assert "was not run again" in outcome.feedback, outcome.feedback
+
+    # the student fixes it and runs the cell again: a new function, called as usual
+    def grad_over_flat_params(flat_params, x):  # noqa: F811 - the student's second try
+        return jax.grad(lambda p: jnp.sum((x @ p[:2] + p[2]) ** 2))(flat_params)
+
+    assert course.try_function(grad_over_flat_params, flat, x, label="grad_over_flat_params").tolist() == [8.0, 12.0, 4.0]

@@ -113,7 +113,7 @@ def try_function(fn: Any, *args: Any, label: str = "your function", budget: floa
     if fn is None or fn is Ellipsis or not callable(fn) or _grading.is_unanswered(fn):
         print(f"Not answered yet: {label} is not written yet (replace the `...` in the exercise cell).")
         return None
-    run = run_guarded(fn, *args, budget=budget)
+    run = run_guarded(fn, *args, budget=budget, once_stuck=True)
     if run.output:
         print(run.output, end="" if run.output.endswith("\n") else "\n")
     if not run.ok:

@@ -540,7 +540,7 @@ def _grade_grad_over_flat_params(answer, rng=None) -> Outcome:
         cases.append(case)
         # fresh arrays per call: a function that changes its inputs cannot affect later cases
         run = run_guarded(answer, jnp.asarray(case.flat_params.copy()), jnp.asarray(case.x.copy()),
-                          budget=CASE_BUDGET)
+                          budget=CASE_BUDGET, once_stuck=True)
         tampered = [n for n in run.replaced if n.split(".")[0] not in ("jax", "numpy", "builtins")]
         if tampered:
             return Outcome(0, len(sizes), [

@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 import types
+import weakref
 from typing import Any, Callable, Iterable
 
 from .._interpreter import InterpreterState, TimeBudgetExceeded
@@ -54,6 +55,7 @@ class Guarded:
     replaced: tuple[str, ...] = ()  # "jax.grad", ... replaced during the call (and restored)
     restored: tuple[str, ...] = ()  # parts of the interpreter's state the call broke (put back)
     seconds: float = 0.0
+    skipped: bool = False  # not called: the same function ran past its budget before
 
     @property
     def ok(self) -> bool:
@@ -188,10 +190,20 @@ def _restore(before: dict[tuple[str, str], Any]) -> tuple[str, ...]:
     return tuple(changed)
 
 
+# Student functions that ran past their budget: a function that looped once is not waited for
+# again (a lesson calls it in several cells, a grader in several checks; each would cost the whole
+# budget). Redefining it (running its cell again) makes a new function object, called as usual.
+_STUCK: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def run_guarded(fn: Callable[..., Any], *args: Any, budget: float | None = DEFAULT_BUDGET,
-                output_limit: int = OUTPUT_LIMIT, capture: bool = True, **kwargs: Any) -> Guarded:
+                output_limit: int = OUTPUT_LIMIT, capture: bool = True, once_stuck: bool = False,
+                **kwargs: Any) -> Guarded:
     """Call `fn(*args, **kwargs)` as student code: never raises, never runs past `budget` seconds
-    of Python, keeps `output_limit` characters of output."""
+    of Python, keeps `output_limit` characters of output. With `once_stuck`, a function that ran
+    past its budget in an earlier call is not called again (`skipped`, `timed_out`)."""
+    if once_stuck and _stuck(fn):
+        return Guarded(timed_out=True, skipped=True)
     interpreter = InterpreterState.capture()
     before = _snapshot()
     result = Guarded()
@@ -204,10 +216,22 @@ def run_guarded(fn: Callable[..., Any], *args: Any, budget: float | None = DEFAU
     finally:
         result.restored = interpreter.restore()
         result.replaced = tuple(dict.fromkeys(result.replaced + _restore(before)))
+    if once_stuck and result.timed_out:
+        try:
+            _STUCK[fn] = True
+        except TypeError:  # not weak-referenceable (a builtin): called again next time
+            pass
     if result.error is not None:
         # the student's traceback holds their frames (and whatever they reference): drop it
         result.error.__traceback__ = None
     return result
+
+
+def _stuck(fn: Any) -> bool:
+    try:
+        return fn in _STUCK
+    except TypeError:  # unhashable or not weak-referenceable
+        return False
 
 
 def _run(result: Guarded, before, fn, args, kwargs, budget, output_limit, capture) -> None:
@@ -258,6 +282,9 @@ def describe_failure(run: Guarded, *, what: str = "your code", budget: float | N
     if run.timed_out:
         limit = (f" {budget:g} s of computing (or {budget * WALL_FACTOR:g} s on the clock)" if budget
                  else " its time budget")
+        if run.skipped:
+            return (f"{what} was not run again: in an earlier call it was still running after{limit} "
+                    "and was stopped. Look for a loop that never ends, fix it and run its cell again.")
         return (f"{what} was still running after{limit} and was stopped: look for a loop that never "
                 "ends (a `while` whose condition never changes) or a long `sleep`.")
     exc = run.error
