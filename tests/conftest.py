@@ -60,7 +60,7 @@ _LITE_SITE_MODULES = {f"tests/lite/{name}.py" for name in (
     "test_lite_background", "test_lite_mirror", "test_lite_offline", "test_lite_publish", "test_lite_site",
     "test_lite_slow_cdn")}
 _GROUP_SECONDS = {
-    "lite": 450, "tests/test_nbgrader.py": 250, "tests/lite/test_lean_site.py": 170,
+    "lite": 450, "tests/test_nbgrader.py": 200, "tests/lite/test_lean_site.py": 170,
     "tests/lite/test_bytecode_cache.py": 110, "tests/browser/test_frontends.py": 120,
     "tests/test_binder.py": 120, "tests/test_documented_install.py": 110, "tests/test_notebooks.py": 100,
     "tests/browser/test_browser_explorer.py": 90, "tests/browser/test_big_trees.py": 80,

@@ -501,7 +501,7 @@ def test_running_the_explorer_cell_again_and_again_keeps_memory_bounded():
     start = _alive_explorers()
     tracemalloc.start()
     try:
-        for k in range(25):
+        for k in range(15):
             _page_writes(ex, {"_view_count": 1})
             _page_writes(ex, {"_view_count": 0})
             ex = StepExplorer()  # `ex = StepExplorer()` run again, never closed
@@ -514,7 +514,9 @@ def test_running_the_explorer_cell_again_and_again_keeps_memory_bounded():
     finally:
         tracemalloc.stop()
     assert _alive_explorers() <= start  # only the one in `ex`
-    assert after_all - after_five < 2e6  # twenty more explorers cost no memory that stays
+    # ten more explorers cost no memory that stays (measured: under 10 kB in all; one explorer
+    # kept alive holds about 620 kB)
+    assert after_all - after_five < 1e6
     ex.close()
 
 
