@@ -26,6 +26,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
+MARK = ".pytree-lab-floors"  # the file that says this job made the venv (so it may replace it)
+
 # Test-only tools for the floors venv (not floors of pytree-lab: the newest that fit).
 TEST_TOOLS = ["pytest>=8", "hypothesis>=6", "nbclient>=0.10", "nbformat>=5.10", "ipykernel>=6.29",
               "jupytext>=1.16", "autograd>=1.7"]
@@ -107,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--python", help="the interpreter to build the venv with (default: python3.X, "
                                          "the oldest requires-python allows)")
-    parser.add_argument("--venv", default=str(ROOT / ".venv-floors"), help="where to make the venv (replaced)")
+    parser.add_argument("--venv", default=str(ROOT / ".venv-floors"), help="where to make the venv (a venv an earlier run made there is replaced; anything else "
+                             "is refused)")
     args, pytest_args = parser.parse_known_args(argv)
     version, pins = floors()
     python = args.python or find_python(version)
@@ -115,9 +118,14 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"error: no working python{version} (the oldest Python pyproject.toml allows) on PATH "
                          f"or in pyenv; install it (e.g. pyenv install {version}) or pass --python")
     venv = Path(args.venv)
-    if venv.exists():
+    if venv.exists() or venv.is_symlink():
+        # replaced only if this job made it: a folder someone else made (their own venv) is kept
+        if not (venv / MARK).is_file() or venv.is_symlink():
+            raise SystemExit(f"error: {venv} exists and was not made by the floors job (no {MARK} in it); "
+                             "pass another --venv, or remove it yourself")
         shutil.rmtree(venv)
     run(python, "-m", "venv", venv)
+    (venv / MARK).write_text("made by tools/floors.py; replaced on its next run\n")
     py = venv / "bin" / "python"
     got = subprocess.run([py, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
                          capture_output=True, text=True, check=True).stdout.strip()
