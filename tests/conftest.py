@@ -65,7 +65,7 @@ _GROUP_SECONDS = {
     "tests/test_binder.py": 120, "tests/test_documented_install.py": 110, "tests/test_notebooks.py": 100,
     "tests/browser/test_browser_explorer.py": 90, "tests/browser/test_big_trees.py": 80,
     "tests/browser/test_browser_lecture_layout.py": 90,
-    "tests/test_hub.py": 60, "tests/browser/test_contrast.py": 50, "tests/browser/test_keys_and_focus.py": 50,
+    "tests/test_hub.py": 60, "tests/test_floors_tool.py": 130, "tests/browser/test_contrast.py": 50, "tests/browser/test_keys_and_focus.py": 50,
 }
 
 

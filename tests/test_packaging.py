@@ -63,13 +63,13 @@ def test_wheel_is_typed_and_classified(wheel, metadata):
     assert wheel.read("pytree_lab/py.typed") == b""
     classifiers = metadata.get_all("Classifier")
     for c in ("Typing :: Typed", "Framework :: Jupyter", "Framework :: Jupyter :: JupyterLab :: 4",
-              "Intended Audience :: Education", "Programming Language :: Python :: 3.10",
+              "Intended Audience :: Education", "Programming Language :: Python :: 3.11",
               "Programming Language :: Python :: 3.13"):
         assert c in classifiers
     urls = dict(u.split(", ", 1) for u in metadata.get_all("Project-URL"))
     assert set(urls) == {"Homepage", "Documentation", "Source", "Issues", "Changelog"}
     assert all(u.startswith("https://") for u in urls.values())
-    assert metadata["Requires-Python"] == ">=3.10"
+    assert metadata["Requires-Python"] == ">=3.11"
 
 
 def test_requirements_have_floors_and_no_caps(metadata):
