@@ -115,3 +115,46 @@ def test_prediction_typed_then_revealed(lesson):
     assert len(predictions) == 1
     typed, answer = predictions[0]
     assert typed == "weight[0], because its input is 2" and answer.startswith("weight[0] changes more")
+
+
+
+def test_the_course_notebooks_open_unmodified(lab_page, lab_server):
+    """Opening a lesson (its kernel started, nothing run) leaves it unmodified: no unsaved-changes
+    mark, nothing for autosave to write. JupyterLab itself stores the running kernel's
+    language_info in every notebook it opens (a notebook saved under another Python version is
+    marked modified); the copies here carry this kernel's, so anything else that modified a lesson
+    on open (a cell, its metadata, a widget) fails this test."""
+    import json
+
+    from ipykernel.ipkernel import IPythonKernel  # the kernel the server starts: this venv's
+
+    seen = {}
+    for name in (LESSON, "02_packed_parameters.ipynb", "03_instructor_demo.ipynb"):
+        copy = f"unopened_{name}"
+        nb = json.loads((CONTENT / name).read_text())
+        nb["metadata"]["language_info"] = dict(IPythonKernel.language_info)
+        (lab_server.root_dir / copy).write_text(json.dumps(nb, indent=1))
+        before = (lab_server.root_dir / copy).read_bytes()
+        seen[name] = lab_page.evaluate(
+            "async (path) => {" + harness._FIND_PANEL + """
+              const app = window.jupyterapp;
+              await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
+              const w = find(path);
+              await w.context.ready;
+              await w.sessionContext.ready;
+              await w.sessionContext.session.kernel.info;
+              // the kernel's language_info reaches the model after kernel_info: give it a moment
+              await new Promise(r => setTimeout(r, 1500));
+              const tab = app.shell.currentWidget === w && document.querySelector(
+                '#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current');
+              const out = {dirty: w.context.model.dirty,
+                           tabDirty: !!(tab && tab.classList.contains('jp-mod-dirty')),
+                           kernel: w.sessionContext.session.kernel.name};
+              await w.sessionContext.shutdown();
+              w.dispose();
+              return out;
+            }""",
+            copy,
+        )
+        assert (lab_server.root_dir / copy).read_bytes() == before, name
+    assert seen == {name: {"dirty": False, "tabDirty": False, "kernel": "python3"} for name in seen}, seen
