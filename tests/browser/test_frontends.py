@@ -8,7 +8,7 @@ second client on that front end's kernel: `ex.result` against jax called directl
 `ex.selected_path`, `quiz.answered`. JupyterLab is covered by the rest of tests/browser.
 
 Notebook 7 matches its shortcuts while a key is on its way down, against the focused control
-itself (see keepKeys in static/slider.js): its own test types every command-mode key into every
+itself (see keepKeys in static/_shared.js): its own test types every command-mode key into every
 pytree-lab widget there and asserts the notebook's cells (count, types, sources) unchanged, and
 that arrows move a clicked slider and a quiz's choice.
 """
