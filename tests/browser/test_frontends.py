@@ -153,6 +153,27 @@ def test_slider_keyboard_steps_the_kernel(frontend, server, page):
             type_keys(page)
             assert notebook7_cells(page) == before
             assert probe.value("ex.sliders['x[0]'].value") == pytest.approx(2.01, abs=1e-9)
+            # the Play control (its button, its speed menu, its text) and the bar chart's table
+            # (an element's button, its values' text) keep them as well: no cell inserted or
+            # deleted, no step played, no leaf selected
+            kernel_side = probe.value("[ex.playing, len(ex.history), ex.selected_path]")
+            assert kernel_side[0] is False
+            explorer.locator(".ptl-play-button").focus()
+            type_keys(page)
+            explorer.locator(".ptl-play-select").focus()
+            type_keys(page)
+            explorer.locator(".ptl-play-step").click()
+            type_keys(page)
+            assert notebook7_cells(page) == before, "keys typed in the Play control changed the notebook"
+            bars = explorer.locator(".ptl-bars")
+            bars.locator("summary").click()
+            bars.locator(".ptl-bars-pick").first.focus()
+            type_keys(page)
+            bars.locator("tbody td").nth(1).click()
+            type_keys(page)
+            assert notebook7_cells(page) == before, "keys typed in the bar table changed the notebook"
+            assert len(notebook7_cells(page)) == len(CELLS)
+            assert probe.value("[ex.playing, len(ex.history), ex.selected_path]") == kernel_side
     finally:
         probe.close()
 
