@@ -8,7 +8,7 @@ second client on that front end's kernel: `ex.result` against jax called directl
 `ex.selected_path`, `quiz.answered`. JupyterLab is covered by the rest of tests/browser.
 
 Notebook 7 matches its shortcuts while a key is on its way down, against the focused control
-itself (see keepKeys in static/slider.js): its own test types every command-mode key into every
+itself (see keepKeys in static/_shared.js): its own test types every command-mode key into every
 pytree-lab widget there and asserts the notebook's cells (count, types, sources) unchanged, and
 that arrows move a clicked slider and a quiz's choice.
 """
@@ -153,6 +153,27 @@ def test_slider_keyboard_steps_the_kernel(frontend, server, page):
             type_keys(page)
             assert notebook7_cells(page) == before
             assert probe.value("ex.sliders['x[0]'].value") == pytest.approx(2.01, abs=1e-9)
+            # the Play control (its button, its speed menu, its text) and the bar chart's table
+            # (an element's button, its values' text) keep them as well: no cell inserted or
+            # deleted, no step played, no leaf selected
+            kernel_side = probe.value("[ex.playing, len(ex.history), ex.selected_path]")
+            assert kernel_side[0] is False
+            explorer.locator(".ptl-play-button").focus()
+            type_keys(page)
+            explorer.locator(".ptl-play-select").focus()
+            type_keys(page)
+            explorer.locator(".ptl-play-step").click()
+            type_keys(page)
+            assert notebook7_cells(page) == before, "keys typed in the Play control changed the notebook"
+            bars = explorer.locator(".ptl-bars")
+            bars.locator("summary").click()
+            bars.locator(".ptl-bars-pick").first.focus()
+            type_keys(page)
+            bars.locator("tbody td").nth(1).click()
+            type_keys(page)
+            assert notebook7_cells(page) == before, "keys typed in the bar table changed the notebook"
+            assert len(notebook7_cells(page)) == len(CELLS)
+            assert probe.value("[ex.playing, len(ex.history), ex.selected_path]") == kernel_side
     finally:
         probe.close()
 

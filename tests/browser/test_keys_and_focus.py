@@ -318,6 +318,10 @@ def test_explorer_keys_bar_table_and_right_to_left_labels(open_nb):
     explorer.locator(".ptl-play-select").focus()
     type_keys(page)
     assert_cells_kept(nb, before, "the playing speed menu")
+    explorer.locator(".ptl-play-step").click()  # the control's own text, not a control
+    assert focus_inside(explorer.locator(".ptl-play"))
+    type_keys(page)
+    assert_cells_kept(nb, before, "the Play control's text")
     assert nb.value("(ex.playing, len(ex.history))") == [False, 1]
     play.focus()
     page.keyboard.press(" ")
@@ -351,6 +355,19 @@ def test_explorer_keys_bar_table_and_right_to_left_labels(open_nb):
     rows = bars.locator("tbody tr").evaluate_all("trs => trs.map(tr => [...tr.children].map(c => c.textContent))")
     assert rows == [["\u2068وزن\u2069[0]", "1", "1.4"], ["\u2068وزن\u2069[1]", "-1", "-0.8"], ["bias", "0", "0.2"]]
     assert_cells_kept(nb, before, "the bar table")
+    # letters on an element's button and on the table's own text: no cell inserted, deleted or
+    # changed, no step taken, the selection kept (Enter and Space select; these keys do not)
+    kernel_side = nb.value("[ex.selected_path, len(ex.history), ex.playing]")
+    assert kernel_side[0] == "['bias']" and kernel_side[2] is False
+    bars.locator(".ptl-bars-pick").nth(0).focus()
+    type_keys(page)
+    assert_cells_kept(nb, before, "a button of the bar table")
+    bars.locator("tbody td").nth(1).click()
+    assert focus_inside(bars)
+    type_keys(page)
+    assert_cells_kept(nb, before, "the bar table's values")
+    assert len(cells(nb)) == len(EXPLORER)
+    assert nb.value("[ex.selected_path, len(ex.history), ex.playing]") == kernel_side
 
     # right-to-left keys read in order: the key, then its index (never "[0]وزن")
     label = explorer.locator("label.ptl-slider-label", has_text="وزن").first

@@ -22,42 +22,6 @@
  *             figure_class: string, selected_path: string }} Model
  */
 
-const OPT_OUT = "data-lm-suppress-shortcuts";
-
-/**
- * Keys typed under `root` stay there: lumino's documented opt-out on the root and on every
- * element that takes the focus under it (Notebook 7 matches its command-mode shortcuts against
- * the focused control itself, while the key is still on its way down, so an opt-out on an
- * ancestor alone comes too late there: see keepKeys in slider.js), and the events stopped at
- * the root for the notebook's own listeners.
- * @param {HTMLElement} root
- */
-function keepKeys(root) {
-  if (root.dataset.ptlKeys) return;
-  root.dataset.ptlKeys = "1";
-  root.setAttribute(OPT_OUT, "true");
-  root.addEventListener("focusin", (e) => {
-    if (e.target instanceof Element) e.target.setAttribute(OPT_OUT, "true");
-  });
-  // a control that took the focus before this view was drawn
-  const active = document.activeElement;
-  if (active && active !== root && root.contains(active)) active.setAttribute(OPT_OUT, "true");
-  const stop = (/** @type {Event} */ e) => e.stopPropagation();
-  for (const type of ["keydown", "keypress", "keyup"]) root.addEventListener(type, stop);
-}
-
-/**
- * @template {keyof HTMLElementTagNameMap} K
- * @param {K} tag @param {string} [cls] @param {string} [text]
- * @returns {HTMLElementTagNameMap[K]}
- */
-function h(tag, cls, text) {
-  const el = document.createElement(tag);
-  if (cls) el.className = cls;
-  if (text !== undefined) el.textContent = text;
-  return el;
-}
-
 /**
  * The leaf at `owner` is `path` or inside the container at `path` (`['a']` holds `['a'][0]`,
  * not `['ab']`).
@@ -71,7 +35,7 @@ function under(owner, path) {
 
 /** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
-  const unwatchKernel = typeof watchKernel === "function" ? watchKernel(model, el) : () => {}; // (absent with ANYWIDGET_HMR=1)
+  const unwatchKernel = watchKernel(model, el);
   const id = `ptl-bars-${Math.random().toString(36).slice(2, 10)}`;
   const root = h("details", "ptl-bars");
   root.id = id;
@@ -160,10 +124,7 @@ function render({ model, el }) {
   let tries = 0;
   const settle = () => {
     const explorer = /** @type {HTMLElement|null} */ (root.closest(".pytree-lab-explorer"));
-    if (explorer) {
-      keepKeys(explorer);
-      if (!explorer.hasAttribute("tabindex")) explorer.tabIndex = -1;
-    }
+    if (explorer) keepKeys(explorer); // (again and again: it marks the root the first time only)
     if ((!describeFigure() || !explorer) && tries++ < 100) timer = setTimeout(settle, 100);
   };
   let timer = setTimeout(settle, 0);

@@ -32,46 +32,6 @@ let uid = 0;
 const unique = (/** @type {string} */ stem) => `${stem}-${++uid}-${Math.random().toString(36).slice(2, 10)}`;
 
 /**
- * Keys typed in the widget stay in it. JupyterLab and Notebook 7 bind single keys in command
- * mode (b inserts a cell, d d deletes one, m turns it to Markdown, arrows move between cells),
- * and a read-only box, a radio or a button is not an editor, so the notebook would take them.
- * lumino runs no shortcut for a target that carries `data-lm-suppress-shortcuts` or sits inside
- * one (the documented opt-out), and stopping the events at the root keeps the notebook's own
- * listeners out (ipywidgets' text boxes do the same). JupyterLab matches shortcuts as the key
- * bubbles up, so the stop at the root alone would do there. Notebook 7 matches them while the
- * key is on its way down (lumino listens on the document, capturing), before the widget sees
- * it; and its command-mode shortcuts select `.jp-Notebook.jp-mod-commandMode:not(.jp-mod-readWrite)
- * :focus`, the focused control itself. lumino walks from the key's target upward and takes the
- * first element that either opts out or matches, so the control matched before the walk reached
- * an opt-out on the widget's root: an arrow key on a slider moved to the next cell, `d d` on a
- * button deleted one. Every element that takes the focus inside the widget therefore carries the
- * opt-out itself, marked as it takes the focus (`focusin`: controls drawn later included).
- * @param {HTMLElement} root
- */
-function keepKeys(root) {
-  root.setAttribute("data-lm-suppress-shortcuts", "true");
-  // a click on the widget's text or on a locked control focuses the widget, not the notebook
-  if (!root.hasAttribute("tabindex")) root.tabIndex = -1;
-  root.addEventListener("focusin", (e) => {
-    if (e.target instanceof Element) e.target.setAttribute("data-lm-suppress-shortcuts", "true");
-  });
-  const stop = (/** @type {Event} */ e) => e.stopPropagation();
-  for (const type of ["keydown", "keypress", "keyup"]) root.addEventListener(type, stop);
-}
-
-/**
- * @template {keyof HTMLElementTagNameMap} K
- * @param {K} tag @param {Record<string, string>} [attrs] @param {string} [text]
- * @returns {HTMLElementTagNameMap[K]}
- */
-function h(tag, attrs = {}, text) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attrs)) node.setAttribute(name, value);
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
-
-/**
  * The announcement region: polite, so a result is read after what the student is doing.
  * `details` (a revealed answer, an explanation) sit inside it and are read with the verdict.
  * @param {HTMLElement[]} details
@@ -277,7 +237,7 @@ const RENDERERS = { check: renderCheck, predict: renderPredict, quiz: renderQuiz
 
 /** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
-  const unwatchKernel = typeof watchKernel === "function" ? watchKernel(model, el) : () => {}; // (absent with ANYWIDGET_HMR=1)
+  const unwatchKernel = watchKernel(model, el);
   const kind = model.get("kind");
   const root = h("section", { class: `ptl-ex ptl-ex-${kind}`, "data-kind": kind });
   keepKeys(root);

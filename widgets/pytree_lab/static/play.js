@@ -18,37 +18,9 @@
  *             message: string, rates: number[] }} Model
  */
 
-const OPT_OUT = "data-lm-suppress-shortcuts";
-
-/**
- * Keys typed under `root` stay there (the notebook's command-mode shortcuts must not take Space
- * or Enter from the button): lumino's opt-out on the root and on what takes the focus under it.
- * @param {HTMLElement} root
- */
-function keepKeys(root) {
-  root.setAttribute(OPT_OUT, "true");
-  root.addEventListener("focusin", (e) => {
-    if (e.target instanceof Element) e.target.setAttribute(OPT_OUT, "true");
-  });
-  const stop = (/** @type {Event} */ e) => e.stopPropagation();
-  for (const type of ["keydown", "keypress", "keyup"]) root.addEventListener(type, stop);
-}
-
-/**
- * @template {keyof HTMLElementTagNameMap} K
- * @param {K} tag @param {string} [cls] @param {string} [text]
- * @returns {HTMLElementTagNameMap[K]}
- */
-function h(tag, cls, text) {
-  const el = document.createElement(tag);
-  if (cls) el.className = cls;
-  if (text !== undefined) el.textContent = text;
-  return el;
-}
-
 /** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
-  const unwatchKernel = typeof watchKernel === "function" ? watchKernel(model, el) : () => {}; // (absent with ANYWIDGET_HMR=1)
+  const unwatchKernel = watchKernel(model, el);
   const root = h("div", "ptl-play");
   root.setAttribute("role", "group");
   root.setAttribute("aria-label", "play training");

@@ -81,46 +81,6 @@ class Mover {
 /** @type {WeakMap<SliderModel, Mover>} */
 const movers = new WeakMap();
 
-/**
- * @template {keyof HTMLElementTagNameMap} K
- * @param {K} tag @param {string} [cls] @param {string} [text]
- * @returns {HTMLElementTagNameMap[K]}
- */
-function h(tag, cls, text) {
-  const el = document.createElement(tag);
-  if (cls) el.className = cls;
-  if (text !== undefined) el.textContent = text;
-  return el;
-}
-
-/**
- * Keys typed in the widget stay in it. JupyterLab and Notebook 7 bind single keys in command
- * mode (b inserts a cell, d d deletes one, m turns it to Markdown, arrows move between cells),
- * and a read-only box, a radio or a button is not an editor, so the notebook would take them.
- * lumino runs no shortcut for a target that carries `data-lm-suppress-shortcuts` or sits inside
- * one (the documented opt-out), and stopping the events at the root keeps the notebook's own
- * listeners out (ipywidgets' text boxes do the same). JupyterLab matches shortcuts as the key
- * bubbles up, so the stop at the root alone would do there. Notebook 7 matches them while the
- * key is on its way down (lumino listens on the document, capturing), before the widget sees
- * it; and its command-mode shortcuts select `.jp-Notebook.jp-mod-commandMode:not(.jp-mod-readWrite)
- * :focus`, the focused control itself. lumino walks from the key's target upward and takes the
- * first element that either opts out or matches, so the control matched before the walk reached
- * an opt-out on the widget's root: an arrow key on a slider moved to the next cell, `d d` on a
- * button deleted one. Every element that takes the focus inside the widget therefore carries the
- * opt-out itself, marked as it takes the focus (`focusin`: controls drawn later included).
- * @param {HTMLElement} root
- */
-function keepKeys(root) {
-  root.setAttribute("data-lm-suppress-shortcuts", "true");
-  // a click on the widget's text or on a locked control focuses the widget, not the notebook
-  if (!root.hasAttribute("tabindex")) root.tabIndex = -1;
-  root.addEventListener("focusin", (e) => {
-    if (e.target instanceof Element) e.target.setAttribute("data-lm-suppress-shortcuts", "true");
-  });
-  const stop = (/** @type {Event} */ e) => e.stopPropagation();
-  for (const type of ["keydown", "keypress", "keyup"]) root.addEventListener(type, stop);
-}
-
 // Characters that draw nothing or reorder their neighbours (controls, bidi overrides and
 // isolates, zero-width): shown as escapes, as Python shows them (_format.visible)
 const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
@@ -158,7 +118,7 @@ function fmt(v) {
 
 /** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
-  const unwatchKernel = typeof watchKernel === "function" ? watchKernel(model, el) : () => {}; // (absent with ANYWIDGET_HMR=1)
+  const unwatchKernel = watchKernel(model, el);
   // each widget may load its own copy of this module, so a module counter alone could repeat
   const id = `ptl-slider-${++uid}-${Math.random().toString(36).slice(2, 10)}`;
   const root = h("div", "ptl-slider");
@@ -202,7 +162,7 @@ function render({ model, el }) {
   input.addEventListener("input", () => {
     const v = input.valueAsNumber;
     if (!Number.isFinite(v)) return;
-    if (typeof kernelGone === "function" && kernelGone(el)) {
+    if (kernelGone(el)) {
       // no kernel will answer: the slider stays where the last step left it (the notice says why)
       const held = model.get("value");
       if (held !== null) input.value = String(held);
