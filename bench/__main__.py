@@ -162,6 +162,7 @@ def trees_tables(py: dict, br: dict | None) -> list[Table]:
 SECTIONS.insert(SECTIONS.index("trees") + 1, "bigleaf")
 SECTIONS.insert(SECTIONS.index("bigleaf") + 1, "explorerbig")  # 4d: big-tree StepExplorer (bench/explorer_big.py)
 SECTIONS.insert(SECTIONS.index("explorerbig") + 1, "textform")  # 4e: text of three 100k-leaf trees (bench/text_form.py)
+SECTIONS.insert(SECTIONS.index("textform") + 1, "lecture")  # 4f: the lecture transformer (bench/lecture.py)
 SECTIONS.append("kernelmem")  # 7a: a student kernel's memory after lesson 01 (bench/kernel_memory.py)
 SECTIONS.append("hub")  # 7: a class on a real JupyterHub (bench/hub.py)
 
@@ -412,6 +413,13 @@ def main(argv: list[str] | None = None) -> int:
         print("\n4e. the text form of three aligned 100k-leaf trees ...", flush=True)
         results["text_form"] = text_form.run(quick=args.quick)
         _print(text_form.table(results["text_form"]))
+
+    if "lecture" in only:
+        from . import lecture
+
+        print("\n4f. the lecture transformer: build + first step, slider moves ...", flush=True)
+        results["lecture"] = lecture.run(quick=args.quick)
+        _print(lecture.table(results["lecture"]))
 
     save()
     print(f"\nload average at end {results['meta']['load_average_at_end']}; "
