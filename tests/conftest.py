@@ -6,6 +6,8 @@ broadcast or an accidental float64 fails the test instead of passing quietly.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 
@@ -74,9 +76,43 @@ def _group(nodeid: str) -> str:
     return "lite" if path in _LITE_SITE_MODULES else path
 
 
+# Test tiers (markers, pyproject.toml): every test is in one of
+#   browser   a real JupyterLab / Notebook 7 / Voila / JupyterLite page in Chromium
+#   lite      the JupyterLite build and its kernel (tests/lite/), browser or not
+#   install   a fresh venv from an install line (the documented install, Binder, the floors)
+#   notebook  whole notebooks or real kernels run through nbclient / nbgrader / JupyterHub
+#   kernel    the rest: the library in this process
+# and kernel tests that take a second or more are also `slow` (tests/slow_tests.txt, written by
+# tools/slow_tests.py). `make test-fast` runs `kernel and not slow`; `make test` runs everything.
+_NOTEBOOK_MODULES = {f"tests/{name}.py" for name in (
+    "test_notebooks", "test_notebook_typed_answers", "test_static_export_execute", "test_nbgrader",
+    "test_hub", "test_server_extension")}
+_SLOW = {line.strip() for line in (Path(__file__).with_name("slow_tests.txt")).read_text(encoding="utf-8").splitlines()
+         if line.strip() and not line.startswith("#")}
+_TIERS = ("browser", "lite", "install", "notebook")
+
+
+def _tier(item) -> str:
+    path = item.nodeid.split("::", 1)[0]
+    if item.get_closest_marker("browser") is not None or "pw" in getattr(item, "fixturenames", ()):
+        return "browser"
+    if path.startswith("tests/lite/"):
+        return "lite"
+    if item.get_closest_marker("install") is not None:
+        return "install"
+    return "notebook" if path in _NOTEBOOK_MODULES else "kernel"
+
+
 def pytest_collection_modifyitems(config, items):
-    """Longest groups first, then the rest in file order (also without xdist: a test's outcome
-    does not depend on the order)."""
+    """Tier markers; then the longest groups first, the rest in file order (also without xdist:
+    a test's outcome does not depend on the order)."""
+    for item in items:
+        tier = _tier(item)
+        item.add_marker(tier)
+        if tier == "browser" and item.nodeid.startswith("tests/lite/"):
+            item.add_marker("lite")  # a JupyterLite page: both
+        if tier == "kernel" and item.nodeid in _SLOW:
+            item.add_marker("slow")
     for item in items:  # a module that uses the session's site outside its group builds it again
         path = item.nodeid.split("::", 1)[0]
         if "lite_site" in getattr(item, "fixturenames", ()) and path not in _LITE_SITE_MODULES:
