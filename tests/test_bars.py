@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from pytree_lab import StepExplorer
-from pytree_lab.chart import LossHistoryChart, fit_ticks
+from pytree_lab.chart import TICK_FONT_PX, BeforeAfterChart, LossHistoryChart, fit_ticks, tick_width
 from pytree_lab.explorer.bars import MAX_BARS, leaf_names
 
 X = jnp.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
@@ -242,6 +242,35 @@ def test_fit_ticks_are_unique_and_short():
     # cuts that would make two labels one keep both whole
     same_end = ["first_very_long_module_name_x/kernel[0,0]", "first_very_long_module_name_y/kernel[0,0]"]
     assert fit_ticks(same_end) == same_end
+
+
+def test_a_ticks_room_is_its_width_in_the_wider_of_two_common_fonts():
+    # advance widths in thousandths of an em: DejaVu Sans (D 770, e 615, ...) and Liberation Sans
+    # (Arial's metrics: D 722, e 556, ...), from their fonts; the estimate takes the wider of each
+    dejavu = {"D": 770, "e": 615, "n": 634, "s": 521, "_": 500, "0": 636, "/": 337, "k": 579, "r": 411,
+              "l": 278, "[": 390, ",": 318, "]": 390}
+    liberation = {"D": 722, "e": 556, "n": 556, "s": 500, "_": 556, "0": 556, "/": 278, "k": 500, "r": 333,
+                  "l": 222, "[": 278, ",": 278, "]": 278}
+    label = "Dense_0/kernel[0,0]"
+    widest = sum(max(dejavu[c], liberation[c]) for c in label) * TICK_FONT_PX / 1000
+    assert tick_width(label) == pytest.approx(widest)
+    # Chromium draws it 98.5 px long in Liberation Sans; the old flat estimate (6.4 px a
+    # character) gave it 122 px of room
+    assert 98.5 < tick_width(label) < 6.4 * len(label)
+    assert tick_width("ключ") == 4 * TICK_FONT_PX  # any other character: a whole em
+
+
+def test_the_bars_plot_height_is_settable_and_the_figure_keeps_its_tick_room():
+    chart = BeforeAfterChart(["a/kernel[0,0]", "b/kernel[0,0]"] * 6, ["a", "b"] * 6,
+                             paths=[f"p{i}" for i in range(12)])
+    tall = int(chart.figure.layout.height.removesuffix("px"))
+    margin = dict(chart.figure.fig_margin)
+    chart.plot_px = 150
+    assert int(chart.figure.layout.height.removesuffix("px")) == tall - (230 - 150)
+    assert chart.figure.fig_margin == margin  # the ticks' room and the axis title stay where they were
+    chart.set_elements(["w"], ["w"])  # short ticks lie flat: the figure shrinks, the plot stays 150 px
+    assert chart.x_axis.tick_rotate == 0
+    assert int(chart.figure.layout.height.removesuffix("px")) == 150 + 40 + 35 + 12
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import optax
 import pytest
 
 from pytree_lab import StepExplorer
-from pytree_lab.calculation import fmt_value
+from pytree_lab.calculation import SHORT_VALUE, fmt_value
 from pytree_lab.explorer.layout import check_layout, fold_plan
 from pytree_lab.trees import describe
 
@@ -72,6 +72,31 @@ def test_compact_is_the_default_and_long_is_todays_form():
     assert ex.text() == long.text()
 
 
+def test_compact_puts_the_bars_table_in_the_left_column_and_long_under_the_chart():
+    ex, long = StepExplorer(), StepExplorer(layout="long")
+    top = next(c for c in ex.children if "ptl-ex-top" in c._dom_classes)
+    left = top.children[0]
+    assert "ptl-ex-left" in left._dom_classes
+    assert ex.chart_view.table in left.children and ex.chart_view.box.children == (ex.chart,)
+    assert long.chart_view.box.children == (long.chart, long.chart_view.table)
+    # the bars' plot is shorter in compact (a projected screen's third), the figure says so
+    assert ex.chart_view.plot_px < long.chart_view.plot_px
+    height = int(ex.chart.layout.height.removesuffix("px")) - int(long.chart.layout.height.removesuffix("px"))
+    assert height == ex.chart_view.plot_px - long.chart_view.plot_px
+
+
+def test_the_diagrams_caption_names_the_moments_only_while_they_show():
+    ex = StepExplorer(mlp_loss, mlp_start(), xor(), optimizer=optax.adam(0.05))
+    ex.step()
+    assert ex.diagram.foldable and not ex.diagram.foldable_open
+    assert "optax.apply_updates" in ex.diagram.caption and "moment columns" not in ex.diagram.caption
+    ex.diagram.foldable_open = True
+    assert "moment columns and the optimizer state panel are the state after this step" in ex.diagram.caption
+    long = StepExplorer(mlp_loss, mlp_start(), xor(), optimizer=optax.adam(0.05), layout="long")
+    long.step()
+    assert "moment columns" in long.diagram.caption
+
+
 def test_the_layout_keyword_still_takes_a_widget_layout_and_refuses_unknown_names():
     ex = StepExplorer(layout={"width": "900px"})
     assert ex.layout_form == "compact" and ex.layout.width == "900px"
@@ -108,6 +133,10 @@ def test_the_folded_calculation_shows_the_selected_leaf_and_every_leaf_one_click
     for name in ("Dense_0/kernel", "Dense_0/bias", "Dense_1/kernel", "Dense_1/bias"):
         assert f"∂L/∂{name}" in text and f"{name} + update" in text
     assert "adam mu[Dense_0/kernel]" in text and "m̂ = mu" in text
+    # a short value is never broken across lines (its name wraps beside it); a long one wraps
+    cells = re.findall(r'<td class="ptl-calc-value( ptl-calc-short)?">([^<]*)</td>', ex.calculation.value)
+    assert {bool(short) for short, _ in cells} == {True, False}
+    assert all(bool(short) == (len(html.unescape(value)) <= SHORT_VALUE) for short, value in cells)
 
 
 def test_the_page_may_choose_the_leaf_and_nothing_else_of_the_picker():

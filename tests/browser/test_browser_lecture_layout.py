@@ -226,10 +226,6 @@ def height_in_viewports(output) -> float:
     return box["height"] / VIEWPORT_HEIGHT
 
 
-@pytest.mark.xfail(reason=(
-    "issue 22 §3, open: measured alone the compact layout met every target (MLP + Adam 885 px); "
-    "merged with the bars' box (their note and table under the chart, room for long tick labels) "
-    "and the Play controls, the MLP + Adam explorer is 1.17 viewports tall at 1440x900"), strict=False)
 @pytest.mark.parametrize("theme", [LIGHT, DARK])
 def test_the_lecture_demos_fit_a_projected_screen(lecture_nb, theme):
     nb, outputs = lecture_nb

@@ -24,6 +24,7 @@ __all__ = ["WorkedCalculation", "CalcRow", "fmt_number", "fmt_value"]
 FIRST = 8  # values shown of a bigger leaf
 MAX_LEAF_ROWS = 24  # gradient and update rows shown; the rest are counted (the diagram has them all)
 FOLD_ABOVE = 3  # folded (`folded=True`): a model with more leaves shows the selected leaf's rows only
+SHORT_VALUE = 34  # folded: a value of at most this many characters is never broken across lines
 
 
 @dataclass(frozen=True)
@@ -269,5 +270,7 @@ def _compact_row(row: CalcRow, first: bool) -> str:
     if row.note:
         return (f'<tr data-path="{path}"><th scope="row">{head}</th><td colspan="2" class="ptl-calc-note">'
                 f"{esc(row.value)}</td></tr>")
+    # a short value stays on one line (its name wraps beside it), a long one wraps
+    short = " ptl-calc-short" if len(row.value) <= SHORT_VALUE else ""
     return (f'<tr data-path="{path}"><th scope="row">{head}</th><td>{what}</td>'
-            f'<td class="ptl-calc-value">{esc(row.value)}</td></tr>')
+            f'<td class="ptl-calc-value{short}">{esc(row.value)}</td></tr>')

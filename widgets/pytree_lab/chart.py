@@ -117,6 +117,8 @@ class BeforeAfterChart:
         self.box = ipywidgets.VBox([self.figure, self.table],
                                    layout={"flex": "1 1 440px", "min_width": "320px"})
         self.box.add_class("ptl-bars-box")
+        self._plot_px = PLOT_PX
+        self.tick_labels: dict = {}
         self.set_elements(labels, owners, paths, ticks)
 
     @property
@@ -138,13 +140,9 @@ class BeforeAfterChart:
             self.paths = [f"{p} #{i}" for i, p in enumerate(self.paths)]
         # an SVG tick has no <bdi>: right-to-left keys are isolated with U+2068/U+2069 instead
         shown = [isolate_rtl(visible(t)) for t in fit_ticks(list(ticks) if ticks is not None else self.labels)]
-        upright = len(shown) > 8 or max((len(t) for t in shown), default=0) > 10
         self.tick_labels = dict(zip(self.paths, shown))
         self._before = [math.nan] * len(self.labels)
         self._after = [math.nan] * len(self.labels)
-        # upright ticks: room below the axis for the longest one, then the axis title under them
-        below = TICK_GAP + math.ceil(TICK_CHAR_PX * max((len(t) for t in shown), default=1)) if upright else 0
-        title_at = below + TITLE_GAP if upright else 35
         self._picking = True
         try:
             with self.figure.hold_sync(), self.bars.hold_sync(), self.x_axis.hold_sync():
@@ -152,17 +150,38 @@ class BeforeAfterChart:
                 self.bars.x = self.paths
                 self.bars.y = [[0.0] * len(self.labels), [0.0] * len(self.labels)]
                 self.x_axis.tick_labels = self.tick_labels
-                self.x_axis.tick_rotate = -90 if upright else 0
-                self.x_axis.tick_style = ({"text-anchor": "end", "dominant-baseline": "central",
-                                           "font-size": f"{TICK_FONT_PX}px"} if upright else {})
-                self.x_axis.label_offset = f"{title_at}px"
-                self.figure.fig_margin = {"top": 40, "bottom": title_at + 12, "left": 70, "right": 20}
-                self.figure.layout.height = f"{PLOT_PX + 40 + title_at + 12}px"
+                self._fit_axis()
         finally:
             self._picking = False
         self.table.rows = self._rows()
         if self._highlighted:
             self.highlight(self._highlighted)
+
+    @property
+    def plot_px(self) -> int:
+        """The plot's height in px between the title and the x axis (the figure grows by the
+        room its tick labels and titles take)."""
+        return self._plot_px
+
+    @plot_px.setter
+    def plot_px(self, value: int) -> None:
+        self._plot_px = int(value)
+        with self.figure.hold_sync(), self.x_axis.hold_sync():
+            self._fit_axis()
+
+    def _fit_axis(self) -> None:
+        """Upright ticks when there are many or long ones, with room below the axis for the
+        longest (its width estimated, `tick_width`), then the axis title under them."""
+        shown = list(self.tick_labels.values())
+        upright = len(shown) > 8 or max((len(t) for t in shown), default=0) > 10
+        below = TICK_GAP + math.ceil(max((tick_width(t) for t in shown), default=1.0)) if upright else 0
+        title_at = below + TITLE_GAP if upright else 35
+        self.x_axis.tick_rotate = -90 if upright else 0
+        self.x_axis.tick_style = ({"text-anchor": "end", "dominant-baseline": "central",
+                                   "font-size": f"{TICK_FONT_PX}px"} if upright else {})
+        self.x_axis.label_offset = f"{title_at}px"
+        self.figure.fig_margin = {"top": 40, "bottom": title_at + 12, "left": 70, "right": 20}
+        self.figure.layout.height = f"{self._plot_px + 40 + title_at + 12}px"
 
     def _rows(self) -> list[list[str]]:
         return [[isolate_rtl(visible(label)), owner, fmt_number(b), fmt_number(a)]
@@ -231,15 +250,28 @@ def _under(owner: str, path: str) -> bool:
     return owner == path or (owner.startswith(path) and owner[len(path):][:1] in ("[", "."))
 
 
-# Upright tick labels: their font, the width of a character in it (DejaVu Sans, the
-# widest common sans-serif, averages about 6.05 px at 11 px for paths), and the longest shown
-# whole; a longer one is cut in the middle (its full form is in the table and the tooltip).
+# Upright tick labels: their font and the longest shown whole; a longer one is cut in the middle
+# (its full form is in the table and the tooltip). A tick's length is estimated from the advance
+# widths of printable ASCII (in thousandths of an em) in DejaVu Sans or Liberation Sans, whichever
+# is wider (measured in Chromium's canvas; Liberation Sans has Arial's and Helvetica's metrics,
+# DejaVu Sans is the widest common sans-serif): never shorter than either draws it. Any other
+# character counts a whole em.
 TICK_FONT_PX = 11
-TICK_CHAR_PX = 6.4
-TICK_GAP = 12  # px from the axis line to where an upright tick's text starts
+_ASCII_WIDTH = (318, 401, 460, 838, 636, 950, 780, 275, 390, 390, 500, 838, 318, 361, 318, 337, 636, 636, 636,
+                636, 636, 636, 636, 636, 636, 636, 337, 337, 838, 838, 838, 556, 1015, 684, 686, 722, 770, 667,
+                611, 778, 752, 295, 500, 667, 557, 863, 748, 787, 667, 787, 722, 667, 611, 732, 684, 989, 685,
+                667, 685, 390, 337, 390, 838, 556, 500, 613, 635, 550, 635, 615, 352, 635, 634, 278, 278, 579,
+                278, 974, 634, 612, 635, 635, 411, 521, 392, 634, 592, 818, 592, 592, 525, 636, 337, 636, 838)
+TICK_GAP = 4  # px from the axis line to where an upright tick's text starts (measured: at the line)
 TITLE_GAP = 20  # px from the end of the longest tick to the axis title's baseline
 TICK_CHARS = 26
 PLOT_PX = 230  # px of plot height between the margins
+
+
+def tick_width(text: str, font_px: float = TICK_FONT_PX) -> float:
+    """About how long `text` is drawn as a tick label, in px: never less than DejaVu Sans or
+    Liberation Sans draw it (see `_ASCII_WIDTH`)."""
+    return sum(_ASCII_WIDTH[ord(c) - 32] if 32 <= ord(c) < 127 else 1000 for c in text) * font_px / 1000
 
 
 def fit_ticks(ticks: Sequence[str], limit: int = TICK_CHARS) -> list[str]:

@@ -2,9 +2,10 @@
 
 compact: one projected screen (1440×900) for the lesson's model and an MLP with Adam, about one
 and a half for a small transformer. The sliders sit under the buttons in a column of their own
-(scrolling inside it when there are many), beside the bars (their note and table under them)
-and the loss line; the input data under the sliders; below, the diagram and the worked calculation side by
-side (one above the other on a narrow page). The diagram starts with its big containers folded
+(scrolling inside it when there are many), beside the bars and the loss line; the input data
+and the bars' table (behind one line, with the note of what changed the bars) under the
+sliders; below, the diagram and the worked calculation side by side (one above the other on a
+narrow page). The diagram starts with its big containers folded
 (what fits in about `DIAGRAM_LINES` lines stays open) and the optimizer's moment columns and
 state panel folded behind one toggle; the worked calculation shows the selected leaf (else the
 first) and the model-wide rows, with a leaf picker above it and every leaf's rows in a
@@ -27,7 +28,8 @@ from ..trees import TreeSummary, path_label
 __all__ = ["LAYOUTS", "DIAGRAM_LINES", "MAX_PICKER", "check_layout", "arrange", "fold_plan", "LeafPicker"]
 
 LAYOUTS = ("compact", "long")
-CHART_HEIGHT = "260px"  # compact: the bars' and the loss line's height
+CHART_HEIGHT = "260px"  # compact: the loss line's height
+BARS_PLOT_PX = 170  # compact: the bars' plot height (their figure: + title, tick labels, axis title)
 MAX_PICKER = 500  # leaves listed in the worked calculation's picker (and the one selected)
 DIAGRAM_LINES = 18  # compact: the diagram's containers stay open while its rows fit in about this many lines
 
@@ -140,35 +142,42 @@ def arrange(ex: Any, form: str, slider_box: ipywidgets.Widget) -> list[ipywidget
     folding = fold_plan(ex.session.param_summary)
     if folding:
         diagram.collapsed = folding
-    # the bars' table (and its note of what changed the bars) stays in the chart's own box, under it
-    table = None
     data = ex.data_view
     ex.views["DataView"].compact = True
     ex.views["DataView"].refresh()
-    # the bars and the loss line: a third of a projected screen high, the bars the wider; on a
-    # narrow page (1024 px) the loss line goes under them rather than squeeze the bars' labels
-    bars_box = getattr(ex.chart_view, "box", None)
-    for figure, part, flex, least in ((ex.chart, bars_box, "2 1 420px", "360px"),
-                                      (ex.history_chart, ex.history_chart, "1 1 240px", "220px")):
-        if part in row:
-            figure.layout.height = CHART_HEIGHT
-            part.layout.flex, part.layout.min_width = flex, least
+    # the bars and the loss line: a third of a projected screen high (the bars' figure taller by
+    # its upright tick labels), the bars the wider; on a narrow page (1024 px) the loss line goes
+    # under them rather than squeeze the bars' labels. The bars' table (its one line, and the note
+    # of what changed the bars above it) goes to the left column, under the input data: the
+    # figure alone sets the row's height.
+    bars_box, table = getattr(ex.chart_view, "box", None), None
+    if bars_box in row:
+        ex.chart_view.plot_px = BARS_PLOT_PX
+        ex.chart.layout.width = "auto"  # stretched in its box: 100% and the figure's margin ran past it
+        bars_box.layout.flex, bars_box.layout.min_width = "2 1 420px", "360px"
+        table = ex.chart_view.table
+        bars_box.children = [w for w in bars_box.children if w is not table]
+        table.add_class("ptl-bars-left")
+    if ex.history_chart in row:
+        ex.history_chart.layout.height = CHART_HEIGHT
+        ex.history_chart.layout.flex, ex.history_chart.layout.min_width = "1 1 240px", "220px"
     slider_box.add_class("ptl-ex-sliders")
     for key, value in {"max_height": "176px", "overflow": "auto", "min_width": "0", "flex": "0 1 auto"}.items():
         setattr(slider_box.layout, key, value)  # the box's own Layout (a new one would be a widget left open)
     # the parts this layout places itself; any other view part keeps its slot
     placed = {id(w) for w in (table, data, diagram, calc)}
-    left = _box(ipywidgets.VBox, [ex.controls, slider_box, *[w for w in (table, data) if w is not None]],
+    left = _box(ipywidgets.VBox, [ex.controls, slider_box, *[w for w in (data, table) if w is not None]],
                 "ptl-ex-left", flex="0 0 342px", min_width="0", overflow="visible")
     top = _box(ipywidgets.HBox, [left, *row], "ptl-ex-top", flex_flow="row wrap", align_items="flex-start")
     others = [w for w in below if id(w) not in placed]
     ex.leaf_picker = LeafPicker(ex)
-    # side by side from about 1100 px on, the diagram the wider (three columns of values)
-    side = _box(ipywidgets.VBox, [ex.leaf_picker.dropdown, calc], "ptl-ex-calc", flex="1 1 420px", min_width="0",
+    # side by side from about 1160 px on, the diagram the wider (three columns of values, two values
+    # of a matrix's row a line at 1440 px), the calculation wide enough for a row of 8 values
+    side = _box(ipywidgets.VBox, [ex.leaf_picker.dropdown, calc], "ptl-ex-calc", flex="1 1 540px", min_width="0",
                 overflow="visible")
     diagram.layout.min_width = "0"
     # the moments shown: the diagram takes the whole width (five columns), the calculation goes below
-    widths = {False: "1 1 660px", True: "1 1 100%"}
+    widths = {False: "1 1 620px", True: "1 1 100%"}
     diagram.layout.flex = widths[bool(diagram.foldable_open)]
     diagram.observe(lambda change: setattr(diagram.layout, "flex", widths[bool(change["new"])]), "foldable_open")
     main = _box(ipywidgets.HBox, [diagram, side], "ptl-ex-main", flex_flow="row wrap", align_items="flex-start",

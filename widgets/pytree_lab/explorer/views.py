@@ -208,11 +208,17 @@ class DiagramView(View):
         super().__init__(session)
         self.diagram = PytreeDiagram()
         self.diagram.set_trees({"params": session.params_tree}, order=session.param_summary)
-        self.diagram.caption = f"computed in the kernel by {session.engine.name}: " + (
-            "value_and_grad, then tree.map(p − η·g)" if session.optimizer is None else
-            "value_and_grad, then opt.update(grads, state, params) and optax.apply_updates; "
-            "moment columns and the optimizer state panel are the state after this step")
+        self._caption()
+        # the words on the moment columns and the state panel while they show (compact folds them)
+        self.diagram.observe(lambda change: self._caption(), ["foldable", "foldable_open"])
         self.public = {"diagram": self.diagram}
+
+    def _caption(self) -> None:
+        shown = bool(self.diagram.foldable_open or not self.diagram.foldable)
+        self.diagram.caption = f"computed in the kernel by {self.session.engine.name}: " + (
+            "value_and_grad, then tree.map(p − η·g)" if self.session.optimizer is None else
+            "value_and_grad, then opt.update(grads, state, params) and optax.apply_updates"
+            + ("; moment columns and the optimizer state panel are the state after this step" if shown else ""))
 
     def parts(self):
         return [("below", 2, self.diagram)]

@@ -131,6 +131,8 @@ function valueGrid(text, label, chars) {
   grid.setAttribute("aria-label", `values of ${label}`);
   grid.style.setProperty("--ptl-grid-cols", String(Math.max(1, ...rows.map((r) => r.length))));
   grid.style.setProperty("--ptl-grid-ch", String(chars || widest(text)));
+  // a column (n×1): an explorer's compact layout writes it on lines, `a; b; …` (diagram.css)
+  if (rows.length > 1 && rows.every((r) => r.length === 1)) grid.classList.add("ptl-grid-column");
   for (const row of rows) {
     const line = h("span", "ptl-grid-row");
     line.setAttribute("role", "row");
