@@ -70,7 +70,8 @@ def test_api_page_shows_the_widgets_docstrings(site):
 
 def test_pages_show_the_widgets(site):
     for page, image in (("index", "explorer.png"), ("explorer", "explorer.png"),
-                        ("optimizers", "lecture-xor-mlp-adam.png")):
+                        ("optimizers", "lecture-xor-mlp-adam.png"),
+                        ("diagram", "lecture-xor-mlp-adam.png")):
         assert f'src="_images/{image}"' in (site / f"{page}.html").read_text(), (page, image)
         assert (site / "_images" / image).is_file()
 
