@@ -147,6 +147,6 @@ def test_readme_example_runs_as_written(capsys):
     try:
         assert float(ex.result.grads["bias"]) == -4.0
         assert [float(g) for g in ex.result.grads["weight"]] == [-8.0, -4.0]
-        assert "# {'bias': -4.0, 'weight': [-8.0, -4.0]}" in code
+        assert "[-8. -4.] -4.0" in out and "# [-8. -4.] -4.0, computed" in code
     finally:
         ex.close()
