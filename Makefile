@@ -112,3 +112,9 @@ lite: lite-build
 
 clean:
 	rm -rf $(VENV) .venv-lite .venv-floors .pytest_cache $(HUB_TOOLS) $(JSCHECK)/node_modules lite_build/_output lite_build/.jupyterlite.doit.db
+
+# The documentation site (docs/: Sphinx + MyST, API reference from the docstrings), warnings
+# are errors; tests/test_docs.py builds it the same way, so make test does too.
+.PHONY: docs
+docs: $(STAMP)
+	$(PY) -m sphinx -W --keep-going -b html docs docs/_build/html
