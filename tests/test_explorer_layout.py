@@ -283,3 +283,26 @@ def test_a_model_of_many_leaves_lists_the_first_and_the_selected_one(monkeypatch
     ex.selected_path = "['Dense_1']['bias']"  # past the list: added to it, and shown
     assert picker.value == "['Dense_1']['bias']" and len(picker.options) == 4
     assert ex.calculation.focus == "['Dense_1']['bias']"
+
+
+def test_slider_labels_are_short_and_no_two_alike():
+    # the XOR MLP: Dense_0 and Dense_1 both have kernel[0,0]; cut to the end alone they read alike
+    from pytree_lab.slider import short_label, short_labels
+
+    ex = StepExplorer(mlp_loss, mlp_start(), xor(), 0.05,
+                      sliders=["Dense_0/kernel[0,0]", "Dense_1/kernel[0,0]", "Dense_0/bias[0]", "Dense_1/bias[0]"])
+    try:
+        shown = {label: s.description for label, s in ex.sliders.items()}
+        assert len(set(shown.values())) == len(shown), shown
+        assert shown["Dense_0/kernel[0,0]"] == "Dense_0/kernel[0,0]"  # 19 characters: whole
+        assert shown["Dense_1/kernel[0,0]"] == "Dense_1/kernel[0,0]"
+        assert shown["Dense_0/bias[0]"] == "Dense_0/bias[0]"
+        assert "Dense_1" in ex.sliders["Dense_1/kernel[0,0]"].path  # the full path: the slider's title
+    finally:
+        ex.close()
+    # unique labels stay as short_label makes them; clashing ones grow only until they differ
+    long_a, long_b = "encoder/block_0/attention/q[0,0]", "decoder/block_0/attention/q[0,0]"
+    out = short_labels([long_a, long_b, "encoder/block_0/mlp/w1[3,2]"])
+    assert out["encoder/block_0/mlp/w1[3,2]"] == short_label("encoder/block_0/mlp/w1[3,2]")
+    assert out[long_a] != out[long_b] and out[long_a].endswith("attention/q[0,0]")
+    assert len(out[long_a]) <= len(long_a)

@@ -15,7 +15,7 @@ from .._intent import PageIntents
 from .._keywords import refuse_unknown, widget_keywords
 from .._text import TextForm
 from ..engine import Engine
-from ..slider import Slider, SliderModule, short_label
+from ..slider import Slider, SliderModule, short_labels
 from ..step import StepResult
 from .controls import build_controls
 from .layout import arrange, check_layout
@@ -125,8 +125,10 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
         build_controls(self, fixed_range)
         self.sliders: dict[str, Slider] = {}
         module = SliderModule()  # the slider module, sent to the page once for all these sliders
-        for spec in session.plan_sliders(sliders, max_sliders):
-            self.sliders[spec.label] = Slider(spec.value, description=short_label(spec.label), path=spec.path,
+        plan = session.plan_sliders(sliders, max_sliders)
+        shown = short_labels([spec.label for spec in plan])  # short, and no two alike
+        for spec in plan:
+            self.sliders[spec.label] = Slider(spec.value, description=shown[spec.label], path=spec.path,
                                               min=spec.min, max=spec.max, step=spec.step, module=module)
         self.views["DataView"].refresh()
         slider_box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "330px"})
