@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from .lab import FIND_PANEL, REPO  # noqa: F401  (puts the repository on sys.path)
-from .stats import Table, fmt, quantile, summary
+from .stats import Table, fmt, summary
 
 MAX_STUDENTS = 40
 NODE_GB = 24.0

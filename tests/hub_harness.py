@@ -137,7 +137,7 @@ class Hub:
         except OSError:
             return ""
 
-    def add_student(self, name: str) -> "Student":
+    def add_student(self, name: str) -> Student:
         """Create the user and a token for it (the hub's REST API, as the course's admin service)."""
         status, _ = request(f"{self.url}/hub/api/users/{name}", self.service_token, "POST", {})
         if status not in (201, 409):
@@ -175,7 +175,7 @@ class Hub:
                 self.proc.kill()
                 self.proc.wait(20)
 
-    def __enter__(self) -> "Hub":
+    def __enter__(self) -> Hub:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -311,7 +311,7 @@ class StudentKernel:
         self._reader = None
         self._waiters: list = []
 
-    async def connect(self) -> "StudentKernel":
+    async def connect(self) -> StudentKernel:
         from tornado.httpclient import HTTPRequest
         from tornado.websocket import websocket_connect
 

@@ -107,6 +107,7 @@ def test_binder_server_extension_and_first_lesson(binder_venv, tmp_path):
 def test_binder_requirements_cover_the_package_and_its_jax_extra():
     """What postBuild's `pip install --no-deps .` leaves out must be in requirements.txt."""
     import re
+
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]

@@ -150,7 +150,7 @@ def arrange(ex: Any, form: str, slider_box: ipywidgets.Widget) -> list[ipywidget
     bars_box = getattr(ex.chart_view, "box", None)
     for figure, part, flex, least in ((ex.chart, bars_box, "2 1 420px", "360px"),
                                       (ex.history_chart, ex.history_chart, "1 1 240px", "220px")):
-        if part in row:
+        if part is not None and part in row:
             figure.layout.height = CHART_HEIGHT
             part.layout.flex, part.layout.min_width = flex, least
     slider_box.add_class("ptl-ex-sliders")
