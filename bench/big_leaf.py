@@ -8,7 +8,8 @@ made three times, for the 24 a view shows); a dict holding itself ran for 20 s a
 from __future__ import annotations
 
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .stats import Table, fmt, summary, verdict
 

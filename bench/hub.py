@@ -35,7 +35,7 @@ import time
 from pathlib import Path
 
 from .lab import FIND_PANEL, REPO  # noqa: F401  (puts the repository on sys.path)
-from .stats import Table, fmt, quantile, summary
+from .stats import Table, fmt, summary
 
 MAX_STUDENTS = 40
 NODE_GB = 24.0
@@ -131,7 +131,7 @@ async def _browserless(student, cells, klass: _Class, seconds: float, start_s: f
                 value += 2 * direction * 10 * step
             try:
                 row["rtt_ms"].append(1e3 * await kernel.move_slider(comm_id, round(value, 6), seq, timeout=30))
-            except (asyncio.TimeoutError, ConnectionError) as exc:
+            except (TimeoutError, ConnectionError) as exc:
                 klass.error(student.name, f"slider move {seq}: {type(exc).__name__}")
             await asyncio.sleep(max(0.0, 1.0 - (time.perf_counter() - tick)))
         cpu1 = _cpu_s(pid)

@@ -50,7 +50,7 @@ def _smaps_split(pid: int) -> dict:
                         current = "xla_so_mb"
                     elif path.endswith(".so") or ".so." in path:
                         current = "other_so_mb"
-                    elif path == "" or path.startswith("[heap]") or path.startswith("[anon"):
+                    elif path == "" or path.startswith(("[heap]", "[anon")):
                         current = "anon_mb"
                     else:
                         current = "other_mb"

@@ -83,7 +83,7 @@ class BenchLab:
         self.page = None
         self.errors: list[str] = []
 
-    def __enter__(self) -> "BenchLab":
+    def __enter__(self) -> BenchLab:
         try:
             self.server = start_lab(self.base, args=EXTENSION_OFF if self.kind == "stock" else ())
             active = ACTIVE_MARK in self.server.log_tail(400)

@@ -282,7 +282,7 @@ def _merge(runs: list[dict]) -> dict:
     return merged
 
 
-def profile_first_paint(lab: BenchLab, tp: "TreePaint", name: str, top: int = 12) -> list[dict]:
+def profile_first_paint(lab: BenchLab, tp: TreePaint, name: str, top: int = 12) -> list[dict]:
     """Chromium's CPU profile (DevTools protocol) around one display of the diagram: top functions by self time."""
     cdp = lab.page.context.new_cdp_session(lab.page)
     try:

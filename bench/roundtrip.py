@@ -23,11 +23,11 @@ import re
 import time
 from datetime import datetime
 
+# after .lab, which puts the repository on the path
+from tests.browser.pages import read_bars as read_drawn_bars
+
 from .lab import FIND_PANEL, BenchLab, setup_cell
 from .stats import Table, fmt, summary
-
-# after .lab, which puts the repository on the path
-from tests.browser.pages import read_bars as read_drawn_bars  # noqa: E402
 
 TARGET_P50_MS = 30.0  # explorer round trip, p50, on the server as installed
 TARGET_RATIO = 1.25  # explorer p95 <= 1.25 x the no-op floor's p95, same server
@@ -191,8 +191,8 @@ def run_moves(rts: dict[str, RoundTrip], moves: int = 60, warmup: int = 5, seed:
         rng.shuffle(round_)
         schedule += round_
     samples: dict = {k: [] for k in keys}
-    seen = {k: 0 for k in keys}
-    timeouts = {server: 0 for server in rts}
+    seen = dict.fromkeys(keys, 0)
+    timeouts = dict.fromkeys(rts, 0)
     next_at = time.monotonic()
     for server, mode in schedule:
         # 80-150 ms between key presses, as when dragging (and never before the last move rendered)

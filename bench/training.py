@@ -111,7 +111,7 @@ def run(repeats: int = 60) -> dict:
                 return p, s, losses
 
             def scan_loop():
-                p, s, losses = scanned(params, ref_state, inputs)
+                p, _, losses = scanned(params, ref_state, inputs)
                 jax.block_until_ready(p)
                 return p, np.asarray(losses).tolist()
 
@@ -124,7 +124,8 @@ def run(repeats: int = 60) -> dict:
                 np.allclose(r.losses, l_py, rtol=1e-4, atol=1e-6)
                 and np.allclose(r.losses, l_scan, rtol=1e-4, atol=1e-6)
                 and all(np.allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
-                        for a, b in zip(jax.tree.leaves(r.params), jax.tree.leaves(p_scan)))
+                        for p_ref in (p_py, p_scan)
+                        for a, b in zip(jax.tree.leaves(r.params), jax.tree.leaves(p_ref)))
             )
             best = min(py_ms, scan_ms)
             results[f"{model} | {opt_name}"] = {

@@ -15,7 +15,8 @@ import io
 import json
 import pstats
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .stats import summary
 

@@ -435,7 +435,7 @@ def rewrite_lock(lock_path: Path, wheels: dict[str, Path], cdn_url: str, include
     """
     lock = json.loads(lock_path.read_text())
     local, cdn = {}, {}
-    for key, entry in lock["packages"].items():
+    for entry in lock["packages"].values():
         name = normalize(entry["name"])
         whl = wheels.get(name)
         if included and name in included:
@@ -453,7 +453,7 @@ def rewrite_lock(lock_path: Path, wheels: dict[str, Path], cdn_url: str, include
             entry["file_name"] = f"{cdn_url}/{entry['file_name']}"
             cdn[name] = entry["file_name"]
     # Every dependency of a local package must be local too, or booting would go outside.
-    for key, entry in lock["packages"].items():
+    for entry in lock["packages"].values():
         if normalize(entry["name"]) in local:
             outside = [d for d in entry["depends"] if normalize(d) not in local]
             if outside:
@@ -731,8 +731,8 @@ def check_output_dir(output_dir: Path) -> list[str]:
         kept = []
         with os.scandir(output_dir) as entries:
             for entry in entries:
-                if entry.is_symlink() or not (entry.name in HOST_FILES and entry.is_file()
-                                              or entry.is_dir() and _is_empty(entry.path)):
+                if entry.is_symlink() or not ((entry.name in HOST_FILES and entry.is_file())
+                                              or (entry.is_dir() and _is_empty(entry.path))):
                     raise BuildError(
                         f"{output_dir} is not empty and was not made by this build (no {MARKER_NAME}; it holds "
                         f"{entry.name!r}); nothing was changed: choose an empty or new --output-dir")
@@ -910,7 +910,7 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
     try:
         log(f"pytree-lab JupyterLite build -> {output_dir}")
         pyodide_dir = stage / "static" / "pyodide"
-        core = fetch_pyodide(pyodide_dir)
+        fetch_pyodide(pyodide_dir)
         log(f"  Pyodide {PYODIDE_VERSION} core from npm (integrity checked)")
         included = {}
         if include_compiled_packages:
@@ -924,7 +924,7 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         check_setup_cell_installs(project)
 
         lock_info = rewrite_lock(pyodide_dir / "pyodide-lock.json",
-                                 {n: w for n, w in wheels.items()}, PYODIDE_CDN_URL, included)
+                                 dict(wheels), PYODIDE_CDN_URL, included)
         for name in lock_info["local"]:
             if name not in included:
                 shutil.copy2(wheels[name], pyodide_dir / wheels[name].name)

@@ -14,6 +14,7 @@ import sys
 import threading
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 from urllib.parse import quote
 
 DEFAULT_SITE = Path(__file__).resolve().parent / "_output"
@@ -21,7 +22,7 @@ DEFAULT_SITE = Path(__file__).resolve().parent / "_output"
 
 class SiteHandler(SimpleHTTPRequestHandler):
     # Browsers refuse ES modules and wasm streaming under a generic content type.
-    extensions_map = {
+    extensions_map: ClassVar[dict[str, str]] = {
         **SimpleHTTPRequestHandler.extensions_map,
         ".js": "text/javascript",
         ".mjs": "text/javascript",

@@ -27,7 +27,7 @@ import urllib.error
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +137,7 @@ class Hub:
         except OSError:
             return ""
 
-    def add_student(self, name: str) -> "Student":
+    def add_student(self, name: str) -> Student:
         """Create the user and a token for it (the hub's REST API, as the course's admin service)."""
         status, _ = request(f"{self.url}/hub/api/users/{name}", self.service_token, "POST", {})
         if status not in (201, 409):
@@ -175,7 +175,7 @@ class Hub:
                 self.proc.kill()
                 self.proc.wait(20)
 
-    def __enter__(self) -> "Hub":
+    def __enter__(self) -> Hub:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -311,7 +311,7 @@ class StudentKernel:
         self._reader = None
         self._waiters: list = []
 
-    async def connect(self) -> "StudentKernel":
+    async def connect(self) -> StudentKernel:
         from tornado.httpclient import HTTPRequest
         from tornado.websocket import websocket_connect
 
@@ -348,7 +348,7 @@ class StudentKernel:
     def _message(self, msg_type: str, content: dict, channel: str = "shell") -> dict:
         return {
             "header": {"msg_id": uuid.uuid4().hex, "msg_type": msg_type, "username": self.student.name,
-                       "session": self.session, "date": datetime.now(timezone.utc).isoformat(), "version": "5.3"},
+                       "session": self.session, "date": datetime.now(UTC).isoformat(), "version": "5.3"},
             "parent_header": {}, "metadata": {}, "content": content, "buffers": [], "channel": channel,
         }
 
@@ -411,7 +411,7 @@ class StudentKernel:
         if reader is not None:
             try:
                 await asyncio.wait_for(reader, REPLY)  # read_message() gives None once closed
-            except (asyncio.TimeoutError, asyncio.CancelledError):
+            except (TimeoutError, asyncio.CancelledError):
                 pass
         if ws is not None and ws.protocol is not None and ws.protocol.stream is not None:
             ws.protocol.stream.close()

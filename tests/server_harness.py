@@ -23,10 +23,11 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 PROBE_DIR = Path(__file__).resolve().parent / "serverprobe"
 SERVER_START = 90.0  # a cold jupyter_server on 2 busy cores
@@ -116,7 +117,7 @@ class Server:
                 self.proc.kill()
                 self.proc.wait(20)
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Server:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -185,7 +186,7 @@ class KernelSocket:
         self.ws = None
         self.sent = 0.0  # perf_counter() when the last request was written
 
-    async def connect(self) -> "KernelSocket":
+    async def connect(self) -> KernelSocket:
         from tornado.httpclient import HTTPRequest
         from tornado.websocket import websocket_connect
 
@@ -204,7 +205,7 @@ class KernelSocket:
     def _message(self, msg_type: str, content: dict, channel: str = "shell") -> dict:
         return {
             "header": {"msg_id": uuid.uuid4().hex, "msg_type": msg_type, "username": "test",
-                       "session": self.session, "date": datetime.now(timezone.utc).isoformat(), "version": "5.3"},
+                       "session": self.session, "date": datetime.now(UTC).isoformat(), "version": "5.3"},
             "parent_header": {}, "metadata": {}, "content": content, "buffers": [], "channel": channel,
         }
 
@@ -256,7 +257,7 @@ async def close_websocket(ws, timeout: float = 10.0) -> None:
     try:
         while await asyncio.wait_for(ws.read_message(), timeout) is not None:
             pass
-    except asyncio.TimeoutError:
+    except TimeoutError:
         pass
     if stream is not None and not stream.closed():
         stream.close()

@@ -14,7 +14,8 @@ import html
 import json
 import math
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -473,7 +474,7 @@ def test_odd_but_legal_trees_render(tree, capfd):
     s = describe(tree)
     too_deep = max(n.depth for n in s.root.walk()) > 996
     if too_deep:
-        with pytest.raises(Exception):  # JAX recurses; pytree-lab walks with a stack
+        with pytest.raises(Exception):  # noqa: B017 - JAX recurses (its error varies); pytree-lab walks with a stack
             jax.tree.leaves(tree)
         expected, zeros = ["['k']" * 1000], deep(1000, 0.0)
     else:
@@ -559,7 +560,7 @@ def test_namedtuple_and_dataclass_params_in_the_explorer():
 def test_a_ten_million_element_leaf_is_summarised_never_shipped():
     big = np.arange(10_000_000, dtype=np.float32)
     d = PytreeDiagram({"embedding": big, "bias": np.float32(0.0)})
-    (cell,) = [r for r in d.rows if r["p"] == "['embedding']"][0]["c"]
+    (cell,) = next(r for r in d.rows if r["p"] == "['embedding']")["c"]
     assert cell["ty"] == "float32[10000000]"
     assert cell["v"].startswith("mean 5e+06, min 0, max 1e+07")
     tiny = PytreeDiagram({"embedding": np.zeros(3, np.float32), "bias": np.float32(0.0)})

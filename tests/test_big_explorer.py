@@ -16,8 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from pytree_lab import StepExplorer
 from pytree_lab.step import INTERPRET_EQNS, LEAN_LEAVES, CompiledStep, pin_dtypes, sgd_update
@@ -218,7 +217,7 @@ def test_explorer_on_a_big_tree_shows_the_lean_step_and_keeps_the_callers_arrays
             np.testing.assert_allclose(r.grads[k], grads[k], rtol=1e-6, atol=1e-7)
             assert np.array_equal(np.asarray(r.updated[k]), np.asarray(params[k] - 0.1 * r.grads[k]))
         # one slider moved: that element changes, every other leaf is the caller's value
-        el, slider = ex.param_sliders[0]
+        _el, slider = ex.param_sliders[0]
         assert slider.path == "params['p0000'][0]"
         slider.value = slider.value + 0.25
         moved = ex.result
@@ -309,7 +308,7 @@ def test_the_explorer_on_a_program_run_operation_by_operation(monkeypatch):
         assert ex.result.loss == float(value)
         assert np.array_equal(np.asarray(ex.result.grads["layer002"]["w"]), np.asarray(grads["layer002"]["w"]))
         # one slider move: the step from the moved value, every other leaf the user's own
-        label, slider = ex.param_sliders[0]
+        _label, slider = ex.param_sliders[0]
         slider.value = slider.value + slider.step
         moved = ex.result.params
         assert ex.session.slider_step.traces == 1
@@ -374,6 +373,7 @@ def test_a_middle_sized_program_runs_op_by_op_until_its_background_compile_is_re
     monkeypatch.setattr(staged, "_use_compiled", hold_then_use)
     r = step(params, XV, 0.05)
     value, grads = jax.value_and_grad(_layers_loss)(params, XV["x"])
+    assert r.loss == pytest.approx(float(value), rel=1e-6)
     assert staged.wait_compiled(120) and staged.compile_error is None
     assert seen == [True]  # op by op first, then the compiled program swapped in
     assert not staged.interpreted and not staged.compiling
@@ -423,7 +423,7 @@ def test_the_explorer_says_once_when_its_background_compile_failed(monkeypatch):
         told.set()
         staged = ex.session.slider_step.staged
         assert staged.wait_compiled(120) and isinstance(staged.compile_error, MemoryError)
-        label, slider = ex.param_sliders[0]
+        _label, slider = ex.param_sliders[0]
         slider.value = slider.value + slider.step
         assert "XLA could not compile it in the background" in ex.status.value
         assert "compiling it would take" not in ex.status.value

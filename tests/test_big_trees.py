@@ -16,7 +16,7 @@ import pytest
 
 from pytree_lab import PytreeDiagram, describe
 from pytree_lab._format import fmt_number, fmt_small, small_templates
-from pytree_lab.diagram import _align, _rows_json, _panels_json, rows_from_columns
+from pytree_lab.diagram import _align, _panels_json, _rows_json, rows_from_columns
 from pytree_lab.trees import Leaf, TreeError, check_tree
 
 pytestmark = pytest.mark.usefixtures("strict_jax")

@@ -17,8 +17,7 @@ import jax as real_jax
 import jax.numpy as real_jnp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, example, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from pytree_lab.compat import jax as lite_jax
 from pytree_lab.compat.jax import numpy as lite_jnp
@@ -171,6 +170,7 @@ def test_gradient_step_matches_jax(params, spec, learning_rate):
         updated = jax.tree.map(lambda p, g: p - learning_rate * g, params, grads)
         results.append((value, grads, updated, loss(updated)))
     (rv, rg, ru, rl), (lv, lg, lu, ll) = results
+    np.testing.assert_allclose(float(lv), float(rv), rtol=1e-6, atol=1e-6)
     assert_trees_close(rg, lg)
     assert_trees_close(ru, lu)
     assert np.asarray(ll).dtype == np.float32

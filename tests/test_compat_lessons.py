@@ -14,7 +14,7 @@ import io
 import types
 
 import jax as real_jax
-import jax.flatten_util  # noqa: F401  (makes real_jax.flatten_util an attribute)
+import jax.flatten_util  # makes real_jax.flatten_util an attribute
 import numpy as np
 import pytest
 

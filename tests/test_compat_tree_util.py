@@ -15,8 +15,7 @@ import sys
 
 import jax.tree_util as jtu
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pytree_lab.compat import tree_util as ctu
 

@@ -20,11 +20,10 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 import pytest
 
 from pytree_lab import PackedView, exercises, gradient_step
-from pytree_lab.course import EXERCISES, check, check_button
+from pytree_lab.course import EXERCISES, check
 from pytree_lab.exercises import aligned_trees, record_output, run_guarded, save_evidence
 from pytree_lab.exercises._guard import _headroom
 from pytree_lab.trees import TreeError, TreeTooDeepError, check_tree

@@ -20,7 +20,6 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
-
 from test_notebooks import (
     CELL_TIMEOUT,
     CONTENT,

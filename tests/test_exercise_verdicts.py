@@ -15,7 +15,7 @@ from markdown_it import MarkdownIt
 
 from pytree_lab import course
 from pytree_lab.course import catalogue
-from pytree_lab.exercises import Evidence, EvidenceButton, _guard, cells
+from pytree_lab.exercises import Evidence, EvidenceButton, cells
 
 PARAMS = {"weight": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)}
 X = jnp.array([2.0, 1.0])
@@ -138,12 +138,11 @@ def test_extra_leaves_are_counted_in_good_english():
 
 
 def test_no_feedback_string_has_a_known_typo():
+    import ast
     import pathlib
     import re
 
     import pytree_lab
-
-    import ast
 
     root = pathlib.Path(pytree_lab.__file__).parent
     for path in [*(root / "exercises").glob("*.py"), *(root / "course").glob("*.py")]:

@@ -15,8 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 import pytree_lab
 from pytree_lab import course, exercises
@@ -743,7 +742,6 @@ def test_a_closed_check_button_is_freed():
     import gc
     import weakref
 
-    from pytree_lab.course import check_button as CheckButton
 
     b = check_button("squared_norm", lambda: 96.0)
     ref = weakref.ref(b)

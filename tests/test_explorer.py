@@ -10,7 +10,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import traitlets
 
 from pytree_lab import StepExplorer
 

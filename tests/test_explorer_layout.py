@@ -223,7 +223,7 @@ def test_big_containers_start_folded_small_ones_open():
 def test_plain_adam_shows_the_formula_and_it_is_optaxs_update():
     ex = StepExplorer(mlp_loss, mlp_start(), xor(), optimizer=optax.adam(0.05))
     ex.step(2)
-    expected, state = optax_updates(optax.adam(0.05), 2)
+    expected, _ = optax_updates(optax.adam(0.05), 2)
     leaf = expected["Dense_0"]["kernel"]
     formula = next(r for r in ex.calculation.rows() if r.what.startswith("−η·m̂/(√v̂ + ε)"))
     assert "the update applied" in formula.what

@@ -200,6 +200,7 @@ def test_steps_equal_optax_params_state_and_history(make):
     # the step shown is the optimizer's next step from there, with its new state
     value, grads = jax.value_and_grad(direct_loss)(params, **inputs())
     updates, new_state = opt.update(grads, state, params)
+    assert ex.result.loss == pytest.approx(float(value), rel=1e-5)
     assert_trees_close(ex.result.updated, optax.apply_updates(params, updates))
     assert_trees_close(ex.result.opt_state_after, new_state)
 
@@ -300,6 +301,7 @@ def test_multisteps_and_inject_show_their_state_apart():
     ex.step(3)
     params, state, _ = optax_loop(optax.MultiSteps(optax.sgd(0.1, momentum=0.9), every_k_schedule=2), 3)
     assert_trees_close(ex.params, params)
+    assert_trees_close(ex.opt_state, state)
 
 
 def test_one_compile_for_steps_runs_and_slider_moves():
@@ -335,8 +337,7 @@ def test_close_closes_the_new_widgets_too():
 
 # ------------------------------------------------------------------ the Lite engine
 def test_the_lite_engine_explorer_runs_its_own_adam_like_optax():
-    from pytree_lab.compat import jax as lite_jax
-    from pytree_lab.compat import optax as lite_optax
+    from pytree_lab.compat import jax as lite_jax, optax as lite_optax
     from pytree_lab.engine import Engine
 
     eng = Engine(lite_jax)

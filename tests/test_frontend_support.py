@@ -92,10 +92,10 @@ MANAGER_MODULES = {"@jupyter-widgets/base", "@jupyter-widgets/controls", "@jupyt
 
 
 def test_every_widget_module_is_an_installed_extension_and_nothing_loads_from_a_cdn():
+    from ipywidgets.widgets.widget import _instances  # every live widget (Widget.widgets, deprecated)
+
     from pytree_lab import PackedView, PytreeDiagram, StepExplorer
     from pytree_lab.course import grad_structure_quiz
-
-    from ipywidgets.widgets.widget import _instances  # every live widget (Widget.widgets, deprecated)
 
     before = set(_instances)
     shown = [StepExplorer(), PytreeDiagram({"w": 1.0}), grad_structure_quiz(),

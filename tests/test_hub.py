@@ -17,10 +17,8 @@ TCP_NODELAY set by pytree-lab's connection class.
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
-
 from hub_harness import HubLab, StudentKernel, log_in, start_hub
 
 ACTIVE = "pytree_lab.server"

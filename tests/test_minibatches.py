@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from test_explorer_training import assert_trees_close  # the training tests' comparison, same tolerances
 
 from pytree_lab import StepExplorer
-from test_explorer_training import assert_trees_close  # the training tests' comparison, same tolerances
 
 # XOR twice over, the second copy a little noisy: 8 examples (a 1-D input of 4 values or fewer
 # would get sliders, and an input with sliders keeps its shape)

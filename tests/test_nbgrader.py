@@ -227,18 +227,18 @@ def test_gradebook_scores_per_exercise(course):
     assert got["wrong"] == pytest.approx(WRONG_SCORES, abs=1e-3)
     assert 0 < sum(got["wrong"].values()) < sum(POINTS.values())
     for student in ("exit", "loop", "hostile"):
-        assert got[student] == {ex: 0.0 for ex in POINTS}, student
+        assert got[student] == dict.fromkeys(POINTS, 0.0), student
 
 
 def test_endless_loop_is_cut_by_nbgraders_timeout_and_grading_goes_on(course):
     nb = json.loads((course / "autograded" / "loop" / "pytrees" / "01_pytrees.ipynb").read_text())
-    interrupted = [c for c in nb["cells"] if exercise_id(c) == "repair_update"][0]
+    interrupted = next(c for c in nb["cells"] if exercise_id(c) == "repair_update")
     assert any(o["output_type"] == "error" for o in interrupted["outputs"])
     # cells after it ran: the repair check printed its grade, and the next notebook was graded
-    after = [c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "repair_update-tests"][0]
+    after = next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "repair_update-tests")
     assert "Graded repair_update: 0 of 2 points" in "".join("".join(o.get("text", "")) for o in after["outputs"])
     nb2 = json.loads((course / "autograded" / "loop" / "pytrees" / "02_packed_parameters.ipynb").read_text())
-    tests = [c for c in nb2["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "grad_over_flat_params-tests"][0]
+    tests = next(c for c in nb2["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "grad_over_flat_params-tests")
     text = "".join("".join(o.get("text", "")) for o in tests["outputs"])
     assert "Graded grad_over_flat_params: 0 of 4 points" in text
 

@@ -198,7 +198,7 @@ def assert_checks_passed(record: dict, exercise_ids: set[str]) -> None:
     checks = {entry["exercise_id"]: entry for entry in record["checks"]}
     assert set(checks) == exercise_ids, record["checks"]
     for exercise_id, entry in checks.items():
-        assert entry["passed"] is True and entry["score"] == 1.0, entry
+        assert entry["passed"] is True and entry["score"] == 1.0, (exercise_id, entry)
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -331,6 +331,8 @@ def test_lesson_metadata_and_optimizer_state(lesson_run):
     assert "not differentiable: ['name'] (str)" in text
     assert "jax.grad refused it: TypeError" in text
     state = cell_text(nb, "optimizer-state")
+    assert "optimizer state (optax.adam)" in state and "count: int32[]" in state
+    assert "├── mu" in state and "└── nu" in state and "7 values" in state
     counts = cell_text(nb, "optimizer-state-count")
     assert "values in the optimizer state: 7" in counts
     assert counts.count("moment estimate") == 4 and counts.count("step counter") == 1

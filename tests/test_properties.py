@@ -17,8 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pytree_lab import PytreeDiagram, describe, diagnose, get_engine, gradient_step
 from pytree_lab.diagram import rows_from_columns

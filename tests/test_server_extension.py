@@ -21,7 +21,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from server_harness import EXTENSION_OFF, KernelSocket, close_websocket, open_events_socket, server_env, start_server
 
 REPO = Path(__file__).resolve().parents[1]

@@ -10,8 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pytree_lab import PytreeDiagram
-from pytree_lab import diagram as diagram_module
+from pytree_lab import PytreeDiagram, diagram as diagram_module
 
 Pair = collections.namedtuple("Pair", ["left", "right"])
 

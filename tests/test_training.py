@@ -15,8 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pytree_lab import lesson
 from pytree_lab.training import CHUNK, OptimizerError, TrainingStep, decompose_state
@@ -201,6 +200,7 @@ def test_steps_on_hypothesis_trees_equal_optax(tree, which):
     r = ts.step(run.params, run.opt_state, inputs)
     value, grads = jax.value_and_grad(tree_loss)(want_params, **inputs)
     updates, new_state = opt.update(grads, want_state, want_params)
+    np.testing.assert_allclose(float(r.loss), float(value), rtol=1e-4, atol=1e-5)
     assert_leaves_close(r.updates, updates, rtol=1e-4, atol=1e-5)
     assert_leaves_close(r.opt_state_after, new_state, rtol=1e-4, atol=1e-5)
     view = decompose_state(r.opt_state_after, tree)
@@ -400,8 +400,7 @@ def test_two_adams_are_told_apart_by_where_they_are():
 
 # ------------------------------------------------------------------ the Lite engine's optimizers
 def _lite():
-    from pytree_lab.compat import jax as lite_jax
-    from pytree_lab.compat import optax as lite_optax
+    from pytree_lab.compat import jax as lite_jax, optax as lite_optax
     from pytree_lab.engine import Engine
 
     return Engine(lite_jax), lite_jax, lite_optax
@@ -423,7 +422,7 @@ def _leaves_in_order(tree, tu):
 
 @pytest.mark.parametrize("name", LITE_PAIRS)
 def test_lite_optimizers_follow_optax_step_by_step(name):
-    eng, lite_jax, lite_optax = _lite()
+    _eng, lite_jax, lite_optax = _lite()
     fn, kwargs, real = LITE_PAIRS[name]
     lite_opt, real_opt = getattr(lite_optax, fn)(**kwargs), real(**kwargs)
     params = {"w": np.array([[0.3, -1.2], [2.0, 0.1]], np.float32), "b": np.array([0.5, -0.25], np.float32)}
@@ -468,7 +467,7 @@ def test_lite_training_step_runs_the_lesson_like_optax():
 
 
 def test_lite_engine_refuses_optax_and_jax_refuses_lite_optimizers():
-    eng, lite_jax, lite_optax = _lite()
+    eng, _lite_jax, lite_optax = _lite()
     with pytest.raises(OptimizerError, match="needs JAX"):
         TrainingStep(lesson.lesson_loss, optax.adam(0.1), engine=eng)
     ts = TrainingStep(lesson.lesson_loss, lambda lr: optax.adam(lr), engine=eng)

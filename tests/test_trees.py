@@ -9,8 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from pytree_lab import describe, diagnose
 from pytree_lab.trees import align, element_labels, path_label
@@ -240,9 +239,7 @@ def test_trees_split_keeps_old_imports():
     import pytree_lab
     from pytree_lab import diagnose as diagnose_module_fn
     from pytree_lab.diagnose import Diagnosis as D2
-    from pytree_lab.trees import Diagnosis, diagnose_summaries
-    from pytree_lab.trees import align as align_again
-    from pytree_lab.trees import diagnose as diagnose_again
+    from pytree_lab.trees import Diagnosis, align as align_again, diagnose as diagnose_again, diagnose_summaries
 
     assert D2 is Diagnosis and diagnose_again is diagnose_module_fn is pytree_lab.diagnose
     assert callable(diagnose_summaries) and align_again is align

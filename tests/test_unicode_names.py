@@ -100,7 +100,7 @@ def test_a_field_name_with_an_override_and_a_newline_draws_no_fake_row():
     ]
     diagram = pytree_lab.PytreeDiagram(tree)
     assert "\u202e" not in diagram.text() and len(diagram.text().splitlines()) == 3
-    row = [r for r in diagram.rows if r["p"] == "." + name][0]
+    row = next(r for r in diagram.rows if r["p"] == "." + name)
     assert row["l"] == "w\\u202e\\nfake"
     found = pytree_lab.diagnose(tree, Holder(jnp.ones(3)))
     assert found.kind == "shape" and found.path == "." + name

@@ -424,7 +424,7 @@ def test_a_function_that_looped_once_is_not_waited_for_again(capsys):
     assert "was not run again" in outcome.feedback, outcome.feedback
 
     # the student fixes it and runs the cell again: a new function, called as usual
-    def grad_over_flat_params(flat_params, x):  # noqa: F811 - the student's second try
+    def grad_over_flat_params(flat_params, x):  # the student's second try
         return jax.grad(lambda p: jnp.sum((x @ p[:2] + p[2]) ** 2))(flat_params)
 
     assert course.try_function(grad_over_flat_params, flat, x, label="grad_over_flat_params").tolist() == [8.0, 12.0, 4.0]

@@ -20,9 +20,10 @@ import sys
 import tempfile
 import time
 import urllib.error
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 # tests/server_harness.py: `tests.server_harness` when the benchmark imports this module from the
 # repository root, `server_harness` where tests/ is on the path (pytest, tools/lab_shots.py)
@@ -181,11 +182,10 @@ def start_lab(base: Path | None = None, args: Sequence[str] = ()) -> LabServer:
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")  # containers and CI often run as root
-    log = open(log_path, "wb")
-    proc = subprocess.Popen(
-        cmd, cwd=dirs["notebooks"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    log.close()
+    with open(log_path, "wb") as log:  # the server writes to its own copy of the handle
+        proc = subprocess.Popen(
+            cmd, cwd=dirs["notebooks"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
     server = LabServer(proc, base, dirs["notebooks"], dirs["runtime"], port, token, log_path)
     wait_until_answering(server, dirs["runtime"], Timeouts.SERVER_START, "jupyter lab", server.log_tail, HarnessError)
     return server

@@ -8,6 +8,7 @@ The explorer is a flax-style XOR MLP ({'Dense_0': {'kernel': (2, 8), 'bias': (8,
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
@@ -127,7 +128,7 @@ def check_axis_texts(nb, lab_page, width: int, must_show: list[str]) -> list[str
     texts = [t["text"] for t in ticks]
     assert len(ticks) == 24 and len(set(texts)) == 24, texts
     assert all(name in texts for name in must_show), texts
-    for a, b in zip(ticks, ticks[1:]):
+    for a, b in itertools.pairwise(ticks):
         assert not _overlap(a, b), (a, b)
     for axis in (x_axis, y_axis):
         for t in axis["ticks"]:

@@ -53,7 +53,7 @@ def box(locator) -> dict:
 
 
 def test_rows_are_aligned_by_path(diagrams):
-    nb, (aligned, *_) = diagrams
+    _nb, (aligned, *_) = diagrams
     tree = aligned.locator('[role="tree"]')
     assert tree.count() == 1
     head = tree.locator(".ptl-head > span").all_text_contents()

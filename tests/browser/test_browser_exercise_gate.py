@@ -58,7 +58,7 @@ def shoot(page, widget, name: str) -> None:
 
 
 def test_no_reference_solution_for_the_template_then_one_after_a_real_attempt(gate_nb):
-    nb, cell, widget = gate_nb
+    nb, _cell, widget = gate_nb
     reveal = widget.get_by_role("button", name="Show a reference solution")
     wait_status(widget, "Check 1: not yet")
     assert "Not answered yet" in widget.locator(".ptl-ex-feedback").text_content()

@@ -5,13 +5,23 @@ target 3, lr 0.05: loss 4 -> 0.64, grads [-8, -4] and -4, updated [1.4, -0.8] an
 and, after a slider move, from calling jax directly in this test process.
 """
 
+import itertools
+from pathlib import Path
+
 import pytest
 
 from .harness import DARK, LIGHT, set_theme
-from pathlib import Path
-
-from .pages import (contrast_ratio, read_bars, selected_paths, slider_aria_value, slider_handle, slider_readout,
-                    tree_cell, tree_item, wait_selected)
+from .pages import (
+    contrast_ratio,
+    read_bars,
+    selected_paths,
+    slider_aria_value,
+    slider_handle,
+    slider_readout,
+    tree_cell,
+    tree_item,
+    wait_selected,
+)
 
 pytestmark = pytest.mark.browser
 ARTIFACTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
@@ -327,7 +337,7 @@ def test_a_batched_mlp_slides_params_and_shows_data_readably(open_nb, lab_page, 
         " return {text: e.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom}; })")
     xs = [t for t in ticks if "/" in t["text"] or "[" in t["text"]]
     assert len(xs) == 24
-    for a, b in zip(xs, xs[1:]):
+    for a, b in itertools.pairwise(xs):
         assert not _boxes_overlap(a, b), (a, b)
     assert nb.value("ex.result.loss") == pytest.approx(nb.value("float(loss(params, x, labels))"), rel=1e-6)
     checks = {

@@ -254,7 +254,6 @@ def test_a_killed_build_leaves_staging_that_the_next_build_removes(tmp_path, mon
     import signal
     import subprocess
     import sys
-    import time
 
     out = tmp_path / "site"
     code = (

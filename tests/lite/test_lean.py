@@ -77,7 +77,7 @@ def lean(tmp_path_factory):
             z.writestr(name, text)
         z.writestr("leanpkg-1.0.dist-info/RECORD", record)
     stdlib = pyodide_dir / "python_stdlib.zip"
-    source_stdlib = {n for n in zipfile.ZipFile(stdlib).namelist()}
+    source_stdlib = set(zipfile.ZipFile(stdlib).namelist())
     jobs = [
         {"src": str(stdlib), "dst": str(work / "stdlib-lean.zip"), "layout": "zipimport",
          "prefix": "/lib/python314.zip", "drop_sources": True},

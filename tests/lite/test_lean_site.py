@@ -31,7 +31,7 @@ def test_lean_site_runs_the_probe_notebook(lean_run):
     assert run.counter_text == "clicked 1" and run.probes(COUNTER_READ)["count"] == "1"
     assert run.probes(DIAGRAM_READ)["selected"] == "['bias']"
     # and the site carries no source that its bytecode replaces
-    with_source = [p for p in (site / "pypi").glob("pytree_lab-*.whl")]
+    with_source = list((site / "pypi").glob("pytree_lab-*.whl"))
     assert with_source, "the project wheel is in the site"
     import zipfile
 

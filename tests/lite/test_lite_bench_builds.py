@@ -27,7 +27,7 @@ def test_first_build_and_rebuild_after_one_notebook_edit_are_timed(tmp_path, mon
 
     monkeypatch.setattr(lite_bench, "build_site", fake_build_site)
     before = lite_build_module.BYTECODE_CACHE
-    sites, manifests, build_s, rebuild_s = lite_bench.build_and_rebuild(tmp_path, ("old", "new"))
+    sites, _manifests, build_s, rebuild_s = lite_bench.build_and_rebuild(tmp_path, ("old", "new"))
 
     assert lite_build_module.BYTECODE_CACHE == before  # the user's cache setting is back
     assert [c["output_dir"] for c in calls] == [sites["old"], sites["old"], sites["new"], sites["new"]]

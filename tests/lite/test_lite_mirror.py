@@ -14,7 +14,6 @@ Marked `browser`: it needs the built site, which the browser suite builds once p
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import re
 

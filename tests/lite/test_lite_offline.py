@@ -107,7 +107,7 @@ def run_lesson(pw, url: str, black_hole: bool) -> LessonRun:
                     path=str(ROOT / "artifacts" / f"lite-offline-diagram-{'black-hole' if black_hole else 'refused'}.png"))
             items = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) [role=tree] [data-path]")
             items.first.wait_for(state="attached", timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
-            run.tree_paths = [p for p in items.evaluate_all("els => els.map(e => e.dataset.path)")]
+            run.tree_paths = list(items.evaluate_all("els => els.map(e => e.dataset.path)"))
             shot = ROOT / "artifacts" / f"lite-no-numpy-{'black-hole' if black_hole else 'refused'}.png"
             shot.parent.mkdir(exist_ok=True)
             page.screenshot(path=str(shot), full_page=False)

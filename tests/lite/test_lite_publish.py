@@ -92,7 +92,7 @@ def test_a_notebook_saved_in_one_site_never_appears_in_another_on_the_same_origi
     (both / "term-b").symlink_to(term_site, target_is_directory=True)
     httpd = QuietServer(("127.0.0.1", 0), functools.partial(SiteHandler, directory=str(both)))
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    origin = "http://%s:%d" % httpd.server_address[:2]
+    origin = "http://{}:{}".format(*httpd.server_address[:2])
     lesson = "01_pytrees.ipynb"  # in both sites
     browser = browse.launch(pw)
     try:

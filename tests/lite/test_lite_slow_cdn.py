@@ -19,7 +19,7 @@ import json
 import re
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -81,7 +81,7 @@ class StallingServer:
         host, port = self.httpd.server_address[:2]
         return f"http://{host}:{port}"
 
-    def __enter__(self) -> "StallingServer":
+    def __enter__(self) -> StallingServer:
         self.thread.start()
         return self
 
@@ -115,7 +115,7 @@ def test_a_stalled_numpy_download_shows_progress_and_is_fetched_once(lite_site, 
         handler = type("Handler", (SiteWithLockPointedAt,), {"numpy_url": stall.base})
         httpd = QuietServer(("127.0.0.1", 0), functools.partial(handler, directory=str(lite_site)))
         threading.Thread(target=httpd.serve_forever, daemon=True).start()
-        site_url = "http://%s:%d" % httpd.server_address[:2]
+        site_url = "http://{}:{}".format(*httpd.server_address[:2])
         stall_host = stall.base.split("://", 1)[1]
         browser = browse.launch(pw)
         progress_seen: list[str] = []

@@ -53,5 +53,5 @@ def test_make_lite_server_prints_the_first_lesson_and_no_traceback_on_reload(tmp
         time.sleep(1)  # let the cut-off transfers end in the server's threads
     finally:
         proc.terminate()
-        out, err = proc.communicate(timeout=30)
+        _out, err = proc.communicate(timeout=30)
     assert "Traceback" not in err and err == "", err

@@ -10,10 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from .trees import Diagnosis as Diagnosis
-from .trees import TreeSummary as TreeSummary
-from .trees import describe as describe
-from .trees import diagnose as diagnose
+from .trees import Diagnosis as Diagnosis, TreeSummary as TreeSummary, describe as describe, diagnose as diagnose
 
 __version__ = "0.1.0"
 
@@ -32,8 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .engine import get_engine as get_engine
     from .explorer import StepExplorer as StepExplorer
     from .packed import PackedView as PackedView
-    from .step import StepResult as StepResult
-    from .step import gradient_step as gradient_step
+    from .step import StepResult as StepResult, gradient_step as gradient_step
 
 
 def __getattr__(name: str):

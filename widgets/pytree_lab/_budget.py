@@ -89,7 +89,7 @@ _LIBRARY_ROOTS = tuple(
 def is_user_frame(frame: FrameType) -> bool:
     """True for a frame of the user's code (not an installed package, not the standard library)."""
     name = frame.f_code.co_filename
-    if name.startswith("<frozen") or name.startswith("<string>"):
+    if name.startswith(("<frozen", "<string>")):
         return False
     path = os.path.normcase(os.path.realpath(name)) if os.sep in name else name
     return not path.startswith(_LIBRARY_ROOTS)
@@ -123,7 +123,8 @@ _CLEANUP_NAMES = frozenset({"__del__", "_xla_gc_callback", "_remove_dead_weakref
 
 
 def _stack_ids() -> set[int]:
-    ids, frame = set(), sys._getframe(1)
+    ids: set[int] = set()
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         ids.add(id(frame))
         frame = frame.f_back

@@ -19,6 +19,7 @@ import signal
 import sys
 import threading
 import time
+from typing import Any
 
 __all__ = ["InterpreterState", "TimeBudgetExceeded"]
 
@@ -89,8 +90,19 @@ class InterpreterState:
     taken now; `restore()` puts it all back, whatever happened in between. Call `capture()` and
     `restore()` from the same function (the usable recursion depth is compared at that level)."""
 
+    thread: int
+    main: bool
+    limit: int
+    trace: Any
+    profile: Any
+    streams: tuple[Any, Any]
+    signals: dict[Any, Any]
+    timers: dict[int, tuple[float, float]]
+    start: float
+    headroom: int
+
     @classmethod
-    def capture(cls) -> "InterpreterState":
+    def capture(cls) -> InterpreterState:
         state = cls()
         state.thread = threading.get_ident()
         state.main = threading.current_thread() is threading.main_thread()
@@ -148,7 +160,7 @@ class InterpreterState:
         expected = min(self.headroom, _PROBE_CAP) + _SPARE
         now = _headroom(expected) + 1  # measured one frame deeper than capture's
         lost = expected - now
-        if lost <= 0 or _LEAVE is None or self.headroom >= _PROBE_CAP and now >= _PROBE_CAP:
+        if lost <= 0 or _LEAVE is None or (self.headroom >= _PROBE_CAP and now >= _PROBE_CAP):
             return 0
         for _ in range(lost):
             _LEAVE()

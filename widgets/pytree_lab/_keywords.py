@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import difflib
 import inspect
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 __all__ = ["refuse_unknown", "widget_keywords", "refuse_unknown_widget_keywords"]
 

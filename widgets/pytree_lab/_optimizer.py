@@ -4,9 +4,11 @@ optimizer's failures named as its own (`OptimizerError`)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from .engine import Engine
+
 
 class OptimizerError(ValueError):
     """An optimizer that cannot be used here (said in the lesson's terms)."""
@@ -137,7 +139,7 @@ class _Optimizer:
     def __init__(self, optimizer: Any, engine: Engine):
         self.given = optimizer
         self.kind = "plain"
-        self.factory: Callable | None = None
+        self.factory: Any = None
         self.transformation: Any = None
         if optimizer is None:
             pass

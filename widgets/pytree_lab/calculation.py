@@ -9,8 +9,9 @@ is escaped text (keys from user trees included), never HTML.
 from __future__ import annotations
 
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import ipywidgets
 
@@ -100,7 +101,7 @@ class WorkedCalculation(ipywidgets.HTML):
 
     def select(self, path: str) -> None:
         self._selected = path
-        if self._result is not None:
+        if self._result is not None and self._order is not None:  # set together by show()
             if self.optimizer_rows is not None or self.folded:
                 self._rows_cache = self._rows(self._result, self._order)
             self.value = self._html(self._rows_cache)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import itertools
-from collections import Counter
 import math
-from typing import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 
 import anywidget
-import ipywidgets
 import bqplot
+import ipywidgets
 import traitlets
 
 from ._format import fmt_number, isolate_rtl, visible
@@ -37,7 +37,7 @@ class BarTable(PageIntents, anywidget.AnyWidget):
     _esm = static_asset("chart.js")
     _css = static_asset("chart.css")
     _page_intents = frozenset({"selected_path"})
-    rows = traitlets.List(help=(
+    rows: traitlets.List[list[str]] = traitlets.List(help=(
         "list[list[str]], default []: one row per bar pair: label, owner path, before and after "
         "as text. Written by the kernel."
     )).tag(sync=True)  # [[label, owner path, before text, after text], ...]
@@ -213,7 +213,8 @@ class BeforeAfterChart:
         step = _nice_step((top - lo) / 7)
         y_min = math.floor(lo / step) * step
         y_max = math.ceil(top / step) * step
-        ticks = [round(y_min + k * step, 10) for k in range(int(round((y_max - y_min) / step)) + 1)]
+        n_steps = int(round((y_max - y_min) / step))  # noqa: RUF046 - the values may be numpy floats
+        ticks = [round(y_min + k * step, 10) for k in range(n_steps + 1)]
         with self.figure.hold_sync(), self.bars.hold_sync():
             self.y_scale.min = y_min
             self.y_scale.max = y_max
@@ -318,7 +319,7 @@ class LossHistoryChart:
     def __init__(self, title: str = "Loss at each step", *, log: bool = False):
         self.log = log
         self.on_new_widget: Callable | None = None  # told of a widget made later (the log scale)
-        self.history: list[float] = []
+        self.history: Sequence[float] = []
         self.x_scale = bqplot.LinearScale(min=0.0, max=1.0)
         self.y_linear = bqplot.LinearScale(min=0.0, max=1.0)
         self.y_log: bqplot.LogScale | None = None  # made when first needed
@@ -391,7 +392,7 @@ class LossHistoryChart:
             self.y_log = bqplot.LogScale(min=1e-3, max=1.0)
             if self.on_new_widget is not None:
                 self.on_new_widget(self.y_log)
-        scale = self.y_log if use_log else self.y_linear
+        scale = self.y_log if use_log and self.y_log is not None else self.y_linear
         if use_log:
             y_min = 10 ** math.floor(math.log10(lo))
             y_max = 10 ** math.ceil(math.log10(hi))

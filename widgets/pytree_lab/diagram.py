@@ -31,6 +31,7 @@ the tree is given). The page adds the new rows below their container (diagram.js
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import anywidget
@@ -42,6 +43,7 @@ from ._static import static_asset
 from ._text import TextForm
 from .diagnose import Diagnosis, diagnose, diagnose_summaries
 from .diagram_rows import (  # noqa: F401 - the rows' functions, importable from here as before
+    _STATUS_TEXT,
     CELL_COLUMNS,
     CELL_KEYS,
     ROW_COLUMNS,
@@ -51,7 +53,6 @@ from .diagram_rows import (  # noqa: F401 - the rows' functions, importable from
     _head_rows,
     _panels_json,
     _rows_json,
-    _STATUS_TEXT,
     _structure,
     _unknown_path_message,
     align,
@@ -102,7 +103,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     # The page reports what the person did; every other trait is written by Python only.
     _page_intents = frozenset({"selected_path", "collapsed", "foldable_open"})
     _selection_note = ""
-    _folding: list = []  # the last `collapsed` _valid_collapsed gave
+    _folding: Sequence[str] = ()  # the last `collapsed` _valid_collapsed gave
 
     # The Python <-> JS contract (spelled the same in static/diagram.js).
     columns = traitlets.List(traitlets.Unicode(), help=(
@@ -112,14 +113,14 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     # Rows and panels travel as one JSON text each: ipywidgets otherwise walks every nested
     # row and cell looking for binary buffers (a third of a second for 10,000 leaves).
     # (by column: the module docstring's wire format)
-    rows = traitlets.List(help=(
+    rows: traitlets.List[dict] = traitlets.List(help=(
         "list[dict], default []: the aligned rows, sent as one JSON text by column (wire format "
         "in the module doc). Written by the kernel."
     )).tag(sync=True, to_json=_rows_json)
     counts = traitlets.List(traitlets.Unicode(), help=(
         "list[str], default []: each tree's count line (leaves, values). Written by the kernel."
     )).tag(sync=True)
-    panels = traitlets.List(help=(
+    panels: traitlets.List[dict] = traitlets.List(help=(
         "list[dict], default []: the side panels (e.g. optimizer state): title and rows each. "
         "Written by the kernel."
     )).tag(sync=True, to_json=_panels_json)
@@ -128,7 +129,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         "(an intent)."
     )).tag(sync=True)
     # (its items are checked in _valid_collapsed: one check per path, not a trait's per item)
-    collapsed = traitlets.List(help=(
+    collapsed: traitlets.List[str] = traitlets.List(help=(
         "list[str], default []: the paths of the folded containers. Written by the page (an "
         "intent)."
     )).tag(sync=True)

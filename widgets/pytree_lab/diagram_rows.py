@@ -8,7 +8,8 @@ import json
 import operator
 from typing import Any
 
-from .trees import _MAX_INDENT, Node, TreeSummary, _split_path, _type_label, gc_paused
+from .trees import Node, TreeSummary, _split_path, _type_label, gc_paused
+
 
 def _as_json_text(value: Any, widget: Any = None) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -49,7 +50,7 @@ def rows_from_columns(wire: dict) -> list[dict]:
     cols = wire["cells"]
     rows = []
     for k in range(len(wire["path"])):
-        cells = []
+        cells: list[dict | None] = []
         for col in cols:
             if col["type"][k] is None:
                 cells.append(None)
@@ -101,7 +102,7 @@ def _walk(summary: TreeSummary, opened: set | None, values: bool = True) -> list
     the values of their leaves formatted if they were left for later."""
     root = summary.root
     if root.leaf is not None:
-        walk = [(root, None)]
+        walk: list[tuple[Node, str | None]] = [(root, None)]
     else:
         walk = []
         append = walk.append
@@ -121,15 +122,15 @@ def _walk(summary: TreeSummary, opened: set | None, values: bool = True) -> list
 def _align(summaries: list[TreeSummary], order: TreeSummary | None, opened: set | None = None,
            values: bool = True) -> list[dict]:
     if len(summaries) == 1 and order is None and values:
-        rows = _rows_of_one(summaries[0], opened)
-        if rows is not None:
-            return rows
+        one = _rows_of_one(summaries[0], opened)
+        if one is not None:
+            return one
     n = len(summaries)
     by_path: dict[str, dict] = {}
     top: list[dict] = []
     kids: dict[str, list[dict]] = {}
     seeded = order is not None
-    for col, summary in enumerate(([order] if seeded else []) + list(summaries)):
+    for col, summary in enumerate(([order] if order is not None else []) + list(summaries)):
         col -= seeded
         for node, parent in _walk(summary, opened, values):
             row = by_path.get(node.path)
@@ -185,7 +186,8 @@ def _head_rows(summaries: list[TreeSummary], order: TreeSummary | None, limit: i
         return None
     key = (first, *summaries)  # held by the cache, so these summaries stay what the key means
     cached = cache.get("key") if cache is not None else None
-    if cached is not None and len(cached) == len(key) and all(a is b for a, b in zip(cached, key)):
+    if cache is not None and cached is not None and len(cached) == len(key) and all(
+            a is b for a, b in zip(cached, key)):
         index = cache["index"]
     else:
         path_of = operator.attrgetter("path")
@@ -275,7 +277,7 @@ def _ancestors(summaries: list[TreeSummary], path: str) -> list[str]:
     """The containers above `path` (top first) in the first tree that has it: found by walking
     down the children whose paths begin the path (a keystr is its parent's plus one piece)."""
     for summary in summaries:
-        stack = [(child, []) for child in summary.root.children]
+        stack: list[tuple[Node, list[str]]] = [(child, []) for child in summary.root.children]
         while stack:
             node, above = stack.pop()
             if node.path == path:

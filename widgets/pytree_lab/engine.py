@@ -10,12 +10,11 @@ Real JAX always wins where it exists.
 from __future__ import annotations
 
 import importlib
-import sys
+from collections.abc import Callable
 from functools import cached_property
-from typing import Any, Callable
+from typing import Any
 
-from ._jax_in_use import active_tree_util as active_tree_util
-from ._jax_in_use import x64_enabled as x64_enabled
+from ._jax_in_use import active_tree_util as active_tree_util, x64_enabled as x64_enabled
 from .compat import _is_lite as _is_lite_module
 
 __all__ = ["Engine", "get_engine", "active_tree_util", "x64_enabled"]
@@ -120,7 +119,7 @@ def get_engine() -> Engine:
             import jax
         except ImportError:
             try:
-                from .compat import jax  # type: ignore[no-redef]
+                from .compat import jax
             except ImportError as err:  # pragma: no cover - depends on the kernel
                 raise ImportError(
                     "pytree-lab needs JAX to compute gradients: `pip install pytree-lab[jax]`"

@@ -18,11 +18,11 @@ import anywidget
 import traitlets
 
 from ._format import fmt_number
+from ._intent import PageIntents
+from ._keywords import refuse_unknown_widget_keywords
 from ._static import static_asset
 from ._text import TextForm
 from .engine import Engine, get_engine
-from ._intent import PageIntents
-from ._keywords import refuse_unknown_widget_keywords
 
 __all__ = ["PackedView"]
 
@@ -75,7 +75,7 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
     _esm = static_asset("packed.js")
     _css = static_asset("packed.css")
     _page_intents = frozenset({"selected"})
-    layouts_data = traitlets.List(help=(
+    layouts_data: traitlets.List[dict] = traitlets.List(help=(
         "list[dict], default []: each layout's packed positions and leaves, as drawn. Written by "
         "the kernel."
     )).tag(sync=True)  # kernel-owned
@@ -156,7 +156,7 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
                                 f"({len(positions):,} values)")
         elif kind == "position":
             try:
-                position = int(key)
+                position = int(key)  # type: ignore[arg-type]  # None: TypeError, caught
             except (TypeError, ValueError):
                 return
             if position not in layout.owner:

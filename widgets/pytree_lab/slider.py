@@ -39,8 +39,8 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._ranges import span  # the ranges live there (no widgets); slider.span stays public
 from ._intent import PageIntents
+from ._ranges import span  # the ranges live there (no widgets); slider.span stays public
 from ._static import static_asset
 
 __all__ = ["Slider", "SliderModule", "span", "short_label", "short_labels"]

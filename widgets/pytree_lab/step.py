@@ -25,10 +25,14 @@ from __future__ import annotations
 
 import atexit
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from .engine import Engine, get_engine
+
+if TYPE_CHECKING:  # loaded on first use by __getattr__ below (training imports this module)
+    from .training import CompiledStep
 
 __all__ = ["StepResult", "gradient_step", "CompiledStep", "Staged", "fresh", "pin_dtypes",
            "sgd_update", "is_big_tree", "LEAN_LEAVES", "INTERPRET_EQNS", "BACKGROUND_EQNS"]
@@ -239,7 +243,7 @@ class Staged:
             run_first = core.jaxpr_as_fun(core.ClosedJaxpr(kept, closed.consts))
             first_tree = eng.tree_structure(eng.tree_unflatten(out_tree, [0] * n_out)[0])
 
-            def first(*args):  # noqa: F811 - the leaner one, where JAX's pass is there
+            def first(*args):  # the leaner one, where JAX's pass is there
                 leaves = eng.tree_leaves(args)
                 return eng.tree_unflatten(first_tree, run_first(*[x for x, keep in zip(leaves, used) if keep]))
         except Exception:  # noqa: BLE001 - an internal API moved: the whole program gives it too
@@ -344,7 +348,7 @@ def pin_dtypes(tree: Any, engine: Engine | None = None) -> Any:
             return np.asarray(x, np.int64 if x64 else np.int32)
         if isinstance(x, float):
             return np.asarray(x, np.float64 if x64 else np.float32)
-        if isinstance(x, np.ndarray) or isinstance(x, np.generic):
+        if isinstance(x, (np.ndarray, np.generic)):
             return np.array(x, dtype=np.float32 if x.dtype == np.float64 and not x64 else x.dtype)
         if getattr(x, "weak_type", None) is False and type(x).__module__.startswith("jax"):
             # a strongly typed JAX array is immutable: kept as it is, neither copied nor moved

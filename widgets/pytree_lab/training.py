@@ -38,8 +38,9 @@ In the JupyterLite kernel (no JAX, so no optax) the optimizers of `pytree_lab.co
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from . import step as _step_module
 from ._optimizer import (
@@ -387,8 +388,9 @@ class TrainingStep:
                 return self._update(p, s, g, rate)
 
             fns["update"] = Staged(eng.jit(update), eng)
-        if "extras" not in fns and self._extras_fn is not None:
-            fns["extras"] = eng.jit(lambda p, u, i: self._extras_fn(p, u, {**i, **self.static}))
+        extras_fn = self._extras_fn
+        if "extras" not in fns and extras_fn is not None:
+            fns["extras"] = eng.jit(lambda p, u, i: extras_fn(p, u, {**i, **self.static}))
         return fns
 
     @property
@@ -424,7 +426,7 @@ class TrainingStep:
         if self.trace_counts != traces:  # XLA compiled: what its compiler freed goes back to the system
             return_freed_memory()
         if self.lr_source == "state":
-            shown_lr = self.learning_rate_of(new_state)
+            shown_lr = cast(float, self.learning_rate_of(new_state))  # a float: the rate is in the state
         elif self.lr_source == "fixed":
             shown_lr = math.nan
         else:
@@ -460,7 +462,7 @@ class TrainingStep:
             self.lean = is_big_tree(params, self.engine)
         # a big tree: the lean step's two staged programs, step after step (a compiled loop would
         # hold the whole loss, its gradient and the update in one program: minutes of XLA)
-        compiled_loop = self._run_fn is not None and not self.lean
+        run_fn = self._run_fn if not self.lean else None  # None: step after step
         losses: list[float] = []
         done = 0
         p, s = params, opt_state
@@ -468,10 +470,10 @@ class TrainingStep:
             if deadline is not None and done and time.monotonic() > deadline:
                 return RunResult(p, s, losses, done, None, True)
             k = min(CHUNK, n - done)
-            if not compiled_loop:
+            if run_fn is None:
                 taken, new_p, new_s, chunk_losses = self._python_loop(p, s, inputs, lr, k, deadline)
             else:
-                new_p, new_s, buf = self._run_fn(p, s, inputs, lr, np.int32(k))
+                new_p, new_s, buf = run_fn(p, s, inputs, lr, np.int32(k))
                 chunk_losses = np.asarray(buf)[:k].tolist()
                 taken = k
             if all(math.isfinite(v) for v in chunk_losses):
@@ -482,8 +484,8 @@ class TrainingStep:
             # the loss at point j is not finite: back to point j - 1 (the same code, fewer steps)
             j = next(t for t, v in enumerate(chunk_losses) if not math.isfinite(v))
             back = max(j - 1, 0)
-            if back and compiled_loop:
-                p, s, _ = self._run_fn(p, s, inputs, lr, np.int32(back))
+            if back and run_fn is not None:
+                p, s, _ = run_fn(p, s, inputs, lr, np.int32(back))
             elif back:
                 _, p, s, _ = self._python_loop(p, s, inputs, lr, back)
             losses += chunk_losses[:back]

@@ -9,8 +9,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, cast
 
 # Text diagrams indent at most this many characters (a 1,000-level tree stays readable).
 _MAX_INDENT = 4 * 24
@@ -45,7 +46,7 @@ class Leaf:
         return _type_label(self.dtype, self.shape)
 
 
-class _NewLeaf:
+class _FastLeaf:
     """Makes a `Leaf` four times faster than its frozen constructor (which sets each field
     through object.__setattr__): the same slots, set plainly, then the object becomes a Leaf,
     frozen from then on. Used where a big model makes tens of thousands of them."""
@@ -58,10 +59,11 @@ class _NewLeaf:
         self.__class__ = Leaf
 
 
+_NewLeaf = cast("Callable[..., Leaf]", _FastLeaf)  # what it makes is a Leaf
 try:  # a Python whose dataclass slots differ from these: the frozen constructor, as it is
     _NewLeaf("", (), "", 0, False)
 except TypeError:
-    _NewLeaf = Leaf  # type: ignore[misc, assignment]
+    _NewLeaf = Leaf
 
 
 @functools.lru_cache(maxsize=4096)
@@ -81,10 +83,10 @@ class Node:
     kind: str  # dict | list | tuple | namedtuple | none | custom | leaf
     type_name: str
     depth: int
-    children: list["Node"] = field(default_factory=list)
+    children: list[Node] = field(default_factory=list)
     leaf: Leaf | None = None
 
-    def walk(self) -> Iterator["Node"]:
+    def walk(self) -> Iterator[Node]:
         stack = [self]
         while stack:
             node = stack.pop()
@@ -193,7 +195,7 @@ class TreeSummary:
     def __str__(self) -> str:
         return self.text()
 
-    def in_order_of(self, order: "TreeSummary") -> "TreeSummary":
+    def in_order_of(self, order: TreeSummary) -> TreeSummary:
         """The same summary with children shown in `order`'s display order where paths match
         (e.g. a tree JAX returned with sorted dict keys, shown as the user wrote the params)."""
         self.show_values()  # the copy's nodes are new: values left for later are made now
@@ -263,7 +265,7 @@ def _error_text(err: BaseException, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _unreadable_message(where: str, obj: Any, problem: "_Unreadable") -> str:
+def _unreadable_message(where: str, obj: Any, problem: _Unreadable) -> str:
     kind = type(obj).__name__
     err = _error_text(problem.error)
     if problem.stage == "flatten":

@@ -3,19 +3,17 @@ labels of a leaf's elements (`element_labels`, ``w[0,1]``). Pure Python."""
 
 from __future__ import annotations
 
-import functools
-import math
 import operator
-from collections.abc import Sequence
-from typing import Any, Iterator
+from collections.abc import Iterator, Sequence
 
 from .tree_model import Leaf
+
 
 def path_label(path: str) -> str:
     """A short label from a keystr: `['layer']['weight']` -> `layer/weight`, `[0]['w']` -> `[0]/w`."""
     out = []
     for piece in _split_path(path):
-        if piece.startswith("['") or piece.startswith('["'):
+        if piece.startswith(("['", '["')):
             out.append("/" + piece[2:-2])
         elif piece.startswith("."):
             out.append("/" + piece[1:])

@@ -9,38 +9,39 @@ tree works in a JupyterLite kernel that has neither. Paths are `jax.tree_util.ke
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import gc
 import math
-import operator
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Iterator
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
 from ._format import fmt_number, visible
 from ._jax_in_use import active_tree_util, x64_enabled
-from .summaries import SMALL_LEAF
+from .summaries import (
+    Later,
+    _summarise_one,
+    summarise_array as _array_summary,  # noqa: F401 (kept importable here)
+    summarise_arrays,
+)
 from .tree_model import (  # noqa: F401 - the model's types, importable from here as before
-    _MAX_INDENT,
     _FLOAT_DTYPES,
+    _MAX_INDENT,
+    MAX_DEPTH,
     Leaf,
+    Node,
+    TreeError,
+    TreeSummary,
+    _error_text,
+    _fatal,
     _NewLeaf,
     _type_label,
-    Node,
-    TreeSummary,
-    gc_paused,
-    TreeError,
-    MAX_DEPTH,
-    _error_text,
-    _unreadable_message,
     _Unreadable,
-    _fatal,
+    _unreadable_message,
+    gc_paused,
 )
-from .summaries import Later, _summarise_one, summarise_arrays
 from .tree_paths import ElementLabels, _split_path, element_labels, path_label  # noqa: F401 - importable here
-from .summaries import summarise_array as _array_summary  # noqa: F401 (kept importable here)
+
+if TYPE_CHECKING:  # loaded on first use by __getattr__ below (diagnose imports this module)
+    from .diagnose import Diagnosis, diagnose, diagnose_summaries
 
 __all__ = [
     "Leaf",
@@ -211,7 +212,7 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
         kind = "namedtuple" if _is_namedtuple(node) else ("dict" if isinstance(node, dict) else "custom")
         for i, (keypath, child) in enumerate(flat):
             piece = tu.keystr(keypath)
-            key = keypath[-1] if keypath else None
+            key: Any = keypath[-1] if keypath else None
             label = visible(piece)
             if hasattr(key, "key"):
                 label = _display_key(key.key)
@@ -466,7 +467,7 @@ def _fill_summaries(pending: list[tuple[Node, Any, tuple, str, int]], leaves: li
     found = summarise_arrays(items, later=later is not None)
     for (node, _, shape, dtype, index), made in zip(pending, found):
         if type(made) is Later:
-            later[index] = (node, made)
+            later[index] = (node, made)  # type: ignore[index]  # a Later only when `later` is given
             made = ("", None, None)
         summary, vals, grid = made
         node.leaf = leaves[index] = _NewLeaf(node.path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES,
@@ -504,7 +505,8 @@ JAX_DEPTH_MARGIN = 100
 
 
 def _stack_depth() -> int:
-    frame, n = sys._getframe(1), 0
+    frame: FrameType | None = sys._getframe(1)
+    n = 0
     while frame is not None:
         n += 1
         frame = frame.f_back

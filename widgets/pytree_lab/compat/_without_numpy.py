@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 import types
+from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["NumpyUnavailable", "numpy_module", "flatten_util_module", "needs_numpy"]
@@ -130,8 +131,11 @@ class Array:
 
     __slots__ = ("_flat", "shape", "dtype")
     __pytree_lab_plain_array__ = True
+    _flat: tuple[Any, ...]
+    shape: tuple[int, ...]
+    dtype: str
 
-    def __init__(self, flat: list, shape: tuple, dtype: str):
+    def __init__(self, flat: Iterable[Any], shape: tuple, dtype: str):
         object.__setattr__(self, "_flat", tuple(flat))
         object.__setattr__(self, "shape", tuple(shape))
         object.__setattr__(self, "dtype", dtype)
@@ -207,7 +211,7 @@ class Array:
                              "Use a.any() or a.all()")
         return bool(self._flat[0])
 
-    def __eq__(self, other: Any) -> bool:  # type: ignore[override]
+    def __eq__(self, other: Any) -> bool:
         if isinstance(other, Array):
             return self.shape == other.shape and self._flat == other._flat
         return NotImplemented
@@ -229,9 +233,10 @@ def _make(object: Any, dtype: Any, what: str) -> Any:  # noqa: A002 - numpy's na
     if dtype is None:
         kind = object.dtype if isinstance(object, Array) else _dtype_of(flat)
     else:
-        kind = _DTYPES.get(dtype if isinstance(dtype, str) else getattr(dtype, "__name__", str(dtype)))
-        if kind is None:
+        named = _DTYPES.get(dtype if isinstance(dtype, str) else getattr(dtype, "__name__", str(dtype)))
+        if named is None:
             raise NumpyUnavailable(f"{what} with dtype {dtype!r}")
+        kind = named
     if not shape and dtype is None and not isinstance(object, Array):
         # a Python number stays a Python number (JAX's float32[] leaf: described and counted alike)
         return _convert(flat[0], kind)
@@ -258,9 +263,7 @@ def plain_values(x: Any) -> tuple[tuple, str, list] | None:
 
 def _module(name: str, doc: str, members: dict[str, Any]) -> types.ModuleType:
     module = types.ModuleType(name, doc)
-    module.__dict__.update(members)
-    module.__pytree_lab_lite__ = True
-    module.__pytree_lab_without_numpy__ = True
+    module.__dict__.update(members, __pytree_lab_lite__=True, __pytree_lab_without_numpy__=True)
 
     def __getattr__(attr: str) -> Any:
         # Every other name is there, as in JAX, and says when called that it needs numpy (so
@@ -272,7 +275,7 @@ def _module(name: str, doc: str, members: dict[str, Any]) -> types.ModuleType:
         setattr(module, attr, stand_in)
         return stand_in
 
-    module.__getattr__ = __getattr__
+    module.__dict__["__getattr__"] = __getattr__
     return module
 
 

@@ -89,7 +89,7 @@ def numpy_url() -> str:
     """Where this site's Pyodide lock says numpy comes from (absolute)."""
     import pyodide_js  # the running Pyodide's JS API
 
-    entry = getattr(pyodide_js.lockfile.packages, "numpy")  # a JS object: attribute access
+    entry = pyodide_js.lockfile.packages.numpy  # a JS object: attribute access
     name = str(entry.file_name)
     if "://" in name:
         return name
@@ -105,7 +105,7 @@ async def probe(url: str, seconds: float = PROBE_SECONDS) -> str | None:
     options = to_js({"method": "HEAD", "cache": "no-store"}, dict_converter=js.Object.fromEntries)
     try:
         response = await asyncio.wait_for(js.fetch(url, options), seconds)
-    except (asyncio.TimeoutError, TimeoutError):
+    except TimeoutError:
         return f"no answer from {host(url)} within {seconds:.0f} s (a firewall may be dropping it)"
     except JsException:
         return f"the request to {host(url)} was refused or the network is offline"
@@ -155,7 +155,7 @@ async def _load_array_packages(probe_seconds: float, install_seconds: float) -> 
     try:
         await asyncio.wait_for(load_then_install(), install_seconds)
         import autograd  # noqa: F401
-    except (asyncio.TimeoutError, TimeoutError):
+    except TimeoutError:
         return f"the download did not finish within {install_seconds:.0f} s"
     except Exception as err:  # anything the installer raises
         return f"the download failed ({type(err).__name__}: {first_line(err)})"
@@ -180,8 +180,7 @@ def _settle(reason: str | None) -> str:
 def _on_done(task: asyncio.Task) -> None:
     if task.cancelled():
         _settle("the download was cancelled")
-    elif task.exception() is not None:
-        err = task.exception()
+    elif (err := task.exception()) is not None:
         _settle(f"the download failed ({type(err).__name__}: {first_line(err)})")
     else:
         _settle(task.result())
@@ -248,7 +247,7 @@ async def wait_for_numpy() -> str:
         try:
             # shield: a cell that stops waiting must not cancel the one shared load
             await asyncio.wait_for(_with_progress(asyncio.shield(LOAD.task), started), remaining + 0.5)
-        except (asyncio.TimeoutError, TimeoutError):
+        except TimeoutError:
             _settle(f"the download did not finish within {LOAD.bound:.0f} s")
         except Exception as err:
             _settle(f"the download failed ({type(err).__name__}: {first_line(err)})")
@@ -257,7 +256,7 @@ async def wait_for_numpy() -> str:
     if LOAD.outcome == "trees-only" and not LOAD.told:
         LOAD.told = True
         print(f"numpy could not be downloaded from Pyodide's CDN: {LOAD.reason}.\n{STILL_WORKS}")
-    return LOAD.outcome
+    return LOAD.outcome or "trees-only"
 
 
 PROGRESS_SECONDS = 2.0  # how often the waiting cell's progress line is rewritten
@@ -299,7 +298,7 @@ def imported_modules(code: str) -> set[str] | None:
     import ast
 
     try:
-        tree = ast.parse(code)
+        tree: ast.Module | None = ast.parse(code)
     except SyntaxError:
         try:  # IPython syntax (%magics, !commands): parse what IPython will run
             from IPython import get_ipython
@@ -365,7 +364,7 @@ def _wait_in_cells_that_need_numpy() -> None:
             return None
         return await original(code, *args, **kwargs)
 
-    load_packages_from_imports.__pytree_lab__ = True
+    load_packages_from_imports.__pytree_lab__ = True  # type: ignore[attr-defined]  # marks the wrapper
     kernel_module._load_packages_from_imports = load_packages_from_imports
 
 

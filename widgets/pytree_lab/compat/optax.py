@@ -16,7 +16,8 @@ the tests compare every step, params and state, with optax itself. What is here:
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as _np
 
@@ -47,8 +48,10 @@ class GradientTransformation(NamedTuple):
 
     init: Callable
     update: Callable
-    # marks a Lite-engine optimizer (the explorer refuses to mix it with real JAX)
-    __pytree_lab_lite__ = True
+
+
+# marks a Lite-engine optimizer (the explorer refuses to mix it with real JAX)
+GradientTransformation.__pytree_lab_lite__ = True  # type: ignore[attr-defined]
 
 
 class EmptyState(NamedTuple):

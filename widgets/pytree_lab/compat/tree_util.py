@@ -18,7 +18,8 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
-from typing import Any, Callable, Hashable, Iterable, NamedTuple
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, NamedTuple
 
 __all__ = [
     "DictKey",
@@ -164,7 +165,7 @@ def register_pytree_with_keys(
 
 def register_pytree_node_class(cls: type) -> type:
     """Class decorator: use ``cls.tree_flatten`` / ``cls.tree_unflatten``."""
-    register_pytree_node(cls, lambda node: node.tree_flatten(), cls.tree_unflatten)
+    register_pytree_node(cls, lambda node: node.tree_flatten(), cls.tree_unflatten)  # type: ignore[attr-defined]
     return cls
 
 
@@ -174,7 +175,7 @@ def register_pytree_with_keys_class(cls: type) -> type:
     register_pytree_with_keys(
         cls,
         lambda node: node.tree_flatten_with_keys(),
-        cls.tree_unflatten,
+        cls.tree_unflatten,  # type: ignore[attr-defined]
         (lambda node: node.tree_flatten()) if flatten is not None else None,
     )
     return cls
@@ -211,7 +212,8 @@ def register_dataclass(
             )
         if (data_fields is None) != (meta_fields is None):
             raise TypeError("register_dataclass: give both data_fields and meta_fields, or neither")
-        data, meta = [], []
+        data: list[str] = []
+        meta: list[str] = []
         for f in dataclasses.fields(nodetype):
             if not f.init or f.name in drop:
                 continue
@@ -292,6 +294,7 @@ class PyTreeDef:
     """The container structure of a tree, without its leaves (`jax.tree_util.PyTreeDef`)."""
 
     __slots__ = ("_kind", "_type", "_aux", "_children", "num_leaves", "num_nodes")
+    _type: Any  # the node's type (a namedtuple's, a registered class's), else None
 
     def __init__(self, kind: int, node_type: type | None, aux: Any, children: tuple):
         self._kind = kind
@@ -347,13 +350,14 @@ class PyTreeDef:
         error = self._up_to(tree, out, ())
         if error is not None:
             err = ValueError(error.message("tree", "this PyTreeDef", "the tree"))
-            err.key_path = error.path
+            err.key_path = error.path  # type: ignore[attr-defined]  # as JAX's error has
             raise err
         return out
 
     def _up_to(self, tree: Any, out: list, path: tuple) -> _Mismatch | None:
         # Walks this treedef and `tree` together; the first difference found is returned.
         kind = self._kind
+        pairs: list[tuple[Any, Any]]
         if kind == _LEAF:
             out.append(tree)
             return None
@@ -361,7 +365,7 @@ class PyTreeDef:
             if tree is not None:
                 return _Mismatch(path, "types", type(None), type(None), type(tree))
             return None
-        if kind == _TUPLE or kind == _LIST:
+        if kind in (_TUPLE, _LIST):
             want = tuple if kind == _TUPLE else list
             if type(tree) is not want:
                 return _Mismatch(path, "types", want, want, type(tree))
@@ -490,7 +494,8 @@ def _flatten(
         return _LEAF_DEF
     if tree is None:
         return _NONE_DEF
-    node_type = type(tree)
+    node_type: Any = type(tree)  # None in the treedef of a tuple, list or dict
+    pairs: list[tuple[Any, Any]]
     reg = None
     if node_type is tuple or node_type is list:
         kind, aux = (_TUPLE if node_type is tuple else _LIST), None
@@ -635,7 +640,7 @@ def _broadcast(treedef: PyTreeDef, rest: tuple, label: str) -> list[list]:
         error = treedef._up_to(other, out, ())
         if error is not None:
             err = ValueError(error.message(label, "the first tree", f"tree {i} of the others"))
-            err.key_path = error.path  # for tools that point at the place, e.g. a diagram
+            err.key_path = error.path  # type: ignore[attr-defined]  # for tools that point at the place, e.g. a diagram
             raise err from None
         columns.append(out)
     return columns

@@ -8,20 +8,27 @@ monkeypatch in the notebook cannot change a verdict.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from ..exercises import CheckButton, CheckResult, Evidence, _grading, cells, default_evidence
-from ..exercises import record_output as record_output
+from ..exercises import (
+    CheckButton,
+    Evidence,
+    _grading,
+    cells,
+    default_evidence,
+    record_output as record_output,
+)
 from ..exercises._guard import describe_failure, run_guarded, watch_modules
 from . import catalogue as _catalogue
-from .catalogue import EXERCISES as EXERCISES
-from .catalogue import check as check
-from .catalogue import exercise as exercise
-from .prompts import PREDICTIONS as PREDICTIONS
-from .prompts import QUIZ as QUIZ
-from .prompts import grad_structure_quiz as grad_structure_quiz
-from .prompts import lesson_prediction as lesson_prediction
-from .prompts import quiz as quiz
+from .catalogue import EXERCISES as EXERCISES, check as check, exercise as exercise
+from .prompts import (
+    PREDICTIONS as PREDICTIONS,
+    QUIZ as QUIZ,
+    grad_structure_quiz as grad_structure_quiz,
+    lesson_prediction as lesson_prediction,
+    quiz as quiz,
+)
 
 __all__ = ["EXERCISES", "PREDICTIONS", "QUIZ", "check", "check_button", "check_cell", "exercise",
            "grad_structure_quiz", "lesson_prediction", "quiz", "record_output", "save_evidence",
@@ -104,9 +111,9 @@ def try_function(fn: Any, *args: Any, label: str = "your function", budget: floa
     of its first argument)."""
     exercise_id = exercise_id or _exercise_of(label)
     if exercise_id is not None:
-        run = cells.last_run(exercise_id)
-        if run is not None and run.error_text:
-            print(f"The last run of the exercise cell failed ({_sentence(run.error_text)[:-1]}), so "
+        last = cells.last_run(exercise_id)
+        if last is not None and last.error_text:
+            print(f"The last run of the exercise cell failed ({_sentence(last.error_text)[:-1]}), so "
                   f"{label} is still the one from an earlier run: this cell does not use it. Fix the "
                   "exercise cell, run it again, then run this cell.")
             return None
@@ -118,7 +125,7 @@ def try_function(fn: Any, *args: Any, label: str = "your function", budget: floa
         print(run.output, end="" if run.output.endswith("\n") else "\n")
     if not run.ok:
         what = label if label.isidentifier() else label[:1].upper() + label[1:]
-        print(_sentence(describe_failure(run, what=what, budget=budget)) + " The kernel is fine.")
+        print(_sentence(describe_failure(run, what=what, budget=budget) or "") + " The kernel is fine.")
         return None
     if run.value is None:
         print(f"Not answered yet: {label} returns nothing so far (no `return`?).")

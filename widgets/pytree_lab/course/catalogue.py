@@ -324,12 +324,12 @@ class _FlatCase:
 _HIDDEN_SIZES = ((3, 1), (5, 2), (6, 3), (8, 4))
 
 
-def _worked_case() -> "_FlatCase":
+def _worked_case() -> _FlatCase:
     np = _np()
     return _FlatCase(np.array(_FLAT_EXAMPLE_PARAMS, np.float32), np.array(_FLAT_EXAMPLE_X, np.float32), False)
 
 
-def _hidden_case(rng, n: int, d: int) -> "_FlatCase":
+def _hidden_case(rng, n: int, d: int) -> _FlatCase:
     np = _np()
     flat = rng.normal(size=d + 1).astype(np.float32)
     x = rng.normal(size=(n, d)).astype(np.float32)
@@ -568,8 +568,8 @@ def _grade_grad_over_flat_params(answer, rng=None) -> Outcome:
         if run.timed_out:  # one endless loop is enough: do not wait for it once per case
             for rest in range(index + 1, len(sizes)):
                 cases.append(_worked_case() if sizes[rest] is None else _FlatCase(
-                    np.zeros(sizes[rest][1] + 1, np.float32), np.zeros(sizes[rest], np.float32), True))
-                problems[problem].append(rest)
+                    np.zeros(sizes[rest][1] + 1, np.float32), np.zeros(sizes[rest], np.float32), True))  # type: ignore[index]
+                problems[problem].append(rest)  # type: ignore[index]  # a timed-out case has a problem
             break
     total = len(sizes)
     hidden = total - 1
@@ -912,7 +912,7 @@ def _nested_evidence(namespace) -> str | None:
     then whether g is its gradient. None when the evidence is not there."""
     if not isinstance(namespace, dict):
         return None
-    jax, jnp = _jax(), _jnp()
+    jax = _jax()
     nested, nested_loss, g = namespace.get("nested"), namespace.get("nested_loss"), namespace.get("g")
     want = _nested_params()
     if nested is None or not callable(nested_loss):

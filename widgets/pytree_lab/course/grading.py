@@ -135,7 +135,7 @@ def _rerun_case(exercise_id: str, code, namespace: dict, rng, index: int) -> tup
     if tampered:
         return 0.0, f"{label}: your cell changed the checker ({', '.join(tampered)}); 0."
     if not run.ok:
-        return 0.0, f"{label}: " + describe_failure(run, what="your cell", budget=RERUN_BUDGET, hidden=True)
+        return 0.0, f"{label}: " + (describe_failure(run, what="your cell", budget=RERUN_BUDGET, hidden=True) or "")
     expected = _expected(exercise_id, params, grads)
     right = []
     for name, want in expected.items():

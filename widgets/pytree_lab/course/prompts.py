@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
+from .. import lesson
 from ..exercises import Evidence, PredictionPrompt, Quiz
 from ..exercises._grading import _fmt, _fmt_num, _jax, _jnp
-from .. import lesson
 from .catalogue import _lesson_step
 
 # --------------------------------------------------------------------------- the lessons' prompts

@@ -10,13 +10,12 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import math
-import types
 import re
-from typing import Any, Callable
+import types
+from collections.abc import Callable
+from typing import Any
 
 from ..trees import TreeError, check_tree, diagnose
-from ._guard import exception_text as _exception_text
-
 
 # --------------------------------------------------------------------------- compute helpers
 # numpy and jax are imported on first use: `import pytree_lab` must work in a kernel without them.
@@ -52,7 +51,7 @@ def bind_tools() -> None:
     bound = _TOOLS.get("np"), _TOOLS.get("engine")
     if "np" not in _TOOLS:
         import numpy
-        import numpy.random  # noqa: F401 - a lazily loaded submodule in numpy 2
+        import numpy.random  # a lazily loaded submodule in numpy 2
 
         _TOOLS["np"] = _Frozen(numpy, ("random",))
     engine = get_engine()
@@ -105,7 +104,7 @@ class _AutodiffSeen:
         self.count = 0
         self._undo: list[Callable[[], None]] = []
 
-    def __enter__(self) -> "_AutodiffSeen":
+    def __enter__(self) -> _AutodiffSeen:
         import sys
 
         ad = sys.modules.get("jax._src.interpreters.ad")
@@ -387,7 +386,7 @@ def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
     for path, reference in expected.items():
         ref = _np().asarray(reference)
         if path not in got:
-            children = [p for p in got if p.startswith(path + "[") or p.startswith(path + ".")]
+            children = [p for p in got if p.startswith((path + "[", path + "."))]
             if children:
                 consumed.update(children)
                 structure.append((path,
@@ -522,7 +521,7 @@ def _is_registered_node(value) -> bool:
     return not (len(leaves) == 1 and leaves[0] is value)
 
 
-def answer_problem(exercise: "Exercise", answer) -> str | None:
+def answer_problem(exercise: Exercise, answer) -> str | None:
     """`tree_problem` for an answer, each named value under its notebook name (`g`, `fixed`)."""
     names = [n.strip() for n in exercise.answer_name.split(",") if n.strip()] or ["your answer"]
     if len(names) > 1 and isinstance(answer, dict) and set(answer) <= set(names):
@@ -573,7 +572,7 @@ def grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | None
     from . import _integrity
 
     earlier = _integrity.verify()
-    threads_before = {thread.ident for thread in threading.enumerate()}
+    threads_before = {thread.ident for thread in threading.enumerate() if thread.ident is not None}  # all started
     waiting = _integrity.user_threads()
     graded = _grade_answer(exercise, answer, rng=rng, stale=stale)
     during = [name for name in _integrity.verify() if name not in earlier]
@@ -632,7 +631,7 @@ def _grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | Non
     # __eq__): everything runs guarded. Function graders guard each case themselves too.
     run = run_guarded(exercise.grade, answer, rng, budget=None if exercise.answer_kind == "function"
                       else exercise.budget)
-    checker_parts = [name for name in run.replaced if not name.split(".")[0] in ("jax", "numpy", "builtins")]
+    checker_parts = [name for name in run.replaced if name.split(".")[0] not in ("jax", "numpy", "builtins")]
     if checker_parts:
         return result(False, 0.0, [
             "Your code changed the checker itself (" + ", ".join(checker_parts) + "). It was put back; "
@@ -641,10 +640,10 @@ def _grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | Non
         if run.timed_out or not isinstance(run.error, Exception):
             why = describe_failure(run, what="Your answer", budget=exercise.budget)
         elif exercise.answer_kind == "function":  # the student's calls are guarded one by one
-            why = ("The check itself failed (" + describe_failure(run, what="it").removeprefix("it raised ")
+            why = ("The check itself failed (" + (describe_failure(run, what="it") or "").removeprefix("it raised ")
                    + "); this is not about your answer. Please tell your instructor.")
         else:  # reading a value answer failed: an object that is not numbers, or a checker bug
-            why = ("Checking this answer failed (" + describe_failure(run, what="it").removeprefix("it ")
+            why = ("Checking this answer failed (" + (describe_failure(run, what="it") or "").removeprefix("it ")
                    + "). Is it made of numbers and arrays only?")
         return result(False, 0.0, [why])
     outcome: Outcome = run.value

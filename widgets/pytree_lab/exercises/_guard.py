@@ -33,10 +33,14 @@ import threading
 import time
 import types
 import weakref
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
-from .._interpreter import InterpreterState, TimeBudgetExceeded
-from .._interpreter import _headroom as _headroom  # importable here as before (tests probe the depth)
+from .._interpreter import (
+    InterpreterState,
+    TimeBudgetExceeded,
+    _headroom as _headroom,  # importable here as before (tests probe the depth)
+)
 
 __all__ = ["Guarded", "InterpreterState", "TimeBudgetExceeded", "run_guarded", "describe_failure",
            "watch_modules", "DEFAULT_BUDGET", "OUTPUT_LIMIT"]

@@ -47,7 +47,7 @@ def _watched_module(name: str) -> bool:
 def _kept(value: Any) -> bool:
     return isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, types.MethodType,
                               classmethod, staticmethod, property, types.MethodDescriptorType,
-                              types.WrapperDescriptorType)) or callable(value) and not isinstance(value, types.ModuleType)
+                              types.WrapperDescriptorType)) or (callable(value) and not isinstance(value, types.ModuleType))
 
 
 def _cells(fn: types.FunctionType) -> tuple:
@@ -125,7 +125,7 @@ def seal_mapping(name: str, mapping: dict) -> None:
                                     if callable(getattr(value, f.name)))
                 for _, part in fields[key]:
                     _seal_function(part)
-            elif isinstance(value, types.SimpleNamespace) or hasattr(value, "__dict__") and not callable(value):
+            elif isinstance(value, types.SimpleNamespace) or (hasattr(value, "__dict__") and not callable(value)):
                 fields[key] = tuple(sorted(vars(value).items(), key=lambda kv: kv[0]))
         _MAPPINGS[name] = (mapping, dict(mapping), fields)
 
@@ -179,16 +179,16 @@ def _verify(changed: list[str]) -> None:
                 cell.cell_contents = value
                 changed.append(f"{where} (a variable it closes over)")
     for cls, attrs in _CLASSES.values():
-        namespace = vars(cls)
+        class_namespace = vars(cls)
         for attr, value in attrs.items():
-            if namespace.get(attr, _EMPTY) is not value:
+            if class_namespace.get(attr, _EMPTY) is not value:
                 try:
                     setattr(cls, attr, value)
                 except (TypeError, AttributeError):  # pragma: no cover - a type that cannot change
                     continue
                 changed.append(f"{cls.__module__}.{cls.__qualname__}.{attr}")
-        for attr in set(namespace) - set(attrs) if cls.__module__.startswith("pytree_lab") else ():
-            value = namespace[attr]  # a method of the checker's own added over an inherited one
+        for attr in set(class_namespace) - set(attrs) if cls.__module__.startswith("pytree_lab") else ():
+            value = class_namespace[attr]  # a method of the checker's own added over an inherited one
             if _kept(value) and not isinstance(value, type) and not attr.startswith("_abc") and any(
                     attr in vars(base) for base in cls.__mro__[1:]) and attr not in _LAZY_CLASS_ATTRS:
                 try:
@@ -227,7 +227,6 @@ _KERNEL_THREAD_PACKAGES = frozenset({"ipykernel", "jupyter_client", "zmq", "IPyt
 def user_threads(before: set[int] | None = None) -> list[str]:
     """Names of running threads the notebook's own code started: one whose target (or `run`, or
     a Timer's function) is the user's code, or, when `before` is given, any thread started since."""
-    from .._budget import is_user_frame
 
     names = []
     for thread in threading.enumerate():

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 from ._guard import DEFAULT_BUDGET, describe_failure, notes_for, run_guarded
 
@@ -133,7 +133,7 @@ def _post_run_cell(result) -> None:
             _RUNS[exercise_id] = CellRun(exercise_id, code, namespace=_user_ns())
 
 
-def register_magic(shell=None, *, known: Callable[[str], tuple[str, ...]] | None = None,
+def register_magic(shell=None, *, known: Callable[[str], object] | None = None,
                    answer_names: dict[str, tuple[str, ...]] | None = None,
                    budget: float | None = None) -> bool:
     """Register `%%exercise` and the post-run hook in this IPython kernel (no-op elsewhere).

@@ -95,7 +95,7 @@ def _text_of(value) -> str:
 
 
 def _now() -> str:
-    return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
 
 
 class SavedEvidence(NamedTuple):
@@ -535,7 +535,7 @@ def aligned_trees(**trees: Any) -> str:
     engine = get_engine()
     for name, tree in trees.items():  # refused before JAX's flatten sees it (path named)
         engine.check_tree(tree, name)
-    columns = {name: dict((engine.keystr(p), leaf) for p, leaf in engine.tree_flatten_with_path(tree)[0])
+    columns = {name: {engine.keystr(p): leaf for p, leaf in engine.tree_flatten_with_path(tree)[0]}
                for name, tree in trees.items()}
     paths: list[str] = []
     for leaves in columns.values():

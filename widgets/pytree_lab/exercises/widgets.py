@@ -11,17 +11,18 @@ import asyncio
 import pathlib
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import anywidget
 import traitlets
 
+from .._intent import PageIntents
 from .._keywords import refuse_unknown_widget_keywords
 from .._static import static_asset
 from .._text import TextForm
 from ._grading import CheckResult, Exercise, grade_answer, is_unanswered
 from ._guard import exception_text, run_guarded
-from .._intent import PageIntents
 from .evidence import Evidence, SavedEvidence, default_evidence
 
 __all__ = ["CheckButton", "PredictionPrompt", "Quiz", "EvidenceButton"]
@@ -55,7 +56,7 @@ class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
         return self._evidence if self._evidence is not None else default_evidence()
 
     def _on_front_end_msg(self, widget, content, buffers) -> None:
-        handler = self._intents().get(content.get("type") if isinstance(content, dict) else None)
+        handler = self._intents().get(content.get("type") if isinstance(content, dict) else None)  # type: ignore[arg-type]
         if handler is not None:
             handler()
 

@@ -64,9 +64,7 @@ _WIDGET_SIDE = {"StepExplorer": "widget", "View": "views", "VIEWS": "views", "MA
                 "_descendants": "lifetime"}
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .views import MAX_BARS as MAX_BARS
-    from .views import VIEWS as VIEWS
-    from .views import View as View
+    from .views import MAX_BARS as MAX_BARS, VIEWS as VIEWS, View as View
     from .widget import StepExplorer as StepExplorer
 
 

@@ -18,7 +18,8 @@ called bias), so a label stays the same whichever bars are shown.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..tree_paths import _split_path, path_label
 from ..trees import TreeSummary

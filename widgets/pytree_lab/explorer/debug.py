@@ -22,7 +22,8 @@ import html
 import sys
 import threading
 from collections import deque
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import ipywidgets
 

@@ -151,7 +151,7 @@ def arrange(ex: Any, form: str, slider_box: ipywidgets.Widget) -> list[ipywidget
     # of what changed the bars above it) goes to the left column, under the input data: the
     # figure alone sets the row's height.
     bars_box, table = getattr(ex.chart_view, "box", None), None
-    if bars_box in row:
+    if bars_box is not None and bars_box in row:
         ex.chart_view.plot_px = BARS_PLOT_PX
         ex.chart.layout.width = "auto"  # stretched in its box: 100% and the figure's margin ran past it
         bars_box.layout.flex, bars_box.layout.min_width = "2 1 420px", "360px"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import ipywidgets
 
@@ -69,8 +69,11 @@ class Lifetime:
     """Mixin for the explorer widget: guards what it built, retires a replaced explorer, and
     closes with its page. The widget calls `_start_lifetime()` once its children are set."""
 
+    if TYPE_CHECKING:  # the widget this mixes into (StepExplorer, an ipywidgets.VBox) has these
+        def close(self) -> None: ...
+
     # Explorers alive in this kernel (weakly held: this set never keeps one alive).
-    _live: "weakref.WeakSet[Any]" = weakref.WeakSet()
+    _live: ClassVar[weakref.WeakSet[Any]] = weakref.WeakSet()
     _had_views = False
     _closed = False
     _built_count = 0  # explorers built in this kernel; each knows its place (`_generation`)
@@ -80,7 +83,7 @@ class Lifetime:
         self._closed = False
         # the page writes intents only: every widget built here refuses page writes of
         # kernel-owned state (children, text, bar heights, scales, labels); close() closes them all
-        self._built = descendants(self)  # type: ignore[arg-type]
+        self._built = descendants(self)
         for widget in self._built:
             guard(widget)
         for other in list(Lifetime._live):
@@ -113,7 +116,7 @@ class Lifetime:
                 other._generation > self._generation and not other.__dict__.get("_closed", True)
                 for other in list(Lifetime._live)):
             with contextlib.suppress(Exception):
-                self.close()  # type: ignore[attr-defined]
+                self.close()
 
     def _adopt(self, widget: ipywidgets.Widget) -> None:
         """A widget made after construction (the loss line's log scale): guarded and closed with the rest."""
@@ -122,7 +125,7 @@ class Lifetime:
 
     def _close_widgets(self) -> None:
         built = list(self.__dict__.get("_built", ()))
-        for widget in built + descendants(self):  # type: ignore[arg-type]
+        for widget in built + descendants(self):
             if widget is not self:
                 with contextlib.suppress(Exception):
                     widget.close()

@@ -99,7 +99,7 @@ def why_not_adam(session: Any, r: StepResult, view: Any, formulas: list, updates
     """One sentence: why the update the optimizer returned is not Adam's −η·m̂/(√v̂ + ε)."""
     import numpy as np
 
-    multi = _multisteps(r.opt_state_after)
+    multi = _multisteps(getattr(r, "opt_state_after", None))  # a TrainingResult's (see columns)
     if multi is not None:
         opt = session.optimizer
         built = opt(r.learning_rate) if not _is_transformation(opt) else opt

@@ -27,12 +27,13 @@ import contextlib
 import html
 import math
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from . import record
 from .debug import DebugArea, captured
 from .messages import fmt_number
-from .playbar import RATES, PlayControl
+from .playbar import PlayControl
 
 __all__ = ["Player", "PlayMixin", "MAX_RATE"]
 
@@ -207,6 +208,14 @@ class Player:
 
 class PlayMixin:
     """StepExplorer's Play / Pause, run record and output area (see the module doc)."""
+
+    # the widget this mixes into (StepExplorer, an ipywidgets.VBox) has these
+    session: Any
+    schedule: Any
+    play_control: PlayControl
+    children: Any
+    observe: Any
+    recompute: Any
 
     def _start_play(self) -> None:
         """Called once the explorer's children are set: the output area goes under them."""

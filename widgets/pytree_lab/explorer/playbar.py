@@ -18,7 +18,8 @@ shows, `playing` whether it plays, `message` why it stopped (text, never HTML).
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import anywidget
 import traitlets
@@ -70,7 +71,7 @@ class PlayControl(PageIntents, anywidget.AnyWidget):
             self.ignored += 1
             return
         if self.on_intent is not None:
-            self.on_intent(kind, value)
+            self.on_intent(kind, value)  # type: ignore[arg-type]  # ok: kind is one of the str kinds
 
     def __repr__(self) -> str:
         return f"PlayControl(playing={self.playing}, step={self.step}, steps_per_second={self.steps_per_second})"

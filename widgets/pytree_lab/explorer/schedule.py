@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["Schedule"]
 

@@ -19,15 +19,16 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable
+from typing import Any, cast
 
 from .. import lesson
 from .._budget import TimeBudgetExceeded, user_code_budget
 from ..engine import Engine, get_engine
 from ..step import StepResult, pin_dtypes
 from ..training import CompiledStep, OptimizerError, TrainingStep
-from ..trees import TreeSummary, describe
+from ..trees import describe
 from . import batches, messages
 from .prediction import extras_fn, with_extras
 from .sliders import LEARNING_RATE, SliderSpec, element_value, plan
@@ -194,7 +195,7 @@ class ExplorerSession:
         self.opt_state = trainer.init(self.params_tree, lr)
         self.rate_source = trainer.lr_source
         if trainer.lr_source == "state" and not given:
-            lr = trainer.learning_rate_of(self.opt_state)
+            lr = cast(float, trainer.learning_rate_of(self.opt_state))  # a float: the rate is in the state
         elif trainer.lr_source == "fixed" and given:
             self.notes.append(messages.FIXED_RATE)
         self.learning_rate = lr

@@ -7,8 +7,9 @@ slider's value by its label, and the widget builds one `Slider` per entry.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from .._ranges import span
 from ..trees import Leaf, TreeSummary, path_label
@@ -201,7 +202,7 @@ def plan(params: TreeSummary, inputs: TreeSummary, param_leaves: list, input_lea
     else:
         input_els, param_els, want_rate = _chosen(chosen, max_sliders, params, inputs)
     want_rate = want_rate and rate_slides  # never a slider that does nothing
-    entries = [el for el in input_els] + ([None] if want_rate else []) + [el for el in param_els]
+    entries = list(input_els) + ([None] if want_rate else []) + list(param_els)
     notes = []
     if len(entries) > max_sliders:
         if chosen is not None:

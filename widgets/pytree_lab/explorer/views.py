@@ -21,9 +21,9 @@ from ..calculation import WorkedCalculation
 from ..chart import BeforeAfterChart, LossHistoryChart
 from ..diagram import PytreeDiagram
 from ..trees import path_label
+from .bars import MAX_BARS, chosen_bars, default_bars, describe, leaf_names, tick_label, with_selection
 from .messages import fmt_number
 from .optimizer import columns, foldable, optimizer_rows
-from .bars import MAX_BARS, chosen_bars, default_bars, describe, leaf_names, tick_label, with_selection
 from .sliders import small_input, walk_leaves
 
 __all__ = ["View", "ViewSet", "VIEWS", "MAX_BARS"]

@@ -6,7 +6,8 @@ import contextlib
 import functools
 import html
 import inspect
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import ipywidgets
 import traitlets
@@ -253,7 +254,7 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
 
     def _after_change(self, failure: str, keep_notes: bool = True) -> StepResult | None:
         self._follow_session(keep_notes)  # the sliders show where the session is, failed or not
-        return self._fail(failure) if failure else self.recompute()
+        return self._fail(failure) if failure else self.recompute()  # type: ignore[func-returns-value]
 
     # ------------------------------------------------------------------ session -> schedule -> views
     @_one_at_a_time
@@ -267,7 +268,7 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
             return None
         computed = self.session.compute(moving=self.schedule.moving)
         if computed.result is None:
-            return self._fail(computed.failure)
+            return self._fail(computed.failure)  # type: ignore[func-returns-value]
         try:
             self.schedule.show(computed.result)
         except BaseException as err:  # a view failed after a good step: the same as a failed step
@@ -275,7 +276,7 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
                 with contextlib.suppress(BaseException):
                     self._draw_fast(self.session.last_good)
                     self.schedule.draw_now(self.session.last_good, history=False)
-            return self._fail(f"The step was computed, but showing it failed: {short_error(err)}. "
+            return self._fail(f"The step was computed, but showing it failed: {short_error(err)}. "  # type: ignore[func-returns-value]
                               "The last good step stays on screen.")
         notes = self.session.commit(computed)
         if self.schedule.due is None:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 import warnings
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as _np
 from autograd.core import make_vjp as _make_vjp
@@ -18,8 +19,8 @@ from autograd.numpy.numpy_boxes import ArrayBox as _ArrayBox
 from autograd.tracer import getval as _getval
 
 from .. import tree_util as _tu
-from ._config import config  # noqa: F401  (jax.config, re-exported)
 from . import numpy as _jnp
+from ._config import config  # noqa: F401  (jax.config, re-exported)
 
 
 def _as_primal(leaf: Any) -> Any:
@@ -80,7 +81,7 @@ def value_and_grad(
 ) -> Callable:
     """``fun``'s value and its gradient with respect to the arguments at `argnums`."""
     several = not isinstance(argnums, int)
-    positions = tuple(argnums) if several else (argnums,)
+    positions: tuple[int, ...] = (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
     @functools.wraps(fun)
     def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:

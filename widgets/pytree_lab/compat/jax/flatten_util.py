@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-import numpy as _np
 import autograd.numpy as _anp
+import numpy as _np
 
 from ..tree_util import tree_flatten, tree_unflatten
 from . import numpy as _jnp

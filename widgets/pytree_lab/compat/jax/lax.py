@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import autograd.numpy as _anp
 from autograd.extend import defvjp as _defvjp, primitive as _primitive
@@ -67,11 +68,11 @@ def fori_loop(lower: int, upper: int, body_fun: Callable, init_val: Any) -> Any:
 
 def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False) -> Any:
     if xs is None:
-        n = int(length)
+        n = int(length)  # type: ignore[arg-type]  # no xs and no length: a TypeError
         items = [None] * n
     else:
         leaves, treedef = _tu.tree_flatten(xs)
-        n = leaves[0].shape[0] if leaves else int(length)
+        n = leaves[0].shape[0] if leaves else int(length)  # type: ignore[arg-type]  # as above
         items = [_tu.tree_unflatten(treedef, [leaf[i] for leaf in leaves]) for i in range(n)]
     order = range(n - 1, -1, -1) if reverse else range(n)
     carry, ys = init, [None] * n

@@ -50,7 +50,7 @@ def gelu(x: Any, approximate: bool = True) -> Any:
     return _jnp._canon(0.5 * x * (1.0 + erf(x / _anp.sqrt(2.0))))
 
 
-tanh = _jnp.tanh
+tanh = _jnp.tanh  # type: ignore[attr-defined]  # made by numpy.py's loop over _TRACED
 
 
 def logsumexp(a: Any, axis: Any = None, keepdims: bool = False) -> Any:

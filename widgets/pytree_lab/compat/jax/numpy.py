@@ -26,12 +26,11 @@ import math
 from types import SimpleNamespace
 from typing import Any
 
-import numpy as _np
 import autograd.numpy as _anp
-from autograd.numpy.numpy_boxes import ArrayBox as _ArrayBox
+import numpy as _np
 from autograd.extend import VSpace as _VSpace, defvjp as _defvjp, primitive as _primitive
+from autograd.numpy.numpy_boxes import ArrayBox as _ArrayBox
 from autograd.tracer import Box as _Box, getval as _getval
-
 
 
 class _ArrayType(type):
@@ -62,7 +61,7 @@ nan = math.nan
 newaxis = None
 
 # JAX with 64-bit types disabled (its default) stores these as their 32-bit counterparts.
-_CANONICAL = {
+_CANONICAL: dict[Any, Any] = {
     _np.dtype(_np.float64): _np.dtype(_np.float32),
     _np.dtype(_np.int64): _np.dtype(_np.int32),
     _np.dtype(_np.uint64): _np.dtype(_np.uint32),
@@ -132,7 +131,7 @@ class _ScalarType:
 
     def __eq__(self, other: object) -> bool:
         try:
-            return self.dtype == _np.dtype(other)
+            return self.dtype == _np.dtype(other)  # type: ignore[call-overload]  # not a dtype: TypeError
         except TypeError:
             return False
 
@@ -363,10 +362,10 @@ def _jax_shape_errors(fn: Any, name: str) -> Any:
     return checked
 
 
-dot = _jax_shape_errors(dot, "dot")  # noqa: F821 - defined in the loop above
-matmul = _jax_shape_errors(matmul, "matmul")  # noqa: F821
-inner = _jax_shape_errors(inner, "inner")  # noqa: F821
-vdot = _jax_shape_errors(vdot, "vdot")  # noqa: F821
+dot = _jax_shape_errors(dot, "dot")  # type: ignore[has-type]  # noqa: F821 - defined in the loop above
+matmul = _jax_shape_errors(matmul, "matmul")  # type: ignore[has-type]  # noqa: F821
+inner = _jax_shape_errors(inner, "inner")  # type: ignore[has-type]  # noqa: F821
+vdot = _jax_shape_errors(vdot, "vdot")  # type: ignore[has-type]  # noqa: F821
 
 
 def _linalg_namespace() -> SimpleNamespace:

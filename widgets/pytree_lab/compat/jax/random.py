@@ -8,7 +8,8 @@ key never changes when it is used (split it to get new ones).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as _np
 
