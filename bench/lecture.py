@@ -1,8 +1,8 @@
 """Section 4f: the lecture demo a lecturer projects, a small transformer trained with Adam.
 
-The model is the one tests/browser/test_browser_lecture_layout.py shows (token and position
-embeddings, two blocks of causal attention and an MLP with layer norms, a final norm, tied output
-weights: 37 leaves, 1,392 values). Measured in a fresh process each run (jax and pytree-lab
+The model is the one tests/browser/test_browser_lecture_layout.py projects, read from that test
+(token and position embeddings, two blocks of causal attention and an MLP with layer norms, a
+final norm, tied output weights: 37 leaves, 1,392 values). Measured in a fresh process each run (jax and pytree-lab
 imported before the clock starts): `StepExplorer(...)` build + first step (the trace and XLA
 compile of the step, every view filled), then slider moves from Python (value_and_grad, Adam's
 update, the new loss and every view).
@@ -23,46 +23,14 @@ TARGET_MOVE_S = 0.1  # one slider move, median
 
 
 def transformer():
-    """(params, loss, inputs) of the small transformer, seeded."""
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
+    """(params, loss, inputs) of the small transformer: the lecture-layout test's own model text
+    (one definition: what is measured here is what that test projects)."""
+    from tests.browser.test_browser_lecture_layout import MODELS
 
-    rng = np.random.default_rng(0)
-
-    def dense(m, n, scale=0.3):
-        return jnp.asarray(rng.normal(size=(m, n)) * scale, jnp.float32)
-
-    def block():
-        attention = {name: dense(8, 8) for name in "qkvo"} | {f"b{name}": jnp.zeros(8) for name in "qkvo"}
-        return {"attention": attention,
-                "mlp": {"w1": dense(8, 16), "b1": jnp.zeros(16), "w2": dense(16, 8), "b2": jnp.zeros(8)},
-                "ln1": {"scale": jnp.ones(8), "bias": jnp.zeros(8)},
-                "ln2": {"scale": jnp.ones(8), "bias": jnp.zeros(8)}}
-
-    params = {"embedding": dense(16, 8, 1.0), "position": dense(4, 8, 0.1), "layers": [block(), block()],
-              "ln_f": {"scale": jnp.ones(8), "bias": jnp.zeros(8)}, "out_bias": jnp.zeros(16)}
-    inputs = {"tokens": jnp.array([[1, 5, 7, 2], [3, 3, 9, 4]], jnp.int32),
-              "labels": jnp.array([[5, 7, 2, 8], [3, 9, 4, 1]], jnp.int32)}
-
-    def norm(p, h):
-        m = h.mean(-1, keepdims=True)
-        return (h - m) / jnp.sqrt(((h - m) ** 2).mean(-1, keepdims=True) + 1e-5) * p["scale"] + p["bias"]
-
-    def loss(p, tokens, labels):
-        h = p["embedding"][tokens] + p["position"]
-        mask = jnp.tril(jnp.ones((4, 4), bool))
-        for blk in p["layers"]:
-            a, x = blk["attention"], norm(blk["ln1"], h)
-            q, k, v = (x @ a[n] + a["b" + n] for n in "qkv")
-            w = jnp.where(mask, q @ jnp.swapaxes(k, -1, -2) / jnp.sqrt(8.0), -1e9)
-            h = h + jax.nn.softmax(w, -1) @ v @ a["o"] + a["bo"]
-            m = blk["mlp"]
-            h = h + jax.nn.relu(norm(blk["ln2"], h) @ m["w1"] + m["b1"]) @ m["w2"] + m["b2"]
-        logits = norm(p["ln_f"], h) @ p["embedding"].T + p["out_bias"]
-        return -jnp.mean(jnp.take_along_axis(jax.nn.log_softmax(logits), labels[..., None], -1))
-
-    return params, loss, inputs
+    namespace: dict = {}
+    exec(MODELS, namespace)  # noqa: S102 - the repository's own test model
+    return namespace["tf_params"], namespace["tf_loss"], {"tokens": namespace["tokens"],
+                                                          "labels": namespace["labels"]}
 
 
 def _one(moves: int) -> dict:
