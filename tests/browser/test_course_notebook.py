@@ -125,14 +125,19 @@ def test_the_course_notebooks_open_unmodified(lab_page, lab_server):
     marked modified); the copies here carry this kernel's, so anything else that modified a lesson
     on open (a cell, its metadata, a widget) fails this test."""
     import json
+    import subprocess
+    import sys
 
-    from ipykernel.ipkernel import IPythonKernel  # the kernel the server starts: this venv's
-
+    # what the kernel the server starts (this venv's ipykernel) answers, read in a process of its
+    # own: importing ipykernel here would hand this worker's later widgets kernel-less comms
+    language_info = json.loads(subprocess.run(
+        [sys.executable, "-c", "import json; from ipykernel.ipkernel import IPythonKernel as K; "
+         "print(json.dumps(K.language_info))"], capture_output=True, text=True, check=True).stdout)
     seen = {}
     for name in (LESSON, "02_packed_parameters.ipynb", "03_instructor_demo.ipynb"):
         copy = f"unopened_{name}"
         nb = json.loads((CONTENT / name).read_text())
-        nb["metadata"]["language_info"] = dict(IPythonKernel.language_info)
+        nb["metadata"]["language_info"] = language_info
         (lab_server.root_dir / copy).write_text(json.dumps(nb, indent=1))
         before = (lab_server.root_dir / copy).read_bytes()
         seen[name] = lab_page.evaluate(
