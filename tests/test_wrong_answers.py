@@ -428,3 +428,24 @@ def test_a_function_that_looped_once_is_not_waited_for_again(capsys):
         return jax.grad(lambda p: jnp.sum((x @ p[:2] + p[2]) ** 2))(flat_params)
 
     assert course.try_function(grad_over_flat_params, flat, x, label="grad_over_flat_params").tolist() == [8.0, 12.0, 4.0]
+
+
+def test_under_cprofile_the_guard_gives_the_profiler_back_and_the_code_runs():
+    # IPython's %prun profiles with cProfile: sys.getprofile() is then the Profile object, which
+    # is not callable; set back as a profile function it broke the next call ("TypeError:
+    # 'Profile' object is not callable": an explorer built under %prun showed no step)
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    try:
+        run = _guard.run_guarded(lambda: sum(range(10)), budget=5)
+        after = [x * 2 for x in range(3)]  # the interpreter works on after the guard
+    finally:
+        profiler.disable()
+    assert run.ok and run.value == 45 and after == [0, 2, 4]
+    assert sys.getprofile() is None
+    # the profiler kept profiling after the guard gave it back
+    names = {func[2] for func in pstats.Stats(profiler).stats}
+    assert "<listcomp>" in names or any("listcomp" in n for n in names), sorted(names)[:20]

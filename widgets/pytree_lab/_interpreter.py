@@ -70,6 +70,18 @@ def _headroom(cap: int) -> int:
     return box[0]
 
 
+def _set_profile(profile: Any) -> None:
+    """`sys.setprofile(profile)`, or give a C-level profiler back: under cProfile (IPython's
+    `%prun`) `sys.getprofile()` is the `Profile` object, which is not callable; set as a profile
+    function it would fail on the next call (TypeError), so it is enabled again instead."""
+    if profile is None or callable(profile):
+        sys.setprofile(profile)
+    elif callable(getattr(profile, "enable", None)):
+        profile.enable()
+    else:
+        sys.setprofile(None)
+
+
 def _untraced_headroom(trace, profile) -> int:
     # a trace or profile function takes frames of its own at each call: probe without them
     if trace is not None:
@@ -82,7 +94,7 @@ def _untraced_headroom(trace, profile) -> int:
         if trace is not None:
             sys.settrace(trace)
         if profile is not None:
-            sys.setprofile(profile)
+            _set_profile(profile)
 
 
 class InterpreterState:
@@ -149,7 +161,7 @@ class InterpreterState:
         if (sys.stdout, sys.stderr) != self.streams:  # a redirect whose exit could not run
             sys.stdout, sys.stderr = self.streams
         sys.settrace(self.trace)
-        sys.setprofile(self.profile)
+        _set_profile(self.profile)
         return changed
 
     def _repair_depth(self) -> int:
