@@ -94,7 +94,7 @@ _TIERS = ("browser", "lite", "install", "notebook")
 
 def _tier(item) -> str:
     path = item.nodeid.split("::", 1)[0]
-    if item.get_closest_marker("browser") is not None or "pw" in getattr(item, "fixturenames", ()):
+    if _uses_browser(item):
         return "browser"
     if path.startswith("tests/lite/"):
         return "lite"
