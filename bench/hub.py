@@ -90,7 +90,7 @@ class _Class:
 
     def error(self, who: str, what: str) -> None:
         with self.lock:
-            self.errors.append(f"{who}: {what}"[:400])
+            self.errors.append(f"{who}: {what}"[:1200])
 
 
 async def _browserless(student, cells, klass: _Class, seconds: float, start_s: float) -> None:
@@ -188,7 +188,9 @@ def _chromium(hub, student, cells, klass: _Class, seconds: float, start_s: float
     from tests.browser.pages import slider_handle
     from tests.hub_harness import HubLab, log_in
 
-    row = klass.rows.setdefault(student.name, {"kind": "chromium", "server_start_s": start_s, "rtt_ms": []})
+    row = klass.rows.setdefault(student.name, {"kind": "chromium", "server_start_s": start_s, "rtt_ms": [],
+                                               "phases": []})
+    t0 = time.perf_counter()
     arrived = False
     try:
         with sync_playwright() as pw:
@@ -197,9 +199,12 @@ def _chromium(hub, student, cells, klass: _Class, seconds: float, start_s: float
                 page = browser.new_page(viewport={"width": 1400, "height": 1000})
                 page.set_default_timeout(Timeouts.ms(CELL_TIMEOUT))
                 log_in(page, hub, student.name, timeout_ms=Timeouts.ms(CELL_TIMEOUT))
+                row["phases"].append(("logged in", round(time.perf_counter() - t0, 1)))
                 started = time.perf_counter()
-                nb = open_notebook(page, HubLab(student), "01_pytrees.ipynb", cells, wait_for=".ptl-slider")
+                nb = open_notebook(page, HubLab(student), "01_pytrees.ipynb", cells, wait_for=".ptl-slider",
+                                   run_all_s=CELL_TIMEOUT)
                 row["lesson_s"] = time.perf_counter() - started
+                row["phases"].append(("lesson run", round(time.perf_counter() - t0, 1)))
                 try:
                     row["kernel"] = _proc_mb(student.kernel_pid(nb.kernel_id))
                     comm = nb.value("explorer.sliders['x[0]'].model_id")
@@ -230,7 +235,7 @@ def _chromium(hub, student, cells, klass: _Class, seconds: float, start_s: float
             finally:
                 browser.close()
     except Exception as exc:  # noqa: BLE001
-        klass.error(student.name, f"{type(exc).__name__}: {str(exc)[:300]}")
+        klass.error(student.name, f"{type(exc).__name__} after {row['phases']}: {str(exc)[:300]}")
     finally:
         if not arrived:
             klass.arrive()

@@ -367,10 +367,12 @@ class Notebook:
                     raise
 
 
-def open_notebook(page, server: LabServer, name: str, cells: list[str], wait_for: str | None = None) -> Notebook:
+def open_notebook(page, server: LabServer, name: str, cells: list[str], wait_for: str | None = None,
+                  run_all_s: float = 2 * Timeouts.RUN_ALL) -> Notebook:
     """Write `cells` as a notebook, open it in the page, run all cells, wait for `wait_for`.
 
-    Raises HarnessError with the cell's traceback if any cell fails.
+    Raises HarnessError with the cell's traceback if any cell fails, and with what the page
+    shows (the kernel's status, which cells ran) if Run All is not done within `run_all_s`.
     """
     path = write_notebook(server.root_dir, name, cells)
     page.evaluate(
@@ -395,12 +397,23 @@ def open_notebook(page, server: LabServer, name: str, cells: list[str], wait_for
     nb = Notebook(page, server, path, kernel_id, session["id"], probe)
     try:
         errors = page.evaluate(
-            "async (path) => {" + _FIND_PANEL + """
+            "async ({path, ms}) => {" + _FIND_PANEL + """
               const w = find(path);
               window.jupyterapp.shell.activateById(w.id);
-              await window.jupyterapp.commands.execute('notebook:run-all-cells');
+              const run = window.jupyterapp.commands.execute('notebook:run-all-cells').then(() => true);
+              const done = await Promise.race([run, new Promise((r) => setTimeout(() => r(false), ms))]);
               const errors = [];
               const cells = w.content.model.cells;
+              if (!done) {
+                const k = w.sessionContext.session && w.sessionContext.session.kernel;
+                const ran = [];
+                for (let i = 0; i < cells.length; i++) {
+                  const c = cells.get(i);
+                  if (c.type === 'code') ran.push(`${i}:${c.executionCount === null ? '-' : c.executionCount}`);
+                }
+                return [`Run All not done after ${ms / 1000} s: kernel ${k ? k.status : 'none'}, `
+                        + `connection ${k ? k.connectionStatus : 'none'}; cell:execution count ${ran.join(' ')}`];
+              }
               for (let i = 0; i < cells.length; i++) {
                 const cell = cells.get(i);
                 if (cell.type !== 'code') continue;
@@ -415,7 +428,7 @@ def open_notebook(page, server: LabServer, name: str, cells: list[str], wait_for
               }
               return errors;
             }""",
-            path,
+            {"path": path, "ms": Timeouts.ms(run_all_s)},
         )
         if errors:
             raise HarnessError(strip_ansi(f"running {path} failed:\n" + "\n".join(errors)))
