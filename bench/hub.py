@@ -76,6 +76,7 @@ class _Class:
 
     def __init__(self, n: int):
         self.n = n
+        self.t0 = time.perf_counter()
         self.arrived = 0
         self.lock = threading.Lock()
         self.go = threading.Event()
@@ -115,7 +116,13 @@ async def _browserless(student, cells, klass: _Class, seconds: float, start_s: f
         lo, hi, step = float(lo), float(hi), float(step)
         klass.arrive()
         arrived = True
-        if not await asyncio.to_thread(klass.go.wait, ARRIVAL_TIMEOUT):
+        row["arrived_s"] = time.perf_counter() - klass.t0
+        # polled on the event loop: a thread per waiting student would fill asyncio's default pool
+        # (6 threads on 2 cores) and starve the students still starting their kernels
+        waited = time.perf_counter()
+        while not klass.go.is_set() and time.perf_counter() - waited < ARRIVAL_TIMEOUT:
+            await asyncio.sleep(0.05)
+        if not klass.go.is_set():
             klass.error(student.name, f"not every student reached the slider within {ARRIVAL_TIMEOUT:.0f} s")
         cpu0 = _cpu_s(pid)
         # once a second, a step up or down around 2.0 (a hand on the slider), the phase offset per student
@@ -214,6 +221,7 @@ def _chromium(hub, student, cells, klass: _Class, seconds: float, start_s: float
                     handle.scroll_into_view_if_needed()
                     klass.arrive()
                     arrived = True
+                    row["arrived_s"] = time.perf_counter() - klass.t0
                     klass.go.wait(ARRIVAL_TIMEOUT)
                     t_end = time.perf_counter() + seconds
                     n = 0
@@ -274,6 +282,8 @@ def run_one(n: int, seconds: float = 60.0, chromium: bool = True) -> dict:
             thread.start()
 
         async def everyone():
+            # a thread for each student's blocking calls (REST requests, reading /proc)
+            asyncio.get_running_loop().set_default_executor(concurrent.futures.ThreadPoolExecutor(n + 4))
             await asyncio.gather(*(_browserless(s, cells, klass, seconds, starts[s.name])
                                    for s in ok if s is not browser_student))
 
@@ -310,6 +320,8 @@ def run_one(n: int, seconds: float = 60.0, chromium: bool = True) -> dict:
         "hub_cpu_pct": _pct(cpu0.get("hub"), cpu1.get("hub"), wall),
         "proxy_cpu_pct": _pct(cpu0.get("proxy"), cpu1.get("proxy"), wall),
         "errors": klass.errors,
+        "arrived_s": summary([r["arrived_s"] for r in rows.values() if "arrived_s" in r]),
+        "chromium_phases": [r.get("phases") for r in br],
         "chromium": bool(br),
     }
 
