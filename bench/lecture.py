@@ -6,6 +6,12 @@ final norm, tied output weights: 37 leaves, 1,392 values). Measured in a fresh p
 imported before the clock starts): `StepExplorer(...)` build + first step (the trace and XLA
 compile of the step, every view filled), then slider moves from Python (value_and_grad, Adam's
 update, the new loss and every view).
+
+Beside it, this machine's floor for the same first step: in another fresh process, a
+hand-written `jax.jit` of what the explorer's step computes (value_and_grad, Adam's init and
+update, apply_updates, the loss at the updated parameters), first call, the clock read the same
+way. The ratio of the two is what pytree-lab adds; it holds across machines, where the seconds
+do not.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from .stats import Table, fmt, summary, verdict
 
 TARGET_BUILD_S = 2.5  # build + first step (the issue's measure on a quiet machine)
 TARGET_MOVE_S = 0.1  # one slider move, median
+TARGET_RATIO = 1.5  # build + first step over the hand-written jitted step's first call
 
 
 def transformer():
@@ -62,18 +69,44 @@ def _one(moves: int) -> dict:
     return out
 
 
+def _floor() -> dict:
+    """In the child process: the hand-written jitted step, first call (trace + XLA compile + run)."""
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax
+    import optax
+
+    params, loss, inputs = transformer()
+    t0 = time.perf_counter()
+    opt = optax.adam(0.01)
+
+    @jax.jit
+    def step(p, state):
+        value, grads = jax.value_and_grad(loss)(p, **inputs)
+        updates, state = opt.update(grads, state, p)
+        new = optax.apply_updates(p, updates)
+        return value, grads, new, state, loss(new, **inputs)
+
+    out = step(params, opt.init(params))
+    jax.block_until_ready(out)
+    return {"floor_s": time.perf_counter() - t0, "loss_after": float(out[4])}
+
+
+def _child(mode: str, timeout: float) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "bench.lecture", mode, "10"], capture_output=True,
+                          text=True, timeout=timeout, env={**os.environ, "JAX_PLATFORMS": "cpu"},
+                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
+    return json.loads(line) if proc.returncode == 0 and line else {"ok": False, "message": proc.stderr[-800:]}
+
+
 def run(quick: bool = False, repeats: int | None = None, timeout: float = 600.0) -> dict:
     """`repeats` fresh processes (3; 1 with --quick), each building once and moving 10 times."""
     repeats = repeats or (1 if quick else 3)
-    runs = []
-    for _ in range(repeats):
-        proc = subprocess.run([sys.executable, "-m", "bench.lecture", "--one", "10"], capture_output=True,
-                              text=True, timeout=timeout, env={**os.environ, "JAX_PLATFORMS": "cpu"},
-                              cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
-        runs.append(json.loads(line) if proc.returncode == 0 and line else
-                    {"ok": False, "message": proc.stderr[-800:]})
-    return {"runs": runs}
+    runs, floors = [], []
+    for _ in range(repeats):  # alternated, so a change in the machine's load reaches both
+        runs.append(_child("--one", timeout))
+        floors.append(_child("--floor", timeout))
+    return {"runs": runs, "floors": floors}
 
 
 def table(r: dict) -> Table:
@@ -90,6 +123,13 @@ def table(r: dict) -> Table:
           verdict(builds["median"] <= TARGET_BUILD_S))
     t.add("one slider move (median of 10 per run)", fmt(moves["median"] * 1e3, " ms"), str(len(good)),
           f"≤ {TARGET_MOVE_S * 1e3:g} ms", verdict(moves["median"] <= TARGET_MOVE_S))
+    floors = [x["floor_s"] for x in r.get("floors", []) if "floor_s" in x]
+    if floors:
+        floor = summary(floors)["median"]
+        ratio = builds["median"] / floor
+        t.add("floor: hand-written jitted step, first call", fmt(floor, " s"), str(len(floors)), "", "")
+        t.add("build + first step / floor", f"{ratio:.2f}×", "", f"≤ {TARGET_RATIO:g}×",
+              verdict(ratio <= TARGET_RATIO))
     t.notes.append(f"{good[0]['leaves']} leaves, {good[0]['values']:,} values, {good[0]['sliders']} sliders; "
                    "each run a fresh process (jax, optax and pytree-lab imported before the clock starts)")
     t.notes.append("a move: one slider set from Python (value_and_grad, Adam's update, the new loss, every view)")
@@ -99,6 +139,8 @@ def table(r: dict) -> Table:
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "--one":
         print(json.dumps(_one(int(sys.argv[2]))))
+    elif len(sys.argv) >= 2 and sys.argv[1] == "--floor":
+        print(json.dumps(_floor()))
     else:
         res = run(quick="--quick" in sys.argv)
         print(table(res).render())
