@@ -2,11 +2,10 @@
 
 nbclient stores every widget's state in the executed notebook, and nbconvert's HTML exporter
 then prefers a widget-view output whose state is stored over every other form of that output
-(nbconvert.filters.WidgetsDataTypeFilter): the page holds only a <script> for the view, drawn
-by @jupyter-widgets/html-manager fetched from a CDN, so offline it is blank and the widget's
-text/html form (present in the same output) is never written. With
-`--ExecutePreprocessor.store_widget_state=False` the text forms show (tested below), as they do
-for a notebook saved in JupyterLab (tests/test_static_export.py).
+(nbconvert.filters.WidgetsDataTypeFilter): the page would hold only a <script> for the view,
+drawn by @jupyter-widgets/html-manager fetched from a CDN, blank offline. A kernel that nbconvert
+runs has no page, so pytree-lab's widgets give their text form only there (pytree_lab/_text.py);
+a kernel with a page (JupyterLab, Voilà, a plain nbclient run from Python) keeps the view.
 """
 
 from __future__ import annotations
@@ -58,8 +57,36 @@ def test_executed_export_without_stored_widget_state_shows_the_text_forms(tmp_pa
     assert_lesson_step_visible(export(tmp_path, "--ExecutePreprocessor.store_widget_state=False"))
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "nbconvert prefers a widget-view output whose state nbclient stored over the output's text/html "
-    "(WidgetsDataTypeFilter); a widget cannot tell nbclient not to store its state"))
 def test_executed_export_with_default_options_shows_the_text_forms(tmp_path):
-    assert_lesson_step_visible(export(tmp_path))
+    page = export(tmp_path)
+    assert_lesson_step_visible(page)
+    assert "<script type=\"application/vnd.jupyter.widget-view+json\">" not in page  # no blank view above it
+
+
+@pytest.mark.parametrize(("argv", "pageless"), [
+    (["/venv/bin/python", "/venv/bin/jupyter-nbconvert", "--to", "html", "--execute", "a.ipynb"], True),
+    (["python", "-m", "jupyter", "nbconvert", "--execute", "a.ipynb"], True),
+    (["python", "-m", "nbconvert", "a.ipynb"], True),
+    (["/venv/bin/python3", "/venv/bin/nbgrader", "autograde", "pytrees"], True),
+    (["jupyter", "execute", "a.ipynb"], True),
+    (["C:\\venv\\Scripts\\jupyter-nbconvert.exe", "--execute", "a.ipynb"], True),
+    (["/venv/bin/python", "/venv/bin/jupyter-lab"], False),
+    (["/venv/bin/python", "/venv/bin/jupyterhub-singleuser"], False),
+    (["/venv/bin/python", "/venv/bin/voila", "a.ipynb"], False),
+    (["/venv/bin/python", "-m", "pytest", "tests/test_nbconvert.py"], False),  # a word, not the command
+    ([], False),
+])
+def test_the_kernels_runner_is_known_by_its_command_line(argv, pageless):
+    from pytree_lab._text import _names_a_pageless_runner
+
+    assert _names_a_pageless_runner(argv) is pageless
+
+
+def test_a_kernel_with_a_page_keeps_the_widget_view():
+    from pytree_lab import PytreeDiagram
+
+    diagram = PytreeDiagram({"w": 1.0})
+    data = diagram._repr_mimebundle_()
+    data = data[0] if isinstance(data, tuple) else data
+    assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == diagram.model_id  # pytest's child
+    assert data["text/plain"] == diagram.text()

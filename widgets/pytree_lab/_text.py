@@ -1,8 +1,23 @@
-"""Widgets that still read where no widget front end runs (HTML exports, plain consoles)."""
+"""Widgets that still read where no widget front end runs (HTML exports, plain consoles).
+
+Every pytree-lab widget's mimebundle carries its text form (text/plain and an escaped <pre>)
+beside the live view. A front end that draws widgets shows the view; an HTML export of a
+notebook saved in JupyterLab shows the text form (no widget state is stored).
+
+A kernel that `jupyter nbconvert --execute`, `jupyter execute` or nbgrader runs has no page:
+nbclient stores every widget's state, and nbconvert's HTML exporter then prefers the view (a
+<script> drawn by a widget manager fetched from a CDN: blank offline) over the text form in the
+same output. In such a kernel the mimebundle holds the text form only, so the export shows the
+numbers. The kernel knows who runs it by its parent process's command line.
+"""
 
 from __future__ import annotations
 
+import functools
 import html
+import ntpath
+import os
+import sys
 
 
 class TextForm:
@@ -23,6 +38,8 @@ class TextForm:
             if metadata:
                 bundle = (data, metadata)
         if isinstance(data, dict):
+            if _run_without_a_page():
+                data.pop(_WIDGET_VIEW, None)
             text = self.text()
             data["text/plain"] = text
             data["text/html"] = (
@@ -37,3 +54,47 @@ def _anywidget_repr_metadata() -> dict:
     except ImportError:  # pragma: no cover - an anywidget without it: nothing to add
         return {}
     return get_repr_metadata()
+
+
+_WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+# programs that run a notebook's kernel with no page (nbclient underneath), as their command lines name them
+_PAGELESS_SCRIPTS = frozenset({"jupyter-nbconvert", "jupyter-nbgrader", "jupyter-execute", "nbgrader"})
+_PAGELESS_SUBCOMMANDS = frozenset({"nbconvert", "nbgrader", "execute"})
+_PAGELESS_MODULES = frozenset({"nbconvert", "nbgrader"})
+
+
+def _parent_command_line() -> list[str]:
+    ppid = os.getppid()
+    try:
+        with open(f"/proc/{ppid}/cmdline", "rb") as f:
+            return [part.decode(errors="replace") for part in f.read().split(b"\0") if part]
+    except OSError:
+        pass
+    try:
+        import psutil  # type: ignore[import-untyped]  # optional: where /proc is missing (macOS, Windows)
+    except ImportError:
+        return []
+    try:
+        return list(psutil.Process(ppid).cmdline())
+    except Exception:  # noqa: BLE001 - no parent to read: a page may be there
+        return []
+
+
+def _names_a_pageless_runner(argv: list[str]) -> bool:
+    """`jupyter-nbconvert ...`, `jupyter nbconvert ...`, `python -m nbconvert ...`, the same for
+    nbgrader, and `jupyter execute` (nbclient's command); POSIX and Windows paths (ntpath splits both)."""
+    words = [ntpath.basename(a).lower().removesuffix(".exe").removesuffix("-script.py") for a in argv[:4]]
+    for i, word in enumerate(words):
+        after = words[i + 1] if i + 1 < len(words) else ""
+        if (word in _PAGELESS_SCRIPTS or (word == "jupyter" and after in _PAGELESS_SUBCOMMANDS)
+                or (word == "-m" and after in _PAGELESS_MODULES)):
+            return True
+    return False
+
+
+@functools.cache
+def _run_without_a_page() -> bool:
+    """True in a kernel run by nbconvert, nbgrader or `jupyter execute`: no page will draw views."""
+    if sys.platform == "emscripten":  # JupyterLite: the page is the kernel's host
+        return False
+    return _names_a_pageless_runner(_parent_command_line())
