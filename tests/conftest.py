@@ -111,7 +111,7 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(tier)
         if tier == "browser" and item.nodeid.startswith("tests/lite/"):
             item.add_marker("lite")  # a JupyterLite page: both
-        if tier == "kernel" and item.nodeid in _SLOW:
+        if tier == "kernel" and (item.nodeid in _SLOW or item.nodeid.split("::", 1)[0] in _SLOW):
             item.add_marker("slow")
     for item in items:  # a module that uses the session's site outside its group builds it again
         path = item.nodeid.split("::", 1)[0]
