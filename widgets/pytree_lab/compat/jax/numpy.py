@@ -444,6 +444,32 @@ _defvjp(_scatter_add,
         lambda ans, x, idx, v: lambda g: _sum_to_shape(g[idx], v))
 
 
+_KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+_WEAK = {bool: _np.dtype(bool), int: _np.dtype(_np.int32), float: _np.dtype(_np.float32),
+         complex: _np.dtype(_np.complex64)}
+
+
+def _warn_unsafe_scatter(x: Any, values: Any) -> None:
+    """JAX's FutureWarning for an update whose values its array cannot hold safely (a float put
+    into an int array; JAX casts, and says the cast will become an error)."""
+    target = canonicalize_dtype(_np.result_type(_getval(x)))
+    v = _getval(values)
+    weak = _WEAK.get(type(v))
+    source = weak if weak is not None else canonicalize_dtype(_np.result_type(v))
+    if weak is not None:  # a Python scalar takes the array's dtype unless its kind is above it
+        unsafe = _KIND_ORDER[source.kind] > _KIND_ORDER[target.kind]
+    else:
+        unsafe = (_KIND_ORDER[source.kind] > _KIND_ORDER[target.kind]
+                  or (_KIND_ORDER[source.kind] == _KIND_ORDER[target.kind]
+                      and _np.promote_types(target, source) != target))
+    if unsafe:
+        import warnings
+
+        warnings.warn("scatter inputs have incompatible types: cannot safely cast value from "
+                      f"dtype={source} to dtype={target} with jax_numpy_dtype_promotion=standard. "
+                      "In future JAX releases this will result in an error.", FutureWarning, stacklevel=4)
+
+
 class _AtIndex:
     """``x.at[idx]``: JAX's functional updates. Each returns a new array; `x` is unchanged."""
 
@@ -456,6 +482,8 @@ class _AtIndex:
     def _update(self, kind: Any, values: Any) -> Any:
         if type(values) is list or type(values) is tuple:
             values = array(values)
+        if values is not None:
+            _warn_unsafe_scatter(self._x, values)
         with _np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
             if _drops_update(self._idx, _np.shape(_getval(self._x))):
                 return self._x if isinstance(self._x, _ArrayBox) else _lite(_np.array(self._x))
