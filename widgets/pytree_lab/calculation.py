@@ -17,6 +17,7 @@ import ipywidgets
 
 from ._format import GRID_MAX, fmt_number
 from ._keywords import refuse_unknown_widget_keywords
+from ._text import TextForm
 from .step import StepResult
 from .trees import TreeSummary, path_label
 
@@ -66,7 +67,7 @@ def fmt_value(a: Any) -> tuple[str, tuple]:
     return f"[{head}, …] ({shape} = {flat.size} values, mean {mean})", ()
 
 
-class WorkedCalculation(ipywidgets.HTML):
+class WorkedCalculation(TextForm, ipywidgets.HTML):
     """The step written out: forward (prediction, residual, loss), backward (dL/dŷ, one
     gradient per leaf), update (p − η·g = new p), after (new prediction, new loss).
 
