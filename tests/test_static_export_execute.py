@@ -90,3 +90,21 @@ def test_a_kernel_with_a_page_keeps_the_widget_view():
     data = data[0] if isinstance(data, tuple) else data
     assert data["application/vnd.jupyter.widget-view+json"]["model_id"] == diagram.model_id  # pytest's child
     assert data["text/plain"] == diagram.text()
+
+
+@pytest.mark.parametrize("name", ["01_pytrees.ipynb", "02_packed_parameters.ipynb", "03_instructor_demo.ipynb"])
+def test_an_executed_export_of_each_lesson_holds_no_widget_view(tmp_path, name):
+    """Every widget a lesson shows has its text form there (the worked calculation, each quiz)."""
+    import shutil
+
+    source = tmp_path / name
+    shutil.copy(Path(__file__).resolve().parents[1] / "content" / name, source)
+    run = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--execute", str(source)],
+                         capture_output=True, text=True, timeout=900,
+                         env={**__import__("os").environ, "JAX_PLATFORMS": "cpu"})
+    assert run.returncode == 0, run.stderr[-3000:]
+    page = source.with_suffix(".html").read_text(encoding="utf-8")
+    assert page.count('<script type="application/vnd.jupyter.widget-view+json">') == 0
+    if name == "01_pytrees.ipynb":  # the quizzes' text forms: a question and its choices
+        assert re.search(r"How many leaves and how many numerical parameter values\?\s+1\. 2 leaves, 3 values",
+                         visible_text(page))
