@@ -409,3 +409,16 @@ def test_unravel_casts_back_only_when_the_leaves_had_several_dtypes(jax, jnp):
     assert str(back["a"].dtype) == "int32" and str(back["b"].dtype) == "float32"
     with pytest.raises(TypeError, match="unravel function given array of dtype int32, but expected dtype float32"):
         unravel(jnp.array([1, 2], dtype=jnp.int32))
+
+
+@pytest.mark.parametrize(("value", "error"), [("a", ValueError), (object(), TypeError)])
+def test_an_update_with_values_that_are_not_numbers_raises_numpys_error_and_warns_nothing(value, error):
+    """The scatter warning only looks at numbers: a string is a value (not a dtype's name, so no
+    NumPy deprecation warning), and what cannot be stored raises as the update always did."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(error):
+            lite_jnp.array([1.0, 2.0]).at[0].set(value)
+        assert np.array_equal(lite_jnp.array([1, 2]).at[0].set(3), [3, 2])  # int into int: silent

@@ -23,6 +23,7 @@ from __future__ import annotations
 import builtins
 import functools
 import math
+import warnings
 from types import SimpleNamespace
 from typing import Any
 
@@ -452,19 +453,19 @@ _WEAK = {bool: _np.dtype(bool), int: _np.dtype(_np.int32), float: _np.dtype(_np.
 def _warn_unsafe_scatter(x: Any, values: Any) -> None:
     """JAX's FutureWarning for an update whose values its array cannot hold safely (a float put
     into an int array; JAX casts, and says the cast will become an error)."""
-    target = canonicalize_dtype(_np.result_type(_getval(x)))
     v = _getval(values)
     weak = _WEAK.get(type(v))
-    source = weak if weak is not None else canonicalize_dtype(_np.result_type(v))
-    if weak is not None:  # a Python scalar takes the array's dtype unless its kind is above it
-        unsafe = _KIND_ORDER[source.kind] > _KIND_ORDER[target.kind]
-    else:
-        unsafe = (_KIND_ORDER[source.kind] > _KIND_ORDER[target.kind]
-                  or (_KIND_ORDER[source.kind] == _KIND_ORDER[target.kind]
-                      and _np.promote_types(target, source) != target))
-    if unsafe:
-        import warnings
-
+    try:  # asarray, not result_type: a string value is a value here, not a dtype's name
+        target = canonicalize_dtype(_np.asarray(_getval(x)).dtype)
+        source = weak if weak is not None else canonicalize_dtype(_np.asarray(v).dtype)
+    except (TypeError, ValueError):  # not an array's values: the update itself says what is wrong
+        return
+    s, t = _KIND_ORDER.get(source.kind), _KIND_ORDER.get(target.kind)
+    if s is None or t is None:  # strings, objects, dates: left to the update's own error
+        return
+    # a Python scalar takes the array's dtype unless its kind is above it; an array also warns
+    # when the array's dtype of the same kind cannot hold it (float32 into float16)
+    if s > t or (weak is None and s == t and _np.promote_types(target, source) != target):
         warnings.warn("scatter inputs have incompatible types: cannot safely cast value from "
                       f"dtype={source} to dtype={target} with jax_numpy_dtype_promotion=standard. "
                       "In future JAX releases this will result in an error.", FutureWarning, stacklevel=4)
