@@ -11,6 +11,7 @@ a kernel with a page (JupyterLab, Voilà, a plain nbclient run from Python) keep
 from __future__ import annotations
 
 import html
+import os
 import re
 import subprocess
 import sys
@@ -40,7 +41,7 @@ def export(tmp_path: Path, *options: str) -> str:
     nbformat.write(nb, source)
     run = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--execute", *options,
                           str(source)], capture_output=True, text=True, timeout=600,
-                         env={**__import__("os").environ, "JAX_PLATFORMS": "cpu"})
+                         env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert run.returncode == 0, run.stderr[-3000:]
     return (tmp_path / "explorer.html").read_text(encoding="utf-8")
 
@@ -101,7 +102,7 @@ def test_an_executed_export_of_each_lesson_holds_no_widget_view(tmp_path, name):
     shutil.copy(Path(__file__).resolve().parents[1] / "content" / name, source)
     run = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--execute", str(source)],
                          capture_output=True, text=True, timeout=900,
-                         env={**__import__("os").environ, "JAX_PLATFORMS": "cpu"})
+                         env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert run.returncode == 0, run.stderr[-3000:]
     page = source.with_suffix(".html").read_text(encoding="utf-8")
     assert page.count('<script type="application/vnd.jupyter.widget-view+json">') == 0
