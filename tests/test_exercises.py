@@ -24,6 +24,7 @@ from pytree_lab.exercises import (
     Evidence,
     EvidenceButton,
     PredictionPrompt,
+    Quiz,
 )
 
 SOLUTIONS = pathlib.Path(__file__).parent / "solutions"
@@ -749,3 +750,30 @@ def test_a_closed_check_button_is_freed():
     del b
     gc.collect()
     assert ref() is None
+
+
+def test_an_intent_carries_the_input_it_acts_on():
+    """ipywidgets holds the page's trait write back while an earlier one is pending, so the
+    "reveal" / "check" message can arrive before the last keystrokes: the intent carries the
+    input, and Python acts on that, not on the first letter it had seen."""
+    log = Evidence()
+    prompt = PredictionPrompt("Which leaf moves most?", lambda: "weight[0]", evidence=log)
+    prompt.prediction = "w"  # the first keystroke's write; the rest is still held back
+    prompt._handle_custom_msg({"type": "reveal", "prediction": "weight[0]"}, [])
+    assert prompt.revealed and prompt.prediction == "weight[0]"
+    assert log.predictions[0]["prediction"] == "weight[0]"
+    prompt.set_state({"prediction": "weight[0] and more"})  # the held-back write, after the reveal
+    assert prompt.prediction == "weight[0]"  # locked once revealed
+
+    quiz = grad_structure_quiz(evidence=Evidence())
+    quiz._handle_custom_msg({"type": "check", "selected": 1}, [])
+    assert quiz.answered and quiz.correct and quiz.selected == 1
+    quiz._handle_custom_msg({"type": "check", "selected": 0}, [])  # the first answer counts
+    assert quiz.selected == 1 and quiz.correct
+
+    wrong_type = PredictionPrompt("Which?", lambda: "x", evidence=Evidence())
+    wrong_type._handle_custom_msg({"type": "reveal", "prediction": 5}, [])
+    assert not wrong_type.revealed and wrong_type.prediction == ""
+    refused = Quiz("Q?", ["a", "b"], 0, "because", evidence=Evidence())
+    refused._handle_custom_msg({"type": "check", "selected": 1, "correct": True, "answer_index": 1}, [])
+    assert refused.answered and not refused.correct and refused.answer_index == 0  # only `selected` is taken

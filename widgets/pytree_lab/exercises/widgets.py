@@ -58,7 +58,19 @@ class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
     def _on_front_end_msg(self, widget, content, buffers) -> None:
         handler = self._intents().get(content.get("type") if isinstance(content, dict) else None)  # type: ignore[arg-type]
         if handler is not None:
+            self._take_input(content)
             handler()
+
+    def _take_input(self, content: dict) -> None:
+        """An intent carries the student's input as the page had it when they pressed the button
+        (the page's own trait writes are throttled by ipywidgets while a message is pending, so the
+        intent can overtake them): only the page's intent traits are taken, a wrong type is left out."""
+        for name in self._page_intents:
+            if name in content:
+                try:
+                    setattr(self, name, content[name])
+                except traitlets.TraitError:
+                    pass
 
     def _intents(self) -> dict[str, Callable[[], Any]]:
         return {}

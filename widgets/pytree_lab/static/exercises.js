@@ -2,14 +2,17 @@
 // Exercise widgets: check button, prediction prompt, quiz, evidence button (pytree_lab.exercises).
 //
 // Python owns every result. The browser sends only intents and the student's own input:
-//   model.send({type: "check"})   CheckButton: check the answer; Quiz: submit the chosen answer
-//   model.send({type: "reveal"})  PredictionPrompt: reveal the computed answer
+//   model.send({type: "check"})   CheckButton: check the answer
+//   model.send({type: "check", selected})  Quiz: submit the chosen answer
+//   model.send({type: "reveal", prediction})  PredictionPrompt: reveal the computed answer
 //   model.send({type: "save"})    EvidenceButton: write the evidence file
 //   model.send({type: "solution"}) CheckButton: show the reference solution (Python refuses it
 //                                  before a first check)
 //   writes `prediction` and `self_rating` (PredictionPrompt, the student's own text and rating)
 //   and `selected` (Quiz, choice index); Python refuses page writes to any other trait, and
-//   ignores a new `selected` once the quiz is answered (the first answer counts)
+//   ignores a new `selected` once the quiz is answered (the first answer counts). An intent
+//   carries the input it acts on: ipywidgets holds a trait write back while an earlier write is
+//   still pending, and a custom message sent after it would otherwise arrive first.
 //
 // Every string reaches the page through textContent: feedback can quote the student's answer.
 
@@ -132,10 +135,11 @@ function renderPredict(model, root) {
   });
   button.addEventListener("click", () => {
     if (isBusy(button) || button.disabled) return;
-    // the typed text travels before the intent, on the same channel, so Python sees it first
     model.set("prediction", input.value);
     model.save_changes();
-    model.send({ type: "reveal" });
+    // the text travels inside the intent too: ipywidgets holds a trait write back while an earlier
+    // one is pending, and a message sent now would overtake it
+    model.send({ type: "reveal", prediction: input.value });
   });
   root.append(prompt, input, button, region, rating);
   return watch(model, ["prompt", "prediction", "revealed", "answer", "announcement", "busy", "self_rating"], () => {
@@ -163,7 +167,10 @@ function renderQuiz(model, root) {
   const button = h("button", { type: "button", class: "ptl-ex-button" }, "Check answer");
   const explanation = h("div", { class: "ptl-ex-explanation" });
   const { region, status } = liveRegion(explanation);
-  const check = () => { if (!isBusy(button) && !button.disabled) model.send({ type: "check" }); };
+  // the choice travels inside the intent (a trait write may still be held back by ipywidgets)
+  const check = () => {
+    if (!isBusy(button) && !button.disabled) model.send({ type: "check", selected: model.get("selected") });
+  };
   button.addEventListener("click", check);
   // a native radio group: Tab reaches it (the checked choice, else the first), arrow keys move
   // and choose, Space chooses; Enter answers with the choice made, as in a form
