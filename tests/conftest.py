@@ -1,8 +1,5 @@
-"""Shared test settings.
-
-`strict_jax` (equinox-style): dtype promotion "strict" and rank promotion "raise", so a silent
-broadcast or an accidental float64 fails the test instead of passing quietly.
-"""
+"""Shared test settings: JAX's strict promotion modes for every test (`jax_promotion` below), the
+tier markers, and how pytest-xdist hands the tests to its workers."""
 
 from __future__ import annotations
 
@@ -10,13 +7,58 @@ from pathlib import Path
 
 import pytest
 
+# JAX's strict modes for every test, as equinox's tests run: rank promotion "raise" (`x + b` with
+# x of shape (4, 8) and b of shape (8,) fails instead of broadcasting silently) and dtype
+# promotion "strict" (an implicit int32 -> float32 or float32 -> float64 fails). The library's own
+# code runs under both; it never sets them itself, so a user's loss runs under the user's own
+# settings. They are set on `jax.config` around each test's whole run (setup, call, teardown:
+# module-scoped fixtures are built under the settings of the test that first needs them) and put
+# back after it, so no test depends on what ran before it in its worker; not with JAX's `with`
+# forms, which hold only in the thread that enters them (a step a test runs in another thread is
+# strict too).
+#
+# `@pytest.mark.jax_promotion(rank="why", dtype="why")` gives one test JAX's default for the
+# setting named ("allow" ranks, "standard" dtypes), for code the library must accept as written:
+# a user's model that adds a bias to a batch, optax's Adam (a float to the power of its int32
+# step count), JAX's own mixed-dtype results as the Lite engine's reference. The text names that
+# code. `jax_promotion("why")` gives both defaults. Every test that uses a module-scoped fixture
+# running such code carries the same marker (whichever of them runs first builds it).
+_PROMOTION = {"rank": ("jax_numpy_rank_promotion", "raise", "allow"),
+              "dtype": ("jax_numpy_dtype_promotion", "strict", "standard")}
 
-@pytest.fixture
-def strict_jax():
-    import jax
 
-    with jax.numpy_dtype_promotion("strict"), jax.numpy_rank_promotion("raise"):
-        yield
+def _promotion(item) -> dict[str, str]:
+    """The JAX settings `item` runs under: strict, but for what its jax_promotion markers name."""
+    relaxed: set[str] = set()
+    for marker in item.iter_markers("jax_promotion"):
+        if marker.args and (len(marker.args) > 1 or marker.kwargs):
+            raise pytest.UsageError(f"{item.nodeid}: jax_promotion takes one reason, or rank= and/or dtype= reasons")
+        reasons = dict.fromkeys(_PROMOTION, marker.args[0]) if marker.args else marker.kwargs
+        if not reasons or set(reasons) - set(_PROMOTION) or not all(
+                isinstance(why, str) and why.strip() for why in reasons.values()):
+            raise pytest.UsageError(f"{item.nodeid}: jax_promotion needs a reason for rank= and/or dtype=, "
+                                    f"not {marker.args or marker.kwargs!r}")
+        relaxed |= set(reasons)
+    return {name: default if key in relaxed else strict for key, (name, strict, default) in _PROMOTION.items()}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """The test's JAX promotion settings (`_promotion`) from its setup to its teardown, then the
+    ones before it."""
+    try:
+        import jax
+    except ImportError:  # a venv without JAX: nothing to set
+        return (yield)
+    wanted = _promotion(item)
+    before = {name: getattr(jax.config, name) for name in wanted}
+    for name, value in wanted.items():
+        jax.config.update(name, value)
+    try:
+        return (yield)
+    finally:
+        for name, value in before.items():
+            jax.config.update(name, value)
 
 
 @pytest.fixture(scope="session")
@@ -107,6 +149,7 @@ def pytest_collection_modifyitems(config, items):
     """Tier markers; then the longest groups first, the rest in file order (also without xdist:
     a test's outcome does not depend on the order)."""
     for item in items:
+        _promotion(item)  # a jax_promotion marker without its reason fails here, before any test runs
         tier = _tier(item)
         item.add_marker(tier)
         if tier == "browser" and item.nodeid.startswith("tests/lite/"):

@@ -38,6 +38,10 @@ def mlp_loss(params, x):
     return jnp.mean((out - Y) ** 2)
 
 
+# The instructor's models broadcast as written: their tests run under JAX's default rank promotion.
+mlp_broadcasts = pytest.mark.jax_promotion(rank="mlp_loss adds each layer's bias to the batch: x @ kernel + bias")
+
+
 D, VOCAB = 4, 6  # small widths: 37 leaves, every path of a transformer's depth
 
 
@@ -75,6 +79,10 @@ def transformer_loss(params, tokens):
     logits = _norm(x, params["ln_f"]) @ params["out"]["w"] + params["out"]["b"]
     target = jnp.roll(tokens, -1)
     return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(tokens.shape[0]), target])
+
+
+transformer_broadcasts = pytest.mark.jax_promotion(
+    rank="transformer_loss adds biases and layer-norm scales to every token's row: h @ w + b, x * scale + bias")
 
 
 TOKENS = jnp.array([0, 1, 2, 3, 4, 5, 0, 1], jnp.int32)
@@ -116,6 +124,7 @@ def mlp():
     return StepExplorer(mlp_loss, mlp_params(), {"x": X}, learning_rate=0.5)
 
 
+@mlp_broadcasts
 def test_by_default_the_bars_are_the_elements_with_sliders_then_the_next_ones(mlp):
     slid = [el.path for el, _ in mlp.param_sliders]
     # 24 sliders: the learning rate and 23 parameter elements (x is a batch, not a slider)
@@ -126,6 +135,7 @@ def test_by_default_the_bars_are_the_elements_with_sliders_then_the_next_ones(ml
                                rtol=1e-6)
 
 
+@mlp_broadcasts
 def test_sliders_choose_the_bars_and_the_rest_fill_up_to_the_cap():
     ex = StepExplorer(mlp_loss, mlp_params(), {"x": X}, learning_rate=0.5,
                       sliders=["['Dense_1']['kernel']", "Dense_1/bias", "learning_rate"])
@@ -135,6 +145,7 @@ def test_sliders_choose_the_bars_and_the_rest_fill_up_to_the_cap():
     assert ex.chart_view.note == ""
 
 
+@mlp_broadcasts
 def test_bars_choose_exactly_by_path_label_or_container():
     params = mlp_params()
     ex = StepExplorer(mlp_loss, params, {"x": X}, bars=["params['Dense_1']"])
@@ -164,6 +175,7 @@ def test_a_bars_name_that_is_not_a_parameter_is_refused_by_name(bars, error, mat
         StepExplorer(mlp_loss, mlp_params(), {"x": X}, bars=bars)
 
 
+@mlp_broadcasts
 def test_selecting_a_leaf_not_shown_brings_it_in_and_says_so(mlp):
     mlp.selected_path = ""
     kernel1 = element_paths("['Dense_1']['kernel']", (8, 1))
@@ -197,6 +209,7 @@ def test_selecting_a_leaf_not_shown_brings_it_in_and_says_so(mlp):
     assert list(mlp.chart_view.bars.selected) == [23]
 
 
+@mlp_broadcasts
 def test_a_click_in_the_page_brings_the_leaf_in_too(mlp):
     """The page's click arrives as the diagram's selected_path (its one intent)."""
     mlp.selected_path = ""
@@ -211,6 +224,7 @@ def test_a_click_in_the_page_brings_the_leaf_in_too(mlp):
     assert sorted(mlp.chart_view.bars.selected) == list(range(15))
 
 
+@mlp_broadcasts
 def test_labels_tell_the_two_kernels_apart(mlp):
     mlp.selected_path = "['Dense_1']['kernel']"
     labels = ticks(mlp)
@@ -280,6 +294,7 @@ def transformer():
     return StepExplorer(transformer_loss, params, {"tokens": TOKENS}, learning_rate=0.1)
 
 
+@transformer_broadcasts
 def test_transformer_default_bars_and_a_selected_output_layer(transformer):
     ex = transformer
     slid = [el.path for el, _ in ex.param_sliders]
@@ -301,6 +316,7 @@ def test_transformer_default_bars_and_a_selected_output_layer(transformer):
     assert "Bars (before and after the step): block_1/ln1/scale (4 values)" in ex.text()
 
 
+@transformer_broadcasts
 def test_transformer_bars_keyword_two_layers_labels_unique():
     ex = StepExplorer(transformer_loss, transformer_params(), {"tokens": TOKENS},
                       bars=["block_0/attn/q/w", "['block_1']['attn']['q']['w']"])

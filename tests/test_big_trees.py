@@ -19,8 +19,6 @@ from pytree_lab._format import fmt_number, fmt_small, small_templates
 from pytree_lab.diagram import _align, _panels_json, _rows_json, rows_from_columns
 from pytree_lab.trees import Leaf, TreeError, check_tree
 
-pytestmark = pytest.mark.usefixtures("strict_jax")
-
 
 def layers(n_layers: int, shape=(4, 4), seed: int = 0) -> dict:
     """The benchmark's big tree: a dict of layers, each {"weight", "bias"}, as JAX arrays."""

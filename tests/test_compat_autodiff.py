@@ -23,6 +23,10 @@ from pytree_lab.compat import jax as lite_jax
 from pytree_lab.compat.jax import numpy as lite_jnp
 
 ENGINES = [(real_jax, real_jnp), (lite_jax, lite_jnp)]
+# JAX's ravel_pytree joins leaves of several dtypes by its standard promotion (int32 and float32
+# give float32): the result the Lite engine follows; strict promotion refuses it.
+jax_mixes_dtypes = pytest.mark.jax_promotion(
+    dtype="the reference is JAX's standard int32/float32 promotion (ravel_pytree of mixed leaves, int32 * 2.5)")
 
 Moments = collections.namedtuple("Moments", "mu nu")
 
@@ -353,6 +357,7 @@ def test_grad_through_unravel_matches_jax():
     assert_trees_close(real, lite)
 
 
+@jax_mixes_dtypes
 def test_ravel_pytree_mixed_dtypes_and_empty():
     from jax.flatten_util import ravel_pytree as real_ravel
 
@@ -396,7 +401,8 @@ def test_a_loss_from_numpy_data_comes_back_float32(jax, jnp):
     assert float(value) == pytest.approx(0.25 * 14 / 3, rel=1e-6) and float(grad) == pytest.approx(14 / 3, rel=1e-6)
 
 
-@pytest.mark.parametrize("jax, jnp", ENGINES, ids=["jax", "lite"])
+@pytest.mark.parametrize("jax, jnp", [pytest.param(*ENGINES[0], marks=jax_mixes_dtypes), ENGINES[1]],
+                         ids=["jax", "lite"])
 def test_unravel_casts_back_only_when_the_leaves_had_several_dtypes(jax, jnp):
     from importlib import import_module
 

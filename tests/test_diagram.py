@@ -8,11 +8,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+import pytest
 
 from pytree_lab import PytreeDiagram, describe
 from pytree_lab.diagram import FOLD_ABOVE, align, rows_from_columns
 
 PARAMS = {"weight": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)}
+optax_adam = pytest.mark.jax_promotion(dtype="optax's adam raises a float to its int32 step count (bias correction)")
 
 
 def loss(p):
@@ -196,6 +198,7 @@ def test_state_panels_count_values_and_do_not_flag_step_counts():
     assert "not differentiable" not in d.text().split("optimizer state")[1]
 
 
+@optax_adam
 def test_explorer_keeps_an_optimizer_state_panel_across_moves():
     from pytree_lab import StepExplorer
     from pytree_lab.lesson import lesson_inputs, lesson_loss
@@ -268,6 +271,7 @@ def test_small_matrices_are_shown_whole_as_a_grid():
     assert {leaf.path: leaf for leaf in d.summaries[0].leaves}["['t']"].summary == "[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]"
 
 
+@optax_adam
 def test_a_big_optimizer_state_panel_starts_folded_and_sends_rows_as_opened():
     params = _big()
     state = optax.adam(0.1).init(params)

@@ -291,6 +291,10 @@ def mlp_logits(p, x):
     return h @ p["out"]["w"] + p["out"]["b"]
 
 
+# the instructor's batched MLP broadcasts as written: its tests run under JAX's default rank promotion
+mlp_broadcasts = pytest.mark.jax_promotion(rank="mlp_logits adds each layer's bias to the batch: x @ w + b")
+
+
 def cross_entropy(p, x, labels):
     logp = jax.nn.log_softmax(mlp_logits(p, x))
     return -jnp.mean(jnp.take_along_axis(logp, labels[:, None], axis=1))
@@ -302,6 +306,7 @@ def batch(n=32, seed=1):
     return {"x": x, "labels": labels}
 
 
+@mlp_broadcasts
 def test_a_batched_mlp_with_int_labels_slides_params_not_data():
     params, inputs = mlp_params(), batch()
     ex = StepExplorer(cross_entropy, params, inputs, learning_rate=0.5, prediction_fn=mlp_logits, target="labels")
@@ -327,6 +332,7 @@ def test_a_batched_mlp_with_int_labels_slides_params_not_data():
     assert "[&#x27;labels&#x27;] is int32 in the explorer" in ex.status.value and ex.result is good
 
 
+@mlp_broadcasts
 def test_sliders_choose_exactly_and_max_sliders_caps_the_total():
     params, inputs = mlp_params(), batch()
     ex = StepExplorer(cross_entropy, params, inputs, sliders=["params['out']['b']", "hidden/w[1,2]", "learning_rate"])

@@ -36,6 +36,14 @@ def mlp_loss(p, x, target):
     return jnp.mean((h @ p["Dense_1"]["kernel"] + p["Dense_1"]["bias"] - target) ** 2)
 
 
+# The instructor's MLP broadcasts as written and optax's optimizers are not strict about dtypes:
+# the tests that run them do so under JAX's defaults for that.
+mlp_broadcasts = pytest.mark.jax_promotion(rank="mlp_loss adds each layer's bias to the batch: x @ kernel + bias")
+optax_adam = pytest.mark.jax_promotion(
+    dtype="optax's adam raises a float to its int32 step count (bias correction); "
+          "MultiSteps mixes bool, int32 and float32 counters")
+
+
 def optax_updates(opt, n):
     """The update optax returns on step n + 1 from the start (steps 1..n applied first), and the
     state after it: the oracle for what the explorer shows after `step(n)`."""
@@ -85,6 +93,8 @@ def test_compact_puts_the_bars_table_in_the_left_column_and_long_under_the_chart
     assert height == ex.chart_view.plot_px - long.chart_view.plot_px
 
 
+@mlp_broadcasts
+@optax_adam
 def test_the_diagrams_caption_names_the_moments_only_while_they_show():
     ex = StepExplorer(mlp_loss, mlp_start(), xor(), optimizer=optax.adam(0.05))
     ex.step()
@@ -108,6 +118,8 @@ def test_the_layout_keyword_still_takes_a_widget_layout_and_refuses_unknown_name
 
 
 # ------------------------------------------------------------------ the worked calculation, folded
+@mlp_broadcasts
+@optax_adam
 def test_the_folded_calculation_shows_the_selected_leaf_and_every_leaf_one_click_away():
     ex = StepExplorer(mlp_loss, mlp_start(), xor(), 0.05, optimizer=lambda lr: optax.adam(lr))
     leaves = ["['Dense_0']['kernel']", "['Dense_0']['bias']", "['Dense_1']['kernel']", "['Dense_1']['bias']"]
@@ -139,6 +151,8 @@ def test_the_folded_calculation_shows_the_selected_leaf_and_every_leaf_one_click
     assert all(bool(short) == (len(html.unescape(value)) <= SHORT_VALUE) for short, value in cells)
 
 
+@mlp_broadcasts
+@optax_adam
 def test_the_page_may_choose_the_leaf_and_nothing_else_of_the_picker():
     ex = StepExplorer(mlp_loss, mlp_start(), xor(), 0.05, optimizer=lambda lr: optax.adam(lr))
     picker = ex.leaf_picker.dropdown
@@ -165,6 +179,8 @@ def test_a_selected_leaf_past_the_first_24_still_has_its_rows():
 
 
 # ------------------------------------------------------------------ the diagram, folded
+@mlp_broadcasts
+@optax_adam
 def test_the_optimizers_columns_and_panel_fold_behind_one_toggle():
     ex = StepExplorer(mlp_loss, mlp_start(), xor(), 0.05, optimizer=lambda lr: optax.adam(lr))
     d = ex.diagram
@@ -199,6 +215,7 @@ def transformer_like():
             "out_bias": np.zeros(16, np.float32)}
 
 
+@optax_adam
 def test_big_containers_start_folded_small_ones_open():
     tree = transformer_like()
     assert len(jax.tree_util.tree_leaves(tree)) == 37
@@ -220,6 +237,8 @@ def test_big_containers_start_folded_small_ones_open():
 
 
 # ------------------------------------------------------------------ Adam's formula, only where it is the update
+@mlp_broadcasts
+@optax_adam
 def test_plain_adam_shows_the_formula_and_it_is_optaxs_update():
     ex = StepExplorer(mlp_loss, mlp_start(), xor(), optimizer=optax.adam(0.05))
     ex.step(2)
@@ -234,6 +253,8 @@ def test_plain_adam_shows_the_formula_and_it_is_optaxs_update():
     assert not any(r.note for r in ex.calculation.rows())
 
 
+@mlp_broadcasts
+@optax_adam
 def test_adamw_shows_the_update_it_returned_and_why_not_the_formula():
     opt = optax.adamw(0.05, weight_decay=0.1)
     ex = StepExplorer(mlp_loss, mlp_start(), xor(), optimizer=opt)
@@ -253,6 +274,8 @@ def test_adamw_shows_the_update_it_returned_and_why_not_the_formula():
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 4])
+@mlp_broadcasts
+@optax_adam
 def test_multisteps_shows_zero_on_a_mini_step_and_the_formula_only_when_it_applies(n):
     opt = optax.MultiSteps(optax.adam(0.05), every_k_schedule=3)
     ex = StepExplorer(mlp_loss, mlp_start(), xor(), optimizer=opt)
@@ -273,6 +296,7 @@ def test_multisteps_shows_zero_on_a_mini_step_and_the_formula_only_when_it_appli
         assert not any(r.note for r in rows)
 
 
+@mlp_broadcasts
 def test_a_model_of_many_leaves_lists_the_first_and_the_selected_one(monkeypatch):
     from pytree_lab.explorer import layout
 
@@ -285,6 +309,7 @@ def test_a_model_of_many_leaves_lists_the_first_and_the_selected_one(monkeypatch
     assert ex.calculation.focus == "['Dense_1']['bias']"
 
 
+@mlp_broadcasts
 def test_slider_labels_are_short_and_no_two_alike():
     # the XOR MLP: Dense_0 and Dense_1 both have kernel[0,0]; cut to the end alone they read alike
     from pytree_lab.slider import short_label, short_labels

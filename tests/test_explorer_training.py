@@ -15,6 +15,12 @@ import pytest
 from pytree_lab import StepExplorer, lesson
 from pytree_lab.training import OptimizerError
 
+# optax's own code is not strict about dtypes: the tests that run it do so under JAX's default
+# dtype promotion (the lesson's model and the library's step are strict as everywhere).
+optax_adam = pytest.mark.jax_promotion(
+    dtype="optax's adam raises a float to its int32 step count (bias correction); "
+          "MultiSteps mixes bool, int32 and float32 counters")
+
 
 def start():
     return {"weight": np.array([1.0, -1.0], np.float32), "bias": np.array(0.0, np.float32)}
@@ -133,6 +139,7 @@ def test_a_diverging_run_stops_with_a_message_at_a_finite_point():
     assert all(np.all(np.isfinite(np.asarray(x))) for x in jax.tree.leaves(ex.params))
 
 
+@optax_adam
 def test_a_loss_that_fails_in_the_loop_keeps_the_last_good_state():
     calls = {"n": 0}
 
@@ -184,10 +191,10 @@ def test_fixed_range_keeps_the_bars_scale_across_steps():
 
 # ------------------------------------------------------------------ optimizers: optax as the oracle
 @pytest.mark.parametrize("make", [
-    lambda: optax.adam(0.1),
+    pytest.param(lambda: optax.adam(0.1), marks=optax_adam),
     lambda: optax.sgd(0.05, momentum=0.9),
-    lambda: optax.chain(optax.clip_by_global_norm(1.0), optax.adam(0.1)),
-    lambda: optax.adamw(0.1, weight_decay=0.1),
+    pytest.param(lambda: optax.chain(optax.clip_by_global_norm(1.0), optax.adam(0.1)), marks=optax_adam),
+    pytest.param(lambda: optax.adamw(0.1, weight_decay=0.1), marks=optax_adam),
 ], ids=["adam", "momentum", "clip+adam", "adamw"])
 def test_steps_equal_optax_params_state_and_history(make):
     opt = make()
@@ -205,6 +212,7 @@ def test_steps_equal_optax_params_state_and_history(make):
     assert_trees_close(ex.result.opt_state_after, new_state)
 
 
+@optax_adam
 def test_reset_restores_params_and_a_fresh_optimizer_state():
     opt = optax.adam(0.1)
     ex = StepExplorer(direct_loss, start(), inputs(), optimizer=opt)
@@ -217,6 +225,7 @@ def test_reset_restores_params_and_a_fresh_optimizer_state():
     assert ex.history == [4.0]
 
 
+@optax_adam
 def test_moments_sit_in_the_params_rows_and_follow_every_step_and_slider():
     ex = StepExplorer(optimizer=optax.adam(0.1))
     assert ex.diagram.columns == ["params", "grads", "adam mu", "adam nu", "updated"]
@@ -245,6 +254,7 @@ def test_moments_sit_in_the_params_rows_and_follow_every_step_and_slider():
     assert int(ex.opt_state[0].count) == 2
 
 
+@optax_adam
 def test_selecting_a_leaf_shows_its_adam_update_from_the_state():
     opt = optax.inject_hyperparams(optax.adam)(learning_rate=0.1)
     ex = StepExplorer(optimizer=opt)
@@ -270,6 +280,7 @@ def test_selecting_a_leaf_shows_its_adam_update_from_the_state():
     assert len(row(ex, "['bias']")["c"]) == 5
 
 
+@optax_adam
 def test_a_fixed_rate_has_no_slider_an_injected_rate_has_an_honest_one():
     fixed = StepExplorer(optimizer=optax.adam(0.1))
     assert "learning_rate" not in fixed.sliders
@@ -293,6 +304,7 @@ def test_a_fixed_rate_has_no_slider_an_injected_rate_has_an_honest_one():
     assert_trees_close(factory.opt_state, state)
 
 
+@optax_adam
 def test_multisteps_and_inject_show_their_state_apart():
     ex = StepExplorer(optimizer=optax.MultiSteps(optax.sgd(0.1, momentum=0.9), every_k_schedule=2))
     assert ex.diagram.columns == ["params", "grads", "momentum trace", "multisteps acc_grads", "updated"]
@@ -304,6 +316,7 @@ def test_multisteps_and_inject_show_their_state_apart():
     assert_trees_close(ex.opt_state, state)
 
 
+@optax_adam
 def test_one_compile_for_steps_runs_and_slider_moves():
     ex = StepExplorer(optimizer=optax.adam(0.1))
     for n in (1, 10, 3):
@@ -319,6 +332,7 @@ def test_a_wrong_optimizer_is_refused_at_construction():
         StepExplorer(optimizer="adam")
 
 
+@optax_adam
 def test_the_text_form_has_the_history_and_the_state():
     ex = StepExplorer(optimizer=optax.adam(0.1))
     ex.step(2)
@@ -327,6 +341,7 @@ def test_the_text_form_has_the_history_and_the_state():
     assert "Loss at each point visited: 4 → 2.56 →" in text
 
 
+@optax_adam
 def test_close_closes_the_new_widgets_too():
     ex = StepExplorer(optimizer=optax.adam(0.1))
     ex.history_view.set_log(True)  # the log scale now on screen, the linear one not
@@ -336,6 +351,7 @@ def test_close_closes_the_new_widgets_too():
 
 
 # ------------------------------------------------------------------ the Lite engine
+@optax_adam
 def test_the_lite_engine_explorer_runs_its_own_adam_like_optax():
     from pytree_lab.compat import jax as lite_jax, optax as lite_optax
     from pytree_lab.engine import Engine
@@ -356,6 +372,7 @@ def test_the_lite_engine_explorer_runs_its_own_adam_like_optax():
 
 
 @pytest.mark.parametrize("make", [lambda: optax.adam(0.1), lambda: (lambda lr: optax.adam(lr))], ids=["fixed", "factory"])
+@optax_adam
 def test_plain_adam_shows_m_hat_and_v_hat_too(make):
     ex = StepExplorer(optimizer=make(), learning_rate=0.1)
     ex.step(2)
@@ -368,6 +385,7 @@ def test_plain_adam_shows_m_hat_and_v_hat_too(make):
     assert step.value == next(r for r in ex.calculation.rows() if r.what.startswith("update[weight]")).value
 
 
+@optax_adam
 def test_weight_decay_shows_the_update_applied_and_says_why_it_is_not_adams_formula():
     ex = StepExplorer(optimizer=optax.adamw(0.1, weight_decay=0.5))
     ex.step(2)

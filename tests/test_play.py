@@ -37,6 +37,12 @@ def mlp_loss(p, x, y):
     return jnp.mean((out[:, 0] - y) ** 2)
 
 
+# The instructor's MLP broadcasts as written and the explorers here run optax's adam: the tests
+# that step them do so under JAX's defaults for that.
+mlp_broadcasts = pytest.mark.jax_promotion(rank="mlp_loss adds each layer's bias to the batch: x @ kernel + bias")
+optax_adam = pytest.mark.jax_promotion(dtype="optax's adam raises a float to its int32 step count (bias correction)")
+
+
 def xor_explorer(**kw):
     return StepExplorer(mlp_loss, mlp_params(), {"x": X, "y": Y}, optimizer=lambda lr: optax.adam(lr),
                         learning_rate=LR, **kw)
@@ -69,6 +75,8 @@ def drawn(ex, frame):
 
 
 # ------------------------------------------------------------------ play from Python
+@mlp_broadcasts
+@optax_adam
 def test_played_steps_are_the_optax_loop_and_the_record_says_step_and_rate():
     ex = xor_explorer()
 
@@ -109,6 +117,7 @@ def test_the_record_follows_the_learning_rate_slider_and_keeps_the_old_api():
     assert ex.history_dict() == {"step": [0], "loss": [4.0], "learning_rate": [pytest.approx(eta)]}
 
 
+@optax_adam
 def test_a_rate_fixed_inside_the_optimizer_is_recorded_as_nan():
     ex = StepExplorer(optimizer=optax.adam(0.1))
     ex.step(2)
@@ -122,6 +131,8 @@ def test_to_dataframe_without_pandas_points_to_history_dict(monkeypatch):
         ex.to_dataframe()
 
 
+@mlp_broadcasts
+@optax_adam
 def test_play_does_not_block_the_loop():
     """While it plays, the event loop runs other work (a cell, a message) between steps."""
     ex = xor_explorer()
@@ -162,6 +173,8 @@ def test_play_needs_an_event_loop_and_checks_its_arguments():
 
 
 # ------------------------------------------------------------------ the page's pace
+@mlp_broadcasts
+@optax_adam
 def test_a_shown_explorer_waits_for_the_page_to_draw_each_step():
     ex = xor_explorer()
     ex._view_count = 1  # shown in a page (the front end keeps this count)
@@ -186,6 +199,8 @@ def test_a_shown_explorer_waits_for_the_page_to_draw_each_step():
     np.testing.assert_allclose(ex.history, optax_losses(4), rtol=2e-5)
 
 
+@mlp_broadcasts
+@optax_adam
 def test_a_page_that_never_answers_gets_a_step_per_timeout():
     ex = xor_explorer()
     ex._view_count = 1
@@ -200,6 +215,8 @@ def test_a_page_that_never_answers_gets_a_step_per_timeout():
 
 
 # ------------------------------------------------------------------ what stops it
+@mlp_broadcasts
+@optax_adam
 def test_pause_a_slider_and_reset_stop_it():
     ex = xor_explorer()
 
@@ -267,6 +284,8 @@ def test_a_failing_step_stops_it():
     assert "RuntimeError: the data loader broke" in ex.last_traceback  # a step from the page
 
 
+@mlp_broadcasts
+@optax_adam
 def test_closing_the_explorer_stops_it():
     ex = xor_explorer()
 
@@ -284,6 +303,8 @@ def test_closing_the_explorer_stops_it():
 
 
 # ------------------------------------------------------------------ the page's messages
+@mlp_broadcasts
+@optax_adam
 def test_the_page_asks_by_message_and_cannot_write_the_state():
     ex = xor_explorer()
     control = ex.play_control
@@ -310,6 +331,8 @@ def test_the_page_asks_by_message_and_cannot_write_the_state():
 
 
 # ------------------------------------------------------------------ the output of steps from the page
+@mlp_broadcasts
+@optax_adam
 def test_prints_of_steps_from_the_page_go_to_the_bounded_output_area(capsys):
     def loss(p, x, y):
         value = mlp_loss(p, x, y)

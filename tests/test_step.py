@@ -13,8 +13,6 @@ from hypothesis import given, settings, strategies as st
 from pytree_lab import gradient_step
 from pytree_lab.step import CompiledStep, pin_dtypes
 
-pytestmark = pytest.mark.usefixtures("strict_jax")
-
 X = jnp.array([2.0, 1.0])
 
 

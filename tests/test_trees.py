@@ -14,8 +14,6 @@ from hypothesis import given, settings, strategies as st
 from pytree_lab import describe, diagnose
 from pytree_lab.trees import align, element_labels, path_label
 
-pytestmark = pytest.mark.usefixtures("strict_jax")
-
 LESSON_PARAMS = {"weight": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)}
 
 Pair = collections.namedtuple("Pair", "first second")
