@@ -91,8 +91,8 @@ def _floor() -> dict:
     return {"floor_s": time.perf_counter() - t0, "loss_after": float(out[4])}
 
 
-def _child(mode: str, timeout: float) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "bench.lecture", mode, "10"], capture_output=True,
+def _child(args: list[str], timeout: float) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "bench.lecture", *args], capture_output=True,
                           text=True, timeout=timeout, env={**os.environ, "JAX_PLATFORMS": "cpu"},
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
@@ -104,8 +104,8 @@ def run(quick: bool = False, repeats: int | None = None, timeout: float = 600.0)
     repeats = repeats or (1 if quick else 3)
     runs, floors = [], []
     for _ in range(repeats):  # alternated, so a change in the machine's load reaches both
-        runs.append(_child("--one", timeout))
-        floors.append(_child("--floor", timeout))
+        runs.append(_child(["--one", "10"], timeout))
+        floors.append(_child(["--floor"], timeout))
     return {"runs": runs, "floors": floors}
 
 
