@@ -15,6 +15,7 @@ from ..exercises import (
     CheckButton,
     Evidence,
     _grading,
+    _tree_grading,
     cells,
     default_evidence,
     record_output as record_output,
@@ -167,5 +168,5 @@ try:
     _grading.bind_tools()
 except ImportError:  # no numpy/jax yet: bound at the first check
     pass
-watch_modules(_grading, _catalogue, _value_graders, _flat_cases, _cell_evidence)
+watch_modules(_grading, _tree_grading, _catalogue, _value_graders, _flat_cases, _cell_evidence)
 cells.register_magic(known=exercise, answer_names={k: _names(k) for k in EXERCISES})

@@ -10,7 +10,6 @@ import math
 from typing import Any
 
 from ..exercises._grading import (
-    _all_finite,
     _as_number_array,
     _close,
     _fmt,
@@ -21,6 +20,7 @@ from ..exercises._grading import (
     _np,
     _type_name,
 )
+from ..exercises._tree_grading import _all_finite
 
 # The packed-parameters task's worked example (shown to students, so it may appear in feedback).
 _FLAT_EXAMPLE_PARAMS = (1.0, 0.0, 0.0)

@@ -15,14 +15,13 @@ from ..exercises._grading import (
     _fmt_num,
     _fmt_shape,
     _grade_number,
-    _grade_tree,
     _jax,
     _jnp,
     _np,
-    _TreeSpec,
     _type_name,
 )
 from ..exercises._guard import run_guarded
+from ..exercises._tree_grading import _grade_tree, _TreeSpec
 
 
 def _lesson_setup():
