@@ -15,12 +15,13 @@ from ..exercises import (
     CheckButton,
     Evidence,
     _grading,
+    _tree_grading,
     cells,
     default_evidence,
     record_output as record_output,
 )
 from ..exercises._guard import describe_failure, run_guarded, watch_modules
-from . import catalogue as _catalogue
+from . import _cell_evidence, _flat_cases, _value_graders, catalogue as _catalogue
 from .catalogue import EXERCISES as EXERCISES, check as check, exercise as exercise
 from .prompts import (
     PREDICTIONS as PREDICTIONS,
@@ -167,5 +168,5 @@ try:
     _grading.bind_tools()
 except ImportError:  # no numpy/jax yet: bound at the first check
     pass
-watch_modules(_grading, _catalogue)
+watch_modules(_grading, _tree_grading, _catalogue, _value_graders, _flat_cases, _cell_evidence)
 cells.register_magic(known=exercise, answer_names={k: _names(k) for k in EXERCISES})

@@ -1,4 +1,7 @@
-"""The evidence log: what a student keeps from the lesson, saved as Markdown and JSON."""
+"""The evidence log: what a student keeps from the lesson, saved as Markdown and JSON.
+
+The Markdown page is written by `_evidence_markdown`; this module keeps the log, its JSON and the
+saving (merged with what is on disk, under a folder lock)."""
 
 from __future__ import annotations
 
@@ -8,11 +11,11 @@ import json
 import math
 import os
 import pathlib
-import re
 import time
 import uuid
 from typing import Any, NamedTuple
 
+from ._evidence_markdown import _MARK, _now, _scored_quiz, escape_markdown as escape_markdown, render_markdown
 from ._grading import _as_number_array
 from ._guard import exception_text, run_guarded
 
@@ -94,10 +97,6 @@ def _text_of(value) -> str:
     return str(value)
 
 
-def _now() -> str:
-    return datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
-
-
 class SavedEvidence(NamedTuple):
     markdown: pathlib.Path
     json: pathlib.Path
@@ -132,26 +131,11 @@ class SavedEvidence(NamedTuple):
 
 FORMAT = "pytree-lab-evidence/1"
 KINDS = ("predictions", "checks", "quiz", "outputs", "reveals")
-_MARK = "<!-- written by pytree-lab's evidence log: saving again merges into this file -->"
-
-
-def escape_markdown(text: str) -> str:
-    """Student text as literal Markdown text: markup characters escaped, HTML as text."""
-    text = str(text)
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = re.sub(r"([\\`*_\[\]#!|~])", r"\\\1", text)
-    # a line that would start a list or a heading still reads as text
-    return re.sub(r"^(\s*)([-+>=]|\d+\.)", r"\1\\\2", text, flags=re.M)
 
 
 def hub_user() -> str:
     """The JupyterHub user this kernel's server belongs to ("" outside a JupyterHub)."""
     return os.environ.get("JUPYTERHUB_USER", "").strip()
-
-
-def _cell(text: str) -> str:
-    """One table cell: escaped, on one line."""
-    return escape_markdown(" ".join(str(text).split())) or " "
 
 
 class Evidence:
@@ -396,102 +380,6 @@ def _folder_locked(folder: pathlib.Path):
             pass
 
 
-def render_markdown(record: dict) -> str:
-    out = [_MARK, "", "# Pytree lab: my evidence", "", f"Saved {record.get('saved', _now())}, "
-           f"{len(record.get('sessions', []))} session(s).", ""]
-    if record.get("jupyterhub_user"):
-        out[-1:] = [f"JupyterHub user: {escape_markdown(str(record['jupyterhub_user']))}", ""]
-    # summary first: every exercise, passed or not yet, and how many checks it took
-    out += ["## Summary", "", "| Exercise | Status | Checks | Reference solution |", "|---|---|---|---|"]
-    reveals: dict[str, list[dict]] = {}
-    for entry in record.get("reveals", []):
-        reveals.setdefault(entry["exercise_id"], []).append(entry)
-    by_exercise: dict[str, list[dict]] = {}
-    for entry in record.get("checks", []):
-        by_exercise.setdefault(entry["exercise_id"], []).append(entry)
-    titles = dict(record.get("expected", {}))
-    for exercise_id, entries in [*by_exercise.items(), *reveals.items()]:
-        titles.setdefault(exercise_id, entries[0].get("title", exercise_id))
-    for exercise_id, title in titles.items():
-        entries = by_exercise.get(exercise_id, [])
-        status = "passed" if any(e["passed"] for e in entries) else "not yet"
-        shown = reveals.get(exercise_id, [])
-        shown_text = (("shown " + ("once" if len(shown) == 1 else f"{len(shown)} times") + ", "
-                       + ", ".join(_cell(e.get("time", "")) for e in shown)) if shown else "not shown")
-        out.append(f"| {_cell(title)} (`{exercise_id}`) | {status} | {len(entries)} | {shown_text} |")
-    if not titles:
-        out.append("| (no exercises checked yet) | | | |")
-    out.append("")
-    out += ["## Predictions", ""]
-    predictions = record.get("predictions", [])
-    if not predictions:
-        out += ["(none revealed yet)", ""]
-    else:
-        out += ["| Question | My prediction | Computed answer | My rating |", "|---|---|---|---|"]
-        for entry in predictions:
-            out.append(f"| {_cell(entry['prompt'])} | {_cell(entry['prediction'])} | "
-                       f"{_cell(entry['answer'])} | {_cell(entry.get('self_rating', ''))} |")
-        out.append("")
-    out += ["## Checks", ""]
-    if not record.get("checks"):
-        out += ["(no checks yet)", ""]
-    for entry in record.get("checks", []):
-        verdict = "passed" if entry["passed"] else "not yet"
-        out += [f"### {escape_markdown(entry['title'])} (`{entry['exercise_id']}`): {verdict}, "
-                f"score {entry['score']:.2f}", "", f"Checked {entry.get('time', '')}.", ""]
-        if entry.get("code"):
-            out += ["My code:", "", _fence(entry["code"], "python"), ""]
-        out += ["Feedback:", "", _fence(entry["feedback"]), ""]
-    out += ["## Check your understanding", ""]
-    quiz = _scored_quiz(record.get("quiz", []))
-    if not quiz:
-        out += ["(not answered yet)", ""]
-    else:
-        out += ["The first answer to each question is its score; later answers are practice.", "",
-                "| Question | First answer (score) | Practice |", "|---|---|---|"]
-        for question, first, practice in quiz:
-            def said(entry):
-                return f"{_cell(entry['choice'])} ({'correct' if entry['correct'] else 'not correct'})"
-            out.append(f"| {_cell(question)} | {said(first) if first else '(none)'} | "
-                       f"{'; '.join(said(e) for e in practice) or 'none'} |")
-        out.append("")
-        for question, first, practice in quiz:
-            entry = first or practice[0]
-            out += [f"- {_cell(question)} {_cell(entry['explanation'])}"]
-        out.append("")
-    out += ["## Key outputs", ""]
-    if not record.get("outputs"):
-        out += ["(none recorded yet)", ""]
-    for entry in record.get("outputs", []):
-        out += [f"### {escape_markdown(entry['label'])}", "", _fence(entry["text"]), ""]
-    return "\n".join(out).rstrip() + "\n"
-
-
-def _scored_quiz(entries: list[dict]) -> list[tuple[str, dict | None, list[dict]]]:
-    """(question, first answer, practice answers) per question, in order of first appearance:
-    the earliest answer not marked practice is the score, every other answer is practice."""
-    grouped: dict[str, list[dict]] = {}
-    for entry in sorted(entries, key=lambda e: e.get("time", "")):
-        grouped.setdefault(entry.get("quiz_id") or entry.get("question", ""), []).append(entry)
-    out = []
-    for group in grouped.values():
-        first = next((e for e in group if not e.get("practice")), None)
-        out.append((group[0].get("question", ""), first, [e for e in group if e is not first]))
-    return out
-
-
-def _quote(text: str) -> str:
-    lines = (text or "").splitlines() or [""]
-    return "\n".join(f"> {escape_markdown(line)}" for line in lines)
-
-
-def _fence(text: str, language: str = "text") -> str:
-    # a fence longer than any backtick run in the text keeps student text from closing it
-    longest = max((len(run) for run in re.findall(r"`+", text or "")), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{language}\n{text}\n{fence}"
-
-
 _DEFAULT_EVIDENCE = Evidence()
 
 
@@ -514,7 +402,6 @@ def save_evidence(path: str | pathlib.Path | None = None, *, evidence: Evidence 
     """Write the evidence recorded so far: Markdown at `path` (default `pytree-lab-evidence.md` in
     the notebook's folder) and the same content as JSON beside it."""
     return (evidence if evidence is not None else default_evidence()).save(path)
-
 
 
 def aligned_trees(**trees: Any) -> str:
