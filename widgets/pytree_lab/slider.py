@@ -39,6 +39,7 @@ from typing import Any
 import anywidget
 import traitlets
 
+from . import _timing
 from ._intent import PageIntents
 from ._ranges import span  # the ranges live there (no widgets); slider.span stays public
 from ._static import static_asset
@@ -261,10 +262,11 @@ class Slider(PageIntents, anywidget.AnyWidget):
         self._first_move_at = now
         loop.call_later(self._quiet, self._flush_when_quiet)
 
-    _QUIET = 0.001
-    _MAX_QUIET = 0.02
-    _MAX_WAIT = 0.05
-    _LEAD_GAP = 0.03  # a move this long after the previous move and flush is applied at once
+    # the coalescing's constants (_timing.py: every timing constant of a slider move)
+    _QUIET = _timing.SLIDER_QUIET
+    _MAX_QUIET = _timing.SLIDER_MAX_QUIET
+    _MAX_WAIT = _timing.SLIDER_MAX_WAIT
+    _LEAD_GAP = _timing.SLIDER_LEAD_GAP  # a move this long after the previous move and flush is applied at once
     _last_flush_s = 0.0  # how long applying the last move took (the observers' computation)
     _last_move_at = -math.inf  # loop time of the last move received
     _last_flush_at = -math.inf  # loop time the last flush ended
