@@ -12,13 +12,16 @@ The parts, each with one job:
                    values, set_params / set_inputs / set_loss, compile and runner, step(n),
                    reset, history, notes); compute() gives a result or a failure sentence
     sliders.py     the slider plan: which elements slide, their labels and ranges
+    slider_panel.py  SliderPanel: the plan's Slider widgets, their moves into the session, and
+                   the sliders following the session when it moves from Python
     bars.py        the bar plan: which elements have bars (bars=, the sliders', the selection)
                    and their tick labels
     messages.py    every "this is what went wrong" sentence; short_error, the one helper that
                    says an exception in a line
     prediction.py  ŷ, the residual and dL/dŷ inside the step
     optimizer.py   the optimizer's diagram columns and panels, and worked-calculation rows
-    schedule.py    Schedule: every view timer and timing constant (when slow views follow a drag)
+    schedule.py    Schedule: every view timer (when slow views follow a drag; its constants, with
+                   the slider's, in pytree_lab/_timing.py)
     views.py       the View interface (show, select, text) and its registry: the bars, the
                    loss line, the data list, the diagram, the worked calculation
     lifetime.py    page-write guards, and closing with the page or when replaced
@@ -30,19 +33,20 @@ The parts, each with one job:
     debug.py       the output area: print / jax.debug.print of steps run from the page, tracebacks
     layout.py      where the parts go: layout="compact" (one projected screen, folded parts,
                    the worked calculation's leaf picker) or "long"
+    changes.py     what Python may change (set_params, set_inputs, set_loss, show_extra, step,
+                   reset), each through the session, then one recompute; one change at a time
     widget.py      StepExplorer: sliders -> session -> schedule -> views
 
-A slider move, from the slider's value to the bars: 8 calls inside pytree-lab (the issue's budget
-is 6; Schedule calling the views directly and the chart view drawing the bars itself would make it 6):
+A slider move, from the slider's value to the bars: 6 calls inside pytree-lab (measured by
+tests/test_layout_budgets.py, every pytree-lab frame on the stack when the bars are set):
 
     1. Slider.flush()                        slider.py: the page's newest move -> `value` (observers)
-    2. StepExplorer._on_slider(label, ...)   widget.py: session.move(label, value)
-    3. StepExplorer.recompute()              widget.py: session.compute() runs the compiled step
-    4. Schedule.show(result)                 schedule.py: fast views now, slow ones now or later
-    5. StepExplorer._draw_fast(result)       widget.py: status cleared, `result` set
-    6. ViewSet.show_fast(result)             views.py: every fast view
-    7. ChartView.show(result)                views.py: before/after values of the bars' elements
-    8. BeforeAfterChart.show(before, after)  chart.py: the bars' heights
+    2. StepExplorer._on_slider(label, ...)   widget.py: session.move (SliderPanel.take), one step
+                                             from the page (playing stops, output captured)
+    3. StepExplorer._show_step()             widget.py: session.compute() runs the compiled step
+    4. Schedule.show(result)                 schedule.py: the fast views now, slow ones now or later
+    5. ChartView.show(result)                views.py: before/after values of the bars' elements
+    6. BeforeAfterChart.show(before, after)  chart.py: the bars' heights
 
 The person's numbers are never changed: trees are copied on the way in (never aliased), a slider
 holds its value exactly until that slider is moved, the loss gets its own copies, and the

@@ -42,7 +42,7 @@ def fit_inputs(session: Any, pinned: Any) -> tuple[list, list[str]] | str | None
 
     eng = session.engine
     flat, treedef = eng.tree_flatten_with_path(pinned)
-    if treedef != session._input_def:
+    if treedef != session.input_def:
         return None
     slid = {s.element.flat_index for s in session.specs if s.element is not None and s.element.tree == "inputs"}
     leaves, notes, resized = [], [], []
@@ -74,7 +74,7 @@ def fit_inputs(session: Any, pinned: Any) -> tuple[list, list[str]] | str | None
             resized.append(f"{where} {a.shape} (was {want.shape})")
         leaves.append(new)
     if resized:
-        seen = session.__dict__.setdefault("batch_shapes", {_shapes(session._initial[1])})
+        seen = session.__dict__.setdefault("batch_shapes", {_shapes(session.initial[1])})
         shapes = _shapes(leaves)
         compiles = shapes not in seen
         seen.add(shapes)

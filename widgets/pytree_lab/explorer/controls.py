@@ -4,6 +4,7 @@ goes to the explorer's output area; Reset stops playing)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import ipywidgets
@@ -13,10 +14,11 @@ from .playbar import PlayControl
 __all__ = ["build_controls"]
 
 
-def build_controls(ex: Any, fixed_range: bool) -> None:
+def build_controls(ex: Any, fixed_range: bool, clicked: Callable[..., None]) -> None:
     """Make the controls as the explorer's attributes (`status`, the line for messages;
     `step_button`, `step10_button`, `reset_button`, `fixed_range_box`, and `controls`, the row
-    holding the buttons; `play_control`, Play / Pause with its speed and step number), wired to it."""
+    holding the buttons; `play_control`, Play / Pause with its speed and step number), wired to it:
+    a button calls `clicked(method, *args)`, which runs the step as one from the page."""
     ex.status = ipywidgets.HTML(layout={"width": "100%"})
     ex.status.add_class("pytree-lab-status")
     ex.step_button = ipywidgets.Button(description="Step", tooltip="take one step: move to updated")
@@ -27,9 +29,9 @@ def build_controls(ex: Any, fixed_range: bool) -> None:
                                              indent=False, layout={"width": "auto"})
     for button in (ex.step_button, ex.step10_button, ex.reset_button):
         button.add_class("pytree-lab-step-button")
-    ex.step_button.on_click(lambda _: ex._clicked(ex.step, 1))
-    ex.step10_button.on_click(lambda _: ex._clicked(ex.step, 10))
-    ex.reset_button.on_click(lambda _: ex._clicked(ex.reset))
+    ex.step_button.on_click(lambda _: clicked(ex.step, 1))
+    ex.step10_button.on_click(lambda _: clicked(ex.step, 10))
+    ex.reset_button.on_click(lambda _: clicked(ex.reset))
     ex.play_control = PlayControl()
     ex.fixed_range_box.observe(lambda change: setattr(ex.chart_view, "fixed_range", bool(change["new"])), "value")
     ex.controls = ipywidgets.HBox([ex.step_button, ex.step10_button, ex.reset_button, ex.play_control,

@@ -79,6 +79,11 @@ class Lifetime:
     _built_count = 0  # explorers built in this kernel; each knows its place (`_generation`)
     _generation = 0
 
+    @property
+    def closed(self) -> bool:
+        """True once the explorer is closed (by `close()`, its page, or a newer explorer)."""
+        return self._closed
+
     def _start_lifetime(self) -> None:
         self._closed = False
         # the page writes intents only: every widget built here refuses page writes of
@@ -103,7 +108,7 @@ class Lifetime:
 
             def closed_by_page(msg: Any = None) -> None:
                 ex = me()
-                if ex is not None and not ex._closed:
+                if ex is not None and not ex.closed:
                     with contextlib.suppress(Exception):
                         ex.close()
 

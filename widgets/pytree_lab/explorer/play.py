@@ -30,6 +30,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from .. import _timing
 from . import record
 from .debug import DebugArea, captured
 from .messages import fmt_number
@@ -46,7 +47,7 @@ class Player:
     page's drawing (1 when the page kept up); `compute_s` and `wait_s` the seconds spent
     computing steps (views sent included) and waiting for the page's answers."""
 
-    ACK_TIMEOUT = 5.0  # s: a shown explorer waits this long for the page's answer
+    ACK_TIMEOUT = _timing.PLAY_ACK_TIMEOUT  # s: a shown explorer waits this long for the page's answer
 
     def __init__(self, ex: Any, control: PlayControl):
         self.ex, self.control = ex, control
@@ -77,7 +78,7 @@ class Player:
             raise RuntimeError("play() runs on the event loop of a Jupyter kernel (or of asyncio), so that other "
                                "cells can run while it plays; there is none here. Use ex.step(n).") from None
         ex = self.ex
-        if ex._closed:
+        if ex.closed:
             return
         if steps_per_second is not None:
             self.control.steps_per_second = float(steps_per_second)
@@ -152,7 +153,7 @@ class Player:
         with ex.session.lock:
             if not self.control.playing:
                 return
-            if ex._closed:
+            if ex.closed:
                 self.stop()
                 return
             now = loop.time()
@@ -284,17 +285,6 @@ class PlayMixin:
             failed = not self.session.good_now and self.session.last_traceback
             self.debug.failed(self.session.last_traceback if failed else "")
 
-    def _page_driven_move(self) -> None:
-        """A slider moved by hand: playing stops, the step runs as one from the page."""
-        if self.player.playing:
-            self.player.stop("Paused: a slider moved.")
-        with self._from_page():
-            self.schedule.moving = True
-            try:
-                self.recompute()
-            finally:
-                self.schedule.moving = False
-
     def _clicked(self, method: Any, *args: Any) -> None:
         """A button's step (Step, Step ×10, Reset), run as a step from the page; Reset stops playing."""
         if method.__name__ == "reset" and self.player.playing:
@@ -305,8 +295,7 @@ class PlayMixin:
     # ------------------------------------------------------------------ the step number shown
     def control_step(self) -> int:
         """The step number of the point the explorer stands on (the count in `history.steps`)."""
-        s = self.session
-        return len(s.history) if (s._new_point or not s.history) else len(s.history) - 1
+        return self.session.step_number
 
     def control_step_changed(self) -> None:
         self.play_control.step = self.control_step()

@@ -1,4 +1,5 @@
-"""When the explorer's views are drawn: every view timer and timing constant of the explorer.
+"""When the explorer's views are drawn: every view timer of the explorer (its constants, with the
+slider's, in pytree_lab/_timing.py).
 
 While a slider is dragged, moves come faster than the page can redraw every view: the fast
 views (the bars) follow each move at once, and the slow ones (the diagram, the worked
@@ -21,6 +22,8 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from .. import _timing
+
 __all__ = ["Schedule"]
 
 
@@ -32,18 +35,19 @@ def _loop_time() -> float | None:
 
 
 class Schedule:
-    """Draws a step's views now or later. `draw_fast(result)` and `draw_slow(result, history)` draw;
-    `failed(error)` says a slow draw that failed on a timer's turn; `lock` is held on a timer's
-    turn (the explorer's lock: one change at a time)."""
+    """Draws a step's views now or later. `fast_views` are drawn at once (each `view.show(result)`),
+    `draw_slow(result, history)` draws the others; `failed(error)` says a slow draw that failed on a
+    timer's turn; `lock` is held on a timer's turn (the explorer's lock: one change at a time)."""
 
-    DRAG_GAP = 0.2  # s between two slider moves' steps that makes them one drag
-    VIEWS_TRAIL = 0.15  # s of pause in a drag after which the slow views follow
-    VIEWS_EVERY = 0.5  # s: the slow views follow a long drag at least this often
-    VIEWS_SOON = 0.04  # s after a single move's fast views that its slow views follow
+    # the constants live with the slider's in _timing.py (every timing constant of a slider move)
+    DRAG_GAP = _timing.DRAG_GAP  # s between two slider moves' steps that makes them one drag
+    VIEWS_TRAIL = _timing.VIEWS_TRAIL  # s of pause in a drag after which the slow views follow
+    VIEWS_EVERY = _timing.VIEWS_EVERY  # s: the slow views follow a long drag at least this often
+    VIEWS_SOON = _timing.VIEWS_SOON  # s after a single move's fast views that its slow views follow
 
-    def __init__(self, draw_fast: Callable[[Any], None], draw_slow: Callable[[Any, bool], None],
+    def __init__(self, fast_views: list, draw_slow: Callable[[Any, bool], None],
                  failed: Callable[[BaseException], None], lock: Any):
-        self._draw_fast, self._draw_slow, self._failed, self._lock = draw_fast, draw_slow, failed, lock
+        self.fast_views, self._draw_slow, self._failed, self._lock = list(fast_views), draw_slow, failed, lock
         self.moving = False  # the step being shown comes from a slider move
         self.closed = False
         self.due: Any = None  # a step whose slow views wait (for the drag to pause, or VIEWS_SOON)
@@ -56,8 +60,10 @@ class Schedule:
         loss line is not drawn here when the slow views are drawn now: the step is not recorded yet."""
         dragging = self._dragging()
         # the fast views first: the bars are what the eye follows while a slider moves, so their
-        # message leaves the kernel before the diagram's and the calculation's bigger ones
-        self._draw_fast(result)
+        # message leaves the kernel before the diagram's and the calculation's bigger ones (called
+        # here, not through a helper: the slider path is six calls, explorer/__init__.py)
+        for view in self.fast_views:
+            view.show(result)
         if dragging:
             self.due = result
             if self._timer is None:
@@ -77,6 +83,12 @@ class Schedule:
         now = _loop_time()
         if now is not None:
             self._views_at = now
+
+    def draw_all(self, result: Any) -> None:
+        """Every view for `result` now, the loss line aside (putting the views back on a step)."""
+        for view in self.fast_views:
+            view.show(result)
+        self.draw_now(result, history=False)
 
     def draw_due(self) -> None:
         """Draw the views a drag left waiting (before a message, a text form or a close)."""

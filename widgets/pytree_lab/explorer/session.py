@@ -112,7 +112,7 @@ class ExplorerSession:
         self.params_tree = _pinned("params", params, eng)
         pinned_inputs = _pinned("inputs", inputs, eng)
         self.param_leaves, self._param_def = eng.tree_flatten(self.params_tree)
-        self.input_leaves, self._input_def = eng.tree_flatten(pinned_inputs)
+        self.input_leaves, self.input_def = eng.tree_flatten(pinned_inputs)
         self.param_leaves = [self._frozen(x) for x in self.param_leaves]
         self.input_leaves = [self._frozen(x) for x in self.input_leaves]
         self.inputs_tree = pinned_inputs
@@ -133,7 +133,7 @@ class ExplorerSession:
         self.last_good: StepResult | None = None
         self.clock: Any = None  # the last step's BudgetClock (what it saw)
         # what reset goes back to
-        self._initial = (list(self.param_leaves), list(self.input_leaves), dict(self.static), self.input_data)
+        self.initial = (list(self.param_leaves), list(self.input_leaves), dict(self.static), self.input_data)
         self.learning_rate = self._start_optimizer(learning_rate)
         self.slider_step: Any = self._compile(loss_fn)  # the step every slider move runs
         self._plain_runner: TrainingStep | None = None
@@ -244,7 +244,7 @@ class ExplorerSession:
             leaves[tree][i] = self._frozen(a)
         eng = self.engine
         params = eng.tree_unflatten(self._param_def, leaves["params"])
-        inputs = eng.tree_unflatten(self._input_def, leaves["inputs"])
+        inputs = eng.tree_unflatten(self.input_def, leaves["inputs"])
         return params, inputs, float(self.values.get(LEARNING_RATE, self.learning_rate))
 
     # ------------------------------------------------------------------ new trees or loss from Python
@@ -294,7 +294,7 @@ class ExplorerSession:
             leaves[i] = self._frozen(leaf)
         self._values_from_leaves(name)
         if name == "inputs":  # a cast leaf is described as the explorer holds it
-            self.input_data = describe(self.engine.tree_unflatten(self._input_def, new_leaves) if notes else tree, "inputs")
+            self.input_data = describe(self.engine.tree_unflatten(self.input_def, new_leaves) if notes else tree, "inputs")
             self.notes += notes
         return ""
 
@@ -368,7 +368,7 @@ class ExplorerSession:
     def reset(self) -> str:
         """Back to the construction-time params, inputs and learning rate and a fresh optimizer
         state; history starts again. "" when done, else why not."""
-        params0, inputs0, static0, data0 = self._initial
+        params0, inputs0, static0, data0 = self.initial
         self.input_leaves[:] = inputs0
         self._values_from_leaves("inputs")
         if LEARNING_RATE in self.values:
@@ -437,6 +437,11 @@ class ExplorerSession:
             self.last_traceback = messages.traceback_text(err)
             return Computed(failure=messages.explain(err, self.input_names, self.param_summary))
         return Computed(result=result, took=time.monotonic() - started)
+
+    @property
+    def step_number(self) -> int:
+        """The step number of the point the session stands on (its count in `history`)."""
+        return len(self.history) if (self._new_point or not self.history) else len(self.history) - 1
 
     def commit(self, computed: Computed) -> list[str]:
         """`computed.result` (shown) is the current point now: recorded in history. Returns the notes."""

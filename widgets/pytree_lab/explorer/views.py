@@ -288,10 +288,9 @@ class ViewSet(dict):
         found = [(pos, i, w) for i, v in enumerate(self.values()) for s, pos, w in v.parts() if s == slot]
         return [w for _, _, w in sorted(found, key=lambda item: item[:2])]
 
-    def show_fast(self, result: Any) -> None:
-        for view in self.values():
-            if view.fast:
-                view.show(result)
+    def fast(self) -> list[View]:
+        """The views drawn with every slider move (the schedule draws them itself)."""
+        return [view for view in self.values() if view.fast]
 
     def show_slow(self, result: Any, history: bool = True, only_after_record: bool = False) -> None:
         """The slow views; `history` False leaves out the loss line (the step is not recorded

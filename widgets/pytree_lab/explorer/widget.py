@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import html
 import inspect
 from collections.abc import Callable, Iterable
@@ -16,36 +15,23 @@ from .._intent import PageIntents
 from .._keywords import refuse_unknown, widget_keywords
 from .._text import TextForm
 from ..engine import Engine
-from ..slider import Slider, SliderModule, short_labels
+from ..slider import Slider
 from ..step import StepResult
+from .changes import PythonChanges, one_at_a_time
 from .controls import build_controls
 from .layout import arrange, check_layout
 from .lifetime import Lifetime
-from .messages import short_error, widened_note
+from .messages import short_error
 from .play import PlayMixin
 from .schedule import Schedule
 from .session import ExplorerSession
+from .slider_panel import SliderPanel
 from .views import ViewSet
 
 __all__ = ["StepExplorer"]
 
 
-def _one_at_a_time(method: Callable) -> Callable:
-    """JupyterLab hands widget messages to a kernel subshell, a thread of its own: a slider's
-    step can run while a cell calls `ex.step(10)`. Each explorer runs one change at a time."""
-
-    @functools.wraps(method)
-    def locked(self, *args, **kwargs):
-        session = self.__dict__.get("session")
-        if session is None:  # still being built (or a construction that failed, being closed)
-            return method(self, *args, **kwargs)
-        with session.lock:
-            return method(self, *args, **kwargs)
-
-    return locked
-
-
-class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
+class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
     """Move a slider, watch one gradient step: loss, gradient tree, updated parameters.
 
     `loss_fn(params, **inputs)` is any scalar loss; with no arguments the explorer is the
@@ -123,27 +109,19 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
         if extra is not None:
             self.show_extra(extra)
         self.chart_view.fixed_range = bool(fixed_range)
-        build_controls(self, fixed_range)
-        self.sliders: dict[str, Slider] = {}
-        module = SliderModule()  # the slider module, sent to the page once for all these sliders
-        plan = session.plan_sliders(sliders, max_sliders)
-        shown = short_labels([spec.label for spec in plan])  # short, and no two alike
-        for spec in plan:
-            self.sliders[spec.label] = Slider(spec.value, description=shown[spec.label], path=spec.path,
-                                              min=spec.min, max=spec.max, step=spec.step, module=module)
+        build_controls(self, fixed_range, self._clicked)
+        self.slider_panel = SliderPanel(session, sliders, max_sliders)
+        self.sliders: dict[str, Slider] = self.slider_panel.sliders
         self.views["DataView"].refresh()
-        slider_box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "330px"})
-        self.children = arrange(self, self.layout_form, slider_box)
+        self.children = arrange(self, self.layout_form, self.slider_panel.box)
         self._start_play()  # play.py: the player, and the output area under the rest
-        self.schedule = Schedule(self._draw_fast, self.views.show_slow, lambda err: self._fail(
+        self.schedule = Schedule(self.views.fast(), self.views.show_slow, lambda err: self._fail(
             f"The step was computed, but showing it failed: {short_error(err)}."), session.lock)
-        self._holding = False  # set while sliders follow the session: one recompute after
         self._start_lifetime()
         self.history_view.on_new_widget = self._adopt
         traitlets.link((self, "selected_path"), (self.diagram, "selected_path"))  # one selection everywhere
         self.chart_view.on_pick(lambda path: setattr(self, "selected_path", path))
-        for label, slider in self.sliders.items():
-            slider.observe(functools.partial(self._on_slider, label), "value")
+        self.slider_panel.on_move(self._on_slider)
         self.recompute()
 
     # ------------------------------------------------------------------ what the session says
@@ -154,8 +132,7 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
                       "`result` is the step from here).")
     opt_state = property(lambda self: self.session.opt_state, doc="The optimizer state the next step starts from "
                          "(None without an optimizer).")
-    param_sliders = property(lambda self: [(s.element, self.sliders[s.label]) for s in self.session.specs
-                                           if s.element is not None and s.element.tree == "params"],
+    param_sliders = property(lambda self: self.slider_panel.param_sliders(),
                              doc="(element, Slider) of each parameter element with a slider, in order.")
     time_budget = property(lambda self: self.session.time_budget,
                            lambda self, seconds: setattr(self.session, "time_budget", seconds),
@@ -163,107 +140,31 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
 
     # ------------------------------------------------------------------ sliders -> session
     def _on_slider(self, label: str, change: dict) -> None:
-        slider = change["owner"]
-        if slider.widened is not None:
-            lo, hi = slider.widened
-            slider.widened = None
-            self.session.notes.append(widened_note(slider.path, change["new"], lo, hi))
-        self.session.move(label, change["new"])
-        if not self._holding:
-            self._page_driven_move()  # play.py: stops playing, output to the output area
-
-    def _follow_session(self, keep_notes: bool = True) -> None:
-        """The sliders move to the session's values (one recompute after, by the caller)."""
-        notes = list(self.session.notes)
-        self._holding = True
-        try:
-            for label, slider in self.sliders.items():
-                slider.value = self.session.values[label]
-                slider.widened = None  # a new point, not a value pushed out of range by hand
-        finally:
-            self._holding = False
-            if keep_notes:
-                self.session.notes = notes
-
-    # ------------------------------------------------------------------ changes from Python
-    @_one_at_a_time
-    def set_params(self, params: Any) -> StepResult | None:
-        """Start from other parameter values (same structure, shapes and dtypes as before) and
-        recompute: the sliders move to the new values. An optimizer loop calls this after each
-        of its steps to show where it got to.
-
-        A tree that does not fit (a missing, extra or renamed key, another shape or dtype, a
-        string, int, bool or complex leaf, a None where the explorer's tree has a leaf) is refused
-        with a message naming its path; the last good step stays on screen. A None where the
-        explorer's tree has one too (JAX's empty subtree) is kept. Build a new StepExplorer for a
-        new model.
-        """
-        return self._after_change(self.session.set_tree("params", params), keep_notes=False)
-
-    @_one_at_a_time
-    def set_inputs(self, inputs: dict) -> StepResult | None:
-        """New input values: the same keys; a new batch may change the first dimension (compiled once
-        per shape), labels of another int width are cast when every value fits (batches.py); the
-        rest is refused with the path named. Static inputs (static=[...]) may change: it recompiles."""
-        failure = self.session.set_inputs(inputs)
-        if not failure:
-            self.views["DataView"].refresh()
-        return self._after_change(failure, keep_notes=False)
-
-    @_one_at_a_time
-    def set_loss(self, loss_fn: Callable) -> StepResult | None:
-        """Use another loss (called as `loss_fn(params, **inputs)`), compiled once.
-
-        If it fails (raises, returns a non-scalar, NaN or Inf), the message says why and the last
-        good step stays on screen; the new loss is kept, so fixing the sliders or giving a
-        corrected loss recovers.
-        """
-        self.session.set_loss(loss_fn)
-        return self.recompute()
-
-    @_one_at_a_time
-    def show_extra(self, extra: Any) -> None:
-        """Show trees that are not aligned with params, e.g. `{"optimizer state": opt_state}`, in
-        their own panel (a bare tree is titled "optimizer state"). Slider moves keep the panel;
-        call again after your own optimizer step to show the new state."""
-        self.session.extra = extra
-        self.views["DiagramView"].show_extra()
-
-    @_one_at_a_time
-    def step(self, n: int = 1) -> StepResult | None:
-        """Take `n` real steps (one compiled loop) and move there: params, optimizer state and the
-        sliders follow, `history` grows by n points, every view is drawn once at the end.
-
-        Steps that diverge stop at the last point whose loss is finite, with a message. Returns
-        the step from the new point (as `result`), or None with a message in the widget.
-        """
-        self.session.check_steps(n)
-        if self._closed or (not self.session.good_now and self.recompute() is None):
-            return None  # closed, or the step from here fails (its message is on screen)
-        return self._after_change(self.session.run(n))
-
-    @_one_at_a_time
-    def reset(self) -> StepResult | None:
-        """Back to where the explorer was built: the construction-time params, inputs and
-        learning rate (sliders included) and a fresh optimizer state; history starts again."""
-        if self._closed:
-            return None
-        failure = self.session.reset()
-        self.views["DataView"].refresh()
-        return self._after_change(failure)
-
-    def _after_change(self, failure: str, keep_notes: bool = True) -> StepResult | None:
-        self._follow_session(keep_notes)  # the sliders show where the session is, failed or not
-        return self._fail(failure) if failure else self.recompute()  # type: ignore[func-returns-value]
+        """A slider moved (by hand, or from Python): the step from the new point, as one from the
+        page (playing stops, output goes to the output area). Calls `_show_step` itself: the
+        slider path (explorer/__init__.py) is six calls."""
+        if not self.slider_panel.take(label, change):
+            return  # the sliders follow the session: the caller recomputes once after
+        if self.player.playing:
+            self.player.stop("Paused: a slider moved.")
+        with self.session.lock, self._from_page():
+            self.schedule.moving = True
+            try:
+                self._show_step()
+            finally:
+                self.schedule.moving = False
 
     # ------------------------------------------------------------------ session -> schedule -> views
-    @_one_at_a_time
+    @one_at_a_time
     def recompute(self) -> StepResult | None:
         """Run the step for the current slider values and update every view.
 
         On bad input the message appears in the widget and the last good state stays. Nothing
         the loss raises (BaseException included) escapes: the kernel stays alive.
         """
+        return self._show_step()
+
+    def _show_step(self) -> StepResult | None:
         if self._closed:
             return None
         computed = self.session.compute(moving=self.schedule.moving)
@@ -274,10 +175,11 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
         except BaseException as err:  # a view failed after a good step: the same as a failed step
             if self.session.last_good is not None:  # put every view back on the last good step
                 with contextlib.suppress(BaseException):
-                    self._draw_fast(self.session.last_good)
-                    self.schedule.draw_now(self.session.last_good, history=False)
+                    self.schedule.draw_all(self.session.last_good)
             return self._fail(f"The step was computed, but showing it failed: {short_error(err)}. "  # type: ignore[func-returns-value]
                               "The last good step stays on screen.")
+        self.status.value = ""
+        self.result = computed.result
         notes = self.session.commit(computed)
         if self.schedule.due is None:
             self.views.show_slow(computed.result, only_after_record=True)
@@ -285,11 +187,6 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
             self.schedule.draw_due()
             self._note(" ".join(notes))
         return computed.result
-
-    def _draw_fast(self, r: StepResult) -> None:
-        self.views.show_fast(r)
-        self.status.value = ""
-        self.result = r
 
     def _fail(self, text: str) -> None:
         text = self.session.failure(text)
@@ -305,7 +202,7 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
         self.diagram.show_message(text, kind="info")
 
     # ------------------------------------------------------------------ text form, selection, close
-    @_one_at_a_time
+    @one_at_a_time
     def text(self) -> str:
         """The explorer as text: the message, the trees (params, grads, updated), the worked calculation."""
         try:
@@ -328,7 +225,7 @@ class StepExplorer(PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
     def _selection_changed(self, change: dict) -> None:
         self.views.select(change["new"])
 
-    @_one_at_a_time
+    @one_at_a_time
     def close(self) -> None:
         """Close the explorer and every widget it built (sliders, chart parts, diagram, views),
         whatever its children are now. A closed explorer keeps its numbers (params, result,
