@@ -136,16 +136,17 @@ class Slider(PageIntents, anywidget.AnyWidget):
     _css = static_asset("slider.css")
 
     # The Python <-> JS contract (same names in static/slider.js). All kernel-owned.
-    value = traitlets.Float(0.0).tag(sync=True, to_json=_finite_or_none)
-    min = traitlets.Float(-1.0).tag(sync=True, to_json=_finite_or_none)
-    max = traitlets.Float(1.0).tag(sync=True, to_json=_finite_or_none)
-    step = traitlets.Float(0.01).tag(sync=True, to_json=_finite_or_none)
-    description = traitlets.Unicode("").tag(sync=True)  # the visible label
-    path = traitlets.Unicode("").tag(sync=True)  # the full path: title and accessible description
-    ack = traitlets.Int(0).tag(sync=True)  # seq of the last page move applied
-    #: the SliderModule whose module renders this slider (None: the slider carries its own);
-    #: kernel-owned, set once at construction
+    value = traitlets.Float(0.0, help="float, default 0.0: the number, exactly as given or moved to (NaN and ±inf go to the page as null). Written by the kernel: the page's moves arrive as messages.").tag(
+        sync=True, to_json=_finite_or_none)
+    min = traitlets.Float(-1.0, help="float, default -1.0 (from the value's scale): the range's low end. Written by the kernel.").tag(sync=True, to_json=_finite_or_none)
+    max = traitlets.Float(1.0, help="float, default 1.0 (from the value's scale): the range's high end. Written by the kernel.").tag(sync=True, to_json=_finite_or_none)
+    step = traitlets.Float(0.01, help="float, default 0.01 (a tenth of the value's magnitude): one key press's move. Written by the kernel.").tag(sync=True, to_json=_finite_or_none)
+    description = traitlets.Unicode("", help="str, default '': the visible label (short: short_label). Written by the kernel.").tag(sync=True)
+    path = traitlets.Unicode("", help="str, default '': the full path, the slider's title and accessible description. Written by the kernel.").tag(sync=True)
+    ack = traitlets.Int(0, help="int, default 0: the seq of the last page move the kernel applied (or refused). Written by the kernel.").tag(sync=True)
     module = _ModuleTrait().tag(sync=True)
+    module.help = ("SliderModule or None, default None: the widget whose front-end module renders this slider "
+                   "(None: it carries its own). Written by the kernel, once, at construction.")
 
     def __init__(self, value: float = 0.0, *, description: str = "", path: str = "",
                  min: float | None = None, max: float | None = None, step: float | None = None,

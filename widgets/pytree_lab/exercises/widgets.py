@@ -39,11 +39,11 @@ class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
 
     _esm = static_asset("exercises.js")
     _css = static_asset("exercises.css")
-    kind = traitlets.Unicode("").tag(sync=True)
-    title = traitlets.Unicode("").tag(sync=True)
+    kind = traitlets.Unicode("", help='str: which widget static/exercises.js draws: "check", "predict", "quiz" or "evidence". Written by the kernel, at construction.').tag(sync=True)
+    title = traitlets.Unicode("", help="str, default '': the heading. Written by the kernel.").tag(sync=True)
     # the verdict in the aria-live="polite" region (a revealed answer or explanation is read with it)
-    announcement = traitlets.Unicode("").tag(sync=True)
-    busy = traitlets.Bool(False).tag(sync=True)
+    announcement = traitlets.Unicode("", help="str, default '': the verdict or notice the aria-live region reads out. Written by the kernel.").tag(sync=True)
+    busy = traitlets.Bool(False, help='bool, default False: a check or reveal is running (its button waits). Written by the kernel.').tag(sync=True)
 
     def __init__(self, *, evidence: Evidence | None = None, **kwargs) -> None:
         refuse_unknown_widget_keywords(self, kwargs)  # a typo is an error, not a dropped argument
@@ -117,16 +117,16 @@ class CheckButton(_ExerciseWidget):
     solution can be revealed (`reveal_solution`), never before.
     """
 
-    exercise_id = traitlets.Unicode().tag(sync=True)
-    task = traitlets.Unicode("").tag(sync=True)
-    label = traitlets.Unicode("Check my answer").tag(sync=True)
-    status = traitlets.Unicode("").tag(sync=True)  # "", "checking", "passed", "failed", "error"
-    feedback = traitlets.Unicode("").tag(sync=True)
-    score = traitlets.Float(0.0).tag(sync=True)
-    attempts = traitlets.Int(0).tag(sync=True)
-    failed_attempts = traitlets.Int(0).tag(sync=True)
-    solution_available = traitlets.Bool(False).tag(sync=True)
-    solution = traitlets.Unicode("").tag(sync=True)  # empty until revealed after an attempt
+    exercise_id = traitlets.Unicode(help="str: the exercise's id in the course catalogue. Written by the kernel, at construction.").tag(sync=True)
+    task = traitlets.Unicode("", help="str, default '': what the exercise asks. Written by the kernel.").tag(sync=True)
+    label = traitlets.Unicode("Check my answer", help="str, default 'Check my answer': the button's text. Written by the kernel.").tag(sync=True)
+    status = traitlets.Unicode("", help="str, default '': '', 'checking', 'passed', 'failed' or 'error'. Written by the kernel.").tag(sync=True)
+    feedback = traitlets.Unicode("", help="str, default '': what the last check found, as text. Written by the kernel.").tag(sync=True)
+    score = traitlets.Float(0.0, help="float, default 0.0: the last check's score, 0 to 1. Written by the kernel.").tag(sync=True)
+    attempts = traitlets.Int(0, help='int, default 0: checks run. Written by the kernel.').tag(sync=True)
+    failed_attempts = traitlets.Int(0, help='int, default 0: checks that did not pass. Written by the kernel.').tag(sync=True)
+    solution_available = traitlets.Bool(False, help='bool, default False: a reference solution may be revealed (after a first check). Written by the kernel.').tag(sync=True)
+    solution = traitlets.Unicode("", help="str, default '': the reference solution, empty until revealed after an attempt. Written by the kernel.").tag(sync=True)
 
     def __init__(self, exercise: Exercise, get_answer: Callable[[], Any] | str, *,
                  checker: Callable[..., CheckResult] | None = None, evidence: Evidence | None = None,
@@ -299,11 +299,11 @@ class PredictionPrompt(_ExerciseWidget):
     that computes it when the button is pressed; the prediction is locked once revealed."""
 
     _page_intents = frozenset({"prediction", "self_rating"})
-    prompt = traitlets.Unicode("").tag(sync=True)
-    prediction = traitlets.Unicode("").tag(sync=True)  # written by the student's typing
-    self_rating = traitlets.Unicode("").tag(sync=True)  # "right", "partly", "wrong": the student's own
-    revealed = traitlets.Bool(False).tag(sync=True)
-    answer = traitlets.Unicode("").tag(sync=True)
+    prompt = traitlets.Unicode("", help="str, default '': the question to predict. Written by the kernel.").tag(sync=True)
+    prediction = traitlets.Unicode("", help="str, default '': the student's prediction, locked once revealed. Written by the page (the student's typing).").tag(sync=True)
+    self_rating = traitlets.Unicode("", help="str, default '': 'right', 'partly' or 'wrong', the student's own rating after the reveal. Written by the page.").tag(sync=True)
+    revealed = traitlets.Bool(False, help='bool, default False: the answer is shown. Written by the kernel.').tag(sync=True)
+    answer = traitlets.Unicode("", help="str, default '': the computed answer, empty until revealed. Written by the kernel.").tag(sync=True)
 
     @traitlets.validate("prediction")
     def _locked_once_revealed(self, proposal):
@@ -354,14 +354,14 @@ class Quiz(_ExerciseWidget):
     whether it was right, and explains every choice (why each wrong one is wrong)."""
 
     _page_intents = frozenset({"selected"})
-    question = traitlets.Unicode("").tag(sync=True)
-    choices = traitlets.List(traitlets.Unicode()).tag(sync=True)
-    selected = traitlets.Int(-1).tag(sync=True)  # written by the student's choice
-    answered = traitlets.Bool(False).tag(sync=True)
-    correct = traitlets.Bool(False).tag(sync=True)
-    answer_index = traitlets.Int(-1).tag(sync=True)  # -1 until answered
-    explanation = traitlets.Unicode("").tag(sync=True)
-    choice_notes = traitlets.List(traitlets.Unicode()).tag(sync=True)  # one per choice, after answering
+    question = traitlets.Unicode("", help="str, default '': the question. Written by the kernel.").tag(sync=True)
+    choices = traitlets.List(traitlets.Unicode(), help='list of str: the choices, in order. Written by the kernel.').tag(sync=True)
+    selected = traitlets.Int(-1, help="int, default -1 (none): the chosen choice's index; the first answer counts. Written by the page (the student's choice).").tag(sync=True)
+    answered = traitlets.Bool(False, help='bool, default False: an answer was submitted (the quiz is locked). Written by the kernel.').tag(sync=True)
+    correct = traitlets.Bool(False, help='bool, default False: the first answer was right. Written by the kernel.').tag(sync=True)
+    answer_index = traitlets.Int(-1, help="int, default -1: the right choice's index, -1 until answered. Written by the kernel.").tag(sync=True)
+    explanation = traitlets.Unicode("", help="str, default '': why the answer is right, after answering. Written by the kernel.").tag(sync=True)
+    choice_notes = traitlets.List(traitlets.Unicode(), help='list of str: one note per choice (why it is right or wrong), after answering. Written by the kernel.').tag(sync=True)
 
     def __init__(self, question: str, choices: list[str], answer: int, explanation: str, *,
                  why_not: dict[int, str] | list[str] | None = None, title: str = "Check your understanding",
@@ -433,8 +433,8 @@ class Quiz(_ExerciseWidget):
 class EvidenceButton(_ExerciseWidget):
     """"Keep your evidence": one click writes the evidence file (Markdown, JSON beside it)."""
 
-    label = traitlets.Unicode("Save my evidence").tag(sync=True)
-    saved_path = traitlets.Unicode("").tag(sync=True)
+    label = traitlets.Unicode("Save my evidence", help="str, default 'Save my evidence': the button's text. Written by the kernel.").tag(sync=True)
+    saved_path = traitlets.Unicode("", help="str, default '': the file the last save wrote. Written by the kernel.").tag(sync=True)
 
     def __init__(self, path: str | pathlib.Path | None = None, *, evidence: Evidence | None = None,
                  **kwargs) -> None:
