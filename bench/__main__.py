@@ -83,8 +83,19 @@ def trees_tables(py: dict, br: dict | None) -> list[Table]:
 
     t1 = Table(
         "4a. Python: the diagram's model (describe + align + widget state) vs treescope.render_to_html",
-        ["tree", "leaves", "rows", "describe", "align", "widget+JSON (here)", "state", "in kernel (cpu)",
-         "treescope in kernel (cpu)", "target", "ok/MISSED"],
+        [
+            "tree",
+            "leaves",
+            "rows",
+            "describe",
+            "align",
+            "widget+JSON (here)",
+            "state",
+            "in kernel (cpu)",
+            "treescope in kernel (cpu)",
+            "target",
+            "ok/MISSED",
+        ],
     )
     for name in TREE_NAMES:
         p = py[name]
@@ -93,16 +104,26 @@ def trees_tables(py: dict, br: dict | None) -> list[Table]:
         kernel = d.get("python_s")
         is10k = name == "layers-10k"
         judged = kernel if kernel is not None else p["model"]
-        t1.add(name, str(p["leaves"]), str(p["rows"]), fmt(p["describe"] * 1e3, " ms"), fmt(p["align"] * 1e3, " ms"),
-               fmt(p["model"] * 1e3, " ms"), fmt(p["bytes"] / 1e6, " MB"),
-               f"{fmt(kernel * 1e3, ' ms')} ({fmt(d['python_cpu_s'] * 1e3, ' ms')})" if kernel is not None else "—",
-               f"{fmt(ts['python_s'] * 1e3, ' ms')} ({fmt(ts['python_cpu_s'] * 1e3, ' ms')})"
-               if ts.get("python_s") is not None else "—",
-               f"≤ {TARGET_MODEL_S * 1e3:.0f} ms" if is10k else "",
-               verdict(judged <= TARGET_MODEL_S) if is10k else "")
-    t1.notes.append("'in kernel' = PytreeDiagram(tree) in the notebook's kernel, its comm open and state "
-                    "serialisation included (judged, wall clock); 'here' = the same in this process plus json.dumps "
-                    "of the state; (cpu) = the process's CPU time, less sensitive to a busy machine")
+        t1.add(
+            name,
+            str(p["leaves"]),
+            str(p["rows"]),
+            fmt(p["describe"] * 1e3, " ms"),
+            fmt(p["align"] * 1e3, " ms"),
+            fmt(p["model"] * 1e3, " ms"),
+            fmt(p["bytes"] / 1e6, " MB"),
+            f"{fmt(kernel * 1e3, ' ms')} ({fmt(d['python_cpu_s'] * 1e3, ' ms')})" if kernel is not None else "—",
+            f"{fmt(ts['python_s'] * 1e3, ' ms')} ({fmt(ts['python_cpu_s'] * 1e3, ' ms')})"
+            if ts.get("python_s") is not None
+            else "—",
+            f"≤ {TARGET_MODEL_S * 1e3:.0f} ms" if is10k else "",
+            verdict(judged <= TARGET_MODEL_S) if is10k else "",
+        )
+    t1.notes.append(
+        "'in kernel' = PytreeDiagram(tree) in the notebook's kernel, its comm open and state "
+        "serialisation included (judged, wall clock); 'here' = the same in this process plus json.dumps "
+        "of the state; (cpu) = the process's CPU time, less sensitive to a busy machine"
+    )
     tables = [t1]
     if br is None:
         return tables
@@ -123,17 +144,26 @@ def trees_tables(py: dict, br: dict | None) -> list[Table]:
             return f"{fmt(x['first_paint_ms'], ' ms')} ({fmt(x['cell_to_paint_ms'], ' ms')})"
 
         items = d.get("treeitems_in_dom")
-        t2.add(name, both(d), "—" if items is None else str(round(items)), both(ts),
-               fmt(ts["html_bytes"] / 1e6, " MB") if ts.get("html_bytes") else "—",
-               f"≤ {TARGET_PAINT_MS:.0f} ms" if is10k else "",
-               verdict(fp is not None and fp <= TARGET_PAINT_MS) if is10k else "")
+        t2.add(
+            name,
+            both(d),
+            "—" if items is None else str(round(items)),
+            both(ts),
+            fmt(ts["html_bytes"] / 1e6, " MB") if ts.get("html_bytes") else "—",
+            f"≤ {TARGET_PAINT_MS:.0f} ms" if is10k else "",
+            verdict(fp is not None and fp <= TARGET_PAINT_MS) if is10k else "",
+        )
     big = br["diagram"].get("layers-10k", {})
     if big.get("state_arrival_ms") is not None and big.get("first_paint_ms") is not None:
-        t2.notes.append(f"10k diagram: its state message ({py['layers-10k']['bytes'] / 1e6:.1f} MB) reaches the page "
-                        f"{big['state_arrival_ms']:.0f} ms after display(); rows painted "
-                        f"{big['first_paint_ms'] - big['state_arrival_ms']:.0f} ms after that")
-    t2.notes.append("medians over the runs (diagram: 2-3 per tree; treescope: 1); widget module and treescope's "
-                    "elements loaded once before timing")
+        t2.notes.append(
+            f"10k diagram: its state message ({py['layers-10k']['bytes'] / 1e6:.1f} MB) reaches the page "
+            f"{big['state_arrival_ms']:.0f} ms after display(); rows painted "
+            f"{big['first_paint_ms'] - big['state_arrival_ms']:.0f} ms after that"
+        )
+    t2.notes.append(
+        "medians over the runs (diagram: 2-3 per tree; treescope: 1); widget module and treescope's "
+        "elements loaded once before timing"
+    )
     tables.append(t2)
 
     c = br["clicks_10k"]
@@ -142,18 +172,36 @@ def trees_tables(py: dict, br: dict | None) -> list[Table]:
         "(judged), and click -> next paint",
         ["action", "-> attr p50", "-> attr p95", "-> paint p50", "-> paint p95", "target (attr p95)", "ok/MISSED"],
     )
-    for kind, label in (("unfold", "unfold a layer (aria-expanded)"), ("select", "select a leaf (aria-selected)"),
-                        ("fold", "fold a layer (aria-expanded)")):
+    for kind, label in (
+        ("unfold", "unfold a layer (aria-expanded)"),
+        ("select", "select a leaf (aria-selected)"),
+        ("fold", "fold a layer (aria-expanded)"),
+    ):
         k = c[kind]
-        t3.add(label, fmt(k["attr_ms"]["median"], " ms"), fmt(k["attr_ms"]["p95"], " ms"),
-               fmt(k["event_ms"]["median"], " ms"), fmt(k["event_ms"]["p95"], " ms"),
-               f"≤ {TARGET_CLICK_MS:.0f} ms", verdict(k["attr_ms"]["p95"] <= TARGET_CLICK_MS))
-    t3.notes.append("-> paint = the browser's Event Timing duration (as INP: input to the next frame presented; "
-                    "8 ms steps, under 16 ms counted as 16); it includes waiting for the next frame")
-    t3.notes.append("after the next frame (rAF + message), p50/p95: " + "; ".join(
-        f"{kind} {c[kind]['paint_ms']['median']:.0f}/{c[kind]['paint_ms']['p95']:.0f} ms" for kind in ("unfold", "select", "fold")))
-    t3.notes.append(f"each fold sends the whole `collapsed` list to the kernel and gets it echoed back: "
-                    f"{c['collapsed_paths']} paths, {c['collapsed_bytes'] / 1e3:.0f} kB each way")
+        t3.add(
+            label,
+            fmt(k["attr_ms"]["median"], " ms"),
+            fmt(k["attr_ms"]["p95"], " ms"),
+            fmt(k["event_ms"]["median"], " ms"),
+            fmt(k["event_ms"]["p95"], " ms"),
+            f"≤ {TARGET_CLICK_MS:.0f} ms",
+            verdict(k["attr_ms"]["p95"] <= TARGET_CLICK_MS),
+        )
+    t3.notes.append(
+        "-> paint = the browser's Event Timing duration (as INP: input to the next frame presented; "
+        "8 ms steps, under 16 ms counted as 16); it includes waiting for the next frame"
+    )
+    t3.notes.append(
+        "after the next frame (rAF + message), p50/p95: "
+        + "; ".join(
+            f"{kind} {c[kind]['paint_ms']['median']:.0f}/{c[kind]['paint_ms']['p95']:.0f} ms"
+            for kind in ("unfold", "select", "fold")
+        )
+    )
+    t3.notes.append(
+        f"each fold sends the whole `collapsed` list to the kernel and gets it echoed back: "
+        f"{c['collapsed_paths']} paths, {c['collapsed_bytes'] / 1e3:.0f} kB each way"
+    )
     tables.append(t3)
     return tables
 
@@ -172,14 +220,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=",".join(SECTIONS), help="comma-separated: " + ", ".join(SECTIONS))
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke run, not for the README)")
     ap.add_argument("--moves", type=int, default=None, help="round-trip moves per mode (default 80; quick 20)")
-    ap.add_argument("--servers", default="stock,installed",
-                    help="for the round trip and burst: stock and/or installed (pytree_lab's server extension on); "
-                         "the trees section uses the installed one")
+    ap.add_argument(
+        "--servers",
+        default="stock,installed",
+        help="for the round trip and burst: stock and/or installed (pytree_lab's server extension on); "
+        "the trees section uses the installed one",
+    )
     ap.add_argument("--no-profile", action="store_true", help="skip the profiles of missed targets")
-    ap.add_argument("--hub-students", default=None,
-                    help="the hub section's class sizes, comma-separated (default 5,10,20; quick 3)")
-    ap.add_argument("--hub-seconds", type=float, default=None,
-                    help="the hub section: seconds of slider moves per student (default 60; quick 15)")
+    ap.add_argument(
+        "--hub-students", default=None, help="the hub section's class sizes, comma-separated (default 5,10,20; quick 3)"
+    )
+    ap.add_argument(
+        "--hub-seconds",
+        type=float,
+        default=None,
+        help="the hub section: seconds of slider moves per student (default 60; quick 15)",
+    )
     ap.add_argument("--json", default=str(OUT), help=f"where to write the results (default {OUT.relative_to(ROOT)})")
     args = ap.parse_args(argv)
     only = [s.strip() for s in args.only.split(",") if s.strip()]
@@ -203,13 +259,20 @@ def main(argv: list[str] | None = None) -> int:
             "sections": only,
             "servers": servers,
         },
-        "targets": {"explorer_p95_over_floor_p95": TARGET_RATIO, "explorer_p50_ms": TARGET_P50_MS,
-                    "model_10k_s": TARGET_MODEL_S,
-                    "first_paint_10k_ms": TARGET_PAINT_MS, "select_fold_10k_ms": TARGET_CLICK_MS},
+        "targets": {
+            "explorer_p95_over_floor_p95": TARGET_RATIO,
+            "explorer_p50_ms": TARGET_P50_MS,
+            "model_10k_s": TARGET_MODEL_S,
+            "first_paint_10k_ms": TARGET_PAINT_MS,
+            "select_fold_10k_ms": TARGET_CLICK_MS,
+        },
     }
     _cpu_share()  # the first reading: each table reports the CPU since the one before
-    print(f"pytree-lab benchmark: {', '.join(only)}; load average {results['meta']['load_average_at_start']} "
-          f"on {results['meta']['machine']}; servers: {', '.join(servers)}", flush=True)
+    print(
+        f"pytree-lab benchmark: {', '.join(only)}; load average {results['meta']['load_average_at_start']} "
+        f"on {results['meta']['machine']}; servers: {', '.join(servers)}",
+        flush=True,
+    )
 
     def save() -> None:
         results["meta"]["seconds"] = round(time.monotonic() - started, 1)
@@ -221,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     if "compute" in only:
         from . import compute
 
-        r = compute.run(*( (60, 500, 60) if args.quick else () ))
+        r = compute.run(*((60, 500, 60) if args.quick else ()))
         results["compute"] = r
         _print(compute.table(r))
         save()
@@ -254,8 +317,10 @@ def main(argv: list[str] | None = None) -> int:
 
         rt_servers = servers if ("roundtrip" in only or "burst" in only) else []
         lab_kinds = list(dict.fromkeys(rt_servers + (["installed"] if "trees" in only else [])))
-        print(f"\nstarting JupyterLab ({', '.join(lab_kinds)}) + Chromium for: {', '.join(browser_sections)} ...",
-              flush=True)
+        print(
+            f"\nstarting JupyterLab ({', '.join(lab_kinds)}) + Chromium for: {', '.join(browser_sections)} ...",
+            flush=True,
+        )
         with Chromium() as browser, contextlib.ExitStack() as stack:
             labs = {kind: stack.enter_context(BenchLab(browser, kind)) for kind in lab_kinds}
             results["meta"]["browser_servers"] = {kind: lab.describe for kind, lab in labs.items()}
@@ -298,8 +363,10 @@ def main(argv: list[str] | None = None) -> int:
                     results["profile_first_paint_10k"] = prof
                     print("\nwhere the 10k first paint goes (Chromium CPU profile of one display, self time):")
                     head, rest = prof[0], prof[1:]
-                    print(f"  profiled run: first paint {head['self_ms']:.0f} ms, page main thread busy "
-                          f"{head['busy_ms']:.0f} ms in all")
+                    print(
+                        f"  profiled run: first paint {head['self_ms']:.0f} ms, page main thread busy "
+                        f"{head['busy_ms']:.0f} ms in all"
+                    )
                     for row in rest:
                         print(f"  {row['self_ms']:8.1f} ms  {row['function']}  {row['where']}")
                     save()
@@ -317,8 +384,11 @@ def main(argv: list[str] | None = None) -> int:
         print("\n4d. the 10k-leaf model in a fresh kernel (no page attached), by phase ...", flush=True)
         kp = trees.kernel_phases("layers-10k", runs=3 if args.quick else 5)
         results["kernel_phases_10k"] = kp
-        t = Table("4d. PytreeDiagram(10k leaves) in a kernel: CPU time by phase (median of "
-                  f"{kp['runs']} runs; kernel main thread, cyclic GC apart)", ["phase", "CPU", "share of process CPU"])
+        t = Table(
+            "4d. PytreeDiagram(10k leaves) in a kernel: CPU time by phase (median of "
+            f"{kp['runs']} runs; kernel main thread, cyclic GC apart)",
+            ["phase", "CPU", "share of process CPU"],
+        )
         total = kp["process CPU (all threads)"]
         for k, v in kp.items():
             if k in ("runs", "wall", "process CPU (all threads)"):
@@ -326,8 +396,10 @@ def main(argv: list[str] | None = None) -> int:
             t.add(k, fmt(v * 1e3, " ms"), f"{v / total * 100:.0f}%")
         t.add("process CPU (all threads)", fmt(total * 1e3, " ms"), "100%")
         t.add("wall clock", fmt(kp["wall"] * 1e3, " ms"), "")
-        t.notes.append("describe = the tree model (nodes, leaves, value summaries); align = the wire rows; state JSON "
-                       "text = the rows as one JSON string; comm message = ipykernel's json_clean, pack, HMAC and send")
+        t.notes.append(
+            "describe = the tree model (nodes, leaves, value summaries); align = the wire rows; state JSON "
+            "text = the rows as one JSON string; comm message = ipykernel's json_clean, pack, HMAC and send"
+        )
         _print(t)
         save()
 
@@ -342,9 +414,11 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join("  " + ln for ln in text.splitlines()))
             g = trees.gc_share(trees_data["layers-10k"])
             results["gc_model_10k"] = g
-            print(f"  PytreeDiagram(10k leaves) here: {g['gc_on_s'] * 1e3:.0f} ms with the cyclic GC running, "
-                  f"{g['gc_paused_s'] * 1e3:.0f} ms with it paused ({g['tracked_objects']} objects tracked): "
-                  "time in a list comprehension above is mostly collections it happened to trigger")
+            print(
+                f"  PytreeDiagram(10k leaves) here: {g['gc_on_s'] * 1e3:.0f} ms with the cyclic GC running, "
+                f"{g['gc_paused_s'] * 1e3:.0f} ms with it paused ({g['tracked_objects']} objects tracked): "
+                "time in a list comprehension above is mostly collections it happened to trigger"
+            )
 
     if "kernelmem" in only:
         from . import kernel_memory
@@ -422,8 +496,10 @@ def main(argv: list[str] | None = None) -> int:
         _print(lecture.table(results["lecture"]))
 
     save()
-    print(f"\nload average at end {results['meta']['load_average_at_end']}; "
-          f"{results['meta']['seconds']:.0f} s in all; results in {Path(args.json)}")
+    print(
+        f"\nload average at end {results['meta']['load_average_at_end']}; "
+        f"{results['meta']['seconds']:.0f} s in all; results in {Path(args.json)}"
+    )
     return 0
 
 

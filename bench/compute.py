@@ -77,8 +77,12 @@ def run(n_eager: int = 300, n_jit: int = 3000, n_explorer: int = 300) -> dict:
     return {
         "eager": {"first_s": eager_first, **summary(eager_us)},
         "jit": {"first_s": jit_first, **summary(jit_us)},
-        "explorer_update": {"init_s": explorer_init, "first_s": explorer_first, **summary(explorer_us),
-                            "traces": explorer_traces},
+        "explorer_update": {
+            "init_s": explorer_init,
+            "first_s": explorer_first,
+            **summary(explorer_us),
+            "traces": explorer_traces,
+        },
         "agree": agree,
         "retraced_on_new_values": retraced,
         "speedup_median": summary(eager_us)["median"] / summary(jit_us)["median"],
@@ -92,12 +96,26 @@ def table(r: dict) -> Table:
     )
     e, j, x = r["eager"], r["jit"], r["explorer_update"]
     t.add("eager gradient_step", fmt(e["median"], " µs"), fmt(e["p95"], " µs"), fmt(e["first_s"] * 1e3, " ms"), "", "")
-    t.add("jitted CompiledStep", fmt(j["median"], " µs"), fmt(j["p95"], " µs"), fmt(j["first_s"] * 1e3, " ms"),
-          "< eager", "ok" if j["median"] < e["median"] else "MISSED")
-    t.add("explorer update (step + views' state)", fmt(x["median"], " µs"), fmt(x["p95"], " µs"),
-          fmt(x["first_s"] * 1e3, " ms"), "", "")
-    t.notes.append(f"jit is {r['speedup_median']:.0f}x faster than eager (median); results agree: "
-                   f"{'yes' if r['agree'] else 'NO'}; retraced on new values: {'YES' if r['retraced_on_new_values'] else 'no'}; "
-                   f"explorer traces after {x['n'] + 1} moves: {x['traces']}")
+    t.add(
+        "jitted CompiledStep",
+        fmt(j["median"], " µs"),
+        fmt(j["p95"], " µs"),
+        fmt(j["first_s"] * 1e3, " ms"),
+        "< eager",
+        "ok" if j["median"] < e["median"] else "MISSED",
+    )
+    t.add(
+        "explorer update (step + views' state)",
+        fmt(x["median"], " µs"),
+        fmt(x["p95"], " µs"),
+        fmt(x["first_s"] * 1e3, " ms"),
+        "",
+        "",
+    )
+    t.notes.append(
+        f"jit is {r['speedup_median']:.0f}x faster than eager (median); results agree: "
+        f"{'yes' if r['agree'] else 'NO'}; retraced on new values: {'YES' if r['retraced_on_new_values'] else 'no'}; "
+        f"explorer traces after {x['n'] + 1} moves: {x['traces']}"
+    )
     t.notes.append(f"StepExplorer() construction (incl. first compile): {x['init_s'] * 1e3:.0f} ms")
     return t

@@ -57,11 +57,18 @@ def _one(n_leaves: int, path: str, moves: int) -> dict:
     build = time.perf_counter() - t0
     build_cpu = time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
-    out = {"leaves": n_leaves, "path": path, "build_s": build, "build_cpu_s": build_cpu,
-           "rss_before_mb": rss_before, "peak_rss_mb": peak, "ok": ex.result is not None,
-           "lean": bool(getattr(ex._step, "lean", False)),
-           "interpreted": bool(getattr(ex._step, "interpreted", False)),
-           "eqns": int(getattr(getattr(ex._step, "staged", None), "eqns", 0))}
+    out = {
+        "leaves": n_leaves,
+        "path": path,
+        "build_s": build,
+        "build_cpu_s": build_cpu,
+        "rss_before_mb": rss_before,
+        "peak_rss_mb": peak,
+        "ok": ex.result is not None,
+        "lean": bool(getattr(ex._step, "lean", False)),
+        "interpreted": bool(getattr(ex._step, "interpreted", False)),
+        "eqns": int(getattr(getattr(ex._step, "staged", None), "eqns", 0)),
+    }
     if ex.result is None:
         out["message"] = ex.status.value[:300]
         return out
@@ -89,8 +96,9 @@ def _one(n_leaves: int, path: str, moves: int) -> dict:
     return out
 
 
-def run(quick: bool = False, timeout: float = 1200.0, before_10k_timeout: float = 600.0, sizes=SIZES,
-        paths=PATHS) -> dict:
+def run(
+    quick: bool = False, timeout: float = 1200.0, before_10k_timeout: float = 600.0, sizes=SIZES, paths=PATHS
+) -> dict:
     """Every (size, path) in its own process. The old path at 10k leaves never finished in 15 min
     on 2 loaded cores, so it gets `before_10k_timeout` (and is left out with --quick)."""
     moves = 3 if quick else 7
@@ -103,24 +111,31 @@ def run(quick: bool = False, timeout: float = 1200.0, before_10k_timeout: float 
             cmd = [sys.executable, "-m", "bench.explorer_big", "--one", str(n), path, str(moves)]
             t0 = time.perf_counter()
             try:
-                proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit,
-                                      env={**os.environ, "JAX_PLATFORMS": "cpu"},
-                                      cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                proc = subprocess.run(
+                    cmd,
+                    capture_output=True,
+                    text=True,
+                    timeout=limit,
+                    env={**os.environ, "JAX_PLATFORMS": "cpu"},
+                    cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                )
             except subprocess.TimeoutExpired:
-                results["runs"].append({"leaves": n, "path": path, "timed_out": True, "limit_s": limit,
-                                        "wall_s": time.perf_counter() - t0})
+                results["runs"].append(
+                    {"leaves": n, "path": path, "timed_out": True, "limit_s": limit, "wall_s": time.perf_counter() - t0}
+                )
                 print(f"  {n} leaves, {path}: not done after {limit:.0f} s", flush=True)
                 continue
             line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
             if proc.returncode != 0 or line is None:
-                results["runs"].append({"leaves": n, "path": path, "failed": True,
-                                        "stderr": proc.stderr[-800:]})
+                results["runs"].append({"leaves": n, "path": path, "failed": True, "stderr": proc.stderr[-800:]})
                 print(f"  {n} leaves, {path}: failed\n{proc.stderr[-800:]}", flush=True)
                 continue
             r = json.loads(line)
             results["runs"].append(r)
-            print(f"  {n} leaves, {path}: build + first step {r['build_s']:.1f} s, peak RSS "
-                  f"{r['peak_rss_mb']:.0f} MB", flush=True)
+            print(
+                f"  {n} leaves, {path}: build + first step {r['build_s']:.1f} s, peak RSS {r['peak_rss_mb']:.0f} MB",
+                flush=True,
+            )
     results["load_average_at_end"] = _load()
     return results
 
@@ -135,25 +150,42 @@ def _load() -> list:
 def table(r: dict) -> Table:
     t = Table(
         "4d. StepExplorer for big trees (layers of {'weight': f32[4,4], 'bias': f32[4]}): before vs now",
-        ["leaves", "step compiled as", "build + first step", "cpu", "peak RSS", "later step (median)",
-         "target", "ok/MISSED"],
+        [
+            "leaves",
+            "step compiled as",
+            "build + first step",
+            "cpu",
+            "peak RSS",
+            "later step (median)",
+            "target",
+            "ok/MISSED",
+        ],
     )
     for run_ in r["runs"]:
         n, path = run_["leaves"], run_["path"]
         label = "before: 2 programs (loss twice)" if path == "before" else "now: value_and_grad only"
         if run_.get("compiled_after_build_s") is not None:
-            label = (f"now: op by op, compiled in the background ({run_.get('eqns', 0):,} ops; ready at "
-                     f"{run_['compiled_after_build_s']:.0f} s, then steps of "
-                     f"{run_['step_compiled_s']['median'] * 1e3:.0f} ms, peak {run_['peak_rss_after_compile_mb']:.0f} MB)")
+            label = (
+                f"now: op by op, compiled in the background ({run_.get('eqns', 0):,} ops; ready at "
+                f"{run_['compiled_after_build_s']:.0f} s, then steps of "
+                f"{run_['step_compiled_s']['median'] * 1e3:.0f} ms, peak {run_['peak_rss_after_compile_mb']:.0f} MB)"
+            )
         elif run_.get("interpreted"):
             label = f"now: value_and_grad run op by op ({run_.get('eqns', 0):,} ops)"
         elif path == "now" and run_.get("eqns"):
             label = f"now: value_and_grad compiled ({run_['eqns']:,} ops)"
         if run_.get("timed_out"):
             judged = n == 10_000 and path == "now"
-            t.add(str(n), label, f"> {run_.get('limit_s', r['timeout_s']):.0f} s (stopped)", "—", "—", "—",
-                  f"≤ {TARGET_BUILD_10K_S:g} s, ≤ {TARGET_RSS_10K_MB:g} MB" if judged else "",
-                  verdict(False) if judged else "")
+            t.add(
+                str(n),
+                label,
+                f"> {run_.get('limit_s', r['timeout_s']):.0f} s (stopped)",
+                "—",
+                "—",
+                "—",
+                f"≤ {TARGET_BUILD_10K_S:g} s, ≤ {TARGET_RSS_10K_MB:g} MB" if judged else "",
+                verdict(False) if judged else "",
+            )
             continue
         if run_.get("failed") or not run_.get("ok"):
             t.add(str(n), label, "failed", "—", "—", "—", "", verdict(False))
@@ -161,15 +193,25 @@ def table(r: dict) -> Table:
         judged = n == 10_000 and path == "now"
         ok = run_["build_s"] <= TARGET_BUILD_10K_S and run_["peak_rss_mb"] <= TARGET_RSS_10K_MB
         step = run_.get("step_s", {}).get("median")
-        t.add(str(n), label, fmt(run_["build_s"], " s"), fmt(run_["build_cpu_s"], " s"),
-              fmt(run_["peak_rss_mb"], " MB"), fmt(step * 1e3, " ms") if step is not None else "—",
-              f"≤ {TARGET_BUILD_10K_S:g} s, ≤ {TARGET_RSS_10K_MB:g} MB" if judged else "",
-              verdict(ok) if judged else "")
-    t.notes.append("build + first step: StepExplorer(loss, params, {'x': x}) in a fresh process (jax imported "
-                   "before the clock starts), time_budget=None so a slow trace is measured, not stopped")
-    t.notes.append("peak RSS: the process's ru_maxrss (JAX and the widgets loaded: "
-                   + ", ".join(f"{x['rss_before_mb']:.0f} MB" for x in r["runs"] if "rss_before_mb" in x)
-                   + " before the build)")
+        t.add(
+            str(n),
+            label,
+            fmt(run_["build_s"], " s"),
+            fmt(run_["build_cpu_s"], " s"),
+            fmt(run_["peak_rss_mb"], " MB"),
+            fmt(step * 1e3, " ms") if step is not None else "—",
+            f"≤ {TARGET_BUILD_10K_S:g} s, ≤ {TARGET_RSS_10K_MB:g} MB" if judged else "",
+            verdict(ok) if judged else "",
+        )
+    t.notes.append(
+        "build + first step: StepExplorer(loss, params, {'x': x}) in a fresh process (jax imported "
+        "before the clock starts), time_budget=None so a slow trace is measured, not stopped"
+    )
+    t.notes.append(
+        "peak RSS: the process's ru_maxrss (JAX and the widgets loaded: "
+        + ", ".join(f"{x['rss_before_mb']:.0f} MB" for x in r["runs"] if "rss_before_mb" in x)
+        + " before the build)"
+    )
     t.notes.append("later step: one slider moved from Python (value_and_grad, update, new loss, every view)")
     t.notes.append(f"load average at start {r.get('load_average_at_start')}, at end {r.get('load_average_at_end')}")
     return t

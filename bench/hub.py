@@ -158,8 +158,11 @@ async def _browserless(student, cells, klass: _Class, seconds: float, start_s: f
 
 
 # in the page: key presses, and the ack comm messages of one slider, with their times
-INSTRUMENT = """
-({path, comm}) => {""" + FIND_PANEL + """
+INSTRUMENT = (
+    """
+({path, comm}) => {"""
+    + FIND_PANEL
+    + """
   const B = window.__hub = {keys: [], acks: []};
   find(path).sessionContext.session.kernel.iopubMessage.connect((_, msg) => {
     const c = msg.content || {};
@@ -171,6 +174,7 @@ INSTRUMENT = """
   }, true);
 }
 """
+)
 WAIT_ACK = """
 async ({keys0, timeout}) => {
   const B = window.__hub;
@@ -195,8 +199,9 @@ def _chromium(hub, student, cells, klass: _Class, seconds: float, start_s: float
     from tests.browser.pages import slider_handle
     from tests.hub_harness import HubLab, log_in
 
-    row = klass.rows.setdefault(student.name, {"kind": "chromium", "server_start_s": start_s, "rtt_ms": [],
-                                               "phases": []})
+    row = klass.rows.setdefault(
+        student.name, {"kind": "chromium", "server_start_s": start_s, "rtt_ms": [], "phases": []}
+    )
     t0 = time.perf_counter()
     arrived = False
     try:
@@ -208,8 +213,9 @@ def _chromium(hub, student, cells, klass: _Class, seconds: float, start_s: float
                 log_in(page, hub, student.name, timeout_ms=Timeouts.ms(CELL_TIMEOUT))
                 row["phases"].append(("logged in", round(time.perf_counter() - t0, 1)))
                 started = time.perf_counter()
-                nb = open_notebook(page, HubLab(student), "01_pytrees.ipynb", cells, wait_for=".ptl-slider",
-                                   run_all_s=CELL_TIMEOUT)
+                nb = open_notebook(
+                    page, HubLab(student), "01_pytrees.ipynb", cells, wait_for=".ptl-slider", run_all_s=CELL_TIMEOUT
+                )
                 row["lesson_s"] = time.perf_counter() - started
                 row["phases"].append(("lesson run", round(time.perf_counter() - t0, 1)))
                 try:
@@ -277,15 +283,19 @@ def run_one(n: int, seconds: float = 60.0, chromium: bool = True) -> dict:
         browser_student = ok[-1] if (chromium and ok) else None
         thread = None
         if browser_student is not None:
-            thread = threading.Thread(target=_chromium, args=(hub, browser_student, cells, klass, seconds,
-                                                              starts[browser_student.name]), daemon=True)
+            thread = threading.Thread(
+                target=_chromium,
+                args=(hub, browser_student, cells, klass, seconds, starts[browser_student.name]),
+                daemon=True,
+            )
             thread.start()
 
         async def everyone():
             # a thread for each student's blocking calls (REST requests, reading /proc)
             asyncio.get_running_loop().set_default_executor(concurrent.futures.ThreadPoolExecutor(n + 4))
-            await asyncio.gather(*(_browserless(s, cells, klass, seconds, starts[s.name])
-                                   for s in ok if s is not browser_student))
+            await asyncio.gather(
+                *(_browserless(s, cells, klass, seconds, starts[s.name]) for s in ok if s is not browser_student)
+            )
 
         asyncio.run(everyone())
         if thread is not None:
@@ -335,11 +345,18 @@ def capacity(r: dict) -> dict:
     per_student_mb = (r["kernel_rss_mb"]["max"] or math.nan) + (r["server_rss_mb"]["max"] or math.nan)
     by_memory = math.floor((NODE_GB - SYSTEM_GB) * 1000 / per_student_mb) if math.isfinite(per_student_mb) else None
     per_move = r["kernel_cpu_per_move_ms"]["median"]
-    sliding = (math.floor(NODE_CORES * CPU_SHARE * 1000 / per_move)
-               if per_move and math.isfinite(per_move) and per_move > 0 else None)
+    sliding = (
+        math.floor(NODE_CORES * CPU_SHARE * 1000 / per_move)
+        if per_move and math.isfinite(per_move) and per_move > 0
+        else None
+    )
     lesson_cpu = r["kernel_lesson_cpu_s"]["median"]
-    return {"per_student_mb": per_student_mb, "by_memory": by_memory, "sliding_at_once": sliding,
-            "lesson_cpu_s": lesson_cpu}
+    return {
+        "per_student_mb": per_student_mb,
+        "by_memory": by_memory,
+        "sliding_at_once": sliding,
+        "lesson_cpu_s": lesson_cpu,
+    }
 
 
 def run(ns=(5, 10, 20), seconds: float = 60.0, chromium: bool = True, log=print) -> dict:
@@ -358,18 +375,34 @@ def table(res: dict) -> Table:
     t = Table(
         "7. A class on a real JupyterHub (DummyAuthenticator, SimpleLocalProcessSpawner, configurable-http-proxy; "
         "127.0.0.1): lesson 01, then one slider move per second per student for a minute",
-        ["N", "server start p50 / p95", "lesson 01 run p50 / max", "kernel RSS median / max", "kernel USS median",
-         "slider RTT (websocket) p50 / p95", "slider RTT (Chromium) p50 / p95", "hub CPU", "proxy CPU", "errors"],
+        [
+            "N",
+            "server start p50 / p95",
+            "lesson 01 run p50 / max",
+            "kernel RSS median / max",
+            "kernel USS median",
+            "slider RTT (websocket) p50 / p95",
+            "slider RTT (Chromium) p50 / p95",
+            "hub CPU",
+            "proxy CPU",
+            "errors",
+        ],
     )
     for r in res["runs"]:
         ss, ks, ku, ls = r["server_start_s"], r["kernel_rss_mb"], r["kernel_uss_mb"], r["lesson_s"]
         w, c = r["rtt_ws_ms"], r["rtt_chromium_ms"]
-        t.add(str(r["n"]), f"{fmt(ss['median'], ' s')} / {fmt(ss['p95'], ' s')}",
-              f"{fmt(ls['median'], ' s')} / {fmt(ls['max'], ' s')}",
-              f"{fmt(ks['median'], ' MB')} / {fmt(ks['max'], ' MB')}", fmt(ku["median"], " MB"),
-              f"{fmt(w['median'], ' ms')} / {fmt(w['p95'], ' ms')} ({w['n']})",
-              (f"{fmt(c['median'], ' ms')} / {fmt(c['p95'], ' ms')} ({c['n']})" if c["n"] else "—"),
-              fmt(r["hub_cpu_pct"], "%"), fmt(r["proxy_cpu_pct"], "%"), str(len(r["errors"])))
+        t.add(
+            str(r["n"]),
+            f"{fmt(ss['median'], ' s')} / {fmt(ss['p95'], ' s')}",
+            f"{fmt(ls['median'], ' s')} / {fmt(ls['max'], ' s')}",
+            f"{fmt(ks['median'], ' MB')} / {fmt(ks['max'], ' MB')}",
+            fmt(ku["median"], " MB"),
+            f"{fmt(w['median'], ' ms')} / {fmt(w['p95'], ' ms')} ({w['n']})",
+            (f"{fmt(c['median'], ' ms')} / {fmt(c['p95'], ' ms')} ({c['n']})" if c["n"] else "—"),
+            fmt(r["hub_cpu_pct"], "%"),
+            fmt(r["proxy_cpu_pct"], "%"),
+            str(len(r["errors"])),
+        )
     for r in res["runs"]:
         cap = r["capacity"]
         t.notes.append(
@@ -378,11 +411,14 @@ def table(res: dict) -> Table:
             f"kernel CPU per slider move {fmt(r['kernel_cpu_per_move_ms']['median'], ' ms')} -> "
             f"{cap['sliding_at_once']} students sliding at 1 move/s on {NODE_CORES} cores at {CPU_SHARE:.0%}; "
             f"lesson 01 costs {fmt(cap['lesson_cpu_s'], ' s')} of kernel CPU per student; "
-            f"load average after: {', '.join(f'{v:.2f}' for v in r['load_average'])}")
+            f"load average after: {', '.join(f'{v:.2f}' for v in r['load_average'])}"
+        )
         for e in r["errors"][:5]:
             t.notes.append(f"N = {r['n']} error: {e}")
-    t.notes.append("CPU = share of one core over the whole run (hub start to the last move); RSS counts the shared "
-                   "libraries (jaxlib, XLA) each kernel maps, USS only the pages that kernel alone holds; "
-                   "round trip = the move's comm message sent -> the kernel's ack received (websocket), "
-                   "key press -> ack in the page (Chromium)")
+    t.notes.append(
+        "CPU = share of one core over the whole run (hub start to the last move); RSS counts the shared "
+        "libraries (jaxlib, XLA) each kernel maps, USS only the pages that kernel alone holds; "
+        "round trip = the move's comm message sent -> the kernel's ack received (websocket), "
+        "key press -> ack in the page (Chromium)"
+    )
     return t

@@ -29,8 +29,10 @@ from .stats import Table, fmt
 VARIANTS = {
     "as is": {},
     "one malloc arena": {"MALLOC_ARENA_MAX": "2"},
-    "single-threaded XLA": {"MALLOC_ARENA_MAX": "2",
-                            "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"},
+    "single-threaded XLA": {
+        "MALLOC_ARENA_MAX": "2",
+        "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+    },
 }
 
 
@@ -104,13 +106,26 @@ def measure(env_extra: dict, cells: list[str], timeout: float = 600.0) -> dict:
                 except queue.Empty:
                     break
             rss, uss = mem()
-            steps.append({"cell": i, "first_line": code.strip().splitlines()[0][:70] if code.strip() else "",
-                          "rss_mb": rss, "uss_mb": uss})
+            steps.append(
+                {
+                    "cell": i,
+                    "first_line": code.strip().splitlines()[0][:70] if code.strip() else "",
+                    "rss_mb": rss,
+                    "uss_mb": uss,
+                }
+            )
         threads = proc.num_threads()
         split = _smaps_split(pid)
-        return {"start_rss_mb": rss0, "start_uss_mb": uss0, "steps": steps, "errors": errors,
-                "rss_mb": steps[-1]["rss_mb"] if steps else rss0, "uss_mb": steps[-1]["uss_mb"] if steps else uss0,
-                "threads": threads, "split": split}
+        return {
+            "start_rss_mb": rss0,
+            "start_uss_mb": uss0,
+            "steps": steps,
+            "errors": errors,
+            "rss_mb": steps[-1]["rss_mb"] if steps else rss0,
+            "uss_mb": steps[-1]["uss_mb"] if steps else uss0,
+            "threads": threads,
+            "split": split,
+        }
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
@@ -125,16 +140,37 @@ def run(variants=tuple(VARIANTS)) -> dict:
 
 
 def table(r: dict) -> list[Table]:
-    t = Table("7a. A student kernel's memory after lesson 01 (fresh ipykernel, the lesson's code cells one by one)",
-              ["kernel", "RSS at start", "RSS after lesson 01", "USS after", "jaxlib/XLA .so", "other .so",
-               "anonymous (heap)", "threads", "errors"])
+    t = Table(
+        "7a. A student kernel's memory after lesson 01 (fresh ipykernel, the lesson's code cells one by one)",
+        [
+            "kernel",
+            "RSS at start",
+            "RSS after lesson 01",
+            "USS after",
+            "jaxlib/XLA .so",
+            "other .so",
+            "anonymous (heap)",
+            "threads",
+            "errors",
+        ],
+    )
     for name, m in r.items():
         s = m["split"]
-        t.add(name, fmt(m["start_rss_mb"], " MB"), fmt(m["rss_mb"], " MB"), fmt(m["uss_mb"], " MB"),
-              fmt(s["xla_so_mb"], " MB"), fmt(s["other_so_mb"], " MB"), fmt(s["anon_mb"], " MB"),
-              str(m["threads"]), str(len(m["errors"])))
-    t.notes.append("RSS counts shared libraries' pages, which every kernel on a node maps from the same files; USS is "
-                   "what one more kernel adds")
+        t.add(
+            name,
+            fmt(m["start_rss_mb"], " MB"),
+            fmt(m["rss_mb"], " MB"),
+            fmt(m["uss_mb"], " MB"),
+            fmt(s["xla_so_mb"], " MB"),
+            fmt(s["other_so_mb"], " MB"),
+            fmt(s["anon_mb"], " MB"),
+            str(m["threads"]),
+            str(len(m["errors"])),
+        )
+    t.notes.append(
+        "RSS counts shared libraries' pages, which every kernel on a node maps from the same files; USS is "
+        "what one more kernel adds"
+    )
     first = next(iter(r.values()))
     prev = first["start_rss_mb"]
     growth = []
@@ -142,8 +178,10 @@ def table(r: dict) -> list[Table]:
         growth.append((step["rss_mb"] - prev, step))
         prev = step["rss_mb"]
     growth.sort(key=lambda g: -g[0])
-    t2 = Table(f"7b. Where lesson 01's RSS comes from ({next(iter(r))}): the cells that add the most",
-               ["cell", "first line", "adds RSS", "RSS after"])
+    t2 = Table(
+        f"7b. Where lesson 01's RSS comes from ({next(iter(r))}): the cells that add the most",
+        ["cell", "first line", "adds RSS", "RSS after"],
+    )
     for added, step in growth[:8]:
         t2.add(str(step["cell"]), step["first_line"], fmt(added, " MB"), fmt(step["rss_mb"], " MB"))
     return [t, t2]

@@ -51,8 +51,11 @@ async def _run(rounds: int, interval: float, warmup: int, seed: int) -> dict:
                     await asyncio.sleep(delay)
                 ks = sockets[kind]
                 msgs = await ks.execute("1")
-                idle = next(m["arrived"] for m in msgs if m["msg_type"] == "status"
-                            and m["content"].get("execution_state") == "idle")
+                idle = next(
+                    m["arrived"]
+                    for m in msgs
+                    if m["msg_type"] == "status" and m["content"].get("execution_state") == "idle"
+                )
                 next_at = ks.sent + interval / len(servers) * rng.uniform(0.8, 1.2)
                 if i >= warmup:
                     times[kind].append((idle - ks.sent) * 1e3)
@@ -87,9 +90,18 @@ def table(r: dict) -> Table:
     )
     for kind, o in r["servers"].items():
         m = o["ms"]
-        t.add(kind, "on" if o["nodelay"] else "off", fmt(m["median"], " ms"), fmt(o["p90"], " ms"),
-              fmt(m["p95"], " ms"), fmt(m["max"], " ms"), f"{o['stalled_share'] * 100:.0f}%")
-    t.notes.append("TCP_NODELAY read back with getsockopt on the kernel websocket's socket in each server process; "
-                   "connection classes: " + "; ".join(f"{k} {o['connection_class']}" for k, o in r["servers"].items()))
+        t.add(
+            kind,
+            "on" if o["nodelay"] else "off",
+            fmt(m["median"], " ms"),
+            fmt(o["p90"], " ms"),
+            fmt(m["p95"], " ms"),
+            fmt(m["max"], " ms"),
+            f"{o['stalled_share'] * 100:.0f}%",
+        )
+    t.notes.append(
+        "TCP_NODELAY read back with getsockopt on the kernel websocket's socket in each server process; "
+        "connection classes: " + "; ".join(f"{k} {o['connection_class']}" for k, o in r["servers"].items())
+    )
     t.notes.append(f"≥ {STALL_MS:.0f} ms = the share of round trips held by a delayed ACK (about 40 ms on Linux)")
     return t

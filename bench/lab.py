@@ -39,8 +39,10 @@ FIND_PANEL = """
 # kernel websockets, pytree_lab/server.py); "stock" is the same server with the extension
 # switched off for this one server (a jpserver_extensions entry on its command line).
 ACTIVE_MARK = "pytree-lab: TCP_NODELAY on kernel websockets"
-SERVERS = {"stock": "stock jupyter_server (pytree_lab extension disabled)",
-           "installed": "as installed (pytree_lab extension: TCP_NODELAY on kernel websockets)"}
+SERVERS = {
+    "stock": "stock jupyter_server (pytree_lab extension disabled)",
+    "installed": "as installed (pytree_lab extension: TCP_NODELAY on kernel websockets)",
+}
 
 
 class Chromium:
@@ -88,8 +90,9 @@ class BenchLab:
             self.server = start_lab(self.base, args=EXTENSION_OFF if self.kind == "stock" else ())
             active = ACTIVE_MARK in self.server.log_tail(400)
             if active != (self.kind == "installed"):
-                raise RuntimeError(f"expected a {self.describe} server; its log says otherwise:\n"
-                                   + self.server.log_tail())
+                raise RuntimeError(
+                    f"expected a {self.describe} server; its log says otherwise:\n" + self.server.log_tail()
+                )
             self.context = self.browser.new_context(viewport={"width": 1400, "height": 1000})
             self.page = self.context.new_page()
             self.page.set_default_timeout(Timeouts.ms(Timeouts.WIDGET_VIEW))

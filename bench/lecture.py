@@ -36,8 +36,7 @@ def transformer():
 
     namespace: dict = {}
     exec(MODELS, namespace)  # noqa: S102 - the repository's own test model
-    return namespace["tf_params"], namespace["tf_loss"], {"tokens": namespace["tokens"],
-                                                          "labels": namespace["labels"]}
+    return namespace["tf_params"], namespace["tf_loss"], {"tokens": namespace["tokens"], "labels": namespace["labels"]}
 
 
 def _one(moves: int) -> dict:
@@ -52,8 +51,13 @@ def _one(moves: int) -> dict:
     t0 = time.perf_counter()
     ex = StepExplorer(loss, params, inputs, 0.01, optimizer=lambda lr: optax.adam(lr))
     build = time.perf_counter() - t0
-    out = {"leaves": len(jax.tree.leaves(params)), "values": sum(x.size for x in jax.tree.leaves(params)),
-           "build_s": build, "ok": ex.result is not None, "sliders": len(ex.sliders)}
+    out = {
+        "leaves": len(jax.tree.leaves(params)),
+        "values": sum(x.size for x in jax.tree.leaves(params)),
+        "build_s": build,
+        "ok": ex.result is not None,
+        "sliders": len(ex.sliders),
+    }
     if ex.result is None:
         out["message"] = ex.status.value[:300]
         return out
@@ -92,9 +96,14 @@ def _floor() -> dict:
 
 
 def _child(args: list[str], timeout: float) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "bench.lecture", *args], capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, "JAX_PLATFORMS": "cpu"},
-                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.lecture", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
     line = next((ln for ln in reversed(proc.stdout.splitlines()) if ln.startswith("{")), None)
     return json.loads(line) if proc.returncode == 0 and line else {"ok": False, "message": proc.stderr[-800:]}
 
@@ -110,8 +119,10 @@ def run(quick: bool = False, repeats: int | None = None, timeout: float = 600.0)
 
 
 def table(r: dict) -> Table:
-    t = Table("4f. The lecture transformer (37 leaves, Adam): build + first step, slider moves",
-              ["measure", "median", "runs", "target", "ok/MISSED"])
+    t = Table(
+        "4f. The lecture transformer (37 leaves, Adam): build + first step, slider moves",
+        ["measure", "median", "runs", "target", "ok/MISSED"],
+    )
     good = [x for x in r["runs"] if x.get("ok")]
     if not good:
         t.add("build + first step", "failed", str(len(r["runs"])), f"≤ {TARGET_BUILD_S:g} s", verdict(False))
@@ -119,19 +130,30 @@ def table(r: dict) -> Table:
         return t
     builds = summary([x["build_s"] for x in good])
     moves = summary([x["move_s"]["median"] for x in good])
-    t.add("build + first step", fmt(builds["median"], " s"), str(len(good)), f"≤ {TARGET_BUILD_S:g} s",
-          verdict(builds["median"] <= TARGET_BUILD_S))
-    t.add("one slider move (median of 10 per run)", fmt(moves["median"] * 1e3, " ms"), str(len(good)),
-          f"≤ {TARGET_MOVE_S * 1e3:g} ms", verdict(moves["median"] <= TARGET_MOVE_S))
+    t.add(
+        "build + first step",
+        fmt(builds["median"], " s"),
+        str(len(good)),
+        f"≤ {TARGET_BUILD_S:g} s",
+        verdict(builds["median"] <= TARGET_BUILD_S),
+    )
+    t.add(
+        "one slider move (median of 10 per run)",
+        fmt(moves["median"] * 1e3, " ms"),
+        str(len(good)),
+        f"≤ {TARGET_MOVE_S * 1e3:g} ms",
+        verdict(moves["median"] <= TARGET_MOVE_S),
+    )
     floors = [x["floor_s"] for x in r.get("floors", []) if "floor_s" in x]
     if floors:
         floor = summary(floors)["median"]
         ratio = builds["median"] / floor
         t.add("floor: hand-written jitted step, first call", fmt(floor, " s"), str(len(floors)), "", "")
-        t.add("build + first step / floor", f"{ratio:.2f}×", "", f"≤ {TARGET_RATIO:g}×",
-              verdict(ratio <= TARGET_RATIO))
-    t.notes.append(f"{good[0]['leaves']} leaves, {good[0]['values']:,} values, {good[0]['sliders']} sliders; "
-                   "each run a fresh process (jax, optax and pytree-lab imported before the clock starts)")
+        t.add("build + first step / floor", f"{ratio:.2f}×", "", f"≤ {TARGET_RATIO:g}×", verdict(ratio <= TARGET_RATIO))
+    t.notes.append(
+        f"{good[0]['leaves']} leaves, {good[0]['values']:,} values, {good[0]['sliders']} sliders; "
+        "each run a fresh process (jax, optax and pytree-lab imported before the clock starts)"
+    )
     t.notes.append("a move: one slider set from Python (value_and_grad, Adam's update, the new loss, every view)")
     return t
 

@@ -154,7 +154,7 @@ def run(runs: int = RUNS, variants: tuple[str, ...] = tuple(VARIANTS)) -> dict:
             browser = browse.launch(pw)
             try:
                 for i in range(runs):
-                    order = list(variants[i % len(variants):]) + list(variants[:i % len(variants)])
+                    order = list(variants[i % len(variants) :]) + list(variants[: i % len(variants)])
                     for name in order:
                         results[name].append(one_run(browser, sites[name], servers[name].url))
             finally:
@@ -163,12 +163,19 @@ def run(runs: int = RUNS, variants: tuple[str, ...] = tuple(VARIANTS)) -> dict:
     def median(name, key):
         return statistics.median(r[key] for r in results[name])
 
-    out = {"load_average_before": load_before, "load_average_after": load_average(),
-           "load_average_1min": load_average()[0] if load_average() else None,
-           "runs_per_variant": runs, "cores": os.cpu_count(), "variants": {}}
+    out = {
+        "load_average_before": load_before,
+        "load_average_after": load_average(),
+        "load_average_1min": load_average()[0] if load_average() else None,
+        "runs_per_variant": runs,
+        "cores": os.cpu_count(),
+        "variants": {},
+    }
     for name in variants:
         manifest = manifests[name]
-        bench_nb = (sites[name] / "files" / NOTEBOOK).stat().st_size if (sites[name] / "files" / NOTEBOOK).exists() else 0
+        bench_nb = (
+            (sites[name] / "files" / NOTEBOOK).stat().st_size if (sites[name] / "files" / NOTEBOOK).exists() else 0
+        )
         out["variants"][name] = {
             "build_s": build_s[name],
             "rebuild_after_notebook_edit_s": rebuild_s[name],
@@ -186,8 +193,11 @@ def run(runs: int = RUNS, variants: tuple[str, ...] = tuple(VARIANTS)) -> dict:
     keys = ("median_kernel_ready_s", "median_first_diagram_s", "median_bytes_to_first_diagram", "site_bytes")
     if "old" in out["variants"]:
         old = out["variants"]["old"]
-        out["ratio_to_old"] = {name: {key: round(v[key] / old[key], 2) for key in keys}
-                               for name, v in out["variants"].items() if name != "old"}
+        out["ratio_to_old"] = {
+            name: {key: round(v[key] / old[key], 2) for key in keys}
+            for name, v in out["variants"].items()
+            if name != "old"
+        }
         if "new" in out["ratio_to_old"]:
             out["ratio_new_over_old"] = out["ratio_to_old"]["new"]
     return out
@@ -203,7 +213,9 @@ def report(r: dict) -> str:
         f"{r.get('cores') or os.cpu_count()} cores;",
         f"  load average (1, 5, 15 min) before: {fmt_load(r.get('load_average_before', []))}, "
         f"after: {fmt_load(r.get('load_average_after', []))}: on a busy machine compare the ratios, not the times)",
-        "  " + f"{'':32}" + "".join(f"{n:>12}" for n in names)
+        "  "
+        + f"{'':32}"
+        + "".join(f"{n:>12}" for n in names)
         + "".join(f"{n + '/old':>11}" for n in names if n != "old" and "old" in names),
     ]
     rows = [
@@ -219,21 +231,31 @@ def report(r: dict) -> str:
     ratios = r.get("ratio_to_old", {})
     for label, key, fmt in rows:
         text = "".join(f"{fmt(r['variants'][n][key]):>12}" for n in names)
-        text += "".join(f"{ratios[n][key]:>11.2f}" if key in ratios.get(n, {}) else f"{'':>11}"
-                        for n in names if n != "old" and "old" in names)
+        text += "".join(
+            f"{ratios[n][key]:>11.2f}" if key in ratios.get(n, {}) else f"{'':>11}"
+            for n in names
+            if n != "old" and "old" in names
+        )
         lines.append(f"  {label:32}{text}")
     for name in names:
-        lines.append(f"  {name} runs (kernel / setup / diagram, s): "
-                     + "; ".join(f"{x['kernel_ready_s']} / {x['setup_cell_done_s']} / {x['first_diagram_s']}"
-                                 for x in r["variants"][name]["runs"]))
+        lines.append(
+            f"  {name} runs (kernel / setup / diagram, s): "
+            + "; ".join(
+                f"{x['kernel_ready_s']} / {x['setup_cell_done_s']} / {x['first_diagram_s']}"
+                for x in r["variants"][name]["runs"]
+            )
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=RUNS, help=f"runs per variant (default {RUNS})")
-    parser.add_argument("--variants", default=",".join(VARIANTS),
-                        help=f"which builds to open, comma-separated, from {', '.join(VARIANTS)}")
+    parser.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        help=f"which builds to open, comma-separated, from {', '.join(VARIANTS)}",
+    )
     parser.add_argument("--json", type=Path, help="also write the numbers here")
     args = parser.parse_args(argv)
     variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())

@@ -56,8 +56,11 @@ BENCH["display_at"] = time.time() * 1000
 display(HTML(_h))
 """
 
-RUN_AND_PAINT = """
-async ({path, index, source, kind, timeout}) => {""" + FIND_PANEL + """
+RUN_AND_PAINT = (
+    """
+async ({path, index, source, kind, timeout}) => {"""
+    + FIND_PANEL
+    + """
   const app = window.jupyterapp;
   const w = find(path);
   const nb = w.content;
@@ -115,12 +118,16 @@ async ({path, index, source, kind, timeout}) => {""" + FIND_PANEL + """
   return res;
 }
 """
+)
 
 # Clicks on the tree: a capturing click listener starts the clock, a MutationObserver on
 # aria-selected / aria-expanded stops it (the judged latency); `paint` is after the next
 # frame has painted; `event` is the browser's Event Timing duration (click -> next paint).
-INSTRUMENT_CLICKS = """
-({path, index}) => {""" + FIND_PANEL + """
+INSTRUMENT_CLICKS = (
+    """
+({path, index}) => {"""
+    + FIND_PANEL
+    + """
   const area = find(path).content.widgets[index].node;
   if (window.__clicks) window.__clicks.mo.disconnect();
   const C = window.__clicks = {act: null, events: []};
@@ -152,6 +159,7 @@ INSTRUMENT_CLICKS = """
   C.mo.observe(area, {subtree: true, attributes: true, attributeFilter: ['aria-selected', 'aria-expanded']});
 }
 """
+)
 ARM = """
 (a) => {
   const act = window.__clicks.act = {...a, click: null, stamp: null, attr: null, paint: null};
@@ -232,16 +240,22 @@ class TreePaint:
                 target.click()
                 r = self.page.evaluate(WAIT_ACT, 5000)
                 if r["paint"] is not None:
-                    out[kind].append({
-                        "attr_ms": r["attr"] - r["click"],
-                        "paint_ms": r["paint"] - r["click"],
-                        # no entry: under the 16 ms threshold; count it as 16 (an upper bound)
-                        "event_ms": r["event"] if r["event"] is not None else 16.0,
-                    })
+                    out[kind].append(
+                        {
+                            "attr_ms": r["attr"] - r["click"],
+                            "paint_ms": r["paint"] - r["click"],
+                            # no entry: under the 16 ms threshold; count it as 16 (an upper bound)
+                            "event_ms": r["event"] if r["event"] is not None else 16.0,
+                        }
+                    )
                 time.sleep(0.1)  # the kernel's echo of the change lands between clicks, not inside one
         return {
-            kind: {"attr_ms": summary([x["attr_ms"] for x in xs]), "paint_ms": summary([x["paint_ms"] for x in xs]),
-                   "event_ms": summary([x["event_ms"] for x in xs]), "n": len(xs)}
+            kind: {
+                "attr_ms": summary([x["attr_ms"] for x in xs]),
+                "paint_ms": summary([x["paint_ms"] for x in xs]),
+                "event_ms": summary([x["event_ms"] for x in xs]),
+                "n": len(xs),
+            }
             for kind, xs in out.items()
         }
 
@@ -264,7 +278,8 @@ def run(lab: BenchLab, reps: dict | None = None, treescope_names: list[str] | No
         out["clicks_10k"] = tp.clicks("layers-10k", clicks)
         # what one fold sends to the kernel (and the kernel echoes back): the whole folded list
         out["clicks_10k"]["collapsed_paths"], out["clicks_10k"]["collapsed_bytes"] = tp.nb.value(
-            "[len(_d.collapsed), len(json.dumps(_d.collapsed))]")
+            "[len(_d.collapsed), len(json.dumps(_d.collapsed))]"
+        )
         return out
     finally:
         tp.close()
@@ -308,5 +323,11 @@ def profile_first_paint(lab: BenchLab, tp: TreePaint, name: str, top: int = 12) 
     rows = sorted(agg.items(), key=lambda kv: -kv[1])
     skip = {"(idle)", "(program)"}
     out = [{"function": fn, "where": where, "self_ms": us / 1000.0} for (fn, where), us in rows if fn not in skip][:top]
-    return [{"function": "(profiled run: first paint)", "where": "", "self_ms": r["first_paint_ms"] or float("nan"),
-             "busy_ms": (total - sum(us for (fn, _), us in rows if fn in skip)) / 1000.0}] + out
+    return [
+        {
+            "function": "(profiled run: first paint)",
+            "where": "",
+            "self_ms": r["first_paint_ms"] or float("nan"),
+            "busy_ms": (total - sum(us for (fn, _), us in rows if fn in skip)) / 1000.0,
+        }
+    ] + out

@@ -64,8 +64,11 @@ SETUP = setup_cell(
 CELLS = [SETUP, "ex", "floor"]
 CELL_OF = {"explorer": 1, "floor": 2}
 
-INSTRUMENT = """
-({figs, path}) => {""" + FIND_PANEL + """
+INSTRUMENT = (
+    """
+({figs, path}) => {"""
+    + FIND_PANEL
+    + """
   const B = window.__bench = {keys: [], muts: {}, iopub: []};
   // every kernel -> page message, when it reached the page (to see where a round trip goes)
   find(path).sessionContext.session.kernel.iopubMessage.connect((_, msg) => {
@@ -100,6 +103,7 @@ INSTRUMENT = """
   return performance.timeOrigin;
 }
 """
+)
 
 # Resolve once the key press arrived, the kernel went idle after it (every message of the
 # move has arrived) and the figure has been quiet for `quiet` ms after a bar mutation; report
@@ -127,6 +131,7 @@ async ({name, keys0, quiet, timeout}) => {
 }
 """
 
+
 def read_bars(figure) -> tuple[list[list[float]], float]:
     """Bar values drawn in the SVG, [[before...], [after...]] in x-axis order, and pixels per unit
     (read by the browser tests' reader)."""
@@ -148,9 +153,10 @@ class RoundTrip:
         self.figures = {m: c.locator(".bqplot.figure").first for m, c in self.cells.items()}
         # the x[0] slider's native range input, found by its label text
         self.handles = {
-            m: c.locator(".ptl-slider").filter(
-                has=self.page.locator("label.ptl-slider-label", has_text=re.compile(r"^x\[0\]$"))
-            ).locator("input[type=range]").first
+            m: c.locator(".ptl-slider")
+            .filter(has=self.page.locator("label.ptl-slider-label", has_text=re.compile(r"^x\[0\]$")))
+            .locator("input[type=range]")
+            .first
             for m, c in self.cells.items()
         }
         for fig in self.figures.values():
@@ -173,9 +179,7 @@ class RoundTrip:
         handle.focus()
         keys0 = self.keys()
         self.page.keyboard.press("ArrowRight")
-        return self.page.evaluate(
-            WAIT_MOVE, {"name": mode, "keys0": keys0, "quiet": quiet_ms, "timeout": timeout_ms}
-        )
+        return self.page.evaluate(WAIT_MOVE, {"name": mode, "keys0": keys0, "quiet": quiet_ms, "timeout": timeout_ms})
 
     def close(self) -> None:
         self.nb.close()
@@ -243,8 +247,9 @@ def _breakdown(rt: RoundTrip, mode: str, rs: list[dict]) -> dict:
     for r in rs:
         window = [m for m in iopub if r["key"] <= m["t"] <= r["last"] + 0.5]
         b = [m for m in window if m["type"] == "status" and m["method"] == "busy"]
-        bar_msgs = [m for m in window if m["type"] == "comm_msg" and rt.comm_names.get(m["comm"]) == bars
-                    and "y" in m["keys"]]
+        bar_msgs = [
+            m for m in window if m["type"] == "comm_msg" and rt.comm_names.get(m["comm"]) == bars and "y" in m["keys"]
+        ]
         if not b or not bar_msgs:
             continue
         busy.append(b[0]["t"] - r["key"])
@@ -254,8 +259,11 @@ def _breakdown(rt: RoundTrip, mode: str, rs: list[dict]) -> dict:
             transport.append(bar_msgs[-1]["t"] - sent(bar_msgs[-1]))
         arrive.append(bar_msgs[-1]["t"] - r["key"])
         render.append(r["last"] - bar_msgs[-1]["t"])
-        names = [rt.comm_names.get(m["comm"], "?") + ("(echo)" if m["method"] == "echo_update" else "")
-                 for m in window if m["type"] == "comm_msg"]
+        names = [
+            rt.comm_names.get(m["comm"], "?") + ("(echo)" if m["method"] == "echo_update" else "")
+            for m in window
+            if m["type"] == "comm_msg"
+        ]
         sizes.append(len(names))
         key = " > ".join(names)
         orders[key] = orders.get(key, 0) + 1
@@ -283,18 +291,35 @@ def table_moves(r: dict) -> Table:
         e, f = o["explorer"]["last_ms"], o["floor"]["last_ms"]
         judged = server == "installed"
         t.add(server, "no-op kernel floor", fmt(f["median"], " ms"), fmt(f["p95"], " ms"), fmt(f["max"], " ms"), "", "")
-        t.add(server, "StepExplorer", fmt(e["median"], " ms"), fmt(e["p95"], " ms"), fmt(e["max"], " ms"),
-              f"p50 ≤ {TARGET_P50_MS:.0f} ms" if judged else "",
-              ("ok" if e["median"] <= TARGET_P50_MS else "MISSED") if judged else "")
-        t.add(server, "ratio explorer/floor p95", f"{o['ratio_p95']:.2f}x", "", "", "≤ 1.25x" if judged else "",
-              ("ok" if o["ratio_p95"] <= TARGET_RATIO else "MISSED") if judged else "")
+        t.add(
+            server,
+            "StepExplorer",
+            fmt(e["median"], " ms"),
+            fmt(e["p95"], " ms"),
+            fmt(e["max"], " ms"),
+            f"p50 ≤ {TARGET_P50_MS:.0f} ms" if judged else "",
+            ("ok" if e["median"] <= TARGET_P50_MS else "MISSED") if judged else "",
+        )
+        t.add(
+            server,
+            "ratio explorer/floor p95",
+            f"{o['ratio_p95']:.2f}x",
+            "",
+            "",
+            "≤ 1.25x" if judged else "",
+            ("ok" if o["ratio_p95"] <= TARGET_RATIO else "MISSED") if judged else "",
+        )
     for server, o in servers.items():
-        t.notes.append(f"{server}: {o['describe']}; p50 ratio {o['ratio_p50']:.2f}x; explorer p95 limit = 1.25 × floor "
-                       f"p95 = {1.25 * o['floor']['last_ms']['p95']:.1f} ms; moves lost to a 5 s timeout: {o['timeouts']}")
+        t.notes.append(
+            f"{server}: {o['describe']}; p50 ratio {o['ratio_p50']:.2f}x; explorer p95 limit = 1.25 × floor "
+            f"p95 = {1.25 * o['floor']['last_ms']['p95']:.1f} ms; moves lost to a 5 s timeout: {o['timeouts']}"
+        )
     if "stock" in servers and "installed" in servers:
         st, ins = servers["stock"]["explorer"]["last_ms"], servers["installed"]["explorer"]["last_ms"]
-        t.notes.append(f"explorer, stock -> installed: p50 {st['median']:.1f} -> {ins['median']:.1f} ms, "
-                       f"p95 {st['p95']:.1f} -> {ins['p95']:.1f} ms")
+        t.notes.append(
+            f"explorer, stock -> installed: p50 {st['median']:.1f} -> {ins['median']:.1f} ms, "
+            f"p95 {st['p95']:.1f} -> {ins['p95']:.1f} ms"
+        )
     for server, o in servers.items():
         for mode in ("floor", "explorer"):
             b = o[mode]["breakdown"]
@@ -325,8 +350,10 @@ def _oracle(values: dict) -> dict:
     def loss_fn(params, x, target):
         return (jnp.dot(params["weight"], x) + params["bias"] - target) ** 2
 
-    params = {"weight": jnp.array([values["weight[0]"], values["weight[1]"]], jnp.float32),
-              "bias": jnp.array(values["bias"], jnp.float32)}
+    params = {
+        "weight": jnp.array([values["weight[0]"], values["weight[1]"]], jnp.float32),
+        "bias": jnp.array(values["bias"], jnp.float32),
+    }
     x = jnp.array([values["x[0]"], values["x[1]"]], jnp.float32)
     loss, grads = jax.value_and_grad(loss_fn)(params, x, jnp.float32(values["target"]))
     lr = jnp.float32(values["learning_rate"])
@@ -400,29 +427,32 @@ def run_burst(rt: RoundTrip, presses: int = 20, hz: float = 60.0, repeats: int =
         recompute_page_ms = [t - rt.time_origin for t in state["count"]["times"]]
         tol = 1.5 / ppu  # a pixel and a half
         py_bars = [state["before"], state["after"]]
-        bursts.append({
-            "presses_seen": len(keys),
-            "press_interval_ms": (keys[-1] - keys[0]) / (len(keys) - 1),
-            "start": start,
-            "expected_x0": round(start + 0.01 * presses, 6),
-            "final_x0": state["x0"],
-            "ends_on_last_value": math.isclose(state["x0"], start + 0.01 * presses, abs_tol=1e-6),
-            "result_matches_jax": math.isclose(state["loss"], want["loss"], rel_tol=1e-5, abs_tol=1e-6) and all(
-                math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
-                for a, b in zip(state["after"] + state["before"], want["after"] + want["before"])),
-            "dom_matches_result": all(
-                abs(d - p) <= tol for ds, ps in zip(drawn, py_bars) for d, p in zip(ds, ps)),
-            "dom_bars": drawn,
-            "python_bars": py_bars,
-            "release_to_final_render_ms": (muts[-1] - release) if muts else math.nan,
-            "key_up_to_final_render_ms": (muts[-1] - done["up"]) if muts and done.get("up") else math.nan,
-            "kernel_value_messages": state["count"]["moves"],
-            "kernel_recomputes": state["count"]["recomputes"],
-            "recomputes_after_release": sum(1 for t in recompute_page_ms if t > release),
-            "bar_redraws": len(muts),
-            "same_value_redraws": done["same"] - same0,
-            "traces": state["traces"],
-        })
+        bursts.append(
+            {
+                "presses_seen": len(keys),
+                "press_interval_ms": (keys[-1] - keys[0]) / (len(keys) - 1),
+                "start": start,
+                "expected_x0": round(start + 0.01 * presses, 6),
+                "final_x0": state["x0"],
+                "ends_on_last_value": math.isclose(state["x0"], start + 0.01 * presses, abs_tol=1e-6),
+                "result_matches_jax": math.isclose(state["loss"], want["loss"], rel_tol=1e-5, abs_tol=1e-6)
+                and all(
+                    math.isclose(a, b, rel_tol=1e-5, abs_tol=1e-6)
+                    for a, b in zip(state["after"] + state["before"], want["after"] + want["before"])
+                ),
+                "dom_matches_result": all(abs(d - p) <= tol for ds, ps in zip(drawn, py_bars) for d, p in zip(ds, ps)),
+                "dom_bars": drawn,
+                "python_bars": py_bars,
+                "release_to_final_render_ms": (muts[-1] - release) if muts else math.nan,
+                "key_up_to_final_render_ms": (muts[-1] - done["up"]) if muts and done.get("up") else math.nan,
+                "kernel_value_messages": state["count"]["moves"],
+                "kernel_recomputes": state["count"]["recomputes"],
+                "recomputes_after_release": sum(1 for t in recompute_page_ms if t > release),
+                "bar_redraws": len(muts),
+                "same_value_redraws": done["same"] - same0,
+                "traces": state["traces"],
+            }
+        )
     worst = max(bursts, key=lambda b: b["release_to_final_render_ms"])
     return {
         "server": rt.server,
@@ -430,8 +460,9 @@ def run_burst(rt: RoundTrip, presses: int = 20, hz: float = 60.0, repeats: int =
         "presses": presses,
         "hz": hz,
         "bursts": bursts,
-        "all_end_on_last_value": all(b["ends_on_last_value"] and b["result_matches_jax"] and b["dom_matches_result"]
-                                     for b in bursts),
+        "all_end_on_last_value": all(
+            b["ends_on_last_value"] and b["result_matches_jax"] and b["dom_matches_result"] for b in bursts
+        ),
         "max_recomputes": max(b["kernel_recomputes"] for b in bursts),
         "worst_release_to_final_ms": worst["release_to_final_render_ms"],
         "median_release_to_final_ms": summary([b["release_to_final_render_ms"] for b in bursts])["median"],
@@ -454,33 +485,61 @@ def table_burst(rs: dict[str, dict], roundtrip: dict | None) -> Table:
             return ("ok" if ok else "MISSED") if judged else ""
 
         bs = r["bursts"]
-        t.add(server, "ends on the last value (kernel, JAX, DOM bars)",
-              " / ".join("yes" if (b["ends_on_last_value"] and b["result_matches_jax"] and b["dom_matches_result"])
-                         else "NO" for b in bs),
-              "every burst", verdict(r["all_end_on_last_value"]))
-        t.add(server, "kernel recomputes per burst", " / ".join(str(b["kernel_recomputes"]) for b in bs),
-              f"≤ {r['presses']} moves", verdict(r["max_recomputes"] <= r["presses"]))
-        t.add(server, "recomputes after release", " / ".join(str(b["recomputes_after_release"]) for b in bs),
-              "≤ 2 (no backlog)", verdict(all(b["recomputes_after_release"] <= 2 for b in bs)))
+        t.add(
+            server,
+            "ends on the last value (kernel, JAX, DOM bars)",
+            " / ".join(
+                "yes" if (b["ends_on_last_value"] and b["result_matches_jax"] and b["dom_matches_result"]) else "NO"
+                for b in bs
+            ),
+            "every burst",
+            verdict(r["all_end_on_last_value"]),
+        )
+        t.add(
+            server,
+            "kernel recomputes per burst",
+            " / ".join(str(b["kernel_recomputes"]) for b in bs),
+            f"≤ {r['presses']} moves",
+            verdict(r["max_recomputes"] <= r["presses"]),
+        )
+        t.add(
+            server,
+            "recomputes after release",
+            " / ".join(str(b["recomputes_after_release"]) for b in bs),
+            "≤ 2 (no backlog)",
+            verdict(all(b["recomputes_after_release"] <= 2 for b in bs)),
+        )
         rel = " / ".join(fmt(b["release_to_final_render_ms"], " ms") for b in bs)
         normal = (roundtrip or {}).get("servers", {}).get(server, {}).get("explorer", {}).get("last_ms", {}).get("p95")
         if normal is not None:
-            t.add(server, "release -> final render", rel, f"≤ explorer p95 round trip ({normal:.0f} ms)",
-                  verdict(r["worst_release_to_final_ms"] <= normal))
+            t.add(
+                server,
+                "release -> final render",
+                rel,
+                f"≤ explorer p95 round trip ({normal:.0f} ms)",
+                verdict(r["worst_release_to_final_ms"] <= normal),
+            )
         else:
             t.add(server, "release -> final render", rel, "", "")
         t.add(server, "step traces (compiled once)", str(r["traces"]), "1", verdict(r["traces"] == 1))
     for server, r in rs.items():
         bs = r["bursts"]
         b = bs[-1]
-        t.notes.append(f"{server}: release is the key's last repeat; the key comes up one step interval later and "
-                       "the held position goes out then: key up -> final render "
-                       + " / ".join(fmt(x["key_up_to_final_render_ms"], " ms") for x in bs))
-        t.notes.append(f"{server}: mean step interval {b['press_interval_ms']:.1f} ms; move messages the kernel got: "
-                       + " / ".join(str(x["kernel_value_messages"]) for x in bs)
-                       + "; bar redraws: " + " / ".join(str(x["bar_redraws"]) for x in bs)
-                       + " (+ " + " / ".join(str(x["same_value_redraws"]) for x in bs) + " to the same values)"
-                       + f"; last burst: x[0] {b['start']:.2f} -> {b['final_x0']:.2f} (expected {b['expected_x0']:.2f}), "
-                       f"DOM bars {[[round(v, 3) for v in s] for s in b['dom_bars']]} vs Python "
-                       f"{[[round(v, 3) for v in s] for s in b['python_bars']]}")
+        t.notes.append(
+            f"{server}: release is the key's last repeat; the key comes up one step interval later and "
+            "the held position goes out then: key up -> final render "
+            + " / ".join(fmt(x["key_up_to_final_render_ms"], " ms") for x in bs)
+        )
+        t.notes.append(
+            f"{server}: mean step interval {b['press_interval_ms']:.1f} ms; move messages the kernel got: "
+            + " / ".join(str(x["kernel_value_messages"]) for x in bs)
+            + "; bar redraws: "
+            + " / ".join(str(x["bar_redraws"]) for x in bs)
+            + " (+ "
+            + " / ".join(str(x["same_value_redraws"]) for x in bs)
+            + " to the same values)"
+            + f"; last burst: x[0] {b['start']:.2f} -> {b['final_x0']:.2f} (expected {b['expected_x0']:.2f}), "
+            f"DOM bars {[[round(v, 3) for v in s] for s in b['dom_bars']]} vs Python "
+            f"{[[round(v, 3) for v in s] for s in b['python_bars']]}"
+        )
     return t

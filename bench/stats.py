@@ -40,7 +40,7 @@ def fmt(v: Any, unit: str = "", digits: int = 3) -> str:
     if isinstance(v, float):
         if math.isnan(v):
             return "—"
-        return f"{v:.{digits}g}{unit}" if abs(v) < 10 ** digits else f"{v:.0f}{unit}"
+        return f"{v:.{digits}g}{unit}" if abs(v) < 10**digits else f"{v:.0f}{unit}"
     return str(v)
 
 

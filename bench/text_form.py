@@ -56,12 +56,24 @@ def run(quick: bool = False) -> dict:
 
 
 def table(r: dict) -> Table:
-    t = Table(f"4e. Text form of three aligned {r['leaves']:,}-leaf trees (PytreeDiagram.text())",
-              ["trees", "first text()", "later text()", "target", "verdict"])
+    t = Table(
+        f"4e. Text form of three aligned {r['leaves']:,}-leaf trees (PytreeDiagram.text())",
+        ["trees", "first text()", "later text()", "target", "verdict"],
+    )
     s, d = r["same_paths"], r["one_path_missing"]
-    t.add("same paths (params, grads, updated)", fmt(s["first_s"] * 1e3) + " ms", fmt(s["later_s"] * 1e3) + " ms",
-          f"≤ {r['target_s'] * 1e3:.0f} ms", verdict(s["first_s"] <= r["target_s"]))
-    t.add("one path missing in grads (every row aligned)", fmt(d["first_s"] * 1e3) + " ms",
-          fmt(d["later_s"] * 1e3) + " ms", "", "")
+    t.add(
+        "same paths (params, grads, updated)",
+        fmt(s["first_s"] * 1e3) + " ms",
+        fmt(s["later_s"] * 1e3) + " ms",
+        f"≤ {r['target_s'] * 1e3:.0f} ms",
+        verdict(s["first_s"] <= r["target_s"]),
+    )
+    t.add(
+        "one path missing in grads (every row aligned)",
+        fmt(d["first_s"] * 1e3) + " ms",
+        fmt(d["later_s"] * 1e3) + " ms",
+        "",
+        "",
+    )
     t.notes.append("timed after gc.collect(): the pass Python's GC owes for the objects set_trees made is not text()'s")
     return t

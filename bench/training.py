@@ -44,8 +44,10 @@ def _models():
         "hidden": {"w": (rng.normal(size=(16, 48)) / 4).astype(np.float32), "b": np.zeros(48, np.float32)},
         "out": {"w": (rng.normal(size=(48, 4)) / 7).astype(np.float32), "b": np.zeros(4, np.float32)},
     }
-    mlp_inputs = {"x": rng.normal(size=(64, 16)).astype(np.float32),
-                  "target": rng.normal(size=(64, 4)).astype(np.float32)}
+    mlp_inputs = {
+        "x": rng.normal(size=(64, 16)).astype(np.float32),
+        "target": rng.normal(size=(64, 4)).astype(np.float32),
+    }
 
     def mlp_loss(p, x, target):
         h = jnp.tanh(x @ p["hidden"]["w"] + p["hidden"]["b"])
@@ -123,15 +125,24 @@ def run(repeats: int = 60) -> dict:
             agree = bool(
                 np.allclose(r.losses, l_py, rtol=1e-4, atol=1e-6)
                 and np.allclose(r.losses, l_scan, rtol=1e-4, atol=1e-6)
-                and all(np.allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
-                        for p_ref in (p_py, p_scan)
-                        for a, b in zip(jax.tree.leaves(r.params), jax.tree.leaves(p_ref)))
+                and all(
+                    np.allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
+                    for p_ref in (p_py, p_scan)
+                    for a, b in zip(jax.tree.leaves(r.params), jax.tree.leaves(p_ref))
+                )
             )
             best = min(py_ms, scan_ms)
             results[f"{model} | {opt_name}"] = {
-                "params": n_params, "ours_ms": ours_ms, "python_loop_ms": py_ms, "scan_ms": scan_ms,
-                "ratio_to_best": ours_ms / best, "agree": agree, "traces": dict(ts.traces),
-                "ours": ours_s, "python_loop": py_s, "scan": scan_s,
+                "params": n_params,
+                "ours_ms": ours_ms,
+                "python_loop_ms": py_ms,
+                "scan_ms": scan_ms,
+                "ratio_to_best": ours_ms / best,
+                "agree": agree,
+                "traces": dict(ts.traces),
+                "ours": ours_s,
+                "python_loop": py_s,
+                "scan": scan_s,
             }
     return results
 
@@ -139,15 +150,34 @@ def run(repeats: int = 60) -> dict:
 def table(r: dict) -> Table:
     t = Table(
         f"6. {STEPS} training steps: TrainingStep.run(n={STEPS}) vs hand-written jitted optax loops (median)",
-        ["model | optimizer", "run(n=100)", "jitted step x100 (Python loop)", "jitted lax.scan", "ratio to faster",
-         "same numbers", "traces", "target", "ok/MISSED"],
+        [
+            "model | optimizer",
+            "run(n=100)",
+            "jitted step x100 (Python loop)",
+            "jitted lax.scan",
+            "ratio to faster",
+            "same numbers",
+            "traces",
+            "target",
+            "ok/MISSED",
+        ],
     )
     for name, v in r.items():
-        t.add(name, fmt(v["ours_ms"], " ms"), fmt(v["python_loop_ms"], " ms"), fmt(v["scan_ms"], " ms"),
-              fmt(v["ratio_to_best"], "x"), fmt(v["agree"]), f"step {v['traces']['step']}, run {v['traces']['run']}",
-              f"≤ {TARGET_RATIO:g}x", verdict(v["ratio_to_best"] <= TARGET_RATIO and v["agree"]))
-    t.notes.append("run(n) is one compiled while_loop over a fixed 256-loss buffer (any n reuses it) that also "
-                   "checks each step is finite and stops before one that is not; the references do no such check")
+        t.add(
+            name,
+            fmt(v["ours_ms"], " ms"),
+            fmt(v["python_loop_ms"], " ms"),
+            fmt(v["scan_ms"], " ms"),
+            fmt(v["ratio_to_best"], "x"),
+            fmt(v["agree"]),
+            f"step {v['traces']['step']}, run {v['traces']['run']}",
+            f"≤ {TARGET_RATIO:g}x",
+            verdict(v["ratio_to_best"] <= TARGET_RATIO and v["agree"]),
+        )
+    t.notes.append(
+        "run(n) is one compiled while_loop over a fixed 256-loss buffer (any n reuses it) that also "
+        "checks each step is finite and stops before one that is not; the references do no such check"
+    )
     return t
 
 
@@ -158,10 +188,7 @@ if __name__ == "__main__":
 
 # ---------------------------------------------------------------------------------------- in the browser
 BROWSER_CELLS = [
-    "import optax\n"
-    "from pytree_lab import StepExplorer\n"
-    "ex = StepExplorer(optimizer=optax.adam(0.1))\n"
-    "ex",
+    "import optax\nfrom pytree_lab import StepExplorer\nex = StepExplorer(optimizer=optax.adam(0.1))\nex",
 ]
 
 # Click a button and time it until the loss line has `n` points: click -> chart updated.
@@ -195,11 +222,15 @@ def run_browser(lab, clicks: int = 15) -> dict:
         times, points = [], 1
         for i in range(clicks + 1):
             if points > 100:  # keep the history short, like a person would: Reset, then on
-                lab.page.evaluate(_CLICK_UNTIL_POINTS, {"button": reset.element_handle(), "fig": fig.element_handle(),
-                                                        "n": 1, "timeout": 10000})
+                lab.page.evaluate(
+                    _CLICK_UNTIL_POINTS,
+                    {"button": reset.element_handle(), "fig": fig.element_handle(), "n": 1, "timeout": 10000},
+                )
                 points = 1
-            ms = lab.page.evaluate(_CLICK_UNTIL_POINTS, {"button": step10.element_handle(), "fig": fig.element_handle(),
-                                                         "n": points + 10, "timeout": 10000})
+            ms = lab.page.evaluate(
+                _CLICK_UNTIL_POINTS,
+                {"button": step10.element_handle(), "fig": fig.element_handle(), "n": points + 10, "timeout": 10000},
+            )
             points += 10
             if i > 0:  # the first click also compiles the loop
                 times.append(ms if ms is not None else float("nan"))
@@ -208,8 +239,12 @@ def run_browser(lab, clicks: int = 15) -> dict:
             "(lambda t, ex: [(lambda s: (ex.step(10), t.perf_counter() - s)[1])(t.perf_counter()) * 1e3 "
             "for _ in range(10)])(__import__('time'), ex)"
         )
-        return {"click_to_chart_ms": summary(times), "missed": sum(1 for t in times if t != t),
-                "history_points": history, "kernel_step10_ms": summary(kernel)}
+        return {
+            "click_to_chart_ms": summary(times),
+            "missed": sum(1 for t in times if t != t),
+            "history_points": history,
+            "kernel_step10_ms": summary(kernel),
+        }
     finally:
         nb.close()
 

@@ -100,8 +100,17 @@ def _model(tree: Any) -> dict:
     t4 = time.perf_counter()
     c4 = time.process_time()
     w.close()
-    return {"describe": t1 - t0, "align": t2 - t1, "widget": t3 - t2, "json": t4 - t3, "cpu_all": c4 - c0,
-            "model": (t3 - t2) + (t4 - t3), "bytes": len(wire), "leaves": s.num_leaves, "rows": len(w.rows)}
+    return {
+        "describe": t1 - t0,
+        "align": t2 - t1,
+        "widget": t3 - t2,
+        "json": t4 - t3,
+        "cpu_all": c4 - c0,
+        "model": (t3 - t2) + (t4 - t3),
+        "bytes": len(wire),
+        "leaves": s.num_leaves,
+        "rows": len(w.rows),
+    }
 
 
 def run(trees: dict, reps: dict | None = None) -> dict:
@@ -110,8 +119,9 @@ def run(trees: dict, reps: dict | None = None) -> dict:
     out = {}
     for name, tree in trees.items():
         runs = [_model(tree) for _ in range(reps.get(name, 3))]
-        out[name] = {k: summary([r[k] for r in runs])["median"] if isinstance(runs[0][k], float) else runs[0][k]
-                     for k in runs[0]}
+        out[name] = {
+            k: summary([r[k] for r in runs])["median"] if isinstance(runs[0][k], float) else runs[0][k] for k in runs[0]
+        }
         out[name]["runs"] = len(runs)
     return out
 
@@ -156,8 +166,11 @@ def gc_share(tree: Any, reps: int = 3) -> dict:
             off.append(once())
         finally:
             gc.enable()
-    return {"gc_on_s": summary(on)["median"], "gc_paused_s": summary(off)["median"],
-            "tracked_objects": len(gc.get_objects())}
+    return {
+        "gc_on_s": summary(on)["median"],
+        "gc_paused_s": summary(off)["median"],
+        "tracked_objects": len(gc.get_objects()),
+    }
 
 
 # In a real kernel (ipykernel via jupyter_client, no page attached): where PytreeDiagram(tree)'s
@@ -216,6 +229,7 @@ def kernel_phases(name: str = "layers-10k", runs: int = 5) -> dict:
     km, kc = start_new_kernel(kernel_name="python3", env={**os.environ, "JAX_PLATFORMS": "cpu"})
     out: list[str] = []
     try:
+
         def hook(msg):
             if msg["msg_type"] == "stream":
                 out.append(msg["content"]["text"])

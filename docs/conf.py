@@ -60,7 +60,7 @@ _STARSTAR_ARG = re.compile(r"(?<=[(, ])\*\*(?=[A-Za-z_]\w*\))")
 
 
 def _code_span(match: re.Match) -> str:
-    after = match.string[match.end():match.end() + 1]
+    after = match.string[match.end() : match.end() + 1]
     return match.group(0) + ("\\ " if after.isalnum() else "")
 
 

@@ -118,7 +118,8 @@ def open_notebook(page, site_url: str, path: str, net: NetLog | None = None) -> 
     # page of the same site included) and may leave one of those current: bring this one forward
     name = path.rsplit("/", 1)[-1]
     tab = page.locator("#jp-main-dock-panel .lm-TabBar-tab").filter(
-        has=page.locator(".lm-TabBar-tabLabel", has_text=re.compile(rf"^\s*{re.escape(name)}\s*$")))
+        has=page.locator(".lm-TabBar-tabLabel", has_text=re.compile(rf"^\s*{re.escape(name)}\s*$"))
+    )
     tab.first.wait_for(timeout=Timeouts.ms(Timeouts.PAGE))
     deadline = time.monotonic() + Timeouts.PAGE
     while True:  # the restore may make another tab current after this one opened: check twice
@@ -128,7 +129,8 @@ def open_notebook(page, site_url: str, path: str, net: NetLog | None = None) -> 
         if "lm-mod-current" in (tab.first.get_attribute("class") or "") or time.monotonic() > deadline:
             break
     page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell").first.wait_for(
-        timeout=Timeouts.ms(Timeouts.PAGE))
+        timeout=Timeouts.ms(Timeouts.PAGE)
+    )
 
 
 def wait_kernel_ready(page, timeout: float = Timeouts.KERNEL) -> None:
@@ -181,8 +183,9 @@ def run_cell(page, index: int, timeout: float = Timeouts.CELL) -> str:
             polling=100,
         )
     except Exception as err:
-        raise LiteError(f"cell {index} did not finish in {timeout:.0f} s; output so far:\n"
-                        f"{cell_output(page, index)}\n{err}") from None
+        raise LiteError(
+            f"cell {index} did not finish in {timeout:.0f} s; output so far:\n{cell_output(page, index)}\n{err}"
+        ) from None
     return cell_output(page, index)
 
 
@@ -201,7 +204,8 @@ def run_all(page, timeout: float = 300.0) -> None:
             return prompts.length > 0 && prompts.every(p => /^\\[(\\d+| )\\]:$/.test(p.textContent.trim()))
                 && prompts.some(p => /^\\[\\d+\\]:$/.test(p.textContent.trim()));
         }""",
-        timeout=Timeouts.ms(timeout), polling=250,
+        timeout=Timeouts.ms(timeout),
+        polling=250,
     )
 
 
@@ -212,7 +216,9 @@ def code_cells(page):
 def cell_errors(page, index: int) -> str:
     """Tracebacks shown under a cell (empty when it ran cleanly)."""
     return "\n".join(
-        cell(page, index).locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]').all_inner_texts()
+        cell(page, index)
+        .locator('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')
+        .all_inner_texts()
     )
 
 

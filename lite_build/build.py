@@ -82,9 +82,15 @@ LITE_KERNELSPEC = {"name": "python", "display_name": "Python (Pyodide)", "langua
 # What the Pyodide kernel (jupyterlite-pyodide-kernel 0.8.6) answers to kernel_info. JupyterLab
 # writes the kernel's language_info into a notebook it opens, marking it modified unless it is
 # already there, equal: the site's notebooks carry it, so opening one changes nothing.
-LITE_LANGUAGE_INFO = {"codemirror_mode": {"name": "python", "version": 3}, "file_extension": ".py",
-                      "mimetype": "text/x-python", "name": "python", "nbconvert_exporter": "python",
-                      "pygments_lexer": "ipython3", "version": "3.8"}
+LITE_LANGUAGE_INFO = {
+    "codemirror_mode": {"name": "python", "version": 3},
+    "file_extension": ".py",
+    "mimetype": "text/x-python",
+    "name": "python",
+    "nbconvert_exporter": "python",
+    "pygments_lexer": "ipython3",
+    "version": "3.8",
+}
 
 # How Pyodide's marker environment looks, to check wheel requirements at build time.
 PYODIDE_MARKERS = {
@@ -213,12 +219,28 @@ def fetch_wheels(pins: dict[str, Pin]) -> dict[str, Path]:
     wheel_dir.mkdir(parents=True, exist_ok=True)
     run(
         [
-            sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-            "--no-deps", "--only-binary=:all:", "--require-hashes",
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--require-hashes",
             # platform "any": a compiled wheel could never load in Pyodide, so refuse one here
-            "--platform", "any", "--implementation", "py", "--abi", "none",
-            "--python-version", PYODIDE_MARKERS["python_version"],
-            "-r", str(KERNEL_WHEELS), "-d", str(wheel_dir),
+            "--platform",
+            "any",
+            "--implementation",
+            "py",
+            "--abi",
+            "none",
+            "--python-version",
+            PYODIDE_MARKERS["python_version"],
+            "-r",
+            str(KERNEL_WHEELS),
+            "-d",
+            str(wheel_dir),
         ]
     )
     by_name: dict[str, Path] = {}
@@ -251,8 +273,20 @@ def wheel_metadata(whl: Path) -> tuple[str, str, list[str]]:
 def build_project_wheel(dest: Path) -> Path:
     """The project's own wheel, built from the checkout as it is now."""
     dest.mkdir(parents=True, exist_ok=True)
-    run([sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check",
-         "--no-deps", "--wheel-dir", str(dest), str(ROOT)])
+    run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--wheel-dir",
+            str(dest),
+            str(ROOT),
+        ]
+    )
     wheels = list(dest.glob("pytree_lab-*.whl"))
     if len(wheels) != 1:
         raise BuildError(f"expected one pytree_lab wheel, found {wheels}")
@@ -269,7 +303,9 @@ def download(url: str, dest: Path, timeout: float = 60.0) -> None:
     os.replace(tmp, dest)
 
 
-def include_compiled(lock_path: Path, dest: Path, cdn_url: str, fetch=download, cache: Path | None = None) -> dict[str, str]:
+def include_compiled(
+    lock_path: Path, dest: Path, cdn_url: str, fetch=download, cache: Path | None = None
+) -> dict[str, str]:
     """Download the compiled packages (numpy, pandas) at the lock's exact URLs into dest,
     each checked against the sha256 in Pyodide's own lock; {name: file name}.
 
@@ -327,15 +363,28 @@ def ship_bytecode(site: Path, drop_sources: bool = False) -> dict:
     """
     node = shutil.which("node")
     if not node:
-        raise BuildError("node is needed to compile the site's bytecode with Pyodide's own Python (Debian package `nodejs`)")
+        raise BuildError(
+            "node is needed to compile the site's bytecode with Pyodide's own Python (Debian package `nodejs`)"
+        )
     pyodide_dir = site / "static" / "pyodide"
-    jobs = [{"src": str(pyodide_dir / "python_stdlib.zip"), "layout": "zipimport", "prefix": "/lib/python314.zip",
-             "drop_sources": drop_sources}]
-    wheels = sorted(pyodide_dir.glob("*.whl")) + sorted((site / "pypi").glob("*.whl")) \
+    jobs = [
+        {
+            "src": str(pyodide_dir / "python_stdlib.zip"),
+            "layout": "zipimport",
+            "prefix": "/lib/python314.zip",
+            "drop_sources": drop_sources,
+        }
+    ]
+    wheels = (
+        sorted(pyodide_dir.glob("*.whl"))
+        + sorted((site / "pypi").glob("*.whl"))
         + sorted((site / PYODIDE_KERNEL_PYPI).glob("*.whl"))
+    )
     wheels = [w for w in wheels if "wasm32" not in w.name]  # compiled packages ship their own
-    jobs += [{"src": str(w), "layout": "wheel", "prefix": "/lib/python3.14/site-packages", "drop_sources": drop_sources}
-             for w in wheels]
+    jobs += [
+        {"src": str(w), "layout": "wheel", "prefix": "/lib/python3.14/site-packages", "drop_sources": drop_sources}
+        for w in wheels
+    ]
     # An archive compiled once is not compiled again: its result is cached under the sha256 of
     # the archive and of everything that shapes the output (the compiler script, Pyodide's
     # version, the layout). A rebuild after a notebook edit compiles nothing but the project's
@@ -350,15 +399,23 @@ def ship_bytecode(site: Path, drop_sources: bool = False) -> dict:
         if todo:
             for i, job in enumerate(todo):
                 job["dst"] = str(Path(tmp) / f"{i}-{Path(job['src']).name}")
-            (Path(tmp) / "jobs.json").write_text(json.dumps([{k: v for k, v in job.items() if k != "cached"}
-                                                             for job in todo]))
-            proc = subprocess.run([node, str(HERE / "bytecode.mjs"), str(pyodide_dir), str(Path(tmp) / "jobs.json")],
-                                  capture_output=True, text=True)
+            (Path(tmp) / "jobs.json").write_text(
+                json.dumps([{k: v for k, v in job.items() if k != "cached"} for job in todo])
+            )
+            proc = subprocess.run(
+                [node, str(HERE / "bytecode.mjs"), str(pyodide_dir), str(Path(tmp) / "jobs.json")],
+                capture_output=True,
+                text=True,
+            )
             if proc.returncode != 0:
-                raise BuildError(f"compiling bytecode with Pyodide under node failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+                raise BuildError(
+                    f"compiling bytecode with Pyodide under node failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+                )
             report = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
             if report[-1].get("python") != PYODIDE_MARKERS["python_full_version"]:
-                raise BuildError(f"bytecode compiled by Python {report[-1]}, the site runs {PYODIDE_MARKERS['python_full_version']}")
+                raise BuildError(
+                    f"bytecode compiled by Python {report[-1]}, the site runs {PYODIDE_MARKERS['python_full_version']}"
+                )
             for job, done in zip(todo, report[:-1]):
                 part = job["cached"].with_name(job["cached"].name + f".{os.getpid()}.part")
                 shutil.copyfile(job["dst"], part)
@@ -368,24 +425,40 @@ def ship_bytecode(site: Path, drop_sources: bool = False) -> dict:
         for job in jobs:
             info = json.loads(job["cached"].with_suffix(".json").read_text())
             if info.get("python") != PYODIDE_MARKERS["python_full_version"]:
-                raise BuildError(f"cached bytecode {job['cached']} was compiled by Python {info.get('python')}; "
-                                 f"delete {cache} and build again")
+                raise BuildError(
+                    f"cached bytecode {job['cached']} was compiled by Python {info.get('python')}; "
+                    f"delete {cache} and build again"
+                )
             shutil.copyfile(job["cached"], job["src"])
             compiled[Path(job["src"]).name] = info["compiled"]
     epoch = source_date_epoch()
     for w in wheels:
         os.utime(w, (epoch, epoch))
     fix_hashes(site, wheels)
-    return {"python": PYODIDE_MARKERS["python_full_version"], "sources_dropped": drop_sources,
-            "compiled": compiled, "compiled_now": len(todo), "from_cache": len(jobs) - len(todo)}
+    return {
+        "python": PYODIDE_MARKERS["python_full_version"],
+        "sources_dropped": drop_sources,
+        "compiled": compiled,
+        "compiled_now": len(todo),
+        "from_cache": len(jobs) - len(todo),
+    }
 
 
 def bytecode_cache_key(job: dict) -> str:
     """What a compiled archive depends on: the archive's bytes, the compiler script, Pyodide's
     version and the job's layout (sha256 of them all)."""
-    return hashlib.sha256(json.dumps([sha256_file(Path(job["src"])), sha256_file(HERE / "bytecode.mjs"),
-                                      PYODIDE_VERSION, job["layout"], job["prefix"], job["drop_sources"]]).encode()
-                          ).hexdigest()
+    return hashlib.sha256(
+        json.dumps(
+            [
+                sha256_file(Path(job["src"])),
+                sha256_file(HERE / "bytecode.mjs"),
+                PYODIDE_VERSION,
+                job["layout"],
+                job["prefix"],
+                job["drop_sources"],
+            ]
+        ).encode()
+    ).hexdigest()
 
 
 def fix_hashes(site: Path, wheels: list[Path]) -> None:
@@ -418,8 +491,10 @@ def fix_hashes(site: Path, wheels: list[Path]) -> None:
     config = json.loads(config_path.read_text())
     kernel = config["jupyter-config-data"]["litePluginSettings"][f"{PYODIDE_KERNEL_EXTENSION}:kernel"]
     new_hash = sha256_file(site / "pypi" / "all.json")
-    kernel["pipliteUrls"] = [re.sub(r"^\./pypi/all\.json\?sha256=[0-9a-f]+$", f"./pypi/all.json?sha256={new_hash}", u)
-                             for u in kernel.get("pipliteUrls", [])]
+    kernel["pipliteUrls"] = [
+        re.sub(r"^\./pypi/all\.json\?sha256=[0-9a-f]+$", f"./pypi/all.json?sha256={new_hash}", u)
+        for u in kernel.get("pipliteUrls", [])
+    ]
     # the kernel's start packages load with Pyodide, in parallel, instead of one by one after it
     kernel["loadPyodideOptions"] = {"packages": list(PRELOAD_PACKAGES)}
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True))
@@ -428,7 +503,9 @@ def fix_hashes(site: Path, wheels: list[Path]) -> None:
 # ---------------------------------------------------------------- the lock file
 
 
-def rewrite_lock(lock_path: Path, wheels: dict[str, Path], cdn_url: str, included: dict[str, str] | None = None) -> dict:
+def rewrite_lock(
+    lock_path: Path, wheels: dict[str, Path], cdn_url: str, included: dict[str, str] | None = None
+) -> dict:
     """Point lock entries at local wheels where we ship one, else at the CDN (absolute).
 
     Returns {"local": {name: file}, "cdn": {name: url}} for the manifest.
@@ -517,7 +594,8 @@ def check_setup_cell_installs(project: Path) -> None:
     named |= {normalize(n) for n in lite_kernel_array_packages()}
     _, _, requires = wheel_metadata(project)
     missing = [
-        str(req) for req in map(Requirement, requires)
+        str(req)
+        for req in map(Requirement, requires)
         if (req.marker is None or req.marker.evaluate(PYODIDE_MARKERS)) and normalize(req.name) not in named
     ]
     if missing:
@@ -574,8 +652,10 @@ def stage_notebook(src: Path, dest: Path, site_path: str | None = None) -> str:
     if site_path is not None:
         # which published notebook a student's copy came from, and which version of it: the
         # setup cell compares this with the site's current file to tell of an update
-        nb["metadata"]["pytree_lab"] = {"site_path": site_path,
-                                        "site_version": hashlib.sha256(src.read_bytes()).hexdigest()[:16]}
+        nb["metadata"]["pytree_lab"] = {
+            "site_path": site_path,
+            "site_version": hashlib.sha256(src.read_bytes()).hexdigest()[:16],
+        }
     cells = nb.get("cells", [])
     first_code = next((c for c in cells if c.get("cell_type") == "code"), None)
     first_source = "".join(first_code.get("source", "")) if first_code is not None else ""
@@ -611,8 +691,11 @@ def collect_notebooks(extra: list[Path]) -> list[tuple[Path, str]]:
     for path in extra:
         path = path.resolve()
         if path.is_dir():
-            found += [(p, p.relative_to(path).as_posix()) for p in sorted(path.rglob("*.ipynb"))
-                      if ".ipynb_checkpoints" not in p.parts]
+            found += [
+                (p, p.relative_to(path).as_posix())
+                for p in sorted(path.rglob("*.ipynb"))
+                if ".ipynb_checkpoints" not in p.parts
+            ]
         elif path.suffix == ".ipynb":
             found.append((path, path.name))
         else:
@@ -629,8 +712,9 @@ def default_site_name() -> str:
     course keep it (students keep their work across updates); a course built from another
     repository gets another one."""
     try:
-        origin = subprocess.run(["git", "-C", str(ROOT), "config", "--get", "remote.origin.url"],
-                                capture_output=True, text=True).stdout.strip()
+        origin = subprocess.run(
+            ["git", "-C", str(ROOT), "config", "--get", "remote.origin.url"], capture_output=True, text=True
+        ).stdout.strip()
     except OSError:
         origin = ""
     identity = origin or str(ROOT)
@@ -658,8 +742,9 @@ def site_config(site_name: str) -> dict:
 def source_date_epoch() -> int:
     """Timestamps in the site come from the last commit, so rebuilds of one commit match."""
     try:
-        out = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%ct"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "log", "-1", "--format=%ct"], capture_output=True, text=True, check=True
+        ).stdout.strip()
         return int(out)
     except (OSError, subprocess.CalledProcessError, ValueError):
         return 315532800  # 1980-01-01, the zip epoch
@@ -684,8 +769,10 @@ def check_output_path(output_dir: Path) -> None:
         except OSError:
             continue
         if resolved == place or resolved in place.parents:
-            raise BuildError(f"--output-dir {output_dir} is {what} or holds it; the site needs a folder of its own "
-                             "(e.g. lite_build/_output or a new folder)")
+            raise BuildError(
+                f"--output-dir {output_dir} is {what} or holds it; the site needs a folder of its own "
+                "(e.g. lite_build/_output or a new folder)"
+            )
     if resolved == ROOT / "content" or ROOT / "content" in resolved.parents:
         raise BuildError(f"--output-dir {output_dir} is inside the course's content/ folder; choose another folder")
 
@@ -699,14 +786,23 @@ def read_marker(marker: Path) -> dict[str, str]:
         files = data.get("files") if isinstance(data, dict) else None
         if not isinstance(files, dict):
             problem = "it has no list of files"
-        elif not all(isinstance(k, str) and isinstance(v, str) and re.fullmatch(r"[0-9a-f]{64}", v)
-                     and k and not k.startswith("/") and ".." not in k.split("/") for k, v in files.items()):
+        elif not all(
+            isinstance(k, str)
+            and isinstance(v, str)
+            and re.fullmatch(r"[0-9a-f]{64}", v)
+            and k
+            and not k.startswith("/")
+            and ".." not in k.split("/")
+            for k, v in files.items()
+        ):
             problem = "its list of files is not paths with sha256 digests"
     except (OSError, ValueError) as err:
         problem = f"it is not readable JSON ({type(err).__name__})"
     if problem:
-        raise BuildError(f"{marker} is not a marker this build wrote ({problem}); nothing was changed: move the "
-                         "folder away or choose another --output-dir")
+        raise BuildError(
+            f"{marker} is not a marker this build wrote ({problem}); nothing was changed: move the "
+            "folder away or choose another --output-dir"
+        )
     return files
 
 
@@ -721,7 +817,9 @@ def check_output_dir(output_dir: Path) -> list[str]:
     non-empty folder. A refusal looks no further than the first entry it cannot accept.
     """
     if output_dir.is_symlink():
-        raise BuildError(f"the output path {output_dir} is a symbolic link; give the folder it points to, or another --output-dir")
+        raise BuildError(
+            f"the output path {output_dir} is a symbolic link; give the folder it points to, or another --output-dir"
+        )
     if not output_dir.exists():
         return []
     if not output_dir.is_dir():
@@ -731,11 +829,13 @@ def check_output_dir(output_dir: Path) -> list[str]:
         kept = []
         with os.scandir(output_dir) as entries:
             for entry in entries:
-                if entry.is_symlink() or not ((entry.name in HOST_FILES and entry.is_file())
-                                              or (entry.is_dir() and _is_empty(entry.path))):
+                if entry.is_symlink() or not (
+                    (entry.name in HOST_FILES and entry.is_file()) or (entry.is_dir() and _is_empty(entry.path))
+                ):
                     raise BuildError(
                         f"{output_dir} is not empty and was not made by this build (no {MARKER_NAME}; it holds "
-                        f"{entry.name!r}); nothing was changed: choose an empty or new --output-dir")
+                        f"{entry.name!r}); nothing was changed: choose an empty or new --output-dir"
+                    )
                 kept.append(entry.name + ("/" if entry.is_dir() else ""))
         return sorted(kept)
     written = read_marker(marker)
@@ -767,7 +867,8 @@ def check_output_dir(output_dir: Path) -> list[str]:
         listed = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
         raise BuildError(
             f"{output_dir} holds files this build wrote that changed since ({listed}); "
-            "nothing was changed: move them away (or restore them) and build again")
+            "nothing was changed: move them away (or restore them) and build again"
+        )
     return sorted(kept)
 
 
@@ -783,11 +884,14 @@ def write_marker(site: Path, kept: tuple = ()) -> None:
     def ours(rel: str) -> bool:
         return not any(rel == k or rel.startswith(k + "/") for k in skip)
 
-    files = {rel: sha256_file(p) for p in sorted(site.rglob("*"))
-             if p.is_file() and not p.is_symlink() and p.name != MARKER_NAME
-             and ours(rel := p.relative_to(site).as_posix())}
-    (site / MARKER_NAME).write_text(json.dumps({"made_by": "pytree-lab lite_build/build.py", "files": files},
-                                               indent=0, sort_keys=True) + "\n")
+    files = {
+        rel: sha256_file(p)
+        for p in sorted(site.rglob("*"))
+        if p.is_file() and not p.is_symlink() and p.name != MARKER_NAME and ours(rel := p.relative_to(site).as_posix())
+    }
+    (site / MARKER_NAME).write_text(
+        json.dumps({"made_by": "pytree-lab lite_build/build.py", "files": files}, indent=0, sort_keys=True) + "\n"
+    )
 
 
 def swap_in(staged: Path, output_dir: Path, scratch: Path) -> list[str]:
@@ -801,8 +905,10 @@ def swap_in(staged: Path, output_dir: Path, scratch: Path) -> list[str]:
     kept = check_output_dir(output_dir)
     clashes = [k for k in kept if os.path.lexists(staged / k.rstrip("/"))]
     if clashes:
-        raise BuildError(f"{output_dir} holds {', '.join(clashes[:5])}, which the new site also has; nothing was "
-                         "changed: move them away and build again")
+        raise BuildError(
+            f"{output_dir} holds {', '.join(clashes[:5])}, which the new site also has; nothing was "
+            "changed: move them away and build again"
+        )
     moved = []
     try:
         for k in kept:
@@ -871,9 +977,14 @@ def user_paths(message: str, mapping: dict[str, str]) -> str:
     return message
 
 
-def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = None,
-               include_compiled_packages: bool = False, fast_start: bool = True, lean: bool = False,
-               site_name: str | None = None) -> dict:
+def build_site(
+    output_dir: Path = DEFAULT_OUTPUT,
+    contents: list[Path] | None = None,
+    include_compiled_packages: bool = False,
+    fast_start: bool = True,
+    lean: bool = False,
+    site_name: str | None = None,
+) -> dict:
     """Build the site into a private staging folder and put it at output_dir only on success.
 
     An existing output_dir is replaced only when an earlier run of this build made it and it
@@ -923,8 +1034,7 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
         log(f"  project wheel {project.name} built from the checkout")
         check_setup_cell_installs(project)
 
-        lock_info = rewrite_lock(pyodide_dir / "pyodide-lock.json",
-                                 dict(wheels), PYODIDE_CDN_URL, included)
+        lock_info = rewrite_lock(pyodide_dir / "pyodide-lock.json", dict(wheels), PYODIDE_CDN_URL, included)
         for name in lock_info["local"]:
             if name not in included:
                 shutil.copy2(wheels[name], pyodide_dir / wheels[name].name)
@@ -974,19 +1084,25 @@ def build_site(output_dir: Path = DEFAULT_OUTPUT, contents: list[Path] | None = 
 
         proc = subprocess.run(
             [sys.executable, "-m", "jupyterlite_core", "build", "--lite-dir", str(stage)],
-            cwd=stage, text=True, capture_output=True,
+            cwd=stage,
+            text=True,
+            capture_output=True,
         )
         if proc.returncode != 0:
             raise BuildError(f"jupyter lite build failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}")
         bytecode = None
         if fast_start:
             bytecode = ship_bytecode(staged_output, drop_sources=lean)
-            log(f"  bytecode compiled by Pyodide's Python {bytecode['python']} for the stdlib and "
+            log(
+                f"  bytecode compiled by Pyodide's Python {bytecode['python']} for the stdlib and "
                 f"{len(bytecode['compiled']) - 1} wheels ({bytecode['from_cache']} of {len(bytecode['compiled'])} "
                 f"archives unchanged since an earlier build: from lite_build/.cache/bytecode); "
-                f"packages preloaded at start: {', '.join(PRELOAD_PACKAGES)}")
+                f"packages preloaded at start: {', '.join(PRELOAD_PACKAGES)}"
+            )
             if lean:
-                log("  lean: .py sources left out where bytecode replaces them (tracebacks show no library source lines)")
+                log(
+                    "  lean: .py sources left out where bytecode replaces them (tracebacks show no library source lines)"
+                )
         manifest = verify_and_describe(staged_output, lock_info, wheels, project, notebooks, setup_cells, config_data)
         manifest["site_name"] = site_name
         log(f"  students' work is kept in their browser under {storage_name(site_name)!r} (--site-name {site_name})")
@@ -1016,7 +1132,9 @@ def verify_and_describe(output_dir, lock_info, wheels, project, notebooks, setup
     wanted = (config_data or json.loads(SITE_CONFIG.read_text()))["jupyter-config-data"]
     for key in STORAGE_SETTINGS:
         if config.get(key) != wanted[key]:
-            problems.append(f"{key} is {config.get(key)!r}, not {wanted[key]!r} (students' work would be kept elsewhere)")
+            problems.append(
+                f"{key} is {config.get(key)!r}, not {wanted[key]!r} (students' work would be kept elsewhere)"
+            )
     if kernel.get("disablePyPIFallback") is not True:
         problems.append("disablePyPIFallback is not on")
     if not any(u.startswith("./pypi/all.json") for u in kernel.get("pipliteUrls", [])):
@@ -1044,7 +1162,9 @@ def verify_and_describe(output_dir, lock_info, wheels, project, notebooks, setup
     for dist in FRONT_END_WHEELS:
         whl = wheels[normalize(dist)]
         with zipfile.ZipFile(whl) as z:
-            inside = [n for n in z.namelist() if re.search(r"share/jupyter/labextensions/(@[^/]+/)?[^/@]+/package\.json$", n)]
+            inside = [
+                n for n in z.namelist() if re.search(r"share/jupyter/labextensions/(@[^/]+/)?[^/@]+/package\.json$", n)
+            ]
             for member in inside:
                 data = json.loads(z.read(member))
                 built = output_dir / "extensions" / data["name"] / "package.json"
@@ -1052,9 +1172,7 @@ def verify_and_describe(output_dir, lock_info, wheels, project, notebooks, setup
                     problems.append(f"front end {data['name']} differs from the one in {whl.name}")
                 else:
                     extensions[data["name"]]["from_wheel"] = whl.name
-    expected = {PYODIDE_KERNEL_EXTENSION} | {
-        e for e, d in extensions.items() if d.get("from_wheel")
-    }
+    expected = {PYODIDE_KERNEL_EXTENSION} | {e for e, d in extensions.items() if d.get("from_wheel")}
     unexpected = sorted(set(extensions) - expected)
     if unexpected:
         problems.append(f"unexpected front ends in the site: {unexpected}")
@@ -1114,22 +1232,41 @@ def print_manifest(output_dir: Path, m: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--output-dir", type=Path, default=DEFAULT_OUTPUT)
-    parser.add_argument("--contents", type=Path, action="append", default=[],
-                        help="extra notebook or folder of notebooks (besides content/*.ipynb)")
-    parser.add_argument("--include-compiled", action="store_true",
-                        help="download numpy and pandas from Pyodide's CDN (sha256-checked against its lock) "
-                             "and ship them in the site, so it works fully offline")
-    parser.add_argument("--site-name", default=None,
-                        help="this site's identity: students' work is kept in their browsers under it. Rebuilds of one "
-                             "course keep it; give each published site (each term) its own. Default: the repository's "
-                             "name and a hash of its origin URL")
-    parser.add_argument("--lean", action="store_true",
-                        help="leave out the .py sources that bytecode replaces (a smaller site; tracebacks into "
-                             "library code show no source lines)")
+    parser.add_argument(
+        "--contents",
+        type=Path,
+        action="append",
+        default=[],
+        help="extra notebook or folder of notebooks (besides content/*.ipynb)",
+    )
+    parser.add_argument(
+        "--include-compiled",
+        action="store_true",
+        help="download numpy and pandas from Pyodide's CDN (sha256-checked against its lock) "
+        "and ship them in the site, so it works fully offline",
+    )
+    parser.add_argument(
+        "--site-name",
+        default=None,
+        help="this site's identity: students' work is kept in their browsers under it. Rebuilds of one "
+        "course keep it; give each published site (each term) its own. Default: the repository's "
+        "name and a hash of its origin URL",
+    )
+    parser.add_argument(
+        "--lean",
+        action="store_true",
+        help="leave out the .py sources that bytecode replaces (a smaller site; tracebacks into "
+        "library code show no source lines)",
+    )
     args = parser.parse_args(argv)
     try:
-        build_site(args.output_dir, args.contents, include_compiled_packages=args.include_compiled, lean=args.lean,
-                   site_name=args.site_name)
+        build_site(
+            args.output_dir,
+            args.contents,
+            include_compiled_packages=args.include_compiled,
+            lean=args.lean,
+            site_name=args.site_name,
+        )
     except BuildError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

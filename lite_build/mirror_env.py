@@ -145,8 +145,14 @@ def write_kernelspec(env_dir: Path) -> Path:
     spec_dir = jupyter_path(env_dir) / "kernels" / KERNEL_NAME
     spec_dir.mkdir(parents=True, exist_ok=True)
     spec = {
-        "argv": [str(Path(env_dir).resolve() / "bin" / "python"), "-m", "ipykernel_launcher",
-                 "-f", "{connection_file}", f"--IPKernelApp.exec_lines={json.dumps([STARTUP])}"],
+        "argv": [
+            str(Path(env_dir).resolve() / "bin" / "python"),
+            "-m",
+            "ipykernel_launcher",
+            "-f",
+            "{connection_file}",
+            f"--IPKernelApp.exec_lines={json.dumps([STARTUP])}",
+        ],
         "display_name": KERNEL_DISPLAY,
         "language": "python",
         "metadata": {"debugger": False},

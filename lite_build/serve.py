@@ -62,7 +62,7 @@ def first_notebook(directory: Path) -> str | None:
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         found = sorted(p.relative_to(directory / "files").as_posix() for p in (directory / "files").glob("*.ipynb"))
         return found[0] if found else None
-    return first[len("files/"):] if first.startswith("files/") else first
+    return first[len("files/") :] if first.startswith("files/") else first
 
 
 class SiteServer:

@@ -23,8 +23,10 @@ import pytest
 # step count), JAX's own mixed-dtype results as the Lite engine's reference. The text names that
 # code. `jax_promotion("why")` gives both defaults. Every test that uses a module-scoped fixture
 # running such code carries the same marker (whichever of them runs first builds it).
-_PROMOTION = {"rank": ("jax_numpy_rank_promotion", "raise", "allow"),
-              "dtype": ("jax_numpy_dtype_promotion", "strict", "standard")}
+_PROMOTION = {
+    "rank": ("jax_numpy_rank_promotion", "raise", "allow"),
+    "dtype": ("jax_numpy_dtype_promotion", "strict", "standard"),
+}
 
 
 def _promotion(item) -> dict[str, str]:
@@ -34,10 +36,15 @@ def _promotion(item) -> dict[str, str]:
         if marker.args and (len(marker.args) > 1 or marker.kwargs):
             raise pytest.UsageError(f"{item.nodeid}: jax_promotion takes one reason, or rank= and/or dtype= reasons")
         reasons = dict.fromkeys(_PROMOTION, marker.args[0]) if marker.args else marker.kwargs
-        if not reasons or set(reasons) - set(_PROMOTION) or not all(
-                isinstance(why, str) and why.strip() for why in reasons.values()):
-            raise pytest.UsageError(f"{item.nodeid}: jax_promotion needs a reason for rank= and/or dtype=, "
-                                    f"not {marker.args or marker.kwargs!r}")
+        if (
+            not reasons
+            or set(reasons) - set(_PROMOTION)
+            or not all(isinstance(why, str) and why.strip() for why in reasons.values())
+        ):
+            raise pytest.UsageError(
+                f"{item.nodeid}: jax_promotion needs a reason for rank= and/or dtype=, "
+                f"not {marker.args or marker.kwargs!r}"
+            )
         relaxed |= set(reasons)
     return {name: default if key in relaxed else strict for key, (name, strict, default) in _PROMOTION.items()}
 
@@ -100,16 +107,33 @@ def _uses_browser(item) -> bool:
 # server, once; concurrent site builds share lite_build/.cache, whose writes are atomic). The
 # scheduler below hands out whole groups, longest first (seconds on a quiet 2-core machine,
 # rounded), so the run does not end waiting on one long group started last.
-_LITE_SITE_MODULES = {f"tests/lite/{name}.py" for name in (
-    "test_lite_background", "test_lite_mirror", "test_lite_offline", "test_lite_publish", "test_lite_site",
-    "test_lite_slow_cdn")}
+_LITE_SITE_MODULES = {
+    f"tests/lite/{name}.py"
+    for name in (
+        "test_lite_background",
+        "test_lite_mirror",
+        "test_lite_offline",
+        "test_lite_publish",
+        "test_lite_site",
+        "test_lite_slow_cdn",
+    )
+}
 _GROUP_SECONDS = {
-    "lite": 450, "tests/test_nbgrader.py": 200, "tests/lite/test_lean_site.py": 170,
-    "tests/lite/test_bytecode_cache.py": 110, "tests/browser/test_frontends.py": 120,
-    "tests/test_binder.py": 120, "tests/test_documented_install.py": 110, "tests/test_notebooks.py": 100,
-    "tests/browser/test_browser_explorer.py": 90, "tests/browser/test_big_trees.py": 80,
+    "lite": 450,
+    "tests/test_nbgrader.py": 200,
+    "tests/lite/test_lean_site.py": 170,
+    "tests/lite/test_bytecode_cache.py": 110,
+    "tests/browser/test_frontends.py": 120,
+    "tests/test_binder.py": 120,
+    "tests/test_documented_install.py": 110,
+    "tests/test_notebooks.py": 100,
+    "tests/browser/test_browser_explorer.py": 90,
+    "tests/browser/test_big_trees.py": 80,
     "tests/browser/test_browser_lecture_layout.py": 90,
-    "tests/test_hub.py": 60, "tests/test_floors_tool.py": 130, "tests/browser/test_contrast.py": 50, "tests/browser/test_keys_and_focus.py": 50,
+    "tests/test_hub.py": 60,
+    "tests/test_floors_tool.py": 130,
+    "tests/browser/test_contrast.py": 50,
+    "tests/browser/test_keys_and_focus.py": 50,
 }
 
 
@@ -126,11 +150,22 @@ def _group(nodeid: str) -> str:
 #   kernel    the rest: the library in this process
 # and kernel tests that take a second or more are also `slow` (tests/slow_tests.txt, written by
 # tools/slow_tests.py). `make test-fast` runs `kernel and not slow`; `make test` runs everything.
-_NOTEBOOK_MODULES = {f"tests/{name}.py" for name in (
-    "test_notebooks", "test_notebook_typed_answers", "test_static_export_execute", "test_nbgrader",
-    "test_hub", "test_server_extension")}
-_SLOW = {line.strip() for line in (Path(__file__).with_name("slow_tests.txt")).read_text(encoding="utf-8").splitlines()
-         if line.strip() and not line.startswith("#")}
+_NOTEBOOK_MODULES = {
+    f"tests/{name}.py"
+    for name in (
+        "test_notebooks",
+        "test_notebook_typed_answers",
+        "test_static_export_execute",
+        "test_nbgrader",
+        "test_hub",
+        "test_server_extension",
+    )
+}
+_SLOW = {
+    line.strip()
+    for line in (Path(__file__).with_name("slow_tests.txt")).read_text(encoding="utf-8").splitlines()
+    if line.strip() and not line.startswith("#")
+}
 _TIERS = ("browser", "lite", "install", "notebook")
 
 
@@ -169,6 +204,7 @@ try:
 except ImportError:  # a venv without the dev extra runs the suite in one process
     pass
 else:
+
     class _GroupScheduling(LoadScopeScheduling):
         """xdist's loadscope scheduling (whole units to a worker, in collection order with
         --no-loadscope-reorder) with the units from `_group`."""

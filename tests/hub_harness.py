@@ -52,12 +52,16 @@ class HubError(AssertionError):
 def chp_path() -> Path:
     """configurable-http-proxy installed by `make hub-tools`; missing is an error, never a skip."""
     if not (CHP.is_file() and os.access(CHP, os.X_OK)):
-        raise HubError(f"{CHP} is missing: the JupyterHub tests and benchmark need configurable-http-proxy "
-                       "from npm (`make hub-tools` installs it into .hub-tools/)")
+        raise HubError(
+            f"{CHP} is missing: the JupyterHub tests and benchmark need configurable-http-proxy "
+            "from npm (`make hub-tools` installs it into .hub-tools/)"
+        )
     return CHP
 
 
-def request(url: str, token: str | None, method: str = "GET", body: Any = None, timeout: float = 30.0) -> tuple[int, Any]:
+def request(
+    url: str, token: str | None, method: str = "GET", body: Any = None, timeout: float = 30.0
+) -> tuple[int, Any]:
     data = None if body is None else json.dumps(body).encode()
     headers = {"Content-Type": "application/json"}
     if token:
@@ -182,8 +186,9 @@ class Hub:
         self.stop()
 
 
-def start_hub(base: Path, *, python: str | os.PathLike = sys.executable, probe: bool = False,
-              extra_env: dict | None = None) -> Hub:
+def start_hub(
+    base: Path, *, python: str | os.PathLike = sys.executable, probe: bool = False, extra_env: dict | None = None
+) -> Hub:
     """`python -m jupyterhub` on free loopback ports; returns once the hub's API answers."""
     base = Path(base)
     base.mkdir(parents=True, exist_ok=True)
@@ -200,8 +205,17 @@ def start_hub(base: Path, *, python: str | os.PathLike = sys.executable, probe: 
     # for the browser tests and the benchmark), no update checks and no news prompt
     config_dir = base / "jupyter-config"
     config_dir.mkdir(exist_ok=True)
-    (config_dir / "jupyter_server_config.json").write_text(json.dumps({"LabApp": {
-        "expose_app_in_browser": True, "check_for_updates_class": "jupyterlab.NeverCheckForUpdate", "news_url": ""}}))
+    (config_dir / "jupyter_server_config.json").write_text(
+        json.dumps(
+            {
+                "LabApp": {
+                    "expose_app_in_browser": True,
+                    "check_for_updates_class": "jupyterlab.NeverCheckForUpdate",
+                    "news_url": "",
+                }
+            }
+        )
+    )
     environment = {
         "JAX_PLATFORMS": "cpu",
         "PYTHONPATH": os.pathsep.join(pythonpath),
@@ -216,18 +230,36 @@ def start_hub(base: Path, *, python: str | os.PathLike = sys.executable, probe: 
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         args.append("--ServerApp.allow_root=True")
     config = base / "jupyterhub_config.py"
-    config.write_text(CONFIG.format(
-        port=port, hub_port=hub_port, proxy_api_port=api_port, chp=str(chp), base=base, password=password,
-        singleuser=str(singleuser), args=args, environment=environment, server_start=SERVER_START,
-        service=SERVICE, service_token=service_token))
+    config.write_text(
+        CONFIG.format(
+            port=port,
+            hub_port=hub_port,
+            proxy_api_port=api_port,
+            chp=str(chp),
+            base=base,
+            password=password,
+            singleuser=str(singleuser),
+            args=args,
+            environment=environment,
+            server_start=SERVER_START,
+            service=SERVICE,
+            service_token=service_token,
+        )
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "JPY_"))}
     env.pop("PYTHONPATH", None)
     env["PATH"] = os.pathsep.join([str(python.parent), env.get("PATH", "")])
     env["CONFIGPROXY_AUTH_TOKEN"] = secrets.token_hex(24)
     log_path = base / "jupyterhub.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([str(python), "-m", "jupyterhub", "-f", str(config)], cwd=base, env=env,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [str(python), "-m", "jupyterhub", "-f", str(config)],
+            cwd=base,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     hub = Hub(proc, base, port, service_token, password, log_path)
     deadline = time.monotonic() + HUB_START
     while True:
@@ -315,10 +347,13 @@ class StudentKernel:
         from tornado.httpclient import HTTPRequest
         from tornado.websocket import websocket_connect
 
-        url = (f"ws://127.0.0.1:{self.student.hub.port}/user/{self.student.name}/api/kernels/"
-               f"{self.kernel_id}/channels?session_id={self.session}")
-        req = HTTPRequest(url, headers={"Authorization": f"token {self.student.token}"},
-                          connect_timeout=REPLY, request_timeout=REPLY)
+        url = (
+            f"ws://127.0.0.1:{self.student.hub.port}/user/{self.student.name}/api/kernels/"
+            f"{self.kernel_id}/channels?session_id={self.session}"
+        )
+        req = HTTPRequest(
+            url, headers={"Authorization": f"token {self.student.token}"}, connect_timeout=REPLY, request_timeout=REPLY
+        )
         self.ws = await websocket_connect(req, max_message_size=256 * 1024 * 1024)
         self._reader = asyncio.ensure_future(self._read())
         await self.request("kernel_info_request", {})
@@ -347,9 +382,19 @@ class StudentKernel:
 
     def _message(self, msg_type: str, content: dict, channel: str = "shell") -> dict:
         return {
-            "header": {"msg_id": uuid.uuid4().hex, "msg_type": msg_type, "username": self.student.name,
-                       "session": self.session, "date": datetime.now(UTC).isoformat(), "version": "5.3"},
-            "parent_header": {}, "metadata": {}, "content": content, "buffers": [], "channel": channel,
+            "header": {
+                "msg_id": uuid.uuid4().hex,
+                "msg_type": msg_type,
+                "username": self.student.name,
+                "session": self.session,
+                "date": datetime.now(UTC).isoformat(),
+                "version": "5.3",
+            },
+            "parent_header": {},
+            "metadata": {},
+            "content": content,
+            "buffers": [],
+            "channel": channel,
         }
 
     def wait_for(self, match) -> asyncio.Future:
@@ -362,24 +407,43 @@ class StudentKernel:
         msg = self._message(msg_type, content)
         msg_id = msg["header"]["msg_id"]
         reply_type = msg_type.replace("_request", "_reply")
-        idle = self.wait_for(lambda m: m.get("parent_header", {}).get("msg_id") == msg_id
-                             and m["msg_type"] == "status" and m["content"].get("execution_state") == "idle")
-        reply = self.wait_for(lambda m: m.get("parent_header", {}).get("msg_id") == msg_id
-                              and m["msg_type"] == reply_type)
+        idle = self.wait_for(
+            lambda m: (
+                m.get("parent_header", {}).get("msg_id") == msg_id
+                and m["msg_type"] == "status"
+                and m["content"].get("execution_state") == "idle"
+            )
+        )
+        reply = self.wait_for(
+            lambda m: m.get("parent_header", {}).get("msg_id") == msg_id and m["msg_type"] == reply_type
+        )
         await self.ws.write_message(json.dumps(msg))
         await asyncio.wait_for(asyncio.gather(idle, reply), timeout)
         return [m for m in self.inbox if m.get("parent_header", {}).get("msg_id") == msg_id]
 
     async def execute(self, code: str, timeout: float = REPLY) -> dict:
         """Run code; returns {"status", "stdout", "error"} (the reply's status, printed text, error name)."""
-        msgs = await self.request("execute_request", {"code": code, "silent": False, "store_history": True,
-                                                      "user_expressions": {}, "allow_stdin": False,
-                                                      "stop_on_error": True}, timeout)
+        msgs = await self.request(
+            "execute_request",
+            {
+                "code": code,
+                "silent": False,
+                "store_history": True,
+                "user_expressions": {},
+                "allow_stdin": False,
+                "stop_on_error": True,
+            },
+            timeout,
+        )
         reply = next(m for m in msgs if m["msg_type"] == "execute_reply")
         stdout = "".join(m["content"].get("text", "") for m in msgs if m["msg_type"] == "stream")
         error = reply["content"].get("ename") if reply["content"].get("status") == "error" else None
-        return {"status": reply["content"]["status"], "stdout": stdout, "error": error,
-                "evalue": reply["content"].get("evalue")}
+        return {
+            "status": reply["content"]["status"],
+            "stdout": stdout,
+            "error": error,
+            "evalue": reply["content"].get("evalue"),
+        }
 
     async def value(self, expr: str) -> Any:
         """A JSON-able Python value from the kernel."""
@@ -391,11 +455,17 @@ class StudentKernel:
     async def move_slider(self, comm_id: str, value: float, seq: int, timeout: float = REPLY) -> float:
         """One slider move as the page sends it (a custom comm message); returns the seconds until
         the kernel's `ack` for it arrived (the explorer has recomputed by then)."""
-        acked = self.wait_for(lambda m: m["msg_type"] == "comm_msg" and m["content"].get("comm_id") == comm_id
-                              and (m["content"].get("data", {}).get("state", {}) or {}).get("ack", -1) >= seq)
-        msg = self._message("comm_msg", {"comm_id": comm_id,
-                                         "data": {"method": "custom", "content": {"type": "move", "value": value,
-                                                                                  "seq": seq}}})
+        acked = self.wait_for(
+            lambda m: (
+                m["msg_type"] == "comm_msg"
+                and m["content"].get("comm_id") == comm_id
+                and (m["content"].get("data", {}).get("state", {}) or {}).get("ack", -1) >= seq
+            )
+        )
+        msg = self._message(
+            "comm_msg",
+            {"comm_id": comm_id, "data": {"method": "custom", "content": {"type": "move", "value": value, "seq": seq}}},
+        )
         sent = time.perf_counter()
         await self.ws.write_message(json.dumps(msg))
         m = await asyncio.wait_for(acked, timeout)
@@ -420,8 +490,11 @@ class StudentKernel:
 def lesson_cells(name: str = "01_pytrees.ipynb") -> list[str]:
     """The code cells of a course notebook, as the student gets it."""
     nb = json.loads((REPO / "content" / name).read_text(encoding="utf-8"))
-    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-            for c in nb["cells"] if c["cell_type"] == "code"]
+    return [
+        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in nb["cells"]
+        if c["cell_type"] == "code"
+    ]
 
 
 class HubLab:

@@ -46,8 +46,12 @@ def server_env(base: Path, python: str | os.PathLike) -> dict:
     env = dict(os.environ)
     for key in ("JUPYTER_CONFIG_PATH", "JUPYTER_PATH", "JUPYTER_PLATFORM_DIRS", "PYTHONPATH", "VIRTUAL_ENV"):
         env.pop(key, None)
-    dirs = {"JUPYTER_CONFIG_DIR": "config", "JUPYTER_DATA_DIR": "data", "JUPYTER_RUNTIME_DIR": "runtime",
-            "IPYTHONDIR": "ipython"}
+    dirs = {
+        "JUPYTER_CONFIG_DIR": "config",
+        "JUPYTER_DATA_DIR": "data",
+        "JUPYTER_RUNTIME_DIR": "runtime",
+        "IPYTHONDIR": "ipython",
+    }
     for key, name in dirs.items():
         (base / name).mkdir(parents=True, exist_ok=True)
         env[key] = str(base / name)
@@ -73,7 +77,9 @@ def api_request(url: str, token: str, method: str, path: str, body: Any = None, 
     """One call to a Jupyter server's REST API with its token: `body` and the answer as JSON."""
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(
-        f"{url}{path}", data=data, method=method,
+        f"{url}{path}",
+        data=data,
+        method=method,
         headers={"Authorization": f"token {token}", "Content-Type": "application/json"},
     )
     with urllib.request.urlopen(req, timeout=timeout) as resp:
@@ -134,9 +140,18 @@ def start_server(python: str | os.PathLike, base: Path, args: list[str] | None =
     root.mkdir(exist_ok=True)
     token = secrets.token_hex(16)
     port = free_port()
-    cmd = [str(python), "-m", "jupyter_server", "--no-browser", "--ServerApp.ip=127.0.0.1",
-           f"--ServerApp.port={port}", "--ServerApp.port_retries=20", f"--IdentityProvider.token={token}",
-           f"--ServerApp.root_dir={root}", *(args or [])]
+    cmd = [
+        str(python),
+        "-m",
+        "jupyter_server",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=20",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        *(args or []),
+    ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.append("--allow-root")
     log_path = base / f"server-{port}.log"
@@ -147,8 +162,14 @@ def start_server(python: str | os.PathLike, base: Path, args: list[str] | None =
     return server
 
 
-def wait_until_answering(server, runtime_dir: Path, timeout: float, name: str, log_tail: Callable[[], str],
-                         error: type[Exception] = RuntimeError) -> None:
+def wait_until_answering(
+    server,
+    runtime_dir: Path,
+    timeout: float,
+    name: str,
+    log_tail: Callable[[], str],
+    error: type[Exception] = RuntimeError,
+) -> None:
     """Poll a just-started server (`proc`, `port`, `api`, `stop`) until its API answers.
 
     port_retries may have moved it: the server's own runtime file says where it is. If the
@@ -190,8 +211,7 @@ class KernelSocket:
         from tornado.httpclient import HTTPRequest
         from tornado.websocket import websocket_connect
 
-        url = (f"ws://127.0.0.1:{self.server.port}/api/kernels/{self.kernel_id}/channels"
-               f"?session_id={self.session}")
+        url = f"ws://127.0.0.1:{self.server.port}/api/kernels/{self.kernel_id}/channels?session_id={self.session}"
         req = HTTPRequest(url, headers={"Authorization": f"token {self.server.token}"})
         self.ws = await websocket_connect(req)
         # the kernel answers once it is ready
@@ -204,9 +224,19 @@ class KernelSocket:
 
     def _message(self, msg_type: str, content: dict, channel: str = "shell") -> dict:
         return {
-            "header": {"msg_id": uuid.uuid4().hex, "msg_type": msg_type, "username": "test",
-                       "session": self.session, "date": datetime.now(UTC).isoformat(), "version": "5.3"},
-            "parent_header": {}, "metadata": {}, "content": content, "buffers": [], "channel": channel,
+            "header": {
+                "msg_id": uuid.uuid4().hex,
+                "msg_type": msg_type,
+                "username": "test",
+                "session": self.session,
+                "date": datetime.now(UTC).isoformat(),
+                "version": "5.3",
+            },
+            "parent_header": {},
+            "metadata": {},
+            "content": content,
+            "buffers": [],
+            "channel": channel,
         }
 
     async def request(self, msg_type: str, content: dict, timeout: float = REPLY) -> list[dict]:
@@ -238,9 +268,17 @@ class KernelSocket:
         return got
 
     async def execute(self, code: str) -> list[dict]:
-        return await self.request("execute_request", {"code": code, "silent": False, "store_history": False,
-                                                      "user_expressions": {}, "allow_stdin": False,
-                                                      "stop_on_error": True})
+        return await self.request(
+            "execute_request",
+            {
+                "code": code,
+                "silent": False,
+                "store_history": False,
+                "user_expressions": {},
+                "allow_stdin": False,
+                "stop_on_error": True,
+            },
+        )
 
     async def close(self) -> None:
         if self.ws is not None:
@@ -268,6 +306,7 @@ async def open_events_socket(server: Server):
     from tornado.httpclient import HTTPRequest
     from tornado.websocket import websocket_connect
 
-    req = HTTPRequest(f"ws://127.0.0.1:{server.port}/api/events/subscribe",
-                      headers={"Authorization": f"token {server.token}"})
+    req = HTTPRequest(
+        f"ws://127.0.0.1:{server.port}/api/events/subscribe", headers={"Authorization": f"token {server.token}"}
+    )
     return await websocket_connect(req)

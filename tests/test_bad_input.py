@@ -118,6 +118,7 @@ def _set_lr(value: float) -> Callable[[StepExplorer], None]:
         slider = ex.sliders["learning_rate"]
         slider.min, slider.max = min(slider.min, value), max(slider.max, value)
         slider.value = value
+
     return move
 
 
@@ -128,6 +129,7 @@ def _lesson_lr(ex: StepExplorer) -> None:
 def _move(label: str, value: float) -> Callable[[StepExplorer], None]:
     def move(ex: StepExplorer) -> None:
         ex.sliders[label].value = value
+
     return move
 
 
@@ -137,71 +139,172 @@ def _other(ex):
 
 CASES = [
     # leaves that cannot be differentiated
-    Case("string leaf (a model name)", lambda ex: ex.set_params(_params(bias="mlp")),
-         ["params['bias'] is str", "not a floating-point value"], _other),
-    Case("int array leaf", lambda ex: ex.set_params(_params(weight=jnp.array([1, -1])))
-         , ["params['weight'] is int32[2]", "cannot differentiate"], _other),
-    Case("Python int leaf", lambda ex: ex.set_params(_params(bias=0)),
-         ["params['bias'] is int32[]"], _other),
-    Case("boolean leaf", lambda ex: ex.set_params(_params(bias=True)),
-         ["params['bias'] is bool[]"], _other),
-    Case("None where a leaf was expected", lambda ex: ex.set_params(_params(bias=None)),
-         ["params['bias'] is None", "empty subtree"], _other),
-    Case("complex leaf", lambda ex: ex.set_params(_params(bias=1 + 2j)),
-         ["params['bias'] is complex64[]"], _other),
-    Case("complex array leaf", lambda ex: ex.set_params(_params(weight=jnp.array([1 + 0j, -1 + 0j]))),
-         ["params['weight'] is complex64[2]"], _other),
+    Case(
+        "string leaf (a model name)",
+        lambda ex: ex.set_params(_params(bias="mlp")),
+        ["params['bias'] is str", "not a floating-point value"],
+        _other,
+    ),
+    Case(
+        "int array leaf",
+        lambda ex: ex.set_params(_params(weight=jnp.array([1, -1]))),
+        ["params['weight'] is int32[2]", "cannot differentiate"],
+        _other,
+    ),
+    Case("Python int leaf", lambda ex: ex.set_params(_params(bias=0)), ["params['bias'] is int32[]"], _other),
+    Case("boolean leaf", lambda ex: ex.set_params(_params(bias=True)), ["params['bias'] is bool[]"], _other),
+    Case(
+        "None where a leaf was expected",
+        lambda ex: ex.set_params(_params(bias=None)),
+        ["params['bias'] is None", "empty subtree"],
+        _other,
+    ),
+    Case("complex leaf", lambda ex: ex.set_params(_params(bias=1 + 2j)), ["params['bias'] is complex64[]"], _other),
+    Case(
+        "complex array leaf",
+        lambda ex: ex.set_params(_params(weight=jnp.array([1 + 0j, -1 + 0j]))),
+        ["params['weight'] is complex64[2]"],
+        _other,
+    ),
     # losses that fail
-    Case("loss raises", lambda ex: ex.set_loss(lambda p, x, target: p["nope"]),
-         ["The step failed", "KeyError", "nope"], lambda ex: ex.set_loss(lesson_loss), LESSON_NUMBERS, sticky=True),
-    Case("loss returns a vector", lambda ex: ex.set_loss(lambda p, x, target: p["weight"] * x - target),
-         ["single number (a scalar)", "shape: (2,)"], lambda ex: ex.set_loss(lesson_loss), LESSON_NUMBERS,
-         sticky=True),
-    Case("gradient is NaN where the loss is finite",
-         lambda ex: ex.set_loss(lambda p, x, target: lesson_loss(p, x, target) + jnp.sqrt(p["bias"] ** 2)),
-         ["grads['bias'] is not finite"], lambda ex: ex.set_loss(lesson_loss), LESSON_NUMBERS, sticky=True),
-    Case("loss takes the wrong arguments", lambda ex: ex.set_loss(lambda p: jnp.sum(p["weight"] ** 2)),
-         ["loss_fn(params, x=…, target=…)", "unexpected keyword argument"],
-         lambda ex: ex.set_loss(lesson_loss), LESSON_NUMBERS, sticky=True),
-    Case("loss is NaN (log of a negative number)",
-         lambda ex: ex.set_loss(lambda p, x, target: jnp.log(lesson_loss(p, x, target) - 5.0)),
-         ["The loss is nan", "last good step"], lambda ex: ex.set_loss(lesson_loss), LESSON_NUMBERS),
-    Case("loss is Inf", lambda ex: ex.set_loss(lambda p, x, target: 1.0 / (lesson_loss(p, x, target) - 4.0)),
-         ["The loss is inf"], lambda ex: ex.set_loss(lesson_loss), LESSON_NUMBERS),
-    Case("a NaN parameter value", lambda ex: ex.set_params(_params(bias=jnp.array(jnp.nan))),
-         ["params['bias'] holds a non-finite value (nan)"], _other),
-    Case("an infinite input", lambda ex: ex.set_inputs({"x": jnp.array([jnp.inf, 1.0]), "target": jnp.array(3.0)}),
-         ["inputs['x'] holds a non-finite value (inf)"],
-         lambda ex: ex.set_inputs({"x": jnp.array([2.0, 1.0]), "target": jnp.array(3.0)}), LESSON_NUMBERS),
+    Case(
+        "loss raises",
+        lambda ex: ex.set_loss(lambda p, x, target: p["nope"]),
+        ["The step failed", "KeyError", "nope"],
+        lambda ex: ex.set_loss(lesson_loss),
+        LESSON_NUMBERS,
+        sticky=True,
+    ),
+    Case(
+        "loss returns a vector",
+        lambda ex: ex.set_loss(lambda p, x, target: p["weight"] * x - target),
+        ["single number (a scalar)", "shape: (2,)"],
+        lambda ex: ex.set_loss(lesson_loss),
+        LESSON_NUMBERS,
+        sticky=True,
+    ),
+    Case(
+        "gradient is NaN where the loss is finite",
+        lambda ex: ex.set_loss(lambda p, x, target: lesson_loss(p, x, target) + jnp.sqrt(p["bias"] ** 2)),
+        ["grads['bias'] is not finite"],
+        lambda ex: ex.set_loss(lesson_loss),
+        LESSON_NUMBERS,
+        sticky=True,
+    ),
+    Case(
+        "loss takes the wrong arguments",
+        lambda ex: ex.set_loss(lambda p: jnp.sum(p["weight"] ** 2)),
+        ["loss_fn(params, x=…, target=…)", "unexpected keyword argument"],
+        lambda ex: ex.set_loss(lesson_loss),
+        LESSON_NUMBERS,
+        sticky=True,
+    ),
+    Case(
+        "loss is NaN (log of a negative number)",
+        lambda ex: ex.set_loss(lambda p, x, target: jnp.log(lesson_loss(p, x, target) - 5.0)),
+        ["The loss is nan", "last good step"],
+        lambda ex: ex.set_loss(lesson_loss),
+        LESSON_NUMBERS,
+    ),
+    Case(
+        "loss is Inf",
+        lambda ex: ex.set_loss(lambda p, x, target: 1.0 / (lesson_loss(p, x, target) - 4.0)),
+        ["The loss is inf"],
+        lambda ex: ex.set_loss(lesson_loss),
+        LESSON_NUMBERS,
+    ),
+    Case(
+        "a NaN parameter value",
+        lambda ex: ex.set_params(_params(bias=jnp.array(jnp.nan))),
+        ["params['bias'] holds a non-finite value (nan)"],
+        _other,
+    ),
+    Case(
+        "an infinite input",
+        lambda ex: ex.set_inputs({"x": jnp.array([jnp.inf, 1.0]), "target": jnp.array(3.0)}),
+        ["inputs['x'] holds a non-finite value (inf)"],
+        lambda ex: ex.set_inputs({"x": jnp.array([2.0, 1.0]), "target": jnp.array(3.0)}),
+        LESSON_NUMBERS,
+    ),
     # slider values
-    Case("huge learning rate overflows", _set_lr(1e38), ["updated['bias'] is not finite", "smaller learning rate"],
-         _lesson_lr, LESSON_NUMBERS, sticky=True),
-    Case("negative learning rate from Python", _set_lr(-0.1), ["learning rate is -0.1", "uphill"],
-         _lesson_lr, LESSON_NUMBERS, sticky=True),
-    Case("infinite learning rate from Python", _set_lr(math.inf), ["learning rate must be a finite number"],
-         _lesson_lr, LESSON_NUMBERS, sticky=True),
+    Case(
+        "huge learning rate overflows",
+        _set_lr(1e38),
+        ["updated['bias'] is not finite", "smaller learning rate"],
+        _lesson_lr,
+        LESSON_NUMBERS,
+        sticky=True,
+    ),
+    Case(
+        "negative learning rate from Python",
+        _set_lr(-0.1),
+        ["learning rate is -0.1", "uphill"],
+        _lesson_lr,
+        LESSON_NUMBERS,
+        sticky=True,
+    ),
+    Case(
+        "infinite learning rate from Python",
+        _set_lr(math.inf),
+        ["learning rate must be a finite number"],
+        _lesson_lr,
+        LESSON_NUMBERS,
+        sticky=True,
+    ),
     # trees that disagree (diagnose's messages: structure, paths, shapes, dtypes)
     Case("missing key", lambda ex: ex.set_params(_params(bias=_DROP)), ["is missing ['bias']"], _other),
     Case("extra key", lambda ex: ex.set_params(_params(scale=jnp.array(1.0))), ["has ['scale']", "no partner"], _other),
-    Case("renamed key", lambda ex: ex.set_params({"weight": GOOD["weight"], "b": GOOD["bias"]}),
-         ["missing ['bias'] and has ['b'] instead", "renamed key"], _other),
-    Case("shape mismatch that would broadcast", lambda ex: ex.set_params(_params(weight=jnp.array([1.0]))),
-         ["['weight'] has shape (2,)", "but (1,)", "broadcasting"], _other),
-    Case("shape mismatch, scalar for a vector", lambda ex: ex.set_params(_params(weight=jnp.array(1.0))),
-         ["['weight'] has shape (2,)", "but ()"], _other),
-    Case("dtype mismatch", lambda ex: ex.set_params(_params(weight=jnp.array([1.0, -1.0], jnp.float16))),
-         ["['weight'] is float32", "float16"], _other),
-    Case("a list where a dict was", lambda ex: ex.set_params([GOOD["weight"], GOOD["bias"]]),
-         ["a dict", "a list"], _other),
-    Case("inputs of another shape", lambda ex: ex.set_inputs({"x": jnp.array([2.0, 1.0, 0.0]), "target": jnp.array(3.0)}),
-         ["['x'] has shape (2,)", "(3,)"],
-         lambda ex: ex.set_inputs({"x": jnp.array([2.0, 1.0]), "target": jnp.array(3.0)}), LESSON_NUMBERS),
-    Case("inputs missing the target", lambda ex: ex.set_inputs({"x": jnp.array([2.0, 1.0])}),
-         ["missing ['target']"],
-         lambda ex: ex.set_inputs({"x": jnp.array([2.0, 1.0]), "target": jnp.array(3.0)}), LESSON_NUMBERS),
-    Case("a string input", lambda ex: ex.set_inputs({"x": jnp.array([2.0, 1.0]), "target": "three"}),
-         ["inputs['target'] is str"],
-         lambda ex: ex.set_inputs({"x": jnp.array([2.0, 1.0]), "target": jnp.array(3.0)}), LESSON_NUMBERS),
+    Case(
+        "renamed key",
+        lambda ex: ex.set_params({"weight": GOOD["weight"], "b": GOOD["bias"]}),
+        ["missing ['bias'] and has ['b'] instead", "renamed key"],
+        _other,
+    ),
+    Case(
+        "shape mismatch that would broadcast",
+        lambda ex: ex.set_params(_params(weight=jnp.array([1.0]))),
+        ["['weight'] has shape (2,)", "but (1,)", "broadcasting"],
+        _other,
+    ),
+    Case(
+        "shape mismatch, scalar for a vector",
+        lambda ex: ex.set_params(_params(weight=jnp.array(1.0))),
+        ["['weight'] has shape (2,)", "but ()"],
+        _other,
+    ),
+    Case(
+        "dtype mismatch",
+        lambda ex: ex.set_params(_params(weight=jnp.array([1.0, -1.0], jnp.float16))),
+        ["['weight'] is float32", "float16"],
+        _other,
+    ),
+    Case(
+        "a list where a dict was",
+        lambda ex: ex.set_params([GOOD["weight"], GOOD["bias"]]),
+        ["a dict", "a list"],
+        _other,
+    ),
+    Case(
+        "inputs of another shape",
+        lambda ex: ex.set_inputs({"x": jnp.array([2.0, 1.0, 0.0]), "target": jnp.array(3.0)}),
+        ["['x'] has shape (2,)", "(3,)"],
+        lambda ex: ex.set_inputs({"x": jnp.array([2.0, 1.0]), "target": jnp.array(3.0)}),
+        LESSON_NUMBERS,
+    ),
+    Case(
+        "inputs missing the target",
+        lambda ex: ex.set_inputs({"x": jnp.array([2.0, 1.0])}),
+        ["missing ['target']"],
+        lambda ex: ex.set_inputs({"x": jnp.array([2.0, 1.0]), "target": jnp.array(3.0)}),
+        LESSON_NUMBERS,
+    ),
+    Case(
+        "a string input",
+        lambda ex: ex.set_inputs({"x": jnp.array([2.0, 1.0]), "target": "three"}),
+        ["inputs['target'] is str"],
+        lambda ex: ex.set_inputs({"x": jnp.array([2.0, 1.0]), "target": jnp.array(3.0)}),
+        LESSON_NUMBERS,
+    ),
 ]
 
 
@@ -224,6 +327,7 @@ def test_bad_input_keeps_the_last_good_step(case: Case, capfd):
 
 def test_a_loss_that_raises_for_some_slider_values(capfd):
     """Value-dependent failure: log(x[0]) is NaN for x[0] < 0 and -Inf at 0; moving back recovers."""
+
     def loss(p, x, target):
         return (jnp.dot(p["weight"], x) + p["bias"] - target) ** 2 + 0.0 * jnp.log(x[0])
 
@@ -309,7 +413,7 @@ def test_a_none_subtree_the_model_has_stays_accepted_by_set_params_and_set_input
     np.testing.assert_allclose(r.grads["w"], grads["w"])
     assert r.grads["frozen"] is None and r.updated["frozen"] is None
     assert ex.set_inputs({"x": jnp.array([3.0, 4.0]), "mask": None}) is not None
-    assert ex.status.value == "" and ex.result.loss == pytest.approx(0.4 ** 2 * 9 + 0.2 ** 2 * 16)
+    assert ex.status.value == "" and ex.result.loss == pytest.approx(0.4**2 * 9 + 0.2**2 * 16)
     # a None where the model has a leaf is still refused, naming the path
     before = snapshot(ex)
     capfd.readouterr()
@@ -372,16 +476,22 @@ def _grads(**changes):
 DISAGREEING_GRADS = [
     ("missing key", _grads(bias=_DROP), "structure", "['bias']", "The grads tree is missing ['bias']"),
     ("extra key", _grads(scale=jnp.array(0.0)), "structure", "['scale']", "has ['scale']"),
-    ("renamed key", {"weight": jnp.array([-8.0, -4.0]), "b": jnp.array(-4.0)}, "structure", "['bias']",
-     "has ['b'] instead"),
+    (
+        "renamed key",
+        {"weight": jnp.array([-8.0, -4.0]), "b": jnp.array(-4.0)},
+        "structure",
+        "['bias']",
+        "has ['b'] instead",
+    ),
     ("shape that would broadcast", _grads(bias=jnp.array([-4.0, -4.0])), "shape", "['bias']", "broadcasting"),
     ("dtype", _grads(bias=jnp.array(-4.0, jnp.float16)), "dtype", "['bias']", "float16"),
     ("tuple for a dict", (jnp.array([-8.0, -4.0]), jnp.array(-4.0)), "structure", "", "a tuple"),
 ]
 
 
-@pytest.mark.parametrize("grads, kind, path, says", [c[1:] for c in DISAGREEING_GRADS],
-                         ids=[c[0] for c in DISAGREEING_GRADS])
+@pytest.mark.parametrize(
+    "grads, kind, path, says", [c[1:] for c in DISAGREEING_GRADS], ids=[c[0] for c in DISAGREEING_GRADS]
+)
 def test_diagram_names_the_first_difference_of_a_users_grads(grads, kind, path, says, capfd):
     good = _grads()
     d = PytreeDiagram(GOOD, grads=good)
@@ -533,7 +643,7 @@ def test_look_alike_keys_stay_distinct():
 
 
 def test_empty_params_in_the_explorer_is_a_note():
-    ex = StepExplorer(lambda p, x: jnp.sum(x ** 2), {}, {"x": jnp.array([1.0, 2.0])})
+    ex = StepExplorer(lambda p, x: jnp.sum(x**2), {}, {"x": jnp.array([1.0, 2.0])})
     assert ex.result.loss == 5.0 and ex.result.grads == {}
     assert "no leaves" in ex.diagram.message and ex.diagram.message_kind == "info"
     assert list(ex.chart_view.bars.x) == []
@@ -551,8 +661,11 @@ def test_namedtuple_and_dataclass_params_in_the_explorer():
     ex.set_params({"layer": Dense(jnp.array([2.0, -1.0]), jnp.array(0.5))})
     assert ex.result.loss == pytest.approx(0.25)
     pt = Point(jnp.array([1.0, -1.0]), jnp.array(0.0))
-    ex = StepExplorer(lambda p, x, target: (jnp.dot(p.x, x) + p.y - target) ** 2, pt,
-                      {"x": jnp.array([2.0, 1.0]), "target": jnp.array(3.0)})
+    ex = StepExplorer(
+        lambda p, x, target: (jnp.dot(p.x, x) + p.y - target) ** 2,
+        pt,
+        {"x": jnp.array([2.0, 1.0]), "target": jnp.array(3.0)},
+    )
     np.testing.assert_allclose(ex.result.updated.x, [1.4, -0.8], rtol=1e-6)
     assert [r["p"] for r in ex.diagram.rows] == [".x", ".y"]
 
@@ -579,21 +692,31 @@ def test_stale_selection_and_folding_after_the_tree_changed():
     d.set_trees({"params": {"b": jnp.zeros(())}})
     assert d.selected_path == "" and d.collapsed == []
     # a page that has not seen the change yet sends the old paths back: dropped, no message
-    d._handle_msg({"content": {"data": {"method": "update", "state": {
-        "selected_path": "['layer']['w']", "collapsed": ["['layer']"]}}}, "buffers": []})
+    d._handle_msg(
+        {
+            "content": {
+                "data": {"method": "update", "state": {"selected_path": "['layer']['w']", "collapsed": ["['layer']"]}}
+            },
+            "buffers": [],
+        }
+    )
     assert d.selected_path == "" and d.collapsed == [] and d.message == ""
 
 
-@pytest.mark.parametrize("bogus", [
-    "__import__('os').system('touch /tmp/pytree-lab-pwned')",
-    "['weight'] or 1",
-    "<img src=x onerror=alert(1)>",
-    "['weight'][0]",
-    " ['weight']",
-])
+@pytest.mark.parametrize(
+    "bogus",
+    [
+        "__import__('os').system('touch /tmp/pytree-lab-pwned')",
+        "['weight'] or 1",
+        "<img src=x onerror=alert(1)>",
+        "['weight'][0]",
+        " ['weight']",
+    ],
+)
 def test_bogus_paths_from_the_page_select_nothing_and_run_nothing(bogus, tmp_path):
     ex = StepExplorer()
     ex.diagram.selected_path = "['bias']"
+
     def page_writes(state):  # the comm message a crafted page sends
         ex.diagram._handle_msg({"content": {"data": {"method": "update", "state": state}}, "buffers": []})
 

@@ -114,7 +114,11 @@ def test_set_params_with_a_cyclic_tree_keeps_the_last_good_step():
 @pytest.mark.parametrize(
     ("tree", "path", "said"),
     [
-        ({"layer": FlattenRaises(jnp.ones(2))}, "['layer']", "flattening this FlattenRaises raised RuntimeError: flatten exploded"),
+        (
+            {"layer": FlattenRaises(jnp.ones(2))},
+            "['layer']",
+            "flattening this FlattenRaises raised RuntimeError: flatten exploded",
+        ),
         ({"layer": {BadKey(): jnp.ones(2)}}, "['layer']", "a key of this dict raised ValueError: repr exploded"),
         ({"m": [GetattrRaises()]}, "['m'][0]", "this GetattrRaises raised RuntimeError: no .shape here"),
         ({"m": ExitsOnGetattr()}, "['m']", "this ExitsOnGetattr raised SystemExit: 3"),

@@ -28,8 +28,10 @@ Y = jnp.array([0.0, 1.0, 1.0, 0.0])
 
 def mlp_params():
     k1, k2 = jax.random.split(jax.random.PRNGKey(0))
-    return {"Dense_0": {"kernel": jax.random.normal(k1, (2, 8)) * 0.5, "bias": jnp.zeros(8)},
-            "Dense_1": {"kernel": jax.random.normal(k2, (8, 1)) * 0.5, "bias": jnp.zeros(1)}}
+    return {
+        "Dense_0": {"kernel": jax.random.normal(k1, (2, 8)) * 0.5, "bias": jnp.zeros(8)},
+        "Dense_1": {"kernel": jax.random.normal(k2, (8, 1)) * 0.5, "bias": jnp.zeros(1)},
+    }
 
 
 def mlp_loss(params, x):
@@ -48,17 +50,27 @@ D, VOCAB = 4, 6  # small widths: 37 leaves, every path of a transformer's depth
 def block(key):
     keys = iter(jax.random.split(key, 8))
     attn = {name: {"w": jax.random.normal(next(keys), (D, D)) * 0.3, "b": jnp.zeros(D)} for name in "qkvo"}
-    mlp = {"fc1": {"w": jax.random.normal(next(keys), (D, 2 * D)) * 0.3, "b": jnp.zeros(2 * D)},
-           "fc2": {"w": jax.random.normal(next(keys), (2 * D, D)) * 0.3, "b": jnp.zeros(D)}}
-    return {"ln1": {"scale": jnp.ones(D), "bias": jnp.zeros(D)}, "attn": attn,
-            "ln2": {"scale": jnp.ones(D), "bias": jnp.zeros(D)}, "mlp": mlp}
+    mlp = {
+        "fc1": {"w": jax.random.normal(next(keys), (D, 2 * D)) * 0.3, "b": jnp.zeros(2 * D)},
+        "fc2": {"w": jax.random.normal(next(keys), (2 * D, D)) * 0.3, "b": jnp.zeros(D)},
+    }
+    return {
+        "ln1": {"scale": jnp.ones(D), "bias": jnp.zeros(D)},
+        "attn": attn,
+        "ln2": {"scale": jnp.ones(D), "bias": jnp.zeros(D)},
+        "mlp": mlp,
+    }
 
 
 def transformer_params():
     k = jax.random.split(jax.random.PRNGKey(1), 4)
-    return {"embedding": jax.random.normal(k[0], (VOCAB, D)) * 0.3, "block_0": block(k[1]), "block_1": block(k[2]),
-            "ln_f": {"scale": jnp.ones(D), "bias": jnp.zeros(D)},
-            "out": {"w": jax.random.normal(k[3], (D, VOCAB)) * 0.3, "b": jnp.zeros(VOCAB)}}
+    return {
+        "embedding": jax.random.normal(k[0], (VOCAB, D)) * 0.3,
+        "block_0": block(k[1]),
+        "block_1": block(k[2]),
+        "ln_f": {"scale": jnp.ones(D), "bias": jnp.zeros(D)},
+        "out": {"w": jax.random.normal(k[3], (D, VOCAB)) * 0.3, "b": jnp.zeros(VOCAB)},
+    }
 
 
 def _norm(x, p):
@@ -75,14 +87,19 @@ def transformer_loss(params, tokens):
         att = jax.nn.softmax(q @ k.T / math.sqrt(D), axis=-1)
         x = x + (att @ v) @ b["attn"]["o"]["w"] + b["attn"]["o"]["b"]
         h = _norm(x, b["ln2"])
-        x = x + jax.nn.relu(h @ b["mlp"]["fc1"]["w"] + b["mlp"]["fc1"]["b"]) @ b["mlp"]["fc2"]["w"] + b["mlp"]["fc2"]["b"]
+        x = (
+            x
+            + jax.nn.relu(h @ b["mlp"]["fc1"]["w"] + b["mlp"]["fc1"]["b"]) @ b["mlp"]["fc2"]["w"]
+            + b["mlp"]["fc2"]["b"]
+        )
     logits = _norm(x, params["ln_f"]) @ params["out"]["w"] + params["out"]["b"]
     target = jnp.roll(tokens, -1)
     return -jnp.mean(jax.nn.log_softmax(logits)[jnp.arange(tokens.shape[0]), target])
 
 
 transformer_broadcasts = pytest.mark.jax_promotion(
-    rank="transformer_loss adds biases and layer-norm scales to every token's row: h @ w + b, x * scale + bias")
+    rank="transformer_loss adds biases and layer-norm scales to every token's row: h @ w + b, x * scale + bias"
+)
 
 
 TOKENS = jnp.array([0, 1, 2, 3, 4, 5, 0, 1], jnp.int32)
@@ -95,8 +112,12 @@ def element_paths(leaf_path: str, shape: tuple) -> list[str]:
     return [f"params{leaf_path}[{','.join(map(str, idx))}]" for idx in itertools.product(*map(range, shape))]
 
 
-MLP_ORDER = [("['Dense_0']['kernel']", (2, 8)), ("['Dense_0']['bias']", (8,)),
-             ("['Dense_1']['kernel']", (8, 1)), ("['Dense_1']['bias']", (1,))]
+MLP_ORDER = [
+    ("['Dense_0']['kernel']", (2, 8)),
+    ("['Dense_0']['bias']", (8,)),
+    ("['Dense_1']['kernel']", (8, 1)),
+    ("['Dense_1']['bias']", (1,)),
+]
 MLP_ALL = [p for leaf, shape in MLP_ORDER for p in element_paths(leaf, shape)]
 
 
@@ -112,7 +133,7 @@ def values_of(ex, path: str) -> tuple[float, float]:
     """Before and after of one element, read from the explorer's result (the step's own trees)."""
     leaf = next(leaf for leaf, _ in MLP_ORDER if path.startswith(f"params{leaf}"))
     keys = [k.strip("'") for k in leaf.strip("[]").split("][")]
-    idx = tuple(int(i) for i in path[len(f"params{leaf}"):].strip("[]").split(","))
+    idx = tuple(int(i) for i in path[len(f"params{leaf}") :].strip("[]").split(","))
     before, after = ex.result.params, ex.result.updated
     for k in keys:
         before, after = before[k], after[k]
@@ -131,17 +152,23 @@ def test_by_default_the_bars_are_the_elements_with_sliders_then_the_next_ones(ml
     assert slid == MLP_ALL[:23]
     assert shown(mlp) == MLP_ALL[:24]  # the 23 with sliders, then the next one in the tree's order
     # bar heights are the step's own before and after values
-    np.testing.assert_allclose(np.asarray(mlp.chart_view.bars.y).T, [values_of(mlp, p) for p in MLP_ALL[:24]],
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(mlp.chart_view.bars.y).T, [values_of(mlp, p) for p in MLP_ALL[:24]], rtol=1e-6
+    )
 
 
 @mlp_broadcasts
 def test_sliders_choose_the_bars_and_the_rest_fill_up_to_the_cap():
-    ex = StepExplorer(mlp_loss, mlp_params(), {"x": X}, learning_rate=0.5,
-                      sliders=["['Dense_1']['kernel']", "Dense_1/bias", "learning_rate"])
+    ex = StepExplorer(
+        mlp_loss,
+        mlp_params(),
+        {"x": X},
+        learning_rate=0.5,
+        sliders=["['Dense_1']['kernel']", "Dense_1/bias", "learning_rate"],
+    )
     chosen = element_paths("['Dense_1']['kernel']", (8, 1)) + element_paths("['Dense_1']['bias']", (1,))
     assert [el.path for el, _ in ex.param_sliders] == chosen
-    assert shown(ex) == chosen + MLP_ALL[:MAX_BARS - 9]
+    assert shown(ex) == chosen + MLP_ALL[: MAX_BARS - 9]
     assert ex.chart_view.note == ""
 
 
@@ -151,11 +178,17 @@ def test_bars_choose_exactly_by_path_label_or_container():
     ex = StepExplorer(mlp_loss, params, {"x": X}, bars=["params['Dense_1']"])
     assert shown(ex) == element_paths("['Dense_1']['kernel']", (8, 1)) + ["params['Dense_1']['bias'][0]"]
     assert ex.chart_view.note == ""
-    ex = StepExplorer(mlp_loss, params, {"x": X}, bars=["Dense_0/kernel[1,3]", "['Dense_1']['bias']", "Dense_0/bias[7]"])
-    assert shown(ex) == ["params['Dense_0']['kernel'][1,3]", "params['Dense_1']['bias'][0]",
-                         "params['Dense_0']['bias'][7]"]
-    np.testing.assert_allclose(np.asarray(ex.chart_view.bars.y)[0],
-                               [float(params["Dense_0"]["kernel"][1, 3]), 0.0, 0.0])
+    ex = StepExplorer(
+        mlp_loss, params, {"x": X}, bars=["Dense_0/kernel[1,3]", "['Dense_1']['bias']", "Dense_0/bias[7]"]
+    )
+    assert shown(ex) == [
+        "params['Dense_0']['kernel'][1,3]",
+        "params['Dense_1']['bias'][0]",
+        "params['Dense_0']['bias'][7]",
+    ]
+    np.testing.assert_allclose(
+        np.asarray(ex.chart_view.bars.y)[0], [float(params["Dense_0"]["kernel"][1, 3]), 0.0, 0.0]
+    )
     # more than the cap: the first 24, and a note that says so (on screen and in the text form)
     ex = StepExplorer(mlp_loss, params, {"x": X}, bars=["['Dense_0']", "['Dense_1']"])
     assert shown(ex) == MLP_ALL[:24]
@@ -163,13 +196,16 @@ def test_bars_choose_exactly_by_path_label_or_container():
     assert "first 24" in ex.text()
 
 
-@pytest.mark.parametrize("bars, error, match", [
-    (["['Dense_2']"], ValueError, r"bars= names \"\['Dense_2'\]\", which is no parameter value here.*Dense_0"),
-    (["nope"], ValueError, r"'nope'"),
-    (["x"], ValueError, r"'x', which is an input.*inputs do not change"),
-    (["learning_rate"], ValueError, r"learning rate is no parameter"),
-    ([3], TypeError, r"strings"),
-])
+@pytest.mark.parametrize(
+    "bars, error, match",
+    [
+        (["['Dense_2']"], ValueError, r"bars= names \"\['Dense_2'\]\", which is no parameter value here.*Dense_0"),
+        (["nope"], ValueError, r"'nope'"),
+        (["x"], ValueError, r"'x', which is an input.*inputs do not change"),
+        (["learning_rate"], ValueError, r"learning rate is no parameter"),
+        ([3], TypeError, r"strings"),
+    ],
+)
 def test_a_bars_name_that_is_not_a_parameter_is_refused_by_name(bars, error, match):
     with pytest.raises(error, match=match):
         StepExplorer(mlp_loss, mlp_params(), {"x": X}, bars=bars)
@@ -236,13 +272,28 @@ def test_labels_tell_the_two_kernels_apart(mlp):
 
 
 def test_leaf_names_are_the_shortest_suffix_that_tells_them_apart():
-    names = leaf_names(["['Dense_0']['kernel']", "['Dense_0']['bias']", "['out']['w']", "['layers'][0]['w']",
-                        "['layers'][1]['w']", "['scale']"])
-    assert names == {"['Dense_0']['kernel']": "kernel", "['Dense_0']['bias']": "bias", "['out']['w']": "out/w",
-                     "['layers'][0]['w']": "layers[0]/w", "['layers'][1]['w']": "layers[1]/w", "['scale']": "scale"}
+    names = leaf_names(
+        [
+            "['Dense_0']['kernel']",
+            "['Dense_0']['bias']",
+            "['out']['w']",
+            "['layers'][0]['w']",
+            "['layers'][1]['w']",
+            "['scale']",
+        ]
+    )
+    assert names == {
+        "['Dense_0']['kernel']": "kernel",
+        "['Dense_0']['bias']": "bias",
+        "['out']['w']": "out/w",
+        "['layers'][0]['w']": "layers[0]/w",
+        "['layers'][1]['w']": "layers[1]/w",
+        "['scale']": "scale",
+    }
     # a long name keeps its first and last part where that is still unique
-    long = leaf_names(["['encoder_block_0']['attention']['query']['kernel']",
-                       "['encoder_block_1']['attention']['query']['kernel']"])
+    long = leaf_names(
+        ["['encoder_block_0']['attention']['query']['kernel']", "['encoder_block_1']['attention']['query']['kernel']"]
+    )
     assert set(long.values()) == {"encoder_block_0/…/kernel", "encoder_block_1/…/kernel"}
     # a key with '/' in it never makes two leaves one label
     odd = leaf_names(["['a/w']", "['a']['w']"])
@@ -261,10 +312,36 @@ def test_fit_ticks_are_unique_and_short():
 def test_a_ticks_room_is_its_width_in_the_wider_of_two_common_fonts():
     # advance widths in thousandths of an em: DejaVu Sans (D 770, e 615, ...) and Liberation Sans
     # (Arial's metrics: D 722, e 556, ...), from their fonts; the estimate takes the wider of each
-    dejavu = {"D": 770, "e": 615, "n": 634, "s": 521, "_": 500, "0": 636, "/": 337, "k": 579, "r": 411,
-              "l": 278, "[": 390, ",": 318, "]": 390}
-    liberation = {"D": 722, "e": 556, "n": 556, "s": 500, "_": 556, "0": 556, "/": 278, "k": 500, "r": 333,
-                  "l": 222, "[": 278, ",": 278, "]": 278}
+    dejavu = {
+        "D": 770,
+        "e": 615,
+        "n": 634,
+        "s": 521,
+        "_": 500,
+        "0": 636,
+        "/": 337,
+        "k": 579,
+        "r": 411,
+        "l": 278,
+        "[": 390,
+        ",": 318,
+        "]": 390,
+    }
+    liberation = {
+        "D": 722,
+        "e": 556,
+        "n": 556,
+        "s": 500,
+        "_": 556,
+        "0": 556,
+        "/": 278,
+        "k": 500,
+        "r": 333,
+        "l": 222,
+        "[": 278,
+        ",": 278,
+        "]": 278,
+    }
     label = "Dense_0/kernel[0,0]"
     widest = sum(max(dejavu[c], liberation[c]) for c in label) * TICK_FONT_PX / 1000
     assert tick_width(label) == pytest.approx(widest)
@@ -275,8 +352,7 @@ def test_a_ticks_room_is_its_width_in_the_wider_of_two_common_fonts():
 
 
 def test_the_bars_plot_height_is_settable_and_the_figure_keeps_its_tick_room():
-    chart = BeforeAfterChart(["a/kernel[0,0]", "b/kernel[0,0]"] * 6, ["a", "b"] * 6,
-                             paths=[f"p{i}" for i in range(12)])
+    chart = BeforeAfterChart(["a/kernel[0,0]", "b/kernel[0,0]"] * 6, ["a", "b"] * 6, paths=[f"p{i}" for i in range(12)])
     tall = int(chart.figure.layout.height.removesuffix("px"))
     margin = dict(chart.figure.fig_margin)
     chart.plot_px = 150
@@ -307,8 +383,9 @@ def test_transformer_default_bars_and_a_selected_output_layer(transformer):
     assert sorted(ex.chart_view.bars.selected) == list(range(24))
     # a container of 16 leaves and 172 values (norms 2 x 8, attention 4 x 20, mlp 32 + 8 + 32 + 4)
     ex.selected_path = "['block_1']"
-    assert shown(ex) == element_paths("['block_1']['ln1']['scale']", (D,)) + \
-        element_paths("['block_1']['ln1']['bias']", (D,)) + element_paths("['block_1']['attn']['q']['w']", (D, D))
+    assert shown(ex) == element_paths("['block_1']['ln1']['scale']", (D,)) + element_paths(
+        "['block_1']['ln1']['bias']", (D,)
+    ) + element_paths("['block_1']['attn']['q']['w']", (D, D))
     assert "the first 24 of its 172 values" in ex.chart_view.note
     labels = ticks(ex)
     assert len(set(labels)) == 24
@@ -318,9 +395,16 @@ def test_transformer_default_bars_and_a_selected_output_layer(transformer):
 
 @transformer_broadcasts
 def test_transformer_bars_keyword_two_layers_labels_unique():
-    ex = StepExplorer(transformer_loss, transformer_params(), {"tokens": TOKENS},
-                      bars=["block_0/attn/q/w", "['block_1']['attn']['q']['w']"])
-    q0, q1 = element_paths("['block_0']['attn']['q']['w']", (D, D)), element_paths("['block_1']['attn']['q']['w']", (D, D))
+    ex = StepExplorer(
+        transformer_loss,
+        transformer_params(),
+        {"tokens": TOKENS},
+        bars=["block_0/attn/q/w", "['block_1']['attn']['q']['w']"],
+    )
+    q0, q1 = (
+        element_paths("['block_0']['attn']['q']['w']", (D, D)),
+        element_paths("['block_1']['attn']['q']['w']", (D, D)),
+    )
     assert shown(ex) == q0 + q1[:8]
     assert "first 24" in ex.chart_view.note
     labels = ticks(ex)

@@ -94,8 +94,9 @@ def test_big_tree_adam_step_matches_optax():
         assert np.array_equal(np.asarray(r.grads[k]), grads[k])
     np.testing.assert_allclose(np.asarray(_leaves(r.updated)), np.asarray(_leaves(updated)), rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(np.asarray(_leaves(r.updates)), np.asarray(_leaves(updates)), rtol=1e-6, atol=1e-7)
-    np.testing.assert_allclose(np.asarray(_leaves(r.opt_state_after[0].mu)),
-                               np.asarray(_leaves(new_state[0].mu)), rtol=1e-6)
+    np.testing.assert_allclose(
+        np.asarray(_leaves(r.opt_state_after[0].mu)), np.asarray(_leaves(new_state[0].mu)), rtol=1e-6
+    )
     assert int(r.opt_state_after[0].count) == 1
     r2 = ts.step(r.updated, r.opt_state_after, inputs)  # the next step: the same compiled code
     assert int(r2.opt_state_after[0].count) == 2
@@ -104,8 +105,11 @@ def test_big_tree_adam_step_matches_optax():
 
 def test_sgd_update_is_jax_tree_map_bitwise_in_every_float_dtype():
     rng = np.random.default_rng(3)
-    params = {"a": jnp.asarray(rng.normal(size=(3, 2)).astype(np.float32)), "b": jnp.asarray(np.float32(0.7)),
-              "c": jnp.asarray(rng.normal(size=5).astype(jnp.bfloat16))}
+    params = {
+        "a": jnp.asarray(rng.normal(size=(3, 2)).astype(np.float32)),
+        "b": jnp.asarray(np.float32(0.7)),
+        "c": jnp.asarray(rng.normal(size=5).astype(jnp.bfloat16)),
+    }
     grads = jax.tree.map(lambda x: x * 3.3 + 0.1, params)
     for lr in (0.1, 1 / 3, 1e-7, 0.0):
         ours = sgd_update(params, grads, lr)
@@ -253,8 +257,13 @@ def _layers_loss(p, x):
 
 def _layer_tree(n_layers: int, seed: int = 5, dtype=np.float32) -> dict:
     rng = np.random.default_rng(seed)
-    return {f"layer{i:03d}": {"w": jnp.asarray(rng.normal(size=(3, 3)).astype(dtype)),
-                              "b": jnp.asarray(rng.normal(size=3).astype(dtype))} for i in range(n_layers)}
+    return {
+        f"layer{i:03d}": {
+            "w": jnp.asarray(rng.normal(size=(3, 3)).astype(dtype)),
+            "b": jnp.asarray(rng.normal(size=3).astype(dtype)),
+        }
+        for i in range(n_layers)
+    }
 
 
 XV = {"x": jnp.asarray(np.array([1.0, -0.5, 2.0], np.float32))}
@@ -510,8 +519,13 @@ def test_a_script_that_ends_while_xla_compiles_exits_cleanly(tmp_path):
 
     script = tmp_path / "ends_while_compiling.py"
     script.write_text(EXITS_WHILE_COMPILING)
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
     assert "compiling at exit: True" in proc.stdout  # the case this is about
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "terminate called" not in proc.stderr

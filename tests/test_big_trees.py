@@ -46,8 +46,9 @@ def test_10k_leaf_values_shown_are_numpys_values(big):
     d.collapsed = []  # every layer opened (as a page would, one by one): every row sent, values made
     s = d._summaries[0]
     assert s.num_leaves == 10_000 and len(d.rows) == 15_000 and not s.later
-    assert [leaf.path for leaf in s.leaves] == [jax.tree_util.keystr(p) for p, _ in
-                                                jax.tree_util.tree_flatten_with_path(big)[0]]
+    assert [leaf.path for leaf in s.leaves] == [
+        jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(big)[0]
+    ]
     cells = _cells(d)
     for i in (0, 1, 2_718, 4_999):
         name = f"layer_{i:05d}"
@@ -77,22 +78,57 @@ def test_10k_leaf_summaries_of_bigger_leaves_are_numpys_mean_min_max():
         w = np.asarray(tree[f"layer_{i:05d}"]["weight"])
         leaf = by_path[f"['layer_{i:05d}']['weight']"]
         finite = w[np.isfinite(w)]
-        text = (f"mean {fmt_number(float(finite.mean(dtype=np.float64)))}, "
-                f"min {fmt_number(float(finite.min()))}, max {fmt_number(float(finite.max()))}")
+        text = (
+            f"mean {fmt_number(float(finite.mean(dtype=np.float64)))}, "
+            f"min {fmt_number(float(finite.min()))}, max {fmt_number(float(finite.max()))}"
+        )
         assert leaf.summary == (text + "; 1 non-finite" if i == 7 else text)
         assert leaf.values is None and leaf.grid is None
 
 
 def test_printf_templates_give_the_one_formatter_text():
-    tricky = [0.0, -0.0, 1.5625, 0.15625, 12345.0, 2.5e-5, 1e-7, -1e20, 5e-324, 1.7976931348623157e308,
-              float("nan"), float("inf"), -float("inf"), 0.1, -0.30000001192092896, 1234.5, 99995.0]
+    tricky = [
+        0.0,
+        -0.0,
+        1.5625,
+        0.15625,
+        12345.0,
+        2.5e-5,
+        1e-7,
+        -1e20,
+        5e-324,
+        1.7976931348623157e308,
+        float("nan"),
+        float("inf"),
+        -float("inf"),
+        0.1,
+        -0.30000001192092896,
+        1234.5,
+        99995.0,
+    ]
     rng = np.random.default_rng(1)
     values = tricky + (rng.standard_normal(3_000) * 10.0 ** rng.integers(-9, 9, 3_000)).tolist()
     line, _ = small_templates(())
     assert [line % (v + 0.0,) for v in values] == [fmt_number(v) for v in values]
     # a batch of small leaves gives each one the text fmt_small gives it alone
-    grid16 = [0.0, -0.0, 1.5625, 0.15625, 12345.0, 2.5e-5, 1e-7, -1e20, 3e38, float("nan"), float("inf"),
-              -float("inf"), 0.1, -0.3, 1234.5, 99995.0]
+    grid16 = [
+        0.0,
+        -0.0,
+        1.5625,
+        0.15625,
+        12345.0,
+        2.5e-5,
+        1e-7,
+        -1e20,
+        3e38,
+        float("nan"),
+        float("inf"),
+        -float("inf"),
+        0.1,
+        -0.3,
+        1234.5,
+        99995.0,
+    ]
     batch = np.array(grid16, dtype=np.float64).reshape(1, 4, 4).repeat(3, axis=0)
     d = describe([jnp.asarray(x, dtype=jnp.float32) for x in batch] + [np.asarray(x) for x in batch])
     alone = fmt_small([float(v) for v in batch[0].astype(np.float32).ravel()], (4, 4))
@@ -139,8 +175,17 @@ def test_leaves_are_frozen_leaf_objects(big):
     assert type(leaf) is Leaf and dataclasses.is_dataclass(leaf)
     with pytest.raises(dataclasses.FrozenInstanceError):
         leaf.summary = "changed"
-    same = Leaf(leaf.path, leaf.shape, leaf.dtype, leaf.size, leaf.differentiable, leaf.summary, leaf.index,
-                leaf.values, leaf.grid)
+    same = Leaf(
+        leaf.path,
+        leaf.shape,
+        leaf.dtype,
+        leaf.size,
+        leaf.differentiable,
+        leaf.summary,
+        leaf.index,
+        leaf.values,
+        leaf.grid,
+    )
     assert leaf == same and hash(leaf) == hash(same) and repr(leaf) == repr(same)
 
 
@@ -155,8 +200,9 @@ def test_shortcuts_keep_cycles_and_odd_keys_found():
         check_tree(tree)
     # dicts with non-string keys take the general step: JAX's order and paths
     odd = {2: jnp.ones(1), 1: {"b": jnp.zeros(1), "a": 1.0}}
-    assert [leaf.path for leaf in describe(odd).leaves] == [jax.tree_util.keystr(p) for p, _ in
-                                                            jax.tree_util.tree_flatten_with_path(odd)[0]]
+    assert [leaf.path for leaf in describe(odd).leaves] == [
+        jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(odd)[0]
+    ]
     # numpy scalars that are also Python numbers keep the Python number's dtype, as before
     leaves = describe({"f": np.float64(2.5), "g": np.float32(1.5)}).leaves
     assert [(leaf.dtype, leaf.summary) for leaf in leaves] == [("float32", "2.5"), ("float32", "1.5")]

@@ -26,8 +26,11 @@ NOTEBOOKS = ("01_pytrees.ipynb", "02_packed_parameters.ipynb", "03_instructor_de
 
 
 def clean_env(venv: Path) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "VIRTUAL_ENV", "JUPYTER_PATH", "JUPYTER_CONFIG_DIR", "JUPYTER_PLATFORM_DIRS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTHONPATH", "VIRTUAL_ENV", "JUPYTER_PATH", "JUPYTER_CONFIG_DIR", "JUPYTER_PLATFORM_DIRS")
+    }
     env["PATH"] = os.pathsep.join([str(venv / "bin"), env.get("PATH", "")])
     env["VIRTUAL_ENV"] = str(venv)
     env["JAX_PLATFORMS"] = "cpu"
@@ -68,17 +71,31 @@ def binder_venv(tmp_path_factory):
     base = os.environ.get("PTL_BASE_PYTHON") or getattr(sys, "_base_executable", None) or "python3"
     subprocess.run([base, "-m", "venv", str(venv)], check=True, timeout=300)
     env = clean_env(venv)
-    sh([str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-compile", "-r",
-        str(ROOT / "binder" / "requirements.txt")],
-       env=env, cwd=ROOT)
+    sh(
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-compile",
+            "-r",
+            str(ROOT / "binder" / "requirements.txt"),
+        ],
+        env=env,
+        cwd=ROOT,
+    )
     sh(["bash", str(ROOT / "binder" / "postBuild")], env=env, cwd=ROOT)
     return venv
 
 
 def test_binder_environment_runs_the_three_notebooks(binder_venv, tmp_path):
     env = clean_env(binder_venv)
-    out = sh([str(binder_venv / "bin" / "python"), "-c", RUN_NOTEBOOKS, str(ROOT / "content"), str(tmp_path), *NOTEBOOKS],
-             env=env, cwd=tmp_path)
+    out = sh(
+        [str(binder_venv / "bin" / "python"), "-c", RUN_NOTEBOOKS, str(ROOT / "content"), str(tmp_path), *NOTEBOOKS],
+        env=env,
+        cwd=tmp_path,
+    )
     report = json.loads(out.strip().splitlines()[-1])
     # pytree-lab came from the venv (installed by postBuild), not from this checkout's widgets/
     assert report["pytree_lab"].startswith(str(binder_venv))
@@ -98,8 +115,14 @@ def test_binder_environment_runs_the_three_notebooks(binder_venv, tmp_path):
 
 def test_binder_server_extension_and_first_lesson(binder_venv, tmp_path):
     env = clean_env(binder_venv)
-    listing = subprocess.run([str(binder_venv / "bin" / "jupyter"), "server", "extension", "list"],
-                             env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    listing = subprocess.run(
+        [str(binder_venv / "bin" / "jupyter"), "server", "extension", "list"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     text = listing.stdout + listing.stderr
     assert "pytree_lab" in text and "enabled" in text.split("pytree_lab")[1][:40]
     config = binder_venv / "etc" / "jupyter" / "jupyter_server_config.d" / "pytree-lab-binder.json"
@@ -117,8 +140,11 @@ def test_binder_requirements_cover_the_package_and_its_jax_extra():
     def name(req: str) -> str:
         return re.split(r"[<>=!~\[; ]", req.strip(), maxsplit=1)[0].lower().replace("_", "-")
 
-    listed = {name(line) for line in (ROOT / "binder" / "requirements.txt").read_text().splitlines()
-              if line.strip() and not line.startswith("#")}
+    listed = {
+        name(line)
+        for line in (ROOT / "binder" / "requirements.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    }
     assert {name(r) for r in needed} <= listed
     assert "bash" in (ROOT / "binder" / "postBuild").read_text().splitlines()[0]
     assert os.access(ROOT / "binder" / "postBuild", os.X_OK)

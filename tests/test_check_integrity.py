@@ -48,11 +48,14 @@ EARLIER_CELL = {
     "_close's code": lambda: setattr(_grading._close, "__code__", (lambda a, b: True).__code__),
     "a method of CheckResult": lambda: setattr(CheckResult, "__init__", _passing_init),
     "the frozen numpy": lambda: setattr(_grading._TOOLS["np"], "allclose", lambda *a, **k: True),
-    "a catalogue entry": lambda: EXERCISES.__setitem__("squared_norm", dataclasses.replace(
-        EXERCISES["squared_norm"], grade=lambda answer, rng=None: Outcome(1, 1, ["Correct."]))),
+    "a catalogue entry": lambda: EXERCISES.__setitem__(
+        "squared_norm",
+        dataclasses.replace(EXERCISES["squared_norm"], grade=lambda answer, rng=None: Outcome(1, 1, ["Correct."])),
+    ),
     "a catalogue entry's grader": lambda: object.__setattr__(
-        EXERCISES["squared_norm"], "grade", lambda answer, rng=None: Outcome(1, 1, ["Correct."])),
-    "jax.grad": lambda: setattr(jax, "grad", lambda f, *a, **k: (lambda *x, **y: {"weight": jnp.zeros(2)})),
+        EXERCISES["squared_norm"], "grade", lambda answer, rng=None: Outcome(1, 1, ["Correct."])
+    ),
+    "jax.grad": lambda: setattr(jax, "grad", lambda f, *a, **k: lambda *x, **y: {"weight": jnp.zeros(2)}),
 }
 
 _real_init = CheckResult.__init__
@@ -78,11 +81,20 @@ def _answer_patching(patch):
         def __array__(self, dtype=None, copy=None):
             patch()  # while the checker reads the value
             return np.asarray(95.0, dtype=dtype)
+
     return Sneaky()
 
 
-@pytest.mark.parametrize("route", ["numpy._core.numeric.isclose", "_grading._close", "a method of CheckResult",
-                                   "_close's code", "a catalogue entry's grader"])
+@pytest.mark.parametrize(
+    "route",
+    [
+        "numpy._core.numeric.isclose",
+        "_grading._close",
+        "a method of CheckResult",
+        "_close's code",
+        "a catalogue entry's grader",
+    ],
+)
 def test_an_answer_that_patches_while_it_is_read_does_not_pass(route):
     result = check("squared_norm", _answer_patching(EARLIER_CELL[route]))
     assert not result.passed and result.score == 0.0
@@ -168,7 +180,6 @@ def test_a_timer_from_an_earlier_cell_that_would_patch_later_makes_the_check_not
         timer.cancel()
         timer.join(10)
     _fails_as_it_should()
-
 
 
 def test_a_subshell_the_kernel_starts_during_a_check_does_not_stop_it_counting():

@@ -33,8 +33,9 @@ def right_g():
     def nested_loss(p, x, target):
         return (p["scale"] * (jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"]) - target) ** 2
 
-    return jax.grad(nested_loss)({"layer": lesson.lesson_params(), "scale": jnp.array(1.0)}, inputs["x"],
-                                 inputs["target"])
+    return jax.grad(nested_loss)(
+        {"layer": lesson.lesson_params(), "scale": jnp.array(1.0)}, inputs["x"], inputs["target"]
+    )
 
 
 def wrong_g():
@@ -134,8 +135,11 @@ def _output(kc, code: str, timeout: float = 120) -> str:
 def test_a_thousand_check_messages_in_a_real_kernel(tmp_path):
     from jupyter_client.manager import start_new_kernel
 
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
-               PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    env = dict(
+        os.environ,
+        JAX_PLATFORMS="cpu",
+        PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    )
     km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
     try:
         comm_id = json.loads(_output(kc, SETUP).strip().splitlines()[-1])["comm"]
@@ -147,11 +151,16 @@ def test_a_thousand_check_messages_in_a_real_kernel(tmp_path):
             kc.shell_channel.send(kc.session.msg("comm_msg", intent))
         state = {}
         for _ in range(240):
-            state = json.loads(_output(kc, "print(json.dumps(dict(received=button.intents_received, "
-                                           "runs=button.checks_run, draining=button._draining, status=button.status, "
-                                           "entries=len(exercises.default_evidence().checks), "
-                                           "last=exercises.default_evidence().checks[-1]['passed'] "
-                                           "if exercises.default_evidence().checks else None)))").strip())
+            state = json.loads(
+                _output(
+                    kc,
+                    "print(json.dumps(dict(received=button.intents_received, "
+                    "runs=button.checks_run, draining=button._draining, status=button.status, "
+                    "entries=len(exercises.default_evidence().checks), "
+                    "last=exercises.default_evidence().checks[-1]['passed'] "
+                    "if exercises.default_evidence().checks else None)))",
+                ).strip()
+            )
             if state["received"] == 1000 and not state["draining"]:
                 break
             time.sleep(0.25)

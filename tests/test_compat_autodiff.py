@@ -26,7 +26,8 @@ ENGINES = [(real_jax, real_jnp), (lite_jax, lite_jnp)]
 # JAX's ravel_pytree joins leaves of several dtypes by its standard promotion (int32 and float32
 # give float32): the result the Lite engine follows; strict promotion refuses it.
 jax_mixes_dtypes = pytest.mark.jax_promotion(
-    dtype="the reference is JAX's standard int32/float32 promotion (ravel_pytree of mixed leaves, int32 * 2.5)")
+    dtype="the reference is JAX's standard int32/float32 promotion (ravel_pytree of mixed leaves, int32 * 2.5)"
+)
 
 Moments = collections.namedtuple("Moments", "mu nu")
 
@@ -108,8 +109,9 @@ def term(jnp, kind, x):
 
 
 losses = st.lists(
-    st.tuples(st.sampled_from(TERMS), st.floats(-2, 2, allow_nan=False, allow_subnormal=False, width=32),
-              st.integers(0, 50)),
+    st.tuples(
+        st.sampled_from(TERMS), st.floats(-2, 2, allow_nan=False, allow_subnormal=False, width=32), st.integers(0, 50)
+    ),
     min_size=1,
     max_size=5,
 )
@@ -163,8 +165,11 @@ def test_value_and_grad_match_jax(params, spec, pair):
 
 @SETTINGS
 @given(param_trees, losses, st.sampled_from([0.001, 0.01, 0.05, 0.1, 0.3]))
-@example(params={"w": np.array([1.0, 0.65625, -1.5], np.float32)},
-         spec=[("outer", 2.0, 0), ("outer", 1.4453125, 0)], learning_rate=0.05)  # cancellation
+@example(
+    params={"w": np.array([1.0, 0.65625, -1.5], np.float32)},
+    spec=[("outer", 2.0, 0), ("outer", 1.4453125, 0)],
+    learning_rate=0.05,
+)  # cancellation
 def test_gradient_step_matches_jax(params, spec, learning_rate):
     # the lesson's update: value_and_grad, then p - lr * g leaf by leaf, then the new loss
     results = []
@@ -181,8 +186,9 @@ def test_gradient_step_matches_jax(params, spec, learning_rate):
     # float32 rounding is relative to the terms summed, not to their sum: the new loss of
     # 2 * outer + 1.45 * outer at w = [1, 0.66, -1.5] is 0.037 out of terms near 30, and the
     # engines' last-bit differences in the updated params move it by 1.6e-6 (5e-8 of the terms)
-    scale = float(make_loss(real_jax, real_jnp, [(k, abs(c), i) for k, c, i in spec], None)(
-        real_jax.tree.map(np.abs, ru)))
+    scale = float(
+        make_loss(real_jax, real_jnp, [(k, abs(c), i) for k, c, i in spec], None)(real_jax.tree.map(np.abs, ru))
+    )
     np.testing.assert_allclose(float(ll), float(rl), rtol=1e-6, atol=1e-6 * max(1.0, abs(scale)))
 
 
@@ -385,11 +391,13 @@ def test_config_reports_32_bit_mode():
 
 
 @pytest.mark.parametrize("jax, jnp", ENGINES, ids=["jax", "lite"])
-@pytest.mark.parametrize("returns, shown", [(lambda w: None, "None"),
-                                            (lambda w: ((w ** 2).sum(), w), "(")])  # forgot has_aux
+@pytest.mark.parametrize(
+    "returns, shown", [(lambda w: None, "None"), (lambda w: ((w**2).sum(), w), "(")]
+)  # forgot has_aux
 def test_a_loss_that_returns_no_number_is_told_as_jax_tells_it(jax, jnp, returns, shown):
-    with pytest.raises(TypeError, match=r"^Gradient only defined for scalar-output functions\. Output was "
-                                        + re.escape(shown)):
+    with pytest.raises(
+        TypeError, match=r"^Gradient only defined for scalar-output functions\. Output was " + re.escape(shown)
+    ):
         jax.grad(returns)(jnp.array([1.0, 2.0]))
 
 
@@ -401,8 +409,9 @@ def test_a_loss_from_numpy_data_comes_back_float32(jax, jnp):
     assert float(value) == pytest.approx(0.25 * 14 / 3, rel=1e-6) and float(grad) == pytest.approx(14 / 3, rel=1e-6)
 
 
-@pytest.mark.parametrize("jax, jnp", [pytest.param(*ENGINES[0], marks=jax_mixes_dtypes), ENGINES[1]],
-                         ids=["jax", "lite"])
+@pytest.mark.parametrize(
+    "jax, jnp", [pytest.param(*ENGINES[0], marks=jax_mixes_dtypes), ENGINES[1]], ids=["jax", "lite"]
+)
 def test_unravel_casts_back_only_when_the_leaves_had_several_dtypes(jax, jnp):
     from importlib import import_module
 

@@ -132,9 +132,7 @@ def assert_same_tree(jax_tree, lite_tree, atol=1e-6):
     jax_flat, jax_def = real_jax.tree_util.tree_flatten_with_path(jax_tree)
     lite_flat, lite_def = lite_jax.tree_util.tree_flatten_with_path(lite_tree)
     assert repr(lite_def) == repr(jax_def)
-    assert [lite_jax.tree_util.keystr(p) for p, _ in lite_flat] == [
-        real_jax.tree_util.keystr(p) for p, _ in jax_flat
-    ]
+    assert [lite_jax.tree_util.keystr(p) for p, _ in lite_flat] == [real_jax.tree_util.keystr(p) for p, _ in jax_flat]
     for (_, a), (_, b) in zip(jax_flat, lite_flat):
         assert np.shape(b) == np.shape(a)
         assert np.asarray(b).dtype == np.asarray(a).dtype

@@ -74,8 +74,9 @@ jax_mixes_dtypes = pytest.mark.jax_promotion(dtype="the reference is JAX's stand
 MIXED = {"dot mixed", "minimum", "array_equal differs"}
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=jax_mixes_dtypes) if name in MIXED else name
-                                  for name in sorted(EXPRESSIONS)])
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=jax_mixes_dtypes) if name in MIXED else name for name in sorted(EXPRESSIONS)]
+)
 def test_same_dtype_shape_and_values_as_jax(name):
     real = np.asarray(EXPRESSIONS[name](real_jnp))
     lite = EXPRESSIONS[name](lite_jnp)

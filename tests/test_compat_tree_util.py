@@ -320,7 +320,10 @@ def test_treedef_repr_and_api():
     assert repr(c_def) == repr(j_def) == str(c_def)
     assert [repr(d) for d in c_def.children()] == [repr(d) for d in j_def.children()]
     assert c_def.flatten_up_to({"a": Pair([1], {"y": None, "z": 2}), "b": [0, (None, None)], "c": None}) == [
-        [1], 2, 0, None
+        [1],
+        2,
+        0,
+        None,
     ]
     assert ctu.treedef_is_leaf(ctu.tree_structure(1)) and not ctu.treedef_is_leaf(c_def)
     for empty in (None, (), [], {}):

@@ -38,9 +38,16 @@ def _fresh_evidence():
 
 def interpreter() -> tuple:
     """What a broken guard leaves behind, as plain values (the usable depth measured from here)."""
-    return (sys.getrecursionlimit(), signal.getitimer(signal.ITIMER_REAL), signal.getitimer(signal.ITIMER_PROF),
-            signal.getsignal(signal.SIGALRM), signal.getsignal(signal.SIGPROF), sys.gettrace(),
-            sys.stdout, _headroom(5000))
+    return (
+        sys.getrecursionlimit(),
+        signal.getitimer(signal.ITIMER_REAL),
+        signal.getitimer(signal.ITIMER_PROF),
+        signal.getsignal(signal.SIGALRM),
+        signal.getsignal(signal.SIGPROF),
+        sys.gettrace(),
+        sys.stdout,
+        _headroom(5000),
+    )
 
 
 def still_computes() -> None:
@@ -59,8 +66,9 @@ def right_g():
         prediction = p["scale"] * (jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"])
         return (prediction - target) ** 2
 
-    return jax.grad(nested_loss)({"layer": lesson.lesson_params(), "scale": jnp.array(1.0)},
-                                 inputs["x"], inputs["target"])
+    return jax.grad(nested_loss)(
+        {"layer": lesson.lesson_params(), "scale": jnp.array(1.0)}, inputs["x"], inputs["target"]
+    )
 
 
 # --------------------------------------------------------------------------- the hostile trees
@@ -132,10 +140,15 @@ def renamed(said: str, name: str) -> str:
     return said.replace("g[", f"{name}[").replace("g is", f"{name} is").replace("to g", f"to {name}")
 
 
-HOSTILE = {"dict contains itself": _self_dict, "list contains itself": _self_list,
-           "two dicts hold each other": _two_dicts, "list nested 5,000 deep": _deep_list,
-           "dict nested 1,500 deep": _deep_dict, "custom node holds itself": _custom_node,
-           "tuple inside its own list": _tuple_cycle}
+HOSTILE = {
+    "dict contains itself": _self_dict,
+    "list contains itself": _self_list,
+    "two dicts hold each other": _two_dicts,
+    "list nested 5,000 deep": _deep_list,
+    "dict nested 1,500 deep": _deep_dict,
+    "custom node holds itself": _custom_node,
+    "tuple inside its own list": _tuple_cycle,
+}
 
 
 # --------------------------------------------------------------------------- check(), every exercise
@@ -172,13 +185,14 @@ def test_named_answers_are_refused_under_their_own_names(kind):
     result = check("squared_norm", 96.0, manual=tree)
     assert interpreter() == before
     assert not result.passed
-    assert ("manual['layer']" in result.feedback or "manual is 500" in result.feedback), result.feedback
+    assert "manual['layer']" in result.feedback or "manual is 500" in result.feedback, result.feedback
     still_computes()
 
 
 def _returns(tree):
     def grad_over_flat_params(flat_params, x):
         return tree
+
     return grad_over_flat_params
 
 
@@ -186,13 +200,16 @@ def _flattens(tree):
     def grad_over_flat_params(flat_params, x):  # no recursion written: JAX's own flatten recurses
         jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda node: node is None)
         return jnp.zeros(3)
+
     return grad_over_flat_params
 
 
 @pytest.mark.parametrize("kind", ["dict contains itself", "list nested 5,000 deep", "custom node holds itself"])
 def test_a_function_answer_that_returns_or_flattens_such_a_tree(kind):
     tree, said = HOSTILE[kind]()
-    said = said.split(" refers back")[0].replace("g", "your function's result", 1) if "refers" in said else "levels deep"
+    said = (
+        said.split(" refers back")[0].replace("g", "your function's result", 1) if "refers" in said else "levels deep"
+    )
     before = interpreter()
     returned = check("grad_over_flat_params", _returns(tree))
     assert interpreter() == before
@@ -320,10 +337,17 @@ def _loop_with_timer():
         pass
 
 
-BREAKERS = {"JAX loses the recursion count": _leaks_depth, "recursion limit 60": _limit(60),
-            "recursion limit 100000": _limit(100_000), "an interval timer and handler": _timer,
-            "a profiling timer": _prof_timer, "a trace function": _tracer, "stdout replaced": _stdout,
-            "all, then sys.exit": _all_then_exit, "a tracer, then an endless loop": _loop_with_timer}
+BREAKERS = {
+    "JAX loses the recursion count": _leaks_depth,
+    "recursion limit 60": _limit(60),
+    "recursion limit 100000": _limit(100_000),
+    "an interval timer and handler": _timer,
+    "a profiling timer": _prof_timer,
+    "a trace function": _tracer,
+    "stdout replaced": _stdout,
+    "all, then sys.exit": _all_then_exit,
+    "a tracer, then an endless loop": _loop_with_timer,
+}
 
 
 # JAX's own gc callback (gc_cumulative_time) may run while the breaker has the recursion count
@@ -398,8 +422,11 @@ def _output(kc, code: str, timeout: float = 120) -> str:
 def test_the_check_button_in_a_real_kernel_refuses_and_the_kernel_answers(tmp_path):
     from jupyter_client.manager import start_new_kernel
 
-    env = dict(os.environ, JAX_PLATFORMS="cpu",
-               PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    env = dict(
+        os.environ,
+        JAX_PLATFORMS="cpu",
+        PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    )
     km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
     try:
         comm_id = json.loads(_output(kc, KERNEL_CODE).strip().splitlines()[-1])["comm"]
@@ -407,8 +434,11 @@ def test_the_check_button_in_a_real_kernel_refuses_and_the_kernel_answers(tmp_pa
             if deep:
                 _output(kc, "g = [1.0]\nnode = g\nfor _ in range(5000):\n    node.append([1.0]); node = node[-1]")
             # the page's intent, as the page sends it: a custom message on the widget's comm
-            kc.shell_channel.send(kc.session.msg("comm_msg", {
-                "comm_id": comm_id, "data": {"method": "custom", "content": {"type": "check"}}}))
+            kc.shell_channel.send(
+                kc.session.msg(
+                    "comm_msg", {"comm_id": comm_id, "data": {"method": "custom", "content": {"type": "check"}}}
+                )
+            )
             said = ""
             for _ in range(120):
                 said = _output(kc, "print(json.dumps([button.attempts, button.feedback, state() == before]))")

@@ -27,8 +27,11 @@ def test_aligned_columns_and_computed_cells():
     d = PytreeDiagram(PARAMS, grads=grads, updated=updated)
     assert d.columns == ["params", "grads", "updated"]
     # only params and updated hold parameters; a gradient tree holds derivatives
-    assert d.counts == ["2 leaves, 3 numerical parameter values", "2 leaves, 3 gradient values",
-                        "2 leaves, 3 numerical parameter values"]
+    assert d.counts == [
+        "2 leaves, 3 numerical parameter values",
+        "2 leaves, 3 gradient values",
+        "2 leaves, 3 numerical parameter values",
+    ]
     rows = {r["p"]: r for r in d.rows}
     assert [c["v"] for c in rows["['weight']"]["c"]] == ["[1, -1]", "[-8, -4]", "[1.4, -0.8]"]
     assert [c["v"] for c in rows["['bias']"]["c"]] == ["0", "-4", "0.2"]
@@ -46,8 +49,7 @@ def test_missing_gradient_is_shown_not_skipped():
     weight = next(ln for ln in lines if ln.startswith("├── weight"))
     assert bias.index("— missing") == head.index("grads") == weight.index("float32[2] [-8, -4]")
     assert bias.index("float32[] 0") == head.index("params") and bias.endswith("← missing in one tree")
-    assert lines[-2:] == ["params: 2 leaves, 3 numerical parameter values",
-                          "grads: 1 leaf, 2 gradient values"]
+    assert lines[-2:] == ["params: 2 leaves, 3 numerical parameter values", "grads: 1 leaf, 2 gradient values"]
 
 
 def test_optimizer_state_has_its_own_panel():
@@ -88,8 +90,13 @@ def test_selected_path_from_python_and_stale_paths():
 
 def _big(n=FOLD_ABOVE):
     rng = np.random.default_rng(5)
-    return {f"layer{i}": {"w": jnp.asarray(rng.normal(size=3), jnp.float32), "b": jnp.asarray(rng.normal(size=1), jnp.float32)}
-            for i in range(n)}
+    return {
+        f"layer{i}": {
+            "w": jnp.asarray(rng.normal(size=3), jnp.float32),
+            "b": jnp.asarray(rng.normal(size=1), jnp.float32),
+        }
+        for i in range(n)
+    }
 
 
 def test_big_trees_start_folded_and_small_ones_open():
@@ -127,8 +134,9 @@ def test_opening_a_folded_container_sends_its_rows_with_the_leaves_own_values():
 
 
 def test_selecting_a_path_inside_folded_containers_opens_them():
-    deep = {f"block{i}": {"attn": {"q": jnp.full(2, float(i)), "k": jnp.ones(2)}, "mlp": jnp.ones(3)}
-            for i in range(60)}
+    deep = {
+        f"block{i}": {"attn": {"q": jnp.full(2, float(i)), "k": jnp.ones(2)}, "mlp": jnp.ones(3)} for i in range(60)
+    }
     d = PytreeDiagram(deep)
     assert "['block42']" in d.collapsed and "['block42']['attn']" in d.collapsed
     d.selected_path = "['block42']['attn']['q']"
@@ -162,8 +170,11 @@ def test_text_form_for_places_without_a_widget_front_end():
     assert data["text/plain"] == lesson
     assert "application/vnd.jupyter.widget-view+json" in data
     hostile = PytreeDiagram({"<img src=x onerror=alert(1)>": 1.0})
-    html = (hostile._repr_mimebundle_()[0] if isinstance(hostile._repr_mimebundle_(), tuple)
-            else hostile._repr_mimebundle_())["text/html"]
+    html = (
+        hostile._repr_mimebundle_()[0]
+        if isinstance(hostile._repr_mimebundle_(), tuple)
+        else hostile._repr_mimebundle_()
+    )["text/html"]
     assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
 
 
@@ -216,8 +227,7 @@ def test_explorer_keeps_an_optimizer_state_panel_across_moves():
 
 def _page_writes(widget, state: dict) -> None:
     """The comm message the front end sends when the page writes traits (model.save_changes)."""
-    widget._handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}},
-                        "buffers": []})
+    widget._handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []})
 
 
 def test_the_page_may_write_only_selection_and_folding(caplog):
@@ -228,8 +238,9 @@ def test_the_page_may_write_only_selection_and_folding(caplog):
     sent = []
     d._send = lambda msg, buffers=None: sent.append(msg)  # what goes back to the page
     with caplog.at_level("INFO", logger="pytree_lab.page"):
-        _page_writes(d, {"panels": "[{\"title\": \"x\"}]", "rows": "[]", "columns": ["hacked"],
-                         "selected_path": "['bias']"})
+        _page_writes(
+            d, {"panels": "[{\"title\": \"x\"}]", "rows": "[]", "columns": ["hacked"], "selected_path": "['bias']"}
+        )
         _page_writes(d, {"panels": "[]"})
     # kernel-owned traits keep the kernel's values; the intent trait is accepted
     assert d.rows == rows and d.panels == panels and d.columns == columns
@@ -237,8 +248,10 @@ def test_the_page_may_write_only_selection_and_folding(caplog):
     assert d.refused_page_writes == {"panels": 2, "rows": 1, "columns": 1}
     # the kernel's values are sent back so the page shows them again
     restored = [m["state"] for m in sent if m["method"] == "update"]
-    assert any("panels" in s and [{**p, "rows": rows_from_columns(p["rows"])} for p in json.loads(s["panels"])]
-               == panels for s in restored)
+    assert any(
+        "panels" in s and [{**p, "rows": rows_from_columns(p["rows"])} for p in json.loads(s["panels"])] == panels
+        for s in restored
+    )
     # logged once per trait, quietly (INFO: no traceback, nothing printed into the notebook)
     refusals = [r for r in caplog.records if r.name == "pytree_lab.page"]
     assert len(refusals) <= 3 and all(r.levelname == "INFO" for r in refusals)
@@ -250,8 +263,10 @@ def test_the_page_may_write_only_selection_and_folding(caplog):
 def test_small_matrices_are_shown_whole_as_a_grid():
     w = jnp.array([[0.1, -0.4, 0.2], [0.3, 0.0, 0.4], [-0.0, 2.5, -3.0]])
     g = jax.grad(lambda p: jnp.sum(p["w"] ** 2))({"w": w})
-    d = PytreeDiagram({"w": w, "big": jnp.arange(25.0).reshape(5, 5), "v": jnp.arange(16.0)},
-                      grads={"w": g["w"], "big": jnp.zeros((5, 5)), "v": jnp.zeros(16)})
+    d = PytreeDiagram(
+        {"w": w, "big": jnp.arange(25.0).reshape(5, 5), "v": jnp.arange(16.0)},
+        grads={"w": g["w"], "big": jnp.zeros((5, 5)), "v": jnp.zeros(16)},
+    )
     rows = {r["p"]: r for r in d.rows}
     params_cell, grads_cell = rows["['w']"]["c"]
     # every one of the 9 values, hand-checked: 2·w for the gradient; -0 shows as 0
@@ -268,7 +283,9 @@ def test_small_matrices_are_shown_whole_as_a_grid():
     rows = {r["p"]: r for r in d.rows}
     assert rows["['m']"]["c"][0]["g"] == "1 0 0 0\n0 1 0 0\n0 0 1 0\n0 0 0 1"
     assert rows["['t']"]["c"][0]["g"] == "0 1\n2 3\n4 5\n6 7"
-    assert {leaf.path: leaf for leaf in d.summaries[0].leaves}["['t']"].summary == "[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]"
+    assert {leaf.path: leaf for leaf in d.summaries[0].leaves}[
+        "['t']"
+    ].summary == "[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]"
 
 
 @optax_adam

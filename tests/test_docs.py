@@ -29,13 +29,32 @@ LINKED_FILES = [ROOT / "README.md", *DOC_PAGES]
 def site(tmp_path_factory) -> Path:
     missing = [m for m in ("sphinx", "myst_parser") if importlib.util.find_spec(m) is None]
     if missing:
-        pytest.fail(f"{', '.join(missing)} missing from {sys.prefix}: the docs need the dev extra "
-                    f"(pip install -e '.[dev]'; make reinstalls it when pyproject.toml changes)")
+        pytest.fail(
+            f"{', '.join(missing)} missing from {sys.prefix}: the docs need the dev extra "
+            f"(pip install -e '.[dev]'; make reinstalls it when pyproject.toml changes)"
+        )
     out = tmp_path_factory.mktemp("docs") / "html"
     start = time.monotonic()
-    run = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
-                          "-d", str(out.parent / "doctrees"), str(DOCS), str(out)],
-                         cwd=ROOT, capture_output=True, text=True, timeout=300)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sphinx",
+            "-W",
+            "--keep-going",
+            "-q",
+            "-b",
+            "html",
+            "-d",
+            str(out.parent / "doctrees"),
+            str(DOCS),
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     took = time.monotonic() - start
     assert run.returncode == 0, f"sphinx failed ({run.returncode}):\n{run.stdout[-4000:]}\n{run.stderr[-6000:]}"
     assert took < 120, f"the docs build took {took:.0f} s"
@@ -69,9 +88,12 @@ def test_api_page_shows_the_widgets_docstrings(site):
 
 
 def test_pages_show_the_widgets(site):
-    for page, image in (("index", "explorer.png"), ("explorer", "explorer.png"),
-                        ("optimizers", "lecture-xor-mlp-adam.png"),
-                        ("diagram", "lecture-xor-mlp-adam.png")):
+    for page, image in (
+        ("index", "explorer.png"),
+        ("explorer", "explorer.png"),
+        ("optimizers", "lecture-xor-mlp-adam.png"),
+        ("diagram", "lecture-xor-mlp-adam.png"),
+    ):
         assert f'src="_images/{image}"' in (site / f"{page}.html").read_text(), (page, image)
         assert (site / "_images" / image).is_file()
 
@@ -119,8 +141,7 @@ def test_readme_is_what_a_newcomer_needs():
     for private in ("_format", "_intent", "_grading"):
         assert private not in readme
     # the docs it points at are the site's pages
-    linked = {Path(link.partition("#")[0]).name for link in _links(ROOT / "README.md")
-              if link.startswith("docs/")}
+    linked = {Path(link.partition("#")[0]).name for link in _links(ROOT / "README.md") if link.startswith("docs/")}
     assert {"index.md", "api.md", "explorer.md", "performance.md"} <= linked
 
 

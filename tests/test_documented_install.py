@@ -50,7 +50,9 @@ def _clean_env() -> dict:
 
 
 def test_readme_names_the_install_that_runs_the_course():
-    assert 'pip install "pytree-lab[jax]"   # a live kernel: JAX and optax, everything the course notebooks use' in README
+    assert (
+        'pip install "pytree-lab[jax]"   # a live kernel: JAX and optax, everything the course notebooks use' in README
+    )
 
 
 @pytest.fixture(scope="module")
@@ -65,8 +67,7 @@ def student_venv(tmp_path_factory) -> Path:
     # exactly the README's line, with the checkout's wheel in place of the name on PyPI
     # (--no-compile: the .pyc files of what the notebooks import are written as they import it;
     # compiling every module of jax and scipy up front was a third of this venv's CPU time)
-    _run(py, "-m", "pip", "install", "--quiet", "--no-compile", f"pytree-lab[jax] @ {wheel.as_uri()}",
-         env=_clean_env())
+    _run(py, "-m", "pip", "install", "--quiet", "--no-compile", f"pytree-lab[jax] @ {wheel.as_uri()}", env=_clean_env())
     _run(py, "-m", "pip", "install", "--quiet", "--no-compile", "ipykernel", env=_clean_env())
     _run(py, "-m", "pip", "check", env=_clean_env())
     return venv
@@ -89,8 +90,11 @@ def _execute(name: str, venv: Path, workdir: Path, monkeypatch, *, answered: boo
     nb = nbformat.read(CONTENT / name, as_version=4)
     if answered:
         fill_in_answers(nb, name)
-    nb.cells.append(nbformat.v4.new_code_cell(
-        "import sys, pytree_lab\nprint('PREFIX', sys.prefix)\nprint('FROM', pytree_lab.__file__)", id="where"))
+    nb.cells.append(
+        nbformat.v4.new_code_cell(
+            "import sys, pytree_lab\nprint('PREFIX', sys.prefix)\nprint('FROM', pytree_lab.__file__)", id="where"
+        )
+    )
     workdir.mkdir(parents=True, exist_ok=True)
     env = _clean_env()
     env["PATH"] = os.pathsep.join([str(venv / "bin"), env.get("PATH", "")])
@@ -101,12 +105,23 @@ def _execute(name: str, venv: Path, workdir: Path, monkeypatch, *, answered: boo
     share = workdir.parent / f"{workdir.name}-share"
     spec = share / "kernels" / "student"
     spec.mkdir(parents=True, exist_ok=True)
-    (spec / "kernel.json").write_text(json.dumps({
-        "argv": [str(venv / "bin" / "python"), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "student venv", "language": "python"}))
+    (spec / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [str(venv / "bin" / "python"), "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                "display_name": "student venv",
+                "language": "python",
+            }
+        )
+    )
     monkeypatch.setenv("JUPYTER_PATH", str(share))
-    client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="student", allow_errors=False,
-                            resources={"metadata": {"path": str(workdir)}})
+    client = NotebookClient(
+        nb,
+        timeout=CELL_TIMEOUT,
+        kernel_name="student",
+        allow_errors=False,
+        resources={"metadata": {"path": str(workdir)}},
+    )
     client.execute(env=env)
     where = cell_text(nb, "where")
     assert f"PREFIX {venv}\n" in where, where  # the student venv's kernel ran it
@@ -121,8 +136,9 @@ def test_lesson_runs_with_optax_from_the_jax_extra(student_venv, tmp_path, monke
     assert "grads['weight']: [-8. -4.]" in cell_text(nb, "value-and-grad")
     assert "grads['bias']: -4.0" in cell_text(nb, "value-and-grad")
     assert "is 96." in cell_text(nb, "check-squared-norm")
-    assert_checks_passed(evidence(tmp_path, "pytree-lesson-evidence"),
-                         {"squared_norm", "nested_scale_grad", "repair_update"})
+    assert_checks_passed(
+        evidence(tmp_path, "pytree-lesson-evidence"), {"squared_norm", "nested_scale_grad", "repair_update"}
+    )
 
 
 def test_packed_parameters_notebook_runs(student_venv, tmp_path, monkeypatch):

@@ -127,9 +127,17 @@ SAVER = textwrap.dedent("""
 
 def test_two_kernels_saving_the_same_file_at_once_keep_every_record(tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(WIDGETS), os.environ.get("PYTHONPATH", "")]))
-    procs = [subprocess.Popen([sys.executable, "-c", SAVER, str(tmp_path), who, "60"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-             for who in ("a", "b")]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", SAVER, str(tmp_path), who, "60"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for who in ("a", "b")
+    ]
     for proc in procs:
         assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
     for proc in procs:

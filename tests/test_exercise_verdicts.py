@@ -28,15 +28,17 @@ def loss(p):
 GRADS = jax.grad(loss)(PARAMS)
 NS = {"jax": jax, "jnp": jnp, "params": PARAMS, "x": X, "loss": loss, "grads": GRADS}
 
-NORM_CODE = ("norm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))\n"
-             "manual = jnp.sum(grads['weight'] ** 2) + grads['bias'] ** 2")
-PACKED_CODE = ("def grad_over_flat_params(flat_params, x):\n"
-               "    def loss(p):\n"
-               "        return jnp.sum((x @ p[:-1] + p[-1]) ** 2)\n"
-               "    return jax.grad(loss)(flat_params)\n")
-PACKED_TEMPLATE = ("def grad_over_flat_params(flat_params, x):\n"
-                   "    # TODO: the gradient\n"
-                   "    ...\n")
+NORM_CODE = (
+    "norm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))\n"
+    "manual = jnp.sum(grads['weight'] ** 2) + grads['bias'] ** 2"
+)
+PACKED_CODE = (
+    "def grad_over_flat_params(flat_params, x):\n"
+    "    def loss(p):\n"
+    "        return jnp.sum((x @ p[:-1] + p[-1]) ** 2)\n"
+    "    return jax.grad(loss)(flat_params)\n"
+)
+PACKED_TEMPLATE = "def grad_over_flat_params(flat_params, x):\n    # TODO: the gradient\n    ...\n"
 
 
 @pytest.fixture(autouse=True)
@@ -59,38 +61,61 @@ def _card(exercise_id: str, ns: dict, log: Evidence):
 def test_after_a_failed_exercise_run_the_worked_example_cell_does_not_use_the_old_function(capsys):
     ns = dict(NS)
     cells.run_exercise_cell("grad_over_flat_params", PACKED_CODE, ns)
-    example = course.try_function(ns["grad_over_flat_params"], jnp.array([1.0, 0.0, 0.0]), jnp.array([[2.0, 3.0]]),
-                                  label="grad_over_flat_params")
+    example = course.try_function(
+        ns["grad_over_flat_params"], jnp.array([1.0, 0.0, 0.0]), jnp.array([[2.0, 3.0]]), label="grad_over_flat_params"
+    )
     assert example.tolist() == [8.0, 12.0, 4.0]
     cells.run_exercise_cell("grad_over_flat_params", PACKED_CODE + "import sys\nsys.exit()\n", ns)
     capsys.readouterr()
     # the previous definition is still in the namespace: it is not run
-    assert course.try_function(ns["grad_over_flat_params"], jnp.array([1.0, 0.0, 0.0]), jnp.array([[2.0, 3.0]]),
-                               label="grad_over_flat_params") is None
+    assert (
+        course.try_function(
+            ns["grad_over_flat_params"],
+            jnp.array([1.0, 0.0, 0.0]),
+            jnp.array([[2.0, 3.0]]),
+            label="grad_over_flat_params",
+        )
+        is None
+    )
     out = capsys.readouterr().out
-    assert out == ("The last run of the exercise cell failed (SystemExit), so grad_over_flat_params is still "
-                   "the one from an earlier run: this cell does not use it. Fix the exercise cell, run it "
-                   "again, then run this cell.\n")
+    assert out == (
+        "The last run of the exercise cell failed (SystemExit), so grad_over_flat_params is still "
+        "the one from an earlier run: this cell does not use it. Fix the exercise cell, run it "
+        "again, then run this cell.\n"
+    )
     assert "8" not in out
 
 
-@pytest.mark.parametrize(("body", "said"), [
-    ("    return jax.value_and_grad(loss)(flat_params)",
-     "grad_over_flat_params returned a pair (a number, then an array), as jax.value_and_grad does: "
-     "return only the gradient, one array of shape (3,).\n"),
-    ("    g = jax.grad(loss)(flat_params)\n    return (g[:-1], g[-1])",
-     "grad_over_flat_params returned a tuple of 2 items; this cell needs one array of shape (3,), "
-     "with nothing around it.\n"),
-    ("    return jax.grad(loss)(flat_params)[:-1]",
-     "grad_over_flat_params returned an array of shape (2,); this cell needs one array of shape (3,).\n"),
-])
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (
+            "    return jax.value_and_grad(loss)(flat_params)",
+            "grad_over_flat_params returned a pair (a number, then an array), as jax.value_and_grad does: "
+            "return only the gradient, one array of shape (3,).\n",
+        ),
+        (
+            "    g = jax.grad(loss)(flat_params)\n    return (g[:-1], g[-1])",
+            "grad_over_flat_params returned a tuple of 2 items; this cell needs one array of shape (3,), "
+            "with nothing around it.\n",
+        ),
+        (
+            "    return jax.grad(loss)(flat_params)[:-1]",
+            "grad_over_flat_params returned an array of shape (2,); this cell needs one array of shape (3,).\n",
+        ),
+    ],
+)
 def test_worked_example_and_unravel_cells_say_one_sentence_for_a_wrong_kind_of_result(body, said, capsys):
     ns = dict(NS)
-    code = ("def grad_over_flat_params(flat_params, x):\n"
-            "    def loss(p):\n        return jnp.sum((x @ p[:-1] + p[-1]) ** 2)\n" + body + "\n")
+    code = (
+        "def grad_over_flat_params(flat_params, x):\n"
+        "    def loss(p):\n        return jnp.sum((x @ p[:-1] + p[-1]) ** 2)\n" + body + "\n"
+    )
     cells.run_exercise_cell("grad_over_flat_params", code, ns)
-    for flat, x in ((jnp.array([1.0, 0.0, 0.0]), jnp.array([[2.0, 3.0]])),
-                    (jnp.array([1.0, 2.0, 0.5]), jnp.array([[1.0, -1.0]]))):
+    for flat, x in (
+        (jnp.array([1.0, 0.0, 0.0]), jnp.array([[2.0, 3.0]])),
+        (jnp.array([1.0, 2.0, 0.5]), jnp.array([[1.0, -1.0]])),
+    ):
         capsys.readouterr()
         assert course.try_function(ns["grad_over_flat_params"], flat, x, label="grad_over_flat_params") is None
         assert capsys.readouterr().out == said
@@ -100,19 +125,24 @@ def test_a_raising_function_is_named_as_written_with_one_full_stop(capsys):
     def grad_over_flat_params(flat_params, x):
         raise ValueError("shapes do not match.")
 
-    assert course.try_function(grad_over_flat_params, jnp.zeros(3), jnp.zeros((1, 2)),
-                               label="grad_over_flat_params") is None
-    assert capsys.readouterr().out == ("grad_over_flat_params raised ValueError: shapes do not match. "
-                                       "The kernel is fine.\n")
+    assert (
+        course.try_function(grad_over_flat_params, jnp.zeros(3), jnp.zeros((1, 2)), label="grad_over_flat_params")
+        is None
+    )
+    assert capsys.readouterr().out == (
+        "grad_over_flat_params raised ValueError: shapes do not match. The kernel is fine.\n"
+    )
 
 
 def test_a_cell_that_exits_is_told_to_assign_not_to_return(capsys):
     cells.run_exercise_cell("squared_norm", "import sys\nsys.exit()", dict(NS))
     out = capsys.readouterr().out
     assert "return the answer" not in out
-    assert out == ("Your cell called sys.exit() (or exit()/quit()). In a notebook that would stop the check, "
-                   "so it was caught: let the cell run to its end and assign your answer instead. "
-                   "The kernel is fine: fix the cell and run it again.\n")
+    assert out == (
+        "Your cell called sys.exit() (or exit()/quit()). In a notebook that would stop the check, "
+        "so it was caught: let the cell run to its end and assign your answer instead. "
+        "The kernel is fine: fix the cell and run it again.\n"
+    )
 
 
 def test_a_stale_verdict_has_one_full_stop_and_a_time_out_reads_as_one():
@@ -122,15 +152,17 @@ def test_a_stale_verdict_has_one_full_stop_and_a_time_out_reads_as_one():
     assert result.feedback.startswith("Your last run of the exercise cell raised ValueError: no. The value left")
     cells.run_exercise_cell("squared_norm", "while True:\n    pass", ns, budget=0.5)
     result = _card("squared_norm", ns, Evidence()).check()
-    assert result.feedback.startswith("Your last run of the exercise cell ended in a time-out (still running "
-                                      "after 0.5 s). The value left")
+    assert result.feedback.startswith(
+        "Your last run of the exercise cell ended in a time-out (still running after 0.5 s). The value left"
+    )
 
 
 def test_extra_leaves_are_counted_in_good_english():
     answer = {"weight": jnp.array([1.4, -0.8]), "bias": jnp.array(0.2), "a": jnp.array(0.0), "b": jnp.array(0.0)}
     result = catalogue.check("repair_update", answer, evidence=Evidence())
-    assert result.feedback.splitlines()[0] == ("2 of 4 parts right: 2 of 2 leaves of the updated parameter tree, "
-                                               "and 2 extra leaves to remove.")
+    assert result.feedback.splitlines()[0] == (
+        "2 of 4 parts right: 2 of 2 leaves of the updated parameter tree, and 2 extra leaves to remove."
+    )
     one = dict(answer)
     del one["b"]
     result = catalogue.check("repair_update", one, evidence=Evidence())
@@ -147,8 +179,11 @@ def test_no_feedback_string_has_a_known_typo():
     root = pathlib.Path(pytree_lab.__file__).parent
     for path in [*(root / "exercises").glob("*.py"), *(root / "course").glob("*.py")]:
         text = path.read_text()
-        strings = [node.value for node in ast.walk(ast.parse(text))
-                   if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+        strings = [
+            node.value
+            for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+        ]
         for string in strings:
             assert "leafs" not in string and not re.search(r"\b1 leaves", string), (path, string)
             assert not re.search(r"[A-Za-z)\]`]\.\.(?!\.)", string), (path, string)  # a sentence ending ".."
@@ -197,8 +232,10 @@ def test_no_reference_solution_for_the_untouched_template_and_every_reveal_is_li
     card.check()
     assert not card.solution_available
     assert card.reveal_solution() is None and card.solution == ""
-    assert card.announcement == ("Write your answer in the exercise cell (replace its `...`), run it and check "
-                                 "it first; the reference solution comes after a real attempt.")
+    assert card.announcement == (
+        "Write your answer in the exercise cell (replace its `...`), run it and check "
+        "it first; the reference solution comes after a real attempt."
+    )
     # a real attempt, even a wrong one, opens it
     cells.run_exercise_cell("grad_over_flat_params", PACKED_CODE.replace("jnp.sum(", "jnp.mean("), ns)
     assert not card.check().passed
@@ -230,17 +267,22 @@ def test_running_the_quiz_cell_again_gives_practice_not_a_fresh_score(tmp_path):
     first.selected = 0
     assert first.submit() is False
     again = course.quiz("grad_structure", evidence=log)  # the cell run again
-    assert again.announcement == ("You answered this question before: your first answer, “One scalar regardless "
-                                  "of parameters”, is your score. This try is recorded as practice.")
+    assert again.announcement == (
+        "You answered this question before: your first answer, “One scalar regardless "
+        "of parameters”, is your score. This try is recorded as practice."
+    )
     again.selected = 1
     assert again.submit() is True
-    assert again.announcement.startswith("Correct. Practice: your first answer, “One scalar regardless of "
-                                         "parameters” (not correct), stays your score.")
+    assert again.announcement.startswith(
+        "Correct. Practice: your first answer, “One scalar regardless of parameters” (not correct), stays your score."
+    )
     assert [e["practice"] for e in log.quiz] == [False, True]
     saved = log.save(tmp_path / "q.md")
     text = saved.markdown.read_text()
-    assert ("| What structure does grad(loss)(params) have? | One scalar regardless of parameters (not correct) | "
-            "A pytree corresponding to params (correct) |") in text
+    assert (
+        "| What structure does grad(loss)(params) have? | One scalar regardless of parameters (not correct) | "
+        "A pytree corresponding to params (correct) |"
+    ) in text
     assert saved.counts()["quiz answers"] == 1 and saved.counts()["practice answers"] == 1
 
 
@@ -252,8 +294,10 @@ def test_a_quiz_answered_in_two_kernels_scores_the_earlier_answer(tmp_path):
         q.submit()
         saved = log.save(tmp_path / "q.md")
     text = saved.markdown.read_text()
-    assert ("| What structure does grad(loss)(params) have? | A list of Python source lines (not correct) | "
-            "A pytree corresponding to params (correct) |") in text
+    assert (
+        "| What structure does grad(loss)(params) have? | A list of Python source lines (not correct) | "
+        "A pytree corresponding to params (correct) |"
+    ) in text
 
 
 # --------------------------------------------------------------------------- evidence
@@ -271,15 +315,19 @@ def test_the_save_message_counts_everything_in_the_file_not_only_this_session(tm
     prompt.reveal()
     button = EvidenceButton(path, evidence=now)
     button.save()
-    assert button.announcement == (f"Saved lesson.md and lesson.json in {tmp_path}: the file now holds "
-                                   "1 prediction, 2 checks, 0 quiz answers, 0 key outputs, from 2 sessions.")
+    assert button.announcement == (
+        f"Saved lesson.md and lesson.json in {tmp_path}: the file now holds "
+        "1 prediction, 2 checks, 0 quiz answers, 0 key outputs, from 2 sessions."
+    )
 
 
 def test_the_evidence_cell_run_alone_says_what_to_run_first(tmp_path, capsys):
     assert course.save_evidence(tmp_path / "alone.md", evidence=Evidence()) is None
     out = capsys.readouterr().out
-    assert out.startswith("Nothing has been recorded in this kernel yet (after a kernel restart the record "
-                          "starts empty). Run the notebook from the top first")
+    assert out.startswith(
+        "Nothing has been recorded in this kernel yet (after a kernel restart the record "
+        "starts empty). Run the notebook from the top first"
+    )
     assert not (tmp_path / "alone.md").exists()
 
 
@@ -318,9 +366,12 @@ def test_the_markdown_evidence_renders_as_headings_tables_and_code_with_student_
     html = [t for t in tokens if t.type == "html_block" or any(c.type == "html_inline" for c in t.children or [])]
     # the only HTML is the file's own mark (an HTML comment, invisible when rendered)
     assert [t.content.strip() for t in html] == [text.splitlines()[0]]
+
     def plain(inline) -> str:  # what the reader sees of an inline run
-        return "".join(c.content if c.type in ("text", "code_inline") else " " if c.type == "softbreak" else ""
-                       for c in inline.children)
+        return "".join(
+            c.content if c.type in ("text", "code_inline") else " " if c.type == "softbreak" else ""
+            for c in inline.children
+        )
 
     headings = [plain(tokens[i + 1]) for i, t in enumerate(tokens) if t.type == "heading_open"]
     assert headings[:4] == ["Pytree lab: my evidence", "Summary", "Predictions", "Checks"]
@@ -339,9 +390,11 @@ def test_lesson_02_prediction_and_quiz_are_computed_and_recorded(tmp_path):
     prompt = course.lesson_prediction("argnums_shape", evidence=log)
     prompt.prediction = "(1, 2), the shape of x"
     # d/dx (x @ w + b)^2 = 2 · (-0.5) · w = [-1, -2] for w = [1, 2], b = 0.5, x = [[1, -1]]
-    assert prompt.reveal() == ("argnums=0 gives shape (3,) ([-1, 1, -1]), flat_params' shape; argnums=1 gives "
-                               "shape (1, 2) ([[-1, -2]]), the shape of x: a gradient always has the shape of the "
-                               "argument it is taken with respect to.")
+    assert prompt.reveal() == (
+        "argnums=0 gives shape (3,) ([-1, 1, -1]), flat_params' shape; argnums=1 gives "
+        "shape (1, 2) ([[-1, -2]]), the shape of x: a gradient always has the shape of the "
+        "argument it is taken with respect to."
+    )
     q = course.quiz("ravel_order", evidence=log)
     q.selected = 1
     assert q.submit() is True

@@ -286,9 +286,9 @@ def test_grad_over_flat_params_reference_passes_on_example_and_hidden_cases():
     assert (result.passed, result.score) == (True, 1.0), result.feedback
     # five cases, then one more call of the worked example with jit off, to see jax.grad run inside
     assert result.cases_total == 5 and len(answer.calls) == 6
-    np.testing.assert_allclose(np.asarray(packed.grad_over_flat_params(jnp.array([1.0, 0.0, 0.0]),
-                                                                      jnp.array([[2.0, 3.0]]))),
-                               [8.0, 12.0, 4.0])
+    np.testing.assert_allclose(
+        np.asarray(packed.grad_over_flat_params(jnp.array([1.0, 0.0, 0.0]), jnp.array([[2.0, 3.0]]))), [8.0, 12.0, 4.0]
+    )
     assert_no_hidden_data(answer, result.feedback)
 
 
@@ -412,8 +412,10 @@ def test_worked_example_feedback_may_show_the_public_numbers():
     result = check("grad_over_flat_params", flipped_sign, rng=_rng(5))
     assert "- Every case: the sign is flipped" in result.feedback  # one line for one mistake
     result = check("grad_over_flat_params", wrong_shape, rng=_rng(5))
-    assert ("- Worked example (flat_params = [1, 0, 0], x = [[2, 3]]): the values are right but your array "
-            "has shape (1, d + 1) = (1, 3); return one array of shape (d + 1,) = (3,).") in result.feedback
+    assert (
+        "- Worked example (flat_params = [1, 0, 0], x = [[2, 3]]): the values are right but your array "
+        "has shape (1, d + 1) = (1, 3); return one array of shape (d + 1,) = (3,)."
+    ) in result.feedback
     assert "- Hidden cases 1 (N = " in result.feedback
     result = check("grad_over_flat_params", lambda flat_params, x: jnp.array([8.0, 12.0, 5.0]), rng=_rng(5))
     assert "the worked example gives [8, 12, 4]" in result.feedback
@@ -446,11 +448,15 @@ def test_non_callable_answers():
 def test_hand_derived_gradient_matches_every_hidden_case_but_is_not_what_was_asked(seed):
     # independent of jax: agreement in every case means the checker's jax.grad reference is the
     # lesson's gradient; the exercise asks for jax.grad, so a formula by hand is told so
-    result = check("grad_over_flat_params", lambda flat_params, x: _hand_gradient(flat_params, x).astype(np.float32),
-                   rng=_rng(seed))
+    result = check(
+        "grad_over_flat_params",
+        lambda flat_params, x: _hand_gradient(flat_params, x).astype(np.float32),
+        rng=_rng(seed),
+    )
     assert (result.cases_passed, result.cases_total, result.passed, result.score) == (5, 5, False, 0.5), result.feedback
-    assert result.feedback.startswith("All 5 cases give the right numbers, but your function computes them "
-                                      "without differentiating: no jax.grad")
+    assert result.feedback.startswith(
+        "All 5 cases give the right numbers, but your function computes them without differentiating: no jax.grad"
+    )
 
 
 # --------------------------------------------------------------------------- widgets
@@ -465,7 +471,11 @@ def test_check_button_announces_a_pass(tmp_path):
     log = Evidence()
     button = check_button("grad_over_flat_params", lambda: packed.grad_over_flat_params, evidence=log)
     assert (button.kind, button.title, button.status, button.announcement) == (
-        "check", "Gradient of packed parameters", "", "")
+        "check",
+        "Gradient of packed parameters",
+        "",
+        "",
+    )
     _click(button, "check")
     assert button.status == "passed" and button.score == 1.0 and not button.busy
     assert button.announcement == "Check 1: passed, score 1.00 (5 of 5 cases right)."
@@ -494,8 +504,11 @@ def test_check_button_without_a_defined_answer_explains_what_to_run():
 
 
 def test_check_button_tree_answer_and_unknown_intent():
-    button = check_button("nested_scale_grad", lambda: {"layer": {"weight": jnp.array([-8.0, -4.0])},
-                                                       "scale": jnp.array(-4.0)}, evidence=Evidence())
+    button = check_button(
+        "nested_scale_grad",
+        lambda: {"layer": {"weight": jnp.array([-8.0, -4.0])}, "scale": jnp.array(-4.0)},
+        evidence=Evidence(),
+    )
     _click(button, "something-else")  # ignored
     assert button.attempts == 0
     _click(button, "check")
@@ -505,8 +518,9 @@ def test_check_button_tree_answer_and_unknown_intent():
 
 def test_feedback_with_markup_stays_text():
     # feedback can quote the student's own strings; the front end must show them as text
-    button = check_button("nested_scale_grad", lambda: dict(lesson.g, name="<img src=x onerror=alert(1)>"),
-                         evidence=Evidence())
+    button = check_button(
+        "nested_scale_grad", lambda: dict(lesson.g, name="<img src=x onerror=alert(1)>"), evidence=Evidence()
+    )
     _click(button, "check")
     assert "'<img src=x onerror" in button.feedback
     source = (STATIC / "exercises.js").read_text()
@@ -555,8 +569,11 @@ def test_quiz_explains_after_an_answer():
     log = Evidence()
     quiz = grad_structure_quiz(evidence=log)
     assert quiz.question == "What structure does grad(loss)(params) have?"
-    assert quiz.choices[:3] == ["One scalar regardless of parameters", "A pytree corresponding to params",
-                                "A list of Python source lines"]
+    assert quiz.choices[:3] == [
+        "One scalar regardless of parameters",
+        "A pytree corresponding to params",
+        "A list of Python source lines",
+    ]
     _click(quiz, "check")
     assert not quiz.answered and quiz.announcement == "Choose an answer first."
     quiz.selected = 0
@@ -598,13 +615,23 @@ def test_save_evidence_writes_markdown_and_json_in_the_notebook_folder(tmp_path,
     assert saved.markdown == tmp_path / "pytree-lab-evidence.md"
     assert saved.json == tmp_path / "pytree-lab-evidence.json"
     text = saved.markdown.read_text()
-    for piece in ("# Pytree lab: my evidence", "## Predictions", "Which weight changes more, and why?",
-                  "| weight\\[0\\] |", "## Summary", "| Make it yours (`squared_norm`) | passed | 1 |",
-                  "| Gradient of packed parameters (`grad_over_flat_params`) | not yet | 1 |", "## Checks", "Make it yours (`squared_norm`): passed, score 1.00",
-                  "Gradient of packed parameters (`grad_over_flat_params`): not yet, score 0.20",
-                  "mean where a sum was asked", "## Check your understanding",
-                  "| What structure does grad(loss)(params) have? | A pytree corresponding to params (correct) | none |",
-                  "## Key outputs", "### gradient tree"):
+    for piece in (
+        "# Pytree lab: my evidence",
+        "## Predictions",
+        "Which weight changes more, and why?",
+        "| weight\\[0\\] |",
+        "## Summary",
+        "| Make it yours (`squared_norm`) | passed | 1 |",
+        "| Gradient of packed parameters (`grad_over_flat_params`) | not yet | 1 |",
+        "## Checks",
+        "Make it yours (`squared_norm`): passed, score 1.00",
+        "Gradient of packed parameters (`grad_over_flat_params`): not yet, score 0.20",
+        "mean where a sum was asked",
+        "## Check your understanding",
+        "| What structure does grad(loss)(params) have? | A pytree corresponding to params (correct) | none |",
+        "## Key outputs",
+        "### gradient tree",
+    ):
         assert piece in text, piece
     data = json.loads(saved.json.read_text())
     assert [c["passed"] for c in data["checks"]] == [True, False]
@@ -660,9 +687,11 @@ def test_evidence_button_saves_and_announces(tmp_path, monkeypatch):
     markdown = tmp_path / "portfolio" / "pytree-lesson.md"
     assert button.saved_path == str(markdown)
     assert markdown.exists() and markdown.with_suffix(".json").exists()
-    assert button.announcement == (f"Saved pytree-lesson.md and pytree-lesson.json in {markdown.parent}: "
-                                   "the file now holds 0 predictions, 1 check, 0 quiz answers, 0 key outputs, "
-                                   "from 1 session.")
+    assert button.announcement == (
+        f"Saved pytree-lesson.md and pytree-lesson.json in {markdown.parent}: "
+        "the file now holds 0 predictions, 1 check, 0 quiz answers, 0 key outputs, "
+        "from 1 session."
+    )
     assert "Loss at your updated tree: 0.64" in markdown.read_text()
 
 
@@ -707,8 +736,9 @@ print(json.dumps({"engine": engine, "real_jax": "jaxlib" in sys.modules,
 
 def test_checks_run_on_the_jupyterlite_engine():
     # jax cannot be imported in the browser kernel: the checks must work on the Lite engine
-    out = subprocess.run([sys.executable, "-W", "error", "-c", LITE_SCRIPT],
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-W", "error", "-c", LITE_SCRIPT], capture_output=True, text=True, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout.strip().splitlines()[-1])
     assert data["engine"] == "lite" and not data["real_jax"]
@@ -742,7 +772,6 @@ def test_a_closed_check_button_is_freed():
     """Like the diagram: nothing keeps a closed exercise widget alive."""
     import gc
     import weakref
-
 
     b = check_button("squared_norm", lambda: 96.0)
     ref = weakref.ref(b)

@@ -61,9 +61,15 @@ def test_worked_calculation_numbers_come_from_the_step():
     ex = StepExplorer()
     text = ex.calculation.value
     for line, value in [
-        ("prediction ŷ", "1"), ("residual ŷ − target", "-2"), ("loss L", "4"), ("dL/dŷ", "-4"),
-        ("∂L/∂weight", "[-8, -4]"), ("∂L/∂bias", "-4"), ("new prediction", "2.2"),
-        ("new residual", "-0.8"), ("new loss", "0.64"),
+        ("prediction ŷ", "1"),
+        ("residual ŷ − target", "-2"),
+        ("loss L", "4"),
+        ("dL/dŷ", "-4"),
+        ("∂L/∂weight", "[-8, -4]"),
+        ("∂L/∂bias", "-4"),
+        ("new prediction", "2.2"),
+        ("new residual", "-0.8"),
+        ("new loss", "0.64"),
     ]:
         assert re.search(rf"<td>{re.escape(line)}</td><td class=\"ptl-calc-value\">{re.escape(value)}</td>", text), line
     assert "[1.4, -0.8]" in text and ">0.2<" in text
@@ -119,8 +125,16 @@ def test_nested_instructor_model():
         return (pred - target) ** 2
 
     ex = StepExplorer(loss, params, {"x": x, "target": jnp.array(3.0)})
-    assert list(ex.sliders) == ["x[0]", "x[1]", "target", "learning_rate", "layer/weight[0]",
-                                "layer/weight[1]", "layer/bias", "scale"]
+    assert list(ex.sliders) == [
+        "x[0]",
+        "x[1]",
+        "target",
+        "learning_rate",
+        "layer/weight[0]",
+        "layer/weight[1]",
+        "layer/bias",
+        "scale",
+    ]
     np.testing.assert_allclose(ex.result.grads["scale"], -4.0)
     assert [r["p"] for r in ex.diagram.rows] == ["['layer']", "['layer']['weight']", "['layer']['bias']", "['scale']"]
 
@@ -217,8 +231,9 @@ def test_values_are_the_persons_own_not_a_slider_grid():
 
 
 def test_small_initial_weights_get_a_fine_slider_and_keep_their_value():
-    ex = StepExplorer(lambda p, x: jnp.sum(p["w"] * x) ** 2, {"w": jnp.array([-0.0026, 0.0013])},
-                      {"x": jnp.array([1.0, 2.0])})
+    ex = StepExplorer(
+        lambda p, x: jnp.sum(p["w"] * x) ** 2, {"w": jnp.array([-0.0026, 0.0013])}, {"x": jnp.array([1.0, 2.0])}
+    )
     s = ex.sliders["w[0]"]
     assert s.value == float(np.float32(-0.0026)) and s.step == 1e-05 and (s.min, s.max) == (-0.01, 0.01)
     assert ex.result.params["w"][0] == np.float32(-0.0026)
@@ -231,8 +246,11 @@ def test_a_loss_that_mutates_its_argument_changes_nothing_shown_or_stored():
         x = x.at[0].set(0.0)
         return out
 
-    ex = StepExplorer(rude, {"weight": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)},
-                      {"x": jnp.array([2.0, 1.0]), "target": jnp.array(3.0)})
+    ex = StepExplorer(
+        rude,
+        {"weight": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)},
+        {"x": jnp.array([2.0, 1.0]), "target": jnp.array(3.0)},
+    )
     r = ex.result
     assert r.loss == 4.0 and r.loss_after == pytest.approx(0.64, rel=1e-5)
     np.testing.assert_allclose(r.updated["bias"], 0.2, rtol=1e-6)  # not 100
@@ -244,8 +262,11 @@ def test_a_loss_that_mutates_its_argument_changes_nothing_shown_or_stored():
         b = p.pop("bias")
         return (jnp.dot(p["weight"], x) + b - target) ** 2
 
-    ex = StepExplorer(popper, {"weight": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)},
-                      {"x": jnp.array([2.0, 1.0]), "target": jnp.array(3.0)})
+    ex = StepExplorer(
+        popper,
+        {"weight": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)},
+        {"x": jnp.array([2.0, 1.0]), "target": jnp.array(3.0)},
+    )
     assert ex.status.value == "" and ex.result.loss == 4.0
     np.testing.assert_allclose(ex.result.grads["bias"], -4.0)
     assert sorted(ex.result.updated) == ["bias", "weight"]
@@ -254,8 +275,11 @@ def test_a_loss_that_mutates_its_argument_changes_nothing_shown_or_stored():
 def test_the_callers_numpy_arrays_are_not_aliased():
     w = np.array([1.0, -1.0], np.float32)
     x = np.array([2.0, 1.0], np.float32)
-    ex = StepExplorer(lambda p, x, target: (jnp.dot(p["weight"], x) + p["bias"] - target) ** 2,
-                      {"weight": w, "bias": np.float32(0.0)}, {"x": x, "target": np.float32(3.0)})
+    ex = StepExplorer(
+        lambda p, x, target: (jnp.dot(p["weight"], x) + p["bias"] - target) ** 2,
+        {"weight": w, "bias": np.float32(0.0)},
+        {"x": x, "target": np.float32(3.0)},
+    )
     w[0] = 50.0  # the person edits their own arrays in place
     x[0] = 50.0
     ex.recompute()
@@ -269,8 +293,9 @@ def test_the_callers_numpy_arrays_are_not_aliased():
 def test_x64_learning_rate_and_updates_stay_float64():
     with jax.enable_x64(True):
         params = {"b": jnp.array(0.0, jnp.float64)}
-        ex = StepExplorer(lambda p, target: (p["b"] - target) ** 2, params, {"target": jnp.array(2.0, jnp.float64)},
-                          learning_rate=0.1)
+        ex = StepExplorer(
+            lambda p, target: (p["b"] - target) ** 2, params, {"target": jnp.array(2.0, jnp.float64)}, learning_rate=0.1
+        )
         r = ex.result
         assert r.updated["b"].dtype == jnp.float64
         assert float(r.grads["b"]) == -4.0
@@ -282,8 +307,10 @@ def test_x64_learning_rate_and_updates_stay_float64():
 
 def mlp_params(key=0):
     k1, k2 = jax.random.split(jax.random.PRNGKey(key))
-    return {"hidden": {"w": jax.random.normal(k1, (2, 8)) * 0.5, "b": jnp.zeros(8)},
-            "out": {"w": jax.random.normal(k2, (8, 3)) * 0.5, "b": jnp.zeros(3)}}
+    return {
+        "hidden": {"w": jax.random.normal(k1, (2, 8)) * 0.5, "b": jnp.zeros(8)},
+        "out": {"w": jax.random.normal(k2, (8, 3)) * 0.5, "b": jnp.zeros(3)},
+    }
 
 
 def mlp_logits(p, x):
@@ -355,8 +382,11 @@ def test_small_inputs_slide_and_big_ones_do_not():
     def loss(p, x, scale, batch):
         return jnp.sum((p["w"] * x * scale) ** 2) + jnp.mean(batch) * 0.0
 
-    ex = StepExplorer(loss, {"w": jnp.array(1.0)},
-                      {"x": jnp.array([1.0, 2.0, 3.0, 4.0]), "scale": jnp.array(2.0), "batch": jnp.ones(5)})
+    ex = StepExplorer(
+        loss,
+        {"w": jnp.array(1.0)},
+        {"x": jnp.array([1.0, 2.0, 3.0, 4.0]), "scale": jnp.array(2.0), "batch": jnp.ones(5)},
+    )
     assert list(ex.sliders) == ["x[0]", "x[1]", "x[2]", "x[3]", "scale", "learning_rate", "w"]
 
 
@@ -365,7 +395,7 @@ def test_static_inputs_are_python_values_a_loss_may_branch_on():
         y = p["w"] * x
         if training:  # a Python if: fine for a static input
             y = y * 2.0
-        return y ** 2
+        return y**2
 
     ex = StepExplorer(loss, {"w": jnp.array(1.0)}, {"x": jnp.array(3.0), "training": True}, static=["training"])
     assert ex.result.loss == 36.0 and "training" not in ex.sliders
@@ -399,8 +429,7 @@ class PlainLayer:  # not registered with JAX: one opaque leaf
 
 
 def test_an_unregistered_dataclass_points_to_register_dataclass():
-    ex = StepExplorer(lambda p, x: jnp.sum(p["layer"].w * x), {"layer": PlainLayer(jnp.ones(2))},
-                      {"x": jnp.ones(2)})
+    ex = StepExplorer(lambda p, x: jnp.sum(p["layer"].w * x), {"layer": PlainLayer(jnp.ones(2))}, {"x": jnp.ones(2)})
     assert ex.result is None
     text = html_text(ex.status.value)
     assert "params['layer'] is a PlainLayer dataclass" in text and "register_dataclass" in text
@@ -470,8 +499,12 @@ def test_batched_prediction_with_a_mean_loss_shows_dl_dyhat_honestly():
 
 
 def test_a_missing_target_key_is_named():
-    ex = StepExplorer(lambda p, x, y: (p["w"] * x - y) ** 2, {"w": jnp.array(1.0)},
-                      {"x": jnp.array(2.0), "y": jnp.array(1.0)}, prediction_fn=lambda p, x, y: p["w"] * x)
+    ex = StepExplorer(
+        lambda p, x, y: (p["w"] * x - y) ** 2,
+        {"w": jnp.array(1.0)},
+        {"x": jnp.array(2.0), "y": jnp.array(1.0)},
+        prediction_fn=lambda p, x, y: p["w"] * x,
+    )
     assert ex.result.loss == 1.0
     assert "no 'target' key" in html_text(ex.status.value) and "target='...'" in html_text(ex.status.value)
 
@@ -571,8 +604,9 @@ def test_a_drag_moves_the_chart_at_once_and_every_view_when_it_pauses():
 
     def consistent_chart():
         v = {k: s.value for k, s in ex.sliders.items()}
-        loss, _, updated, _ = oracle([v["weight[0]"], v["weight[1]"]], v["bias"], [v["x[0]"], v["x[1]"]],
-                                     v["target"], v["learning_rate"])
+        loss, _, updated, _ = oracle(
+            [v["weight[0]"], v["weight[1]"]], v["bias"], [v["x[0]"], v["x[1]"]], v["target"], v["learning_rate"]
+        )
         assert ex.result.loss == pytest.approx(loss, rel=1e-6)
         np.testing.assert_allclose(ex.chart_view.bars.y[1], [*updated["weight"], updated["bias"]], rtol=1e-6, atol=1e-7)
 
@@ -643,7 +677,9 @@ def test_a_step_from_a_cell_and_a_slider_move_from_another_thread_take_turns():
     # both applied, in turn: three steps from the lesson's start, then x[0] = 2.5 at that point
     assert len(ex.history) == 4 and ex.sliders["x[0]"].value == 2.5
     v = {k: s.value for k, s in ex.sliders.items()}
-    loss, _, _, _ = oracle([v["weight[0]"], v["weight[1]"]], v["bias"], [v["x[0]"], v["x[1]"]], v["target"], v["learning_rate"])
+    loss, _, _, _ = oracle(
+        [v["weight[0]"], v["weight[1]"]], v["bias"], [v["x[0]"], v["x[1]"]], v["target"], v["learning_rate"]
+    )
     assert ex.result.loss == pytest.approx(loss, rel=1e-5)
 
 
@@ -658,9 +694,11 @@ def test_bar_table_gives_the_chart_a_name_its_values_and_a_keyboard_path():
     assert table in descendants(ex)  # shown in the explorer (compact: under the sliders)
     assert table.title == "A gradient tree matches parameter leaves: before and after value of each parameter element"
     assert table.figure_class in ex.chart._dom_classes
-    assert table.rows == [["weight[0]", "['weight']", "1", "1.4"],
-                          ["weight[1]", "['weight']", "-1", "-0.8"],
-                          ["bias", "['bias']", "0", "0.2"]]
+    assert table.rows == [
+        ["weight[0]", "['weight']", "1", "1.4"],
+        ["weight[1]", "['weight']", "-1", "-0.8"],
+        ["bias", "['bias']", "0", "0.2"],
+    ]
     # the page chooses an element: its leaf is selected everywhere, as a click on its bar does
     table.set_state({"selected_path": "['bias']"})
     assert ex.selected_path == "['bias']" and ex.diagram.selected_path == "['bias']"
@@ -675,7 +713,9 @@ def test_bar_table_gives_the_chart_a_name_its_values_and_a_keyboard_path():
     ex.selected_path = "['weight']"
     assert table.selected_path == "['weight']"
     ex.step(1)
-    assert table.rows == [["weight[0]", "['weight']", "1.4", "1.56"],
-                          ["weight[1]", "['weight']", "-0.8", "-0.72"],
-                          ["bias", "['bias']", "0.2", "0.28"]]
+    assert table.rows == [
+        ["weight[0]", "['weight']", "1.4", "1.56"],
+        ["weight[1]", "['weight']", "-0.8", "-0.72"],
+        ["bias", "['bias']", "0.2", "0.28"],
+    ]
     ex.close()

@@ -55,7 +55,10 @@ def test_a_loss_whose_error_cannot_be_printed_gets_a_message_and_keeps_the_views
     state["bad"] = True
     assert ex.set_loss(loss) is None  # retraced: raises now
     text = _alert(ex)
-    assert f"The step failed: {kind.__name__}: (its message could not be shown: the exception&#x27;s __str__ failed)" in text
+    assert (
+        f"The step failed: {kind.__name__}: (its message could not be shown: the exception&#x27;s __str__ failed)"
+        in text
+    )
     ex.sliders["w[0]"].value = 0.5  # a move: the same message, nothing escapes
     assert f"{kind.__name__}" in _alert(ex)
     assert ex.step(3) is None and kind.__name__ in _alert(ex)
@@ -64,7 +67,7 @@ def test_a_loss_whose_error_cannot_be_printed_gets_a_message_and_keeps_the_views
     assert not ex.text().startswith("StepExplorer (its text form failed")  # the text form still works
     state["bad"] = False
     r = ex.set_loss(loss)  # fixed: the slider's value is used
-    assert r.loss == pytest.approx((0.5 * 3) ** 2 + 6.0 ** 2)
+    assert r.loss == pytest.approx((0.5 * 3) ** 2 + 6.0**2)
     np.testing.assert_allclose(ex.chart_view.bars.y[0], [0.5, 2.0])
 
 
@@ -119,12 +122,14 @@ def _slow_loss(p, m):
     h = p["w"] * m
     for _ in range(8):
         h = jnp.tanh(h @ m)
-    return jnp.mean(h ** 2)
+    return jnp.mean(h**2)
 
 
 def test_an_absurd_number_of_steps_is_refused_with_the_bound():
     ex = StepExplorer()
-    with pytest.raises(ValueError, match=r"step\(n\) takes at most 1,000,000 steps at a time, not 100,000,000,000,000,000,000"):
+    with pytest.raises(
+        ValueError, match=r"step\(n\) takes at most 1,000,000 steps at a time, not 100,000,000,000,000,000,000"
+    ):
         ex.step(10**20)
     with pytest.raises(ValueError, match="at most 1,000,000"):
         ex.step(np.int64(2**62))
@@ -172,7 +177,7 @@ def test_a_long_loss_line_is_thinned_for_drawing_with_every_bucket_extreme_and_t
     inner = values[1:-1]
     width = -(-inner.size // (MAX_DRAWN // 2 - 1))
     for b in (0, 17, 400, (inner.size - 1) // width):
-        chunk = inner[b * width:(b + 1) * width]
+        chunk = inner[b * width : (b + 1) * width]
         assert chunk.min() in ys and chunk.max() in ys
     chart = LossHistoryChart()
     chart.show(values)
@@ -211,8 +216,7 @@ def test_after_a_million_steps_a_slider_move_sends_a_bounded_message(monkeypatch
 # ---------------------------------------------------------------------------------------- page writes
 def _page_writes(widget, state: dict) -> None:
     """The comm message a page (a stale view, a crafted message) sends to write traits."""
-    widget._handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}},
-                        "buffers": []})
+    widget._handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}}, "buffers": []})
 
 
 def test_the_page_cannot_write_the_explorers_kernel_owned_parts():
@@ -321,8 +325,9 @@ def reshaping():
     import jax
     import optax
 
-    return _transformation(lambda p: optax.EmptyState(),
-                           lambda g, s, p=None: (jax.tree.map(lambda a: jnp.stack([a, a]), g), s))
+    return _transformation(
+        lambda p: optax.EmptyState(), lambda g, s, p=None: (jax.tree.map(lambda a: jnp.stack([a, a]), g), s)
+    )
 
 
 def dropping_a_leaf():
@@ -352,16 +357,32 @@ def raising_keyboard_interrupt_free():
 import sys  # noqa: E402
 
 
-@pytest.mark.parametrize("make, words", [
-    (nan_moment, ["The optimizer's state holds NaN at state['m']['bias'] (nan_moment)", "the optimizer is at fault",
-                  "not the loss or the learning rate"]),
-    (reshaping, ["The optimizer's update (reshaping) changed the shape of params['bias']: its update has shape (2,) "
-                 "where the parameter has ()"]),
-    (dropping_a_leaf, ["The optimizer's update (dropping_a_leaf) returned updates shaped as",
-                       "not as the params"]),
-    (exiting, ["The optimizer's update (exiting) failed: SystemExit: 1.", "The optimizer is at fault here"]),
-    (raising_keyboard_interrupt_free, ["The optimizer's update (raising_keyboard_interrupt_free) failed: _StrRaises."]),
-])
+@pytest.mark.parametrize(
+    "make, words",
+    [
+        (
+            nan_moment,
+            [
+                "The optimizer's state holds NaN at state['m']['bias'] (nan_moment)",
+                "the optimizer is at fault",
+                "not the loss or the learning rate",
+            ],
+        ),
+        (
+            reshaping,
+            [
+                "The optimizer's update (reshaping) changed the shape of params['bias']: its update has shape (2,) "
+                "where the parameter has ()"
+            ],
+        ),
+        (dropping_a_leaf, ["The optimizer's update (dropping_a_leaf) returned updates shaped as", "not as the params"]),
+        (exiting, ["The optimizer's update (exiting) failed: SystemExit: 1.", "The optimizer is at fault here"]),
+        (
+            raising_keyboard_interrupt_free,
+            ["The optimizer's update (raising_keyboard_interrupt_free) failed: _StrRaises."],
+        ),
+    ],
+)
 def test_optimizer_failures_are_blamed_on_the_optimizer_by_name(make, words):
     import html
 
@@ -391,11 +412,14 @@ def test_an_optimizer_that_goes_wrong_later_is_blamed_and_the_last_good_step_sta
     assert ex.result is good and ex.history == pytest.approx([4.0, good.loss])
 
 
-@pytest.mark.parametrize("init, words", [
-    (lambda p: (x for x in [1, 2]), "The optimizer's init (<lambda>) returned a state holding generator at state"),
-    (lambda p: sys.exit(2), "The optimizer's init (<lambda>) failed: SystemExit: 2."),
-    (lambda p: {"m": "text"}, "returned a state holding str at state['m']"),
-])
+@pytest.mark.parametrize(
+    "init, words",
+    [
+        (lambda p: (x for x in [1, 2]), "The optimizer's init (<lambda>) returned a state holding generator at state"),
+        (lambda p: sys.exit(2), "The optimizer's init (<lambda>) failed: SystemExit: 2."),
+        (lambda p: {"m": "text"}, "returned a state holding str at state['m']"),
+    ],
+)
 def test_an_optimizer_whose_init_fails_is_refused_with_its_name(init, words):
     from pytree_lab.training import OptimizerError
 
@@ -538,8 +562,13 @@ def test_jax_tracing_a_many_leaf_loss_is_not_the_users_loop(monkeypatch):
 
     monkeypatch.setattr(_budget, "SLOW_FACTOR", 1000.0)  # only the loss's own Python counts here
     n = 6_000
-    ex = StepExplorer(_sum_of_squares, _many_leaves(n), {"scale": jnp.asarray(np.float32(1.0))},
-                      sliders=["learning_rate"], time_budget=1.0)
+    ex = StepExplorer(
+        _sum_of_squares,
+        _many_leaves(n),
+        {"scale": jnp.asarray(np.float32(1.0))},
+        sliders=["learning_rate"],
+        time_budget=1.0,
+    )
     # tracing 6,000 leaves takes longer than the budget, but almost none of it is the loss's own
     # Python. The budget samples the stack every TICK (0.25 s): at a budget of one tick, a single
     # sample that met the loss's generator line stopped the step (seen in CI under load); four
@@ -548,7 +577,7 @@ def test_jax_tracing_a_many_leaf_loss_is_not_the_users_loop(monkeypatch):
     assert ex.result is not None, ex.status.value
     assert ex.session.clock.inside > 1.0, ex.session.clock.inside
     values = np.asarray([i % 7 - 3 for i in range(n)], np.float64)
-    assert ex.result.loss == pytest.approx(float(np.sum(values ** 2)))
+    assert ex.result.loss == pytest.approx(float(np.sum(values**2)))
     assert float(ex.result.grads["w00004"]) == 2.0 * 1  # 4 % 7 - 3 = 1: d(w²)/dw = 2
     assert ex.session.clock.own < 1.0 and "endless loop" not in ex.status.value
     ex.close()
@@ -560,8 +589,13 @@ def test_a_many_leaf_loss_that_is_slow_is_told_how_to_be_fast_not_called_an_endl
     from pytree_lab import _budget
 
     monkeypatch.setattr(_budget, "SLOW_FACTOR", 1.0)  # library work called from the loss counts one budget
-    ex = StepExplorer(_sum_of_squares, _many_leaves(6_000), {"scale": jnp.asarray(np.float32(1.0))},
-                      sliders=["learning_rate"], time_budget=0.25)
+    ex = StepExplorer(
+        _sum_of_squares,
+        _many_leaves(6_000),
+        {"scale": jnp.asarray(np.float32(1.0))},
+        sliders=["learning_rate"],
+        time_budget=0.25,
+    )
     text = html.unescape(_alert(ex))
     assert "which usually means an endless loop" not in text
     assert "stopped after" in text and "it is not an endless loop" in text and "6,000 parameter leaves" in text

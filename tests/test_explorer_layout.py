@@ -22,13 +22,17 @@ from pytree_lab.trees import describe
 
 def mlp_start():
     rng = np.random.default_rng(0)
-    return {"Dense_0": {"kernel": rng.normal(size=(2, 8)).astype(np.float32), "bias": np.zeros(8, np.float32)},
-            "Dense_1": {"kernel": (rng.normal(size=(8, 1)) / 3).astype(np.float32), "bias": np.zeros(1, np.float32)}}
+    return {
+        "Dense_0": {"kernel": rng.normal(size=(2, 8)).astype(np.float32), "bias": np.zeros(8, np.float32)},
+        "Dense_1": {"kernel": (rng.normal(size=(8, 1)) / 3).astype(np.float32), "bias": np.zeros(1, np.float32)},
+    }
 
 
 def xor():
-    return {"x": np.array([[0, 0], [0, 1], [1, 0], [1, 1]], np.float32),
-            "target": np.array([[0], [1], [1], [0]], np.float32)}
+    return {
+        "x": np.array([[0, 0], [0, 1], [1, 0], [1, 1]], np.float32),
+        "target": np.array([[0], [1], [1], [0]], np.float32),
+    }
 
 
 def mlp_loss(p, x, target):
@@ -41,7 +45,8 @@ def mlp_loss(p, x, target):
 mlp_broadcasts = pytest.mark.jax_promotion(rank="mlp_loss adds each layer's bias to the batch: x @ kernel + bias")
 optax_adam = pytest.mark.jax_promotion(
     dtype="optax's adam raises a float to its int32 step count (bias correction); "
-          "MultiSteps mixes bool, int32 and float32 counters")
+    "MultiSteps mixes bool, int32 and float32 counters"
+)
 
 
 def optax_updates(opt, n):
@@ -170,7 +175,7 @@ def test_a_small_model_keeps_its_whole_calculation():
 
 def test_a_selected_leaf_past_the_first_24_still_has_its_rows():
     params = {f"p{i:02d}": np.float32(i) for i in range(30)}
-    ex = StepExplorer(lambda p: sum(v ** 2 for v in p.values()), params, {})
+    ex = StepExplorer(lambda p: sum(v**2 for v in p.values()), params, {})
     ex.selected_path = "['p29']"
     rows = [r for r in ex.calculation.rows() if r.path == "['p29']"]
     assert [r.section for r in rows] == ["backward", "update"]
@@ -204,15 +209,25 @@ def transformer_like():
 
     def layer():
         attention = {name: dense(8, 8) for name in "qkvo"} | {f"b{name}": np.zeros(8, np.float32) for name in "qkvo"}
-        return {"attention": attention,
-                "mlp": {"w1": dense(8, 16), "b1": np.zeros(16, np.float32), "w2": dense(16, 8),
-                        "b2": np.zeros(8, np.float32)},
-                "ln1": {"scale": np.ones(8, np.float32), "bias": np.zeros(8, np.float32)},
-                "ln2": {"scale": np.ones(8, np.float32), "bias": np.zeros(8, np.float32)}}
+        return {
+            "attention": attention,
+            "mlp": {
+                "w1": dense(8, 16),
+                "b1": np.zeros(16, np.float32),
+                "w2": dense(16, 8),
+                "b2": np.zeros(8, np.float32),
+            },
+            "ln1": {"scale": np.ones(8, np.float32), "bias": np.zeros(8, np.float32)},
+            "ln2": {"scale": np.ones(8, np.float32), "bias": np.zeros(8, np.float32)},
+        }
 
-    return {"embedding": dense(16, 8), "position": dense(4, 8), "layers": [layer(), layer()],
-            "ln_f": {"scale": np.ones(8, np.float32), "bias": np.zeros(8, np.float32)},
-            "out_bias": np.zeros(16, np.float32)}
+    return {
+        "embedding": dense(16, 8),
+        "position": dense(4, 8),
+        "layers": [layer(), layer()],
+        "ln_f": {"scale": np.ones(8, np.float32), "bias": np.zeros(8, np.float32)},
+        "out_bias": np.zeros(16, np.float32),
+    }
 
 
 @optax_adam
@@ -225,7 +240,7 @@ def test_big_containers_start_folded_small_ones_open():
     assert fold_plan(describe(mlp_start())) == []  # an MLP's two layers fit: nothing folded
 
     def loss(p):
-        return sum(jnp.sum(leaf ** 2) for leaf in jax.tree_util.tree_leaves(p))
+        return sum(jnp.sum(leaf**2) for leaf in jax.tree_util.tree_leaves(p))
 
     ex = StepExplorer(loss, tree, {}, optimizer=optax.adam(0.01))
     assert set(folded) <= set(ex.diagram.collapsed)
@@ -265,12 +280,18 @@ def test_adamw_shows_the_update_it_returned_and_why_not_the_formula():
     update = next(r for r in rows if r.what.startswith("update[Dense_0/kernel]"))
     assert update.value == fmt_value(expected["Dense_0"]["kernel"])[0]
     why = next(r for r in rows if r.note)
-    assert why.value.endswith(".") and ". " not in why.value and "decays the weights" in why.value and "λ = 0.1" in why.value
+    assert (
+        why.value.endswith(".")
+        and ". " not in why.value
+        and "decays the weights" in why.value
+        and "λ = 0.1" in why.value
+    )
     # on screen: the returned update (not folded away) and the sentence
     shown = "".join(t for _, t in folded_rows(ex))
     assert "update[Dense_0/kernel] returned by the optimizer" in shown and "decays the weights" in shown
     assert shown_values(shown.split("returned by the optimizer")[-1])[:16] == [
-        c for r in fmt_value(expected["Dense_0"]["kernel"])[1] for c in r]
+        c for r in fmt_value(expected["Dense_0"]["kernel"])[1] for c in r
+    ]
 
 
 @pytest.mark.parametrize("n", [0, 1, 2, 3, 4])
@@ -314,8 +335,13 @@ def test_slider_labels_are_short_and_no_two_alike():
     # the XOR MLP: Dense_0 and Dense_1 both have kernel[0,0]; cut to the end alone they read alike
     from pytree_lab.slider import short_label, short_labels
 
-    ex = StepExplorer(mlp_loss, mlp_start(), xor(), 0.05,
-                      sliders=["Dense_0/kernel[0,0]", "Dense_1/kernel[0,0]", "Dense_0/bias[0]", "Dense_1/bias[0]"])
+    ex = StepExplorer(
+        mlp_loss,
+        mlp_start(),
+        xor(),
+        0.05,
+        sliders=["Dense_0/kernel[0,0]", "Dense_1/kernel[0,0]", "Dense_0/bias[0]", "Dense_1/bias[0]"],
+    )
     try:
         shown = {label: s.description for label, s in ex.sliders.items()}
         assert len(set(shown.values())) == len(shown), shown

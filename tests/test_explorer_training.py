@@ -19,7 +19,8 @@ from pytree_lab.training import OptimizerError
 # dtype promotion (the lesson's model and the library's step are strict as everywhere).
 optax_adam = pytest.mark.jax_promotion(
     dtype="optax's adam raises a float to its int32 step count (bias correction); "
-          "MultiSteps mixes bool, int32 and float32 counters")
+    "MultiSteps mixes bool, int32 and float32 counters"
+)
 
 
 def start():
@@ -190,12 +191,16 @@ def test_fixed_range_keeps_the_bars_scale_across_steps():
 
 
 # ------------------------------------------------------------------ optimizers: optax as the oracle
-@pytest.mark.parametrize("make", [
-    pytest.param(lambda: optax.adam(0.1), marks=optax_adam),
-    lambda: optax.sgd(0.05, momentum=0.9),
-    pytest.param(lambda: optax.chain(optax.clip_by_global_norm(1.0), optax.adam(0.1)), marks=optax_adam),
-    pytest.param(lambda: optax.adamw(0.1, weight_decay=0.1), marks=optax_adam),
-], ids=["adam", "momentum", "clip+adam", "adamw"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda: optax.adam(0.1), marks=optax_adam),
+        lambda: optax.sgd(0.05, momentum=0.9),
+        pytest.param(lambda: optax.chain(optax.clip_by_global_norm(1.0), optax.adam(0.1)), marks=optax_adam),
+        pytest.param(lambda: optax.adamw(0.1, weight_decay=0.1), marks=optax_adam),
+    ],
+    ids=["adam", "momentum", "clip+adam", "adamw"],
+)
 def test_steps_equal_optax_params_state_and_history(make):
     opt = make()
     ex = StepExplorer(direct_loss, start(), inputs(), optimizer=opt)
@@ -234,9 +239,13 @@ def test_moments_sit_in_the_params_rows_and_follow_every_step_and_slider():
     assert state_rows["['adam count']"]["c"][0]["v"] == "1"  # the state after the step shown
     assert "numerical parameter" not in ex.diagram.panels[0]["counts"]
     # moments are optimizer state beside the params, never counted as parameter values
-    assert ex.diagram.counts == ["2 leaves, 3 numerical parameter values", "2 leaves, 3 gradient values",
-                                 "2 leaves, 3 optimizer state values", "2 leaves, 3 optimizer state values",
-                                 "2 leaves, 3 numerical parameter values"]
+    assert ex.diagram.counts == [
+        "2 leaves, 3 numerical parameter values",
+        "2 leaves, 3 gradient values",
+        "2 leaves, 3 optimizer state values",
+        "2 leaves, 3 optimizer state values",
+        "2 leaves, 3 numerical parameter values",
+    ]
     # first Adam step: mu = 0.1 g = [-0.8, -0.4], -0.4, in the weight and bias rows
     assert cell(ex, "['weight']", "adam mu") == "[-0.8, -0.4]"
     assert cell(ex, "['bias']", "adam mu") == "-0.4"
@@ -266,8 +275,8 @@ def test_selecting_a_leaf_shows_its_adam_update_from_the_state():
     state = ex.result.opt_state_after.inner_state[0]
     t = int(state.count)
     assert t == 4 and by_what["t"] == "4"
-    m_hat = float(state.mu["bias"]) / (1 - 0.9 ** t)
-    v_hat = float(state.nu["bias"]) / (1 - 0.999 ** t)
+    m_hat = float(state.mu["bias"]) / (1 - 0.9**t)
+    v_hat = float(state.nu["bias"]) / (1 - 0.999**t)
     assert float(by_what["m̂"]) == pytest.approx(m_hat, rel=1e-3)
     assert float(by_what["v̂"]) == pytest.approx(v_hat, rel=1e-3)
     step = next(r for r in rows if r.what.startswith("−η"))
@@ -371,7 +380,7 @@ def test_the_lite_engine_explorer_runs_its_own_adam_like_optax():
         StepExplorer(loss, start(), inputs(), optimizer=optax.adam(0.1), engine=eng)
 
 
-@pytest.mark.parametrize("make", [lambda: optax.adam(0.1), lambda: (lambda lr: optax.adam(lr))], ids=["fixed", "factory"])
+@pytest.mark.parametrize("make", [lambda: optax.adam(0.1), lambda: lambda lr: optax.adam(lr)], ids=["fixed", "factory"])
 @optax_adam
 def test_plain_adam_shows_m_hat_and_v_hat_too(make):
     ex = StepExplorer(optimizer=make(), learning_rate=0.1)
@@ -379,7 +388,7 @@ def test_plain_adam_shows_m_hat_and_v_hat_too(make):
     ex.selected_path = "['weight']"
     rows = {r.what.split(" ")[0]: r for r in ex.calculation.rows() if r.section == "optimizer"}
     state = ex.result.opt_state_after[0]
-    m_hat = np.asarray(state.mu["weight"], np.float64) / (1 - 0.9 ** 3)
+    m_hat = np.asarray(state.mu["weight"], np.float64) / (1 - 0.9**3)
     assert rows["m̂"].value == "[" + ", ".join(f"{v:.4g}" for v in m_hat) + "]"
     step = next(r for r in ex.calculation.rows() if r.what.startswith("−η"))
     assert step.value == next(r for r in ex.calculation.rows() if r.what.startswith("update[weight]")).value
@@ -425,12 +434,11 @@ def test_reset_returns_changed_static_inputs_and_data_to_their_construction_valu
         return sign * jnp.sum((p["w"] * x - labels) ** 2)
 
     x = jnp.arange(6.0)  # a batch: data, not sliders
-    ex = StepExplorer(loss, {"w": jnp.array(1.0)}, {"x": x, "labels": jnp.zeros(6), "sign": 1.0},
-                      static=["sign"])
+    ex = StepExplorer(loss, {"w": jnp.array(1.0)}, {"x": x, "labels": jnp.zeros(6), "sign": 1.0}, static=["sign"])
     ex.set_inputs({"x": x * 2, "labels": jnp.ones(6), "sign": 2.0})
     assert ex.result.loss == pytest.approx(2 * float(jnp.sum((x * 2 - 1) ** 2)))
     ex.reset()
-    assert ex.result.loss == pytest.approx(float(jnp.sum(x ** 2)))  # 55
+    assert ex.result.loss == pytest.approx(float(jnp.sum(x**2)))  # 55
     assert ex.result.loss == 55.0
     assert float(ex.result.grads["w"]) == pytest.approx(2 * float(jnp.sum(x * x)))
     assert "inputs['sign']: float (static) 1.0" in ex.text()

@@ -46,8 +46,14 @@ def test_the_floors_job_passes(tmp_path):
     import subprocess
 
     env = {k: v for k, v in __import__("os").environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "floors.py"), "--venv", str(tmp_path / "venv")],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=1500)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "floors.py"), "--venv", str(tmp_path / "venv")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-6000:]
     version, pins = floors.floors()

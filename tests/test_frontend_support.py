@@ -49,11 +49,16 @@ COLAB = textwrap.dedent(f"""
 
 
 def test_in_colab_the_explorer_names_the_custom_widget_manager_like_anywidget():
-    run = subprocess.run([sys.executable, "-c", COLAB], capture_output=True, text=True, timeout=300,
-                         env={**__import__("os").environ, "JAX_PLATFORMS": "cpu"})
+    run = subprocess.run(
+        [sys.executable, "-c", COLAB],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**__import__("os").environ, "JAX_PLATFORMS": "cpu"},
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     (line,) = [ln for ln in run.stdout.splitlines() if ln.startswith("RESULT ")]
-    out = json.loads(line[len("RESULT "):])
+    out = json.loads(line[len("RESULT ") :])
     expected = {WIDGET_VIEW: {"colab": {"custom_widget_manager": {"url": MANAGER}}}}
     for name in ("explorer", "diagram", "quiz"):
         assert out[name] == {"metadata": expected, "view": True, "text": True}, name
@@ -98,8 +103,12 @@ def test_every_widget_module_is_an_installed_extension_and_nothing_loads_from_a_
     from pytree_lab.course import grad_structure_quiz
 
     before = set(_instances)
-    shown = [StepExplorer(), PytreeDiagram({"w": 1.0}), grad_structure_quiz(),
-             PackedView({"w": __import__("numpy").zeros(2)})]
+    shown = [
+        StepExplorer(),
+        PytreeDiagram({"w": 1.0}),
+        grad_structure_quiz(),
+        PackedView({"w": __import__("numpy").zeros(2)}),
+    ]
     try:
         created = [_instances[k] for k in set(_instances) - before]
         modules = {w._model_module for w in created} | {w._view_module for w in created if w._view_module}
@@ -119,12 +128,15 @@ def test_every_widget_module_is_an_installed_extension_and_nothing_loads_from_a_
             w.close()
 
 
-@pytest.mark.parametrize("source, remote", [
-    ('import * as d3 from "https://esm.sh/d3@7";', True),
-    ("const m = await import('//cdn.jsdelivr.net/npm/x');", True),
-    ('@import url("https://fonts.example/x.css");', True),
-    ('import { x } from "./local.js";', False),
-    ('// see https://example.org\nexport default { render() {} };', False),
-])
+@pytest.mark.parametrize(
+    "source, remote",
+    [
+        ('import * as d3 from "https://esm.sh/d3@7";', True),
+        ("const m = await import('//cdn.jsdelivr.net/npm/x');", True),
+        ('@import url("https://fonts.example/x.css");', True),
+        ('import { x } from "./local.js";', False),
+        ('// see https://example.org\nexport default { render() {} };', False),
+    ],
+)
 def test_the_cdn_check_itself(source, remote):
     assert bool(REMOTE.search(source)) is remote

@@ -57,21 +57,24 @@ def test_browserless_student_slider_round_trip_through_the_hub(hub):
                 "import os\n"
                 "from pytree_lab import StepExplorer\n"
                 "explorer = StepExplorer()\n"
-                "print(explorer.sliders['x[0]'].model_id)")
+                "print(explorer.sliders['x[0]'].model_id)"
+            )
             assert setup["status"] == "ok", setup
             comm_id = setup["stdout"].strip().splitlines()[-1]
             before = await kernel.value("[explorer.result.loss, explorer.sliders['x[0]'].value]")
             rtt = await kernel.move_slider(comm_id, 2.5, seq=1)
             after = await kernel.value(
                 "[explorer.result.loss, explorer.sliders['x[0]'].value, explorer.sliders['x[0]'].ack, "
-                "[float(g) for g in explorer.result.grads['weight']], float(explorer.result.grads['bias'])]")
+                "[float(g) for g in explorer.result.grads['weight']], float(explorer.result.grads['bias'])]"
+            )
             user = await kernel.value("os.environ.get('JUPYTERHUB_USER')")
             evidence = await kernel.execute(
                 "from pytree_lab.course import check\n"
                 "from pytree_lab.exercises import default_evidence\n"
                 "check('squared_norm', 96.0)\n"
                 "rec = default_evidence().to_json()\n"
-                "print(rec['jupyterhub_user'], rec['checks'][-1]['jupyterhub_user'])")
+                "print(rec['jupyterhub_user'], rec['checks'][-1]['jupyterhub_user'])"
+            )
             probe = _probe_kernel_socket(alice)
             return before, rtt, after, user, evidence, probe
         finally:
@@ -108,8 +111,13 @@ def test_chromium_student_logs_in_and_moves_the_slider(hub, pw):
     try:
         page = browser.new_page()
         log_in(page, hub, "bob", timeout_ms=Timeouts.ms(Timeouts.PAGE_LOAD))
-        nb = open_notebook(page, lab, "hub_smoke.ipynb",
-                           ["from pytree_lab import StepExplorer\nex = StepExplorer()", "ex"], wait_for=".ptl-slider")
+        nb = open_notebook(
+            page,
+            lab,
+            "hub_smoke.ipynb",
+            ["from pytree_lab import StepExplorer\nex = StepExplorer()", "ex"],
+            wait_for=".ptl-slider",
+        )
         try:
             assert nb.value("ex.result.loss") == pytest.approx(4.0)
             step = nb.value("ex.sliders['x[0]'].step")

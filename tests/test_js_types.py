@@ -35,10 +35,16 @@ def run_tsc(project: Path) -> subprocess.CompletedProcess:
         pytest.fail(f"{TSC} is missing: run `make js-deps` (npm ci in tools/jscheck)", pytrace=False)
     node = shutil.which("node")
     if node is None:
-        pytest.fail("node is missing: the JS type check needs Node.js (the README's test command installs it)",
-                    pytrace=False)
-    return subprocess.run([str(TSC), "--noEmit", "--pretty", "false", "-p", str(project)],
-                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+        pytest.fail(
+            "node is missing: the JS type check needs Node.js (the README's test command installs it)", pytrace=False
+        )
+    return subprocess.run(
+        [str(TSC), "--noEmit", "--pretty", "false", "-p", str(project)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
 
 
 def test_the_pins_are_locked_and_exact():
@@ -53,8 +59,15 @@ def test_the_pins_are_locked_and_exact():
 
 
 def test_every_module_is_checked_against_its_model():
-    assert [m.name for m in MODULES] == ["chart.js", "diagram.js", "exercises.js", "packed.js", "play.js",
-                                         "slider.js", "slider_proxy.js"]
+    assert [m.name for m in MODULES] == [
+        "chart.js",
+        "diagram.js",
+        "exercises.js",
+        "packed.js",
+        "play.js",
+        "slider.js",
+        "slider_proxy.js",
+    ]
     for module in MODULES:
         text = module.read_text(encoding="utf-8")
         assert text.startswith("// @ts-check\n"), module.name
@@ -81,27 +94,38 @@ def run_tsc_list() -> list[Path]:
     """The files tsc checks under the project (a tsconfig whose include matched nothing would pass)."""
     if not TSC.exists():
         pytest.fail(f"{TSC} is missing: run `make js-deps` (npm ci in tools/jscheck)", pytrace=False)
-    result = subprocess.run([str(TSC), "--listFilesOnly", "-p", str(JSCHECK)], capture_output=True, text=True,
-                            timeout=300, cwd=ROOT)
+    result = subprocess.run(
+        [str(TSC), "--listFilesOnly", "-p", str(JSCHECK)], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     return [Path(line).resolve() for line in result.stdout.splitlines() if line.strip()]
 
 
-@pytest.mark.parametrize("old, new, error", [
-    # a trait the Model does not have
-    ('const path = model.get("path") || model.get("description");',
-     'const path = model.get("paht") || model.get("description");', "TS2345"),
-    # `value` is null for a non-finite number: using it as a number is refused
-    ('if (v !== null) input.value = String(v);', 'input.value = v.toFixed(2);', "TS18047"),
-])
+@pytest.mark.parametrize(
+    "old, new, error",
+    [
+        # a trait the Model does not have
+        (
+            'const path = model.get("path") || model.get("description");',
+            'const path = model.get("paht") || model.get("description");',
+            "TS2345",
+        ),
+        # `value` is null for a non-finite number: using it as a number is refused
+        ('if (v !== null) input.value = String(v);', 'input.value = v.toFixed(2);', "TS18047"),
+    ],
+)
 def test_tsc_catches_a_broken_module(tmp_path, old, new, error):
     source = (STATIC / "slider.js").read_text(encoding="utf-8")
     assert source.count(old) == 1
     (tmp_path / "slider.js").write_text(source.replace(old, new), encoding="utf-8")
-    (tmp_path / "tsconfig.json").write_text(json.dumps({
-        "extends": str(JSCHECK / "tsconfig.json"),
-        "include": [str(tmp_path / "slider.js")],
-    }))
+    (tmp_path / "tsconfig.json").write_text(
+        json.dumps(
+            {
+                "extends": str(JSCHECK / "tsconfig.json"),
+                "include": [str(tmp_path / "slider.js")],
+            }
+        )
+    )
     result = run_tsc(tmp_path)
     output = result.stdout + result.stderr
     assert result.returncode != 0

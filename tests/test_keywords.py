@@ -38,8 +38,11 @@ def test_other_widgets_refuse_typos_too_and_keep_taking_their_traits():
 @pytest.mark.parametrize("widget", [StepExplorer, PytreeDiagram, PackedView, BarTable])
 def test_every_public_trait_says_its_type_default_and_writer(widget):
     ours = [base for base in widget.__mro__ if base.__module__.startswith("pytree_lab")]
-    own = {name: trait for name, trait in widget.class_traits().items()
-           if not name.startswith("_") and any(name in vars(base) for base in ours)}
+    own = {
+        name: trait
+        for name, trait in widget.class_traits().items()
+        if not name.startswith("_") and any(name in vars(base) for base in ours)
+    }
     assert own
     for name, trait in own.items():
         text = trait.help or ""

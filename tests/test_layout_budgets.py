@@ -37,8 +37,13 @@ def test_no_module_is_above_its_line_budget():
 def test_the_explorer_widget_class_is_under_its_budget():
     # measured as `ruff format` lays it out (make lint checks the tree is formatted)
     source = (PACKAGE / "explorer" / "widget.py").read_text(encoding="utf-8")
-    formatted = subprocess.run([sys.executable, "-m", "ruff", "format", "--stdin-filename", "widget.py", "-"],
-                               input=source, capture_output=True, text=True, check=True).stdout
+    formatted = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--stdin-filename", "widget.py", "-"],
+        input=source,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     tree = ast.parse(formatted)
     (cls,) = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == "StepExplorer"]
     assert cls.end_lineno - cls.lineno + 1 < WIDGET_CLASS_LINES
@@ -46,8 +51,13 @@ def test_the_explorer_widget_class_is_under_its_budget():
 
 def _imports_in_a_fresh_python(statement: str) -> set[str]:
     code = f"import sys; {statement}; print('\\n'.join(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PYTHONPATH": str(PACKAGE.parent), "PATH": ""})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(PACKAGE.parent), "PATH": ""},
+    )
     return set(out.stdout.split())
 
 
@@ -67,7 +77,7 @@ def _written_slider_path() -> list[str]:
     import pytree_lab.explorer as explorer
 
     doc = explorer.__doc__
-    path = doc[doc.index("A slider move, from the slider's value to the bars"):]
+    path = doc[doc.index("A slider move, from the slider's value to the bars") :]
     steps = [line.split()[1] for line in path.splitlines() if line.strip()[:2] in {f"{i}." for i in range(1, 10)}]
     return [step.split("(")[0] for step in steps]
 
@@ -103,7 +113,7 @@ def test_a_slider_move_reaches_the_bars_through_the_six_calls_written_down():
     asyncio.run(move())
     ex.close()
     assert seen, "the bars were not drawn"
-    path = seen[0][seen[0].index("Slider.flush"):]
+    path = seen[0][seen[0].index("Slider.flush") :]
     assert path == written, (path, written)
     assert len(path) <= SLIDER_PATH_CALLS
     assert ex.result.loss == 2.25  # x[0] = 2.5: prediction 1.5, residual -1.5

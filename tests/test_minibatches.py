@@ -25,8 +25,10 @@ LR = 0.05
 
 def mlp_params():
     rng = np.random.default_rng(1)
-    return {"Dense_0": {"kernel": rng.normal(size=(2, 8)).astype(np.float32), "bias": np.zeros(8, np.float32)},
-            "Dense_1": {"kernel": rng.normal(size=(8, 2)).astype(np.float32), "bias": np.zeros(2, np.float32)}}
+    return {
+        "Dense_0": {"kernel": rng.normal(size=(2, 8)).astype(np.float32), "bias": np.zeros(8, np.float32)},
+        "Dense_1": {"kernel": rng.normal(size=(8, 2)).astype(np.float32), "bias": np.zeros(2, np.float32)},
+    }
 
 
 def logits(p, x):
@@ -44,13 +46,16 @@ def xent(p, x, labels):
 
 # The instructor's MLP broadcasts as written and the explorer here runs optax's adam: the tests
 # that step it do so under JAX's defaults for both.
-mlp_and_adam = pytest.mark.jax_promotion(rank="logits adds each layer's bias to the batch: x @ kernel + bias",
-                                         dtype="optax's adam raises a float to its int32 step count (bias correction)")
+mlp_and_adam = pytest.mark.jax_promotion(
+    rank="logits adds each layer's bias to the batch: x @ kernel + bias",
+    dtype="optax's adam raises a float to its int32 step count (bias correction)",
+)
 
 
 def explorer(loss=mse, inputs=None, **kw):
-    return StepExplorer(loss, mlp_params(), inputs or {"x": X, "y": Y}, optimizer=lambda lr: optax.adam(lr),
-                        learning_rate=LR, **kw)
+    return StepExplorer(
+        loss, mlp_params(), inputs or {"x": X, "y": Y}, optimizer=lambda lr: optax.adam(lr), learning_rate=LR, **kw
+    )
 
 
 # ------------------------------------------------------------------ another batch size
@@ -146,13 +151,16 @@ def test_labels_that_do_not_fit_are_refused_with_the_path():
     assert ex.session.input_leaves[0].dtype == np.int32 and ex.result is not good
 
 
-@pytest.mark.parametrize("change, words", [
-    ({"labels": Y}, ["inputs[&#x27;labels&#x27;]", "float32", "int"]),
-    ({"x": X.astype(np.int32)}, ["inputs[&#x27;x&#x27;]", "int32", "float"]),
-    ({"x": np.zeros((8, 3), np.float32)}, ["inputs[&#x27;x&#x27;]", "(8, 3)", "only the first dimension"]),
-    ({"x": np.zeros((8, 2, 1), np.float32)}, ["inputs[&#x27;x&#x27;]", "(8, 2, 1)"]),
-    ({"labels": LABELS[None, :]}, ["inputs[&#x27;labels&#x27;]", "(1, 8)"]),
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        ({"labels": Y}, ["inputs[&#x27;labels&#x27;]", "float32", "int"]),
+        ({"x": X.astype(np.int32)}, ["inputs[&#x27;x&#x27;]", "int32", "float"]),
+        ({"x": np.zeros((8, 3), np.float32)}, ["inputs[&#x27;x&#x27;]", "(8, 3)", "only the first dimension"]),
+        ({"x": np.zeros((8, 2, 1), np.float32)}, ["inputs[&#x27;x&#x27;]", "(8, 2, 1)"]),
+        ({"labels": LABELS[None, :]}, ["inputs[&#x27;labels&#x27;]", "(1, 8)"]),
+    ],
+)
 @mlp_and_adam
 def test_other_kinds_and_trailing_shapes_are_refused_with_the_path(change, words):
     ex = explorer(xent, {"x": X, "labels": LABELS})
@@ -174,8 +182,11 @@ def test_an_input_with_sliders_keeps_its_shape():
     def loss(p, x, target):
         return (jnp.dot(p["w"], x) - target) ** 2
 
-    ex = StepExplorer(loss, {"w": np.array([1.0, -1.0], np.float32)},
-                      {"x": np.array([2.0, 1.0], np.float32), "target": np.float32(3.0)})
+    ex = StepExplorer(
+        loss,
+        {"w": np.array([1.0, -1.0], np.float32)},
+        {"x": np.array([2.0, 1.0], np.float32), "target": np.float32(3.0)},
+    )
     assert "x[0]" in ex.sliders
     r = ex.set_inputs({"x": np.array([2.0, 1.0, 0.5], np.float32), "target": np.float32(3.0)})
     assert r is None and "with sliders" in ex.status.value and "inputs[&#x27;x&#x27;] has shape (2,)" in ex.status.value

@@ -30,8 +30,12 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 NOTEBOOKS = ("01_pytrees.ipynb", "02_packed_parameters.ipynb")
 POINTS = {"squared_norm": 2, "nested_scale_grad": 2, "repair_update": 2, "grad_over_flat_params": 4}
-IN_NOTEBOOK = {"squared_norm": "01_pytrees", "nested_scale_grad": "01_pytrees",
-               "repair_update": "01_pytrees", "grad_over_flat_params": "02_packed_parameters"}
+IN_NOTEBOOK = {
+    "squared_norm": "01_pytrees",
+    "nested_scale_grad": "01_pytrees",
+    "repair_update": "01_pytrees",
+    "grad_over_flat_params": "02_packed_parameters",
+}
 
 
 def env() -> dict:
@@ -51,8 +55,8 @@ def run(*args: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProc
 
 def exercise_id(cell) -> str | None:
     for tag in cell.get("metadata", {}).get("tags", []):
-        if tag.startswith("exercise:") and tag[len("exercise:"):] in POINTS:
-            return tag[len("exercise:"):]
+        if tag.startswith("exercise:") and tag[len("exercise:") :] in POINTS:
+            return tag[len("exercise:") :]
     return None
 
 
@@ -66,22 +70,26 @@ WRONG = {
     # norm_squared right, manual adds the bias gradient unsquared: 1 of 2 values, on the lesson's
     # values and on each hidden case -> 2 points x 1/2 = 1
     "squared_norm": 'norm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))\n'
-                    'manual = jnp.sum(grads["weight"] ** 2) + grads["bias"]',
+    'manual = jnp.sum(grads["weight"] ** 2) + grads["bias"]',
     # the lesson's answer typed in as numbers (-8, -4, -4, -4 derived by hand in the lesson):
     # right on the lesson's values, wrong on both hidden cases -> 2 x 1/3
     "nested_scale_grad": 'g = {"layer": {"weight": jnp.array([-8., -4.]), "bias": jnp.array(-4.)},\n'
-                         '     "scale": jnp.array(-4.)}',
+    '     "scale": jnp.array(-4.)}',
     # the bias not updated: 1 of 2 leaves on the lesson's values, the hidden cases compare the
     # whole tree -> 2 x (1/2) / 3
     "repair_update": 'fixed = {"weight": params["weight"] - 0.05 * grads["weight"], "bias": params["bias"]}',
     # a mean where a sum is asked: right only on the worked example (N = 1), 1 of 5 cases -> 4 x 1/5
     "grad_over_flat_params": "def grad_over_flat_params(flat_params, x):\n"
-                             "    def loss(p):\n"
-                             "        return jnp.mean((x @ p[:-1] + p[-1]) ** 2)\n"
-                             "    return jax.grad(loss)(flat_params)",
+    "    def loss(p):\n"
+    "        return jnp.mean((x @ p[:-1] + p[-1]) ** 2)\n"
+    "    return jax.grad(loss)(flat_params)",
 }
-WRONG_SCORES = {"squared_norm": 1.0, "nested_scale_grad": round(2 / 3, 3),
-                "repair_update": round(2 * 0.5 / 3, 3), "grad_over_flat_params": 0.8}
+WRONG_SCORES = {
+    "squared_norm": 1.0,
+    "nested_scale_grad": round(2 / 3, 3),
+    "repair_update": round(2 * 0.5 / 3, 3),
+    "grad_over_flat_params": 0.8,
+}
 
 EXIT = {
     "squared_norm": "import sys\nsys.exit()",
@@ -98,7 +106,7 @@ LOOP = {
 HOSTILE = {
     # patches jax (undone after the cell), then answers with the patched function's result
     "squared_norm": "jax.tree.leaves = lambda tree: []\njnp.sum = lambda a: 0.0\n"
-                    "norm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))\nmanual = 0.0",
+    "norm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))\nmanual = 0.0",
     # deletes the lesson's variables and the check's name
     "nested_scale_grad": "del params, grads, check_cell\ng = None",
     "repair_update": "DELETE",  # the exercise cell is removed from the notebook
@@ -149,9 +157,13 @@ def test_nbgrader_is_installed():
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     course = tmp_path_factory.mktemp("course")
-    proc = run(str(BIN / "pytree-lab") if (BIN / "pytree-lab").exists() else sys.executable,
-               *([] if (BIN / "pytree-lab").exists() else ["-m", "pytree_lab.course.cli"]),
-               "nbgrader", str(course), cwd=course)
+    proc = run(
+        str(BIN / "pytree-lab") if (BIN / "pytree-lab").exists() else sys.executable,
+        *([] if (BIN / "pytree-lab").exists() else ["-m", "pytree_lab.course.cli"]),
+        "nbgrader",
+        str(course),
+        cwd=course,
+    )
     assert "grad_over_flat_params" in proc.stdout
     run(str(BIN / "nbgrader"), "generate_assignment", "pytrees", cwd=course)
     release = course / "release" / "pytrees"
@@ -208,8 +220,11 @@ def test_released_notebooks_hold_no_solution_and_no_hidden_case(course):
                 # the lesson's starter cell, with its `...`; no line of the reference solution
                 body = "".join(cell["source"])
                 assert body.startswith(f"%%exercise {ex}") and "..." in body
-                sol_lines = [ln.strip() for ln in solution(ex).splitlines()
-                             if ln.strip() and not ln.strip().startswith(("#", "def ", "return", "print("))]
+                sol_lines = [
+                    ln.strip()
+                    for ln in solution(ex).splitlines()
+                    if ln.strip() and not ln.strip().startswith(("#", "def ", "return", "print("))
+                ]
                 assert not [ln for ln in sol_lines if ln in body], ex
         # every seed in the source is absent from the release
         for cell in source[name]["cells"]:
@@ -235,10 +250,16 @@ def test_endless_loop_is_cut_by_nbgraders_timeout_and_grading_goes_on(course):
     interrupted = next(c for c in nb["cells"] if exercise_id(c) == "repair_update")
     assert any(o["output_type"] == "error" for o in interrupted["outputs"])
     # cells after it ran: the repair check printed its grade, and the next notebook was graded
-    after = next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "repair_update-tests")
+    after = next(
+        c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "repair_update-tests"
+    )
     assert "Graded repair_update: 0 of 2 points" in "".join("".join(o.get("text", "")) for o in after["outputs"])
     nb2 = json.loads((course / "autograded" / "loop" / "pytrees" / "02_packed_parameters.ipynb").read_text())
-    tests = next(c for c in nb2["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "grad_over_flat_params-tests")
+    tests = next(
+        c
+        for c in nb2["cells"]
+        if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "grad_over_flat_params-tests"
+    )
     text = "".join("".join(o.get("text", "")) for o in tests["outputs"])
     assert "Graded grad_over_flat_params: 0 of 4 points" in text
 

@@ -20,27 +20,34 @@ CONTENT = ROOT / "content"
 TYPED_IN = {
     "squared_norm": "norm_squared = 96.0\nmanual = 96.0",
     "nested_scale_grad": 'nested = {"layer": params, "scale": jnp.array(1.)}\n'
-                         'g = {"layer": {"weight": jnp.array([-8., -4.]), "bias": jnp.array(-4.)}, '
-                         '"scale": jnp.array(-4.)}',
+    'g = {"layer": {"weight": jnp.array([-8., -4.]), "bias": jnp.array(-4.)}, '
+    '"scale": jnp.array(-4.)}',
     "repair_update": 'fixed = {"weight": jnp.array([1.4, -0.8]), "bias": jnp.array(0.2)}',
     "grad_over_flat_params": "def grad_over_flat_params(flat_params, x):\n"
-                             "    f, x = np.asarray(flat_params), np.asarray(x)\n"
-                             "    predictions = x @ f[:-1] + f[-1]\n"
-                             "    return np.concatenate([2 * x.T @ predictions, [2 * predictions.sum()]])",
+    "    f, x = np.asarray(flat_params), np.asarray(x)\n"
+    "    predictions = x @ f[:-1] + f[-1]\n"
+    "    return np.concatenate([2 * x.T @ predictions, [2 * predictions.sum()]])",
 }
 
 SAID = {
-    "check-squared-norm": ["Check 1: not yet, score 0.00 (0 of 2 values right)",
-                           "norm_squared: this value does not change when `grads` changes: compute it from `grads`.",
-                           "manual: this value does not change when `grads` changes: compute it from `grads`."],
-    "check-nested": ["Check 1: not yet, score 0.00",
-                     "g: this value does not change when `params` changes: build nested from `params` and "
-                     "compute g with jax.grad."],
-    "check-repair": ["Check 1: not yet, score 0.00",
-                     "fixed: this value does not change when params and grads change: compute it from `params` "
-                     "and `grads` with jax.tree.map."],
-    "check-flat": ["Check 1: not yet, score 0.50 (5 of 5 cases right)",
-                   "All 5 cases give the right numbers, but your function computes them without differentiating"],
+    "check-squared-norm": [
+        "Check 1: not yet, score 0.00 (0 of 2 values right)",
+        "norm_squared: this value does not change when `grads` changes: compute it from `grads`.",
+        "manual: this value does not change when `grads` changes: compute it from `grads`.",
+    ],
+    "check-nested": [
+        "Check 1: not yet, score 0.00",
+        "g: this value does not change when `params` changes: build nested from `params` and compute g with jax.grad.",
+    ],
+    "check-repair": [
+        "Check 1: not yet, score 0.00",
+        "fixed: this value does not change when params and grads change: compute it from `params` "
+        "and `grads` with jax.tree.map.",
+    ],
+    "check-flat": [
+        "Check 1: not yet, score 0.50 (5 of 5 cases right)",
+        "All 5 cases give the right numbers, but your function computes them without differentiating",
+    ],
 }
 
 
@@ -62,15 +69,18 @@ def _run(name: str, workdir: Path, answers: dict[str, str], extra: dict[str, str
         if extra and cell.get("id") in extra:
             cell.source += "\n" + extra[cell.get("id")]
     workdir.mkdir(parents=True, exist_ok=True)
-    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=False,
-                   resources={"metadata": {"path": str(workdir)}}).execute(env=_kernel_env())
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", allow_errors=False, resources={"metadata": {"path": str(workdir)}}
+    ).execute(env=_kernel_env())
     return nb
 
 
 def _text(nb, cell_id: str) -> str:
     cell = next(c for c in nb.cells if c.get("id") == cell_id)
-    return "".join(o.text if o.output_type == "stream" else o.get("data", {}).get("text/plain", "")
-                   for o in cell.get("outputs", []))
+    return "".join(
+        o.text if o.output_type == "stream" else o.get("data", {}).get("text/plain", "")
+        for o in cell.get("outputs", [])
+    )
 
 
 def test_lesson_01_with_the_numbers_typed_in_says_not_yet(tmp_path):
@@ -82,13 +92,16 @@ def test_lesson_01_with_the_numbers_typed_in_says_not_yet(tmp_path):
         assert "passed" not in text, text
     record = json.loads((tmp_path / "pytree-lesson-evidence.json").read_text())
     assert {c["exercise_id"]: c["passed"] for c in record["checks"]} == {
-        "squared_norm": False, "nested_scale_grad": False, "repair_update": False}
+        "squared_norm": False,
+        "nested_scale_grad": False,
+        "repair_update": False,
+    }
 
 
 def test_lesson_02_with_a_numpy_gradient_says_not_yet_and_keeps_prediction_and_quiz(tmp_path):
     extra = {
         "predict-argnums": "_p = lesson_prediction('argnums_shape')\n_p.prediction = 'the shape of x, (1, 2)'\n"
-                           "print('revealed:', _p.reveal())",
+        "print('revealed:', _p.reveal())",
         "quiz-ravel": "quiz_ravel.selected = 1\nprint('correct:', quiz_ravel.submit())",
     }
     nb = _run("02_packed_parameters.ipynb", tmp_path, TYPED_IN, extra)
@@ -100,12 +113,14 @@ def test_lesson_02_with_a_numpy_gradient_says_not_yet_and_keeps_prediction_and_q
     assert "correct: True" in _text(nb, "quiz-ravel")
     record = json.loads((tmp_path / "packed-parameters-evidence.json").read_text())
     assert [(c["exercise_id"], c["passed"], c["score"]) for c in record["checks"]] == [
-        ("grad_over_flat_params", False, 0.5)]
+        ("grad_over_flat_params", False, 0.5)
+    ]
     # the function answer is kept as its code, not as <function ... at 0x...>
     assert record["checks"][0]["answer"] == TYPED_IN["grad_over_flat_params"]
     assert [p["prediction"] for p in record["predictions"]] == ["the shape of x, (1, 2)"]
     assert [(q["choice"], q["correct"], q["practice"]) for q in record["quiz"]] == [
-        ("[0.5, 1, 2]: the keys in sorted order", True, False)]
+        ("[0.5, 1, 2]: the keys in sorted order", True, False)
+    ]
     markdown = (tmp_path / "packed-parameters-evidence.md").read_text()
     assert "(none revealed yet)" not in markdown and "(not answered yet)" not in markdown
     assert "Saved packed-parameters-evidence.md and packed-parameters-evidence.json" in _text(nb, "evidence")

@@ -121,24 +121,30 @@ def fill_in_answers(nb, name: str, *, interactions: bool = True) -> None:
         if not interactions and (exercise == "quiz" or cell.get("id") in PREDICTIONS):
             continue
         if exercise == "quiz" and cell.get("id") == "quiz":
-            cell.source += (f"\nquiz_grad.selected = {quiz_answer()}\n"
-                            "print('quiz answered, correct:', quiz_grad.submit())\n"
-                            "print(quiz_grad.explanation)\n"
-                            "quiz_grad")
+            cell.source += (
+                f"\nquiz_grad.selected = {quiz_answer()}\n"
+                "print('quiz answered, correct:', quiz_grad.submit())\n"
+                "print(quiz_grad.explanation)\n"
+                "quiz_grad"
+            )
         elif exercise == "quiz":
-            cell.source += ("\nfor q, choice in zip(quizzes, [0, 1, 2, 1]):\n"
-                            "    q.selected = choice\n"
-                            "    print('quiz answered, correct:', q.submit())\n")
+            cell.source += (
+                "\nfor q, choice in zip(quizzes, [0, 1, 2, 1]):\n"
+                "    q.selected = choice\n"
+                "    print('quiz answered, correct:', q.submit())\n"
+            )
         elif exercise is not None:
             magic = cell.source.split("\n", 1)[0]
             assert magic == f"%%exercise {exercise}", magic
             cell.source = magic + "\n" + solution_source(SOLUTION_MODULES[name], defined_names(cell.source))
         elif cell.get("id") in PREDICTIONS:
             call = cell.source.strip()
-            cell.source = (f"prompt = {call}\n"
-                           f"prompt.prediction = {PREDICTIONS[cell.id]!r}\n"
-                           "print('revealed:', prompt.reveal())\n"
-                           "prompt")
+            cell.source = (
+                f"prompt = {call}\n"
+                f"prompt.prediction = {PREDICTIONS[cell.id]!r}\n"
+                "print('revealed:', prompt.reveal())\n"
+                "prompt"
+            )
 
 
 # --------------------------------------------------------------------------- running
@@ -164,7 +170,10 @@ def execute(name: str, workdir: Path, *, answered: bool, lite: bool = False, ext
         nb.cells.append(nbformat.v4.new_code_cell(extra, id="test-extra"))
     workdir.mkdir(parents=True, exist_ok=True)
     client = NotebookClient(
-        nb, timeout=CELL_TIMEOUT, kernel_name="python3", allow_errors=False,
+        nb,
+        timeout=CELL_TIMEOUT,
+        kernel_name="python3",
+        allow_errors=False,
         resources={"metadata": {"path": str(workdir)}},
     )
     client.execute(env=kernel_env())
@@ -229,8 +238,9 @@ def packed_run(tmp_path_factory):
 
 
 def test_notebooks_are_built_from_their_text_sources():
-    result = subprocess.run([sys.executable, str(ROOT / "tools" / "build_notebooks.py"), "--check"],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "build_notebooks.py"), "--check"], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
 
 
@@ -249,16 +259,18 @@ def test_committed_notebook_is_clean_and_starts_with_the_setup_cell(name):
 def test_exercise_cells_hold_the_scaffold_not_the_solution(name):
     nb = nbformat.read(CONTENT / name, as_version=4)
     scaffolds = {exercise_tag(c): c.source for c in nb.cells if exercise_tag(c) not in (None, "quiz")}
-    expected = {LESSON: {"squared_norm", "nested_scale_grad", "repair_update"},
-                PACKED: {"grad_over_flat_params"}}[name]
+    expected = {LESSON: {"squared_norm", "nested_scale_grad", "repair_update"}, PACKED: {"grad_over_flat_params"}}[name]
     assert set(scaffolds) == expected
     for exercise_id, source in scaffolds.items():
         assert "..." in source and "TODO" in source, exercise_id
         assert source.startswith(f"%%exercise {exercise_id}\n"), exercise_id
         solution = solution_source(SOLUTION_MODULES[name], defined_names(source))
         code_lines = {ln.strip() for ln in solution.splitlines() if ln.strip() and not ln.strip().startswith("#")}
-        leaked = [ln for ln in source.splitlines() if ln.strip() in code_lines and "..." not in ln
-                  and not ln.strip().startswith(("def ", "return", "#"))]
+        leaked = [
+            ln
+            for ln in source.splitlines()
+            if ln.strip() in code_lines and "..." not in ln and not ln.strip().startswith(("def ", "return", "#"))
+        ]
         assert not leaked, f"{exercise_id}: solution lines in the student's cell: {leaked}"
 
 
@@ -286,8 +298,16 @@ def test_lesson_worked_calculation_panel_shows_the_step(lesson_run):
     tables = [s["value"] for s in widget_states(nb) if "pytree-lab-calculation" in s.get("_dom_classes", [])]
     assert tables, "no worked-calculation panel in the widget state"
     text = re.sub(r"<[^>]+>", "|", tables[0])
-    for expected in ("prediction ŷ||1|", "loss L||4|", "dL/dŷ||-4|", "∂L/∂weight||[-8, -4]|",
-                     "∂L/∂bias||-4|", "[1.4, -0.8]", "|0.2|", "new loss||0.64|"):
+    for expected in (
+        "prediction ŷ||1|",
+        "loss L||4|",
+        "dL/dŷ||-4|",
+        "∂L/∂weight||[-8, -4]|",
+        "∂L/∂bias||-4|",
+        "[1.4, -0.8]",
+        "|0.2|",
+        "new loss||0.64|",
+    ):
         assert expected in text, (expected, text)
 
 
@@ -364,8 +384,9 @@ def test_lesson_exercises_pass_with_the_reference_solutions(lesson_run):
     repair = cell_text(nb, "check-repair")
     assert "Check 1: passed, score 1.00 (2 of 2 leaves right)" in repair
     assert "Loss at your updated tree: 0.64" in repair
-    assert_checks_passed(evidence(workdir, "pytree-lesson-evidence"),
-                         {"squared_norm", "nested_scale_grad", "repair_update"})
+    assert_checks_passed(
+        evidence(workdir, "pytree-lesson-evidence"), {"squared_norm", "nested_scale_grad", "repair_update"}
+    )
 
 
 def test_lesson_repair_shows_the_real_error(lesson_run):
@@ -384,11 +405,18 @@ def test_lesson_quiz_and_evidence_file(lesson_run):
     record = evidence(workdir, "pytree-lesson-evidence")
     assert [q["correct"] for q in record["quiz"]] == [True] * 5
     assert {p["prediction_id"] for p in record["predictions"]} == {
-        "gradient_leaves", "which_weight_changes_more", "treedef_keeps"}
+        "gradient_leaves",
+        "which_weight_changes_more",
+        "treedef_keeps",
+    }
     labels = {o["label"] for o in record["outputs"]}
-    assert {"parameter and gradient tree diagram", "hand-derived update, computed",
-            "flatten / unflatten round trip", "Extend to a nested model: my answer",
-            "Repair a mismatched update tree: my answer"} <= labels
+    assert {
+        "parameter and gradient tree diagram",
+        "hand-derived update, computed",
+        "flatten / unflatten round trip",
+        "Extend to a nested model: my answer",
+        "Repair a mismatched update tree: my answer",
+    } <= labels
     nested = next(o for o in record["outputs"] if o["label"] == "Extend to a nested model: my answer")
     assert nested["value"]["scale"] == -4.0
     # the code that was checked is kept with each check
@@ -452,7 +480,8 @@ def test_packed_task_passes_with_the_reference_solution(packed_run):
 def test_instructor_demo_runs(tmp_path):
     nb = execute(INSTRUCTOR, tmp_path, answered=False)
     assert "sliders: ['x[0]', 'x[1]', 'target', 'learning_rate', 'weight[0]', 'weight[1]', 'bias']" in cell_text(
-        nb, "default-explorer")
+        nb, "default-explorer"
+    )
     assert "selected: ['bias']" in cell_text(nb, "drive-explorer")
     assert "selected ['weight']" in cell_text(nb, "observe")
     assert "└── [1]\n│       ├── w: float32[2]" in cell_text(nb, "mlp")
@@ -493,8 +522,9 @@ def test_notebook_runs_on_the_lite_engine(name, tmp_path):
         assert "All leaves agree with the hand-derived update." in cell_text(nb, "verify-leaves")
         assert "is 96." in cell_text(nb, "check-squared-norm")
         assert "d loss / d scale: -4, as derived by hand" in cell_text(nb, "check-nested")
-        assert_checks_passed(evidence(tmp_path, "pytree-lesson-evidence"),
-                             {"squared_norm", "nested_scale_grad", "repair_update"})
+        assert_checks_passed(
+            evidence(tmp_path, "pytree-lesson-evidence"), {"squared_norm", "nested_scale_grad", "repair_update"}
+        )
     else:
         for expected in ("prediction: [-0.5]", "loss: 0.25", "grads['w']: [-1.0, 1.0]", "grads['b']: [-1.0]"):
             assert expected in cell_text(nb, "dict-example")
@@ -509,45 +539,125 @@ def test_notebook_runs_on_the_lite_engine(name, tmp_path):
 # attempt is inserted after the exercise's own check cell as a new exercise cell + check cell.
 
 WRONG_IN_LESSON = [
-    ("squared_norm", "norm_squared = [jnp.sum(g ** 2) for g in jax.tree.leaves(grads)]\nmanual = 96.", "one sum per leaf"),
-    ("squared_norm", "norm_squared = sum(g ** 2 for g in jax.tree.leaves(grads))\nmanual = 96.", "broadcasts the bias's square"),
+    (
+        "squared_norm",
+        "norm_squared = [jnp.sum(g ** 2) for g in jax.tree.leaves(grads)]\nmanual = 96.",
+        "one sum per leaf",
+    ),
+    (
+        "squared_norm",
+        "norm_squared = sum(g ** 2 for g in jax.tree.leaves(grads))\nmanual = 96.",
+        "broadcasts the bias's square",
+    ),
     ("squared_norm", "norm_squared = sum(jnp.mean(g ** 2) for g in jax.tree.leaves(grads))\nmanual = 96.", "jnp.mean"),
-    ("squared_norm", "norm_squared = 96.\nmanual = jnp.sum(grads['weight'] ** 2) + grads['bias']", "without squaring it"),
+    (
+        "squared_norm",
+        "norm_squared = 96.\nmanual = jnp.sum(grads['weight'] ** 2) + grads['bias']",
+        "without squaring it",
+    ),
     ("squared_norm", "norm_squared = 1 / 0", "Your last run of the exercise cell raised ZeroDivisionError"),
     ("squared_norm", "import sys\nsys.exit()", "sys.exit()"),
     ("squared_norm", "while True:\n    pass", "still running after"),
     ("squared_norm", "import time\ntime.sleep(60)", "still running after"),
     # computed from grads (a value typed in is told to compute it), with a flood of output / a patch
-    ("squared_norm", "print('x' * 10_000_000)\nnorm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))"
-     "\nmanual = jnp.sum(grads['weight'] ** 2) + grads['bias'] ** 2", "passed"),
-    ("squared_norm", "jax.grad = lambda f: f\nnorm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))"
-     "\nmanual = jnp.sum(grads['weight'] ** 2) + grads['bias'] ** 2", "replaced jax.grad"),
-    ("nested_scale_grad", "g = {'layer': {'weight': grads['weight'][::-1], 'bias': grads['bias']}, 'scale': jnp.array(-4.)}", "swapped"),
-    ("nested_scale_grad", "g = {'weight': grads['weight'], 'bias': grads['bias'], 'scale': jnp.array(-4.)}", "Same name, different path"),
+    (
+        "squared_norm",
+        "print('x' * 10_000_000)\nnorm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))"
+        "\nmanual = jnp.sum(grads['weight'] ** 2) + grads['bias'] ** 2",
+        "passed",
+    ),
+    (
+        "squared_norm",
+        "jax.grad = lambda f: f\nnorm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))"
+        "\nmanual = jnp.sum(grads['weight'] ** 2) + grads['bias'] ** 2",
+        "replaced jax.grad",
+    ),
+    (
+        "nested_scale_grad",
+        "g = {'layer': {'weight': grads['weight'][::-1], 'bias': grads['bias']}, 'scale': jnp.array(-4.)}",
+        "swapped",
+    ),
+    (
+        "nested_scale_grad",
+        "g = {'weight': grads['weight'], 'bias': grads['bias'], 'scale': jnp.array(-4.)}",
+        "Same name, different path",
+    ),
     ("nested_scale_grad", "def f(n):\n    return f(n + 1)\ng = f(0)", "RecursionError"),
-    ("repair_update", "fixed = jax.tree.map(lambda p, g: p - 0.05 * g, params, {'weight': grads['weight']})", "ValueError"),
-    ("repair_update", "fixed = {'weight': params['weight'] + 0.05 * grads['weight'], 'bias': params['bias'] + 0.05 * grads['bias']}", "a step uphill"),
-    ("repair_update", "fixed = {k: p - 0.05 * g for k, p, g in zip(params, params.values(), grads.values())}", "your zip pairs leaves by position"),
+    (
+        "repair_update",
+        "fixed = jax.tree.map(lambda p, g: p - 0.05 * g, params, {'weight': grads['weight']})",
+        "ValueError",
+    ),
+    (
+        "repair_update",
+        "fixed = {'weight': params['weight'] + 0.05 * grads['weight'], 'bias': params['bias'] + 0.05 * grads['bias']}",
+        "a step uphill",
+    ),
+    (
+        "repair_update",
+        "fixed = {k: p - 0.05 * g for k, p, g in zip(params, params.values(), grads.values())}",
+        "your zip pairs leaves by position",
+    ),
 ]
 
 WRONG_IN_PACKED = [
-    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n    w, b = flat_params[:-1], flat_params[-1]\n"
-     "    return jax.grad(lambda p: jnp.sum((x @ w + b) ** 2))(flat_params)", "the loss does not depend on flat_params"),
-    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
-     "    return jax.grad(lambda p: jnp.sum((x @ p[:2] + p[2]) ** 2))(flat_params)", "hidden case"),
-    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
-     "    return jax.grad(lambda p: jnp.mean((x @ p[:-1] + p[-1]) ** 2))(flat_params)", "a mean where a sum was asked"),
-    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
-     "    g = jax.grad(lambda p: jnp.sum((x @ p[:-1] + p[-1]) ** 2))(flat_params)\n    return (g[:-1], g[-1])", "tuple"),
-    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
-     "    return jax.grad(lambda p: jnp.sum((x @ p[:-1] + p[-1]) ** 2))(flat_params)[:-1]", "the bias gradient is missing"),
-    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
-     "    jax.grad(lambda p: jnp.sum((x @ p[:-1] + p[-1]) ** 2))(flat_params)", "returned None"),
-    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n    import sys\n    sys.exit()", "sys.exit()"),
-    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n    while True:\n        pass", "still running after"),
-    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n    raise KeyboardInterrupt", "KeyboardInterrupt"),
-    ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x):\n"
-     "    return jax.grad(lambda p: jnp.sum((x @ p[1:] + p[0]) ** 2))(flat_params)", "the bias is in the wrong position"),
+    (
+        "grad_over_flat_params",
+        "def grad_over_flat_params(flat_params, x):\n    w, b = flat_params[:-1], flat_params[-1]\n"
+        "    return jax.grad(lambda p: jnp.sum((x @ w + b) ** 2))(flat_params)",
+        "the loss does not depend on flat_params",
+    ),
+    (
+        "grad_over_flat_params",
+        "def grad_over_flat_params(flat_params, x):\n"
+        "    return jax.grad(lambda p: jnp.sum((x @ p[:2] + p[2]) ** 2))(flat_params)",
+        "hidden case",
+    ),
+    (
+        "grad_over_flat_params",
+        "def grad_over_flat_params(flat_params, x):\n"
+        "    return jax.grad(lambda p: jnp.mean((x @ p[:-1] + p[-1]) ** 2))(flat_params)",
+        "a mean where a sum was asked",
+    ),
+    (
+        "grad_over_flat_params",
+        "def grad_over_flat_params(flat_params, x):\n"
+        "    g = jax.grad(lambda p: jnp.sum((x @ p[:-1] + p[-1]) ** 2))(flat_params)\n    return (g[:-1], g[-1])",
+        "tuple",
+    ),
+    (
+        "grad_over_flat_params",
+        "def grad_over_flat_params(flat_params, x):\n"
+        "    return jax.grad(lambda p: jnp.sum((x @ p[:-1] + p[-1]) ** 2))(flat_params)[:-1]",
+        "the bias gradient is missing",
+    ),
+    (
+        "grad_over_flat_params",
+        "def grad_over_flat_params(flat_params, x):\n"
+        "    jax.grad(lambda p: jnp.sum((x @ p[:-1] + p[-1]) ** 2))(flat_params)",
+        "returned None",
+    ),
+    (
+        "grad_over_flat_params",
+        "def grad_over_flat_params(flat_params, x):\n    import sys\n    sys.exit()",
+        "sys.exit()",
+    ),
+    (
+        "grad_over_flat_params",
+        "def grad_over_flat_params(flat_params, x):\n    while True:\n        pass",
+        "still running after",
+    ),
+    (
+        "grad_over_flat_params",
+        "def grad_over_flat_params(flat_params, x):\n    raise KeyboardInterrupt",
+        "KeyboardInterrupt",
+    ),
+    (
+        "grad_over_flat_params",
+        "def grad_over_flat_params(flat_params, x):\n"
+        "    return jax.grad(lambda p: jnp.sum((x @ p[1:] + p[0]) ** 2))(flat_params)",
+        "the bias is in the wrong position",
+    ),
     ("grad_over_flat_params", "def grad_over_flat_params(flat_params, x)\n    return 0", "SyntaxError"),
 ]
 
@@ -560,15 +670,21 @@ cells.CELL_BUDGET = 3.0
 
 
 def inject_wrong_answers(nb, wrong):
-    check_ids = {"squared_norm": "check-squared-norm", "nested_scale_grad": "check-nested",
-                 "repair_update": "check-repair", "grad_over_flat_params": "check-flat"}
+    check_ids = {
+        "squared_norm": "check-squared-norm",
+        "nested_scale_grad": "check-nested",
+        "repair_update": "check-repair",
+        "grad_over_flat_params": "check-flat",
+    }
     nb.cells.insert(2, nbformat.v4.new_code_cell(SHORT_BUDGETS, id="short-budgets"))
     for n, (exercise_id, code, _) in reversed(list(enumerate(wrong))):
         at = next(i for i, c in enumerate(nb.cells) if c.get("id") == check_ids[exercise_id]) + 1
         attempt = nbformat.v4.new_code_cell(f"%%exercise {exercise_id}\n{code}", id=f"wrong-{n}")
         attempt.metadata["tags"] = [f"exercise:{exercise_id}"]
-        nb.cells[at:at] = [attempt, nbformat.v4.new_code_cell(
-            f'_attempt = check_cell("{exercise_id}")\n_attempt', id=f"wrong-{n}-check")]
+        nb.cells[at:at] = [
+            attempt,
+            nbformat.v4.new_code_cell(f'_attempt = check_cell("{exercise_id}")\n_attempt', id=f"wrong-{n}-check"),
+        ]
 
 
 @pytest.mark.parametrize("name, wrong", [(LESSON, WRONG_IN_LESSON), (PACKED, WRONG_IN_PACKED)])
@@ -576,8 +692,13 @@ def test_natural_wrong_answers_in_the_notebook(name, wrong, tmp_path):
     nb = nbformat.read(CONTENT / name, as_version=4)
     fill_in_answers(nb, name)
     inject_wrong_answers(nb, wrong)
-    client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3", allow_errors=False,
-                            resources={"metadata": {"path": str(tmp_path)}})
+    client = NotebookClient(
+        nb,
+        timeout=CELL_TIMEOUT,
+        kernel_name="python3",
+        allow_errors=False,
+        resources={"metadata": {"path": str(tmp_path)}},
+    )
     client.execute(env=kernel_env())  # no cell raised: Run All went through every wrong answer
     for n, (exercise_id, code, words) in enumerate(wrong):
         said = cell_text(nb, f"wrong-{n}") + cell_text(nb, f"wrong-{n}-check")

@@ -23,8 +23,9 @@ VERSION = re.search(r'^__version__ = "([^"]+)"', (REPO / "widgets/pytree_lab/__i
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    run = subprocess.run([sys.executable, "-m", "build", "--outdir", str(out), str(REPO)],
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(out), str(REPO)], capture_output=True, text=True, timeout=600
+    )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     return out
 
@@ -37,13 +38,16 @@ def wheel(dist) -> zipfile.ZipFile:
 
 @pytest.fixture(scope="module")
 def metadata(wheel) -> email.message.Message:
-    return email.message_from_bytes(wheel.read(f"pytree_lab-{VERSION}.dist-info/METADATA"),
-                                    policy=email.policy.compat32)
+    return email.message_from_bytes(
+        wheel.read(f"pytree_lab-{VERSION}.dist-info/METADATA"), policy=email.policy.compat32
+    )
 
 
 def test_artifacts_are_named_by_the_one_version(dist):
     assert sorted(p.name for p in dist.iterdir()) == [
-        f"pytree_lab-{VERSION}-py3-none-any.whl", f"pytree_lab-{VERSION}.tar.gz"]
+        f"pytree_lab-{VERSION}-py3-none-any.whl",
+        f"pytree_lab-{VERSION}.tar.gz",
+    ]
     # pyproject.toml reads the version from __init__.py instead of writing it a second time
     pyproject = (REPO / "pyproject.toml").read_text()
     assert 'dynamic = ["version"]' in pyproject
@@ -62,9 +66,14 @@ def test_wheel_carries_the_mit_license(wheel, metadata):
 def test_wheel_is_typed_and_classified(wheel, metadata):
     assert wheel.read("pytree_lab/py.typed") == b""
     classifiers = metadata.get_all("Classifier")
-    for c in ("Typing :: Typed", "Framework :: Jupyter", "Framework :: Jupyter :: JupyterLab :: 4",
-              "Intended Audience :: Education", "Programming Language :: Python :: 3.11",
-              "Programming Language :: Python :: 3.13"):
+    for c in (
+        "Typing :: Typed",
+        "Framework :: Jupyter",
+        "Framework :: Jupyter :: JupyterLab :: 4",
+        "Intended Audience :: Education",
+        "Programming Language :: Python :: 3.11",
+        "Programming Language :: Python :: 3.13",
+    ):
         assert c in classifiers
     urls = dict(u.split(", ", 1) for u in metadata.get_all("Project-URL"))
     assert set(urls) == {"Homepage", "Documentation", "Source", "Issues", "Changelog"}
@@ -76,12 +85,19 @@ def test_requirements_have_floors_and_no_caps(metadata):
     reqs = [Requirement(r) for r in metadata.get_all("Requires-Dist")]
     runtime = {r.name: str(r.specifier) for r in reqs if r.marker is None}
     assert runtime == {"anywidget": ">=0.11", "ipywidgets": ">=8.1", "bqplot": ">=0.13", "numpy": ">=1.24.1"}
-    jax_extra = {r.name: str(r.specifier) for r in reqs if r.marker and r.marker.evaluate({"extra": "jax"})
-                 and not r.marker.evaluate({"extra": "dev"})}
+    jax_extra = {
+        r.name: str(r.specifier)
+        for r in reqs
+        if r.marker and r.marker.evaluate({"extra": "jax"}) and not r.marker.evaluate({"extra": "dev"})
+    }
     # the documented install runs the course: the lessons use optax's Adam
     assert jax_extra == {"jax": ">=0.4.30", "optax": ">=0.2.3"}
-    assert not [str(r) for r in reqs if any(s.operator in ("<", "<=") for s in r.specifier)
-                and r.name in ("anywidget", "ipywidgets", "bqplot", "numpy", "jax", "optax")]
+    assert not [
+        str(r)
+        for r in reqs
+        if any(s.operator in ("<", "<=") for s in r.specifier)
+        and r.name in ("anywidget", "ipywidgets", "bqplot", "numpy", "jax", "optax")
+    ]
 
 
 def test_sdist_has_license_changelog_and_metadata(dist):
@@ -89,11 +105,17 @@ def test_sdist_has_license_changelog_and_metadata(dist):
     root = f"pytree_lab-{VERSION}"
     with tarfile.open(sdist) as tar:
         names = set(tar.getnames())
-        for name in ("LICENSE", "CHANGELOG.md", "README.md", "pyproject.toml",
-                     "widgets/pytree_lab/py.typed", "widgets/pytree_lab/__init__.py", "PKG-INFO"):
+        for name in (
+            "LICENSE",
+            "CHANGELOG.md",
+            "README.md",
+            "pyproject.toml",
+            "widgets/pytree_lab/py.typed",
+            "widgets/pytree_lab/__init__.py",
+            "PKG-INFO",
+        ):
             assert f"{root}/{name}" in names
-        pkg_info = email.message_from_bytes(tar.extractfile(f"{root}/PKG-INFO").read(),
-                                            policy=email.policy.compat32)
+        pkg_info = email.message_from_bytes(tar.extractfile(f"{root}/PKG-INFO").read(), policy=email.policy.compat32)
     assert pkg_info["License-File"] == "LICENSE" and pkg_info["Version"] == VERSION
 
 

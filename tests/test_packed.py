@@ -72,6 +72,7 @@ class _CountingEngine:
     def __getattr__(self, name):
         attr = getattr(self._engine, name)
         if callable(attr):
+
             def counted(*args, **kwargs):
                 self.calls.append(name)
                 return attr(*args, **kwargs)

@@ -27,8 +27,10 @@ LR = 0.05
 
 def mlp_params():
     rng = np.random.default_rng(0)
-    return {"Dense_0": {"kernel": rng.normal(size=(2, 8)).astype(np.float32), "bias": np.zeros(8, np.float32)},
-            "Dense_1": {"kernel": rng.normal(size=(8, 1)).astype(np.float32), "bias": np.zeros(1, np.float32)}}
+    return {
+        "Dense_0": {"kernel": rng.normal(size=(2, 8)).astype(np.float32), "bias": np.zeros(8, np.float32)},
+        "Dense_1": {"kernel": rng.normal(size=(8, 1)).astype(np.float32), "bias": np.zeros(1, np.float32)},
+    }
 
 
 def mlp_loss(p, x, y):
@@ -44,8 +46,9 @@ optax_adam = pytest.mark.jax_promotion(dtype="optax's adam raises a float to its
 
 
 def xor_explorer(**kw):
-    return StepExplorer(mlp_loss, mlp_params(), {"x": X, "y": Y}, optimizer=lambda lr: optax.adam(lr),
-                        learning_rate=LR, **kw)
+    return StepExplorer(
+        mlp_loss, mlp_params(), {"x": X, "y": Y}, optimizer=lambda lr: optax.adam(lr), learning_rate=LR, **kw
+    )
 
 
 def optax_losses(n, x=X, y=Y):
@@ -236,8 +239,9 @@ def test_pause_a_slider_and_reset_stop_it():
         label = next(iter(ex.sliders))
         slider = ex.sliders[label]
         seq = slider.ack + 1  # a move from the page, as static/slider.js sends it
-        await play_then(lambda: slider._on_page_message(slider, {"type": "move", "value": 0.25, "seq": seq}, []),
-                        "a slider moved")
+        await play_then(
+            lambda: slider._on_page_message(slider, {"type": "move", "value": 0.25, "seq": seq}, []), "a slider moved"
+        )
         await play_then(ex.reset_button.click, "reset")
 
     asyncio.run(main())
@@ -311,8 +315,15 @@ def test_the_page_asks_by_message_and_cannot_write_the_state():
     control.set_state({"playing": True, "frame": 99, "step": 7})  # a page writing the kernel's state
     assert not control.playing and control.frame == 0 and control.step == 0
     assert control.refused_page_writes == {"playing": 1, "frame": 1, "step": 1}
-    for bad in ({"type": "rate", "value": 1000}, {"type": "rate", "value": True}, {"type": "drawn", "frame": -1},
-                {"type": "drawn", "frame": "1"}, {"type": "jump"}, ["play"], None):
+    for bad in (
+        {"type": "rate", "value": 1000},
+        {"type": "rate", "value": True},
+        {"type": "drawn", "frame": -1},
+        {"type": "drawn", "frame": "1"},
+        {"type": "jump"},
+        ["play"],
+        None,
+    ):
         control._on_page_message(control, bad, [])
     assert control.ignored == 7 and control.steps_per_second == 10
 

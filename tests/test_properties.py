@@ -35,8 +35,7 @@ shapes = st.lists(st.integers(0, 3), max_size=3).map(tuple)
 def arrays(draw, dtypes=DTYPES):
     shape = draw(shapes)
     dtype = draw(st.sampled_from(dtypes))
-    values = draw(st.lists(st.floats(-4, 4, width=16), min_size=int(np.prod(shape)),
-                           max_size=int(np.prod(shape))))
+    values = draw(st.lists(st.floats(-4, 4, width=16), min_size=int(np.prod(shape)), max_size=int(np.prod(shape))))
     return np.asarray(values, np.float32).reshape(shape).astype(dtype)
 
 
@@ -111,8 +110,10 @@ def oracle(a, b):
 
 def signature(tree) -> dict:
     """path -> (node kind, type name, child paths), from describe's node tree."""
-    return {n.path: (n.kind, n.type_name if n.kind != "leaf" else "", tuple(c.path for c in n.children))
-            for n in describe(tree).root.walk()}
+    return {
+        n.path: (n.kind, n.type_name if n.kind != "leaf" else "", tuple(c.path for c in n.children))
+        for n in describe(tree).root.walk()
+    }
 
 
 @st.composite
@@ -185,7 +186,7 @@ def test_engine_tree_operations_and_step_agree_with_jax(params):
     assert jax.tree.structure(rebuilt) == jax.tree.structure(params)
 
     def loss(p):
-        return sum(jnp.sum(leaf ** 2) for leaf in jax.tree.leaves(p)) + 1.0
+        return sum(jnp.sum(leaf**2) for leaf in jax.tree.leaves(p)) + 1.0
 
     r = gradient_step(loss, params, learning_rate=0.25)
     assert diagnose(params, r.grads).ok and diagnose(params, r.updated).ok
@@ -229,8 +230,11 @@ def test_no_tree_breaks_the_diagrams_serialisation(a, b):
 
 
 @PROPERTY
-@given(st.lists(arrays(dtypes=[np.float32, np.float16, np.int32, np.bool_]), min_size=1, max_size=6).map(
-    lambda xs: xs + [x.copy() for x in xs] + [np.full(np.shape(xs[0]), np.nan, np.float32)]))
+@given(
+    st.lists(arrays(dtypes=[np.float32, np.float16, np.int32, np.bool_]), min_size=1, max_size=6).map(
+        lambda xs: xs + [x.copy() for x in xs] + [np.full(np.shape(xs[0]), np.nan, np.float32)]
+    )
+)
 def test_batched_value_summaries_equal_the_per_leaf_ones(leaves):
     """describe summarises leaves of one shape and dtype together; the text is the same as alone."""
     from pytree_lab.trees import _array_summary

@@ -38,8 +38,18 @@ def _run(*cmd, **kw) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("wheel")
-    _run(sys.executable, "-m", "pip", "wheel", "--quiet", "--disable-pip-version-check", "--no-deps",
-         "--wheel-dir", out, REPO)
+    _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "wheel",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-deps",
+        "--wheel-dir",
+        out,
+        REPO,
+    )
     (whl,) = out.glob("pytree_lab-*.whl")
     return whl
 
@@ -56,8 +66,19 @@ def clean_venv(tmp_path_factory, wheel) -> Path:
     (purelib / "dev_site_packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     gone = _run(python, "-c", "import importlib.util; print(importlib.util.find_spec('pytree_lab'))")
     assert gone.stdout.strip() == "None"
-    _run(sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--disable-pip-version-check",
-         "--no-deps", "--no-index", wheel)
+    _run(
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        python,
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-deps",
+        "--no-index",
+        wheel,
+    )
     return venv
 
 
@@ -91,12 +112,16 @@ def test_wheel_ships_the_config_that_enables_the_extension(wheel, clean_venv, tm
     installed = clean_venv / CONFIG_ENTRY
     assert json.loads(installed.read_text()) == {"ServerApp": {"jpserver_extensions": {"pytree_lab": True}}}
     # the server's own view of its extensions, in that environment
-    listed = _run(_python(clean_venv), "-m", "jupyter_server", "extension", "list",
-                  env=server_env(tmp_path, _python(clean_venv)))
+    listed = _run(
+        _python(clean_venv), "-m", "jupyter_server", "extension", "list", env=server_env(tmp_path, _python(clean_venv))
+    )
     text = re.sub(r"\x1b\[[0-9;]*m", "", listed.stdout + listed.stderr)  # its colours
     # enabled by the venv's own config dir, and it imports (validates) there
-    assert re.search(rf"Config dir: {re.escape(str(clean_venv))}/etc/jupyter\n\s+pytree_lab enabled\n"
-                     r"\s+- Validating pytree_lab\.\.\.\n\s+pytree_lab 0\.1\.0 OK", text), text
+    assert re.search(
+        rf"Config dir: {re.escape(str(clean_venv))}/etc/jupyter\n\s+pytree_lab enabled\n"
+        r"\s+- Validating pytree_lab\.\.\.\n\s+pytree_lab 0\.1\.0 OK",
+        text,
+    ), text
 
 
 def test_editable_install_gets_the_config_too():
@@ -107,6 +132,7 @@ def test_editable_install_gets_the_config_too():
 
 def test_kernel_websockets_get_tcp_nodelay_and_nothing_else_does(clean_venv, tmp_path):
     with start_server(_python(clean_venv), tmp_path) as server:
+
         async def main():
             kernel, events = await _open_sockets(server)
             try:
@@ -120,8 +146,14 @@ def test_kernel_websockets_get_tcp_nodelay_and_nothing_else_does(clean_venv, tmp
         log = server.log()
     assert answer == "42\n"
     # pytree_lab came from the wheel in the clean venv, not from the checkout
-    assert probe["pytree_lab_file"] == str(clean_venv / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
-                                           / "site-packages" / "pytree_lab" / "__init__.py")
+    assert probe["pytree_lab_file"] == str(
+        clean_venv
+        / "lib"
+        / f"python{sys.version_info[0]}.{sys.version_info[1]}"
+        / "site-packages"
+        / "pytree_lab"
+        / "__init__.py"
+    )
     assert probe["setting_mro"][:2] == ["pytree_lab.server.NoDelayZMQChannelsWebsocketConnection", STOCK]
     k = _socket_of(probe, kernel_addr)
     assert k["handler"] == "jupyter_server.services.kernels.websocket.KernelWebsocketHandler"
@@ -136,6 +168,7 @@ def test_kernel_websockets_get_tcp_nodelay_and_nothing_else_does(clean_venv, tmp
 def test_a_configured_connection_class_is_wrapped_not_replaced(clean_venv, tmp_path):
     args = ["--ServerApp.kernel_websocket_connection_class=nodelay_probe.CustomConnection"]
     with start_server(_python(clean_venv), tmp_path, args) as server:
+
         async def main():
             kernel, events = await _open_sockets(server)
             try:
@@ -146,8 +179,11 @@ def test_a_configured_connection_class_is_wrapped_not_replaced(clean_venv, tmp_p
 
         probe, addr = asyncio.run(main())
         log = server.log()
-    assert probe["setting_mro"][:3] == ["pytree_lab.server.NoDelayCustomConnection", "nodelay_probe.CustomConnection",
-                                        STOCK]
+    assert probe["setting_mro"][:3] == [
+        "pytree_lab.server.NoDelayCustomConnection",
+        "nodelay_probe.CustomConnection",
+        STOCK,
+    ]
     assert probe["custom_connects"] == 1  # the configured class still does its own connect
     k = _socket_of(probe, addr)
     assert k["connection_mro"][:2] == probe["setting_mro"][:2]
@@ -158,6 +194,7 @@ def test_a_configured_connection_class_is_wrapped_not_replaced(clean_venv, tmp_p
 def test_a_class_set_by_an_extension_loaded_later_is_wrapped_too(clean_venv, tmp_path):
     # zz_replacer (tests/serverprobe) loads after pytree_lab and puts its own class in the settings
     with start_server(_python(clean_venv), tmp_path, ["--ServerApp.jpserver_extensions=zz_replacer=True"]) as server:
+
         async def main():
             kernel, events = await _open_sockets(server)
             try:
@@ -182,8 +219,10 @@ def test_the_off_switch_restores_stock_behaviour(clean_venv, tmp_path):
     _run(python, "-m", "jupyter_server", "extension", "disable", "pytree_lab", env=env)
     try:
         assert json.loads((clean_venv / CONFIG_ENTRY).read_text())["ServerApp"]["jpserver_extensions"] == {
-            "pytree_lab": False}
+            "pytree_lab": False
+        }
         with start_server(python, tmp_path) as server:
+
             async def main():
                 kernel, events = await _open_sockets(server)
                 try:
@@ -203,12 +242,14 @@ def test_the_off_switch_restores_stock_behaviour(clean_venv, tmp_path):
     assert k["connection_mro"][0] == STOCK and k["nodelay"] is False
     assert "pytree-lab" not in log
     assert json.loads((clean_venv / CONFIG_ENTRY).read_text())["ServerApp"]["jpserver_extensions"] == {
-        "pytree_lab": True}
+        "pytree_lab": True
+    }
 
 
 def test_one_server_can_run_without_it(clean_venv, tmp_path):
     # what the benchmark's "stock" server uses: the extension stays enabled in the environment
     with start_server(_python(clean_venv), tmp_path, EXTENSION_OFF) as server:
+
         async def main():
             kernel, events = await _open_sockets(server)
             try:
@@ -259,7 +300,9 @@ def test_a_server_without_the_setting_keeps_stock_behaviour_with_a_warning():
         assert app.web_app.settings.get("kernel_websocket_connection_class") is None
         (rec,) = captured.records
         assert rec.levelno == logging.WARNING
-        assert "keep Nagle's algorithm" in rec.getMessage() and "no kernel_websocket_connection_class" in rec.getMessage()
+        assert (
+            "keep Nagle's algorithm" in rec.getMessage() and "no kernel_websocket_connection_class" in rec.getMessage()
+        )
     finally:
         app.log.removeHandler(captured)
 

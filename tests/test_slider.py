@@ -131,8 +131,18 @@ def test_a_refused_move_behind_a_pending_one_acknowledges_with_the_last_good_val
     assert seen == [0.6] and s.ack == 2
 
 
-@pytest.mark.parametrize("trait, value", [("value", 0.5), ("min", -100.0), ("max", 100.0), ("step", 0.5),
-                                          ("description", "<b>x</b>"), ("path", "p"), ("ack", 99)])
+@pytest.mark.parametrize(
+    "trait, value",
+    [
+        ("value", 0.5),
+        ("min", -100.0),
+        ("max", 100.0),
+        ("step", 0.5),
+        ("description", "<b>x</b>"),
+        ("path", "p"),
+        ("ack", 99),
+    ],
+)
 def test_the_page_may_not_write_any_trait(trait, value):
     s = Slider(0.123456, description="w", path="params['w'][0]")
     before = {k: getattr(s, k) for k in ("value", "min", "max", "step", "description", "path", "ack")}

@@ -38,8 +38,13 @@ def test_exported_html_shows_the_trees_and_the_calculation(tmp_path: Path):
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [nbformat.v4.new_code_cell(src) for src in CELLS]
-    NotebookClient(nb, timeout=300, kernel_name="python3", store_widget_state=False,
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        store_widget_state=False,
+        resources={"metadata": {"path": str(tmp_path)}},
+    ).execute()
     source = tmp_path / "lesson.ipynb"
     nbformat.write(nb, source)
     # every widget output carries its live view and the text form beside it
@@ -47,8 +52,12 @@ def test_exported_html_shows_the_trees_and_the_calculation(tmp_path: Path):
         data = cell.outputs[-1]["data"]
         assert "application/vnd.jupyter.widget-view+json" in data and "text/html" in data
 
-    subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", str(source)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", str(source)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     page = (tmp_path / "lesson.html").read_text(encoding="utf-8")
     blocks = text_blocks(page)
     assert len(blocks) == 3
@@ -58,11 +67,17 @@ def test_exported_html_shows_the_trees_and_the_calculation(tmp_path: Path):
     # the explorer: params, grads and updated as written, then the worked calculation's numbers
     # one aligned table: a row per path, params | grads | updated side by side (hand-derived step)
     assert re.search(r"^path\s+params\s+grads\s+updated$", explorer, re.M)
-    assert re.search(r"^├── weight\s+float32\[2\] \[1, -1\]\s+float32\[2\] \[-8, -4\]\s+float32\[2\] \[1.4, -0.8\]$",
-                     explorer, re.M)
+    assert re.search(
+        r"^├── weight\s+float32\[2\] \[1, -1\]\s+float32\[2\] \[-8, -4\]\s+float32\[2\] \[1.4, -0.8\]$", explorer, re.M
+    )
     assert re.search(r"^└── bias\s+float32\[\] 0\s+float32\[\] -4\s+float32\[\] 0.2$", explorer, re.M)
-    for what, value in [("loss L", "4"), ("∂L/∂weight", "[-8, -4]"), ("∂L/∂bias", "-4"),
-                        ("new prediction", "2.2"), ("new loss", "0.64")]:
+    for what, value in [
+        ("loss L", "4"),
+        ("∂L/∂weight", "[-8, -4]"),
+        ("∂L/∂bias", "-4"),
+        ("new prediction", "2.2"),
+        ("new loss", "0.64"),
+    ]:
         assert re.search(rf"{re.escape(what)}\s+{re.escape(value)}$", explorer, re.M), what
     assert "0.05·[-8, -4]  [1.4, -0.8]" in explorer
     # a hostile key is text in the export too

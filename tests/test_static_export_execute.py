@@ -21,9 +21,7 @@ import nbformat
 import pytest
 
 CELLS = [
-    "from pytree_lab import StepExplorer\n"
-    "ex = StepExplorer()\n"
-    "ex",
+    "from pytree_lab import StepExplorer\nex = StepExplorer()\nex",
 ]
 
 
@@ -39,9 +37,13 @@ def export(tmp_path: Path, *options: str) -> str:
     nb.cells = [nbformat.v4.new_code_cell(src) for src in CELLS]
     source = tmp_path / "explorer.ipynb"
     nbformat.write(nb, source)
-    run = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--execute", *options,
-                          str(source)], capture_output=True, text=True, timeout=600,
-                         env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    run = subprocess.run(
+        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--execute", *options, str(source)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     return (tmp_path / "explorer.html").read_text(encoding="utf-8")
 
@@ -49,7 +51,9 @@ def export(tmp_path: Path, *options: str) -> str:
 def assert_lesson_step_visible(page: str) -> None:
     text = visible_text(page)
     # the lesson's step, derived by hand: grads [-8, -4] and -4, updated [1.4, -0.8] and 0.2, loss 4 -> 0.64
-    assert re.search(r"weight\s+float32\[2\] \[1, -1\]\s+float32\[2\] \[-8, -4\]\s+float32\[2\] \[1\.4, -0\.8\]", text), text[-3000:]
+    assert re.search(
+        r"weight\s+float32\[2\] \[1, -1\]\s+float32\[2\] \[-8, -4\]\s+float32\[2\] \[1\.4, -0\.8\]", text
+    ), text[-3000:]
     assert re.search(r"bias\s+float32\[\] 0\s+float32\[\] -4\s+float32\[\] 0\.2", text), text[-3000:]
     assert re.search(r"new loss\s+0\.64", text), text[-3000:]
 
@@ -64,19 +68,22 @@ def test_executed_export_with_default_options_shows_the_text_forms(tmp_path):
     assert "<script type=\"application/vnd.jupyter.widget-view+json\">" not in page  # no blank view above it
 
 
-@pytest.mark.parametrize(("argv", "pageless"), [
-    (["/venv/bin/python", "/venv/bin/jupyter-nbconvert", "--to", "html", "--execute", "a.ipynb"], True),
-    (["python", "-m", "jupyter", "nbconvert", "--execute", "a.ipynb"], True),
-    (["python", "-m", "nbconvert", "a.ipynb"], True),
-    (["/venv/bin/python3", "/venv/bin/nbgrader", "autograde", "pytrees"], True),
-    (["jupyter", "execute", "a.ipynb"], True),
-    (["C:\\venv\\Scripts\\jupyter-nbconvert.exe", "--execute", "a.ipynb"], True),
-    (["/venv/bin/python", "/venv/bin/jupyter-lab"], False),
-    (["/venv/bin/python", "/venv/bin/jupyterhub-singleuser"], False),
-    (["/venv/bin/python", "/venv/bin/voila", "a.ipynb"], False),
-    (["/venv/bin/python", "-m", "pytest", "tests/test_nbconvert.py"], False),  # a word, not the command
-    ([], False),
-])
+@pytest.mark.parametrize(
+    ("argv", "pageless"),
+    [
+        (["/venv/bin/python", "/venv/bin/jupyter-nbconvert", "--to", "html", "--execute", "a.ipynb"], True),
+        (["python", "-m", "jupyter", "nbconvert", "--execute", "a.ipynb"], True),
+        (["python", "-m", "nbconvert", "a.ipynb"], True),
+        (["/venv/bin/python3", "/venv/bin/nbgrader", "autograde", "pytrees"], True),
+        (["jupyter", "execute", "a.ipynb"], True),
+        (["C:\\venv\\Scripts\\jupyter-nbconvert.exe", "--execute", "a.ipynb"], True),
+        (["/venv/bin/python", "/venv/bin/jupyter-lab"], False),
+        (["/venv/bin/python", "/venv/bin/jupyterhub-singleuser"], False),
+        (["/venv/bin/python", "/venv/bin/voila", "a.ipynb"], False),
+        (["/venv/bin/python", "-m", "pytest", "tests/test_nbconvert.py"], False),  # a word, not the command
+        ([], False),
+    ],
+)
 def test_the_kernels_runner_is_known_by_its_command_line(argv, pageless):
     from pytree_lab._text import _names_a_pageless_runner
 
@@ -100,12 +107,17 @@ def test_an_executed_export_of_each_lesson_holds_no_widget_view(tmp_path, name):
 
     source = tmp_path / name
     shutil.copy(Path(__file__).resolve().parents[1] / "content" / name, source)
-    run = subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--execute", str(source)],
-                         capture_output=True, text=True, timeout=900,
-                         env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    run = subprocess.run(
+        [sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--execute", str(source)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     page = source.with_suffix(".html").read_text(encoding="utf-8")
     assert page.count('<script type="application/vnd.jupyter.widget-view+json">') == 0
     if name == "01_pytrees.ipynb":  # the quizzes' text forms: a question and its choices
-        assert re.search(r"How many leaves and how many numerical parameter values\?\s+1\. 2 leaves, 3 values",
-                         visible_text(page))
+        assert re.search(
+            r"How many leaves and how many numerical parameter values\?\s+1\. 2 leaves, 3 values", visible_text(page)
+        )

@@ -92,8 +92,9 @@ def test_each_module_as_sent_parses_as_one_es_module(tmp_path):
         assert result.returncode == 0, f"{name}: {result.stderr}"
     # and node does refuse a module that declares a shared name again (what the check is for)
     bad = tmp_path / "bad.mjs"
-    bad.write_text(static_asset("play.js").replace("export default", "function h() {}\nexport default"),
-                   encoding="utf-8")
+    bad.write_text(
+        static_asset("play.js").replace("export default", "function h() {}\nexport default"), encoding="utf-8"
+    )
     result = subprocess.run([node, "--check", str(bad)], capture_output=True, text=True, timeout=60)
     assert result.returncode != 0 and "SyntaxError" in result.stderr
 

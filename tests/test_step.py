@@ -124,7 +124,9 @@ def test_compiled_step_matches_and_never_retraces_for_new_values():
         t = np.float32(rng.normal())
         lr = float(rng.uniform(0, 0.3))
         r = step(params, {"x": x, "target": t}, lr)
-        oracle = gradient_step(lambda p: loss_in(p, jnp.asarray(x), jnp.asarray(t)), params, learning_rate=np.float32(lr))
+        oracle = gradient_step(
+            lambda p: loss_in(p, jnp.asarray(x), jnp.asarray(t)), params, learning_rate=np.float32(lr)
+        )
         assert r.loss == pytest.approx(oracle.loss, rel=1e-5, abs=1e-6)
         np.testing.assert_allclose(r.updated["weight"], oracle.updated["weight"], rtol=1e-5, atol=1e-6)
     assert step.traces == 1

@@ -16,9 +16,12 @@ Pair = collections.namedtuple("Pair", ["left", "right"])
 
 
 def _trees():
-    nested = {"z_layer": {"w": jnp.ones((2, 3)), "b": jnp.zeros(3)}, "a_scale": jnp.array(2.0),
-              "blocks": [{"k": jnp.arange(4.0)}, {"k": jnp.arange(4.0) * 2, "extra": None}],
-              "pair": Pair(jnp.array(1.0), (jnp.array(3.0), jnp.array([1.0, 2.0])))}
+    nested = {
+        "z_layer": {"w": jnp.ones((2, 3)), "b": jnp.zeros(3)},
+        "a_scale": jnp.array(2.0),
+        "blocks": [{"k": jnp.arange(4.0)}, {"k": jnp.arange(4.0) * 2, "extra": None}],
+        "pair": Pair(jnp.array(1.0), (jnp.array(3.0), jnp.array([1.0, 2.0]))),
+    }
     wide = {f"w{i:03d}": np.float32(i) for i in range(450)}  # more rows than the text shows
     deep = {"a": {"b": {"c": {"d": [jnp.ones(2), {"e": jnp.zeros(())}]}}}, "f": jnp.ones(())}
     return [nested, wide, deep]
@@ -66,8 +69,9 @@ def test_the_explorer_text_of_a_wide_model_counts_every_row():
     from pytree_lab import StepExplorer
 
     params = {f"w{i:03d}": jnp.array(float(i % 5)) for i in range(300)}
-    ex = StepExplorer(lambda p, s: sum(v * v for v in p.values()) * s, params, {"s": jnp.array(1.0)},
-                      sliders=["learning_rate"])
+    ex = StepExplorer(
+        lambda p, s: sum(v * v for v in p.values()) * s, params, {"s": jnp.array(1.0)}, sliders=["learning_rate"]
+    )
     text = ex.text()
     assert "… (300 rows in all)" in text
     row = next(line for line in text.splitlines() if "w003" in line)

@@ -39,12 +39,18 @@ def _collected(marker: str, path: str) -> list[str]:
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
-                          "-m", marker, path], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", marker, path],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
     return [line for line in out.stdout.splitlines() if "::" in line]
 
 
 def test_the_binder_venv_tests_are_in_the_install_tier_not_the_fast_kernel_tier():
     assert _collected("kernel", "tests/test_binder.py") == []
     assert "tests/test_binder.py::test_binder_environment_runs_the_three_notebooks" in _collected(
-        "install", "tests/test_binder.py")
+        "install", "tests/test_binder.py"
+    )

@@ -16,9 +16,17 @@ STATIC = Path(_timing.__file__).parent / "static"
 
 def test_the_classes_read_their_constants_from_one_place():
     assert (Slider._LEAD_GAP, Slider._QUIET, Slider._MAX_QUIET, Slider._MAX_WAIT) == (
-        _timing.SLIDER_LEAD_GAP, _timing.SLIDER_QUIET, _timing.SLIDER_MAX_QUIET, _timing.SLIDER_MAX_WAIT)
+        _timing.SLIDER_LEAD_GAP,
+        _timing.SLIDER_QUIET,
+        _timing.SLIDER_MAX_QUIET,
+        _timing.SLIDER_MAX_WAIT,
+    )
     assert (Schedule.DRAG_GAP, Schedule.VIEWS_TRAIL, Schedule.VIEWS_EVERY, Schedule.VIEWS_SOON) == (
-        _timing.DRAG_GAP, _timing.VIEWS_TRAIL, _timing.VIEWS_EVERY, _timing.VIEWS_SOON)
+        _timing.DRAG_GAP,
+        _timing.VIEWS_TRAIL,
+        _timing.VIEWS_EVERY,
+        _timing.VIEWS_SOON,
+    )
     assert Player.ACK_TIMEOUT == _timing.PLAY_ACK_TIMEOUT
 
 

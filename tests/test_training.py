@@ -24,7 +24,8 @@ from pytree_lab.training import CHUNK, OptimizerError, TrainingStep, decompose_s
 # dtype promotion (the lesson's model and the library's step are strict as everywhere).
 optax_adam = pytest.mark.jax_promotion(
     dtype="optax's adam raises a float to its int32 step count (bias correction); "
-          "MultiSteps mixes bool, int32 and float32 counters")
+    "MultiSteps mixes bool, int32 and float32 counters"
+)
 
 
 def lesson_params():
@@ -47,8 +48,9 @@ def assert_leaves_close(actual, expected, rtol=1e-6, atol=1e-7):
     for (path, a), (_, e) in zip(a_flat, e_flat):
         assert np.shape(a) == np.shape(e), jax.tree_util.keystr(path)
         assert np.asarray(a).dtype == np.asarray(e).dtype, jax.tree_util.keystr(path)
-        np.testing.assert_allclose(np.asarray(a), np.asarray(e), rtol=rtol, atol=atol,
-                                   err_msg=jax.tree_util.keystr(path))
+        np.testing.assert_allclose(
+            np.asarray(a), np.asarray(e), rtol=rtol, atol=atol, err_msg=jax.tree_util.keystr(path)
+        )
 
 
 def optax_loop(opt, params, inputs, n, loss=direct_loss):
@@ -114,8 +116,9 @@ OPTIMIZERS = {
     "inject": lambda: optax.inject_hyperparams(optax.adam)(learning_rate=0.1),
 }
 # all but plain sgd's run optax's adam
-OPTIMIZER_CASES = [name if name in ("momentum", "nesterov") else pytest.param(name, marks=optax_adam)
-                   for name in OPTIMIZERS]
+OPTIMIZER_CASES = [
+    name if name in ("momentum", "nesterov") else pytest.param(name, marks=optax_adam) for name in OPTIMIZERS
+]
 
 
 @pytest.mark.parametrize("name", OPTIMIZER_CASES)
@@ -403,8 +406,12 @@ def test_a_scalar_parameter_does_not_turn_counts_into_moments():
 def test_two_adams_are_told_apart_by_where_they_are():
     opt = optax.chain(optax.adam(0.1), optax.adam(0.2))
     view = decompose_state(opt.init(_params()), _params())
-    assert list(view.moments) == ["adam mu (state[0][0].mu)", "adam nu (state[0][0].nu)",
-                                  "adam mu (state[1][0].mu)", "adam nu (state[1][0].nu)"]
+    assert list(view.moments) == [
+        "adam mu (state[0][0].mu)",
+        "adam nu (state[0][0].nu)",
+        "adam mu (state[1][0].mu)",
+        "adam nu (state[1][0].nu)",
+    ]
 
 
 # ------------------------------------------------------------------ the Lite engine's optimizers
@@ -429,8 +436,9 @@ def _leaves_in_order(tree, tu):
     return [(tu.keystr(p), np.asarray(x)) for p, x in flat]
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=optax_adam) if LITE_PAIRS[name][0] == "adam" else name
-                                  for name in LITE_PAIRS])
+@pytest.mark.parametrize(
+    "name", [pytest.param(name, marks=optax_adam) if LITE_PAIRS[name][0] == "adam" else name for name in LITE_PAIRS]
+)
 def test_lite_optimizers_follow_optax_step_by_step(name):
     _eng, lite_jax, lite_optax = _lite()
     fn, kwargs, real = LITE_PAIRS[name]
@@ -525,8 +533,13 @@ def test_adams_constants_are_read_from_the_optimizer_as_built():
     from pytree_lab.compat import optax as lite_optax
     from pytree_lab.training import adam_hyperparameters
 
-    assert adam_hyperparameters(optax.adam(0.1)) == {"b1": 0.9, "b2": 0.999, "eps": 1e-8, "eps_root": 0.0,
-                                                     "learning_rate": 0.1}
+    assert adam_hyperparameters(optax.adam(0.1)) == {
+        "b1": 0.9,
+        "b2": 0.999,
+        "eps": 1e-8,
+        "eps_root": 0.0,
+        "learning_rate": 0.1,
+    }
     clipped = optax.chain(optax.clip_by_global_norm(1.0), optax.adam(0.2, b1=0.8))
     assert adam_hyperparameters(clipped)["b1"] == 0.8
     assert adam_hyperparameters(optax.MultiSteps(optax.adam(0.3), 2))["learning_rate"] == 0.3

@@ -30,14 +30,25 @@ WIDGETS = _public_widgets()
 
 
 def _own_synced(cls: type) -> dict:
-    return {name: trait for name, trait in cls.class_traits(sync=True).items()
-            if not name.startswith("_") and name not in BASE}
+    return {
+        name: trait
+        for name, trait in cls.class_traits(sync=True).items()
+        if not name.startswith("_") and name not in BASE
+    }
 
 
 def test_the_public_widgets_are_found():
     names = {cls.__name__ for cls in WIDGETS}
-    assert {"StepExplorer", "PytreeDiagram", "PackedView", "Slider", "CheckButton", "PredictionPrompt", "Quiz",
-            "EvidenceButton"} <= names
+    assert {
+        "StepExplorer",
+        "PytreeDiagram",
+        "PackedView",
+        "Slider",
+        "CheckButton",
+        "PredictionPrompt",
+        "Quiz",
+        "EvidenceButton",
+    } <= names
     assert sum(len(_own_synced(cls)) for cls in WIDGETS) > 60
 
 

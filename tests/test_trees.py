@@ -28,10 +28,7 @@ class Dense:
 
 def test_lesson_diagram_text():
     assert str(describe(LESSON_PARAMS)) == (
-        "params\n"
-        "├── weight: float32[2]\n"
-        "└── bias: float32[]\n"
-        "2 leaves, 3 numerical parameter values"
+        "params\n├── weight: float32[2]\n└── bias: float32[]\n2 leaves, 3 numerical parameter values"
     )
 
 
@@ -76,9 +73,7 @@ def test_big_leaf_is_summarised_not_listed():
 def _trees():
     leaf = st.one_of(
         st.floats(-10, 10, allow_nan=False, width=32),
-        st.lists(st.integers(0, 3), min_size=0, max_size=3).map(
-            lambda shape: np.zeros(shape, np.float32)
-        ),
+        st.lists(st.integers(0, 3), min_size=0, max_size=3).map(lambda shape: np.zeros(shape, np.float32)),
         st.integers(-5, 5),
     )
     keys = st.text("abcxyz_", min_size=1, max_size=4)
@@ -221,7 +216,15 @@ def test_one_number_formatter():
     from pytree_lab._format import fmt_array, fmt_grid, fmt_number, grid_cells
 
     assert [fmt_number(v) for v in (0.0, -0.0, 0.123456, -4, 1e-7, float("nan"), float("inf"), -float("inf"))] == [
-        "0", "0", "0.1235", "-4", "1e-07", "nan", "inf", "-inf"]
+        "0",
+        "0",
+        "0.1235",
+        "-4",
+        "1e-07",
+        "nan",
+        "inf",
+        "-inf",
+    ]
     w = np.array([[0.1, -0.4, 0.2], [0.3, 0.0, 0.4], [1e-7, 2.5, -3.0]], dtype=np.float32)
     assert fmt_array(w) == "[[0.1, -0.4, 0.2], [0.3, 0, 0.4], [1e-07, 2.5, -3]]"
     assert fmt_grid(w) == "[[  0.1, -0.4, 0.2],\n [  0.3,    0, 0.4],\n [1e-07,  2.5,  -3]]"

@@ -55,8 +55,10 @@ def test_the_look_alike_pair_is_the_one_explained_among_several_renames():
 
 def test_plain_ascii_renames_get_no_note():
     found = pytree_lab.diagnose({"w": 1.0}, {"x": 1.0})
-    assert found.message == ("The gradient tree is missing ['w'] and has ['x'] instead: a renamed key is a "
-                             "different path, so ['w'] has no partner.")
+    assert found.message == (
+        "The gradient tree is missing ['w'] and has ['x'] instead: a renamed key is a "
+        "different path, so ['w'] has no partner."
+    )
 
 
 @pytest.mark.parametrize(

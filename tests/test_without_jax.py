@@ -23,7 +23,9 @@ BLOCKER = textwrap.dedent(
 def run(code: str) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-W", "error", "-c", BLOCKER + textwrap.dedent(code)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 

@@ -38,6 +38,7 @@ def _short_budgets(monkeypatch):
 def good(flat_params, x):
     def loss(p):
         return jnp.sum((x @ p[:-1] + p[-1]) ** 2)
+
     return jax.grad(loss)(flat_params)
 
 
@@ -103,7 +104,7 @@ def prints_a_lot(flat_params, x):
 
 
 def patches_grad(flat_params, x):
-    jax.grad = lambda f, *a, **k: (lambda *args: jnp.zeros(3))
+    jax.grad = lambda f, *a, **k: lambda *args: jnp.zeros(3)
     return good(flat_params, x)
 
 
@@ -145,7 +146,7 @@ FUNCTION_ANSWERS = [
 
 VALUE_ANSWERS = [
     ("squared_norm", [80.0, 16.0], "one sum per leaf"),
-    ("squared_norm", sum(g ** 2 for g in LEAVES), "broadcasts the bias's square"),
+    ("squared_norm", sum(g**2 for g in LEAVES), "broadcasts the bias's square"),
     ("squared_norm", 96.0 / 3, "mean over the 3 values"),
     ("squared_norm", float(np.sqrt(96.0)), "That is the norm"),
     ("squared_norm", 80.0, "the bias gradient's square is missing"),
@@ -153,10 +154,16 @@ VALUE_ANSWERS = [
     ("squared_norm", (-16.0) ** 2, "You squared the sum"),
     ("squared_norm", "96", "a string"),
     ("squared_norm", GRADS, "a dict"),
-    ("nested_scale_grad", {"layer": {"weight": jnp.array([-4.0, -8.0]), "bias": jnp.array(-4.0)},
-                           "scale": jnp.array(-4.0)}, "swapped"),
-    ("nested_scale_grad", {"weight": jnp.array([-8.0, -4.0]), "bias": jnp.array(-4.0),
-                           "scale": jnp.array(-4.0)}, "Same name, different path"),
+    (
+        "nested_scale_grad",
+        {"layer": {"weight": jnp.array([-4.0, -8.0]), "bias": jnp.array(-4.0)}, "scale": jnp.array(-4.0)},
+        "swapped",
+    ),
+    (
+        "nested_scale_grad",
+        {"weight": jnp.array([-8.0, -4.0]), "bias": jnp.array(-4.0), "scale": jnp.array(-4.0)},
+        "Same name, different path",
+    ),
     ("nested_scale_grad", ({"layer": GRADS, "scale": jnp.array(-4.0)},), "without a tuple around it"),
     ("repair_update", {"weight": jnp.array([1.4, -0.8])}, "missing ['bias']"),
     ("repair_update", {"weight": jnp.array([0.6, -1.2]), "bias": jnp.array(-0.2)}, "a step uphill"),
@@ -240,10 +247,15 @@ def test_predicting_the_hidden_cases_from_numpy_seed_fails():
 
 def test_the_exercise_cell_runs_guarded_and_a_failed_run_is_not_graded(capsys):
     ns = {"jnp": jnp, "jax": jax, "grads": GRADS}
-    cells.run_exercise_cell("squared_norm", "norm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))\n"
-                            "manual = jnp.sum(grads['weight'] ** 2) + grads['bias'] ** 2", ns)
-    button = course.check_button("squared_norm", lambda: {"norm_squared": ns["norm_squared"],
-                                                          "manual": ns["manual"]}, evidence=Evidence())
+    cells.run_exercise_cell(
+        "squared_norm",
+        "norm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))\n"
+        "manual = jnp.sum(grads['weight'] ** 2) + grads['bias'] ** 2",
+        ns,
+    )
+    button = course.check_button(
+        "squared_norm", lambda: {"norm_squared": ns["norm_squared"], "manual": ns["manual"]}, evidence=Evidence()
+    )
     assert button.check().passed
     cells.run_exercise_cell("squared_norm", "norm_squared = 1 / 0", ns)
     out = capsys.readouterr().out
@@ -251,9 +263,12 @@ def test_the_exercise_cell_runs_guarded_and_a_failed_run_is_not_graded(capsys):
     result = button.check()
     assert not result.passed and "Your last run of the exercise cell raised ZeroDivisionError" in result.feedback
     assert button.status == "failed" and not button.busy
-    for code, words in [("import sys; sys.exit()", "sys.exit()"), ("while True: pass", "still running"),
-                        ("raise KeyboardInterrupt", "KeyboardInterrupt"),
-                        ("def f(): return f()\nf()", "RecursionError")]:
+    for code, words in [
+        ("import sys; sys.exit()", "sys.exit()"),
+        ("while True: pass", "still running"),
+        ("raise KeyboardInterrupt", "KeyboardInterrupt"),
+        ("def f(): return f()\nf()", "RecursionError"),
+    ]:
         cells.run_exercise_cell("squared_norm", code, ns, budget=1.0)
         assert words in capsys.readouterr().out
     cells.forget()
@@ -427,7 +442,11 @@ def test_a_function_that_looped_once_is_not_waited_for_again(capsys):
     def grad_over_flat_params(flat_params, x):  # the student's second try
         return jax.grad(lambda p: jnp.sum((x @ p[:2] + p[2]) ** 2))(flat_params)
 
-    assert course.try_function(grad_over_flat_params, flat, x, label="grad_over_flat_params").tolist() == [8.0, 12.0, 4.0]
+    assert course.try_function(grad_over_flat_params, flat, x, label="grad_over_flat_params").tolist() == [
+        8.0,
+        12.0,
+        4.0,
+    ]
 
 
 def test_under_cprofile_the_guard_gives_the_profiler_back_and_the_code_runs():

@@ -29,8 +29,15 @@ ROOT = Path(__file__).resolve().parents[1]
 MARK = ".pytree-lab-floors"  # the file that says this job made the venv (so it may replace it)
 
 # Test-only tools for the floors venv (not floors of pytree-lab: the newest that fit).
-TEST_TOOLS = ["pytest>=8", "hypothesis>=6", "nbclient>=0.10", "nbformat>=5.10", "ipykernel>=6.29",
-              "jupytext>=1.16", "autograd>=1.7"]
+TEST_TOOLS = [
+    "pytest>=8",
+    "hypothesis>=6",
+    "nbclient>=0.10",
+    "nbformat>=5.10",
+    "ipykernel>=6.29",
+    "jupytext>=1.16",
+    "autograd>=1.7",
+]
 
 # The kernel-side tests the floors job runs (whole files; their browser tests, if any, are deselected).
 # test_trees.py, test_step.py and test_compat_tree_util.py are left out: they register dataclasses
@@ -49,14 +56,17 @@ TESTS = [
 FLOOR_OPTIONS = [
     # ipywidgets 8.1.0 reads trait metadata the way traitlets deprecated (fixed in later 8.1.x);
     # pytest makes warnings errors (pyproject.toml), so this one is let through here
-    "-W", "ignore:Deprecated in traitlets 4.1:DeprecationWarning",
+    "-W",
+    "ignore:Deprecated in traitlets 4.1:DeprecationWarning",
     # the test switches x64 on with `jax.enable_x64`, which jax 0.4.30 does not have
     # (jax.experimental.enable_x64 there); pytree-lab itself reads only jax.config.jax_enable_x64
-    "--deselect", "tests/test_training.py::test_x64_keeps_every_update_in_float64",
+    "--deselect",
+    "tests/test_training.py::test_x64_keeps_every_update_in_float64",
     # the same notebooks again with wrong answers and with none: the JAX they call is the main
     # runs' (run here); `make test` runs these variants at today's versions (they are 2 of the
     # job's 3 minutes)
-    "-k", "not natural_wrong_answers and not unanswered_notebook",
+    "-k",
+    "not natural_wrong_answers and not unanswered_notebook",
 ]
 
 
@@ -82,8 +92,12 @@ def floors(pyproject: Path = ROOT / "pyproject.toml") -> tuple[str, list[str]]:
 
 def _python_version(python: str) -> str | None:
     try:
-        out = subprocess.run([python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except OSError:
         return None
     return out.stdout.strip() if out.returncode == 0 else None
@@ -93,9 +107,11 @@ def find_python(version: str) -> str | None:
     """python3.X on PATH if it runs (a pyenv shim of a version not selected does not), else pyenv's."""
     candidates = [shutil.which(f"python{version}")]
     pyenv_root = os.environ.get("PYENV_ROOT") or str(Path.home() / ".pyenv")
-    candidates += sorted((str(p) for p in Path(pyenv_root).glob(f"versions/{version}.*/bin/python{version}")),
-                         key=lambda p: [int(x) for x in re.findall(r"\d+", p.split("/versions/")[1].split("/")[0])],
-                         reverse=True)
+    candidates += sorted(
+        (str(p) for p in Path(pyenv_root).glob(f"versions/{version}.*/bin/python{version}")),
+        key=lambda p: [int(x) for x in re.findall(r"\d+", p.split("/versions/")[1].split("/")[0])],
+        reverse=True,
+    )
     for python in filter(None, candidates):
         if _python_version(python) == version:
             return python
@@ -111,37 +127,58 @@ def main(argv: list[str] | None = None) -> int:
     from packaging.version import Version
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--python", help="the interpreter to build the venv with (default: python3.X, "
-                                         "the oldest requires-python allows)")
-    parser.add_argument("--venv", default=str(ROOT / ".venv-floors"), help="where to make the venv (a venv an earlier run made there is replaced; anything else "
-                             "is refused)")
+    parser.add_argument(
+        "--python",
+        help="the interpreter to build the venv with (default: python3.X, the oldest requires-python allows)",
+    )
+    parser.add_argument(
+        "--venv",
+        default=str(ROOT / ".venv-floors"),
+        help="where to make the venv (a venv an earlier run made there is replaced; anything else is refused)",
+    )
     args, pytest_args = parser.parse_known_args(argv)
     version, pins = floors()
     python = args.python or find_python(version)
     if not python:
-        raise SystemExit(f"error: no working python{version} (the oldest Python pyproject.toml allows) on PATH "
-                         f"or in pyenv; install it (e.g. pyenv install {version}) or pass --python")
+        raise SystemExit(
+            f"error: no working python{version} (the oldest Python pyproject.toml allows) on PATH "
+            f"or in pyenv; install it (e.g. pyenv install {version}) or pass --python"
+        )
     venv = Path(args.venv)
     if venv.exists() or venv.is_symlink():
         # replaced only if this job made it: a folder someone else made (their own venv) is kept
         if not (venv / MARK).is_file() or venv.is_symlink():
-            raise SystemExit(f"error: {venv} exists and was not made by the floors job (no {MARK} in it); "
-                             "pass another --venv, or remove it yourself")
+            raise SystemExit(
+                f"error: {venv} exists and was not made by the floors job (no {MARK} in it); "
+                "pass another --venv, or remove it yourself"
+            )
         shutil.rmtree(venv)
     run(python, "-m", "venv", venv)
     (venv / MARK).write_text("made by tools/floors.py; replaced on its next run\n")
     py = venv / "bin" / "python"
-    got = subprocess.run([py, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                         capture_output=True, text=True, check=True).stdout.strip()
+    got = subprocess.run(
+        [py, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     if got != version:
         raise SystemExit(f"error: {python} is Python {got}; the floors job needs {version}")
     # the venv's bundled pip may be years old; a current resolver settles the floors at once
     run(py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--upgrade", "pip")
-    run(py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile", f"{ROOT}[jax]", *pins,
-        *TEST_TOOLS)
+    run(
+        py,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-compile",
+        f"{ROOT}[jax]",
+        *pins,
+        *TEST_TOOLS,
+    )
     run(py, "-m", "pip", "check")
-    listed = subprocess.run([py, "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True,
-                            check=True).stdout
+    listed = subprocess.run(
+        [py, "-m", "pip", "list", "--format=freeze"], capture_output=True, text=True, check=True
+    ).stdout
     installed = dict(line.split("==", 1) for line in listed.split() if "==" in line)
     for pin in pins:
         name, want = pin.split("==")
@@ -152,8 +189,22 @@ def main(argv: list[str] | None = None) -> int:
     env["PATH"] = os.pathsep.join([str(venv / "bin"), env.get("PATH", "")])
     env["JAX_PLATFORMS"] = "cpu"
     # the venv's installed pytree_lab, not this checkout's widgets/ (rootdir conftest adds none)
-    result = subprocess.run([py, "-m", "pytest", "-q", "-m", "not browser", "-p", "no:cacheprovider",
-                             *FLOOR_OPTIONS, *(pytest_args or TESTS)], cwd=ROOT, env=env)
+    result = subprocess.run(
+        [
+            py,
+            "-m",
+            "pytest",
+            "-q",
+            "-m",
+            "not browser",
+            "-p",
+            "no:cacheprovider",
+            *FLOOR_OPTIONS,
+            *(pytest_args or TESTS),
+        ],
+        cwd=ROOT,
+        env=env,
+    )
     return result.returncode
 
 

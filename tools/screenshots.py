@@ -74,8 +74,18 @@ def take(out: Path, scale: float = 1.0) -> list[Path]:
 
     # the explorer (buttons, sliders, bars, loss line, diagram, worked calculation) stands about
     # 1400 px tall: the viewport holds it whole
-    return lab_shots.take(out, notebook="screenshots.ipynb", cells=CELLS, shots=SHOTS, wait_for='[role="tree"]',
-                          width=1400, height=2000, scale=scale, ready=bars_drawn, more=selected_and_notebook)
+    return lab_shots.take(
+        out,
+        notebook="screenshots.ipynb",
+        cells=CELLS,
+        shots=SHOTS,
+        wait_for='[role="tree"]',
+        width=1400,
+        height=2000,
+        scale=scale,
+        ready=bars_drawn,
+        more=selected_and_notebook,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

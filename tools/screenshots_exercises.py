@@ -51,8 +51,16 @@ def take(out: Path, scale: float = 1.0) -> list[Path]:
     def solution_shown(nb, outputs) -> None:
         outputs.nth(0).locator(".ptl-ex-solution").wait_for()
 
-    return lab_shots.take(out, notebook="exercise-shots.ipynb", cells=CELLS, shots=SHOTS, wait_for=".ptl-packed",
-                          width=1300, scale=scale, ready=solution_shown)
+    return lab_shots.take(
+        out,
+        notebook="exercise-shots.ipynb",
+        cells=CELLS,
+        shots=SHOTS,
+        wait_for=".ptl-packed",
+        width=1300,
+        scale=scale,
+        ready=solution_shown,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

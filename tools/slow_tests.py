@@ -60,8 +60,11 @@ def main(argv: list[str]) -> int:
     for log in logs:
         nodes.update(slow_tests(Path(log).read_text(encoding="utf-8")))
     if keep and OUT.exists():
-        nodes.update(line.strip() for line in OUT.read_text(encoding="utf-8").splitlines()
-                     if line.strip() and not line.startswith("#"))
+        nodes.update(
+            line.strip()
+            for line in OUT.read_text(encoding="utf-8").splitlines()
+            if line.strip() and not line.startswith("#")
+        )
     # a listed module covers its tests
     nodes = {n for n in nodes if "::" not in n or n.split("::", 1)[0] not in nodes}
     OUT.write_text(HEADER + "".join(f"{n}\n" for n in sorted(nodes)), encoding="utf-8")

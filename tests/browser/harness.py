@@ -135,8 +135,7 @@ def start_lab(base: Path | None = None, args: Sequence[str] = ()) -> LabServer:
     """Start JupyterLab on a free port and wait until its API answers (`args`: more options)."""
     base = Path(base or tempfile.mkdtemp(prefix="pytree-lab-browser-"))
     dirs = {
-        name: base / name
-        for name in ("notebooks", "config", "data", "runtime", "settings", "workspaces", "ipython")
+        name: base / name for name in ("notebooks", "config", "data", "runtime", "settings", "workspaces", "ipython")
     }
     for d in dirs.values():
         d.mkdir(parents=True, exist_ok=True)
@@ -204,9 +203,7 @@ def launch_chromium(playwright):
 def open_lab(page, server: LabServer) -> None:
     """Load the lab shell and wait until the app has restored its layout."""
     page.goto(server.lab_url(), timeout=Timeouts.ms(Timeouts.PAGE_LOAD))
-    page.wait_for_function(
-        "() => window.jupyterapp !== undefined", timeout=Timeouts.ms(Timeouts.PAGE_LOAD)
-    )
+    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=Timeouts.ms(Timeouts.PAGE_LOAD))
     page.evaluate("async () => { await window.jupyterapp.started; await window.jupyterapp.restored; }")
 
 
@@ -265,9 +262,7 @@ class KernelProbe:
         self.client.wait_for_ready(timeout=Timeouts.KERNEL_READY)
 
     def _request(self, code: str, user_expressions: dict | None = None) -> dict:
-        msg_id = self.client.execute(
-            code, silent=True, store_history=False, user_expressions=user_expressions or {}
-        )
+        msg_id = self.client.execute(code, silent=True, store_history=False, user_expressions=user_expressions or {})
         deadline = time.monotonic() + Timeouts.KERNEL_REPLY
         while True:
             remaining = deadline - time.monotonic()
@@ -277,10 +272,12 @@ class KernelProbe:
             if reply["parent_header"].get("msg_id") == msg_id:
                 content = reply["content"]
                 if content["status"] != "ok":
-                    raise HarnessError(strip_ansi(
-                        f"kernel error running {code!r}: {content.get('ename')}: {content.get('evalue')}\n"
-                        + "\n".join(content.get("traceback", []))
-                    ))
+                    raise HarnessError(
+                        strip_ansi(
+                            f"kernel error running {code!r}: {content.get('ename')}: {content.get('evalue')}\n"
+                            + "\n".join(content.get("traceback", []))
+                        )
+                    )
                 return content
 
     def run(self, code: str) -> None:
@@ -349,7 +346,9 @@ class Notebook:
         try:
             self.kernel.close()
             self.page.evaluate(
-                "async (path) => {" + _FIND_PANEL + """
+                "async (path) => {"
+                + _FIND_PANEL
+                + """
                   const w = find(path);
                   if (!w) return;
                   await w.context.save();
@@ -367,8 +366,14 @@ class Notebook:
                     raise
 
 
-def open_notebook(page, server: LabServer, name: str, cells: list[str], wait_for: str | None = None,
-                  run_all_s: float = 2 * Timeouts.RUN_ALL) -> Notebook:
+def open_notebook(
+    page,
+    server: LabServer,
+    name: str,
+    cells: list[str],
+    wait_for: str | None = None,
+    run_all_s: float = 2 * Timeouts.RUN_ALL,
+) -> Notebook:
     """Write `cells` as a notebook, open it in the page, run all cells, wait for `wait_for`.
 
     Raises HarnessError with the cell's traceback if any cell fails, and with what the page
@@ -376,7 +381,9 @@ def open_notebook(page, server: LabServer, name: str, cells: list[str], wait_for
     """
     path = write_notebook(server.root_dir, name, cells)
     page.evaluate(
-        "async (path) => {" + _FIND_PANEL + """
+        "async (path) => {"
+        + _FIND_PANEL
+        + """
           const app = window.jupyterapp;
           await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
           const w = find(path);
@@ -397,7 +404,9 @@ def open_notebook(page, server: LabServer, name: str, cells: list[str], wait_for
     nb = Notebook(page, server, path, kernel_id, session["id"], probe)
     try:
         errors = page.evaluate(
-            "async ({path, ms}) => {" + _FIND_PANEL + """
+            "async ({path, ms}) => {"
+            + _FIND_PANEL
+            + """
               const w = find(path);
               window.jupyterapp.shell.activateById(w.id);
               const run = window.jupyterapp.commands.execute('notebook:run-all-cells').then(() => true);

@@ -27,9 +27,7 @@ def tree_cell(scope, path: str, column: str):
 
 
 def selected_paths(scope) -> list[str]:
-    return scope.locator('[role="treeitem"][aria-selected="true"]').evaluate_all(
-        "els => els.map(e => e.dataset.path)"
-    )
+    return scope.locator('[role="treeitem"][aria-selected="true"]').evaluate_all("els => els.map(e => e.dataset.path)")
 
 
 def wait_selected(scope, path: str) -> None:
@@ -78,7 +76,10 @@ _AXES = """
   });
 """
 
-_READ_BARS = "(fig) => {" + _AXES + """
+_READ_BARS = (
+    "(fig) => {"
+    + _AXES
+    + """
   const groups = [...fig.querySelectorAll('g.bargroup')].map(g => ({
     bars: [...g.querySelectorAll('rect.bar')].map(r => {
       const b = r.getBoundingClientRect();
@@ -95,9 +96,13 @@ _READ_BARS = "(fig) => {" + _AXES + """
   };
 }
 """
+)
 
 # The loss line: its points in screen coordinates, and the axes to turn them into numbers.
-_READ_LINE = "(fig) => {" + _AXES + """
+_READ_LINE = (
+    "(fig) => {"
+    + _AXES
+    + """
   const path = fig.querySelector('path.line');
   const points = [];
   if (path) {
@@ -111,6 +116,7 @@ _READ_LINE = "(fig) => {" + _AXES + """
   return {axes, points};
 }
 """
+)
 
 
 def _number(text: str) -> float:

@@ -47,9 +47,13 @@ def rendered(box) -> int:
 @pytest.fixture(scope="module")
 def trees_nb(open_module_nb):
     nb = open_module_nb(
-        [TREES, "d_wide = PytreeDiagram(wide)\nd_wide", "d_mlp = PytreeDiagram(mlp)\nd_mlp",
-         "d_tf = PytreeDiagram(transformer)\nd_tf",
-         "d_opt = PytreeDiagram({'w': np.zeros(3, np.float32)}, extra={'optimizer state': {'mu': wide}})\nd_opt"],
+        [
+            TREES,
+            "d_wide = PytreeDiagram(wide)\nd_wide",
+            "d_mlp = PytreeDiagram(mlp)\nd_mlp",
+            "d_tf = PytreeDiagram(transformer)\nd_tf",
+            "d_opt = PytreeDiagram({'w': np.zeros(3, np.float32)}, extra={'optimizer state': {'mu': wide}})\nd_opt",
+        ],
         wait_for='[role="tree"]',
     )
     for i in range(4):
@@ -234,8 +238,15 @@ def settle(nb, expr: str, predicate) -> object:
 
 def check_final_state(nb, n_before: int, presses: int) -> None:
     values = nb.value("{k: s.value for k, s in ex.sliders.items()}")
-    loss, updated = lesson_step(values["x[0]"], values["x[1]"], values["target"], values["learning_rate"],
-                                values["weight[0]"], values["weight[1]"], values["bias"])
+    loss, updated = lesson_step(
+        values["x[0]"],
+        values["x[1]"],
+        values["target"],
+        values["learning_rate"],
+        values["weight[0]"],
+        values["weight[1]"],
+        values["bias"],
+    )
     result = nb.value("{'loss': ex.result.loss, 'w': ex.result.updated['weight'], 'b': ex.result.updated['bias']}")
     assert result["loss"] == pytest.approx(loss, rel=1e-5)
     assert result["w"] == pytest.approx(updated["weight"].tolist(), rel=1e-5)
@@ -280,6 +291,9 @@ def test_a_burst_across_two_sliders_leaves_no_backlog(open_nb):
     handles = [slider_handle(nb.panel, "x[0]"), slider_handle(nb.panel, "bias")]
     n_before = len(nb.value("computed"))
     press_burst(nb.page, handles, 20)
-    settle(nb, "(ex.sliders['x[0]'].value, ex.sliders['bias'].value)",
-           lambda v: v[0] == pytest.approx(2.1) and v[1] == pytest.approx(0.1))
+    settle(
+        nb,
+        "(ex.sliders['x[0]'].value, ex.sliders['bias'].value)",
+        lambda v: v[0] == pytest.approx(2.1) and v[1] == pytest.approx(0.1),
+    )
     check_final_state(nb, n_before, 20)

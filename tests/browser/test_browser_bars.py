@@ -48,7 +48,9 @@ _AXIS_BOXES = """(fig) => {
 
 
 def _overlap(a: dict, b: dict) -> bool:
-    return not (a["right"] <= b["left"] or b["right"] <= a["left"] or a["bottom"] <= b["top"] or b["bottom"] <= a["top"])
+    return not (
+        a["right"] <= b["left"] or b["right"] <= a["left"] or a["bottom"] <= b["top"] or b["bottom"] <= a["top"]
+    )
 
 
 @pytest.fixture(scope="module")
@@ -103,8 +105,7 @@ def test_clicking_a_leaf_without_bars_brings_it_into_the_chart(nb):
     assert note.text_content() == nb.value("ex.chart_view.note")
     assert note.text_content() in nb.value("ex.text()")
     # the bars drawn: the selected leaf's before values are Python's (read as heights in pixels)
-    heights = bar_figure(nb).evaluate(
-        "(fig) => [...fig.querySelectorAll('g.bargroup')].length")
+    heights = bar_figure(nb).evaluate("(fig) => [...fig.querySelectorAll('g.bargroup')].length")
     assert heights == 24
     # labels in the page are unique
     assert len(set(after)) == len(after)
@@ -119,7 +120,9 @@ def check_axis_texts(nb, lab_page, width: int, must_show: list[str]) -> list[str
     lab_page.wait_for_function(
         "(fig) => { const s = fig.querySelector('svg.svg-background');"
         " return s && Math.abs(s.getBoundingClientRect().width - fig.getBoundingClientRect().width) < 2; }",
-        arg=bar_figure(nb).element_handle(), timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+        arg=bar_figure(nb).element_handle(),
+        timeout=Timeouts.ms(Timeouts.ROUND_TRIP),
+    )
     lab_page.wait_for_timeout(300)
     boxes = bar_figure(nb).evaluate(_AXIS_BOXES)
     x_axis = next(a for a in boxes["axes"] if a["title"] and a["title"][0]["text"] == "parameter element")
@@ -135,7 +138,12 @@ def check_axis_texts(nb, lab_page, width: int, must_show: list[str]) -> list[str
             assert not _overlap(t, axis["title"][0]), (t, axis["title"][0])
     fig = boxes["figure"]
     for t in ticks + x_axis["title"] + y_axis["title"]:
-        assert fig["left"] - 1 <= t["left"] and t["right"] <= fig["right"] + 1, {"tick": t, "figure": fig, "svg": boxes["svg"], "last bar": boxes["last_bar"]}
+        assert fig["left"] - 1 <= t["left"] and t["right"] <= fig["right"] + 1, {
+            "tick": t,
+            "figure": fig,
+            "svg": boxes["svg"],
+            "last bar": boxes["last_bar"],
+        }
         assert fig["top"] - 1 <= t["top"] and t["bottom"] <= fig["bottom"] + 1, t
     return texts
 

@@ -76,8 +76,11 @@ def test_rows_are_aligned_by_path(diagrams):
     assert "-4" in tree_cell(aligned, "['bias']", "grads").text_content()
     assert "0.2" in tree_cell(aligned, "['bias']", "updated").text_content()
     counts = tree.locator(".ptl-counts").all_text_contents()
-    assert counts == ["2 leaves, 3 numerical parameter values", "2 leaves, 3 gradient values",
-                      "2 leaves, 3 numerical parameter values"]
+    assert counts == [
+        "2 leaves, 3 numerical parameter values",
+        "2 leaves, 3 gradient values",
+        "2 leaves, 3 numerical parameter values",
+    ]
 
 
 def test_a_missing_path_is_shown_missing(diagrams):
@@ -250,8 +253,10 @@ def test_a_page_write_to_kernel_traits_is_refused(grid_nb):
     # the page shows the kernel's trees again: the panel title and every row are back
     out.locator(".ptl-panel-title", has_text="optimizer state").wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
     assert out.locator(".ptl-panel-title").all_text_contents() == ["optimizer state"]
-    assert tree_cell(out.locator(".ptl-trees"), "['dense']['w']", "params").locator(
-        ".ptl-grid-cell").all_text_contents() == W_TEXTS
+    assert (
+        tree_cell(out.locator(".ptl-trees"), "['dense']['w']", "params").locator(".ptl-grid-cell").all_text_contents()
+        == W_TEXTS
+    )
     # and the diagram still answers the person: a click selects, in Python too
     tree_cell(out.locator(".ptl-trees"), "['dense']['b']", "grads").click()
     assert nb.wait_for_value("grid.selected_path", "['dense']['b']") == "['dense']['b']"
@@ -267,7 +272,8 @@ def test_grid_screenshot_in_both_themes(grid_nb, lab_page, theme):
     nb.run('grid.collapsed = []; grid.selected_path = "[\'dense\'][\'w\']"')
     set_theme(lab_page, theme)
     tree_item(out.locator(".ptl-trees"), "['dense']['w']").and_(out.locator('[aria-selected="true"]')).wait_for(
-        timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+        timeout=Timeouts.ms(Timeouts.ROUND_TRIP)
+    )
     shots = ROOT / "artifacts" / "screenshots"
     shots.mkdir(parents=True, exist_ok=True)
     path = shots / f"diagram-grid-{theme.split()[-1].lower()}.png"

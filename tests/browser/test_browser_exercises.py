@@ -72,7 +72,8 @@ def exercises_nb(open_module_nb):
 
 def wait_text(locator, text: str, timeout: float = Timeouts.ROUND_TRIP) -> None:
     locator.page.wait_for_function(
-        "([el, text]) => el.textContent === text", arg=[locator.element_handle(), text],
+        "([el, text]) => el.textContent === text",
+        arg=[locator.element_handle(), text],
         timeout=Timeouts.ms(timeout),
     )
 
@@ -148,7 +149,8 @@ def test_quiz_choice_and_explanation(exercises_nb):
     assert explanation.is_visible()
     assert explanation.text_content() == (
         "The answer: A pytree corresponding to params. The differentiated input determines the gradient "
-        "structure. Each floating-point parameter leaf gets a corresponding gradient leaf.")
+        "structure. Each floating-point parameter leaf gets a corresponding gradient leaf."
+    )
     # locked: every choice disabled, the check button too, and each choice explained
     radios = quiz.locator("input[type=radio]")
     assert radios.count() == 4 and all(radios.nth(i).is_disabled() for i in range(4))
@@ -198,7 +200,9 @@ def test_packed_view_both_ways_at_element_level(exercises_nb):
     lit.first.wait_for()
     view.page.wait_for_function(
         "(el) => el.querySelectorAll('.ptl-packed-element[data-lit=\"true\"]').length === 1",
-        arg=dict_layout.element_handle(), timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+        arg=dict_layout.element_handle(),
+        timeout=Timeouts.ms(Timeouts.ROUND_TRIP),
+    )
     assert lit.first.get_attribute("data-label") == "params['w'][1]"
     # positions are integer indices, with the values beside them; the tuple layout is weights first
     cells = dict_layout.locator(".ptl-packed-index")
@@ -208,10 +212,15 @@ def test_packed_view_both_ways_at_element_level(exercises_nb):
 
 
 def test_a_packed_view_past_its_cap_draws_the_cap_and_counts_the_rest(open_nb):
-    nb = open_nb(["import numpy as np\n"
-                  "from pytree_lab import PackedView\n"
-                  "big = PackedView({'w': np.arange(3000, dtype=np.float32).reshape(60, 50), 'b': np.zeros(2, np.float32)})\n"
-                  "big"], wait_for=".ptl-packed")
+    nb = open_nb(
+        [
+            "import numpy as np\n"
+            "from pytree_lab import PackedView\n"
+            "big = PackedView({'w': np.arange(3000, dtype=np.float32).reshape(60, 50), 'b': np.zeros(2, np.float32)})\n"
+            "big"
+        ],
+        wait_for=".ptl-packed",
+    )
     view = nb.panel.locator(".ptl-packed").first
     view.locator(".ptl-packed-more").first.wait_for()
     cap = nb.value("PackedView.MAX_DRAWN")

@@ -46,9 +46,7 @@ def explorer_nb(open_module_nb):
 def nb(explorer_nb):
     """The shared explorer, back at the lesson's values with nothing selected."""
     explorer_nb.run(
-        "for label, value in INITIAL.items():\n"
-        "    ex.sliders[label].value = value\n"
-        "ex.selected_path = \"['bias']\""
+        "for label, value in INITIAL.items():\n    ex.sliders[label].value = value\nex.selected_path = \"['bias']\""
     )
     # kernel -> page messages arrive in order: once the marker selection shows, the
     # slider resets sent before it have reached the page too
@@ -286,8 +284,9 @@ def test_displayed_values_are_the_persons_own_until_one_slider_moves(open_nb):
     assert nb.value("np.array_equal(np.asarray(ex.result.params['w'][0]), np.asarray(params['w'][0]))") is True
     for leaf in ("b", "tiny"):
         assert nb.value(f"np.array_equal(np.asarray(ex.result.params['{leaf}']), np.asarray(params['{leaf}']))") is True
-    assert nb.value("[s.value for k, s in ex.sliders.items() if k in ('x[0]', 'x[1]', 'target')]") == \
-        nb.value("[float(inputs['x'][0]), float(inputs['x'][1]), float(inputs['target'])]")
+    assert nb.value("[s.value for k, s in ex.sliders.items() if k in ('x[0]', 'x[1]', 'target')]") == nb.value(
+        "[float(inputs['x'][0]), float(inputs['x'][1]), float(inputs['target'])]"
+    )
     assert nb.value("same_as_jax({**params, 'w': params['w'].at[1].set(ex.result.params['w'][1])}, inputs)") is True
 
 
@@ -310,7 +309,9 @@ ex
 
 
 def _boxes_overlap(a, b) -> bool:
-    return not (a["right"] <= b["left"] or b["right"] <= a["left"] or a["bottom"] <= b["top"] or b["bottom"] <= a["top"])
+    return not (
+        a["right"] <= b["left"] or b["right"] <= a["left"] or a["bottom"] <= b["top"] or b["bottom"] <= a["top"]
+    )
 
 
 @pytest.mark.parametrize("theme", [LIGHT, DARK])
@@ -325,8 +326,7 @@ def test_a_batched_mlp_slides_params_and_shows_data_readably(open_nb, lab_page, 
     titles = sliders.evaluate_all("els => els.map(e => e.title)")
     assert titles[1] == "params['hidden']['w'][0,0]"  # the full path, as the tooltip
     # each label names its own slider (ids are unique across the page, not per module copy)
-    pairs = sliders.evaluate_all(
-        "els => els.map(e => [e.querySelector('label').htmlFor, e.querySelector('input').id])")
+    pairs = sliders.evaluate_all("els => els.map(e => [e.querySelector('label').htmlFor, e.querySelector('input').id])")
     assert all(f == i for f, i in pairs) and len({i for _, i in pairs}) == 24
     data = nb.panel.locator(".ptl-data").text_content()
     assert "inputs['x'] float32[32,2] (batch)" in data and "inputs['labels'] int32[32] (int labels)" in data
@@ -334,7 +334,8 @@ def test_a_batched_mlp_slides_params_and_shows_data_readably(open_nb, lab_page, 
     fig = figure(nb)
     ticks = fig.locator("g.axis g.tick text").evaluate_all(
         "els => els.map(e => { const r = e.getBoundingClientRect();"
-        " return {text: e.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom}; })")
+        " return {text: e.textContent, left: r.left, right: r.right, top: r.top, bottom: r.bottom}; })"
+    )
     xs = [t for t in ticks if "/" in t["text"] or "[" in t["text"]]
     assert len(xs) == 24
     for a, b in itertools.pairwise(xs):

@@ -30,7 +30,9 @@ CELLS = [
 def _run_all_again(nb) -> None:
     """Run every cell again from the page (JupyterLab clears each cell's output first)."""
     nb.page.evaluate(
-        "async (path) => {" + _FIND_PANEL + """
+        "async (path) => {"
+        + _FIND_PANEL
+        + """
           const w = find(path);
           window.jupyterapp.shell.activateById(w.id);
           await window.jupyterapp.commands.execute('notebook:run-all-cells');
@@ -45,8 +47,9 @@ def test_a_cell_run_again_closes_the_explorer_it_replaces(open_nb):
     _run_all_again(nb)
     nb.kernel.wait_for("len(refs)", lambda n: n == 2, Timeouts.ROUND_TRIP * 4)
     nb.kernel.wait_for("refs[1]()._view_count", lambda n: n == 1)
-    state = nb.value("{'old_closed': refs[0]() is None or refs[0]().comm is None,"
-                     " 'new_open': refs[1]().comm is not None}")
+    state = nb.value(
+        "{'old_closed': refs[0]() is None or refs[0]().comm is None, 'new_open': refs[1]().comm is not None}"
+    )
     assert state == {"old_closed": True, "new_open": True}
     # nothing of pytree-lab keeps the replaced explorer: it is collected
     assert nb.value("(gc.collect(), refs[0]() is None)[1]") is True
@@ -65,7 +68,9 @@ def test_after_a_long_run_the_loss_line_is_thinned_and_ends_at_the_kernels_loss(
     nb.page.wait_for_function(
         "(fig) => { const p = fig.querySelector('path.line');"
         " return p && ((p.getAttribute('d') || '').match(/[ML]/g) || []).length > 100; }",
-        arg=line_fig.element_handle(), timeout=Timeouts.ms(Timeouts.ROUND_TRIP * 4))
+        arg=line_fig.element_handle(),
+        timeout=Timeouts.ms(Timeouts.ROUND_TRIP * 4),
+    )
     line = read_line(line_fig)
     points = line["points"]
     assert 100 < len(points) <= 2_002  # thinned: not 200,001 points
@@ -80,7 +85,9 @@ def test_after_a_long_run_the_loss_line_is_thinned_and_ends_at_the_kernels_loss(
     nb.page.wait_for_function(
         "([fig, n]) => { const p = fig.querySelector('path.line');"
         " return p && ((p.getAttribute('d') || '').match(/[ML]/g) || []).length === n; }",
-        arg=[line_fig.element_handle(), len(points)], timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+        arg=[line_fig.element_handle(), len(points)],
+        timeout=Timeouts.ms(Timeouts.ROUND_TRIP),
+    )
     nb.page.wait_for_timeout(300)  # the redraw of the moved point (the count of points is the same)
     line = read_line(line_fig)
     assert line["points"][-1][1] == pytest.approx(moved, abs=2.0 / line["pixels_per_unit"])
@@ -116,17 +123,22 @@ def test_after_a_kernel_restart_its_old_widgets_say_so_when_used(open_nb):
     assert notice.count() == 0
 
     # what Kernel > Restart Kernel does, without its confirmation dialog
-    nb.page.evaluate("async (path) => {" + _FIND_PANEL + """
+    nb.page.evaluate(
+        "async (path) => {"
+        + _FIND_PANEL
+        + """
         await find(path).sessionContext.session.kernel.restart();
-    }""", nb.path)
+    }""",
+        nb.path,
+    )
     assert nb.value("'ex' in globals()") is False  # the restart call returns with the new kernel up
     nb.panel.locator(".jupyter-widgets-disconnected").first.wait_for(
-        state="attached", timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+        state="attached", timeout=Timeouts.ms(Timeouts.ROUND_TRIP)
+    )
     assert notice.count() == 0  # said when used, not all over the notebook at once
 
     tree_item(nb.panel, "['weight']").first.locator(":scope > .ptl-line").click()
-    diagram_notice = nb.panel.locator(".ptl-diagram").first.locator("xpath=..").locator(
-        ".pytree-lab-kernel-gone")
+    diagram_notice = nb.panel.locator(".ptl-diagram").first.locator("xpath=..").locator(".pytree-lab-kernel-gone")
     diagram_notice.wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
     handle = slider_handle(nb.panel, "bias")
     handle.focus()

@@ -52,9 +52,7 @@ def test_click_reaches_python_and_python_reaches_dom(counter_nb):
     assert nb.wait_for_value("counter.clicks", 2) == 2
 
     nb.run("counter.clicks = 41")
-    nb.page.wait_for_function(
-        "(el) => el.textContent === 'clicks: 41'", arg=button.element_handle()
-    )
+    nb.page.wait_for_function("(el) => el.textContent === 'clicks: 41'", arg=button.element_handle())
     button.click()
     assert nb.wait_for_value("counter.clicks", 42) == 42
 

@@ -210,8 +210,11 @@ def test_no_text_of_one_diagram_cell_overlaps_another(lecture_nb, width, theme):
         assert found["escapes"] == [], (width, theme, moments, found["escapes"])
         assert found["cut"] == [], (width, theme, moments, found["cut"])
         names = [c["name"] for c in found["columns"]]
-        assert names == (["params", "grads", "updated"] if moments == "folded"
-                         else ["params", "grads", "adam mu", "adam nu", "updated"])
+        assert names == (
+            ["params", "grads", "updated"]
+            if moments == "folded"
+            else ["params", "grads", "adam mu", "adam nu", "updated"]
+        )
         if moments == "folded" or width == 1440:  # the compared columns, all on screen without a scroll
             assert all(c["right"] <= found["view"] + 1 for c in found["columns"]), found["columns"]
     nb.run("ex_grid.diagram.foldable_open = False")
@@ -260,11 +263,11 @@ def test_the_folded_parts_open_by_mouse_and_keyboard(lecture_nb):
     assert nb.wait_for_value("ex_xor.selected_path", "['Dense_0']['bias']") == "['Dense_0']['bias']"
     # the worked calculation now shows that leaf
     bias = "['Dense_0']['bias']"
-    xor.locator(f".ptl-calc-folded[data-focus={css_string(bias)}]").wait_for(
-        timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    xor.locator(f".ptl-calc-folded[data-focus={css_string(bias)}]").wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
     # the diagram follows the choice
     tree_item(xor.locator(".ptl-trees"), "['Dense_0']['bias']").and_(xor.locator('[aria-selected="true"]')).wait_for(
-        timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+        timeout=Timeouts.ms(Timeouts.ROUND_TRIP)
+    )
     # a click in the diagram moves the calculation (and the picker) to that leaf
     tree_item(xor.locator(".ptl-trees"), "['Dense_1']['kernel']").locator(":scope > .ptl-line").click()
     assert nb.wait_for_value("ex_xor.selected_path", "['Dense_1']['kernel']") == "['Dense_1']['kernel']"

@@ -44,8 +44,7 @@ CELLS = [
     "ex",
     # the lesson's model with plain steps of rate 10: each step multiplies the loss by 119², so
     # float32 overflows within ten steps
-    "ex2 = StepExplorer(learning_rate=10.0)\n"
-    "ex2",
+    "ex2 = StepExplorer(learning_rate=10.0)\nex2",
 ]
 
 
@@ -130,8 +129,10 @@ def test_play_then_pause_by_keyboard_grows_history_by_the_steps_drawn(nb):
     nb.kernel.wait_for("ex.playing", lambda v: v is False)
     steps = nb.value("len(ex.history) - 1")
     wait_page_step(nb, "s === n", steps)  # the page shows the step the kernel stopped at
-    stats = nb.value("{'played': ex.player.steps, 'lead': ex.player.max_lead, 'late': ex.player.late,"
-                     " 'frame': ex.play_control.frame, 'acked': ex.player.acked}")
+    stats = nb.value(
+        "{'played': ex.player.steps, 'lead': ex.player.max_lead, 'late': ex.player.late,"
+        " 'frame': ex.play_control.frame, 'acked': ex.player.acked}"
+    )
     assert stats["played"] == steps and steps >= 12
     assert stats["lead"] == 1 and stats["late"] == 0  # each step computed after the page drew the last
     nb.kernel.wait_for("ex.player.acked", lambda a: a == stats["frame"])  # and the page drew the last one
@@ -156,10 +157,13 @@ def test_play_then_pause_by_keyboard_grows_history_by_the_steps_drawn(nb):
     assert nb.value("(len(ex.history), ex.player.steps, ex.player.max_lead, ex.player.late)") == [steps + 6, 5, 1, 0]
     assert nb.value("ex.history") == pytest.approx(optax_losses(steps + 5), rel=1e-4)
     assert "Played to step" in nb.panel.locator(".ptl-play-message").first.text_content()
-    print("play stats", nb.value("{'compute_s': ex.player.compute_s, 'wait_s': ex.player.wait_s, "
-                                 "'steps': ex.player.steps}"))
-    screenshots(nb, "paused", nb.panel.locator(".pytree-lab-explorer").first,
-                (".pytree-lab-controls", ".pytree-lab-debug-area"))
+    print(
+        "play stats",
+        nb.value("{'compute_s': ex.player.compute_s, 'wait_s': ex.player.wait_s, 'steps': ex.player.steps}"),
+    )
+    screenshots(
+        nb, "paused", nb.panel.locator(".pytree-lab-explorer").first, (".pytree-lab-controls", ".pytree-lab-debug-area")
+    )
     assert not nb.page.pytree_lab_errors
 
 
@@ -185,11 +189,13 @@ def test_a_diverging_play_stops_with_its_message_on_screen(nb):
 
 
 def test_a_failed_step_from_the_page_shows_its_traceback_on_demand(nb):
-    nb.run("ex2.reset()\n"
-           "def broken(p, x, target):\n"
-           "    print('about to fail <b>not bold</b>')\n"
-           "    raise ValueError('the loss broke here')\n"
-           "ex2.set_loss(broken)")
+    nb.run(
+        "ex2.reset()\n"
+        "def broken(p, x, target):\n"
+        "    print('about to fail <b>not bold</b>')\n"
+        "    raise ValueError('the loss broke here')\n"
+        "ex2.set_loss(broken)"
+    )
     nb.kernel.wait_for("ex2.result is None or ex2.session.good_now", lambda v: v is False)
     explorer = nb.panel.locator(".pytree-lab-explorer").nth(1)
     explorer.get_by_role("button", name="Step", exact=True).click()

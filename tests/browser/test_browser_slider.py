@@ -63,8 +63,8 @@ def test_a_fast_drag_sends_one_move_per_round_trip_and_ends_on_the_last_position
     assert seen[-1] == pytest.approx(2.2, abs=1e-9) and len(seen) == messages
     # the page shows the kernel's final value once the last move is acknowledged
     nb.page.wait_for_function(
-        "(el) => el.closest('.ptl-slider').querySelector('output').textContent === '2.2'",
-        arg=handle.element_handle())
+        "(el) => el.closest('.ptl-slider').querySelector('output').textContent === '2.2'", arg=handle.element_handle()
+    )
 
 
 # every websocket frame the page sends that carries a slider move: (time, text)

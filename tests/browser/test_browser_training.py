@@ -16,11 +16,9 @@ pytestmark = pytest.mark.browser
 SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 
 CELLS = [
-    "import optax\n"
-    "from pytree_lab import StepExplorer\n"
-    "ex = StepExplorer(optimizer=optax.adam(0.1))\n"
-    "ex",
+    "import optax\nfrom pytree_lab import StepExplorer\nex = StepExplorer(optimizer=optax.adam(0.1))\nex",
 ]
+
 
 def optax_reference(n: int) -> tuple[list[float], dict]:
     """n Adam steps of the lesson, optax called directly: losses at each point, final params."""

@@ -202,4 +202,6 @@ def test_every_text_of_every_widget_reaches_wcag_aa(every_widget, theme):
     # our own measure of every text element, the states axe leaves incomplete included
     measured = page.evaluate(CONTRAST, ROOTS)
     assert measured["checked"] > 200  # every widget's text was measured, not an empty page
-    assert measured["failures"] == [], f"contrast in {theme}:\n" + json.dumps(measured["failures"], indent=1, ensure_ascii=False)
+    assert measured["failures"] == [], f"contrast in {theme}:\n" + json.dumps(
+        measured["failures"], indent=1, ensure_ascii=False
+    )

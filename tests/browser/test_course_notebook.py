@@ -20,12 +20,16 @@ pytestmark = pytest.mark.browser
 from test_notebooks import CONTENT, LESSON, fill_in_answers  # noqa: E402
 
 # Tag a cell's DOM node with its notebook cell id, so locators can find a cell by id.
-_TAG_CELLS = """
-async (path) => {""" + harness._FIND_PANEL + """
+_TAG_CELLS = (
+    """
+async (path) => {"""
+    + harness._FIND_PANEL
+    + """
   const w = find(path);
   for (const cell of w.content.widgets) cell.node.dataset.pytreeLabCell = cell.model.id;
 }
 """
+)
 
 
 def open_course_notebook(page, server, nb, name: str) -> harness.Notebook:
@@ -117,7 +121,6 @@ def test_prediction_typed_then_revealed(lesson):
     assert typed == "weight[0], because its input is 2" and answer.startswith("weight[0] changes more")
 
 
-
 def test_the_course_notebooks_open_unmodified(lab_page, lab_server):
     """Opening a lesson (its kernel started, nothing run) leaves it unmodified: no unsaved-changes
     mark, nothing for autosave to write. JupyterLab itself stores the running kernel's
@@ -130,9 +133,18 @@ def test_the_course_notebooks_open_unmodified(lab_page, lab_server):
 
     # what the kernel the server starts (this venv's ipykernel) answers, read in a process of its
     # own: importing ipykernel here would hand this worker's later widgets kernel-less comms
-    language_info = json.loads(subprocess.run(
-        [sys.executable, "-c", "import json; from ipykernel.ipkernel import IPythonKernel as K; "
-         "print(json.dumps(K.language_info))"], capture_output=True, text=True, check=True).stdout)
+    language_info = json.loads(
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import json; from ipykernel.ipkernel import IPythonKernel as K; print(json.dumps(K.language_info))",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     seen = {}
     for name in (LESSON, "02_packed_parameters.ipynb", "03_instructor_demo.ipynb"):
         copy = f"unopened_{name}"
@@ -141,7 +153,9 @@ def test_the_course_notebooks_open_unmodified(lab_page, lab_server):
         (lab_server.root_dir / copy).write_text(json.dumps(nb, indent=1))
         before = (lab_server.root_dir / copy).read_bytes()
         seen[name] = lab_page.evaluate(
-            "async (path) => {" + harness._FIND_PANEL + """
+            "async (path) => {"
+            + harness._FIND_PANEL
+            + """
               const app = window.jupyterapp;
               await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
               const w = find(path);

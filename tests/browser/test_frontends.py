@@ -27,12 +27,8 @@ from .test_browser_explorer import oracle
 pytestmark = pytest.mark.browser
 
 CELLS = [
-    "from pytree_lab import StepExplorer\n"
-    "ex = StepExplorer()\n"
-    "ex",
-    "from pytree_lab.course import grad_structure_quiz\n"
-    "quiz = grad_structure_quiz()\n"
-    "quiz",
+    "from pytree_lab import StepExplorer\nex = StepExplorer()\nex",
+    "from pytree_lab.course import grad_structure_quiz\nquiz = grad_structure_quiz()\nquiz",
 ]
 NAME = "frontends.ipynb"
 LESSON = dict(x1=1.0, target=3.0, lr=0.05, w0=1.0, w1=-1.0, b=0.0)
@@ -42,8 +38,7 @@ LESSON = dict(x1=1.0, target=3.0, lr=0.05, w0=1.0, w1=-1.0, b=0.0)
 def server(tmp_path_factory):
     srv, error = None, None
     try:
-        srv = start_lab(tmp_path_factory.mktemp("frontends"),
-                        args=["--JupyterNotebookApp.expose_app_in_browser=True"])
+        srv = start_lab(tmp_path_factory.mktemp("frontends"), args=["--JupyterNotebookApp.expose_app_in_browser=True"])
     except HarnessError as err:
         error = str(err)
     if error:
@@ -105,8 +100,10 @@ def _open_notebook7(page, server, name: str = NAME) -> KernelProbe:
 
 def _open_voila(page, server) -> KernelProbe:
     before = _kernels(server)
-    page.goto(f"{server.url}/voila/render/{urllib.parse.quote(NAME)}?token={server.token}",
-              timeout=Timeouts.ms(Timeouts.RUN_ALL))
+    page.goto(
+        f"{server.url}/voila/render/{urllib.parse.quote(NAME)}?token={server.token}",
+        timeout=Timeouts.ms(Timeouts.RUN_ALL),
+    )
     _, probe = _probe_new_kernel(server, before)
     return probe
 
@@ -116,9 +113,11 @@ OPENERS = {"notebook7": _open_notebook7, "voila": _open_voila}
 
 def _wait_result(probe, x0: float) -> dict:
     """ex.result once the kernel has computed the step for slider x[0] == x0."""
-    return probe.wait_for("[ex.sliders['x[0]'].value, vars(ex.result)]",
-                          lambda v: v[0] == pytest.approx(x0, abs=1e-9) and v[1]["params"] is not None
-                          and v[1]["loss"] != 4.0, timeout=Timeouts.ROUND_TRIP)[1]
+    return probe.wait_for(
+        "[ex.sliders['x[0]'].value, vars(ex.result)]",
+        lambda v: v[0] == pytest.approx(x0, abs=1e-9) and v[1]["params"] is not None and v[1]["loss"] != 4.0,
+        timeout=Timeouts.ROUND_TRIP,
+    )[1]
 
 
 def _assert_step(result: dict, x0: float) -> None:
@@ -219,12 +218,8 @@ LEAK_KEYS = ["b", "a", "d", "d", "m", "r", "y", "x", "c", "v", "z", "Shift+M", "
 
 KEYS_NAME = "keys.ipynb"
 KEYS_CELLS = [
-    "from pytree_lab.slider import Slider\n"
-    "s = Slider(1.0, description='x', min=-2.0, max=6.0, step=0.5)\n"
-    "s",
-    "from pytree_lab.course import check_button, grad_structure_quiz, lesson_prediction\n"
-    "q = grad_structure_quiz()\n"
-    "q",
+    "from pytree_lab.slider import Slider\ns = Slider(1.0, description='x', min=-2.0, max=6.0, step=0.5)\ns",
+    "from pytree_lab.course import check_button, grad_structure_quiz, lesson_prediction\nq = grad_structure_quiz()\nq",
     'prompt = lesson_prediction("which_weight_changes_more")\nprompt',
     "import jax.numpy as jnp\n"
     "import pytree_lab\n"
@@ -345,6 +340,8 @@ def test_notebook7_keys_stay_in_every_widget(server, page):
         page.keyboard.press("b")
         page.wait_for_function(
             "(n) => window.jupyterapp.shell.currentWidget.content.model.cells.length === n",
-            arg=len(KEYS_CELLS) + 1, timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+            arg=len(KEYS_CELLS) + 1,
+            timeout=Timeouts.ms(Timeouts.ROUND_TRIP),
+        )
     finally:
         probe.close()

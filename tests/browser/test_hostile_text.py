@@ -95,9 +95,11 @@ def test_hostile_keys_field_names_and_leaves_render_as_text(open_nb):
     tree_item(nb.panel, f"[{SCRIPT!r}]['name']").hover()
     assert_nothing_ran(nb)
     # control: the same payload parsed as HTML does run in this browser, so the checks can fail
-    nb.page.evaluate("""(html) => { const d = document.createElement('div'); d.id = 'ptl-control';
+    nb.page.evaluate(
+        """(html) => { const d = document.createElement('div'); d.id = 'ptl-control';
                         d.innerHTML = html; document.body.append(d); }""",
-                     IMG.replace("__pwned=1", "__control=1"))
+        IMG.replace("__pwned=1", "__control=1"),
+    )
     nb.page.wait_for_function("() => window.__control === 1", timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
     nb.page.evaluate("() => document.getElementById('ptl-control').remove()")
 

@@ -82,7 +82,9 @@ def assert_cells_kept(nb, before, where: str) -> None:
 
 
 def focus_inside(locator) -> bool:
-    return locator.evaluate("(root) => root.contains(document.activeElement) && document.activeElement !== document.body")
+    return locator.evaluate(
+        "(root) => root.contains(document.activeElement) && document.activeElement !== document.body"
+    )
 
 
 def test_keys_typed_in_every_widget_leave_the_notebook_as_it_was(keys_nb):
@@ -161,14 +163,16 @@ def test_keys_typed_in_every_widget_leave_the_notebook_as_it_was(keys_nb):
     page.wait_for_function(
         "([path, n]) => [...window.jupyterapp.shell.widgets('main')].some("
         "w => w.context && w.context.path === path && w.content.model.cells.length === n)",
-        arg=[nb.path, len(CELLS) + 1], timeout=Timeouts.ms(Timeouts.ROUND_TRIP),
+        arg=[nb.path, len(CELLS) + 1],
+        timeout=Timeouts.ms(Timeouts.ROUND_TRIP),
     )
     page.keyboard.press("d")
     page.keyboard.press("d")
     page.wait_for_function(
         "([path, n]) => [...window.jupyterapp.shell.widgets('main')].some("
         "w => w.context && w.context.path === path && w.content.model.cells.length === n)",
-        arg=[nb.path, len(CELLS)], timeout=Timeouts.ms(Timeouts.ROUND_TRIP),
+        arg=[nb.path, len(CELLS)],
+        timeout=Timeouts.ms(Timeouts.ROUND_TRIP),
     )
     assert_cells_kept(nb, before, "the notebook (b then d d, typed in command mode)")
 
@@ -186,8 +190,10 @@ def test_ids_and_radio_groups_are_unique_per_widget(keys_nb):
            })"""
     )
     assert for_targets and all(for_targets)
-    names = [outputs.nth(i).locator('input[type="radio"]').evaluate_all("rs => [...new Set(rs.map(r => r.name))]")
-             for i in (1, 2)]
+    names = [
+        outputs.nth(i).locator('input[type="radio"]').evaluate_all("rs => [...new Set(rs.map(r => r.name))]")
+        for i in (1, 2)
+    ]
     assert len(names[0]) == 1 and len(names[1]) == 1 and names[0] != names[1]
 
 
@@ -232,8 +238,7 @@ def test_a_quiz_answers_from_the_keyboard_alone(keys_nb):
 def test_check_and_reveal_keep_the_focus(keys_nb, open_nb):
     nb = open_nb(
         [
-            "from pytree_lab.course import grad_structure_quiz, lesson_prediction\n"
-            "q = grad_structure_quiz()\nq",
+            "from pytree_lab.course import grad_structure_quiz, lesson_prediction\nq = grad_structure_quiz()\nq",
             'p = lesson_prediction("which_weight_changes_more")\np',
         ],
         wait_for=".ptl-ex-predict",
@@ -336,7 +341,8 @@ def test_explorer_keys_bar_table_and_right_to_left_labels(open_nb):
     figure = explorer.locator("[role='img'][aria-describedby]").first
     figure.wait_for()
     assert figure.get_attribute("aria-label") == (
-        "A gradient tree matches parameter leaves: before and after value of each parameter element")
+        "A gradient tree matches parameter leaves: before and after value of each parameter element"
+    )
     table_id = figure.get_attribute("aria-describedby")
     bars = explorer.locator(f"#{table_id}")
     assert bars.locator("summary").text_content() == "Bar values (before and after, as a table)"

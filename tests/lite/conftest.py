@@ -93,9 +93,18 @@ def build_probe_site(tmp_path_factory, *options: str) -> Path:
     # what the checkout holds as the build starts (others may edit the tree while tests run)
     (work / "checkout-sha256").write_text(sha256_of(ROOT / "widgets" / "pytree_lab" / PACKAGE_FILE_TO_COMPARE))
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "lite_build" / "build.py"), "--output-dir", str(site), "--contents", str(probe),
-         *options],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            str(ROOT / "lite_build" / "build.py"),
+            "--output-dir",
+            str(site),
+            "--contents",
+            str(probe),
+            *options,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     if proc.returncode != 0:
         pytest.fail(f"the site build failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}", pytrace=False)
@@ -165,8 +174,10 @@ def drive_probe(pw, lite_server, failure_shot: str) -> LiteRun:
             button = browse.cell(page, COUNTER).locator("button.lite-probe-counter")
             button.click(timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
             page.wait_for_function(
-                "(el) => el.textContent === 'clicked 1'", arg=button.element_handle(),
-                timeout=browse.Timeouts.ms(browse.Timeouts.ROUND_TRIP))
+                "(el) => el.textContent === 'clicked 1'",
+                arg=button.element_handle(),
+                timeout=browse.Timeouts.ms(browse.Timeouts.ROUND_TRIP),
+            )
             run.counter_text = button.inner_text()
             run.outputs[COUNTER_READ] = browse.run_cell(page, COUNTER_READ)
 
@@ -180,8 +191,10 @@ def drive_probe(pw, lite_server, failure_shot: str) -> LiteRun:
             run.bias_leaf_rendered = True
             bias.click()
             page.wait_for_function(
-                "(el) => el.getAttribute('aria-selected') === 'true'", arg=bias.element_handle(),
-                timeout=browse.Timeouts.ms(browse.Timeouts.ROUND_TRIP))
+                "(el) => el.getAttribute('aria-selected') === 'true'",
+                arg=bias.element_handle(),
+                timeout=browse.Timeouts.ms(browse.Timeouts.ROUND_TRIP),
+            )
             # the click's comm message left before the read cell's execute request, and the
             # kernel handles them in order: the read cell sees what the click set
             run.outputs[DIAGRAM_READ] = browse.run_cell(page, DIAGRAM_READ)

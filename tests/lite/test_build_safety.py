@@ -123,8 +123,11 @@ def test_swap_in_replaces_only_a_site_the_build_made(tmp_path):
     build.write_marker(out)
     (out / "added-during-build.txt").write_text("keep me")
     assert build.swap_in(staged, out, tmp_path / "scratch") == ["added-during-build.txt"]
-    assert snapshot(out) == {"newer.txt": b"newer site", "added-during-build.txt": b"keep me",
-                             build.MARKER_NAME: (out / build.MARKER_NAME).read_bytes()}
+    assert snapshot(out) == {
+        "newer.txt": b"newer site",
+        "added-during-build.txt": b"keep me",
+        build.MARKER_NAME: (out / build.MARKER_NAME).read_bytes(),
+    }
     # the new marker lists the site's files only: the kept file stays the user's
     assert sorted(json.loads((out / build.MARKER_NAME).read_text())["files"]) == ["newer.txt"]
 
@@ -146,8 +149,13 @@ def test_host_files_and_folders_the_build_did_not_write_are_kept_across_builds(t
     (out / "extra" / "deep" / "notes.txt").write_text("the host's own")
     (out / "empty").mkdir()
     (out / "link").symlink_to(tmp_path / "elsewhere")
-    assert build.check_output_dir(out) == [".nojekyll", "CNAME", "empty/", "extra/", "lab/index.html".replace(
-        "lab/index.html", "link")]
+    assert build.check_output_dir(out) == [
+        ".nojekyll",
+        "CNAME",
+        "empty/",
+        "extra/",
+        "lab/index.html".replace("lab/index.html", "link"),
+    ]
     for round_ in range(2):  # kept by one build, kept again by the next
         staged = new_site(tmp_path, {"index.html": f"site {round_}", "lab/index.html": "lab"})
         kept = build.swap_in(staged, out, tmp_path / "scratch")
@@ -202,15 +210,18 @@ def test_output_dirs_that_are_not_a_sites_own_place_are_refused_in_one_line(wher
     assert err.count("\n") == 1 and err.startswith(f"error: --output-dir {path} is ") and "Traceback" not in err
 
 
-@pytest.mark.parametrize("marker", [
-    b"not json at all",
-    b"\xff\xfe\x00binary",
-    b'["a", "list"]',
-    b'{"files": ["index.html"]}',
-    b'{"files": {"index.html": "not-a-digest"}}',
-    b'{"files": {"../outside.txt": "' + b"0" * 64 + b'"}}',
-    b'{"made_by": "someone"}',
-])
+@pytest.mark.parametrize(
+    "marker",
+    [
+        b"not json at all",
+        b"\xff\xfe\x00binary",
+        b'["a", "list"]',
+        b'{"files": ["index.html"]}',
+        b'{"files": {"index.html": "not-a-digest"}}',
+        b'{"files": {"../outside.txt": "' + b"0" * 64 + b'"}}',
+        b'{"made_by": "someone"}',
+    ],
+)
 def test_a_malformed_marker_is_named_in_one_line_and_nothing_changes(tmp_path, capsys, marker):
     out = made_by_build(tmp_path / "site")
     (out / build.MARKER_NAME).write_bytes(marker)
@@ -329,8 +340,10 @@ def test_site_notebooks_carry_the_pyodide_kernels_language_info(tmp_path):
     # which published notebook and version a student's copy came from (the update check reads it)
     import hashlib
 
-    assert staged["metadata"]["pytree_lab"] == {"site_path": "sub/n.ipynb",
-                                                "site_version": hashlib.sha256(source.read_bytes()).hexdigest()[:16]}
+    assert staged["metadata"]["pytree_lab"] == {
+        "site_path": "sub/n.ipynb",
+        "site_version": hashlib.sha256(source.read_bytes()).hexdigest()[:16],
+    }
     assert staged["metadata"]["language_info"] == build.LITE_LANGUAGE_INFO
     assert staged["metadata"]["kernelspec"] == build.LITE_KERNELSPEC
 

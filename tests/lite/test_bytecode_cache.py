@@ -24,8 +24,11 @@ def digest(path: Path) -> str:
 
 
 def archives(site: Path) -> dict[str, str]:
-    found = [site / "static" / "pyodide" / "python_stdlib.zip", *(site / "static" / "pyodide").glob("*.whl"),
-             *(site / "pypi").glob("*.whl")]
+    found = [
+        site / "static" / "pyodide" / "python_stdlib.zip",
+        *(site / "static" / "pyodide").glob("*.whl"),
+        *(site / "pypi").glob("*.whl"),
+    ]
     return {p.relative_to(site).as_posix(): digest(p) for p in found}
 
 
@@ -55,8 +58,9 @@ def test_a_rebuild_after_a_notebook_edit_reuses_the_compiled_archives(tmp_path, 
     # every archive but the project's wheel (rebuilt from the checkout) came from the cache
     reused = re.search(r"\((\d+) of (\d+) archives unchanged", second_log)
     assert int(reused[2]) == total and int(reused[1]) >= total - 1, second_log
-    assert {k: v for k, v in second.items() if "pytree_lab-" not in k} == \
-        {k: v for k, v in first.items() if "pytree_lab-" not in k}
+    assert {k: v for k, v in second.items() if "pytree_lab-" not in k} == {
+        k: v for k, v in first.items() if "pytree_lab-" not in k
+    }
     # the reused archives carry their bytecode, and the site's lock names their sha256
     with zipfile.ZipFile(out / "static" / "pyodide" / "python_stdlib.zip") as z:
         assert any(n.endswith(".pyc") for n in z.namelist())
@@ -81,13 +85,42 @@ def small_site(root: Path) -> Path:
         z.writestr("tiny/__init__.py", "y = 2\n")
     with zipfile.ZipFile(root / "pypi" / "other-1.0-py3-none-any.whl", "w") as z:
         z.writestr("other/__init__.py", "z = 3\n")
-    (pyodide_dir / "pyodide-lock.json").write_text(json.dumps({"packages": {"tiny": {
-        "name": "tiny", "file_name": "tiny-1.0-py3-none-any.whl", "sha256": "0" * 64}}}))
-    (root / "pypi" / "all.json").write_text(json.dumps({"other": {"releases": {"1.0": [{
-        "filename": "other-1.0-py3-none-any.whl", "url": "./other-1.0-py3-none-any.whl", "size": 1,
-        "digests": {"sha256": "0" * 64}}]}}}))
-    (root / "jupyter-lite.json").write_text(json.dumps({"jupyter-config-data": {"litePluginSettings": {
-        f"{build.PYODIDE_KERNEL_EXTENSION}:kernel": {"pipliteUrls": ["./pypi/all.json?sha256=" + "0" * 64]}}}}))
+    (pyodide_dir / "pyodide-lock.json").write_text(
+        json.dumps(
+            {"packages": {"tiny": {"name": "tiny", "file_name": "tiny-1.0-py3-none-any.whl", "sha256": "0" * 64}}}
+        )
+    )
+    (root / "pypi" / "all.json").write_text(
+        json.dumps(
+            {
+                "other": {
+                    "releases": {
+                        "1.0": [
+                            {
+                                "filename": "other-1.0-py3-none-any.whl",
+                                "url": "./other-1.0-py3-none-any.whl",
+                                "size": 1,
+                                "digests": {"sha256": "0" * 64},
+                            }
+                        ]
+                    }
+                }
+            }
+        )
+    )
+    (root / "jupyter-lite.json").write_text(
+        json.dumps(
+            {
+                "jupyter-config-data": {
+                    "litePluginSettings": {
+                        f"{build.PYODIDE_KERNEL_EXTENSION}:kernel": {
+                            "pipliteUrls": ["./pypi/all.json?sha256=" + "0" * 64]
+                        }
+                    }
+                }
+            }
+        )
+    )
     return root
 
 
@@ -98,8 +131,11 @@ def test_archives_found_in_the_cache_are_used_byte_for_byte_without_compiling(tm
     monkeypatch.setattr(build, "BYTECODE_CACHE", tmp_path / "cache")
     site = small_site(tmp_path / "site")
     (tmp_path / "cache").mkdir()
-    archives_ = [site / "static" / "pyodide" / "python_stdlib.zip", site / "static" / "pyodide" / "tiny-1.0-py3-none-any.whl",
-                 site / "pypi" / "other-1.0-py3-none-any.whl"]
+    archives_ = [
+        site / "static" / "pyodide" / "python_stdlib.zip",
+        site / "static" / "pyodide" / "tiny-1.0-py3-none-any.whl",
+        site / "pypi" / "other-1.0-py3-none-any.whl",
+    ]
     cached = {}
     for path in archives_:
         layout = "zipimport" if path.name.endswith(".zip") else "wheel"
@@ -107,8 +143,9 @@ def test_archives_found_in_the_cache_are_used_byte_for_byte_without_compiling(tm
         key = build.bytecode_cache_key({"src": str(path), "layout": layout, "prefix": prefix, "drop_sources": False})
         compiled = b"PK-compiled-" + path.name.encode()  # what an earlier build stored
         (tmp_path / "cache" / f"{key}.zip").write_bytes(compiled)
-        (tmp_path / "cache" / f"{key}.json").write_text(json.dumps({"src": path.name, "compiled": 1,
-                                                                    "python": "3.14.2"}))
+        (tmp_path / "cache" / f"{key}.json").write_text(
+            json.dumps({"src": path.name, "compiled": 1, "python": "3.14.2"})
+        )
         cached[path] = compiled
 
     def no_compiler(*args, **kwargs):
@@ -123,7 +160,9 @@ def test_archives_found_in_the_cache_are_used_byte_for_byte_without_compiling(tm
     lock = json.loads((site / "static" / "pyodide" / "pyodide-lock.json").read_text())
     assert lock["packages"]["tiny"]["sha256"] == digest(site / "static" / "pyodide" / "tiny-1.0-py3-none-any.whl")
     index = json.loads((site / "pypi" / "all.json").read_text())
-    assert index["other"]["releases"]["1.0"][0]["digests"]["sha256"] == digest(site / "pypi" / "other-1.0-py3-none-any.whl")
+    assert index["other"]["releases"]["1.0"][0]["digests"]["sha256"] == digest(
+        site / "pypi" / "other-1.0-py3-none-any.whl"
+    )
     config = json.loads((site / "jupyter-lite.json").read_text())["jupyter-config-data"]
     urls = config["litePluginSettings"][f"{build.PYODIDE_KERNEL_EXTENSION}:kernel"]["pipliteUrls"]
     assert urls == [f"./pypi/all.json?sha256={digest(site / 'pypi' / 'all.json')}"]

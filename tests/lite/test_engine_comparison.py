@@ -26,8 +26,10 @@ CASES = {
     "vmap_in_axes_none": "result = jax.vmap(lambda x, y: x * y, in_axes=(0, None))(jnp.array([1., 2., 3.]), 2.0)",
     "vmap_axis_1": "result = jax.vmap(jnp.sum, in_axes=1)(jnp.array([[1., 2., 3.], [4., 5., 6.]]))",
     "vmap_tree_out": "result = jax.vmap(lambda x: {'a': x, 'b': 2 * x})(jnp.array([1., 2.]))",
-    "grad_of_vmap": ("w = jnp.array([1., -1.])\nX = jnp.array([[1., 2.], [3., 4.]])\n"
-                     "result = jax.grad(lambda w: jnp.sum(jax.vmap(lambda x: jnp.dot(w, x))(X) ** 2))(w)"),
+    "grad_of_vmap": (
+        "w = jnp.array([1., -1.])\nX = jnp.array([[1., 2.], [3., 4.]])\n"
+        "result = jax.grad(lambda w: jnp.sum(jax.vmap(lambda x: jnp.dot(w, x))(X) ** 2))(w)"
+    ),
     "vmap_of_grad": "result = jax.vmap(jax.grad(lambda x: x ** 3))(jnp.array([1., 2., 3.]))",
     "relu": "result = jax.nn.relu(jnp.array([-1., 0., 2.]))",
     "relu_grad_at_0": "result = jax.grad(lambda x: jnp.sum(jax.nn.relu(x)))(jnp.array([-1., 0., 2.]))",
@@ -39,28 +41,37 @@ CASES = {
     "logsumexp": "result = jax.nn.logsumexp(jnp.array([1., 2., 3.]))",
     "logsumexp_big": "result = jax.nn.logsumexp(jnp.array([1000., 1000.]))",
     "logsumexp_grad": "result = jax.grad(jax.nn.logsumexp)(jnp.array([1., 2., 3.]))",
-    "cross_entropy_grad": ("logits = jnp.array([[2., 1., 0.], [0., 1., 3.]])\nlabels = jnp.array([0, 2])\n"
-                           "def loss(z):\n    lp = jax.nn.log_softmax(z)\n"
-                           "    return -jnp.mean(lp[jnp.arange(2), labels])\nresult = jax.grad(loss)(logits)"),
+    "cross_entropy_grad": (
+        "logits = jnp.array([[2., 1., 0.], [0., 1., 3.]])\nlabels = jnp.array([0, 2])\n"
+        "def loss(z):\n    lp = jax.nn.log_softmax(z)\n"
+        "    return -jnp.mean(lp[jnp.arange(2), labels])\nresult = jax.grad(loss)(logits)"
+    ),
     "prngkey": "result = jax.random.PRNGKey(0)",
     "prngkey_big_seed": "result = jax.random.PRNGKey(2 ** 40 + 7)",
     "prngkey_negative_seed": "result = jax.random.PRNGKey(-3)",
     "split_shape": "k = jax.random.split(jax.random.PRNGKey(0), 3)\nresult = {'shape': list(k.shape), 'dtype': str(k.dtype)}",
-    "normal_shape": ("v = jax.random.normal(jax.random.PRNGKey(1), (2, 3))\n"
-                     "result = {'shape': list(v.shape), 'dtype': str(v.dtype)}"),
-    "uniform_shape": ("v = jax.random.uniform(jax.random.PRNGKey(1), (4,), minval=2., maxval=3.)\n"
-                      "result = {'shape': list(v.shape), 'dtype': str(v.dtype), 'in_range': bool(((v >= 2) & (v < 3)).all())}"),
-    "same_key_same_numbers": ("k = jax.random.PRNGKey(3)\n"
-                              "result = bool((jax.random.normal(k, (5,)) == jax.random.normal(k, (5,))).all())"),
-    "split_keys_differ": ("k1, k2 = jax.random.split(jax.random.PRNGKey(3))\n"
-                          "result = bool((jax.random.normal(k1, (5,)) != jax.random.normal(k2, (5,))).any())"),
+    "normal_shape": (
+        "v = jax.random.normal(jax.random.PRNGKey(1), (2, 3))\nresult = {'shape': list(v.shape), 'dtype': str(v.dtype)}"
+    ),
+    "uniform_shape": (
+        "v = jax.random.uniform(jax.random.PRNGKey(1), (4,), minval=2., maxval=3.)\n"
+        "result = {'shape': list(v.shape), 'dtype': str(v.dtype), 'in_range': bool(((v >= 2) & (v < 3)).all())}"
+    ),
+    "same_key_same_numbers": (
+        "k = jax.random.PRNGKey(3)\nresult = bool((jax.random.normal(k, (5,)) == jax.random.normal(k, (5,))).all())"
+    ),
+    "split_keys_differ": (
+        "k1, k2 = jax.random.split(jax.random.PRNGKey(3))\n"
+        "result = bool((jax.random.normal(k1, (5,)) != jax.random.normal(k2, (5,))).any())"
+    ),
     "cond": "result = jax.lax.cond(True, lambda x: x + 1, lambda x: x - 1, 1.0)",
     "cond_false": "result = jax.lax.cond(jnp.array(False), lambda x: x + 1, lambda x: x - 1, jnp.array([1., 2.]))",
     "cond_grad": "result = jax.grad(lambda x: jax.lax.cond(x > 0, lambda v: v ** 2, lambda v: -v, x))(3.0)",
     "select": "result = jax.lax.select(jnp.array([True, False]), jnp.array([1., 2.]), jnp.array([3., 4.]))",
     "stop_gradient": "result = jax.grad(lambda x: x * jax.lax.stop_gradient(x))(3.0)",
-    "stop_gradient_tree": ("result = jax.grad(lambda p: p['a'] * jax.lax.stop_gradient(p)['b'] + p['b'])"
-                           "({'a': 2.0, 'b': 5.0})"),
+    "stop_gradient_tree": (
+        "result = jax.grad(lambda p: p['a'] * jax.lax.stop_gradient(p)['b'] + p['b'])({'a': 2.0, 'b': 5.0})"
+    ),
     "abs_grad_at_0": "result = [jax.grad(jnp.abs)(0.0), jax.grad(jnp.abs)(-2.0), jax.grad(jnp.abs)(3.0)]",
     "abs_grad_vector": "result = jax.grad(lambda x: jnp.sum(jnp.abs(x)))(jnp.array([-1., 0., 1.]))",
     "sqrt_grad_at_0": "result = jax.grad(jnp.sqrt)(0.0)",
@@ -102,22 +113,30 @@ CASES = {
     "at_min_max": "x = jnp.array([1., 5., 3.])\nresult = [x.at[:2].min(2.), x.at[:2].max(2.)]",
     "at_get": "result = jnp.array([1., 2., 3.]).at[1:].get()",
     "at_apply": "result = jnp.array([1., 4., 9.]).at[1:].apply(jnp.sqrt)",
-    "at_on_random_and_grad_output": ("g = jax.grad(lambda x: jnp.sum(x ** 2))(jnp.array([1., 2.]))\n"
-                                     "k = jax.random.normal(jax.random.PRNGKey(0), (2,)).at[0].set(0.)\n"
-                                     "result = [g.at[0].set(0.), k[0], jnp.zeros_like(g).at[1].set(1.)]"),
-    "at_set_grad_wrt_array": ("result = jax.grad(lambda x: jnp.sum(x.at[1].set(0.) * jnp.array([1., 2., 3.])))"
-                              "(jnp.array([1., 2., 3.]))"),
+    "at_on_random_and_grad_output": (
+        "g = jax.grad(lambda x: jnp.sum(x ** 2))(jnp.array([1., 2.]))\n"
+        "k = jax.random.normal(jax.random.PRNGKey(0), (2,)).at[0].set(0.)\n"
+        "result = [g.at[0].set(0.), k[0], jnp.zeros_like(g).at[1].set(1.)]"
+    ),
+    "at_set_grad_wrt_array": (
+        "result = jax.grad(lambda x: jnp.sum(x.at[1].set(0.) * jnp.array([1., 2., 3.])))(jnp.array([1., 2., 3.]))"
+    ),
     "at_set_grad_wrt_value": "result = jax.grad(lambda v: jnp.sum(jnp.zeros((2, 3)).at[:, 1:].set(v) ** 2))(jnp.array(2.))",
-    "at_set_grad_both": ("result = jax.grad(lambda x: jnp.sum(x.at[1].set(x[0] ** 2) * jnp.array([1., 2., 3.])))"
-                         "(jnp.array([3., 2., 1.]))"),
-    "at_add_grad_repeated": ("result = jax.grad(lambda v: jnp.sum(jnp.zeros(3).at[jnp.array([0, 0, 2])].add(v) ** 2))"
-                             "(jnp.array([1., 2., 3.]))"),
-    "at_multiply_grad": ("result = jax.grad(lambda x: jnp.sum(x.at[1:].multiply(x[0])))"
-                         "(jnp.array([2., 3., 4.]))"),
+    "at_set_grad_both": (
+        "result = jax.grad(lambda x: jnp.sum(x.at[1].set(x[0] ** 2) * jnp.array([1., 2., 3.])))"
+        "(jnp.array([3., 2., 1.]))"
+    ),
+    "at_add_grad_repeated": (
+        "result = jax.grad(lambda v: jnp.sum(jnp.zeros(3).at[jnp.array([0, 0, 2])].add(v) ** 2))"
+        "(jnp.array([1., 2., 3.]))"
+    ),
+    "at_multiply_grad": ("result = jax.grad(lambda x: jnp.sum(x.at[1:].multiply(x[0])))(jnp.array([2., 3., 4.]))"),
     "at_grad_of_grad": "result = jax.grad(jax.grad(lambda s: jnp.sum(jnp.ones(3).at[1].set(s ** 3))))(2.0)",
-    "at_in_params_tree": ("params = {'w': jnp.array([1., -1.]), 'b': jnp.array(0.)}\n"
-                          "def loss(p):\n    w = p['w'].at[1].set(p['b'])\n    return jnp.sum(w ** 2) + p['b']\n"
-                          "result = jax.grad(loss)(params)"),
+    "at_in_params_tree": (
+        "params = {'w': jnp.array([1., -1.]), 'b': jnp.array(0.)}\n"
+        "def loss(p):\n    w = p['w'].at[1].set(p['b'])\n    return jnp.sum(w ** 2) + p['b']\n"
+        "result = jax.grad(loss)(params)"
+    ),
     "at_vmap": "result = jax.vmap(lambda r: r.at[0].set(0.))(jnp.ones((2, 3)))",
 }
 
@@ -172,11 +191,16 @@ evaluate = _EVALUATE_SPACE["evaluate"]
 
 
 def lite_results(cases: dict) -> dict:
-    proc = subprocess.run([sys.executable, "-c", EVALUATE + LITE_SCRIPT, json.dumps(cases)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", EVALUATE + LITE_SCRIPT, json.dumps(cases)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
     assert line is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads(line[len("RESULT"):])
+    return json.loads(line[len("RESULT") :])
 
 
 @pytest.fixture(scope="module")
@@ -241,17 +265,25 @@ EXERCISE_ANSWERS = {
         "dict_comprehension": "answer = {k: params[k] - 0.05 * grads[k] for k in params}",
     },
     "grad_over_flat_params": {
-        "reference": ("def answer(flat_params, x):\n    def loss(flat):\n        w, b = flat[:-1], flat[-1]\n"
-                      "        return jnp.sum((x @ w + b) ** 2)\n    return jax.grad(loss, argnums=0)(flat_params)"),
-        "value_and_grad_1": ("def answer(flat_params, x):\n    def loss(flat):\n        w, b = flat[:-1], flat[-1]\n"
-                             "        return jnp.sum((jnp.dot(x, w) + b) ** 2)\n"
-                             "    return jax.value_and_grad(loss)(flat_params)[1]"),
-        "vmap": ("def answer(flat_params, x):\n    def loss(flat):\n        w, b = flat[:-1], flat[-1]\n"
-                 "        predictions = jax.vmap(lambda row: jnp.dot(row, w) + b)(x)\n"
-                 "        return jnp.sum(predictions ** 2)\n    return jax.grad(loss)(flat_params)"),
-        "python_sum": ("def answer(flat_params, x):\n    def loss(flat):\n        w, b = flat[:-1], flat[-1]\n"
-                       "        return sum((jnp.dot(row, w) + b) ** 2 for row in x)\n"
-                       "    return jax.grad(loss)(flat_params)"),
+        "reference": (
+            "def answer(flat_params, x):\n    def loss(flat):\n        w, b = flat[:-1], flat[-1]\n"
+            "        return jnp.sum((x @ w + b) ** 2)\n    return jax.grad(loss, argnums=0)(flat_params)"
+        ),
+        "value_and_grad_1": (
+            "def answer(flat_params, x):\n    def loss(flat):\n        w, b = flat[:-1], flat[-1]\n"
+            "        return jnp.sum((jnp.dot(x, w) + b) ** 2)\n"
+            "    return jax.value_and_grad(loss)(flat_params)[1]"
+        ),
+        "vmap": (
+            "def answer(flat_params, x):\n    def loss(flat):\n        w, b = flat[:-1], flat[-1]\n"
+            "        predictions = jax.vmap(lambda row: jnp.dot(row, w) + b)(x)\n"
+            "        return jnp.sum(predictions ** 2)\n    return jax.grad(loss)(flat_params)"
+        ),
+        "python_sum": (
+            "def answer(flat_params, x):\n    def loss(flat):\n        w, b = flat[:-1], flat[-1]\n"
+            "        return sum((jnp.dot(row, w) + b) ** 2 for row in x)\n"
+            "    return jax.grad(loss)(flat_params)"
+        ),
     },
 }
 
@@ -284,13 +316,22 @@ def grade(answers):
 
 
 def test_every_exercise_answer_gets_the_same_verdict_and_feedback_on_both_engines():
-    script = (f"SETUP = {SETUP!r}\n" + GRADE + LITE_SCRIPT.split("cases = json.loads")[0]
-              + "import json, sys\nprint('RESULT' + json.dumps(grade(json.loads(sys.argv[1]))))\n")
-    proc = subprocess.run([sys.executable, "-c", script, json.dumps(EXERCISE_ANSWERS)], capture_output=True,
-                          text=True, cwd=ROOT, timeout=600)
+    script = (
+        f"SETUP = {SETUP!r}\n"
+        + GRADE
+        + LITE_SCRIPT.split("cases = json.loads")[0]
+        + "import json, sys\nprint('RESULT' + json.dumps(grade(json.loads(sys.argv[1]))))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(EXERCISE_ANSWERS)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
     assert line is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
-    lite = json.loads(line[len("RESULT"):])
+    lite = json.loads(line[len("RESULT") :])
     space: dict = {"SETUP": SETUP}
     exec(GRADE, space)
     real = space["grade"](EXERCISE_ANSWERS)

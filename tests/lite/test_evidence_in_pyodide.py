@@ -21,8 +21,9 @@ print("SAVED", saved.markdown.name, saved.json.name)
 
 
 def test_evidence_is_saved_where_fcntl_has_no_flock(tmp_path):
-    proc = subprocess.run([sys.executable, "-c", CODE, str(tmp_path)], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", CODE, str(tmp_path)], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
     assert proc.stdout.strip() == "SAVED lesson-evidence.md lesson-evidence.json", proc.stdout + proc.stderr
     assert (tmp_path / "lesson-evidence.md").exists() and (tmp_path / "lesson-evidence.json").exists()
     assert not (tmp_path / ".pytree-lab-evidence.lock").exists()  # the fallback's lock file is gone after

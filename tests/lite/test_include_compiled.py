@@ -19,8 +19,13 @@ CDN = "https://cdn.example.invalid/pyodide/v314.0.6/full"
 
 def fake_lock(tmp_path, payloads):
     packages = {
-        name: {"name": name, "version": "1.0", "file_name": f"{name}-1.0-cp314-cp314-pyemscripten_2026_0_wasm32.whl",
-               "sha256": hashlib.sha256(data).hexdigest(), "depends": []}
+        name: {
+            "name": name,
+            "version": "1.0",
+            "file_name": f"{name}-1.0-cp314-cp314-pyemscripten_2026_0_wasm32.whl",
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "depends": [],
+        }
         for name, data in payloads.items()
     }
     path = tmp_path / "pyodide-lock.json"
@@ -85,8 +90,9 @@ def cdn_reachable() -> bool:
     from jupyterlite_pyodide_kernel.constants import PYODIDE_CDN_URL
 
     try:
-        urllib.request.urlopen(urllib.request.Request(PYODIDE_CDN_URL + "/pyodide-lock.json", method="HEAD"),
-                               timeout=10).close()
+        urllib.request.urlopen(
+            urllib.request.Request(PYODIDE_CDN_URL + "/pyodide-lock.json", method="HEAD"), timeout=10
+        ).close()
         return True
     except Exception:
         return False

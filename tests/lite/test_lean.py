@@ -71,7 +71,9 @@ def lean(tmp_path_factory):
         "leanpkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: leanpkg\nVersion: 1.0\n",
         "leanpkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
-    record = "".join(f"{name},sha256=x,{len(text)}\n" for name, text in files.items()) + "leanpkg-1.0.dist-info/RECORD,,\n"
+    record = (
+        "".join(f"{name},sha256=x,{len(text)}\n" for name, text in files.items()) + "leanpkg-1.0.dist-info/RECORD,,\n"
+    )
     with zipfile.ZipFile(wheel, "w") as z:
         for name, text in files.items():
             z.writestr(name, text)
@@ -79,23 +81,45 @@ def lean(tmp_path_factory):
     stdlib = pyodide_dir / "python_stdlib.zip"
     source_stdlib = set(zipfile.ZipFile(stdlib).namelist())
     jobs = [
-        {"src": str(stdlib), "dst": str(work / "stdlib-lean.zip"), "layout": "zipimport",
-         "prefix": "/lib/python314.zip", "drop_sources": True},
-        {"src": str(wheel), "dst": str(work / "lean.whl"), "layout": "wheel",
-         "prefix": "/lib/python3.14/site-packages", "drop_sources": True},
+        {
+            "src": str(stdlib),
+            "dst": str(work / "stdlib-lean.zip"),
+            "layout": "zipimport",
+            "prefix": "/lib/python314.zip",
+            "drop_sources": True,
+        },
+        {
+            "src": str(wheel),
+            "dst": str(work / "lean.whl"),
+            "layout": "wheel",
+            "prefix": "/lib/python3.14/site-packages",
+            "drop_sources": True,
+        },
     ]
     (work / "jobs.json").write_text(json.dumps(jobs))
-    proc = subprocess.run(["node", str(ROOT / "lite_build" / "bytecode.mjs"), str(pyodide_dir), str(work / "jobs.json")],
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        ["node", str(ROOT / "lite_build" / "bytecode.mjs"), str(pyodide_dir), str(work / "jobs.json")],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     shutil.copy2(work / "stdlib-lean.zip", stdlib)
     (work / "run.mjs").write_text(RUN)
-    run = subprocess.run(["node", str(work / "run.mjs"), str(pyodide_dir), str(work / "lean.whl")],
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        ["node", str(work / "run.mjs"), str(pyodide_dir), str(work / "lean.whl")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     line = next((ln for ln in run.stdout.splitlines() if ln.startswith("RESULT")), None)
     assert line is not None, run.stdout[-3000:] + run.stderr[-3000:]
-    return {"wheel": zipfile.ZipFile(work / "lean.whl"), "stdlib": zipfile.ZipFile(stdlib),
-            "source_stdlib": source_stdlib, "run": json.loads(line[len("RESULT"):])}
+    return {
+        "wheel": zipfile.ZipFile(work / "lean.whl"),
+        "stdlib": zipfile.ZipFile(stdlib),
+        "source_stdlib": source_stdlib,
+        "run": json.loads(line[len("RESULT") :]),
+    }
 
 
 def test_lean_wheel_holds_bytecode_in_place_of_sources(lean):

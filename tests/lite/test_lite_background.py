@@ -23,10 +23,12 @@ from .conftest import BOOT, DIAGRAM, DIAGRAM_READ, PROBE_NOTEBOOK, ROOT, SETUP
 
 pytestmark = pytest.mark.browser
 
-LOADING_LINE = ("numpy and pandas are loading in the background (from cdn.jsdelivr.net): tree diagrams work now; "
-                "a cell that needs numpy waits until they are loaded.\n"
-                "Your work in this site is kept in this browser only (not on a server, not in other browsers): "
-                "File > Download saves a notebook to your computer.")
+LOADING_LINE = (
+    "numpy and pandas are loading in the background (from cdn.jsdelivr.net): tree diagrams work now; "
+    "a cell that needs numpy waits until they are loaded.\n"
+    "Your work in this site is kept in this browser only (not on a server, not in other browsers): "
+    "File > Download saves a notebook to your computer."
+)
 
 
 def numpy_url(site) -> str:
@@ -70,8 +72,10 @@ def test_numpy_download_in_flight_while_the_first_diagram_renders(lite_site, lit
             bias.wait_for(timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
             bias.click()
             page.wait_for_function(
-                "(el) => el.getAttribute('aria-selected') === 'true'", arg=bias.element_handle(),
-                timeout=browse.Timeouts.ms(browse.Timeouts.ROUND_TRIP))
+                "(el) => el.getAttribute('aria-selected') === 'true'",
+                arg=bias.element_handle(),
+                timeout=browse.Timeouts.ms(browse.Timeouts.ROUND_TRIP),
+            )
             seen["diagram_read"] = browse.run_cell(page, DIAGRAM_READ)
             diagram_done = time.monotonic()
             held = [(r.request.method, r.request.url) for r in net.held]

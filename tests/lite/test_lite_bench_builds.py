@@ -17,10 +17,17 @@ def test_first_build_and_rebuild_after_one_notebook_edit_are_timed(tmp_path, mon
 
     def fake_build_site(output_dir, contents, **options):
         (notebook,) = contents
-        calls.append({"output_dir": output_dir, "cells": len(nbformat.read(notebook, as_version=4).cells),
-                      "cache": lite_build_module.BYTECODE_CACHE, "cache_empty": not any(
-                          lite_build_module.BYTECODE_CACHE.glob("*")) if lite_build_module.BYTECODE_CACHE.exists()
-                      else True, "options": options})
+        calls.append(
+            {
+                "output_dir": output_dir,
+                "cells": len(nbformat.read(notebook, as_version=4).cells),
+                "cache": lite_build_module.BYTECODE_CACHE,
+                "cache_empty": not any(lite_build_module.BYTECODE_CACHE.glob("*"))
+                if lite_build_module.BYTECODE_CACHE.exists()
+                else True,
+                "options": options,
+            }
+        )
         lite_build_module.BYTECODE_CACHE.mkdir(parents=True, exist_ok=True)
         (lite_build_module.BYTECODE_CACHE / f"compiled-{len(calls)}").write_text("x")
         return {"total_bytes": 1, "total_files": 1}
@@ -41,11 +48,26 @@ def test_first_build_and_rebuild_after_one_notebook_edit_are_timed(tmp_path, mon
 
 def test_the_report_prints_both_build_times():
     run = {"kernel_ready_s": 7.0, "setup_cell_done_s": 8.0, "first_diagram_s": 9.0}
-    variant = {"build_s": 61.2, "rebuild_after_notebook_edit_s": 4.3, "site_bytes": 40e6, "runs": [run],
-               "median_kernel_ready_s": 7.0, "median_setup_cell_done_s": 8.0, "median_first_diagram_s": 9.0,
-               "median_bytes_to_kernel_ready": 20e6, "median_bytes_to_first_diagram": 28e6}
-    text = lite_bench.report({"variants": {"new": variant}, "runs_per_variant": 1, "cores": 2,
-                              "load_average_before": [1.0], "load_average_after": [1.0]})
+    variant = {
+        "build_s": 61.2,
+        "rebuild_after_notebook_edit_s": 4.3,
+        "site_bytes": 40e6,
+        "runs": [run],
+        "median_kernel_ready_s": 7.0,
+        "median_setup_cell_done_s": 8.0,
+        "median_first_diagram_s": 9.0,
+        "median_bytes_to_kernel_ready": 20e6,
+        "median_bytes_to_first_diagram": 28e6,
+    }
+    text = lite_bench.report(
+        {
+            "variants": {"new": variant},
+            "runs_per_variant": 1,
+            "cores": 2,
+            "load_average_before": [1.0],
+            "load_average_after": [1.0],
+        }
+    )
     lines = {line.strip().rsplit("  ", 1)[0].strip(): line.split()[-2:] for line in text.splitlines()}
     assert lines["first build"] == ["61.2", "s"], text
     assert lines["rebuild after a notebook edit"] == ["4.3", "s"], text

@@ -54,8 +54,12 @@ def mirror(lite_site):
         python = mirror_env.make(lite_site, env_dir)
     except mirror_env.MirrorError as err:
         pytest.fail(str(err), pytrace=False)
-    return {"python": python, "env_dir": env_dir, "jupyter_path": str(mirror_env.jupyter_path(env_dir)),
-            "pins": mirror_env.lock_versions(lite_site)}
+    return {
+        "python": python,
+        "env_dir": env_dir,
+        "jupyter_path": str(mirror_env.jupyter_path(env_dir)),
+        "pins": mirror_env.lock_versions(lite_site),
+    }
 
 
 @pytest.mark.parametrize("name", COURSE)
@@ -64,11 +68,15 @@ def test_course_notebook_runs_in_the_mirror(name, lite_site, mirror, tmp_path):
 
     nb = nbformat.read(lite_site / "files" / name, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(PROBE))
-    nb.metadata["kernelspec"] = {"name": mirror_env.KERNEL_NAME, "display_name": mirror_env.KERNEL_DISPLAY,
-                                 "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": mirror_env.KERNEL_NAME,
+        "display_name": mirror_env.KERNEL_DISPLAY,
+        "language": "python",
+    }
     with env_var("JUPYTER_PATH", mirror["jupyter_path"]):
-        client = NotebookClient(nb, kernel_name=mirror_env.KERNEL_NAME, timeout=600,
-                                resources={"metadata": {"path": str(tmp_path)}})
+        client = NotebookClient(
+            nb, kernel_name=mirror_env.KERNEL_NAME, timeout=600, resources={"metadata": {"path": str(tmp_path)}}
+        )
         client.execute()  # raises CellExecutionError, with the traceback, on any failing cell
     errors = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs if o.output_type == "error"]
     assert not errors
@@ -117,7 +125,9 @@ def test_explorer_on_the_mirror_kernel_in_jupyterlab(mirror, mirror_lab):
         # the lesson's numbers, in Python and on screen
         result = nb.value("vars(ex.result)")
         assert result["loss"] == pytest.approx(4.0) and result["loss_after"] == pytest.approx(0.64, rel=1e-5)
-        assert result["grads"]["weight"] == pytest.approx([-8.0, -4.0]) and result["grads"]["bias"] == pytest.approx(-4.0)
+        assert result["grads"]["weight"] == pytest.approx([-8.0, -4.0]) and result["grads"]["bias"] == pytest.approx(
+            -4.0
+        )
         assert result["updated"]["weight"] == pytest.approx([1.4, -0.8], rel=1e-6)
         panel = nb.panel
         panel.locator(".bqplot rect.bar").first.wait_for(state="attached")

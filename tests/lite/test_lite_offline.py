@@ -104,7 +104,10 @@ def run_lesson(pw, url: str, black_hole: bool) -> LessonRun:
                 browse.code_cells(page).nth(first).scroll_into_view_if_needed()
                 (ROOT / "artifacts").mkdir(exist_ok=True)
                 browse.code_cells(page).nth(first).screenshot(
-                    path=str(ROOT / "artifacts" / f"lite-offline-diagram-{'black-hole' if black_hole else 'refused'}.png"))
+                    path=str(
+                        ROOT / "artifacts" / f"lite-offline-diagram-{'black-hole' if black_hole else 'refused'}.png"
+                    )
+                )
             items = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) [role=tree] [data-path]")
             items.first.wait_for(state="attached", timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
             run.tree_paths = list(items.evaluate_all("els => els.map(e => e.dataset.path)"))
@@ -116,7 +119,8 @@ def run_lesson(pw, url: str, black_hole: bool) -> LessonRun:
         run.refused = sorted(set(net.refused))
         (ROOT / "artifacts").mkdir(exist_ok=True)
         (ROOT / "artifacts" / f"lite-no-numpy-{'black-hole' if black_hole else 'refused'}.json").write_text(
-            json.dumps(dataclasses.asdict(run), indent=1))
+            json.dumps(dataclasses.asdict(run), indent=1)
+        )
         browse.release(net)
         context.close()
     finally:
@@ -140,7 +144,8 @@ def check_degraded_lesson(run: LessonRun) -> None:
         "numpy and pandas are loading in the background (from cdn.jsdelivr.net): tree diagrams work now; "
         "a cell that needs numpy waits until they are loaded.\n"
         "Your work in this site is kept in this browser only (not on a server, not in other browsers): "
-        "File > Download saves a notebook to your computer."), run.setup_output
+        "File > Download saves a notebook to your computer."
+    ), run.setup_output
     # the message, once, under the first cell that needs numpy: the lesson's `import jax` cell
     said = [i for i, out in enumerate(run.outputs) if "numpy could not be downloaded from Pyodide's CDN: " in out]
     assert said == [1], said
@@ -177,6 +182,7 @@ def test_cdn_black_holed_the_setup_cell_ends_in_seconds(black_hole_run):
 
 
 # ---------------------------------------------------------------- every diagram cell of lesson 01
+
 
 def cell_with(run: LessonRun, snippet: str) -> int:
     found = [i for i, src in enumerate(run.sources) if snippet in src]
@@ -221,13 +227,17 @@ def check_lesson_diagrams(run: LessonRun) -> None:
     name = one_leaf(name_diagram, "['name']")
     assert name["nd"] and "tiny-linear" in name["value"], name  # the string leaf is flagged, as in JAX
     assert not one_leaf(name_diagram, "['weight']")["nd"] and not one_leaf(name_diagram, "['bias']")["nd"]
-    assert name_diagram["counts"] == ["3 leaves, 3 numerical parameter values; not differentiable: ['name'] (str)"], \
+    assert name_diagram["counts"] == ["3 leaves, 3 numerical parameter values; not differentiable: ['name'] (str)"], (
         name_diagram["counts"]
+    )
     assert "3 leaves" in run.outputs[name_cell]  # describe(with_name) above the diagram says the same
 
     # each gradient diagram cell says in one line why it waits: no diagram with wrong numbers
-    for snippet in ('record_output("hand-derived update, computed"', "extra={state_name: opt_state}",
-                    'broken = {"weight": grads["weight"]}'):
+    for snippet in (
+        'record_output("hand-derived update, computed"',
+        "extra={state_name: opt_state}",
+        'broken = {"weight": grads["weight"]}',
+    ):
         i = cell_with(run, snippet)
         assert run.diagrams[i] == [] and len(run.stderr[i].splitlines()) == 1, (snippet, run.outputs[i], run.stderr[i])
         assert "numpy" in run.stderr[i] or "grads" in run.stderr[i], run.stderr[i]
@@ -262,8 +272,11 @@ def run_packed_imports(pw, url: str, black_hole: bool) -> dict:
             browse.wait_kernel_ready(page)
             out = {"setup": browse.run_cell(page, 0)}
             cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell")
-            index = next(i for i in range(cells.count()) if "from pytree_lab.course import check_cell"
-                         in cells.nth(i).text_content())
+            index = next(
+                i
+                for i in range(cells.count())
+                if "from pytree_lab.course import check_cell" in cells.nth(i).text_content()
+            )
             out["imports"] = browse.run_cell(page, index)
             out["imports_stderr"] = browse.cell_errors(page, index)
             browse.cell(page, index).locator(".jp-InputPrompt").first.click()  # Shift+Enter moved on: back
@@ -285,8 +298,21 @@ def run_packed_imports(pw, url: str, black_hole: bool) -> dict:
 def test_packed_lessons_imports_cell_defines_its_tools_offline(lite_server, pw, black_hole):
     out = run_packed_imports(pw, lite_server.url, black_hole)
     probes = browse.probe_lines(out["probe"])
-    assert probes.get("defined") == str(sorted(["PytreeDiagram", "check_cell", "describe", "get_engine", "jax", "jnp",
-                                                "ravel_pytree", "save_evidence", "try_function"])), out
+    assert probes.get("defined") == str(
+        sorted(
+            [
+                "PytreeDiagram",
+                "check_cell",
+                "describe",
+                "get_engine",
+                "jax",
+                "jnp",
+                "ravel_pytree",
+                "save_evidence",
+                "try_function",
+            ]
+        )
+    ), out
     assert probes.get("exercise-magic") == "True", out
     assert probes.get("describe", "").startswith("2 leaves, 3 numerical parameter values"), out
     assert out["probe_stderr"] == "", out

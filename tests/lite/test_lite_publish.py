@@ -46,9 +46,21 @@ def write_lesson(folder: Path, text: str) -> Path:
 
 
 def build(site: Path, contents: Path, site_name: str) -> None:
-    proc = subprocess.run([sys.executable, str(ROOT / "lite_build" / "build.py"), "--output-dir", str(site),
-                           "--contents", str(contents), "--site-name", site_name],
-                          capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "lite_build" / "build.py"),
+            "--output-dir",
+            str(site),
+            "--contents",
+            str(contents),
+            "--site-name",
+            site_name,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     if proc.returncode != 0:
         pytest.fail(f"the site build failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}", pytrace=False)
 
@@ -66,7 +78,8 @@ def term_site(tmp_path_factory):
 def cell_sources(page) -> list[str]:
     return page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell").evaluate_all(
         "cells => cells.map(c => [...c.querySelectorAll('.cm-line, .jp-RenderedMarkdown')]"
-        ".map(l => l.textContent).join('\\n'))")
+        ".map(l => l.textContent).join('\\n'))"
+    )
 
 
 def wait_cells(page, n: int) -> None:
@@ -77,15 +90,16 @@ def wait_cells(page, n: int) -> None:
 def wait_saved(page, timeout: float) -> None:
     """The notebook's tab no longer shows unsaved changes."""
     page.wait_for_function(
-        "() => !document.querySelector('.lm-TabBar-tab.jp-mod-dirty')", timeout=browse.Timeouts.ms(timeout),
-        polling=500)
+        "() => !document.querySelector('.lm-TabBar-tab.jp-mod-dirty')", timeout=browse.Timeouts.ms(timeout), polling=500
+    )
 
 
 # ---------------------------------------------------------------- two sites, one origin
 
 
-def test_a_notebook_saved_in_one_site_never_appears_in_another_on_the_same_origin(lite_site, term_site, lite_manifest,
-                                                                                   pw, tmp_path):
+def test_a_notebook_saved_in_one_site_never_appears_in_another_on_the_same_origin(
+    lite_site, term_site, lite_manifest, pw, tmp_path
+):
     both = tmp_path / "host"
     both.mkdir()
     (both / "term-a").symlink_to(lite_site, target_is_directory=True)
@@ -180,7 +194,8 @@ def test_a_student_is_told_of_a_new_version_and_opens_it_beside_their_copy(term_
         new_page = opened.value
         new_page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=browse.Timeouts.ms(browse.Timeouts.PAGE))
         new_page.locator(".jp-RenderedMarkdown", has_text=V2_TEXT).first.wait_for(
-            timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
+            timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET)
+        )
         new_url = new_page.url
         current = new_page.locator("#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current .lm-TabBar-tabLabel").first
         current.wait_for(timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
@@ -194,7 +209,8 @@ def test_a_student_is_told_of_a_new_version_and_opens_it_beside_their_copy(term_
         copy_later_output = browse.cell_output(page, 2)  # the run the student saved
         listing = page.locator(".jp-DirListing-content .jp-DirListing-itemText")
         page.locator(".jp-DirListing-itemText", has_text="new version").first.wait_for(
-            timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
+            timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET)
+        )
         files = listing.all_inner_texts()
         context.close()
     finally:

@@ -100,8 +100,10 @@ def test_bytecode_by_pyodides_python_with_every_hash_kept_right(lite_site, lite_
     for entry in lock.values():
         if "/" not in entry["file_name"]:
             assert sha256_of(pyodide_dir / entry["file_name"]) == entry["sha256"], entry["name"]
-    for index_path in (lite_site / "pypi" / "all.json",
-                       lite_site / "extensions" / "@jupyterlite" / "pyodide-kernel-extension" / "static" / "pypi" / "all.json"):
+    for index_path in (
+        lite_site / "pypi" / "all.json",
+        lite_site / "extensions" / "@jupyterlite" / "pyodide-kernel-extension" / "static" / "pypi" / "all.json",
+    ):
         index = json.loads(index_path.read_text())
         for package in index.values():
             for files in package["releases"].values():
@@ -110,8 +112,9 @@ def test_bytecode_by_pyodides_python_with_every_hash_kept_right(lite_site, lite_
                     assert sha256_of(whl) == f["digests"]["sha256"], whl.name
                     with zipfile.ZipFile(whl) as z:
                         assert any(n.endswith(".cpython-314.pyc") for n in z.namelist()), whl.name
-    kernel = json.loads((lite_site / "jupyter-lite.json").read_text())["jupyter-config-data"][
-        "litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
+    kernel = json.loads((lite_site / "jupyter-lite.json").read_text())["jupyter-config-data"]["litePluginSettings"][
+        "@jupyterlite/pyodide-kernel-extension:kernel"
+    ]
     assert kernel["pipliteUrls"][0] == "./pypi/all.json?sha256=" + sha256_of(lite_site / "pypi" / "all.json")
     assert kernel["loadPyodideOptions"] == {"packages": ["micropip", "ipython", "jedi"]}
 
@@ -152,7 +155,8 @@ def test_setup_cell_starts_numpy_in_the_background_and_ends(lite_run):
         "numpy and pandas are loading in the background (from cdn.jsdelivr.net): tree diagrams work now; "
         "a cell that needs numpy waits until they are loaded.\n"
         "Your work in this site is kept in this browser only (not on a server, not in other browsers): "
-        "File > Download saves a notebook to your computer."), lite_run.outputs[SETUP]
+        "File > Download saves a notebook to your computer."
+    ), lite_run.outputs[SETUP]
     assert not lite_run.errors[SETUP], lite_run.errors[SETUP]
 
 

@@ -145,12 +145,16 @@ def test_a_stalled_numpy_download_shows_progress_and_is_fetched_once(lite_site, 
                     """() => [...document.querySelectorAll(
                         '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell .jp-InputPrompt')]
                         .every(p => /^\\[(\\d+| )\\]:$/.test(p.textContent.trim()))""",
-                    timeout=browse.Timeouts.ms(300), polling=250)
+                    timeout=browse.Timeouts.ms(300),
+                    polling=250,
+                )
                 outputs = browse.code_cells(page).evaluate_all(
                     "cells => cells.map(c => [...c.querySelectorAll('.jp-OutputArea-output')]"
-                    ".map(o => o.textContent).join('\\n'))")
+                    ".map(o => o.textContent).join('\\n'))"
+                )
                 tree_paths = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) [role=tree] [data-path]").evaluate_all(
-                    "els => els.map(e => e.dataset.path)")
+                    "els => els.map(e => e.dataset.path)"
+                )
                 shot = ROOT / "artifacts" / "lite-slow-cdn.png"
                 shot.parent.mkdir(exist_ok=True)
                 import_jax.scroll_into_view_if_needed()
@@ -168,8 +172,9 @@ def test_a_stalled_numpy_download_shows_progress_and_is_fetched_once(lite_site, 
     assert f"numpy and pandas are loading in the background (from {stall_host})" in outputs[0], outputs[0]
     # the progress line: what, how big, how long so far, the bound
     assert progress_seen, f"no progress line seen; the cell showed: {outputs[1]!r}"
-    line = re.search(r"Waiting for numpy \((\d+\.\d) MB\) and pandas from (\S+): (\d+) s so far, at most (\d+) s",
-                     progress_seen[-1])
+    line = re.search(
+        r"Waiting for numpy \((\d+\.\d) MB\) and pandas from (\S+): (\d+) s so far, at most (\d+) s", progress_seen[-1]
+    )
     assert line, progress_seen
     assert line[1] == f"{NUMPY_BYTES / 1e6:.1f}", progress_seen  # the size the server gave
     assert line[2].rstrip(":") == stall_host, line[2]

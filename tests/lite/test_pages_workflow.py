@@ -30,7 +30,20 @@ def test_make_passes_lite_flags_to_the_build():
     # make test runs pytest, so MAKELEVEL/MAKEFLAGS are set here: without them (and without
     # the directory lines a sub-make prints) the dry run shows the one command
     env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
-    out = subprocess.run(["make", "--no-print-directory", "-n", "-o", ".venv/.installed", "lite-build",
-                          "LITE_FLAGS=--include-compiled --lean"],
-                         cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [
+            "make",
+            "--no-print-directory",
+            "-n",
+            "-o",
+            ".venv/.installed",
+            "lite-build",
+            "LITE_FLAGS=--include-compiled --lean",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert out.strip().splitlines()[-1] == ".venv/bin/python lite_build/build.py --include-compiled --lean"

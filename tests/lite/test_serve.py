@@ -22,19 +22,32 @@ def fake_site(folder: Path) -> Path:
     for name in ("01_pytrees.ipynb", "02_packed_parameters.ipynb"):
         (folder / "files" / name).write_text("{}")
     (folder / "big.bin").write_bytes(b"x" * 30_000_000)
-    (folder / "pytree-lab-site.json").write_text(json.dumps(
-        {"notebooks": [{"path": "files/01_pytrees.ipynb", "bytes": 2}, {"path": "files/02_packed_parameters.ipynb"}]}))
+    (folder / "pytree-lab-site.json").write_text(
+        json.dumps(
+            {
+                "notebooks": [
+                    {"path": "files/01_pytrees.ipynb", "bytes": 2},
+                    {"path": "files/02_packed_parameters.ipynb"},
+                ]
+            }
+        )
+    )
     return folder
 
 
 def test_make_lite_server_prints_the_first_lesson_and_no_traceback_on_reload(tmp_path):
     site = fake_site(tmp_path / "site")
-    proc = subprocess.Popen([sys.executable, str(ROOT / "lite_build" / "serve.py"), str(site), "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "lite_build" / "serve.py"), str(site), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         lines = [proc.stdout.readline() for _ in range(3)]
-        first = re.fullmatch(r"First lesson: (http://127\.0\.0\.1:(\d+))/lab/index\.html\?path=01_pytrees\.ipynb\n",
-                             lines[1])
+        first = re.fullmatch(
+            r"First lesson: (http://127\.0\.0\.1:(\d+))/lab/index\.html\?path=01_pytrees\.ipynb\n", lines[1]
+        )
         assert lines[0] == f"Serving {site.resolve()}\n" and first, lines
         base, port = first[1], int(first[2])
         assert lines[2] == f"All notebooks: {base}/lab/index.html   (Ctrl+C to stop)\n"

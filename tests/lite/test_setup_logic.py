@@ -128,24 +128,33 @@ JAX_CELL = "import jax\nimport jax.numpy as jnp\nfrom pytree_lab import PytreeDi
 
 def run_setup(fetch, install="ok", numpy_file=NUMPY_URL, cells=(), rerun_setup=None, **more):
     # numpy is importable only where the install succeeds, as in the browser
-    case = {"fetch": fetch, "install": install, "numpy_file": numpy_file,
-            "no_numpy": not (fetch == 200 and install in ("ok", "slow")), "cells": list(cells),
-            "rerun_setup": rerun_setup, **more}
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(case)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300)
+    case = {
+        "fetch": fetch,
+        "install": install,
+        "numpy_file": numpy_file,
+        "no_numpy": not (fetch == 200 and install in ("ok", "slow")),
+        "cells": list(cells),
+        "rerun_setup": rerun_setup,
+        **more,
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps(case)], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
     assert line is not None, proc.stdout + proc.stderr
-    result = json.loads(line[len("RESULT"):])
+    result = json.loads(line[len("RESULT") :])
     printed = proc.stdout[: proc.stdout.index("RESULT")]
     result["setup_printed"], _, rest = printed.partition("SETUP-END\n")
     result["printed"] = rest  # what the cells after the setup cell printed (CELL-END lines between)
     return result
 
 
-LOADING_LINE = ("numpy and pandas are loading in the background (from cdn.jsdelivr.net): tree diagrams work "
-                "now; a cell that needs numpy waits until they are loaded.\n"
-                "Your work in this site is kept in this browser only (not on a server, not in other browsers): "
-                "File > Download saves a notebook to your computer.\n")
+LOADING_LINE = (
+    "numpy and pandas are loading in the background (from cdn.jsdelivr.net): tree diagrams work "
+    "now; a cell that needs numpy waits until they are loaded.\n"
+    "Your work in this site is kept in this browser only (not on a server, not in other browsers): "
+    "File > Download saves a notebook to your computer.\n"
+)
 
 
 def test_numpy_arrives_the_lite_engine_is_installed():
@@ -174,10 +183,12 @@ def test_the_setup_cell_does_not_wait_and_a_diagram_cell_does_not_either():
     assert r["calls"]["fetch"] == [[NUMPY_URL, "HEAD"]]  # one probe for all cells
     assert r["calls"]["install"] == [] and r["calls"]["load"] == []
     # the paragraph once, in the first cell that needed numpy; then nothing
-    assert r["printed"] == ("CELL-END diagram\n"
-                            "numpy could not be downloaded from Pyodide's CDN: no answer from cdn.jsdelivr.net "
-                            f"within 1 s (a firewall may be dropping it).\n{lite_kernel_still_works()}\n"
-                            "CELL-END jax\nCELL-END jax-again\n")
+    assert r["printed"] == (
+        "CELL-END diagram\n"
+        "numpy could not be downloaded from Pyodide's CDN: no answer from cdn.jsdelivr.net "
+        f"within 1 s (a firewall may be dropping it).\n{lite_kernel_still_works()}\n"
+        "CELL-END jax\nCELL-END jax-again\n"
+    )
     # once numpy could not be had, the kernel's own fetch is skipped for cells importing it
     assert r["calls"]["kernel_fetch"] == [DIAGRAM_CELL, JAX_CELL, JAX_CELL]  # jax is not a lock package
 
@@ -188,11 +199,14 @@ def lite_kernel_still_works() -> str:
     return STILL_WORKS
 
 
-@pytest.mark.parametrize("fetch, why", [
-    ("hang", "no answer from cdn.jsdelivr.net within 1 s (a firewall may be dropping it)"),
-    ("refuse", "the request to cdn.jsdelivr.net was refused or the network is offline"),
-    (404, "cdn.jsdelivr.net answered HTTP 404"),
-])
+@pytest.mark.parametrize(
+    "fetch, why",
+    [
+        ("hang", "no answer from cdn.jsdelivr.net within 1 s (a firewall may be dropping it)"),
+        ("refuse", "the request to cdn.jsdelivr.net was refused or the network is offline"),
+        (404, "cdn.jsdelivr.net answered HTTP 404"),
+    ],
+)
 def test_cdn_unreachable_no_download_is_started(fetch, why):
     r = run_setup(fetch=fetch, cells=[("numpy", "import numpy as np")])
     assert r["outcome"] == "trees-only"
@@ -202,10 +216,13 @@ def test_cdn_unreachable_no_download_is_started(fetch, why):
     assert r["jnp_array"] == "Array([1.0, 2.0])"  # the tree-only engine
 
 
-@pytest.mark.parametrize("install, why", [
-    ("hang", "the download did not finish within 1 s"),
-    ("fail", "the download failed (RuntimeError: numpy did not arrive)"),
-])
+@pytest.mark.parametrize(
+    "install, why",
+    [
+        ("hang", "the download did not finish within 1 s"),
+        ("fail", "the download failed (RuntimeError: numpy did not arrive)"),
+    ],
+)
 def test_cdn_answers_but_the_download_stalls_or_fails(install, why):
     r = run_setup(fetch=200, install=install, cells=[("jax", JAX_CELL)])
     assert r["outcome"] == "trees-only"
@@ -218,32 +235,36 @@ def test_cdn_answers_but_the_download_stalls_or_fails(install, why):
 
 def test_a_site_with_numpy_included_probes_its_own_copy():
     r = run_setup(fetch=200, numpy_file="numpy-2.4.6-cp314-cp314-pyemscripten_2026_0_wasm32.whl")
-    assert r["calls"]["fetch"] == [[
-        "http://127.0.0.1:8000/static/pyodide/numpy-2.4.6-cp314-cp314-pyemscripten_2026_0_wasm32.whl", "HEAD"]]
+    assert r["calls"]["fetch"] == [
+        ["http://127.0.0.1:8000/static/pyodide/numpy-2.4.6-cp314-cp314-pyemscripten_2026_0_wasm32.whl", "HEAD"]
+    ]
     assert r["outcome"] == "lite"
 
 
-@pytest.mark.parametrize("code, waits", [
-    ("import jax", True),
-    ("import jax.numpy as jnp", True),
-    ("from jax import tree_util", True),
-    ("import numpy as np", True),
-    ("import pandas", True),
-    ("from optax import adam", True),
-    ("from pytree_lab import StepExplorer", True),
-    ("from pytree_lab import PytreeDiagram, gradient_step", True),
-    ("from pytree_lab.explorer import StepExplorer", True),
-    ("import pytree_lab.step", True),
-    ("if True:\n    import autograd", True),
-    ("from pytree_lab import PytreeDiagram\nPytreeDiagram({'a': 1.0})", False),
-    ("from pytree_lab import describe, diagnose", False),
-    ("from pytree_lab import PytreeDiagram, describe, get_engine", True),
-    ("from pytree_lab.compat import optax", True),
-    ("import pytree_lab", False),
-    ("x = {'a': [1.0, 2.0]}", False),
-    ("import json, math", False),
-    ("def f(:", False),  # a syntax error waits for nothing: the cell says so itself
-])
+@pytest.mark.parametrize(
+    "code, waits",
+    [
+        ("import jax", True),
+        ("import jax.numpy as jnp", True),
+        ("from jax import tree_util", True),
+        ("import numpy as np", True),
+        ("import pandas", True),
+        ("from optax import adam", True),
+        ("from pytree_lab import StepExplorer", True),
+        ("from pytree_lab import PytreeDiagram, gradient_step", True),
+        ("from pytree_lab.explorer import StepExplorer", True),
+        ("import pytree_lab.step", True),
+        ("if True:\n    import autograd", True),
+        ("from pytree_lab import PytreeDiagram\nPytreeDiagram({'a': 1.0})", False),
+        ("from pytree_lab import describe, diagnose", False),
+        ("from pytree_lab import PytreeDiagram, describe, get_engine", True),
+        ("from pytree_lab.compat import optax", True),
+        ("import pytree_lab", False),
+        ("x = {'a': [1.0, 2.0]}", False),
+        ("import json, math", False),
+        ("def f(:", False),  # a syntax error waits for nothing: the cell says so itself
+    ],
+)
 def test_which_cells_wait_for_numpy(code, waits):
     from pytree_lab.compat.lite_kernel import cell_needs_numpy
 
@@ -266,15 +287,18 @@ def test_a_cell_with_ipython_syntax_is_read_as_ipython_runs_it():
 def test_the_setup_cell_run_again_says_how_the_load_ended_and_starts_no_second_one():
     # the load failed while no cell needed numpy: the setup cell, run again, says so (once)
     r = run_setup(fetch="refuse", rerun_setup="idle")
-    assert r["printed"].startswith("RERUN\nnumpy could not be downloaded from Pyodide's CDN: the request to "
-                                   "cdn.jsdelivr.net was refused or the network is offline.\nStill working:")
+    assert r["printed"].startswith(
+        "RERUN\nnumpy could not be downloaded from Pyodide's CDN: the request to "
+        "cdn.jsdelivr.net was refused or the network is offline.\nStill working:"
+    )
     assert r["printed"].count("numpy could not be downloaded") == 1
     assert r["calls"]["fetch"] == [[NUMPY_URL, "HEAD"]]  # no second probe
     r = run_setup(fetch=200, rerun_setup="after-wait")
     import numpy
 
-    assert r["printed"] == (f"RERUN\nnumpy {numpy.__version__} is loaded; `import jax` gives pytree-lab's Lite "
-                            "engine (numpy + autograd).\n")
+    assert r["printed"] == (
+        f"RERUN\nnumpy {numpy.__version__} is loaded; `import jax` gives pytree-lab's Lite engine (numpy + autograd).\n"
+    )
     assert r["calls"]["install"] == [["numpy", "autograd", "bqplot"]] and r["calls"]["load"] == [["numpy", "pandas"]]
 
 
@@ -296,7 +320,7 @@ def test_the_setup_cell_is_silent_outside_the_browser_and_says_nothing_false_the
     proc = subprocess.run([sys.executable, "-c", code, source], capture_output=True, text=True, cwd=ROOT, timeout=120)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
     assert line is not None, proc.stdout + proc.stderr
-    assert json.loads(line[len("RESULT"):]) == {"stdout": "", "stderr": "", "outputs": 0, "ok": True, "value": "None"}
+    assert json.loads(line[len("RESULT") :]) == {"stdout": "", "stderr": "", "outputs": 0, "ok": True, "value": "None"}
     # the cell's own text states nothing that is true in one place only
     assert "kept in this browser" not in source
 
@@ -308,8 +332,14 @@ def test_a_cell_waiting_for_a_slow_download_shows_what_and_how_big_then_how_long
 
     # one line rewritten in place (carriage returns; read here as line ends), then the time taken
     shown = [ln for ln in r["printed"].split("CELL-END jax")[0].splitlines() if ln]
-    progress = [re.fullmatch(r"Waiting for numpy \(6\.9 MB\) and pandas from cdn\.jsdelivr\.net: (\d+) s so far, "
-                             r"at most 31 s in all; this cell runs when they are loaded\.", ln) for ln in shown[:-1]]
+    progress = [
+        re.fullmatch(
+            r"Waiting for numpy \(6\.9 MB\) and pandas from cdn\.jsdelivr\.net: (\d+) s so far, "
+            r"at most 31 s in all; this cell runs when they are loaded\.",
+            ln,
+        )
+        for ln in shown[:-1]
+    ]
     assert len(progress) >= 3 and all(progress), shown
     seconds = [int(m[1]) for m in progress]
     assert seconds == sorted(seconds) and seconds[-1] <= 4

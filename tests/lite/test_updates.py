@@ -14,9 +14,14 @@ BASE = "https://teacher.example.org/ml-2026/"
 
 
 def notebook(version: str, text: str, site_path: str = "01_pytrees.ipynb") -> str:
-    return json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": text}],
-                       "metadata": {"pytree_lab": {"site_path": site_path, "site_version": version}},
-                       "nbformat": 4, "nbformat_minor": 5})
+    return json.dumps(
+        {
+            "cells": [{"cell_type": "markdown", "metadata": {}, "source": text}],
+            "metadata": {"pytree_lab": {"site_path": site_path, "site_version": version}},
+            "nbformat": 4,
+            "nbformat_minor": 5,
+        }
+    )
 
 
 def run(root, site: dict):
@@ -39,13 +44,16 @@ def test_publish_v1_student_works_publish_v2_the_student_is_told_and_keeps_the_c
     site[BASE + "files/01_pytrees.ipynb"] = notebook("v2bbbbbbbbbbbbbb", "v2 text")
     updates, asked = run(tmp_path, site)
     assert asked == [BASE + "files/01_pytrees.ipynb"]
-    assert updates == [{"site_path": "01_pytrees.ipynb", "copy": "01_pytrees.ipynb",
-                        "new": "01_pytrees (new version v2bbbb).ipynb"}]
+    assert updates == [
+        {"site_path": "01_pytrees.ipynb", "copy": "01_pytrees.ipynb", "new": "01_pytrees (new version v2bbbb).ipynb"}
+    ]
     assert copy.read_bytes() == before  # the student's copy is untouched
     assert (tmp_path / "01_pytrees (new version v2bbbb).ipynb").read_text() == site[BASE + "files/01_pytrees.ipynb"]
     html = lite_kernel.update_message(updates, BASE)
-    assert ('<a href="https://teacher.example.org/ml-2026/lab/index.html?path=01_pytrees%20%28new%20version%20'
-            'v2bbbb%29.ipynb" target="_blank">Open the new version beside your copy</a>') in html
+    assert (
+        '<a href="https://teacher.example.org/ml-2026/lab/index.html?path=01_pytrees%20%28new%20version%20'
+        'v2bbbb%29.ipynb" target="_blank">Open the new version beside your copy</a>'
+    ) in html
     assert "The instructor published a newer version of <b>01_pytrees.ipynb</b>" in html
 
     # checked again (the next session): the same file, no second copy
@@ -73,15 +81,25 @@ def test_notebooks_not_from_the_site_and_unreadable_sites_say_nothing(tmp_path):
 
 
 def test_names_are_text_in_the_message_never_html():
-    html = lite_kernel.update_message([{"site_path": "<img src=x onerror=alert(1)>.ipynb", "copy": "a<b>.ipynb",
-                                        "new": "a<b> (new version 123456).ipynb"}], BASE)
+    html = lite_kernel.update_message(
+        [
+            {
+                "site_path": "<img src=x onerror=alert(1)>.ipynb",
+                "copy": "a<b>.ipynb",
+                "new": "a<b> (new version 123456).ipynb",
+            }
+        ],
+        BASE,
+    )
     assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;.ipynb" in html
     assert "a&lt;b&gt;.ipynb" in html
 
 
 def test_the_sites_root_from_a_page_address():
     assert lite_kernel.site_base_url(BASE + "lab/index.html?path=01_pytrees.ipynb") == BASE
-    assert lite_kernel.site_base_url("http://127.0.0.1:8000/notebooks/index.html?path=a.ipynb") == "http://127.0.0.1:8000/"
+    assert (
+        lite_kernel.site_base_url("http://127.0.0.1:8000/notebooks/index.html?path=a.ipynb") == "http://127.0.0.1:8000/"
+    )
     # what the kernel sees: its worker's script (measured in the built site, JupyterLite 0.8)
     worker = "extensions/@jupyterlite/pyodide-kernel-extension/static/comlink.worker.c654f1f92d96ff96.js"
     assert lite_kernel.site_base_url(BASE + worker) == BASE

@@ -60,16 +60,19 @@ LESSON_CELLS = [
 
 
 def run(cells):
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(cells)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT, json.dumps(cells)], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
     assert line is not None, proc.stdout + proc.stderr
-    return json.loads(line[len("RESULT"):])
+    return json.loads(line[len("RESULT") :])
 
 
 def test_lesson_cells_without_numpy():
     out = run(LESSON_CELLS)
-    imported, params, diagram, trees, grad, name, np_import, explorer, dot, arith, zero, mods, typo, np_name, engine = out
+    imported, params, diagram, trees, grad, name, np_import, explorer, dot, arith, zero, mods, typo, np_name, engine = (
+        out
+    )
 
     assert imported["stdout"] == "imported True\n" and imported["error"] is None
     # jnp.array gives plain values; the tree is described and drawn from them
@@ -84,10 +87,14 @@ def test_lesson_cells_without_numpy():
     for cell in (grad, name, np_import, explorer, dot, arith):
         assert cell["stderr"].count("\n") == 1, cell
         assert "Traceback" not in cell["stderr"] and cell["stdout"] == ""
-    assert grad["stderr"].startswith("jax.value_and_grad needs numpy, and it could not be downloaded in this browser "
-                                     "(the request was refused (test)).")
-    assert name["stderr"] == ("name 'grads' is not defined (it is set by an earlier cell that needed numpy, "
-                              "which could not be downloaded in this browser).\n")
+    assert grad["stderr"].startswith(
+        "jax.value_and_grad needs numpy, and it could not be downloaded in this browser "
+        "(the request was refused (test))."
+    )
+    assert name["stderr"] == (
+        "name 'grads' is not defined (it is set by an earlier cell that needed numpy, "
+        "which could not be downloaded in this browser).\n"
+    )
     assert np_name["stderr"].startswith("name 'np' is not defined (it is set by an earlier cell that needed numpy")
     assert np_import["stderr"].startswith("numpy is not available: numpy could not be downloaded")
     assert explorer["stderr"].startswith("pytree_lab.StepExplorer needs numpy")
@@ -102,8 +109,10 @@ def test_lesson_cells_without_numpy():
     assert "Traceback" in typo["stdout"] + typo["stderr"] or "---" in typo["stdout"] + typo["stderr"]
     assert "numpy" not in typo["stdout"] + typo["stderr"]
     # the engine names what it is without numpy
-    assert engine["stdout"] == ("pytree-lab Lite engine 0.1.0+pytree-lab-lite (tree operations only, on plain "
-                                "Python values: numpy could not be loaded here; JAX cannot run in the browser)\n")
+    assert engine["stdout"] == (
+        "pytree-lab Lite engine 0.1.0+pytree-lab-lite (tree operations only, on plain "
+        "Python values: numpy could not be loaded here; JAX cannot run in the browser)\n"
+    )
 
 
 def test_regular_kernel_without_numpy_still_refuses_the_lite_engine():
@@ -122,10 +131,14 @@ def test_regular_kernel_without_numpy_still_refuses_the_lite_engine():
 
 # ------------------------------------------------- the lesson's arrays without numpy, next to JAX
 
-ARRAYS_SCRIPT = SCRIPT.split("cells = json.loads")[0] + r'''
+ARRAYS_SCRIPT = (
+    SCRIPT.split("cells = json.loads")[0]
+    + r'''
 import jax, jax.numpy as jnp
 from pytree_lab import PytreeDiagram, describe, diagnose
-''' + "exec(sys.argv[1])\n"
+'''
+    + "exec(sys.argv[1])\n"
+)
 
 ARRAYS_CODE = r'''
 import json
@@ -151,14 +164,16 @@ print("RESULT" + json.dumps(out))
 def test_lesson_arrays_without_numpy_are_described_and_diagnosed_as_jax_does():
     """`jnp.array([1., -1.])` without numpy is float32[2] with its values, counted as 2 numbers,
     and a wrong gradient tree is diagnosed by shape: the same text real JAX gives, line for line."""
-    proc = subprocess.run([sys.executable, "-c", ARRAYS_SCRIPT, ARRAYS_CODE], capture_output=True, text=True,
-                          cwd=ROOT, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", ARRAYS_SCRIPT, ARRAYS_CODE], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
     assert line is not None, proc.stdout + proc.stderr
-    lite = json.loads(line[len("RESULT"):])
+    lite = json.loads(line[len("RESULT") :])
 
-    assert lite["describe"] == ("params\n├── weight: float32[2]\n└── bias: float32[]\n"
-                                "2 leaves, 3 numerical parameter values")
+    assert lite["describe"] == (
+        "params\n├── weight: float32[2]\n└── bias: float32[]\n2 leaves, 3 numerical parameter values"
+    )
     assert lite["rows"] == [["['weight']", [["float32[2]", "[1, -1]"]]], ["['bias']", [["float32[]", "0"]]]]
     assert lite["diagnose"].startswith("['weight'] has shape (2,) in params but (3,) in the gradient tree")
     assert lite["shapes"]["ints"] == [[2, 2], "int32", 4, 2, [[1, 2], [3, 4]]]
@@ -172,11 +187,16 @@ def test_lesson_arrays_without_numpy_are_described_and_diagnosed_as_jax_does():
 
     from pytree_lab import PytreeDiagram, describe, diagnose
 
-    params = {"weight": jnp.array([1., -1.]), "bias": jnp.array(0.)}
-    wrong = {"weight": jnp.array([1., 2., 3.]), "bias": jnp.array(0.)}
-    others = {"ints": jnp.array([[1, 2], [3, 4]]), "flags": jnp.array([True, False]),
-              "mixed": jnp.array([1, 2.5]), "column": jnp.array([[0.5], [-2.0], [3.0]]),
-              "typed": jnp.array([1, 2], dtype=jnp.float32), "big": jnp.array([float(i) for i in range(40)])}
+    params = {"weight": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)}
+    wrong = {"weight": jnp.array([1.0, 2.0, 3.0]), "bias": jnp.array(0.0)}
+    others = {
+        "ints": jnp.array([[1, 2], [3, 4]]),
+        "flags": jnp.array([True, False]),
+        "mixed": jnp.array([1, 2.5]),
+        "column": jnp.array([[0.5], [-2.0], [3.0]]),
+        "typed": jnp.array([1, 2], dtype=jnp.float32),
+        "big": jnp.array([float(i) for i in range(40)]),
+    }
     assert lite["describe"] == describe(params).text()
     assert lite["counts"] == describe(params).counts_line()
     assert lite["diagnose"] == diagnose(params, wrong).message
@@ -184,11 +204,18 @@ def test_lesson_arrays_without_numpy_are_described_and_diagnosed_as_jax_does():
     assert lite["others"] == describe(others, "others").text()
     assert "big: float32[40]" in lite["others"]
     for key, value in others.items():
-        assert lite["shapes"][key] == [list(value.shape), str(value.dtype), int(value.size), value.ndim,
-                                       value.tolist()], key
+        assert lite["shapes"][key] == [
+            list(value.shape),
+            str(value.dtype),
+            int(value.size),
+            value.ndim,
+            value.tolist(),
+        ], key
 
 
-NOTEBOOK_SCRIPT = SCRIPT.split("cells = json.loads")[0] + r'''
+NOTEBOOK_SCRIPT = (
+    SCRIPT.split("cells = json.loads")[0]
+    + r'''
 import os, nbformat
 nb = nbformat.read(sys.argv[1], 4)
 os.chdir(sys.argv[2])
@@ -209,22 +236,36 @@ for cell in nb.cells[1:]:
         out["magics"] = sorted(shell.magics_manager.magics["cell"])
 print("RESULT" + json.dumps(out))
 '''
+)
 
 
 def run_notebook(name: str, workdir: Path) -> dict:
-    proc = subprocess.run([sys.executable, "-c", NOTEBOOK_SCRIPT, str(ROOT / "content" / name), str(workdir)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", NOTEBOOK_SCRIPT, str(ROOT / "content" / name), str(workdir)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+    )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
     assert line is not None, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return json.loads(line[len("RESULT"):])
+    return json.loads(line[len("RESULT") :])
 
 
 def test_packed_notebook_imports_cell_defines_its_tools_without_numpy(tmp_path):
     """02's imports cell: `import numpy` fails offline, yet describe, check_cell, try_function,
     save_evidence and %%exercise exist, so the exercise cell runs and says in one line why it waits."""
     out = run_notebook("02_packed_parameters.ipynb", tmp_path)
-    assert out["defined"] == ["PytreeDiagram", "check_cell", "describe", "get_engine", "jnp", "ravel_pytree",
-                              "save_evidence", "try_function"]
+    assert out["defined"] == [
+        "PytreeDiagram",
+        "check_cell",
+        "describe",
+        "get_engine",
+        "jnp",
+        "ravel_pytree",
+        "save_evidence",
+        "try_function",
+    ]
     assert "exercise" in out["magics"]
     assert out["imports"]["stdout"].startswith("computing with pytree-lab Lite engine")
     assert out["imports"]["stderr"].startswith("numpy is not available") and out["imports"]["stderr"].count("\n") == 1
@@ -245,12 +286,16 @@ def test_lesson_without_numpy_draws_its_trees_and_saves_its_evidence(tmp_path):
     """Lesson 01 offline: the diagram cells that need no gradient show the lesson's own shapes
     and counts; the evidence (predictions, quiz answers) is saved though the gradient cells wait."""
     out = run_notebook("01_pytrees.ipynb", tmp_path)
-    assert out["params"]["stdout"] == ("params\n├── weight: float32[2]\n└── bias: float32[]\n"
-                                       "2 leaves, 3 numerical parameter values\n")
+    assert out["params"]["stdout"] == (
+        "params\n├── weight: float32[2]\n└── bias: float32[]\n2 leaves, 3 numerical parameter values\n"
+    )
     assert out["params-diagram"]["error"] is None
     # the diagram's text form (its repr, what the shell prints for it)
-    assert out["params-diagram"]["stdout"].splitlines()[-3:] == ["├── weight: float32[2]", "└── bias: float32[]",
-                                                                 "2 leaves, 3 numerical parameter values"]
+    assert out["params-diagram"]["stdout"].splitlines()[-3:] == [
+        "├── weight: float32[2]",
+        "└── bias: float32[]",
+        "2 leaves, 3 numerical parameter values",
+    ]
     # a cell that needs a gradient says why in one line
     assert out["value-and-grad"]["stderr"].startswith("jax.value_and_grad needs numpy")
     assert out["value-and-grad"]["stderr"].count("\n") == 1

@@ -48,21 +48,27 @@ class ProbeHandler(JupyterHandler):
             if sock is None:
                 continue
             connection = getattr(obj, "connection", None)
-            sockets.append({
-                "handler": f"{type(obj).__module__}.{type(obj).__qualname__}",
-                "connection_mro": _mro(type(connection)) if connection is not None else [],
-                "peer": list(sock.getpeername()),
-                "nodelay": bool(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)),
-            })
+            sockets.append(
+                {
+                    "handler": f"{type(obj).__module__}.{type(obj).__qualname__}",
+                    "connection_mro": _mro(type(connection)) if connection is not None else [],
+                    "peer": list(sock.getpeername()),
+                    "nodelay": bool(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY)),
+                }
+            )
         setting = self.settings.get("kernel_websocket_connection_class")
         pytree_lab = sys.modules.get("pytree_lab")
-        self.finish(json.dumps({
-            "websockets": sockets,
-            "setting_mro": _mro(setting) if isinstance(setting, type) else [repr(setting)],
-            "pytree_lab_file": getattr(pytree_lab, "__file__", None),
-            "custom_connects": CustomConnection.connects,
-            "python": sys.executable,
-        }))
+        self.finish(
+            json.dumps(
+                {
+                    "websockets": sockets,
+                    "setting_mro": _mro(setting) if isinstance(setting, type) else [repr(setting)],
+                    "pytree_lab_file": getattr(pytree_lab, "__file__", None),
+                    "custom_connects": CustomConnection.connects,
+                    "python": sys.executable,
+                }
+            )
+        )
 
 
 def _jupyter_server_extension_points():

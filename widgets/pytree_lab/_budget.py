@@ -78,10 +78,11 @@ class BudgetClock:
             self.reason = "slow"
         return self.reason is not None
 
+
 _LIBRARY_ROOTS = tuple(
     os.path.normcase(os.path.realpath(p)) + os.sep
-    for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")} | {
-        os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # pytree_lab itself (editable too)
+    for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    | {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # pytree_lab itself (editable too)
     if p
 )
 
@@ -132,13 +133,19 @@ def _stack_ids() -> set[int]:
 
 
 def _available() -> bool:
-    return (hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
-            and signal.getitimer(signal.ITIMER_REAL)[0] == 0)
+    return (
+        hasattr(signal, "setitimer")
+        and threading.current_thread() is threading.main_thread()
+        and signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    )
 
 
 def _watchdog_available() -> bool:
-    return (threading.current_thread() is not threading.main_thread()
-            and hasattr(ctypes, "pythonapi") and hasattr(sys, "_current_frames"))
+    return (
+        threading.current_thread() is not threading.main_thread()
+        and hasattr(ctypes, "pythonapi")
+        and hasattr(sys, "_current_frames")
+    )
 
 
 def _raise_in(thread_id: int, exc: type[BaseException]) -> None:

@@ -13,15 +13,24 @@ import math
 import re
 from typing import Any
 
-__all__ = ["GRID_MAX", "visible", "isolate_rtl", "fmt_number", "fmt_array", "fmt_grid", "fmt_small", "grid_cells", "grid_rows", "nested_text"]
+__all__ = [
+    "GRID_MAX",
+    "visible",
+    "isolate_rtl",
+    "fmt_number",
+    "fmt_array",
+    "fmt_grid",
+    "fmt_small",
+    "grid_cells",
+    "grid_rows",
+    "nested_text",
+]
 
 # Characters that draw nothing or reorder what follows: C0/C1 controls (a newline in a name
 # would draw a fake row), bidi marks, embeddings, overrides and isolates (U+202E turns
 # `weight` into `thgiew`), zero-width characters (two keys that look equal) and the line and
 # paragraph separators.
-_INVISIBLE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
-)
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 _ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 

@@ -56,8 +56,13 @@ class PageIntents:
             counts[name] = counts.get(name, 0) + 1
             if (cls, name) not in _logged:
                 _logged.add((cls, name))
-                log.info("%s: the page tried to write %r, which only the kernel writes; kept the kernel's value "
-                         "(the page may write: %s)", cls, name, ", ".join(sorted(self._page_intents)) or "nothing")
+                log.info(
+                    "%s: the page tried to write %r, which only the kernel writes; kept the kernel's value "
+                    "(the page may write: %s)",
+                    cls,
+                    name,
+                    ", ".join(sorted(self._page_intents)) or "nothing",
+                )
 
 
 def refuse_page_writes(widget, intents=frozenset()):
@@ -80,8 +85,13 @@ def refuse_page_writes(widget, intents=frozenset()):
                 counts[name] = counts.get(name, 0) + 1
                 if (cls, name) not in _logged:
                     _logged.add((cls, name))
-                    log.info("%s: the page tried to write %r, which only the kernel writes; kept the kernel's "
-                             "value (the page may write: %s)", cls, name, ", ".join(sorted(allowed)) or "nothing")
+                    log.info(
+                        "%s: the page tried to write %r, which only the kernel writes; kept the kernel's "
+                        "value (the page may write: %s)",
+                        cls,
+                        name,
+                        ", ".join(sorted(allowed)) or "nothing",
+                    )
         if kept:
             own(widget, kept)
         known = [k for k in refused if k in getattr(widget, "keys", ())]

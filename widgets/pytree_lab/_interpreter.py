@@ -34,8 +34,9 @@ class TimeBudgetExceeded(BaseException):
 _PROBE_CAP = 3000  # frames the depth probe goes down at most (a raised recursion limit stays cheap)
 _SPARE = 200  # levels lent while the recursion counter is repaired
 _SIGNALS = tuple(getattr(signal, name) for name in ("SIGALRM", "SIGPROF", "SIGVTALRM") if hasattr(signal, name))
-_TIMERS = tuple(getattr(signal, name) for name in ("ITIMER_REAL", "ITIMER_PROF", "ITIMER_VIRTUAL")
-                if hasattr(signal, name))
+_TIMERS = tuple(
+    getattr(signal, name) for name in ("ITIMER_REAL", "ITIMER_PROF", "ITIMER_VIRTUAL") if hasattr(signal, name)
+)
 
 
 def _leave_recursive_call():

@@ -36,6 +36,9 @@ def widget_keywords(cls: Any, own: Iterable[str]) -> list[str]:
 def refuse_unknown_widget_keywords(widget: Any, kwargs: dict) -> None:
     """`refuse_unknown` for a widget's constructor: its class's own arguments and its traits."""
     cls = type(widget)
-    own = [name for name, p in inspect.signature(cls.__init__).parameters.items()
-           if name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    own = [
+        name
+        for name, p in inspect.signature(cls.__init__).parameters.items()
+        if name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
     refuse_unknown(cls.__name__, kwargs, widget_keywords(cls, own))

@@ -62,8 +62,6 @@ def _bad_state_leaf(state: Any, engine: Engine) -> str:
     return ""
 
 
-
-
 # ---------------------------------------------------------------------------------------- optimizer
 def _is_transformation(opt: Any) -> bool:
     return callable(getattr(opt, "init", None)) and callable(getattr(opt, "update", None))
@@ -198,4 +196,3 @@ class _Optimizer:
         if self.kind in ("plain", "factory"):
             return True
         return len(self.inject_paths) == 1  # after `inspect` (TrainingStep.init)
-

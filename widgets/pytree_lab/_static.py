@@ -23,8 +23,9 @@ SHARED_NAMES = tuple(re.findall(r"^function (\w+)\(", SHARED_SOURCE, re.M))
 # (the file's documentation, not code: the JSDoc types matter to tsc only); a comment after code
 # on its line stays. tests/test_static_shared.py has node parse every module as the page gets it.
 _WHOLE_LINE_COMMENT = re.compile(r"^[ \t]*(?://[^\n]*|/\*(?:(?!\*/).)*\*/[ \t]*)\n", re.M | re.S)
-SHARED_JS = ("// pytree-lab: static/_shared.js, its comments left out\n"
-             + re.sub(r"\n{2,}", "\n", _WHOLE_LINE_COMMENT.sub("", SHARED_SOURCE)).lstrip("\n"))
+SHARED_JS = "// pytree-lab: static/_shared.js, its comments left out\n" + re.sub(
+    r"\n{2,}", "\n", _WHOLE_LINE_COMMENT.sub("", SHARED_SOURCE)
+).lstrip("\n")
 _CALLS_SHARED = re.compile(r"(?<![\w$.])(?:" + "|".join(map(re.escape, SHARED_NAMES)) + r")\(")
 
 

@@ -86,8 +86,11 @@ def _names_a_pageless_runner(argv: list[str]) -> bool:
     words = [ntpath.basename(a).lower().removesuffix(".exe").removesuffix("-script.py") for a in argv[:4]]
     for i, word in enumerate(words):
         after = words[i + 1] if i + 1 < len(words) else ""
-        if (word in _PAGELESS_SCRIPTS or (word == "jupyter" and after in _PAGELESS_SUBCOMMANDS)
-                or (word == "-m" and after in _PAGELESS_MODULES)):
+        if (
+            word in _PAGELESS_SCRIPTS
+            or (word == "jupyter" and after in _PAGELESS_SUBCOMMANDS)
+            or (word == "-m" and after in _PAGELESS_MODULES)
+        ):
             return True
     return False
 

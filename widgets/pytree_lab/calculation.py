@@ -162,8 +162,13 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
                 continue
             g, _ = fmt_value(grads[leaf.index])
             g = f"({g})" if g.startswith("-") else g
-            add("update", f"{name} − {lr}·∂L/∂{name} = {p} − {lr}·{g}", updated[leaf.index], leaf.path,
-                f"{name} − {lr}·∂L/∂{name}")
+            add(
+                "update",
+                f"{name} − {lr}·∂L/∂{name} = {p} − {lr}·{g}",
+                updated[leaf.index],
+                leaf.path,
+                f"{name} − {lr}·∂L/∂{name}",
+            )
         if hidden > 0:
             rows.append(CalcRow("update", f"… {hidden} more leaves", "in the diagram's updated column"))
         if "new_prediction" in x:
@@ -195,8 +200,7 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
             )
         return (
             '<table class="ptl-calc" aria-label="worked calculation">'
-            "<caption>Worked calculation (numbers from the step just computed)</caption>"
-            + "".join(body) + "</table>"
+            "<caption>Worked calculation (numbers from the step just computed)</caption>" + "".join(body) + "</table>"
         )
 
     def _folded_html(self, rows: list[CalcRow], count: int) -> str:
@@ -211,7 +215,8 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
             + f'<details class="ptl-calc-all"><summary>every leaf: ∂L/∂p and the update ({count} leaves'
             + (f"; the first {MAX_LEAF_ROWS} here, any one from the list above" if count > MAX_LEAF_ROWS else "")
             + ")</summary>"
-            + _compact_table(rest, "every leaf's gradient and update") + "</details></div>"
+            + _compact_table(rest, "every leaf's gradient and update")
+            + "</details></div>"
         )
 
     def text(self) -> str:
@@ -247,9 +252,11 @@ def _compact_table(rows: list[CalcRow], label: str) -> str:
                 inner = f'<table class="ptl-calc ptl-calc-compact" aria-label="{esc(row.group, quote=True)}">{inner}</table>'
                 head = esc(row.section) if row.section != last else ""
                 last = row.section
-                body.append(f'<tr data-path="{esc(row.path, quote=True)}"><th scope="row">{head}</th>'
-                            f'<td colspan="2"><details class="ptl-calc-group"><summary>{esc(row.group)}</summary>'
-                            f"{inner}</details></td></tr>")
+                body.append(
+                    f'<tr data-path="{esc(row.path, quote=True)}"><th scope="row">{head}</th>'
+                    f'<td colspan="2"><details class="ptl-calc-group"><summary>{esc(row.group)}</summary>'
+                    f"{inner}</details></td></tr>"
+                )
             continue
         body.append(_compact_row(row, row.section != last))
         last = row.section
@@ -263,16 +270,25 @@ def _compact_row(row: CalcRow, first: bool) -> str:
     path = esc(row.path, quote=True)
     if row.grid and len(row.grid[0]) > 1:  # a column (per example, n×1) reads as one line
         width = max(len(c) for r in row.grid for c in r)
-        cells = "".join('<span class="ptl-grid-row" role="row">' + "".join(
-            f'<span class="ptl-grid-cell" role="cell">{esc(c)}</span>' for c in r) + "</span>" for r in row.grid)
-        value = (f'<span class="ptl-grid" role="table" aria-label="{what}" style="--ptl-grid-ch: {width}">'
-                 f"{cells}</span>")
-        return (f'<tr data-path="{path}"><th scope="row">{head}</th><td colspan="2" class="ptl-calc-wide">'
-                f'<div>{what}</div><div class="ptl-calc-value">{value}</div></td></tr>')
+        cells = "".join(
+            '<span class="ptl-grid-row" role="row">'
+            + "".join(f'<span class="ptl-grid-cell" role="cell">{esc(c)}</span>' for c in r)
+            + "</span>"
+            for r in row.grid
+        )
+        value = f'<span class="ptl-grid" role="table" aria-label="{what}" style="--ptl-grid-ch: {width}">{cells}</span>'
+        return (
+            f'<tr data-path="{path}"><th scope="row">{head}</th><td colspan="2" class="ptl-calc-wide">'
+            f'<div>{what}</div><div class="ptl-calc-value">{value}</div></td></tr>'
+        )
     if row.note:
-        return (f'<tr data-path="{path}"><th scope="row">{head}</th><td colspan="2" class="ptl-calc-note">'
-                f"{esc(row.value)}</td></tr>")
+        return (
+            f'<tr data-path="{path}"><th scope="row">{head}</th><td colspan="2" class="ptl-calc-note">'
+            f"{esc(row.value)}</td></tr>"
+        )
     # a short value stays on one line (its name wraps beside it), a long one wraps
     short = " ptl-calc-short" if len(row.value) <= SHORT_VALUE else ""
-    return (f'<tr data-path="{path}"><th scope="row">{head}</th><td>{what}</td>'
-            f'<td class="ptl-calc-value{short}">{esc(row.value)}</td></tr>')
+    return (
+        f'<tr data-path="{path}"><th scope="row">{head}</th><td>{what}</td>'
+        f'<td class="ptl-calc-value{short}">{esc(row.value)}</td></tr>'
+    )

@@ -37,22 +37,25 @@ class BarTable(PageIntents, anywidget.AnyWidget):
     _esm = static_asset("chart.js")
     _css = static_asset("chart.css")
     _page_intents = frozenset({"selected_path"})
-    rows: traitlets.List[list[str]] = traitlets.List(help=(
-        "list[list[str]], default []: one row per bar pair: label, owner path, before and after "
-        "as text. Written by the kernel."
-    )).tag(sync=True)  # [[label, owner path, before text, after text], ...]
-    title = traitlets.Unicode("", help=(
-        "str, default '': the table's accessible name. Written by the kernel."
-    )).tag(sync=True)  # the chart's accessible name
-    figure_class = traitlets.Unicode("", help=(
-        "str, default '': the DOM class of the figure the table describes. Written by the kernel."
-    )).tag(sync=True)  # the DOM class of the figure it describes
-    note = traitlets.Unicode("", help=(
-        "str, default '': a line shown above the table (why these bars). Written by the kernel."
-    )).tag(sync=True)
-    selected_path = traitlets.Unicode("", help=(
-        "str, default '': the leaf selected in the table. Written by the page (an intent)."
-    )).tag(sync=True)  # the leaf selected (written by the page)
+    rows: traitlets.List[list[str]] = traitlets.List(
+        help=(
+            "list[list[str]], default []: one row per bar pair: label, owner path, before and after "
+            "as text. Written by the kernel."
+        )
+    ).tag(sync=True)  # [[label, owner path, before text, after text], ...]
+    title = traitlets.Unicode("", help=("str, default '': the table's accessible name. Written by the kernel.")).tag(
+        sync=True
+    )  # the chart's accessible name
+    figure_class = traitlets.Unicode(
+        "", help=("str, default '': the DOM class of the figure the table describes. Written by the kernel.")
+    ).tag(sync=True)  # the DOM class of the figure it describes
+    note = traitlets.Unicode(
+        "", help=("str, default '': a line shown above the table (why these bars). Written by the kernel.")
+    ).tag(sync=True)
+    selected_path = traitlets.Unicode(
+        "", help=("str, default '': the leaf selected in the table. Written by the page (an intent).")
+    ).tag(sync=True)  # the leaf selected (written by the page)
+
 
 BEFORE = "#1f77b4"
 AFTER = "#ff7f0e"
@@ -72,13 +75,20 @@ class BeforeAfterChart:
     saying why (e.g. the selection brought its leaf in).
     """
 
-    def __init__(self, labels: Sequence[str], owners: Sequence[str], title: str = "",
-                 paths: Sequence[str] | None = None, ticks: Sequence[str] | None = None):
+    def __init__(
+        self,
+        labels: Sequence[str],
+        owners: Sequence[str],
+        title: str = "",
+        paths: Sequence[str] | None = None,
+        ticks: Sequence[str] | None = None,
+    ):
         self.x_scale = bqplot.OrdinalScale()
         # Explicit min/max: a grouped Bars mark on a scale without them draws zero-height bars.
         self.y_scale = bqplot.LinearScale(min=-1.0, max=1.0)
         self.bars = bqplot.Bars(
-            x=[], y=[[], []],
+            x=[],
+            y=[[], []],
             scales={"x": self.x_scale, "y": self.y_scale},
             type="grouped",
             colors=[BEFORE, AFTER],
@@ -91,9 +101,14 @@ class BeforeAfterChart:
             tooltip=bqplot.Tooltip(fields=["x", "y"], labels=["path", "value"], formats=["", ".4g"]),
         )
         self.x_axis = bqplot.Axis(scale=self.x_scale, label="parameter element")
-        self.y_axis = bqplot.Axis(scale=self.y_scale, side="left", label="parameter value",
-                                  tick_format=".3~g", label_offset="45px",
-                                  grid_lines="dashed")
+        self.y_axis = bqplot.Axis(
+            scale=self.y_scale,
+            side="left",
+            label="parameter value",
+            tick_format=".3~g",
+            label_offset="45px",
+            grid_lines="dashed",
+        )
         figure_class = f"ptl-bars-figure-{next(_figure_ids)}"  # how the table finds its chart in the page
         self.figure = bqplot.Figure(
             marks=[self.bars],
@@ -109,13 +124,13 @@ class BeforeAfterChart:
         self._on_pick: Callable[[str], None] | None = None
         self.bars.observe(self._picked, "selected")
         self._highlighted = ""
-        self.table = BarTable(title=f"{title or 'Bar chart'}: before and after value of each parameter element",
-                              figure_class=figure_class)
+        self.table = BarTable(
+            title=f"{title or 'Bar chart'}: before and after value of each parameter element", figure_class=figure_class
+        )
         self.table.observe(self._table_picked, "selected_path")
         # the figure with its note and table under it: one box, placed as one part
         self.figure.layout.width = "100%"
-        self.box = ipywidgets.VBox([self.figure, self.table],
-                                   layout={"flex": "1 1 440px", "min_width": "320px"})
+        self.box = ipywidgets.VBox([self.figure, self.table], layout={"flex": "1 1 440px", "min_width": "320px"})
         self.box.add_class("ptl-bars-box")
         self._plot_px = PLOT_PX
         self.tick_labels: dict = {}
@@ -130,8 +145,13 @@ class BeforeAfterChart:
     def note(self, text: str) -> None:
         self.table.note = text
 
-    def set_elements(self, labels: Sequence[str], owners: Sequence[str], paths: Sequence[str] | None = None,
-                     ticks: Sequence[str] | None = None) -> None:
+    def set_elements(
+        self,
+        labels: Sequence[str],
+        owners: Sequence[str],
+        paths: Sequence[str] | None = None,
+        ticks: Sequence[str] | None = None,
+    ) -> None:
         """Show other elements (their values NaN until the next `show`): a rare change, not a step."""
         self.labels = list(labels)
         self.owners = list(owners)
@@ -177,15 +197,18 @@ class BeforeAfterChart:
         below = TICK_GAP + math.ceil(max((tick_width(t) for t in shown), default=1.0)) if upright else 0
         title_at = below + TITLE_GAP if upright else 35
         self.x_axis.tick_rotate = -90 if upright else 0
-        self.x_axis.tick_style = ({"text-anchor": "end", "dominant-baseline": "central",
-                                   "font-size": f"{TICK_FONT_PX}px"} if upright else {})
+        self.x_axis.tick_style = (
+            {"text-anchor": "end", "dominant-baseline": "central", "font-size": f"{TICK_FONT_PX}px"} if upright else {}
+        )
         self.x_axis.label_offset = f"{title_at}px"
         self.figure.fig_margin = {"top": 40, "bottom": title_at + 12, "left": 70, "right": 20}
         self.figure.layout.height = f"{self._plot_px + 40 + title_at + 12}px"
 
     def _rows(self) -> list[list[str]]:
-        return [[isolate_rtl(visible(label)), owner, fmt_number(b), fmt_number(a)]
-                for label, owner, b, a in zip(self.labels, self.owners, self._before, self._after)]
+        return [
+            [isolate_rtl(visible(label)), owner, fmt_number(b), fmt_number(a)]
+            for label, owner, b, a in zip(self.labels, self.owners, self._before, self._after)
+        ]
 
     def _table_picked(self, change) -> None:
         if self._picking or self._on_pick is None:
@@ -248,7 +271,7 @@ class BeforeAfterChart:
 
 def _under(owner: str, path: str) -> bool:
     """The leaf at `owner` is `path` or inside the container at `path` (`['a']` holds `['a'][0]`, not `['ab']`)."""
-    return owner == path or (owner.startswith(path) and owner[len(path):][:1] in ("[", "."))
+    return owner == path or (owner.startswith(path) and owner[len(path) :][:1] in ("[", "."))
 
 
 # Upright tick labels: their font and the longest shown whole; a longer one is cut in the middle
@@ -258,11 +281,103 @@ def _under(owner: str, path: str) -> bool:
 # DejaVu Sans is the widest common sans-serif): never shorter than either draws it. Any other
 # character counts a whole em.
 TICK_FONT_PX = 11
-_ASCII_WIDTH = (318, 401, 460, 838, 636, 950, 780, 275, 390, 390, 500, 838, 318, 361, 318, 337, 636, 636, 636,
-                636, 636, 636, 636, 636, 636, 636, 337, 337, 838, 838, 838, 556, 1015, 684, 686, 722, 770, 667,
-                611, 778, 752, 295, 500, 667, 557, 863, 748, 787, 667, 787, 722, 667, 611, 732, 684, 989, 685,
-                667, 685, 390, 337, 390, 838, 556, 500, 613, 635, 550, 635, 615, 352, 635, 634, 278, 278, 579,
-                278, 974, 634, 612, 635, 635, 411, 521, 392, 634, 592, 818, 592, 592, 525, 636, 337, 636, 838)
+_ASCII_WIDTH = (
+    318,
+    401,
+    460,
+    838,
+    636,
+    950,
+    780,
+    275,
+    390,
+    390,
+    500,
+    838,
+    318,
+    361,
+    318,
+    337,
+    636,
+    636,
+    636,
+    636,
+    636,
+    636,
+    636,
+    636,
+    636,
+    636,
+    337,
+    337,
+    838,
+    838,
+    838,
+    556,
+    1015,
+    684,
+    686,
+    722,
+    770,
+    667,
+    611,
+    778,
+    752,
+    295,
+    500,
+    667,
+    557,
+    863,
+    748,
+    787,
+    667,
+    787,
+    722,
+    667,
+    611,
+    732,
+    684,
+    989,
+    685,
+    667,
+    685,
+    390,
+    337,
+    390,
+    838,
+    556,
+    500,
+    613,
+    635,
+    550,
+    635,
+    615,
+    352,
+    635,
+    634,
+    278,
+    278,
+    579,
+    278,
+    974,
+    634,
+    612,
+    635,
+    635,
+    411,
+    521,
+    392,
+    634,
+    592,
+    818,
+    592,
+    592,
+    525,
+    636,
+    337,
+    636,
+    838,
+)
 TICK_GAP = 4  # px from the axis line to where an upright tick's text starts (measured: at the line)
 TITLE_GAP = 20  # px from the end of the longest tick to the axis title's baseline
 TICK_CHARS = 26
@@ -288,9 +403,9 @@ def fit_ticks(ticks: Sequence[str], limit: int = TICK_CHARS) -> list[str]:
         if len(t) <= limit:
             cut.append(t)
             continue
-        tail = t[t.rfind("/") + 1:] if "/" in t else t[-(limit // 2):]
-        tail = tail if len(tail) <= limit - 6 else tail[-(limit - 6):]
-        cut.append(t[:limit - 1 - len(tail)] + "…" + tail)
+        tail = t[t.rfind("/") + 1 :] if "/" in t else t[-(limit // 2) :]
+        tail = tail if len(tail) <= limit - 6 else tail[-(limit - 6) :]
+        cut.append(t[: limit - 1 - len(tail)] + "…" + tail)
     counts = Counter(cut)
     return [c if counts[c] == 1 else t for c, t in zip(cut, out)]
 
@@ -304,7 +419,6 @@ def _nice_step(raw: float) -> float:
         if raw <= m * power:
             return m * power
     return 10 * power
-
 
 
 class LossHistoryChart:
@@ -325,17 +439,25 @@ class LossHistoryChart:
         self.y_log: bqplot.LogScale | None = None  # made when first needed
         # no point until a step worked: a point at loss 0 would be a step that did not happen
         self.line = bqplot.Lines(
-            x=[], y=[], scales={"x": self.x_scale, "y": self.y_linear},
-            colors=[BEFORE], stroke_width=2, labels=["loss"],
+            x=[],
+            y=[],
+            scales={"x": self.x_scale, "y": self.y_linear},
+            colors=[BEFORE],
+            stroke_width=2,
+            labels=["loss"],
         )
         self.point = bqplot.Scatter(
-            x=[], y=[], scales={"x": self.x_scale, "y": self.y_linear},
-            colors=[AFTER], default_size=48,
+            x=[],
+            y=[],
+            scales={"x": self.x_scale, "y": self.y_linear},
+            colors=[AFTER],
+            default_size=48,
             tooltip=bqplot.Tooltip(fields=["x", "y"], labels=["step", "loss"], formats=["", ".4g"]),
         )
         self.x_axis = bqplot.Axis(scale=self.x_scale, label="step", tick_format="d", tick_values=[0.0, 1.0])
-        self.y_axis = bqplot.Axis(scale=self.y_linear, side="left", label="loss", tick_format=".3~g",
-                                  label_offset="45px", grid_lines="dashed")
+        self.y_axis = bqplot.Axis(
+            scale=self.y_linear, side="left", label="loss", tick_format=".3~g", label_offset="45px", grid_lines="dashed"
+        )
         self.figure = bqplot.Figure(
             marks=[self.line, self.point],
             axes=[self.x_axis, self.y_axis],
@@ -351,8 +473,17 @@ class LossHistoryChart:
 
     def close(self) -> None:
         """Close every widget of the chart, the scale not on screen included."""
-        for w in (self.figure, self.line, self.point, self.point.tooltip, self.x_axis, self.y_axis,
-                  self.x_scale, self.y_linear, self.y_log):
+        for w in (
+            self.figure,
+            self.line,
+            self.point,
+            self.point.tooltip,
+            self.x_axis,
+            self.y_axis,
+            self.x_scale,
+            self.y_linear,
+            self.y_log,
+        ):
             if w is not None:
                 w.close()
 

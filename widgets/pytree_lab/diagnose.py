@@ -68,16 +68,20 @@ def _lookalike_note(a: str, b: str, a_tree: str, b_tree: str) -> str:
     end = 0
     while end < min(len(a), len(b)) - start and a[len(a) - 1 - end] == b[len(b) - 1 - end]:
         end += 1
-    da, db = a[start:len(a) - end], b[start:len(b) - end]
+    da, db = a[start : len(a) - end], b[start : len(b) - end]
     if unicodedata.normalize("NFC", a) == unicodedata.normalize("NFC", b):
-        return (f" The two differ only in Unicode normalisation (NFC vs NFD): the same letters, written with "
-                f"different code points ({a_tree}: {_code_points(da) or 'nothing'}; "
-                f"{b_tree}: {_code_points(db) or 'nothing'}). "
-                "unicodedata.normalize('NFC', key) on both sides makes them one key.")
+        return (
+            f" The two differ only in Unicode normalisation (NFC vs NFD): the same letters, written with "
+            f"different code points ({a_tree}: {_code_points(da) or 'nothing'}; "
+            f"{b_tree}: {_code_points(db) or 'nothing'}). "
+            "unicodedata.normalize('NFC', key) on both sides makes them one key."
+        )
     if (da + db).isascii():  # `w` vs `W`, or an escape such as \u200b: plain on screen
         return ""
-    return (f" They differ in characters that can look alike: {a_tree} has "
-            f"{_code_points(da) or 'nothing'} where {b_tree} has {_code_points(db) or 'nothing'}.")
+    return (
+        f" They differ in characters that can look alike: {a_tree} has "
+        f"{_code_points(da) or 'nothing'} where {b_tree} has {_code_points(db) or 'nothing'}."
+    )
 
 
 def diagnose(
@@ -113,7 +117,9 @@ def diagnose_summaries(ref: TreeSummary, cand: TreeSummary, ref_name: str, cand_
             what_a = "a leaf" if a.kind == "leaf" else f"a {a.type_name}"
             what_b = "a leaf" if b.kind == "leaf" else f"a {b.type_name}"
             return Diagnosis(
-                False, "structure", a.path,
+                False,
+                "structure",
+                a.path,
                 f"At {_where(a.path)}, {ref_name} has {what_a} but {cand_name} has {what_b}: "
                 "the containers must agree before any leaves can be paired.",
             )
@@ -126,20 +132,27 @@ def diagnose_summaries(ref: TreeSummary, cand: TreeSummary, ref_name: str, cand_
         if missing or extra:
             if missing and extra:
                 # a pair that reads alike (café / café, a / а) first: that is the one to explain
-                pair = next(((m, e) for m in missing for e in extra if _skeleton(m) == _skeleton(e)),
-                            (missing[0], extra[0]))
+                pair = next(
+                    ((m, e) for m in missing for e in extra if _skeleton(m) == _skeleton(e)), (missing[0], extra[0])
+                )
                 shown_m, shown_e = _shown(pair[0]), _shown(pair[1])
-                msg = (f"{_sentence(cand_name)} is missing {shown_m} and has {shown_e} instead: "
-                       f"a renamed key is a different path, so {shown_m} has no partner."
-                       + _lookalike_note(pair[0], pair[1], ref_name, cand_name))
+                msg = (
+                    f"{_sentence(cand_name)} is missing {shown_m} and has {shown_e} instead: "
+                    f"a renamed key is a different path, so {shown_m} has no partner."
+                    + _lookalike_note(pair[0], pair[1], ref_name, cand_name)
+                )
                 path = pair[0]
             elif missing:
-                msg = (f"{_sentence(cand_name)} is missing {_shown(missing[0])}, which {ref_name} has: "
-                       f"every leaf of {ref_name} needs a partner at the same path.")
+                msg = (
+                    f"{_sentence(cand_name)} is missing {_shown(missing[0])}, which {ref_name} has: "
+                    f"every leaf of {ref_name} needs a partner at the same path."
+                )
                 path = missing[0]
             else:
-                msg = (f"{_sentence(cand_name)} has {_shown(extra[0])}, which {ref_name} does not have: "
-                       "an extra path has no partner.")
+                msg = (
+                    f"{_sentence(cand_name)} has {_shown(extra[0])}, which {ref_name} does not have: "
+                    "an extra path has no partner."
+                )
                 path = extra[0]
             return Diagnosis(False, "structure", path, msg)
         stack.extend((a_keys[p], b_keys[p]) for p in reversed(list(a_keys)))
@@ -148,7 +161,9 @@ def diagnose_summaries(ref: TreeSummary, cand: TreeSummary, ref_name: str, cand_
     for la, lb in zip(ref.leaves, cand.leaves):
         if la.shape != lb.shape:
             return Diagnosis(
-                False, "shape", la.path,
+                False,
+                "shape",
+                la.path,
                 f"{_where(la.path)} has shape {la.shape} in {ref_name} but {lb.shape} in {cand_name}: "
                 "a matching structure does not prove matching shapes, and broadcasting could hide this.",
             )
@@ -156,7 +171,9 @@ def diagnose_summaries(ref: TreeSummary, cand: TreeSummary, ref_name: str, cand_
     for la, lb in zip(ref.leaves, cand.leaves):
         if la.dtype != lb.dtype:
             return Diagnosis(
-                False, "dtype", la.path,
+                False,
+                "dtype",
+                la.path,
                 f"{_where(la.path)} is {la.dtype} in {ref_name} but {lb.dtype} in {cand_name}.",
             )
     return Diagnosis(True)
@@ -216,10 +233,18 @@ def _compare_values(reference, candidate, ref: TreeSummary, cand: TreeSummary, r
             continue
         got = lb.summary or lb.type_label
         message = f"{_where(la.path)} is {got} in {cand_name} but {la.summary or la.type_label} in {ref_name}."
-        owner = next((other.path for j, other in enumerate(ref.leaves)
-                      if j != k and other.shape == lb.shape and _values_close(ra[j], ca[k], atol)), None)
+        owner = next(
+            (
+                other.path
+                for j, other in enumerate(ref.leaves)
+                if j != k and other.shape == lb.shape and _values_close(ra[j], ca[k], atol)
+            ),
+            None,
+        )
         if owner is not None:
-            message += (f" That is the value that belongs at {_shown(owner)}: equal shapes do not say which parameter "
-                        "a value belongs to, so keep each leaf on its path.")
+            message += (
+                f" That is the value that belongs at {_shown(owner)}: equal shapes do not say which parameter "
+                "a value belongs to, so keep each leaf on its path."
+            )
         return Diagnosis(False, "value", la.path, message)
     return Diagnosis(True, message="The trees match: structure, leaf paths, shapes, dtypes and values.")

@@ -106,55 +106,68 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     _folding: Sequence[str] = ()  # the last `collapsed` _valid_collapsed gave
 
     # The Python <-> JS contract (spelled the same in static/diagram.js).
-    columns = traitlets.List(traitlets.Unicode(), help=(
-        "list[str], default []: the names of the trees shown side by side (params, grads, "
-        "updated, ...). Written by the kernel."
-    )).tag(sync=True)
+    columns = traitlets.List(
+        traitlets.Unicode(),
+        help=(
+            "list[str], default []: the names of the trees shown side by side (params, grads, "
+            "updated, ...). Written by the kernel."
+        ),
+    ).tag(sync=True)
     # Rows and panels travel as one JSON text each: ipywidgets otherwise walks every nested
     # row and cell looking for binary buffers (a third of a second for 10,000 leaves).
     # (by column: the module docstring's wire format)
-    rows: traitlets.List[dict] = traitlets.List(help=(
-        "list[dict], default []: the aligned rows, sent as one JSON text by column (wire format "
-        "in the module doc). Written by the kernel."
-    )).tag(sync=True, to_json=_rows_json)
-    counts = traitlets.List(traitlets.Unicode(), help=(
-        "list[str], default []: each tree's count line (leaves, values). Written by the kernel."
-    )).tag(sync=True)
-    panels: traitlets.List[dict] = traitlets.List(help=(
-        "list[dict], default []: the side panels (e.g. optimizer state): title and rows each. "
-        "Written by the kernel."
-    )).tag(sync=True, to_json=_panels_json)
-    selected_path = traitlets.Unicode("", help=(
-        "str, default '': the keystr path of the selected row ('' for none). Written by the page "
-        "(an intent)."
-    )).tag(sync=True)
+    rows: traitlets.List[dict] = traitlets.List(
+        help=(
+            "list[dict], default []: the aligned rows, sent as one JSON text by column (wire format "
+            "in the module doc). Written by the kernel."
+        )
+    ).tag(sync=True, to_json=_rows_json)
+    counts = traitlets.List(
+        traitlets.Unicode(),
+        help=("list[str], default []: each tree's count line (leaves, values). Written by the kernel."),
+    ).tag(sync=True)
+    panels: traitlets.List[dict] = traitlets.List(
+        help=(
+            "list[dict], default []: the side panels (e.g. optimizer state): title and rows each. "
+            "Written by the kernel."
+        )
+    ).tag(sync=True, to_json=_panels_json)
+    selected_path = traitlets.Unicode(
+        "",
+        help=("str, default '': the keystr path of the selected row ('' for none). Written by the page (an intent)."),
+    ).tag(sync=True)
     # (its items are checked in _valid_collapsed: one check per path, not a trait's per item)
-    collapsed: traitlets.List[str] = traitlets.List(help=(
-        "list[str], default []: the paths of the folded containers. Written by the page (an "
-        "intent)."
-    )).tag(sync=True)
-    message = traitlets.Unicode("", help=(
-        "str, default '': a message shown above the trees (an error, a warning or a note). "
-        "Written by the kernel."
-    )).tag(sync=True)
-    message_kind = traitlets.Unicode("error", help=(
-        "str, default 'error': the message's kind: 'error', 'warning' or 'info'. Written by the "
-        "kernel."
-    )).tag(sync=True)
-    caption = traitlets.Unicode("", help=(
-        "str, default '': a line under the trees saying how they were computed. Written by the "
-        "kernel."
-    )).tag(sync=True)
-    foldable = traitlets.List(traitlets.Unicode(), help=(
-        "list[str], default []: names of columns and side-panel titles folded together behind one "
-        "toggle above the trees (an explorer puts its optimizer's moment columns and state panel "
-        "here, so params, grads and updated fit side by side). The text form shows them all. "
-        "Written by the kernel."
-    )).tag(sync=True)
-    foldable_open = traitlets.CBool(False, help=(
-        "bool, default False: whether the `foldable` columns and panels show. Written by the page "
-        "(an intent: the toggle) or from Python."
-    )).tag(sync=True)
+    collapsed: traitlets.List[str] = traitlets.List(
+        help=("list[str], default []: the paths of the folded containers. Written by the page (an intent).")
+    ).tag(sync=True)
+    message = traitlets.Unicode(
+        "",
+        help=(
+            "str, default '': a message shown above the trees (an error, a warning or a note). Written by the kernel."
+        ),
+    ).tag(sync=True)
+    message_kind = traitlets.Unicode(
+        "error", help=("str, default 'error': the message's kind: 'error', 'warning' or 'info'. Written by the kernel.")
+    ).tag(sync=True)
+    caption = traitlets.Unicode(
+        "", help=("str, default '': a line under the trees saying how they were computed. Written by the kernel.")
+    ).tag(sync=True)
+    foldable = traitlets.List(
+        traitlets.Unicode(),
+        help=(
+            "list[str], default []: names of columns and side-panel titles folded together behind one "
+            "toggle above the trees (an explorer puts its optimizer's moment columns and state panel "
+            "here, so params, grads and updated fit side by side). The text form shows them all. "
+            "Written by the kernel."
+        ),
+    ).tag(sync=True)
+    foldable_open = traitlets.CBool(
+        False,
+        help=(
+            "bool, default False: whether the `foldable` columns and panels show. Written by the page "
+            "(an intent: the toggle) or from Python."
+        ),
+    ).tag(sync=True)
 
     def __init__(
         self,
@@ -246,8 +259,13 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         for column, reference in (expected or {}).items():
             if column not in trees:
                 raise ValueError(f"expected= names {column!r}, which is not one of the trees {list(trees)}")
-            verdict = diagnose(reference, trees[column], reference_name=f"the expected {column}",
-                               candidate_name=f"the {column} tree", values=True)
+            verdict = diagnose(
+                reference,
+                trees[column],
+                reference_name=f"the expected {column}",
+                candidate_name=f"the {column} tree",
+                values=True,
+            )
             if not verdict.ok:
                 found = verdict
                 break
@@ -259,8 +277,11 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         if order is not _MISSING and not isinstance(order, TreeSummary):
             order = describe(order, "order", values=False)
         self.show_summaries(
-            summaries, panels if extra is not _MISSING else None, fold=fold,
-            order=None if order is _MISSING else order, diagnosis=found,
+            summaries,
+            panels if extra is not _MISSING else None,
+            fold=fold,
+            order=None if order is _MISSING else order,
+            diagnosis=found,
         )
 
     def show_summaries(
@@ -276,8 +297,9 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         if self.compare and len(summaries) > 1:
             # structure first, then values (`diagnosis` from expected=): the lesson's order
             for other in summaries[1:]:
-                verdict = diagnose_summaries(summaries[0], other, f"the {summaries[0].name} tree",
-                                             f"the {other.name} tree")
+                verdict = diagnose_summaries(
+                    summaries[0], other, f"the {summaries[0].name} tree", f"the {other.name} tree"
+                )
                 if not verdict.ok:
                     diagnosis = verdict
                     break
@@ -398,8 +420,10 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         return boxes
 
     def _panel_rows(self) -> list[dict]:
-        return [{"title": s.name, "rows": align([s], None, self._opened if lazy else None), "counts": s.counts_line()}
-                for s, lazy in zip(self._panel_summaries, self._lazy_panels)]
+        return [
+            {"title": s.name, "rows": align([s], None, self._opened if lazy else None), "counts": s.counts_line()}
+            for s, lazy in zip(self._panel_summaries, self._lazy_panels)
+        ]
 
     @traitlets.observe("collapsed")
     def _send_opened(self, change) -> None:
@@ -467,8 +491,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
                 rows, lasts, total = head
                 for s in self._summaries:
                     s.show_values([c["i"] for r in rows for c in r["c"][:1] if c is not None and "i" in c])
-                leaves = [{r["p"]: s.leaves[r["c"][0]["i"]] for r in rows if "i" in r["c"][0]}
-                          for s in self._summaries]
+                leaves = [{r["p"]: s.leaves[r["c"][0]["i"]] for r in rows if "i" in r["c"][0]} for s in self._summaries]
             else:
                 every = _align(self._summaries, self._order, None, values=False)
                 total, rows = len(every), every[:max_lines]
@@ -487,7 +510,11 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
             parent = r["u"]
             above = prefixes.get(parent, "")
             prefixes[r["p"]] = above + ("    " if last else "│   ")
-            shown = above if len(above) <= _MAX_INDENT else f"[{(len(above) - _MAX_INDENT) // 4} levels] " + above[-_MAX_INDENT:]
+            shown = (
+                above
+                if len(above) <= _MAX_INDENT
+                else f"[{(len(above) - _MAX_INDENT) // 4} levels] " + above[-_MAX_INDENT:]
+            )
             names.append(f"{shown}{'└── ' if last else '├── '}{r['l']}" if parent is not None else r["l"])
             line = []
             for col, cell in enumerate(r["c"]):

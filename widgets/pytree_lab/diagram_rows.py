@@ -18,8 +18,7 @@ def _as_json_text(value: Any, widget: Any = None) -> str:
 # The wire format's columns (module docstring): in-memory key -> the column's name on the
 # wire. The same names in static/diagram.js.
 ROW_COLUMNS = {"p": "path", "u": "parent", "l": "label", "d": "depth", "leaf": "leaf", "s": "status"}
-CELL_COLUMNS = {"ty": "type", "v": "value", "g": "grid", "i": "index", "nd": "not_differentiable",
-                "n": "children"}
+CELL_COLUMNS = {"ty": "type", "v": "value", "g": "grid", "i": "index", "nd": "not_differentiable", "n": "children"}
 ROW_KEYS = tuple(ROW_COLUMNS)
 CELL_KEYS = tuple(CELL_COLUMNS)
 
@@ -31,8 +30,9 @@ def _rows_by_column(rows: list[dict]) -> dict:
     wire["cells"] = []
     for col in range(columns):
         cells = [r["c"][col] for r in rows]
-        wire["cells"].append({name: [None if c is None else c.get(k) for c in cells]
-                              for k, name in CELL_COLUMNS.items()})
+        wire["cells"].append(
+            {name: [None if c is None else c.get(k) for c in cells] for k, name in CELL_COLUMNS.items()}
+        )
     return wire
 
 
@@ -119,8 +119,9 @@ def _walk(summary: TreeSummary, opened: set | None, values: bool = True) -> list
     return walk
 
 
-def _align(summaries: list[TreeSummary], order: TreeSummary | None, opened: set | None = None,
-           values: bool = True) -> list[dict]:
+def _align(
+    summaries: list[TreeSummary], order: TreeSummary | None, opened: set | None = None, values: bool = True
+) -> list[dict]:
     if len(summaries) == 1 and order is None and values:
         one = _rows_of_one(summaries[0], opened)
         if one is not None:
@@ -136,8 +137,12 @@ def _align(summaries: list[TreeSummary], order: TreeSummary | None, opened: set 
             row = by_path.get(node.path)
             if row is None:
                 row = by_path[node.path] = {
-                    "p": node.path, "u": parent, "l": node.label, "d": node.depth,
-                    "leaf": int(node.leaf is not None), "c": [None] * n,
+                    "p": node.path,
+                    "u": parent,
+                    "l": node.label,
+                    "d": node.depth,
+                    "leaf": int(node.leaf is not None),
+                    "c": [None] * n,
                 }
                 if parent is None or parent not in by_path:
                     top.append(row)
@@ -170,8 +175,9 @@ def _align(summaries: list[TreeSummary], order: TreeSummary | None, opened: set 
     return rows
 
 
-def _head_rows(summaries: list[TreeSummary], order: TreeSummary | None, limit: int,
-               cache: dict | None = None) -> tuple | None:
+def _head_rows(
+    summaries: list[TreeSummary], order: TreeSummary | None, limit: int, cache: dict | None = None
+) -> tuple | None:
     """The first `limit` rows of `_align(summaries, order, values=False)`, whether each is its
     parent's last child, and how many rows there are in all, without aligning every row: for
     trees that all have the same paths in the same (JAX) order, as params, grads and updated do
@@ -186,8 +192,12 @@ def _head_rows(summaries: list[TreeSummary], order: TreeSummary | None, limit: i
         return None
     key = (first, *summaries)  # held by the cache, so these summaries stay what the key means
     cached = cache.get("key") if cache is not None else None
-    if cache is not None and cached is not None and len(cached) == len(key) and all(
-            a is b for a, b in zip(cached, key)):
+    if (
+        cache is not None
+        and cached is not None
+        and len(cached) == len(key)
+        and all(a is b for a, b in zip(cached, key))
+    ):
         index = cache["index"]
     else:
         path_of = operator.attrgetter("path")
@@ -196,8 +206,9 @@ def _head_rows(summaries: list[TreeSummary], order: TreeSummary | None, limit: i
         for nodes in lists[1:]:
             # the same paths, each a leaf in every tree or in none (a leaf 0.0 in params and
             # an empty None at that path in grads print alike but are not the same row)
-            if nodes is not base and (list(map(path_of, nodes)) != paths
-                                      or [node.leaf is not None for node in nodes] != leafy):
+            if nodes is not base and (
+                list(map(path_of, nodes)) != paths or [node.leaf is not None for node in nodes] != leafy
+            ):
                 index = None
                 break
         else:
@@ -222,8 +233,17 @@ def _head_rows(summaries: list[TreeSummary], order: TreeSummary | None, limit: i
             return None
         cells = [_cell(s.nodes[k], flag) for s, flag in zip(summaries, flags)]
         is_leaf = int(all(s.nodes[k].leaf is not None for s in summaries))
-        rows.append({"p": node.path, "u": parent, "l": node.label, "d": node.depth, "leaf": is_leaf, "c": cells,
-                     "s": _status(cells, is_leaf) if many else "ok"})
+        rows.append(
+            {
+                "p": node.path,
+                "u": parent,
+                "l": node.label,
+                "d": node.depth,
+                "leaf": is_leaf,
+                "c": cells,
+                "s": _status(cells, is_leaf) if many else "ok",
+            }
+        )
         lasts.append(last)
         children = node.children
         if children:
@@ -250,8 +270,17 @@ def _rows_of_one(summary: TreeSummary, opened: set | None = None) -> list[dict] 
                 cell["nd"] = 1
         else:
             cell = {"ty": node.type_name, "n": len(children)}
-        append({"p": path, "u": parent, "l": node.label, "d": node.depth, "leaf": 0 if leaf is None else 1,
-                "c": [cell], "s": "ok"})
+        append(
+            {
+                "p": path,
+                "u": parent,
+                "l": node.label,
+                "d": node.depth,
+                "leaf": 0 if leaf is None else 1,
+                "c": [cell],
+                "s": "ok",
+            }
+        )
         seen.add(path)
     return rows if len(seen) == len(rows) else None
 
@@ -318,8 +347,13 @@ _STATUS_TEXT = {
 def _unknown_path_message(path: str, paths: set, summaries: list | tuple = ()) -> str:
     shown = path if len(path) <= 80 else path[:79] + "…"
     close = _closest_path(path, paths, summaries)
-    hint = f" Did you mean {close[0]}?" if close else (
-        f" Paths are keystr strings such as {min(paths, key=len)}." if paths else " The diagram shows no paths yet.")
+    hint = (
+        f" Did you mean {close[0]}?"
+        if close
+        else (
+            f" Paths are keystr strings such as {min(paths, key=len)}." if paths else " The diagram shows no paths yet."
+        )
+    )
     return f"selected_path {shown!r} is not a path in these trees, so the selection is unchanged.{hint}"
 
 

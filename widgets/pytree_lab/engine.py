@@ -121,8 +121,6 @@ def get_engine() -> Engine:
             try:
                 from .compat import jax
             except ImportError as err:  # pragma: no cover - depends on the kernel
-                raise ImportError(
-                    "pytree-lab needs JAX to compute gradients: `pip install pytree-lab[jax]`"
-                ) from err
+                raise ImportError("pytree-lab needs JAX to compute gradients: `pip install pytree-lab[jax]`") from err
         _ENGINE = Engine(jax)
     return _ENGINE

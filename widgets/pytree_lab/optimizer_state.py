@@ -11,6 +11,7 @@ from .engine import Engine, get_engine
 
 __all__ = ["StateView", "decompose_state", "adam_hyperparameters"]
 
+
 # ---------------------------------------------------------------------------------------- state view
 @dataclass(frozen=True)
 class StateView:
@@ -46,7 +47,7 @@ def _type_label(node: Any) -> str:
         return _TYPE_LABELS[name]
     label = name
     if label.startswith("ScaleBy"):
-        label = label[len("ScaleBy"):]
+        label = label[len("ScaleBy") :]
     if label.endswith("State") and len(label) > len("State"):
         label = label[: -len("State")]
     return label.lower()
@@ -95,8 +96,9 @@ def decompose_state(state: Any, params: Any, engine: Engine | None = None) -> St
                     for key, value in child.items():
                         found.append((" ".join(words + [str(key)]), f"{where}.{field_name}[{key!r}]", value, False))
                 else:
-                    visit(child, words + [label, field_name] if label else words + [field_name],
-                          f"{where}.{field_name}")
+                    visit(
+                        child, words + [label, field_name] if label else words + [field_name], f"{where}.{field_name}"
+                    )
             return
         if isinstance(node, (tuple, list)):
             if len(node) == 0:
@@ -183,4 +185,3 @@ def adam_hyperparameters(optimizer: Any) -> dict | None:
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in found.values() if v is not None):
         return None
     return {k: float(v) for k, v in found.items() if v is not None}
-

@@ -75,24 +75,31 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
     _esm = static_asset("packed.js")
     _css = static_asset("packed.css")
     _page_intents = frozenset({"selected"})
-    layouts_data: traitlets.List[dict] = traitlets.List(help=(
-        "list[dict], default []: each layout's packed positions and leaves, as drawn. Written by "
-        "the kernel."
-    )).tag(sync=True)  # kernel-owned
-    selected = traitlets.Dict(help=(
-        "dict, default {}: what the person pressed: {'layout': int, 'kind': 'leaf' or 'position',"
-        " 'key': str or int}. Written by the page (an intent)."
-    )).tag(sync=True)  # {"layout": int, "kind": "leaf"|"position", "key": str|int}
-    highlight = traitlets.Dict(help=(
-        "dict, default {}: the positions and elements lit for the selection. Written by the "
-        "kernel."
-    )).tag(sync=True)  # {"layout", "positions": [...], "elements": [labels]}
-    readout = traitlets.Unicode("", help=(
-        "str, default '': the sentence saying what the selection is. Written by the kernel."
-    )).tag(sync=True)
+    layouts_data: traitlets.List[dict] = traitlets.List(
+        help=("list[dict], default []: each layout's packed positions and leaves, as drawn. Written by the kernel.")
+    ).tag(sync=True)  # kernel-owned
+    selected = traitlets.Dict(
+        help=(
+            "dict, default {}: what the person pressed: {'layout': int, 'kind': 'leaf' or 'position',"
+            " 'key': str or int}. Written by the page (an intent)."
+        )
+    ).tag(sync=True)  # {"layout": int, "kind": "leaf"|"position", "key": str|int}
+    highlight = traitlets.Dict(
+        help=("dict, default {}: the positions and elements lit for the selection. Written by the kernel.")
+    ).tag(sync=True)  # {"layout", "positions": [...], "elements": [labels]}
+    readout = traitlets.Unicode(
+        "", help=("str, default '': the sentence saying what the selection is. Written by the kernel.")
+    ).tag(sync=True)
 
-    def __init__(self, tree: Any, name: str = "params", *, layouts: dict[str, Any] | None = None,
-                 engine: Engine | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        tree: Any,
+        name: str = "params",
+        *,
+        layouts: dict[str, Any] | None = None,
+        engine: Engine | None = None,
+        **kwargs: Any,
+    ):
         import numpy as np
 
         refuse_unknown_widget_keywords(self, kwargs)  # a typo is an error, not a dropped argument
@@ -112,15 +119,22 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
             leaves = []
             for leaf in layout.leaves:
                 drawn = [i for i in leaf["positions"][:cap] if i < cap]
-                leaves.append({"path": leaf["path"], "shape": leaf["shape"],
-                               "elements": [{"i": i, "label": layout.label(i)} for i in drawn],
-                               "hidden": len(leaf["positions"]) - len(drawn)})
-            data.append({
-                "name": layout.name,
-                "positions": [{"i": i, "value": f"{v:g}", "label": layout.label(i)} for i, v in enumerate(values)],
-                "more": max(0, total - cap),
-                "leaves": leaves,
-            })
+                leaves.append(
+                    {
+                        "path": leaf["path"],
+                        "shape": leaf["shape"],
+                        "elements": [{"i": i, "label": layout.label(i)} for i in drawn],
+                        "hidden": len(leaf["positions"]) - len(drawn),
+                    }
+                )
+            data.append(
+                {
+                    "name": layout.name,
+                    "positions": [{"i": i, "value": f"{v:g}", "label": layout.label(i)} for i, v in enumerate(values)],
+                    "more": max(0, total - cap),
+                    "leaves": leaves,
+                }
+            )
         super().__init__(layouts_data=data, **kwargs)
 
     def label(self, position: int, layout: int = 0) -> str:
@@ -146,14 +160,15 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
             if leaf is None:
                 return
             positions = list(leaf["positions"])
-            drawn = [i for i in positions[:self.MAX_DRAWN] if i < self.MAX_DRAWN]  # what the page shows
-            self.highlight = {"layout": layout_index, "positions": drawn,
-                              "elements": [layout.label(i) for i in drawn]}
+            drawn = [i for i in positions[: self.MAX_DRAWN] if i < self.MAX_DRAWN]  # what the page shows
+            self.highlight = {"layout": layout_index, "positions": drawn, "elements": [layout.label(i) for i in drawn]}
             if len(positions) <= 20:
                 self.readout = f"{layout.name}{key} occupies packed positions {positions}"
             else:  # a leaf's positions are consecutive
-                self.readout = (f"{layout.name}{key} occupies packed positions {positions[0]} to {positions[-1]} "
-                                f"({len(positions):,} values)")
+                self.readout = (
+                    f"{layout.name}{key} occupies packed positions {positions[0]} to {positions[-1]} "
+                    f"({len(positions):,} values)"
+                )
         elif kind == "position":
             try:
                 position = int(key)  # type: ignore[arg-type]  # None: TypeError, caught
@@ -161,8 +176,7 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
                 return
             if position not in layout.owner:
                 return
-            self.highlight = {"layout": layout_index, "positions": [position],
-                              "elements": [layout.label(position)]}
+            self.highlight = {"layout": layout_index, "positions": [position], "elements": [layout.label(position)]}
             self.readout = f"packed[{position}] holds {layout.label(position)}"
 
     TEXT_POSITIONS = 200  # positions listed per layout in the text form; the rest are counted

@@ -147,7 +147,10 @@ def _wrap_if_replaced(serverapp: Any, settings: dict) -> None:
         return
     if isinstance(current, type) and issubclass(current, BaseKernelWebsocketConnection):
         _wrap(serverapp, settings, current)
-        serverapp.log.info("pytree-lab: another extension set %s.%s for kernel websockets; TCP_NODELAY kept on it",
-                           current.__module__, current.__qualname__)
+        serverapp.log.info(
+            "pytree-lab: another extension set %s.%s for kernel websockets; TCP_NODELAY kept on it",
+            current.__module__,
+            current.__qualname__,
+        )
     else:
         _unsupported(serverapp, f"{SETTING} was replaced by {current!r}")

@@ -59,7 +59,7 @@ def short_label(label: str, limit: int = 18) -> str:
     (`…/kernel[1,2]`), since the end says which element it is. The full path is the title."""
     if len(label) <= limit:
         return label
-    tail = label[-(limit - 1):]
+    tail = label[-(limit - 1) :]
     cut = tail.find("/")
     if 0 <= cut < len(tail) - 4:
         tail = tail[cut:]
@@ -136,21 +136,47 @@ class Slider(PageIntents, anywidget.AnyWidget):
     _css = static_asset("slider.css")
 
     # The Python <-> JS contract (same names in static/slider.js). All kernel-owned.
-    value = traitlets.Float(0.0, help="float, default 0.0: the number, exactly as given or moved to (NaN and ±inf go to the page as null). Written by the kernel: the page's moves arrive as messages.").tag(
-        sync=True, to_json=_finite_or_none)
-    min = traitlets.Float(-1.0, help="float, default -1.0 (from the value's scale): the range's low end. Written by the kernel.").tag(sync=True, to_json=_finite_or_none)
-    max = traitlets.Float(1.0, help="float, default 1.0 (from the value's scale): the range's high end. Written by the kernel.").tag(sync=True, to_json=_finite_or_none)
-    step = traitlets.Float(0.01, help="float, default 0.01 (a tenth of the value's magnitude): one key press's move. Written by the kernel.").tag(sync=True, to_json=_finite_or_none)
-    description = traitlets.Unicode("", help="str, default '': the visible label (short: short_label). Written by the kernel.").tag(sync=True)
-    path = traitlets.Unicode("", help="str, default '': the full path, the slider's title and accessible description. Written by the kernel.").tag(sync=True)
-    ack = traitlets.Int(0, help="int, default 0: the seq of the last page move the kernel applied (or refused). Written by the kernel.").tag(sync=True)
+    value = traitlets.Float(
+        0.0,
+        help="float, default 0.0: the number, exactly as given or moved to (NaN and ±inf go to the page as null). Written by the kernel: the page's moves arrive as messages.",
+    ).tag(sync=True, to_json=_finite_or_none)
+    min = traitlets.Float(
+        -1.0, help="float, default -1.0 (from the value's scale): the range's low end. Written by the kernel."
+    ).tag(sync=True, to_json=_finite_or_none)
+    max = traitlets.Float(
+        1.0, help="float, default 1.0 (from the value's scale): the range's high end. Written by the kernel."
+    ).tag(sync=True, to_json=_finite_or_none)
+    step = traitlets.Float(
+        0.01,
+        help="float, default 0.01 (a tenth of the value's magnitude): one key press's move. Written by the kernel.",
+    ).tag(sync=True, to_json=_finite_or_none)
+    description = traitlets.Unicode(
+        "", help="str, default '': the visible label (short: short_label). Written by the kernel."
+    ).tag(sync=True)
+    path = traitlets.Unicode(
+        "", help="str, default '': the full path, the slider's title and accessible description. Written by the kernel."
+    ).tag(sync=True)
+    ack = traitlets.Int(
+        0, help="int, default 0: the seq of the last page move the kernel applied (or refused). Written by the kernel."
+    ).tag(sync=True)
     module = _ModuleTrait().tag(sync=True)
-    module.help = ("SliderModule or None, default None: the widget whose front-end module renders this slider "
-                   "(None: it carries its own). Written by the kernel, once, at construction.")
+    module.help = (
+        "SliderModule or None, default None: the widget whose front-end module renders this slider "
+        "(None: it carries its own). Written by the kernel, once, at construction."
+    )
 
-    def __init__(self, value: float = 0.0, *, description: str = "", path: str = "",
-                 min: float | None = None, max: float | None = None, step: float | None = None,
-                 module: SliderModule | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        value: float = 0.0,
+        *,
+        description: str = "",
+        path: str = "",
+        min: float | None = None,
+        max: float | None = None,
+        step: float | None = None,
+        module: SliderModule | None = None,
+        **kwargs: Any,
+    ):
         lo, hi, st = span(value)
         if module is not None:
             if not isinstance(module, SliderModule):
@@ -159,9 +185,15 @@ class Slider(PageIntents, anywidget.AnyWidget):
                 raise ValueError("module= names a closed SliderModule: its sliders would show nothing.")
             # a loader instead of the module: the page renders this slider with `module`'s copy
             kwargs.update(module=module, _esm=_PROXY_ESM, _css="")
-        super().__init__(value=float(value), description=description, path=path or description,
-                         min=lo if min is None else float(min), max=hi if max is None else float(max),
-                         step=st if step is None else float(step), **kwargs)
+        super().__init__(
+            value=float(value),
+            description=description,
+            path=path or description,
+            min=lo if min is None else float(min),
+            max=hi if max is None else float(max),
+            step=st if step is None else float(step),
+            **kwargs,
+        )
         self._module_fixed = True
         self.widened: tuple[float, float] | None = None
         self.moves = 0  # page moves applied (for tests and benchmarks)
@@ -191,8 +223,14 @@ class Slider(PageIntents, anywidget.AnyWidget):
         if not isinstance(content, dict) or content.get("type") != "move":
             return
         value, seq = content.get("value"), content.get("seq")
-        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-                or isinstance(seq, bool) or not isinstance(seq, int) or seq < 1):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+            or isinstance(seq, bool)
+            or not isinstance(seq, int)
+            or seq < 1
+        ):
             self._refuse_move("a malformed move")
             return
         if seq <= self.ack or (self._pending is not None and seq <= self._pending[0]):
@@ -250,7 +288,7 @@ class Slider(PageIntents, anywidget.AnyWidget):
             self.flush()
             return
         now = loop.time()
-        idle = (now - self._last_move_at >= self._LEAD_GAP and now - self._last_flush_at >= self._LEAD_GAP)
+        idle = now - self._last_move_at >= self._LEAD_GAP and now - self._last_flush_at >= self._LEAD_GAP
         self._last_move_at = now
         if self._flush_scheduled:
             return

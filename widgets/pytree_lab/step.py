@@ -34,8 +34,19 @@ from .engine import Engine, get_engine
 if TYPE_CHECKING:  # loaded on first use by __getattr__ below (training imports this module)
     from .training import CompiledStep
 
-__all__ = ["StepResult", "gradient_step", "CompiledStep", "Staged", "fresh", "pin_dtypes",
-           "sgd_update", "is_big_tree", "LEAN_LEAVES", "INTERPRET_EQNS", "BACKGROUND_EQNS"]
+__all__ = [
+    "StepResult",
+    "gradient_step",
+    "CompiledStep",
+    "Staged",
+    "fresh",
+    "pin_dtypes",
+    "sgd_update",
+    "is_big_tree",
+    "LEAN_LEAVES",
+    "INTERPRET_EQNS",
+    "BACKGROUND_EQNS",
+]
 
 # From this many parameter leaves on, a step compiles only value_and_grad (see the module doc).
 LEAN_LEAVES = 200
@@ -307,7 +318,7 @@ def sgd_update(params: Any, grads: Any, learning_rate: float, engine: Engine | N
         new.setflags(write=False)
         start = 0
         for i, a, _ in members:
-            out[i] = new[start:start + a.size].reshape(a.shape)
+            out[i] = new[start : start + a.size].reshape(a.shape)
             start += a.size
     return eng.tree_unflatten(treedef, out)
 

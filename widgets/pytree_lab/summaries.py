@@ -83,8 +83,10 @@ def _plain_summary(x: Any, size: int, dtype: str) -> Found | None:
     finite = [v for v in flat if math.isfinite(v)]
     parts = []
     if finite:
-        parts.append(f"mean {fmt_number(math.fsum(finite) / len(finite))}, "
-                     f"min {fmt_number(min(finite))}, max {fmt_number(max(finite))}")
+        parts.append(
+            f"mean {fmt_number(math.fsum(finite) / len(finite))}, "
+            f"min {fmt_number(min(finite))}, max {fmt_number(max(finite))}"
+        )
     if len(finite) < size:
         parts.append(f"{size - len(finite)} non-finite")
     return "; ".join(parts), None, None
@@ -114,8 +116,10 @@ def _summarise_one(x: Any, size: int, dtype: str) -> Found:
     parts = []
     if bad < size:
         fv = a[finite] if bad else a
-        parts.append(f"mean {fmt_number(float(fv.mean(dtype=np.float64)))}, "
-                     f"min {fmt_number(float(fv.min()))}, max {fmt_number(float(fv.max()))}")
+        parts.append(
+            f"mean {fmt_number(float(fv.mean(dtype=np.float64)))}, "
+            f"min {fmt_number(float(fv.min()))}, max {fmt_number(float(fv.max()))}"
+        )
     if bad:
         parts.append(f"{bad} non-finite")
     return "; ".join(parts), None, None
@@ -158,8 +162,13 @@ def summarise_arrays(items: list[tuple[Any, str, tuple, int]], later: bool = Fal
         groups.setdefault((dtype, shape), []).append(k)
     for (dtype, shape), members in groups.items():
         objs, size = [items[k][0] for k in members], items[members[0]][3]
-        if (later and len(objs) > 1 and 0 < size <= SMALL_LEAF and _numeric(dtype)
-                and not any(getattr(type(obj), "__pytree_lab_plain_array__", False) for obj in objs)):
+        if (
+            later
+            and len(objs) > 1
+            and 0 < size <= SMALL_LEAF
+            and _numeric(dtype)
+            and not any(getattr(type(obj), "__pytree_lab_plain_array__", False) for obj in objs)
+        ):
             stacked = _stack(objs, dtype, shape, size)
             if stacked is not None:
                 group = Copied(stacked, dtype, shape)
@@ -172,8 +181,9 @@ def summarise_arrays(items: list[tuple[Any, str, tuple, int]], later: bool = Fal
 
 
 # dtypes whose values are read straight from the arrays' buffers (numpy's own, fixed size)
-_BUFFER_DTYPES = frozenset({"float16", "float32", "float64", "int8", "int16", "int32", "int64",
-                            "uint8", "uint16", "uint32", "uint64", "bool"})
+_BUFFER_DTYPES = frozenset(
+    {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool"}
+)
 
 
 def _stack(objs: list, dtype: str, shape: tuple, size: int) -> Any:
@@ -249,8 +259,9 @@ def _big_summaries(stacked: Any, dtype: str, objs: list) -> list[Found]:
     out = []
     for k, ok in enumerate(all_finite):
         if ok:
-            out.append((f"mean {fmt_number(means[k])}, min {fmt_number(lows[k])}, max {fmt_number(highs[k])}",
-                        None, None))
+            out.append(
+                (f"mean {fmt_number(means[k])}, min {fmt_number(lows[k])}, max {fmt_number(highs[k])}", None, None)
+            )
         else:  # NaN or Inf inside: the per-leaf path counts them and summarises the rest
             out.append(_summarise_one(objs[k], stacked.shape[1], dtype))
     return out

@@ -153,7 +153,7 @@ class TrainingStep:
 
     @property
     def lr_source(self) -> str:
-        """"argument" (plain step or a function of the rate), "state" (inject_hyperparams) or "fixed"."""
+        """ "argument" (plain step or a function of the rate), "state" (inject_hyperparams) or "fixed"."""
         if self._opt.kind in ("plain", "factory"):
             return "argument"
         return "state" if self.lr_adjustable else "fixed"
@@ -184,13 +184,17 @@ class TrainingStep:
         except BaseException as err:  # noqa: BLE001 - the optimizer's own code: said as its failure
             if _passes(err):
                 raise
-            raise OptimizerError(f"The optimizer's init ({opt.name}) failed: {_err_text(err)}. The optimizer "
-                                 "is at fault here, not the loss or the learning rate.") from None
+            raise OptimizerError(
+                f"The optimizer's init ({opt.name}) failed: {_err_text(err)}. The optimizer "
+                "is at fault here, not the loss or the learning rate."
+            ) from None
         bad = _bad_state_leaf(state, self.engine)
         if bad:
-            raise OptimizerError(f"The optimizer's init ({opt.name}) returned a state holding {bad}: an optimizer "
-                                 "state is a tree of arrays (as optax's init returns), which the compiled step "
-                                 "can carry from one step to the next.")
+            raise OptimizerError(
+                f"The optimizer's init ({opt.name}) returned a state holding {bad}: an optimizer "
+                "state is a tree of arrays (as optax's init returns), which the compiled step "
+                "can carry from one step to the next."
+            )
         state = self._strong(state)
         if opt.kind == "transformation":
             opt.inspect(state)
@@ -226,6 +230,7 @@ class TrainingStep:
             return updates, updated, state
         transformation = opt.make(lr)
         if opt.kind == "transformation" and opt.lr_adjustable:
+
             def set_lr(inject):
                 hp = dict(inject.hyperparams)
                 old = hp["learning_rate"]
@@ -238,8 +243,10 @@ class TrainingStep:
         except BaseException as err:  # noqa: BLE001 - the optimizer's own code: said as its failure
             if _passes(err):
                 raise
-            raise OptimizerError(f"The optimizer's update ({opt.name}) failed: {_err_text(err)}. The optimizer "
-                                 "is at fault here, not the loss or the learning rate.") from None
+            raise OptimizerError(
+                f"The optimizer's update ({opt.name}) failed: {_err_text(err)}. The optimizer "
+                "is at fault here, not the loss or the learning rate."
+            ) from None
         self._check_updates(params, updates)
         updated = self._apply_updates(params, updates)
         return updates, updated, new_state
@@ -256,17 +263,21 @@ class TrainingStep:
         except BaseException as err:  # noqa: BLE001
             if _passes(err):
                 raise
-            raise OptimizerError(f"The optimizer's update ({name}) returned updates JAX cannot flatten "
-                                 f"({_err_text(err)}).") from None
+            raise OptimizerError(
+                f"The optimizer's update ({name}) returned updates JAX cannot flatten ({_err_text(err)})."
+            ) from None
         if u_def != p_def:
-            raise OptimizerError(f"The optimizer's update ({name}) returned updates shaped as {u_def}, not as the "
-                                 f"params ({p_def}): updates must have the params' structure, one leaf per parameter.")
+            raise OptimizerError(
+                f"The optimizer's update ({name}) returned updates shaped as {u_def}, not as the "
+                f"params ({p_def}): updates must have the params' structure, one leaf per parameter."
+            )
         for (path, p), u in zip(p_flat, u_leaves):
             if np.shape(u) != np.shape(p):
                 raise OptimizerError(
                     f"The optimizer's update ({name}) changed the shape of params{eng.keystr(path)}: its update "
                     f"has shape {tuple(np.shape(u))} where the parameter has {tuple(np.shape(p))}. Updates must "
-                    "have the params' shapes (optax.apply_updates would broadcast them into new parameters).")
+                    "have the params' shapes (optax.apply_updates would broadcast them into new parameters)."
+                )
 
     def _apply_updates(self, params: Any, updates: Any) -> Any:
         if self.engine.is_lite:
@@ -383,6 +394,7 @@ class TrainingStep:
         eng, fns = self.engine, self._lean_fns
         # each traced once, then compiled, or run operation by operation when too big to compile
         if "update" not in fns and self._opt.kind != "plain":
+
             def update(p, s, g, rate):
                 self.trace_counts["update"] = self.trace_counts.get("update", 0) + 1
                 return self._update(p, s, g, rate)
@@ -432,14 +444,30 @@ class TrainingStep:
         else:
             shown_lr = float(lr)
         return TrainingResult(
-            params, float(value), grads, updated, float(loss_after), shown_lr, dict(extras),
-            opt_state=opt_state, opt_state_after=new_state, updates=updates,
+            params,
+            float(value),
+            grads,
+            updated,
+            float(loss_after),
+            shown_lr,
+            dict(extras),
+            opt_state=opt_state,
+            opt_state_after=new_state,
+            updates=updates,
         )
 
     __call__ = step
 
-    def run(self, params: Any, opt_state: Any, inputs: dict, learning_rate: Any = None, n: int = 1,
-            *, deadline: float | None = None) -> RunResult:
+    def run(
+        self,
+        params: Any,
+        opt_state: Any,
+        inputs: dict,
+        learning_rate: Any = None,
+        n: int = 1,
+        *,
+        deadline: float | None = None,
+    ) -> RunResult:
         """`n` steps from `params`, compiled as one loop.
 
         If the loss at some point is not finite (the steps diverged), the run ends at the last
@@ -512,8 +540,6 @@ class TrainingStep:
         return len(losses), p, s, losses
 
 
-
-
 class CompiledStep(TrainingStep):
     """The lesson's plain step ``p − η·g`` for one loss, compiled once: `TrainingStep` without an
     optimizer, called as ``step(params, inputs, learning_rate)`` (a `StepResult`).
@@ -522,8 +548,15 @@ class CompiledStep(TrainingStep):
     keeps the dtypes); `traces` counts how often the loss was traced.
     """
 
-    def __init__(self, loss_fn: Callable, *, extras_fn: Callable | None = None, engine: Engine | None = None,
-                 static: dict | None = None, lean: bool | None = None):
+    def __init__(
+        self,
+        loss_fn: Callable,
+        *,
+        extras_fn: Callable | None = None,
+        engine: Engine | None = None,
+        static: dict | None = None,
+        lean: bool | None = None,
+    ):
         super().__init__(loss_fn, None, extras_fn=extras_fn, engine=engine, static=static, lean=lean)
 
     @property

@@ -125,8 +125,9 @@ class TreeSummary:
         for group, members in groups.values():
             for (i, node, _), (summary, vals, grid) in zip(members, group.found([row for *_, row in members])):
                 old = self.leaves[i]
-                node.leaf = self.leaves[i] = _NewLeaf(old.path, old.shape, old.dtype, old.size, old.differentiable,
-                                                      summary, i, vals, grid)
+                node.leaf = self.leaves[i] = _NewLeaf(
+                    old.path, old.shape, old.dtype, old.size, old.differentiable, summary, i, vals, grid
+                )
 
     @property
     def num_leaves(self) -> int:
@@ -275,10 +276,11 @@ def _unreadable_message(where: str, obj: Any, problem: _Unreadable) -> str:
     if problem.stage == "leaf":
         return f"{where}: this {kind} leaf raised {err} when its shape and dtype were read."
     if problem.stage == "sort":
-        return (f"{where}: this {kind}'s keys cannot be sorted ({err}). JAX sorts a dict's keys to flatten "
-                "it, so it refuses this one: use keys of one type (all strings, say).")
+        return (
+            f"{where}: this {kind}'s keys cannot be sorted ({err}). JAX sorts a dict's keys to flatten "
+            "it, so it refuses this one: use keys of one type (all strings, say)."
+        )
     return f"{where}: a key of this {kind} raised {err} when it was written as a path (its repr or ordering)."
-
 
 
 class _Unreadable(Exception):

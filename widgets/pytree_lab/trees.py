@@ -80,6 +80,7 @@ def __getattr__(name: str) -> Any:
 
     return getattr(importlib.import_module(f".{module}", __package__), name)
 
+
 # --------------------------------------------------------------------------- children
 
 
@@ -221,8 +222,9 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
             pieces.append((piece, label, i, child))
         if kind == "dict":
             rank = {k: i for i, k in enumerate(node)}
-            pieces = [(p, lab, rank.get(getattr(kp[-1], "key", None), i), c)
-                      for (p, lab, i, c), (kp, _) in zip(pieces, flat)]
+            pieces = [
+                (p, lab, rank.get(getattr(kp[-1], "key", None), i), c) for (p, lab, i, c), (kp, _) in zip(pieces, flat)
+            ]
         return kind, t.__name__, pieces
     except _Unreadable:
         raise
@@ -336,8 +338,9 @@ def _describe(tree: Any, name: str, values: bool | str) -> TreeSummary:
                 pending.append((node, obj, shape, dtype, len(leaves)))
                 leaves.append(None)
             else:
-                node.leaf = leaf = _NewLeaf(node.path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES,
-                                            "", len(leaves))
+                node.leaf = leaf = _NewLeaf(
+                    node.path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES, "", len(leaves)
+                )
                 leaves.append(leaf)
             continue
         if type(obj) is dict and obj and _walk_str_dict(node, obj, push, open_, name):
@@ -365,8 +368,9 @@ def _describe(tree: Any, name: str, values: bool | str) -> TreeSummary:
             except BaseException as err:
                 if _fatal(err):
                     raise
-                raise TreeError(_unreadable_message(name + node.path, obj, _Unreadable("leaf", err)),
-                                node.path) from err
+                raise TreeError(
+                    _unreadable_message(name + node.path, obj, _Unreadable("leaf", err)), node.path
+                ) from err
             leaves.append(leaf)
             continue
         node.kind, node.type_name, pieces = kids
@@ -374,14 +378,22 @@ def _describe(tree: Any, name: str, values: bool | str) -> TreeSummary:
             continue
         key = id(obj)
         if key in open_:
-            raise TreeError(f"{name}{node.path} refers back to {name}{open_[key][0]}: a tree cannot contain "
-                            "itself (JAX would recurse forever); keep the reference outside the tree.", node.path)
+            raise TreeError(
+                f"{name}{node.path} refers back to {name}{open_[key][0]}: a tree cannot contain "
+                "itself (JAX would recurse forever); keep the reference outside the tree.",
+                node.path,
+            )
         if node.depth >= MAX_DEPTH:
-            raise TreeError(f"{name}{node.path[:200]}… is more than {MAX_DEPTH} levels deep: is a node making "
-                            "new children without end?", node.path)
+            raise TreeError(
+                f"{name}{node.path[:200]}… is more than {MAX_DEPTH} levels deep: is a node making "
+                "new children without end?",
+                node.path,
+            )
         path, depth = node.path, node.depth + 1
-        made = [(rank, Node(path + piece, label, "leaf", type(child).__name__, depth), child)
-                for piece, label, rank, child in pieces]
+        made = [
+            (rank, Node(path + piece, label, "leaf", type(child).__name__, depth), child)
+            for piece, label, rank, child in pieces
+        ]
         # Only a container with containers inside can be part of a cycle: one holding arrays
         # and numbers only (a layer's {"weight", "bias"}) is not kept open.
         if not all(type(child) in array_types or type(child) in _ATOMS or child is None for *_, child in pieces):
@@ -424,11 +436,17 @@ def _walk_str_dict(node: Node, obj: dict, push: Any, open_: dict, name: str) -> 
     node.kind, node.type_name = "dict", "dict"
     key = id(obj)
     if key in open_:
-        raise TreeError(f"{name}{node.path} refers back to {name}{open_[key][0]}: a tree cannot contain "
-                        "itself (JAX would recurse forever); keep the reference outside the tree.", node.path)
+        raise TreeError(
+            f"{name}{node.path} refers back to {name}{open_[key][0]}: a tree cannot contain "
+            "itself (JAX would recurse forever); keep the reference outside the tree.",
+            node.path,
+        )
     if node.depth >= MAX_DEPTH:
-        raise TreeError(f"{name}{node.path[:200]}… is more than {MAX_DEPTH} levels deep: is a node making "
-                        "new children without end?", node.path)
+        raise TreeError(
+            f"{name}{node.path[:200]}… is more than {MAX_DEPTH} levels deep: is a node making "
+            "new children without end?",
+            node.path,
+        )
     written = list(obj)
     if keys == written:  # displayed as written: here the same order
         node.children = [n for n, _ in made]
@@ -470,8 +488,9 @@ def _fill_summaries(pending: list[tuple[Node, Any, tuple, str, int]], leaves: li
             later[index] = (node, made)  # type: ignore[index]  # a Later only when `later` is given
             made = ("", None, None)
         summary, vals, grid = made
-        node.leaf = leaves[index] = _NewLeaf(node.path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES,
-                                             summary, index, vals, grid)
+        node.leaf = leaves[index] = _NewLeaf(
+            node.path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES, summary, index, vals, grid
+        )
 
 
 def _first(item: tuple) -> Any:
@@ -535,4 +554,6 @@ def check_tree(tree: Any, name: str = "params") -> None:
         raise TreeTooDeepError(
             f"{name} is {deepest.depth} levels deep (down to {name}{where}): more than JAX's tree functions "
             f"can flatten here (they stop at Python's recursion limit, {sys.getrecursionlimit()}; about "
-            f"{limit} levels fit). Nest it less deeply.", deepest.path)
+            f"{limit} levels fit). Nest it less deeply.",
+            deepest.path,
+        )

@@ -39,7 +39,7 @@ def _import_real_jax() -> bool:
 
 
 def active_engine() -> str | None:
-    """"jax", "lite", or None when nothing is imported as ``jax`` yet."""
+    """ "jax", "lite", or None when nothing is imported as ``jax`` yet."""
     module = sys.modules.get("jax")
     if module is None:
         return None

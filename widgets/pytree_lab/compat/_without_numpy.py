@@ -72,9 +72,19 @@ def needs_numpy_gradient(what: str) -> Any:
 
 # dtypes the arrays take without numpy, as JAX's defaults name them (x64 off)
 float32, int32, bool_, complex64 = "float32", "int32", "bool", "complex64"
-_DTYPES = {"float32": float32, "float": float32, "float64": float32, "int32": int32, "int": int32,
-           "int64": int32, "bool": bool_, "bool_": bool_, "complex64": complex64, "complex": complex64,
-           "complex128": complex64}
+_DTYPES = {
+    "float32": float32,
+    "float": float32,
+    "float64": float32,
+    "int32": int32,
+    "int": int32,
+    "int64": int32,
+    "bool": bool_,
+    "bool_": bool_,
+    "complex64": complex64,
+    "complex": complex64,
+    "complex128": complex64,
+}
 
 
 def _dtype_of(flat: list) -> str:
@@ -109,8 +119,10 @@ def _flatten_values(value: Any, what: str) -> tuple[tuple, list]:
         parts = [_flatten_values(v, what) for v in value]
         shapes = {shape for shape, _ in parts}
         if len(shapes) > 1:
-            raise ValueError(f"{what}: the nested sequences have different lengths {sorted(shapes)}; "
-                             "an array needs a rectangular shape (JAX raises ValueError too).")
+            raise ValueError(
+                f"{what}: the nested sequences have different lengths {sorted(shapes)}; "
+                "an array needs a rectangular shape (JAX raises ValueError too)."
+            )
         inner = shapes.pop() if shapes else ()
         return (len(value), *inner), [v for _, flat in parts for v in flat]
     raise NumpyUnavailable(f"{what} of a {type(value).__name__}")
@@ -141,8 +153,7 @@ class Array:
         object.__setattr__(self, "dtype", dtype)
 
     def __setattr__(self, name: str, value: Any) -> None:
-        raise AttributeError("an array is read-only (JAX arrays are immutable: use x.at[i].set(v), "
-                             "which needs numpy)")
+        raise AttributeError("an array is read-only (JAX arrays are immutable: use x.at[i].set(v), which needs numpy)")
 
     @property
     def size(self) -> int:
@@ -157,7 +168,7 @@ class Array:
         step = 1
         for d in inner:
             step *= d
-        flat = self._flat[i * step:(i + 1) * step]
+        flat = self._flat[i * step : (i + 1) * step]
         return Array(flat, inner, self.dtype) if inner else Array(flat, (), self.dtype)
 
     def __len__(self) -> int:
@@ -207,8 +218,9 @@ class Array:
 
     def __bool__(self) -> bool:
         if self.size != 1:
-            raise ValueError("The truth value of an array with more than one element is ambiguous. "
-                             "Use a.any() or a.all()")
+            raise ValueError(
+                "The truth value of an array with more than one element is ambiguous. Use a.any() or a.all()"
+            )
         return bool(self._flat[0])
 
     def __eq__(self, other: Any) -> bool:
@@ -285,8 +297,15 @@ def numpy_module() -> types.ModuleType:
         "jax.numpy",
         "jax.numpy of the pytree-lab Lite engine without numpy: array() and asarray() give plain "
         "Python numbers and lists; every other name needs numpy.",
-        {"array": _array, "asarray": _asarray, "float32": float32, "int32": int32, "bool_": bool_,
-         "complex64": complex64, "ndarray": Array},
+        {
+            "array": _array,
+            "asarray": _asarray,
+            "float32": float32,
+            "int32": int32,
+            "bool_": bool_,
+            "complex64": complex64,
+            "ndarray": Array,
+        },
     )
 
 
@@ -296,7 +315,6 @@ def flatten_util_module() -> types.ModuleType:
         "jax.flatten_util of the pytree-lab Lite engine without numpy: ravel_pytree needs numpy.",
         {"ravel_pytree": needs_numpy("jax.flatten_util.ravel_pytree")},
     )
-
 
 
 def plain_module(name: str) -> types.ModuleType:

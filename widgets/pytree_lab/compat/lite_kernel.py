@@ -48,8 +48,15 @@ from .lite_updates import (
     update_message as update_message,
 )
 
-__all__ = ["setup", "wait_for_numpy", "degrade", "short_message", "cell_needs_numpy", "PROBE_SECONDS",
-           "INSTALL_SECONDS"]
+__all__ = [
+    "setup",
+    "wait_for_numpy",
+    "degrade",
+    "short_message",
+    "cell_needs_numpy",
+    "PROBE_SECONDS",
+    "INSTALL_SECONDS",
+]
 
 PROBE_SECONDS = 8.0  # no answer at all from the CDN in this time: treat it as unreachable
 INSTALL_SECONDS = 240.0  # the CDN answered: numpy + pandas (~15 MB) on a slow school network
@@ -61,8 +68,10 @@ WAITS_FOR_NUMPY_MODULES = NEEDS_NUMPY_MODULES | {"jax", "optax"}
 # lazily imported names of pytree_lab that need numpy
 NEEDS_NUMPY_NAMES = ("StepExplorer", "PackedView", "StepResult", "gradient_step")
 # pytree_lab's modules that import numpy (or jax) when they are imported
-NEEDS_NUMPY_SUBMODULES = {"pytree_lab." + m for m in ("explorer", "step", "packed", "chart", "training",
-                                                      "engine", "compat.jax", "compat.optax")}
+NEEDS_NUMPY_SUBMODULES = {
+    "pytree_lab." + m
+    for m in ("explorer", "step", "packed", "chart", "training", "engine", "compat.jax", "compat.optax")
+}
 
 STILL_WORKS = (
     "Still working: tree diagrams (PytreeDiagram), describe and diagnose, jax.tree and "
@@ -74,8 +83,10 @@ STILL_WORKS = (
 
 
 # Said by the setup cell in the browser only (in JupyterLab the files are on the server).
-STORAGE_NOTE = ("Your work in this site is kept in this browser only (not on a server, not in other browsers): "
-                "File > Download saves a notebook to your computer.")
+STORAGE_NOTE = (
+    "Your work in this site is kept in this browser only (not on a server, not in other browsers): "
+    "File > Download saves a notebook to your computer."
+)
 
 
 class _Load:
@@ -151,6 +162,7 @@ async def _load_array_packages(probe_seconds: float, install_seconds: float) -> 
         reason = f"its address could not be found ({type(err).__name__}: {err})"
     if reason is not None:
         return reason
+
     async def load_then_install() -> None:
         # numpy and pandas (the big downloads) by Pyodide's own loader, once; only when numpy
         # arrived does micropip install autograd and bqplot from the site (it then finds numpy
@@ -213,7 +225,9 @@ async def setup(probe_seconds: float = PROBE_SECONDS, install_seconds: float = I
         if LOAD.outcome == "lite":
             import numpy
 
-            print(f"numpy {numpy.__version__} is loaded; `import jax` gives pytree-lab's Lite engine (numpy + autograd).")
+            print(
+                f"numpy {numpy.__version__} is loaded; `import jax` gives pytree-lab's Lite engine (numpy + autograd)."
+            )
         else:
             LOAD.told = True
             print(f"numpy could not be downloaded from Pyodide's CDN: {LOAD.reason}.\n{STILL_WORKS}")
@@ -224,8 +238,10 @@ async def setup(probe_seconds: float = PROBE_SECONDS, install_seconds: float = I
         where = "Pyodide's CDN"
     where = "this site" if where == _site_host() else where
     LOAD.where = where
-    print(f"numpy and pandas are loading in the background (from {where}): tree diagrams work now; "
-          "a cell that needs numpy waits until they are loaded.")
+    print(
+        f"numpy and pandas are loading in the background (from {where}): tree diagrams work now; "
+        "a cell that needs numpy waits until they are loaded."
+    )
     print(STORAGE_NOTE)
     try:
         await tell_of_updates()
@@ -275,8 +291,10 @@ PROGRESS_SECONDS = 2.0  # how often the waiting cell's progress line is rewritte
 def progress_line(waited: float) -> str:
     """What a cell that waits for numpy shows: what is downloading, how big, for how long."""
     size = f" ({LOAD.numpy_bytes / 1e6:.1f} MB)" if LOAD.numpy_bytes else ""
-    return (f"Waiting for numpy{size} and pandas from {LOAD.where}: {waited:.0f} s so far, "
-            f"at most {LOAD.bound:.0f} s in all; this cell runs when they are loaded.")
+    return (
+        f"Waiting for numpy{size} and pandas from {LOAD.where}: {waited:.0f} s so far, "
+        f"at most {LOAD.bound:.0f} s in all; this cell runs when they are loaded."
+    )
 
 
 async def _with_progress(waiting: Any, started: float) -> Any:
@@ -484,11 +502,14 @@ def short_message(etype: type, value: BaseException) -> str | None:
     if isinstance(value, _without_numpy.NumpyUnavailable):
         return f"{value} This cell needs numpy; the tree parts of the lesson still work."
     if isinstance(value, ImportError) and (getattr(value, "name", None) or "").split(".")[0] in NEEDS_NUMPY_MODULES:
-        return (f"{value.name} is not available: numpy could not be downloaded in this browser "
-                "(said where a cell first needed it). This cell needs it; the tree parts of the lesson still work.")
+        return (
+            f"{value.name} is not available: numpy could not be downloaded in this browser "
+            "(said where a cell first needed it). This cell needs it; the tree parts of the lesson still work."
+        )
     if isinstance(value, NameError) and getattr(value, "name", None) in LEFT_UNDEFINED:
-        return (f"{value} (it is set by an earlier cell that needed numpy, which could not be "
-                "downloaded in this browser).")
+        return (
+            f"{value} (it is set by an earlier cell that needed numpy, which could not be downloaded in this browser)."
+        )
     return None
 
 

@@ -84,8 +84,13 @@ async def find_updates(root: str, base_url: str, fetch_text: Any) -> list[dict]:
         new = _beside(copy, published[1])
         if not new.exists():
             new.write_text(text)
-        found.append({"site_path": site_path, "copy": copy.relative_to(root_path).as_posix(),
-                      "new": new.relative_to(root_path).as_posix()})
+        found.append(
+            {
+                "site_path": site_path,
+                "copy": copy.relative_to(root_path).as_posix(),
+                "new": new.relative_to(root_path).as_posix(),
+            }
+        )
     return found
 
 
@@ -97,10 +102,12 @@ def update_message(updates: list[dict], base_url: str) -> str:
     items = []
     for u in updates:
         link = f"{base_url}lab/index.html?path={quote(u['new'])}"
-        items.append(f"<li>The instructor published a newer version of <b>{html.escape(u['site_path'])}</b>. "
-                     f"Your copy <code>{html.escape(u['copy'])}</code> is kept as it is. "
-                     f"<a href=\"{html.escape(link)}\" target=\"_blank\">Open the new version beside your copy</a> "
-                     f"(saved as <code>{html.escape(u['new'])}</code>).</li>")
+        items.append(
+            f"<li>The instructor published a newer version of <b>{html.escape(u['site_path'])}</b>. "
+            f"Your copy <code>{html.escape(u['copy'])}</code> is kept as it is. "
+            f"<a href=\"{html.escape(link)}\" target=\"_blank\">Open the new version beside your copy</a> "
+            f"(saved as <code>{html.escape(u['new'])}</code>).</li>"
+        )
     return "<ul class=\"pytree-lab-updates\">" + "".join(items) + "</ul>"
 
 

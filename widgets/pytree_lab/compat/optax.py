@@ -136,11 +136,15 @@ def _safe_increment(count: Any) -> Any:
 
 def _bias_correction(moment: Any, decay: float, count: Any) -> Any:
     # 1 − decay**count in float32 (a weak float to an int32 power), as optax computes it
-    correction = _np.asarray(1, _np.float32) - _np.power(_np.asarray(decay, _np.float32), _np.asarray(count, _np.float32))
+    correction = _np.asarray(1, _np.float32) - _np.power(
+        _np.asarray(decay, _np.float32), _np.asarray(count, _np.float32)
+    )
     return _tu.tree_map(lambda t: t / correction.astype(_np.asarray(t).dtype), moment)
 
 
-def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0) -> GradientTransformation:
+def scale_by_adam(
+    b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0
+) -> GradientTransformation:
     """Adam's rescaling: bias-corrected first moment over the root of the second moment."""
 
     def init(params):
@@ -149,7 +153,7 @@ def scale_by_adam(b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_roo
     def update(updates, state, params=None):
         del params
         mu = _tu.tree_map(lambda g, t: _const(1 - b1, g) * g + _const(b1, t) * t, updates, state.mu)
-        nu = _tu.tree_map(lambda g, t: _const(1 - b2, g) * (g ** 2) + _const(b2, t) * t, updates, state.nu)
+        nu = _tu.tree_map(lambda g, t: _const(1 - b2, g) * (g**2) + _const(b2, t) * t, updates, state.nu)
         count = _safe_increment(state.count)
         mu_hat = _bias_correction(mu, b1, count)
         nu_hat = _bias_correction(nu, b2, count)
@@ -185,7 +189,9 @@ def momentum(learning_rate: float, decay: float = 0.9, nesterov: bool = False) -
     return sgd(learning_rate, momentum=decay, nesterov=nesterov)
 
 
-def adam(learning_rate: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0) -> GradientTransformation:
+def adam(
+    learning_rate: float, b1: float = 0.9, b2: float = 0.999, eps: float = 1e-8, eps_root: float = 0.0
+) -> GradientTransformation:
     return chain(scale_by_adam(b1=b1, b2=b2, eps=eps, eps_root=eps_root), scale_by_learning_rate(learning_rate))
 
 

@@ -317,9 +317,7 @@ class PyTreeDef:
         try:
             tree = self._build(it)
         except _TooFew:
-            raise ValueError(
-                f"Too few leaves for PyTreeDef; expected {self.num_leaves}, got {len(leaves)}"
-            ) from None
+            raise ValueError(f"Too few leaves for PyTreeDef; expected {self.num_leaves}, got {len(leaves)}") from None
         if next(it, _END) is not _END:
             raise ValueError(f"Too many leaves for PyTreeDef; expected {self.num_leaves}.")
         return tree
@@ -613,8 +611,7 @@ class _Mismatch:
             missing = [k for k in self.ours if k not in self.theirs]
             extra = [k for k in self.theirs if k not in self.ours]
             lines = [
-                head.format("dict keys")
-                + f"At that key path, {first} has a dict with keys\n    {list(self.ours)}",
+                head.format("dict keys") + f"At that key path, {first} has a dict with keys\n    {list(self.ours)}",
                 f"but {other} has a dict with keys\n    {list(self.theirs)}",
             ]
             if missing:

@@ -31,9 +31,21 @@ from .prompts import (
     quiz as quiz,
 )
 
-__all__ = ["EXERCISES", "PREDICTIONS", "QUIZ", "check", "check_button", "check_cell", "exercise",
-           "grad_structure_quiz", "lesson_prediction", "quiz", "record_output", "save_evidence",
-           "try_function"]
+__all__ = [
+    "EXERCISES",
+    "PREDICTIONS",
+    "QUIZ",
+    "check",
+    "check_button",
+    "check_cell",
+    "exercise",
+    "grad_structure_quiz",
+    "lesson_prediction",
+    "quiz",
+    "record_output",
+    "save_evidence",
+    "try_function",
+]
 
 
 # The in-notebook checks are formative; a course that grades uses nbgrader (`pytree-lab nbgrader`).
@@ -44,14 +56,15 @@ def _names(exercise_id: str) -> tuple[str, ...]:
     return tuple(n.strip() for n in exercise(exercise_id).answer_name.split(",") if n.strip())
 
 
-def check_button(exercise_id: str, get_answer: Callable[[], Any] | str | None = None, *,
-                 evidence: Evidence | None = None, rng=None) -> CheckButton:
+def check_button(
+    exercise_id: str, get_answer: Callable[[], Any] | str | None = None, *, evidence: Evidence | None = None, rng=None
+) -> CheckButton:
     """The check widget of one exercise; by default it reads the exercise's answer names."""
     ex = exercise(exercise_id)
-    (evidence or default_evidence()).expect([(e.id, e.title) for e in EXERCISES.values()
-                                             if e.lesson == ex.lesson])
-    return CheckButton(ex, get_answer if get_answer is not None else ex.answer_name,
-                       checker=check, evidence=evidence, rng=rng)
+    (evidence or default_evidence()).expect([(e.id, e.title) for e in EXERCISES.values() if e.lesson == ex.lesson])
+    return CheckButton(
+        ex, get_answer if get_answer is not None else ex.answer_name, checker=check, evidence=evidence, rng=rng
+    )
 
 
 def check_cell(exercise_id: str, *, evidence: Evidence | None = None, rng=None) -> CheckButton:
@@ -92,8 +105,10 @@ def _not_one_array(value: Any, label: str, shape: tuple[int, ...]) -> str | None
     if isinstance(value, tuple) and len(value) == 2:
         first = _as_number_array(value[0])
         if first is not None and first.size == 1:
-            return (f"{label} returned a pair (a number, then an array), as jax.value_and_grad does: "
-                    f"return only the gradient, {want}.")
+            return (
+                f"{label} returned a pair (a number, then an array), as jax.value_and_grad does: "
+                f"return only the gradient, {want}."
+            )
     if isinstance(value, (tuple, list, dict)):
         return f"{label} returned {_type_name(value)}; this cell needs {want}, with nothing around it."
     arr = _as_number_array(value)
@@ -104,8 +119,14 @@ def _not_one_array(value: Any, label: str, shape: tuple[int, ...]) -> str | None
     return None
 
 
-def try_function(fn: Any, *args: Any, label: str = "your function", budget: float = 10.0,
-                 exercise_id: str | None = None, shape: tuple[int, ...] | None = None) -> Any:
+def try_function(
+    fn: Any,
+    *args: Any,
+    label: str = "your function",
+    budget: float = 10.0,
+    exercise_id: str | None = None,
+    shape: tuple[int, ...] | None = None,
+) -> Any:
     """Call a student's function on a worked example, guarded; None (and one sentence) if it
     failed, if the exercise cell's last run failed (the function left over is an earlier one),
     or if it did not return one array of `shape` (by default, for a function exercise: the shape
@@ -114,9 +135,11 @@ def try_function(fn: Any, *args: Any, label: str = "your function", budget: floa
     if exercise_id is not None:
         last = cells.last_run(exercise_id)
         if last is not None and last.error_text:
-            print(f"The last run of the exercise cell failed ({_sentence(last.error_text)[:-1]}), so "
-                  f"{label} is still the one from an earlier run: this cell does not use it. Fix the "
-                  "exercise cell, run it again, then run this cell.")
+            print(
+                f"The last run of the exercise cell failed ({_sentence(last.error_text)[:-1]}), so "
+                f"{label} is still the one from an earlier run: this cell does not use it. Fix the "
+                "exercise cell, run it again, then run this cell."
+            )
             return None
     if fn is None or fn is Ellipsis or not callable(fn) or _grading.is_unanswered(fn):
         print(f"Not answered yet: {label} is not written yet (replace the `...` in the exercise cell).")
@@ -149,10 +172,12 @@ def save_evidence(path=None, *, evidence: Evidence | None = None):
 
     log = evidence if evidence is not None else default_evidence()
     if not len(log) and not log.expected:
-        print("Nothing has been recorded in this kernel yet (after a kernel restart the record starts "
-              "empty). Run the notebook from the top first (Run → Run All Cells), or at least its first "
-              "cell and the cells whose results you want to keep, then run this cell again. A file saved "
-              "earlier is kept as it is.")
+        print(
+            "Nothing has been recorded in this kernel yet (after a kernel restart the record starts "
+            "empty). Run the notebook from the top first (Run → Run All Cells), or at least its first "
+            "cell and the cells whose results you want to keep, then run this cell again. A file saved "
+            "earlier is kept as it is."
+        )
         return None
     saved = _save(path, evidence=log)
     print(saved.summary())

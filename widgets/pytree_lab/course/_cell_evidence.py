@@ -85,8 +85,14 @@ def _variant_namespace(namespace: dict, code: str, point: dict, lesson_trees: di
         if name not in ns or name in point:
             continue
         value = ns[name]
-        swapped = next((point[k] for k, tree in lesson_trees.items()
-                        if isinstance(value, dict) and run_guarded(_same_tree, value, tree, budget=2.0).value), None)
+        swapped = next(
+            (
+                point[k]
+                for k, tree in lesson_trees.items()
+                if isinstance(value, dict) and run_guarded(_same_tree, value, tree, budget=2.0).value
+            ),
+            None,
+        )
         if swapped is not None:
             ns[name] = swapped
         elif isinstance(value, (dict, list, set)):
@@ -107,7 +113,7 @@ _MOVES = {
 def _rerun_expected(exercise_id: str, point: dict) -> dict[str, Any]:
     jax, jnp = _jax(), _jnp()
     if exercise_id == "squared_norm":
-        value = float(sum(jnp.sum(g ** 2) for g in jax.tree.leaves(point["grads"])))
+        value = float(sum(jnp.sum(g**2) for g in jax.tree.leaves(point["grads"])))
         return {"norm_squared": value, "manual": value}
     _, x, target, _ = _lesson_setup()
     if exercise_id == "nested_scale_grad":
@@ -156,18 +162,24 @@ def _rerun_points(ex, compiled, code, namespace, names, answers, rng, lesson_tre
     np = _np()
     for _ in range(RERUNS):
         jnp = _jnp()
-        params = {"weight": jnp.asarray(rng.normal(size=2).astype(np.float32) * 1.5),
-                  "bias": jnp.asarray(np.float32(rng.normal() * 1.5))}
+        params = {
+            "weight": jnp.asarray(rng.normal(size=2).astype(np.float32) * 1.5),
+            "bias": jnp.asarray(np.float32(rng.normal() * 1.5)),
+        }
         point = _lesson_point(params)
         ns = _variant_namespace(namespace, code, point, {k: lesson_trees[k] for k in ("params", "grads", "updated")})
         run = run_guarded(exec, compiled, ns, budget=RERUN_BUDGET)
         if not run.ok:
             why = describe_failure(run, what="it", budget=RERUN_BUDGET, hidden=True).removeprefix("it ")
             for name in names:
-                problems.setdefault(name, (
-                    f"{name}: your cell, run again with other values in {changes} (to see that the answer is "
-                    f"computed from them), {why.rstrip('.')}. Compute the answer from {changes}, not from the "
-                    "lesson's numbers."))
+                problems.setdefault(
+                    name,
+                    (
+                        f"{name}: your cell, run again with other values in {changes} (to see that the answer is "
+                        f"computed from them), {why.rstrip('.')}. Compute the answer from {changes}, not from the "
+                        "lesson's numbers."
+                    ),
+                )
             break
         expected = _rerun_expected(ex.id, point)
         for name in names:
@@ -177,12 +189,16 @@ def _rerun_points(ex, compiled, code, namespace, names, answers, rng, lesson_tre
             if run_guarded(_same_tree, got, expected[name], budget=2.0).value:
                 continue
             if run_guarded(_same_tree, got, answers.get(name), budget=2.0).value:
-                problems[name] = f"{name}: this value does not change when `{changes.split(' and ')[-1]}` changes: {move}."
+                problems[name] = (
+                    f"{name}: this value does not change when `{changes.split(' and ')[-1]}` changes: {move}."
+                )
                 if ex.id == "repair_update":
                     problems[name] = f"{name}: this value does not change when {changes} change: {move}."
             else:
-                problems[name] = (f"{name}: right for the lesson's {changes}, but not when {changes} hold other "
-                                  f"values: {move}, without numbers of the lesson written in.")
+                problems[name] = (
+                    f"{name}: right for the lesson's {changes}, but not when {changes} hold other "
+                    f"values: {move}, without numbers of the lesson written in."
+                )
 
 
 def _with_cell_evidence(ex: Exercise, result: CheckResult, answer, cell, rng) -> CheckResult:
@@ -193,14 +209,21 @@ def _with_cell_evidence(ex: Exercise, result: CheckResult, answer, cell, rng) ->
         if found.ok and found.value:
             # the evidence says it first; the tree-level sentences that say the same go
             same = ("holds the parameter value", "gradient of the residual", "is 0: the loss does not depend")
-            lines = lines[:1] + [f"- {found.value}"] + [
-                line for line in lines[1:] if not any(words in line for words in same)]
+            lines = (
+                lines[:1]
+                + [f"- {found.value}"]
+                + [line for line in lines[1:] if not any(words in line for words in same)]
+            )
         return dataclasses.replace(result, feedback="\n".join(lines))
     if not result.passed and ex.id == "repair_update":
         code = getattr(cell, "code", "") or ""
         if "zip(" in code:
-            result = dataclasses.replace(result, feedback=result.feedback.replace(
-                f"- {_SWAPPED}", f"- {_ZIP}").replace(f"- {_KEYS_SWAPPED}", f"- {_ZIP_KEYS}"))
+            result = dataclasses.replace(
+                result,
+                feedback=result.feedback.replace(f"- {_SWAPPED}", f"- {_ZIP}").replace(
+                    f"- {_KEYS_SWAPPED}", f"- {_ZIP_KEYS}"
+                ),
+            )
         return result
     if not result.passed and ex.id != "squared_norm":
         return result
@@ -217,8 +240,9 @@ def _with_cell_evidence(ex: Exercise, result: CheckResult, answer, cell, rng) ->
         if lines and lines[0].endswith("values right."):
             lines[0] = f"{right} of 2 values right."
         total = max(result.cases_total, 1)
-        return dataclasses.replace(result, passed=False, score=right / total, feedback="\n".join(lines),
-                                   cases_passed=right)
+        return dataclasses.replace(
+            result, passed=False, score=right / total, feedback="\n".join(lines), cases_passed=right
+        )
     problem = next(iter(problems.values()))
     return dataclasses.replace(result, passed=False, score=0.0, cases_passed=0, feedback=problem)
 
@@ -235,34 +259,46 @@ def _nested_evidence(namespace) -> str | None:
     if nested is None or not callable(nested_loss):
         return None
     if not _same_tree(nested, want):
-        return ('nested is not {"layer": params, "scale": 1.0}: build it from params, with scale a float '
-                "scalar equal to 1 (jnp.array(1.)).")
+        return (
+            'nested is not {"layer": params, "scale": 1.0}: build it from params, with scale a float '
+            "scalar equal to 1 (jnp.array(1.))."
+        )
     value = _as_number_array(nested_loss(nested))
     _, x, target, _ = _lesson_setup()
     if value is None or value.size != 1:
-        return (f"nested_loss(nested) returns {_type_name(nested_loss(nested))}; it must return one number, "
-                "the squared error (pred - 3.) ** 2.")
+        return (
+            f"nested_loss(nested) returns {_type_name(nested_loss(nested))}; it must return one number, "
+            "the squared error (pred - 3.) ** 2."
+        )
     value = float(value.reshape(()))
     right = float(_nested_loss(want, x, target))
     if not _close(value, right):
         residual = float(_nested_loss(want, x, target) ** 0.5) * -1.0
         if _close(value, residual):
-            return (f"nested_loss returns {_fmt_num(value)} at the start: that is the residual pred − 3, not the "
-                    "squared error. Square it: return (pred - 3.) ** 2.")
-        return (f"nested_loss returns {_fmt_num(value)} at the start; the squared error there is "
-                f"{_fmt_num(right)} (prediction 1, target 3): return (pred - 3.) ** 2.")
+            return (
+                f"nested_loss returns {_fmt_num(value)} at the start: that is the residual pred − 3, not the "
+                "squared error. Square it: return (pred - 3.) ** 2."
+            )
+        return (
+            f"nested_loss returns {_fmt_num(value)} at the start; the squared error there is "
+            f"{_fmt_num(right)} (prediction 1, target 3): return (pred - 3.) ** 2."
+        )
     theirs = jax.grad(nested_loss)(nested)
     reference = jax.grad(_nested_loss)(want, x, target)
     flat_theirs, flat_ref = _leaves_paths(theirs), _leaves_paths(reference)
-    unused = [path for path, ref in flat_ref.items()
-              if path in flat_theirs and not _np().any(_np().asarray(flat_theirs[path]))
-              and _np().any(_np().asarray(ref))]
+    unused = [
+        path
+        for path, ref in flat_ref.items()
+        if path in flat_theirs and not _np().any(_np().asarray(flat_theirs[path])) and _np().any(_np().asarray(ref))
+    ]
     if unused:
         reads = ", ".join(f"p{path}" for path in unused)
-        return (f"nested_loss does not depend on {reads} (its gradient there is 0): the loss reads "
-                f"{'that leaf' if len(unused) == 1 else 'those leaves'} from outside (params?) instead of "
-                "through its argument p. JAX differentiates only what the loss computes from p: "
-                'read every leaf through p, as p["layer"]["weight"].')
+        return (
+            f"nested_loss does not depend on {reads} (its gradient there is 0): the loss reads "
+            f"{'that leaf' if len(unused) == 1 else 'those leaves'} from outside (params?) instead of "
+            "through its argument p. JAX differentiates only what the loss computes from p: "
+            'read every leaf through p, as p["layer"]["weight"].'
+        )
     if g is not None and not _same_tree(g, theirs):
         return "g is not the gradient of your nested_loss at nested: g = jax.grad(nested_loss)(nested)."
     return None

@@ -26,6 +26,7 @@ from ..exercises._tree_grading import _all_finite
 _FLAT_EXAMPLE_PARAMS = (1.0, 0.0, 0.0)
 _FLAT_EXAMPLE_X = ((2.0, 3.0),)
 
+
 def _flat_loss(flat_params, x):
     # weights first, then the bias; the sum (not the mean) of squared predictions, no targets
     jnp = _jnp()
@@ -51,7 +52,7 @@ class _FlatCase:
 
     def label(self, index: int) -> str:
         if not self.hidden:
-            return (f"Worked example (flat_params = {_fmt(self.flat_params)}, x = {_fmt(self.x)})")
+            return f"Worked example (flat_params = {_fmt(self.flat_params)}, x = {_fmt(self.x)})"
         return f"Hidden case {index} (N = {self.n}, d = {self.d})"
 
 
@@ -128,8 +129,10 @@ def _flat_variants_fn():
     return jax.jit(references)
 
 
-_BIAS_FIRST = ("the bias is in the wrong position. flat_params holds the d weights first and the bias "
-               "last, and the gradient keeps that order: bias last.")
+_BIAS_FIRST = (
+    "the bias is in the wrong position. flat_params holds the d weights first and the bias "
+    "last, and the gradient keeps that order: bias last."
+)
 
 
 def _shape_text(shape, case: _FlatCase) -> str:
@@ -164,8 +167,10 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
     if isinstance(out, tuple) and len(out) == 2:
         first, second = _as_number_array(out[0]), _as_number_array(out[1])
         if first is not None and first.size == 1 and second is not None and _close(second, grad):
-            return ("you returned (loss, gradient), as value_and_grad does. Return only the gradient: "
-                    f"{want}, with no tuple around it.")
+            return (
+                "you returned (loss, gradient), as value_and_grad does. Return only the gradient: "
+                f"{want}, with no tuple around it."
+            )
     if isinstance(out, (tuple, list)):
         kind = "a tuple" if isinstance(out, tuple) else "a list"
         parts = [_as_number_array(item) for item in out]
@@ -175,12 +180,16 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
             except ValueError:
                 joined = None
             if joined is not None and _close(joined, grad):
-                return (f"you returned {kind} of {len(out)} items (the gradients in pieces). A single array "
-                        f"is a one-leaf pytree, and so is its gradient: return {want}.")
+                return (
+                    f"you returned {kind} of {len(out)} items (the gradients in pieces). A single array "
+                    f"is a one-leaf pytree, and so is its gradient: return {want}."
+                )
         return f"you returned {kind} of {len(out)} items; return {want}, with no tuple or list around it."
     if isinstance(out, dict):
-        return (f"you returned a dict with keys {', '.join(repr(k) for k in out)}. This exercise packs "
-                f"every parameter into one array: return {want}.")
+        return (
+            f"you returned a dict with keys {', '.join(repr(k) for k in out)}. This exercise packs "
+            f"every parameter into one array: return {want}."
+        )
     arr = _as_number_array(out)
     if arr is None:
         return f"you returned {_type_name(out)}; return {want}."
@@ -191,13 +200,17 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
                 return "you returned the loss value. Return its gradient with respect to flat_params (jax.grad)."
             return f"you returned a single number; return {want}."
         if arr.shape == (d,) and _close(arr, grad[:-1]):
-            return ("the bias gradient is missing: your array holds only the d weight gradients. "
-                    "Differentiate with respect to all of flat_params; the bias gradient goes last.")
+            return (
+                "the bias gradient is missing: your array holds only the d weight gradients. "
+                "Differentiate with respect to all of flat_params; the bias gradient goes last."
+            )
         if arr.shape == (d,):
             return f"your array has {got}: one entry short. The bias gradient goes last."
         if arr.shape == tuple(case.x.shape) and _close(arr, refs["grad_x"]):
-            return ("you differentiated with respect to x. Differentiate the first argument, flat_params "
-                    "(argnums=0), and keep x fixed.")
+            return (
+                "you differentiated with respect to x. Differentiate the first argument, flat_params "
+                "(argnums=0), and keep x fixed."
+            )
         if arr.size == grad.size and _close(arr.reshape(grad.shape), grad):
             return f"the values are right but your array has {got}; return {want}."
         return f"wrong shape: expected {want}, got {got}."
@@ -206,17 +219,21 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
     if _close(arr, grad):
         return None
     if not np.any(arr) and np.any(grad):
-        return ("every entry is 0: the loss does not depend on flat_params. Take the slices "
-                "(flat_params[:-1], flat_params[-1]) inside the loss function you differentiate, "
-                "not outside it: JAX can only follow what the loss computes from its argument.")
+        return (
+            "every entry is 0: the loss does not depend on flat_params. Take the slices "
+            "(flat_params[:-1], flat_params[-1]) inside the loss function you differentiate, "
+            "not outside it: JAX can only follow what the loss computes from its argument."
+        )
     if _close(arr, refs["bias_first_read"]) or _close(arr, np.roll(grad, 1)):
         return _BIAS_FIRST
     denominator = float(np.dot(grad, grad))
     ratio = float(np.dot(arr, grad)) / denominator if denominator > 0 else float("nan")
     # a mean where a sum was asked: the whole gradient is N times too small
     if n > 1 and abs(ratio * n - 1) < 1e-3 and _close(arr, ratio * grad):
-        return ("a mean where a sum was asked: the gradient is N times too small. The loss is the sum "
-                "of the squared predictions (jnp.sum, not jnp.mean).")
+        return (
+            "a mean where a sum was asked: the gradient is N times too small. The loss is the sum "
+            "of the squared predictions (jnp.sum, not jnp.mean)."
+        )
     if _close(arr, -grad):
         return "the sign is flipped. The loss is the sum of squared predictions; do not negate it."
     if _close(arr, grad / 2):

@@ -69,16 +69,22 @@ c.Execute.interrupt_on_timeout = True
 
 def find_content(content: str | pathlib.Path | None = None) -> pathlib.Path:
     """The folder holding the course notebooks: `content`, else a checkout's content/."""
-    candidates = [pathlib.Path(content)] if content is not None else [
-        pathlib.Path(__file__).resolve().parents[3] / "content",
-        pathlib.Path.cwd() / "content",
-    ]
+    candidates = (
+        [pathlib.Path(content)]
+        if content is not None
+        else [
+            pathlib.Path(__file__).resolve().parents[3] / "content",
+            pathlib.Path.cwd() / "content",
+        ]
+    )
     for folder in candidates:
         if all((folder / name).is_file() for name in NOTEBOOKS):
             return folder
     where = ", ".join(str(c) for c in candidates)
-    raise FileNotFoundError(f"the course notebooks ({', '.join(NOTEBOOKS)}) are not in {where}; "
-                            "pass the folder that holds them with --content")
+    raise FileNotFoundError(
+        f"the course notebooks ({', '.join(NOTEBOOKS)}) are not in {where}; "
+        "pass the folder that holds them with --content"
+    )
 
 
 def _source(cell) -> str:
@@ -108,7 +114,8 @@ def _test_source(practice: str, exercise_id: str, seed: int, points: float) -> s
         "### BEGIN HIDDEN TESTS\n"
         "from pytree_lab.course.grading import summative\n"
         f"summative({exercise_id!r}, seed={seed}, points={points:g})\n"
-        "### END HIDDEN TESTS")
+        "### END HIDDEN TESTS"
+    )
 
 
 def make_source_notebook(notebook: dict, *, seeds: dict[str, int] | None = None) -> tuple[dict, list[str]]:
@@ -143,8 +150,9 @@ def make_source_notebook(notebook: dict, *, seeds: dict[str, int] | None = None)
     return nb, graded
 
 
-def write_course(outdir: str | pathlib.Path, *, content: str | pathlib.Path | None = None,
-                 assignment: str = ASSIGNMENT) -> dict:
+def write_course(
+    outdir: str | pathlib.Path, *, content: str | pathlib.Path | None = None, assignment: str = ASSIGNMENT
+) -> dict:
     """Write the nbgrader course directory into `outdir`; refuses to replace anything there.
 
     Returns {"config": path, "notebooks": [paths], "exercises": {notebook name: [ids]}}."""
@@ -154,9 +162,11 @@ def write_course(outdir: str | pathlib.Path, *, content: str | pathlib.Path | No
     source = outdir / "source" / assignment
     existing = [p for p in (config, source) if p.exists()]
     if existing:
-        raise FileExistsError(f"{', '.join(str(p) for p in existing)} already exist"
-                              f"{'s' if len(existing) == 1 else ''}; nothing was written. "
-                              "Choose a new OUTDIR (a course directory is written once, with its own hidden seeds).")
+        raise FileExistsError(
+            f"{', '.join(str(p) for p in existing)} already exist"
+            f"{'s' if len(existing) == 1 else ''}; nothing was written. "
+            "Choose a new OUTDIR (a course directory is written once, with its own hidden seeds)."
+        )
     notebooks = []
     for name in NOTEBOOKS:
         nb = json.loads((folder / name).read_text(encoding="utf-8"))

@@ -64,14 +64,21 @@ def _self_check() -> str | None:
         flat = [float(v) for v in flat]
     except BaseException as exc:  # noqa: BLE001
         return f"computing the lesson's worked example failed ({exception_text(exc)})."
-    ok = (abs(loss - 4.0) < 1e-6 and abs(weight[0] + 8) < 1e-5 and abs(weight[1] + 4) < 1e-5
-          and abs(bias + 4) < 1e-5 and abs(loss_after - 0.64) < 1e-5
-          and len(flat) == 3 and all(abs(a - b) < 1e-4 for a, b in zip(flat, (8.0, 12.0, 4.0))))
+    ok = (
+        abs(loss - 4.0) < 1e-6
+        and abs(weight[0] + 8) < 1e-5
+        and abs(weight[1] + 4) < 1e-5
+        and abs(bias + 4) < 1e-5
+        and abs(loss_after - 0.64) < 1e-5
+        and len(flat) == 3
+        and all(abs(a - b) < 1e-4 for a, b in zip(flat, (8.0, 12.0, 4.0)))
+    )
     if not ok:
-        return ("jax or numpy in this kernel no longer computes the lesson's worked example "
-                "(loss 4, gradients [-8, -4] and -4): something replaced one of their functions.")
+        return (
+            "jax or numpy in this kernel no longer computes the lesson's worked example "
+            "(loss 4, gradients [-8, -4] and -4): something replaced one of their functions."
+        )
     return None
-
 
 
 CASE_BUDGET = 10.0  # seconds of student code per case (first calls compile: generous)
@@ -84,8 +91,10 @@ def _grade_grad_over_flat_params(answer, rng=None) -> Outcome:
         arr = _as_number_array(answer)
         line = f"Pass your function grad_over_flat_params itself, not {_type_name(answer)}."
         if arr is not None:
-            line += (" It looks like the result of calling it: write check('grad_over_flat_params', "
-                     "grad_over_flat_params), without parentheses after the name.")
+            line += (
+                " It looks like the result of calling it: write check('grad_over_flat_params', "
+                "grad_over_flat_params), without parentheses after the name."
+            )
         return Outcome(0, 1, [line])
     # seeded by the operating system, never by numpy's global state: not predictable in the kernel
     rng = np.random.default_rng(secrets.randbits(128)) if rng is None else rng
@@ -100,13 +109,24 @@ def _grade_grad_over_flat_params(answer, rng=None) -> Outcome:
         case = _worked_case() if size is None else _hidden_case(rng, *size)
         cases.append(case)
         # fresh arrays per call: a function that changes its inputs cannot affect later cases
-        run = run_guarded(answer, jnp.asarray(case.flat_params.copy()), jnp.asarray(case.x.copy()),
-                          budget=CASE_BUDGET, once_stuck=True)
+        run = run_guarded(
+            answer,
+            jnp.asarray(case.flat_params.copy()),
+            jnp.asarray(case.x.copy()),
+            budget=CASE_BUDGET,
+            once_stuck=True,
+        )
         tampered = [n for n in run.replaced if n.split(".")[0] not in ("jax", "numpy", "builtins")]
         if tampered:
-            return Outcome(0, len(sizes), [
-                "Your code changed the checker itself (" + ", ".join(tampered) + "). It was put back; "
-                "this check does not count. Check again with a function that only computes."], passed=False)
+            return Outcome(
+                0,
+                len(sizes),
+                [
+                    "Your code changed the checker itself (" + ", ".join(tampered) + "). It was put back; "
+                    "this check does not count. Check again with a function that only computes."
+                ],
+                passed=False,
+            )
         # the expected gradient is computed only after the student's code has returned, so no
         # frame or object reachable while it runs holds it
         if not run.ok:
@@ -128,8 +148,12 @@ def _grade_grad_over_flat_params(answer, rng=None) -> Outcome:
             problems.setdefault(problem, []).append(index)
         if run.timed_out:  # one endless loop is enough: do not wait for it once per case
             for rest in range(index + 1, len(sizes)):
-                cases.append(_worked_case() if sizes[rest] is None else _FlatCase(
-                    np.zeros(sizes[rest][1] + 1, np.float32), np.zeros(sizes[rest], np.float32), True))  # type: ignore[index]
+                size = sizes[rest]
+                cases.append(
+                    _worked_case()
+                    if size is None
+                    else _FlatCase(np.zeros(size[1] + 1, np.float32), np.zeros(size, np.float32), True)
+                )
                 problems[problem].append(rest)  # type: ignore[index]  # a timed-out case has a problem
             break
     total = len(sizes)
@@ -138,22 +162,35 @@ def _grade_grad_over_flat_params(answer, rng=None) -> Outcome:
         # right numbers; the exercise asks for them from jax.grad, not from a derivation by hand
         case = _worked_case()
         run, differentiated = _grading.differentiates(
-            answer, jnp.asarray(case.flat_params.copy()), jnp.asarray(case.x.copy()), budget=CASE_BUDGET)
+            answer, jnp.asarray(case.flat_params.copy()), jnp.asarray(case.x.copy()), budget=CASE_BUDGET
+        )
         if run.ok and not differentiated:
-            return Outcome(passed, total, [
-                f"All {total} cases give the right numbers, but your function computes them without "
-                "differentiating: no jax.grad (nor value_and_grad, vjp or jacrev) ran inside it. The "
-                "exercise asks for the gradient using jax.grad: write the loss as a function of flat_params "
-                "(the sum of squared predictions) and return jax.grad(loss)(flat_params), so JAX derives "
-                "it instead of a formula worked out by hand."] + notes, passed=False, score=0.5)
-        lines = [f"All {total} cases pass: the worked example ([8, 12, 4] for flat_params = [1, 0, 0], "
-                 f"x = [[2, 3]]) and {hidden} hidden cases of other sizes."]
+            return Outcome(
+                passed,
+                total,
+                [
+                    f"All {total} cases give the right numbers, but your function computes them without "
+                    "differentiating: no jax.grad (nor value_and_grad, vjp or jacrev) ran inside it. The "
+                    "exercise asks for the gradient using jax.grad: write the loss as a function of flat_params "
+                    "(the sum of squared predictions) and return jax.grad(loss)(flat_params), so JAX derives "
+                    "it instead of a formula worked out by hand."
+                ]
+                + notes,
+                passed=False,
+                score=0.5,
+            )
+        lines = [
+            f"All {total} cases pass: the worked example ([8, 12, 4] for flat_params = [1, 0, 0], "
+            f"x = [[2, 3]]) and {hidden} hidden cases of other sizes."
+        ]
     else:
         lines = [f"{passed} of {total} cases pass (the worked example and {hidden} hidden cases with random values)."]
         if len(outputs) > 1 and all(o.shape == outputs[0].shape and np.array_equal(o, outputs[0]) for o in outputs):
-            lines.append("Your function returned the same array in every case, although each case has other "
-                         "flat_params and x: it does not compute from its inputs (is the worked example's answer "
-                         "written into it?).")
+            lines.append(
+                "Your function returned the same array in every case, although each case has other "
+                "flat_params and x: it does not compute from its inputs (is the worked example's answer "
+                "written into it?)."
+            )
         for problem, indices in problems.items():
             lines.append(f"- {_cases_label(indices, cases)}: {problem}")
     return Outcome(passed, total, lines + notes)
@@ -214,29 +251,55 @@ EXERCISES: dict[str, Exercise] = {
     exercise.id: exercise
     for exercise in (
         Exercise(
-            "squared_norm", "Make it yours",
+            "squared_norm",
+            "Make it yours",
             "Compute the squared norm of all gradient leaves (norm_squared), and again by adding the "
-            "weight and bias contributions directly (manual).", "number",
-            _grade_squared_norm, lesson="Pytrees and structured parameters",
-            answer_name="norm_squared, manual", solutions=(_SOLUTION_NORM,), self_check=_self_check,
-            unit="values"),
+            "weight and bias contributions directly (manual).",
+            "number",
+            _grade_squared_norm,
+            lesson="Pytrees and structured parameters",
+            answer_name="norm_squared, manual",
+            solutions=(_SOLUTION_NORM,),
+            self_check=_self_check,
+            unit="values",
+        ),
         Exercise(
-            "nested_scale_grad", "Extend to a nested model",
-            'The gradient tree g of nested_loss at {"layer": params, "scale": 1.0}.', "tree",
-            _grade_nested_scale_grad, lesson="Pytrees and structured parameters",
-            answer_name="g", solutions=(_SOLUTION_NESTED,), self_check=_self_check, unit="leaves"),
+            "nested_scale_grad",
+            "Extend to a nested model",
+            'The gradient tree g of nested_loss at {"layer": params, "scale": 1.0}.',
+            "tree",
+            _grade_nested_scale_grad,
+            lesson="Pytrees and structured parameters",
+            answer_name="g",
+            solutions=(_SOLUTION_NESTED,),
+            self_check=_self_check,
+            unit="leaves",
+        ),
         Exercise(
-            "repair_update", "Repair a mismatched update tree",
-            "The updated parameter tree (fixed) after restoring bias in the gradient tree.", "tree",
-            _grade_repair_update, lesson="Pytrees and structured parameters",
-            answer_name="fixed", solutions=(_SOLUTION_REPAIR,), self_check=_self_check, unit="leaves"),
+            "repair_update",
+            "Repair a mismatched update tree",
+            "The updated parameter tree (fixed) after restoring bias in the gradient tree.",
+            "tree",
+            _grade_repair_update,
+            lesson="Pytrees and structured parameters",
+            answer_name="fixed",
+            solutions=(_SOLUTION_REPAIR,),
+            self_check=_self_check,
+            unit="leaves",
+        ),
         Exercise(
-            "grad_over_flat_params", "Gradient of packed parameters",
+            "grad_over_flat_params",
+            "Gradient of packed parameters",
             "A function grad_over_flat_params(flat_params, x) returning the gradient of the sum of "
-            "squared predictions with respect to flat_params (weights, then bias).", "function",
-            _grade_grad_over_flat_params, lesson="Gradient of packed parameters",
-            answer_name="grad_over_flat_params", solutions=(_SOLUTION_PACKED,), self_check=_self_check,
-            unit="cases"),
+            "squared predictions with respect to flat_params (weights, then bias).",
+            "function",
+            _grade_grad_over_flat_params,
+            lesson="Gradient of packed parameters",
+            answer_name="grad_over_flat_params",
+            solutions=(_SOLUTION_PACKED,),
+            self_check=_self_check,
+            unit="cases",
+        ),
     )
 }
 
@@ -250,8 +313,17 @@ def exercise(exercise_id: str) -> Exercise:
     return EXERCISES[exercise_id]
 
 
-def check(exercise_id: str, answer: Any = None, *, rng=None, evidence: Evidence | None = None,
-          stale: str | None = None, code: str | None = None, cell=None, **named: Any) -> CheckResult:
+def check(
+    exercise_id: str,
+    answer: Any = None,
+    *,
+    rng=None,
+    evidence: Evidence | None = None,
+    stale: str | None = None,
+    code: str | None = None,
+    cell=None,
+    **named: Any,
+) -> CheckResult:
     """Grade `answer` for the exercise `exercise_id` and record the result as evidence.
 
     Never raises for a wrong, broken or hostile answer: the result says what happened.

@@ -100,13 +100,15 @@ def _expected(exercise_id: str, params: dict, grads: dict) -> dict[str, Any]:
     jax, jnp = _jax(), _jnp()
     inputs = lesson.lesson_inputs()
     if exercise_id == "squared_norm":
-        value = float(sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads)))
+        value = float(sum(jnp.sum(g**2) for g in jax.tree.leaves(grads)))
         return {"norm_squared": value, "manual": value}
     if exercise_id == "nested_scale_grad":
+
         def nested_loss(p):
             layer = p["layer"]
             prediction = p["scale"] * (jnp.dot(layer["weight"], inputs["x"]) + layer["bias"])
             return (prediction - inputs["target"]) ** 2
+
         return {"g": jax.grad(nested_loss)({"layer": params, "scale": jnp.array(1.0)})}
     if exercise_id == "repair_update":
         return {"fixed": jax.tree.map(lambda p, g: p - lesson.LEARNING_RATE * g, params, grads)}
@@ -178,8 +180,11 @@ def _grade(exercise_id: str, seed: int) -> tuple[float, list[str]]:
     lines = [f"the lesson's values: score {first.score:.2f}."]
     code = _cell_code(exercise_id)
     if stale or code is None or first.score == 0:
-        why = "the exercise cell's last run failed" if stale else (
-            "no run of the exercise cell was found" if code is None else "the lesson's case scored 0")
+        why = (
+            "the exercise cell's last run failed"
+            if stale
+            else ("no run of the exercise cell was found" if code is None else "the lesson's case scored 0")
+        )
         lines.append(f"hidden cases not run ({why}): 0.")
         return first.score / (1 + HIDDEN_RERUNS), lines
     try:

@@ -23,7 +23,22 @@ from .widgets import (
 )
 
 __all__ = [
-    "CheckButton", "CheckResult", "Evidence", "EvidenceButton", "Exercise", "Guarded", "Outcome",
-    "PredictionPrompt", "Quiz", "SavedEvidence", "aligned_trees", "TimeBudgetExceeded", "clear_evidence",
-    "default_evidence", "grade_answer", "record_output", "run_guarded", "save_evidence",
+    "CheckButton",
+    "CheckResult",
+    "Evidence",
+    "EvidenceButton",
+    "Exercise",
+    "Guarded",
+    "Outcome",
+    "PredictionPrompt",
+    "Quiz",
+    "SavedEvidence",
+    "aligned_trees",
+    "TimeBudgetExceeded",
+    "clear_evidence",
+    "default_evidence",
+    "grade_answer",
+    "record_output",
+    "run_guarded",
+    "save_evidence",
 ]

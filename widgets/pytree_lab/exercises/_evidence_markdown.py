@@ -28,8 +28,14 @@ def _cell(text: str) -> str:
 
 
 def render_markdown(record: dict) -> str:
-    out = [_MARK, "", "# Pytree lab: my evidence", "", f"Saved {record.get('saved', _now())}, "
-           f"{len(record.get('sessions', []))} session(s).", ""]
+    out = [
+        _MARK,
+        "",
+        "# Pytree lab: my evidence",
+        "",
+        f"Saved {record.get('saved', _now())}, {len(record.get('sessions', []))} session(s).",
+        "",
+    ]
     if record.get("jupyterhub_user"):
         out[-1:] = [f"JupyterHub user: {escape_markdown(str(record['jupyterhub_user']))}", ""]
     # summary first: every exercise, passed or not yet, and how many checks it took
@@ -47,8 +53,16 @@ def render_markdown(record: dict) -> str:
         entries = by_exercise.get(exercise_id, [])
         status = "passed" if any(e["passed"] for e in entries) else "not yet"
         shown = reveals.get(exercise_id, [])
-        shown_text = (("shown " + ("once" if len(shown) == 1 else f"{len(shown)} times") + ", "
-                       + ", ".join(_cell(e.get("time", "")) for e in shown)) if shown else "not shown")
+        shown_text = (
+            (
+                "shown "
+                + ("once" if len(shown) == 1 else f"{len(shown)} times")
+                + ", "
+                + ", ".join(_cell(e.get("time", "")) for e in shown)
+            )
+            if shown
+            else "not shown"
+        )
         out.append(f"| {_cell(title)} (`{exercise_id}`) | {status} | {len(entries)} | {shown_text} |")
     if not titles:
         out.append("| (no exercises checked yet) | | | |")
@@ -60,16 +74,22 @@ def render_markdown(record: dict) -> str:
     else:
         out += ["| Question | My prediction | Computed answer | My rating |", "|---|---|---|---|"]
         for entry in predictions:
-            out.append(f"| {_cell(entry['prompt'])} | {_cell(entry['prediction'])} | "
-                       f"{_cell(entry['answer'])} | {_cell(entry.get('self_rating', ''))} |")
+            out.append(
+                f"| {_cell(entry['prompt'])} | {_cell(entry['prediction'])} | "
+                f"{_cell(entry['answer'])} | {_cell(entry.get('self_rating', ''))} |"
+            )
         out.append("")
     out += ["## Checks", ""]
     if not record.get("checks"):
         out += ["(no checks yet)", ""]
     for entry in record.get("checks", []):
         verdict = "passed" if entry["passed"] else "not yet"
-        out += [f"### {escape_markdown(entry['title'])} (`{entry['exercise_id']}`): {verdict}, "
-                f"score {entry['score']:.2f}", "", f"Checked {entry.get('time', '')}.", ""]
+        out += [
+            f"### {escape_markdown(entry['title'])} (`{entry['exercise_id']}`): {verdict}, score {entry['score']:.2f}",
+            "",
+            f"Checked {entry.get('time', '')}.",
+            "",
+        ]
         if entry.get("code"):
             out += ["My code:", "", _fence(entry["code"], "python"), ""]
         out += ["Feedback:", "", _fence(entry["feedback"]), ""]
@@ -78,13 +98,21 @@ def render_markdown(record: dict) -> str:
     if not quiz:
         out += ["(not answered yet)", ""]
     else:
-        out += ["The first answer to each question is its score; later answers are practice.", "",
-                "| Question | First answer (score) | Practice |", "|---|---|---|"]
+        out += [
+            "The first answer to each question is its score; later answers are practice.",
+            "",
+            "| Question | First answer (score) | Practice |",
+            "|---|---|---|",
+        ]
         for question, first, practice in quiz:
+
             def said(entry):
                 return f"{_cell(entry['choice'])} ({'correct' if entry['correct'] else 'not correct'})"
-            out.append(f"| {_cell(question)} | {said(first) if first else '(none)'} | "
-                       f"{'; '.join(said(e) for e in practice) or 'none'} |")
+
+            out.append(
+                f"| {_cell(question)} | {said(first) if first else '(none)'} | "
+                f"{'; '.join(said(e) for e in practice) or 'none'} |"
+            )
         out.append("")
         for question, first, practice in quiz:
             entry = first or practice[0]

@@ -62,8 +62,7 @@ def bind_tools() -> None:
                 importlib.import_module(f"{jax.__name__}.{sub}")
             except ImportError:  # pragma: no cover - every engine has them
                 pass
-        _TOOLS.update(engine=engine, jax=_Frozen(jax, ("tree", "tree_util", "flatten_util")),
-                      jnp=_Frozen(engine.numpy))
+        _TOOLS.update(engine=engine, jax=_Frozen(jax, ("tree", "tree_util", "flatten_util")), jnp=_Frozen(engine.numpy))
     if (_TOOLS.get("np"), _TOOLS.get("engine")) != bound:
         # what was just bound is the reference every later check is compared with (only then:
         # a later call must not take a student's change to the bound tools as the reference)
@@ -287,16 +286,21 @@ def _as_number_array(value):
 # --------------------------------------------------------------------------- number answers
 
 
-def _grade_number(answer, expected: float, variants: list[tuple[float, str]], *, what: str,
-                  per_value=None, per_leaf=None) -> Outcome:
+def _grade_number(
+    answer, expected: float, variants: list[tuple[float, str]], *, what: str, per_value=None, per_leaf=None
+) -> Outcome:
     np = _np()
     if callable(answer):
         return Outcome(0, 1, [f"Pass the number itself, not a function: {what}."])
     if isinstance(answer, (dict, list, tuple)) and not isinstance(answer, str):
-        return Outcome(0, 1, [
-            f"Expected one number ({what}), but you passed {_type_name(answer)}. "
-            "A tree keeps the leaves apart; add up the contributions of every leaf into one number."
-        ])
+        return Outcome(
+            0,
+            1,
+            [
+                f"Expected one number ({what}), but you passed {_type_name(answer)}. "
+                "A tree keeps the leaves apart; add up the contributions of every leaf into one number."
+            ],
+        )
     arr = _as_number_array(answer)
     if arr is None:
         return Outcome(0, 1, [f"Expected one number ({what}), but you passed {_type_name(answer)}."])
@@ -318,8 +322,6 @@ def _grade_number(answer, expected: float, variants: list[tuple[float, str]], *,
     if matches:
         return Outcome(0, 1, [f"You gave {_fmt_num(value)}. " + " Or: ".join(matches)])
     return Outcome(0, 1, [f"You gave {_fmt_num(value)}, which is not {what}."])
-
-
 
 
 # --------------------------------------------------------------------------- trees JAX must not see
@@ -365,8 +367,7 @@ def answer_problem(exercise: Exercise, answer) -> str | None:
 NOT_ANSWERED = "Not answered yet: replace the `...` in the exercise cell, run it, then check again."
 
 
-def _scaffold(*args):
-    ...
+def _scaffold(*args): ...
 
 
 def is_unanswered(answer) -> bool:
@@ -376,8 +377,12 @@ def is_unanswered(answer) -> bool:
     if isinstance(answer, dict) and answer and all(v is None or v is Ellipsis for v in answer.values()):
         return True
     code = getattr(answer, "__code__", None)
-    if code is not None and code.co_code == _scaffold.__code__.co_code and code.co_consts[-1:] == (None,) \
-            and not code.co_names:
+    if (
+        code is not None
+        and code.co_code == _scaffold.__code__.co_code
+        and code.co_consts[-1:] == (None,)
+        and not code.co_names
+    ):
         return True
     return False
 
@@ -406,19 +411,31 @@ def grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | None
     started = [name for name in _integrity.user_threads(threads_before) if name not in waiting]
     problems = []
     if earlier:
-        problems.append("Before this check, code in this notebook had replaced part of the checker or of the "
-                        f"numpy / jax functions it relies on ({_names(earlier)}). It was put back.")
+        problems.append(
+            "Before this check, code in this notebook had replaced part of the checker or of the "
+            f"numpy / jax functions it relies on ({_names(earlier)}). It was put back."
+        )
     if during:
-        problems.append("During this check, your code replaced part of the checker or of the numpy / jax "
-                        f"functions it relies on ({_names(during)}). It was put back.")
+        problems.append(
+            "During this check, your code replaced part of the checker or of the numpy / jax "
+            f"functions it relies on ({_names(during)}). It was put back."
+        )
     if waiting or started:
-        problems.append(f"A thread started from this notebook is still running ({_names(waiting + started)}): "
-                        "it could change the checker at any moment. Stop it (or restart the kernel).")
+        problems.append(
+            f"A thread started from this notebook is still running ({_names(waiting + started)}): "
+            "it could change the checker at any moment. Stop it (or restart the kernel)."
+        )
     if not problems:
         return graded
-    return CheckResult(passed=False, score=0.0, feedback=" ".join(problems) + " This check does not count: "
-                       "check again with an answer that only computes.", exercise_id=exercise.id,
-                       cases_passed=0, cases_total=graded.cases_total, unit=graded.unit)
+    return CheckResult(
+        passed=False,
+        score=0.0,
+        feedback=" ".join(problems) + " This check does not count: check again with an answer that only computes.",
+        exercise_id=exercise.id,
+        cases_passed=0,
+        cases_total=graded.cases_total,
+        unit=graded.unit,
+    )
 
 
 def _names(names: list[str], limit: int = 4) -> str:
@@ -430,24 +447,40 @@ def _grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | Non
     from ._guard import describe_failure, notes_for, run_guarded
 
     def result(passed, score, lines, cases=(0, 0), unit=exercise.unit):
-        return CheckResult(passed=bool(passed), score=float(score), feedback="\n".join(lines),
-                           exercise_id=exercise.id, cases_passed=cases[0], cases_total=cases[1],
-                           unit=unit or exercise.unit)
+        return CheckResult(
+            passed=bool(passed),
+            score=float(score),
+            feedback="\n".join(lines),
+            exercise_id=exercise.id,
+            cases_passed=cases[0],
+            cases_total=cases[1],
+            unit=unit or exercise.unit,
+        )
 
     if stale:
         failure = stale.rstrip().rstrip(".")
         failure = f"ended in {failure}" if failure.startswith("a ") else f"raised {failure}"
-        return result(False, 0.0, [
-            f"Your last run of the exercise cell {failure}. The value left over from an earlier "
-            "run is not graded: fix the cell, run it again, then check."])
+        return result(
+            False,
+            0.0,
+            [
+                f"Your last run of the exercise cell {failure}. The value left over from an earlier "
+                "run is not graded: fix the cell, run it again, then check."
+            ],
+        )
     if is_unanswered(answer):
         return result(False, 0.0, [NOT_ANSWERED])
     if exercise.self_check is not None:
         problem = exercise.self_check()
         if problem:
-            return result(False, 0.0, [
-                f"The checker cannot trust this kernel: {problem} Restart the kernel (Kernel → Restart), "
-                "run the notebook again, then check."])
+            return result(
+                False,
+                0.0,
+                [
+                    f"The checker cannot trust this kernel: {problem} Restart the kernel (Kernel → Restart), "
+                    "run the notebook again, then check."
+                ],
+            )
     if exercise.answer_kind != "function":
         # one check before any JAX call: a tree that contains itself, or nests thousands of levels
         # deep, would make JAX's flatten recurse until the interpreter breaks
@@ -456,28 +489,38 @@ def _grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | Non
             return result(False, 0.0, [looked.value + " This check looked at nothing else."])
     # The grader calls the student's code (functions, or objects with their own __array__ /
     # __eq__): everything runs guarded. Function graders guard each case themselves too.
-    run = run_guarded(exercise.grade, answer, rng, budget=None if exercise.answer_kind == "function"
-                      else exercise.budget)
+    run = run_guarded(
+        exercise.grade, answer, rng, budget=None if exercise.answer_kind == "function" else exercise.budget
+    )
     checker_parts = [name for name in run.replaced if name.split(".")[0] not in ("jax", "numpy", "builtins")]
     if checker_parts:
-        return result(False, 0.0, [
-            "Your code changed the checker itself (" + ", ".join(checker_parts) + "). It was put back; "
-            "this check does not count. Check again with an answer that only computes."])
+        return result(
+            False,
+            0.0,
+            [
+                "Your code changed the checker itself (" + ", ".join(checker_parts) + "). It was put back; "
+                "this check does not count. Check again with an answer that only computes."
+            ],
+        )
     if not run.ok:
         if run.timed_out or not isinstance(run.error, Exception):
             why = describe_failure(run, what="Your answer", budget=exercise.budget)
         elif exercise.answer_kind == "function":  # the student's calls are guarded one by one
-            why = ("The check itself failed (" + (describe_failure(run, what="it") or "").removeprefix("it raised ")
-                   + "); this is not about your answer. Please tell your instructor.")
+            why = (
+                "The check itself failed ("
+                + (describe_failure(run, what="it") or "").removeprefix("it raised ")
+                + "); this is not about your answer. Please tell your instructor."
+            )
         else:  # reading a value answer failed: an object that is not numbers, or a checker bug
-            why = ("Checking this answer failed (" + (describe_failure(run, what="it") or "").removeprefix("it ")
-                   + "). Is it made of numbers and arrays only?")
+            why = (
+                "Checking this answer failed ("
+                + (describe_failure(run, what="it") or "").removeprefix("it ")
+                + "). Is it made of numbers and arrays only?"
+            )
         return result(False, 0.0, [why])
     outcome: Outcome = run.value
     total = max(outcome.total_cases, 1)
     passed = outcome.passed if outcome.passed is not None else outcome.passed_cases == outcome.total_cases
     lines = list(outcome.lines) + notes_for(run)
-    score = outcome.score if outcome.score is not None else (
-        1.0 if passed else min(outcome.passed_cases / total, 1.0))
-    return result(passed, score, lines,
-                  (outcome.passed_cases, outcome.total_cases), outcome.unit)
+    score = outcome.score if outcome.score is not None else (1.0 if passed else min(outcome.passed_cases / total, 1.0))
+    return result(passed, score, lines, (outcome.passed_cases, outcome.total_cases), outcome.unit)

@@ -42,8 +42,16 @@ from .._interpreter import (
     _headroom as _headroom,  # importable here as before (tests probe the depth)
 )
 
-__all__ = ["Guarded", "InterpreterState", "TimeBudgetExceeded", "run_guarded", "describe_failure",
-           "watch_modules", "DEFAULT_BUDGET", "OUTPUT_LIMIT"]
+__all__ = [
+    "Guarded",
+    "InterpreterState",
+    "TimeBudgetExceeded",
+    "run_guarded",
+    "describe_failure",
+    "watch_modules",
+    "DEFAULT_BUDGET",
+    "OUTPUT_LIMIT",
+]
 
 DEFAULT_BUDGET = 10.0  # seconds per call of student code
 OUTPUT_LIMIT = 4000  # characters of printed output kept per call
@@ -91,8 +99,13 @@ class _BoundedText(io.TextIOBase):
 
 def _can_use_itimer() -> bool:
     # Pyodide (JupyterLite) has no interval timers, whatever its signal module lists
-    return (sys.platform != "emscripten" and hasattr(signal, "setitimer") and hasattr(signal, "SIGPROF")
-            and hasattr(signal, "SIGALRM") and threading.current_thread() is threading.main_thread())
+    return (
+        sys.platform != "emscripten"
+        and hasattr(signal, "setitimer")
+        and hasattr(signal, "SIGPROF")
+        and hasattr(signal, "SIGALRM")
+        and threading.current_thread() is threading.main_thread()
+    )
 
 
 WALL_FACTOR = 4.0  # a wall-clock limit of this many budgets stops code that waits (sleep, input)
@@ -114,10 +127,13 @@ def _time_budget(seconds: float):
             if state["active"] and (frame is None or frame.f_code.co_name != "__del__"):
                 raise TimeBudgetExceeded()
 
-        timers = [(signal.SIGPROF, signal.ITIMER_PROF, seconds),
-                  (signal.SIGALRM, signal.ITIMER_REAL, seconds * WALL_FACTOR)]
-        previous = [(signal.signal(sig, on_alarm), signal.setitimer(which, limit, 0.05))
-                    for sig, which, limit in timers]
+        timers = [
+            (signal.SIGPROF, signal.ITIMER_PROF, seconds),
+            (signal.SIGALRM, signal.ITIMER_REAL, seconds * WALL_FACTOR),
+        ]
+        previous = [
+            (signal.signal(sig, on_alarm), signal.setitimer(which, limit, 0.05)) for sig, which, limit in timers
+        ]
         try:
             yield
         finally:
@@ -153,8 +169,7 @@ _WATCHED = {
     "jax": ("grad", "value_and_grad", "jit", "vmap"),
     "jax.numpy": ("sum", "mean", "dot", "array", "asarray", "allclose", "square", "matmul"),
     "jax.tree": ("map", "leaves", "flatten", "unflatten", "structure"),
-    "jax.tree_util": ("tree_map", "tree_leaves", "tree_flatten", "tree_unflatten",
-                      "tree_flatten_with_path", "keystr"),
+    "jax.tree_util": ("tree_map", "tree_leaves", "tree_flatten", "tree_unflatten", "tree_flatten_with_path", "keystr"),
     "numpy": ("asarray", "allclose", "sum", "isfinite", "array", "dot", "concatenate", "sort"),
     "builtins": ("sum", "float", "abs", "len", "isinstance", "print", "max", "min"),
 }
@@ -200,9 +215,15 @@ def _restore(before: dict[tuple[str, str], Any]) -> tuple[str, ...]:
 _STUCK: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def run_guarded(fn: Callable[..., Any], *args: Any, budget: float | None = DEFAULT_BUDGET,
-                output_limit: int = OUTPUT_LIMIT, capture: bool = True, once_stuck: bool = False,
-                **kwargs: Any) -> Guarded:
+def run_guarded(
+    fn: Callable[..., Any],
+    *args: Any,
+    budget: float | None = DEFAULT_BUDGET,
+    output_limit: int = OUTPUT_LIMIT,
+    capture: bool = True,
+    once_stuck: bool = False,
+    **kwargs: Any,
+) -> Guarded:
     """Call `fn(*args, **kwargs)` as student code: never raises, never runs past `budget` seconds
     of Python, keeps `output_limit` characters of output. With `once_stuck`, a function that ran
     past its budget in an earlier call is not called again (`skipped`, `timed_out`)."""
@@ -280,34 +301,47 @@ def exception_text(exc: BaseException, *, hidden: bool = False, limit: int = 160
     return f"{name}: {message}" if message else name
 
 
-def describe_failure(run: Guarded, *, what: str = "your code", budget: float | None = None,
-                     hidden: bool = False) -> str | None:
+def describe_failure(
+    run: Guarded, *, what: str = "your code", budget: float | None = None, hidden: bool = False
+) -> str | None:
     """One kind sentence for a failed run, or None when it ran fine."""
     if run.timed_out:
-        limit = (f" {budget:g} s of computing (or {budget * WALL_FACTOR:g} s on the clock)" if budget
-                 else " its time budget")
+        limit = (
+            f" {budget:g} s of computing (or {budget * WALL_FACTOR:g} s on the clock)" if budget else " its time budget"
+        )
         if run.skipped:
-            return (f"{what} was not run again: in an earlier call it was still running after{limit} "
-                    "and was stopped. Look for a loop that never ends, fix it and run its cell again.")
-        return (f"{what} was still running after{limit} and was stopped: look for a loop that never "
-                "ends (a `while` whose condition never changes) or a long `sleep`.")
+            return (
+                f"{what} was not run again: in an earlier call it was still running after{limit} "
+                "and was stopped. Look for a loop that never ends, fix it and run its cell again."
+            )
+        return (
+            f"{what} was still running after{limit} and was stopped: look for a loop that never "
+            "ends (a `while` whose condition never changes) or a long `sleep`."
+        )
     exc = run.error
     if exc is None:
         return None
     # a cell has no `return`: it ends, and its answer is what it assigned
-    fix = ("let the cell run to its end and assign your answer instead" if what.lower().startswith("your cell")
-           else "return the answer instead")
+    fix = (
+        "let the cell run to its end and assign your answer instead"
+        if what.lower().startswith("your cell")
+        else "return the answer instead"
+    )
     if isinstance(exc, SystemExit):
-        return (f"{what} called sys.exit() (or exit()/quit()). In a notebook that would stop the "
-                f"check, so it was caught: {fix}.")
+        return (
+            f"{what} called sys.exit() (or exit()/quit()). In a notebook that would stop the "
+            f"check, so it was caught: {fix}."
+        )
     if isinstance(exc, KeyboardInterrupt):
         return f"{what} raised KeyboardInterrupt. Nothing was interrupted; {fix}."
     if isinstance(exc, RecursionError):
         # a tree that contains itself or nests very deeply does this too: no "recursion" advice
         # to a student who may have written none
-        return (f"{what} went deeper than Python allows (RecursionError: maximum recursion depth). "
-                "A function that calls itself needs a case where it stops; a tree that contains itself, "
-                "or is nested thousands of levels deep, does this too.")
+        return (
+            f"{what} went deeper than Python allows (RecursionError: maximum recursion depth). "
+            "A function that calls itself needs a case where it stops; a tree that contains itself, "
+            "or is nested thousands of levels deep, does this too."
+        )
     if isinstance(exc, MemoryError):
         return f"{what} ran out of memory (MemoryError). Is an array far larger than the inputs?"
     return f"{what} raised {exception_text(exc, hidden=hidden)}"
@@ -317,8 +351,10 @@ def notes_for(run: Guarded) -> list[str]:
     """Side notes about a run that did finish: replaced functions, dropped output."""
     notes = []
     if run.replaced:
-        notes.append("Your code replaced " + ", ".join(run.replaced) + "; the original was put back so "
-                     "that later checks compute with the real functions.")
+        notes.append(
+            "Your code replaced " + ", ".join(run.replaced) + "; the original was put back so "
+            "that later checks compute with the real functions."
+        )
     if run.output_truncated:
         notes.append(f"Your code printed a lot: {run.output_truncated} characters of output were dropped.")
     return notes

@@ -27,8 +27,24 @@ from typing import Any
 __all__ = ["seal", "seal_mapping", "verify", "user_threads", "sealed"]
 
 _PACKAGES = ("pytree_lab", "numpy", "jax", "jaxlib", "ml_dtypes")
-_STDLIB = ("builtins", "math", "operator", "functools", "re", "json", "dataclasses", "types", "signal",
-           "threading", "time", "contextlib", "io", "copy", "itertools", "secrets")
+_STDLIB = (
+    "builtins",
+    "math",
+    "operator",
+    "functools",
+    "re",
+    "json",
+    "dataclasses",
+    "types",
+    "signal",
+    "threading",
+    "time",
+    "contextlib",
+    "io",
+    "copy",
+    "itertools",
+    "secrets",
+)
 
 _FUNCTION_PARTS = ("__code__", "__defaults__", "__kwdefaults__")
 
@@ -45,9 +61,20 @@ def _watched_module(name: str) -> bool:
 
 
 def _kept(value: Any) -> bool:
-    return isinstance(value, (types.FunctionType, types.BuiltinFunctionType, type, types.MethodType,
-                              classmethod, staticmethod, property, types.MethodDescriptorType,
-                              types.WrapperDescriptorType)) or (callable(value) and not isinstance(value, types.ModuleType))
+    return isinstance(
+        value,
+        (
+            types.FunctionType,
+            types.BuiltinFunctionType,
+            type,
+            types.MethodType,
+            classmethod,
+            staticmethod,
+            property,
+            types.MethodDescriptorType,
+            types.WrapperDescriptorType,
+        ),
+    ) or (callable(value) and not isinstance(value, types.ModuleType))
 
 
 def _cells(fn: types.FunctionType) -> tuple:
@@ -81,8 +108,23 @@ def _seal_class(cls: type, module_name: str) -> None:
 
 # names the kernel itself rebinds as it runs (ipykernel gives `input` each request its own
 # front end; IPython adds get_ipython, display, exit and quit while a cell runs)
-_REBOUND = {"builtins": frozenset({"input", "raw_input", "get_ipython", "display", "exit", "quit", "help",
-                                   "copyright", "credits", "license", "breakpoint"})}
+_REBOUND = {
+    "builtins": frozenset(
+        {
+            "input",
+            "raw_input",
+            "get_ipython",
+            "display",
+            "exit",
+            "quit",
+            "help",
+            "copyright",
+            "credits",
+            "license",
+            "breakpoint",
+        }
+    )
+}
 
 
 def _seal_module(name: str, module: types.ModuleType) -> None:
@@ -121,8 +163,11 @@ def seal_mapping(name: str, mapping: dict) -> None:
             if dataclasses.is_dataclass(value) and not isinstance(value, type):
                 # its functions (the grader, the self-check): numbers such as a time budget may
                 # be tuned by an instructor and make no wrong answer pass
-                fields[key] = tuple((f.name, getattr(value, f.name)) for f in dataclasses.fields(value)
-                                    if callable(getattr(value, f.name)))
+                fields[key] = tuple(
+                    (f.name, getattr(value, f.name))
+                    for f in dataclasses.fields(value)
+                    if callable(getattr(value, f.name))
+                )
                 for _, part in fields[key]:
                     _seal_function(part)
             elif isinstance(value, types.SimpleNamespace) or (hasattr(value, "__dict__") and not callable(value)):
@@ -132,8 +177,12 @@ def seal_mapping(name: str, mapping: dict) -> None:
 
 def sealed() -> int:
     """How many references are kept (modules' names, functions, classes' attributes, entries)."""
-    return (sum(len(v) for v in _MODULES.values()) + len(_FUNCTIONS) + sum(len(a) for _, a in _CLASSES.values())
-            + sum(len(copy) for _, copy, _ in _MAPPINGS.values()))
+    return (
+        sum(len(v) for v in _MODULES.values())
+        + len(_FUNCTIONS)
+        + sum(len(a) for _, a in _CLASSES.values())
+        + sum(len(copy) for _, copy, _ in _MAPPINGS.values())
+    )
 
 
 def verify() -> list[str]:
@@ -189,8 +238,13 @@ def _verify(changed: list[str]) -> None:
                 changed.append(f"{cls.__module__}.{cls.__qualname__}.{attr}")
         for attr in set(class_namespace) - set(attrs) if cls.__module__.startswith("pytree_lab") else ():
             value = class_namespace[attr]  # a method of the checker's own added over an inherited one
-            if _kept(value) and not isinstance(value, type) and not attr.startswith("_abc") and any(
-                    attr in vars(base) for base in cls.__mro__[1:]) and attr not in _LAZY_CLASS_ATTRS:
+            if (
+                _kept(value)
+                and not isinstance(value, type)
+                and not attr.startswith("_abc")
+                and any(attr in vars(base) for base in cls.__mro__[1:])
+                and attr not in _LAZY_CLASS_ATTRS
+            ):
                 try:
                     delattr(cls, attr)
                 except (TypeError, AttributeError):  # pragma: no cover
@@ -232,12 +286,16 @@ def user_threads(before: set[int] | None = None) -> list[str]:
     for thread in threading.enumerate():
         if thread is threading.current_thread() or not thread.is_alive():
             continue
-        target = (getattr(thread, "_target", None) or getattr(thread, "function", None)
-                  or getattr(type(thread), "run", None))
+        target = (
+            getattr(thread, "_target", None) or getattr(thread, "function", None) or getattr(type(thread), "run", None)
+        )
         code = getattr(getattr(target, "__func__", target), "__code__", None)
         by_user = code is not None and _user_code(code)
-        if by_user or (before is not None and thread.ident not in before
-                       and type(thread).__module__.split(".")[0] not in _KERNEL_THREAD_PACKAGES):
+        if by_user or (
+            before is not None
+            and thread.ident not in before
+            and type(thread).__module__.split(".")[0] not in _KERNEL_THREAD_PACKAGES
+        ):
             # a kernel thread (ipykernel starts a subshell's thread when the page asks for one)
             # counts only when it runs the user's code
             names.append(thread.name)

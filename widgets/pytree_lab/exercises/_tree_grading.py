@@ -64,11 +64,11 @@ def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
     if callable(answer) and not isinstance(answer, (dict, list, tuple)):
         return Outcome(0, n_expected, [f"Pass {spec.name} itself (a dictionary of arrays), not a function."])
     if hasattr(answer, "updated") and not isinstance(answer, (dict, list, tuple)):
-        return Outcome(0, n_expected, [
-            f"You passed a whole step result; pass only {spec.name} (for example `result.updated`)."])
+        return Outcome(
+            0, n_expected, [f"You passed a whole step result; pass only {spec.name} (for example `result.updated`)."]
+        )
     if _kind_of_container(answer) != _kind_of_container(spec.expected):
-        line = (f"Expected {spec.name}: a dictionary with the leaves {paths_text}. "
-                f"You passed {_type_name(answer)}.")
+        line = f"Expected {spec.name}: a dictionary with the leaves {paths_text}. You passed {_type_name(answer)}."
         if isinstance(answer, (tuple, list)) and any(isinstance(item, dict) for item in answer):
             line += f" Pass only {spec.name}, without a tuple around it."
         return Outcome(0, n_expected, [line])
@@ -89,25 +89,35 @@ def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
             children = [p for p in got if p.startswith((path + "[", path + "."))]
             if children:
                 consumed.update(children)
-                structure.append((path,
-                    f"{path} is a container with {len(children)} leaves ({', '.join(children[:3])}"
-                    f"{', …' if len(children) > 3 else ''}), not one array. In a pytree a list is part of "
-                    f"the structure, so each entry becomes its own leaf: make {path} one array "
-                    f"(jnp.array) of shape {_fmt_shape(ref.shape)}.", False))
+                structure.append(
+                    (
+                        path,
+                        f"{path} is a container with {len(children)} leaves ({', '.join(children[:3])}"
+                        f"{', …' if len(children) > 3 else ''}), not one array. In a pytree a list is part of "
+                        f"the structure, so each entry becomes its own leaf: make {path} one array "
+                        f"(jnp.array) of shape {_fmt_shape(ref.shape)}.",
+                        False,
+                    )
+                )
                 continue
-            moved = [p for p in got if p not in expected and p not in consumed
-                     and _last_key(p) == _last_key(path)]
+            moved = [p for p in got if p not in expected and p not in consumed and _last_key(p) == _last_key(path)]
             if moved:
                 consumed.add(moved[0])
                 arr = _as_number_array(got[moved[0]])
                 right_values = arr is not None and _close(arr, ref)
-                structure.append((path,
-                    f"{path} is missing; your tree has {moved[0]} instead. Same name, different path: "
-                    f"the leaf belongs at {path}"
-                    + (" (its values are right, only its place is wrong)." if right_values else "."), False))
+                structure.append(
+                    (
+                        path,
+                        f"{path} is missing; your tree has {moved[0]} instead. Same name, different path: "
+                        f"the leaf belongs at {path}"
+                        + (" (its values are right, only its place is wrong)." if right_values else "."),
+                        False,
+                    )
+                )
             else:
-                structure.append((path, f"Missing leaf {path}: {spec.name} must have a {_leaf_type(ref)} "
-                                        "leaf at this path.", True))
+                structure.append(
+                    (path, f"Missing leaf {path}: {spec.name} must have a {_leaf_type(ref)} leaf at this path.", True)
+                )
             continue
         leaf = got[path]
         arr = _as_number_array(leaf)
@@ -122,8 +132,14 @@ def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
             if arr.size == ref.size and _close(arr.reshape(ref.shape), ref):
                 hint = f" The values are right; reshape to {_fmt_shape(ref.shape)}."
                 reshape_hints[path] = hint
-            shapes.append((path, f"Wrong shape at {path}: expected {_leaf_type(ref)} (shape "
-                                 f"{_fmt_shape(ref.shape)}), got shape {_fmt_shape(arr.shape)}.{hint}", True))
+            shapes.append(
+                (
+                    path,
+                    f"Wrong shape at {path}: expected {_leaf_type(ref)} (shape "
+                    f"{_fmt_shape(ref.shape)}), got shape {_fmt_shape(arr.shape)}.{hint}",
+                    True,
+                )
+            )
             continue
         if not _all_finite(arr):
             values.setdefault("contains NaN or inf.", []).append(path)
@@ -137,8 +153,14 @@ def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
     for path in extras:
         leaf = got[path]
         if isinstance(leaf, str):
-            structure.append((path, f"Extra leaf {path} is text ({leaf[:20]!r}): a name or other metadata is "
-                                    "not a parameter. Keep it apart from the tree you differentiate.", False))
+            structure.append(
+                (
+                    path,
+                    f"Extra leaf {path} is text ({leaf[:20]!r}): a name or other metadata is "
+                    "not a parameter. Keep it apart from the tree you differentiate.",
+                    False,
+                )
+            )
         else:
             structure.append((path, f"Extra leaf {path}: {spec.name} has exactly the leaves {paths_text}.", True))
 
@@ -148,15 +170,20 @@ def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
         lines = [f"All {n_expected} leaves match {spec.name}: {paths_text}."]
     else:
         if extras:
-            lines = [f"{correct} of {total} parts right: {correct} of {n_expected} leaves of {spec.name}, "
-                     f"and {len(extras)} extra {'leaves' if len(extras) > 1 else 'leaf'} to remove."]
+            lines = [
+                f"{correct} of {total} parts right: {correct} of {n_expected} leaves of {spec.name}, "
+                f"and {len(extras)} extra {'leaves' if len(extras) > 1 else 'leaf'} to remove."
+            ]
         else:
             lines = [f"{correct} of {n_expected} leaves of {spec.name} are right."]
         first = _first_difference(spec, answer)
         if first is not None:
             lines.append(f"- First difference: {first.message}{reshape_hints.get(first.path, '')}")
-        lines += [f"- {text}" for path, text, plain in structure + shapes
-                  if not (plain and first is not None and path == first.path)]
+        lines += [
+            f"- {text}"
+            for path, text, plain in structure + shapes
+            if not (plain and first is not None and path == first.path)
+        ]
         lines += [f"- {', '.join(paths)}: {why}" for why, paths in values.items()]
     return Outcome(correct, total, lines, passed=passed, unit="parts" if extras else "leaves")
 
@@ -183,12 +210,16 @@ def _explain_leaf(path, arr, ref, expected, related, spec) -> str:
         if path in leaves and _close(arr, leaves[path]):
             return message
     if ref.ndim == 1 and ref.size > 1 and _close(arr, ref[::-1]) and not _close(ref, ref[::-1]):
-        return (f"the entries are swapped ({_fmt(arr)}). Each entry belongs to one "
-                "parameter value; equal shapes do not say which.")
+        return (
+            f"the entries are swapped ({_fmt(arr)}). Each entry belongs to one "
+            "parameter value; equal shapes do not say which."
+        )
     for other, other_ref in expected.items():
         other_ref = np.asarray(other_ref)
         if other != path and other_ref.shape == ref.shape and _close(arr, other_ref) and not _close(ref, other_ref):
-            return (f"holds the value that belongs at {other}: the two leaves have the same shape, "
-                    "but shape does not identify which parameter a value belongs to. Keep each leaf on its path.")
+            return (
+                f"holds the value that belongs at {other}: the two leaves have the same shape, "
+                "but shape does not identify which parameter a value belongs to. Keep each leaf on its path."
+            )
     hint = spec.hints.get(path, "")
     return f"{_fmt(arr)} is not the right value." + (f" {hint}" if hint else "")

@@ -47,8 +47,7 @@ def forget(exercise_id: str | None = None) -> None:
         _RUNS.pop(exercise_id, None)
 
 
-def run_exercise_cell(exercise_id: str, code: str, namespace: dict, *,
-                      budget: float | None = None) -> CellRun:
+def run_exercise_cell(exercise_id: str, code: str, namespace: dict, *, budget: float | None = None) -> CellRun:
     """Run `code` in `namespace` as the exercise's cell; print its output and what went wrong."""
     budget = CELL_BUDGET if budget is None else budget
     filename = _source_name(exercise_id, code)
@@ -76,8 +75,11 @@ def run_exercise_cell(exercise_id: str, code: str, namespace: dict, *,
         print(note)
     if why:
         why = why.rstrip()
-        print(why + ("" if why.endswith((".", "!", "?", "…")) else ".")
-              + " The kernel is fine: fix the cell and run it again.")
+        print(
+            why
+            + ("" if why.endswith((".", "!", "?", "…")) else ".")
+            + " The kernel is fine: fix the cell and run it again."
+        )
     return record
 
 
@@ -133,9 +135,13 @@ def _post_run_cell(result) -> None:
             _RUNS[exercise_id] = CellRun(exercise_id, code, namespace=_user_ns())
 
 
-def register_magic(shell=None, *, known: Callable[[str], object] | None = None,
-                   answer_names: dict[str, tuple[str, ...]] | None = None,
-                   budget: float | None = None) -> bool:
+def register_magic(
+    shell=None,
+    *,
+    known: Callable[[str], object] | None = None,
+    answer_names: dict[str, tuple[str, ...]] | None = None,
+    budget: float | None = None,
+) -> bool:
     """Register `%%exercise` and the post-run hook in this IPython kernel (no-op elsewhere).
 
     `known(exercise_id)` raises ValueError for an unknown id; `answer_names` maps exercise ids

@@ -105,12 +105,15 @@ class SavedEvidence(NamedTuple):
         """What the saved file holds, every session merged into it (not only this kernel's)."""
         record = json.loads(self.json.read_text(encoding="utf-8"))
         quiz = _scored_quiz(record.get("quiz", []))
-        return {"predictions": len(record.get("predictions", [])), "checks": len(record.get("checks", [])),
-                "quiz answers": sum(1 for _, first, _ in quiz if first is not None),
-                "practice answers": sum(len(practice) for _, _, practice in quiz),
-                "key outputs": len(record.get("outputs", [])),
-                "reference solutions shown": len(record.get("reveals", [])),
-                "sessions": len(record.get("sessions", []))}
+        return {
+            "predictions": len(record.get("predictions", [])),
+            "checks": len(record.get("checks", [])),
+            "quiz answers": sum(1 for _, first, _ in quiz if first is not None),
+            "practice answers": sum(len(practice) for _, _, practice in quiz),
+            "key outputs": len(record.get("outputs", [])),
+            "reference solutions shown": len(record.get("reveals", [])),
+            "sessions": len(record.get("sessions", [])),
+        }
 
     def summary(self) -> str:
         """One sentence for the save message: the file's names and everything in it."""
@@ -119,14 +122,20 @@ class SavedEvidence(NamedTuple):
         def n(count: int, one: str, many: str) -> str:
             return f"{count} {one if count == 1 else many}"
 
-        parts = [n(c["predictions"], "prediction", "predictions"), n(c["checks"], "check", "checks"),
-                 n(c["quiz answers"], "quiz answer", "quiz answers")
-                 + (f" (and {c['practice answers']} practice)" if c["practice answers"] else ""),
-                 n(c["key outputs"], "key output", "key outputs")]
+        parts = [
+            n(c["predictions"], "prediction", "predictions"),
+            n(c["checks"], "check", "checks"),
+            n(c["quiz answers"], "quiz answer", "quiz answers")
+            + (f" (and {c['practice answers']} practice)" if c["practice answers"] else ""),
+            n(c["key outputs"], "key output", "key outputs"),
+        ]
         if c["reference solutions shown"]:
             parts.append(n(c["reference solutions shown"], "reference solution shown", "reference solutions shown"))
-        return (f"Saved {self.markdown.name} and {self.json.name} in {self.markdown.parent}: the file now holds "
-                + ", ".join(parts) + f", from {n(c['sessions'], 'session', 'sessions')}.")
+        return (
+            f"Saved {self.markdown.name} and {self.json.name} in {self.markdown.parent}: the file now holds "
+            + ", ".join(parts)
+            + f", from {n(c['sessions'], 'session', 'sessions')}."
+        )
 
 
 FORMAT = "pytree-lab-evidence/1"
@@ -182,17 +191,34 @@ class Evidence:
 
     def add_check(self, exercise, result, answer, code: str | None = None) -> None:
         self.expected.setdefault(exercise.id, exercise.title)
-        self.checks.append(self._stamp({
-            "exercise_id": exercise.id, "title": exercise.title,
-            "passed": result.passed, "score": round(result.score, 4), "feedback": result.feedback,
-            "answer": _recorded(_plain, answer, _answer_name(exercise, answer)), "code": code or "",
-        }))
+        self.checks.append(
+            self._stamp(
+                {
+                    "exercise_id": exercise.id,
+                    "title": exercise.title,
+                    "passed": result.passed,
+                    "score": round(result.score, 4),
+                    "feedback": result.feedback,
+                    "answer": _recorded(_plain, answer, _answer_name(exercise, answer)),
+                    "code": code or "",
+                }
+            )
+        )
 
-    def add_prediction(self, prompt: str, prediction: str, answer: str, prediction_id: str = "",
-                       self_rating: str = "") -> None:
-        self.predictions.append(self._stamp({"prediction_id": prediction_id, "prompt": prompt,
-                                             "prediction": prediction, "answer": answer,
-                                             "self_rating": self_rating}))
+    def add_prediction(
+        self, prompt: str, prediction: str, answer: str, prediction_id: str = "", self_rating: str = ""
+    ) -> None:
+        self.predictions.append(
+            self._stamp(
+                {
+                    "prediction_id": prediction_id,
+                    "prompt": prompt,
+                    "prediction": prediction,
+                    "answer": answer,
+                    "self_rating": self_rating,
+                }
+            )
+        )
 
     def rate_prediction(self, prediction_id: str, rating: str) -> None:
         for entry in reversed(self.predictions):
@@ -204,8 +230,18 @@ class Evidence:
         """One answer to a quiz question. The first answer to a question is its score; any later
         one (the cell run again) is recorded as practice."""
         practice = self.quiz_answer(quiz_id or question) is not None
-        self.quiz.append(self._stamp({"quiz_id": quiz_id or question, "question": question, "choice": choice,
-                                      "correct": correct, "explanation": explanation, "practice": practice}))
+        self.quiz.append(
+            self._stamp(
+                {
+                    "quiz_id": quiz_id or question,
+                    "question": question,
+                    "choice": choice,
+                    "correct": correct,
+                    "explanation": explanation,
+                    "practice": practice,
+                }
+            )
+        )
 
     def quiz_answer(self, quiz_id: str) -> dict | None:
         """The scored (first) answer to a question in this log, or None."""
@@ -222,13 +258,22 @@ class Evidence:
 
     def add_output(self, label: str, value) -> None:
         text = _recorded(_text_of, value, str(label))
-        self.outputs.append(self._stamp({"label": label, "value": _recorded(_plain, value, str(label)),
-                                         "text": str(text)}))
+        self.outputs.append(
+            self._stamp({"label": label, "value": _recorded(_plain, value, str(label)), "text": str(text)})
+        )
 
     def to_json(self) -> dict:
-        record = {"format": FORMAT, "saved": _now(), "sessions": [self.session],
-                  "expected": dict(self.expected), "predictions": self.predictions, "checks": self.checks,
-                  "quiz": self.quiz, "outputs": self.outputs, "reveals": self.reveals}
+        record = {
+            "format": FORMAT,
+            "saved": _now(),
+            "sessions": [self.session],
+            "expected": dict(self.expected),
+            "predictions": self.predictions,
+            "checks": self.checks,
+            "quiz": self.quiz,
+            "outputs": self.outputs,
+            "reveals": self.reveals,
+        }
         user = hub_user()
         if user:
             record["jupyterhub_user"] = user
@@ -422,8 +467,10 @@ def aligned_trees(**trees: Any) -> str:
     engine = get_engine()
     for name, tree in trees.items():  # refused before JAX's flatten sees it (path named)
         engine.check_tree(tree, name)
-    columns = {name: {engine.keystr(p): leaf for p, leaf in engine.tree_flatten_with_path(tree)[0]}
-               for name, tree in trees.items()}
+    columns = {
+        name: {engine.keystr(p): leaf for p, leaf in engine.tree_flatten_with_path(tree)[0]}
+        for name, tree in trees.items()
+    }
     paths: list[str] = []
     for leaves in columns.values():
         paths += [p for p in leaves if p not in paths]

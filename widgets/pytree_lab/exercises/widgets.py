@@ -39,11 +39,18 @@ class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
 
     _esm = static_asset("exercises.js")
     _css = static_asset("exercises.css")
-    kind = traitlets.Unicode("", help='str: which widget static/exercises.js draws: "check", "predict", "quiz" or "evidence". Written by the kernel, at construction.').tag(sync=True)
+    kind = traitlets.Unicode(
+        "",
+        help='str: which widget static/exercises.js draws: "check", "predict", "quiz" or "evidence". Written by the kernel, at construction.',
+    ).tag(sync=True)
     title = traitlets.Unicode("", help="str, default '': the heading. Written by the kernel.").tag(sync=True)
     # the verdict in the aria-live="polite" region (a revealed answer or explanation is read with it)
-    announcement = traitlets.Unicode("", help="str, default '': the verdict or notice the aria-live region reads out. Written by the kernel.").tag(sync=True)
-    busy = traitlets.Bool(False, help='bool, default False: a check or reveal is running (its button waits). Written by the kernel.').tag(sync=True)
+    announcement = traitlets.Unicode(
+        "", help="str, default '': the verdict or notice the aria-live region reads out. Written by the kernel."
+    ).tag(sync=True)
+    busy = traitlets.Bool(
+        False, help='bool, default False: a check or reveal is running (its button waits). Written by the kernel.'
+    ).tag(sync=True)
 
     def __init__(self, *, evidence: Evidence | None = None, **kwargs) -> None:
         refuse_unknown_widget_keywords(self, kwargs)  # a typo is an error, not a dropped argument
@@ -117,22 +124,48 @@ class CheckButton(_ExerciseWidget):
     solution can be revealed (`reveal_solution`), never before.
     """
 
-    exercise_id = traitlets.Unicode(help="str: the exercise's id in the course catalogue. Written by the kernel, at construction.").tag(sync=True)
+    exercise_id = traitlets.Unicode(
+        help="str: the exercise's id in the course catalogue. Written by the kernel, at construction."
+    ).tag(sync=True)
     task = traitlets.Unicode("", help="str, default '': what the exercise asks. Written by the kernel.").tag(sync=True)
-    label = traitlets.Unicode("Check my answer", help="str, default 'Check my answer': the button's text. Written by the kernel.").tag(sync=True)
-    status = traitlets.Unicode("", help="str, default '': '', 'checking', 'passed', 'failed' or 'error'. Written by the kernel.").tag(sync=True)
-    feedback = traitlets.Unicode("", help="str, default '': what the last check found, as text. Written by the kernel.").tag(sync=True)
-    score = traitlets.Float(0.0, help="float, default 0.0: the last check's score, 0 to 1. Written by the kernel.").tag(sync=True)
+    label = traitlets.Unicode(
+        "Check my answer", help="str, default 'Check my answer': the button's text. Written by the kernel."
+    ).tag(sync=True)
+    status = traitlets.Unicode(
+        "", help="str, default '': '', 'checking', 'passed', 'failed' or 'error'. Written by the kernel."
+    ).tag(sync=True)
+    feedback = traitlets.Unicode(
+        "", help="str, default '': what the last check found, as text. Written by the kernel."
+    ).tag(sync=True)
+    score = traitlets.Float(0.0, help="float, default 0.0: the last check's score, 0 to 1. Written by the kernel.").tag(
+        sync=True
+    )
     attempts = traitlets.Int(0, help='int, default 0: checks run. Written by the kernel.').tag(sync=True)
-    failed_attempts = traitlets.Int(0, help='int, default 0: checks that did not pass. Written by the kernel.').tag(sync=True)
-    solution_available = traitlets.Bool(False, help='bool, default False: a reference solution may be revealed (after a first check). Written by the kernel.').tag(sync=True)
-    solution = traitlets.Unicode("", help="str, default '': the reference solution, empty until revealed after an attempt. Written by the kernel.").tag(sync=True)
+    failed_attempts = traitlets.Int(0, help='int, default 0: checks that did not pass. Written by the kernel.').tag(
+        sync=True
+    )
+    solution_available = traitlets.Bool(
+        False,
+        help='bool, default False: a reference solution may be revealed (after a first check). Written by the kernel.',
+    ).tag(sync=True)
+    solution = traitlets.Unicode(
+        "",
+        help="str, default '': the reference solution, empty until revealed after an attempt. Written by the kernel.",
+    ).tag(sync=True)
 
-    def __init__(self, exercise: Exercise, get_answer: Callable[[], Any] | str, *,
-                 checker: Callable[..., CheckResult] | None = None, evidence: Evidence | None = None,
-                 rng=None, **kwargs) -> None:
-        super().__init__(kind="check", exercise_id=exercise.id, title=exercise.title, task=exercise.task,
-                         evidence=evidence, **kwargs)
+    def __init__(
+        self,
+        exercise: Exercise,
+        get_answer: Callable[[], Any] | str,
+        *,
+        checker: Callable[..., CheckResult] | None = None,
+        evidence: Evidence | None = None,
+        rng=None,
+        **kwargs,
+    ) -> None:
+        super().__init__(
+            kind="check", exercise_id=exercise.id, title=exercise.title, task=exercise.task, evidence=evidence, **kwargs
+        )
         self.exercise = exercise
         self._get_answer = get_answer
         self._checker = checker
@@ -238,8 +271,9 @@ class CheckButton(_ExerciseWidget):
                     name = self._get_answer if isinstance(self._get_answer, str) else "your answer"
                     self.result = None
                     self.status, self.score = "error", 0.0
-                    self.feedback = (f"Could not get {name}: {exception_text(exc)}. "
-                                     "Run the cell that defines it, then check again.")
+                    self.feedback = (
+                        f"Could not get {name}: {exception_text(exc)}. Run the cell that defines it, then check again."
+                    )
                     self.announcement = f"Check {self.attempts}: no answer yet. {self.feedback}"
                     return None
             stale = run.error_text if run is not None and run.error_text else None
@@ -247,8 +281,9 @@ class CheckButton(_ExerciseWidget):
             if stale is not None or not is_unanswered(answer):
                 self._tried += 1
             if self._checker is not None:
-                result = self._checker(self.exercise.id, answer, rng=self._rng, evidence=self.evidence,
-                                       stale=stale, code=code, cell=run)
+                result = self._checker(
+                    self.exercise.id, answer, rng=self._rng, evidence=self.evidence, stale=stale, code=code, cell=run
+                )
             else:
                 result = grade_answer(self.exercise, answer, rng=self._rng, stale=stale)
                 if stale is None and not is_unanswered(answer):
@@ -260,8 +295,11 @@ class CheckButton(_ExerciseWidget):
             self.score = result.score
             self.feedback = result.feedback
             verdict = "passed" if result.passed else "not yet"
-            cases = (f" ({result.cases_passed} of {result.cases_total} {result.unit} right)"
-                     if result.cases_total > 1 else "")
+            cases = (
+                f" ({result.cases_passed} of {result.cases_total} {result.unit} right)"
+                if result.cases_total > 1
+                else ""
+            )
             offer = ""
             if self.exercise.solutions and not self.solution and self._tried:
                 self.solution_available = True
@@ -280,8 +318,10 @@ class CheckButton(_ExerciseWidget):
             self.announcement = "This exercise has no reference solution to show."
             return None
         if not self._tried:
-            self.announcement = ("Write your answer in the exercise cell (replace its `...`), run it and check "
-                                 "it first; the reference solution comes after a real attempt.")
+            self.announcement = (
+                "Write your answer in the exercise cell (replace its `...`), run it and check "
+                "it first; the reference solution comes after a real attempt."
+            )
             return None
         text = "\n\n# Another way:\n".join(self.exercise.solutions)
         if not self.solution:
@@ -289,8 +329,9 @@ class CheckButton(_ExerciseWidget):
         self.solution = text
         self.solution_available = True
         verdict = self.announcement.split(" A reference solution is available")[0]
-        self.announcement = (verdict + " " if verdict.startswith("Check") else "") + \
-            "Reference solution shown below your feedback: compare it with yours."
+        self.announcement = (
+            verdict + " " if verdict.startswith("Check") else ""
+        ) + "Reference solution shown below your feedback: compare it with yours."
         return text
 
 
@@ -299,11 +340,23 @@ class PredictionPrompt(_ExerciseWidget):
     that computes it when the button is pressed; the prediction is locked once revealed."""
 
     _page_intents = frozenset({"prediction", "self_rating"})
-    prompt = traitlets.Unicode("", help="str, default '': the question to predict. Written by the kernel.").tag(sync=True)
-    prediction = traitlets.Unicode("", help="str, default '': the student's prediction, locked once revealed. Written by the page (the student's typing).").tag(sync=True)
-    self_rating = traitlets.Unicode("", help="str, default '': 'right', 'partly' or 'wrong', the student's own rating after the reveal. Written by the page.").tag(sync=True)
-    revealed = traitlets.Bool(False, help='bool, default False: the answer is shown. Written by the kernel.').tag(sync=True)
-    answer = traitlets.Unicode("", help="str, default '': the computed answer, empty until revealed. Written by the kernel.").tag(sync=True)
+    prompt = traitlets.Unicode("", help="str, default '': the question to predict. Written by the kernel.").tag(
+        sync=True
+    )
+    prediction = traitlets.Unicode(
+        "",
+        help="str, default '': the student's prediction, locked once revealed. Written by the page (the student's typing).",
+    ).tag(sync=True)
+    self_rating = traitlets.Unicode(
+        "",
+        help="str, default '': 'right', 'partly' or 'wrong', the student's own rating after the reveal. Written by the page.",
+    ).tag(sync=True)
+    revealed = traitlets.Bool(False, help='bool, default False: the answer is shown. Written by the kernel.').tag(
+        sync=True
+    )
+    answer = traitlets.Unicode(
+        "", help="str, default '': the computed answer, empty until revealed. Written by the kernel."
+    ).tag(sync=True)
 
     @traitlets.validate("prediction")
     def _locked_once_revealed(self, proposal):
@@ -315,8 +368,16 @@ class PredictionPrompt(_ExerciseWidget):
         if self.revealed and change["new"]:
             self.evidence.rate_prediction(self.prediction_id or self.prompt, change["new"])
 
-    def __init__(self, prompt: str, reveal: Callable[[], str], *, prediction_id: str = "",
-                 title: str = "Predict before running", evidence: Evidence | None = None, **kwargs) -> None:
+    def __init__(
+        self,
+        prompt: str,
+        reveal: Callable[[], str],
+        *,
+        prediction_id: str = "",
+        title: str = "Predict before running",
+        evidence: Evidence | None = None,
+        **kwargs,
+    ) -> None:
         super().__init__(kind="predict", prompt=prompt, title=title, evidence=evidence, **kwargs)
         self._reveal = reveal
         self.prediction_id = prediction_id
@@ -355,21 +416,48 @@ class Quiz(_ExerciseWidget):
 
     _page_intents = frozenset({"selected"})
     question = traitlets.Unicode("", help="str, default '': the question. Written by the kernel.").tag(sync=True)
-    choices = traitlets.List(traitlets.Unicode(), help='list of str: the choices, in order. Written by the kernel.').tag(sync=True)
-    selected = traitlets.Int(-1, help="int, default -1 (none): the chosen choice's index; the first answer counts. Written by the page (the student's choice).").tag(sync=True)
-    answered = traitlets.Bool(False, help='bool, default False: an answer was submitted (the quiz is locked). Written by the kernel.').tag(sync=True)
-    correct = traitlets.Bool(False, help='bool, default False: the first answer was right. Written by the kernel.').tag(sync=True)
-    answer_index = traitlets.Int(-1, help="int, default -1: the right choice's index, -1 until answered. Written by the kernel.").tag(sync=True)
-    explanation = traitlets.Unicode("", help="str, default '': why the answer is right, after answering. Written by the kernel.").tag(sync=True)
-    choice_notes = traitlets.List(traitlets.Unicode(), help='list of str: one note per choice (why it is right or wrong), after answering. Written by the kernel.').tag(sync=True)
+    choices = traitlets.List(
+        traitlets.Unicode(), help='list of str: the choices, in order. Written by the kernel.'
+    ).tag(sync=True)
+    selected = traitlets.Int(
+        -1,
+        help="int, default -1 (none): the chosen choice's index; the first answer counts. Written by the page (the student's choice).",
+    ).tag(sync=True)
+    answered = traitlets.Bool(
+        False, help='bool, default False: an answer was submitted (the quiz is locked). Written by the kernel.'
+    ).tag(sync=True)
+    correct = traitlets.Bool(False, help='bool, default False: the first answer was right. Written by the kernel.').tag(
+        sync=True
+    )
+    answer_index = traitlets.Int(
+        -1, help="int, default -1: the right choice's index, -1 until answered. Written by the kernel."
+    ).tag(sync=True)
+    explanation = traitlets.Unicode(
+        "", help="str, default '': why the answer is right, after answering. Written by the kernel."
+    ).tag(sync=True)
+    choice_notes = traitlets.List(
+        traitlets.Unicode(),
+        help='list of str: one note per choice (why it is right or wrong), after answering. Written by the kernel.',
+    ).tag(sync=True)
 
-    def __init__(self, question: str, choices: list[str], answer: int, explanation: str, *,
-                 why_not: dict[int, str] | list[str] | None = None, title: str = "Check your understanding",
-                 quiz_id: str = "", evidence: Evidence | None = None, **kwargs) -> None:
+    def __init__(
+        self,
+        question: str,
+        choices: list[str],
+        answer: int,
+        explanation: str,
+        *,
+        why_not: dict[int, str] | list[str] | None = None,
+        title: str = "Check your understanding",
+        quiz_id: str = "",
+        evidence: Evidence | None = None,
+        **kwargs,
+    ) -> None:
         if not 0 <= answer < len(choices):
             raise ValueError("answer must index one of the choices")
-        super().__init__(kind="quiz", question=question, choices=list(choices), title=title,
-                         evidence=evidence, **kwargs)
+        super().__init__(
+            kind="quiz", question=question, choices=list(choices), title=title, evidence=evidence, **kwargs
+        )
         self._answer = answer
         self._explanation = explanation
         if isinstance(why_not, list):
@@ -380,8 +468,10 @@ class Quiz(_ExerciseWidget):
         earlier = self.evidence.quiz_answer(quiz_id or question)
         if earlier is not None:  # the cell was run again: this widget is for practice
             self.practice = True
-            self.announcement = (f"You answered this question before: your first answer, “{earlier['choice']}”, "
-                                 "is your score. This try is recorded as practice.")
+            self.announcement = (
+                f"You answered this question before: your first answer, “{earlier['choice']}”, "
+                "is your score. This try is recorded as practice."
+            )
 
     @traitlets.validate("selected")
     def _locked(self, proposal):
@@ -395,8 +485,9 @@ class Quiz(_ExerciseWidget):
 
     def submit(self) -> bool | None:
         if self.answered:
-            self.announcement = ("Already answered: the first answer counts. "
-                                 + ("Correct." if self.correct else "Not quite.") )
+            self.announcement = "Already answered: the first answer counts. " + (
+                "Correct." if self.correct else "Not quite."
+            )
             return self.correct
         if not 0 <= self.selected < len(self.choices):
             self.announcement = "Choose an answer first."
@@ -408,36 +499,52 @@ class Quiz(_ExerciseWidget):
         right = self.choices[self._answer]
         self.explanation = f"The answer: {right}. {self._explanation}"
         self.choice_notes = [
-            ("Right: " + self._explanation) if i == self._answer
+            ("Right: " + self._explanation)
+            if i == self._answer
             else ("Not this one: " + self._why_not.get(i, "it does not describe what grad returns."))
-            for i in range(len(self.choices))]
+            for i in range(len(self.choices))
+        ]
         # the explanation is shown inside the same live region, so it is read after the verdict
         self.announcement = "Correct." if self.correct else f"Not quite: you chose “{self.choices[self.selected]}”."
         earlier = self.evidence.quiz_answer(self.quiz_id or self.question)
         if earlier is not None:
             self.practice = True
-            self.announcement += (f" Practice: your first answer, “{earlier['choice']}”"
-                                  f" ({'correct' if earlier['correct'] else 'not correct'}), stays your score.")
-        self.evidence.add_quiz(self.question, self.choices[self.selected], self.correct, self._explanation,
-                               quiz_id=self.quiz_id or self.question)
+            self.announcement += (
+                f" Practice: your first answer, “{earlier['choice']}”"
+                f" ({'correct' if earlier['correct'] else 'not correct'}), stays your score."
+            )
+        self.evidence.add_quiz(
+            self.question,
+            self.choices[self.selected],
+            self.correct,
+            self._explanation,
+            quiz_id=self.quiz_id or self.question,
+        )
         return self.correct
 
     def text(self) -> str:
         base = super().text()
         if self.answered:
-            base += "\n" + self.explanation + "\n" + "\n".join(
-                f"  {i + 1}. {note}" for i, note in enumerate(self.choice_notes))
+            base += (
+                "\n"
+                + self.explanation
+                + "\n"
+                + "\n".join(f"  {i + 1}. {note}" for i, note in enumerate(self.choice_notes))
+            )
         return base
 
 
 class EvidenceButton(_ExerciseWidget):
-    """"Keep your evidence": one click writes the evidence file (Markdown, JSON beside it)."""
+    """ "Keep your evidence": one click writes the evidence file (Markdown, JSON beside it)."""
 
-    label = traitlets.Unicode("Save my evidence", help="str, default 'Save my evidence': the button's text. Written by the kernel.").tag(sync=True)
-    saved_path = traitlets.Unicode("", help="str, default '': the file the last save wrote. Written by the kernel.").tag(sync=True)
+    label = traitlets.Unicode(
+        "Save my evidence", help="str, default 'Save my evidence': the button's text. Written by the kernel."
+    ).tag(sync=True)
+    saved_path = traitlets.Unicode(
+        "", help="str, default '': the file the last save wrote. Written by the kernel."
+    ).tag(sync=True)
 
-    def __init__(self, path: str | pathlib.Path | None = None, *, evidence: Evidence | None = None,
-                 **kwargs) -> None:
+    def __init__(self, path: str | pathlib.Path | None = None, *, evidence: Evidence | None = None, **kwargs) -> None:
         super().__init__(kind="evidence", title="Keep your evidence", evidence=evidence, **kwargs)
         self._path = path
 
@@ -450,11 +557,12 @@ class EvidenceButton(_ExerciseWidget):
             saved = log.save(self._path)
         except Exception as exc:  # noqa: BLE001 - a full disk, a read-only folder, a lock held too long
             self.saved_path = ""
-            self.announcement = (f"Could not save your evidence: {exception_text(exc)}. Nothing is lost: "
-                                 f"the {len(log)} records stay in this session and the files saved before are "
-                                 "unchanged; fix the cause and save again.")
+            self.announcement = (
+                f"Could not save your evidence: {exception_text(exc)}. Nothing is lost: "
+                f"the {len(log)} records stay in this session and the files saved before are "
+                "unchanged; fix the cause and save again."
+            )
             return None
         self.saved_path = str(saved.markdown)
         self.announcement = saved.summary()
         return saved
-

@@ -64,8 +64,13 @@ from .sliders import SMALL_INPUT
 
 # the widget side, imported on first use: the session (and `import pytree_lab.explorer.session`)
 # runs without ipywidgets
-_WIDGET_SIDE = {"StepExplorer": "widget", "View": "views", "VIEWS": "views", "MAX_BARS": "views",
-                "_descendants": "lifetime"}
+_WIDGET_SIDE = {
+    "StepExplorer": "widget",
+    "View": "views",
+    "VIEWS": "views",
+    "MAX_BARS": "views",
+    "_descendants": "lifetime",
+}
 
 if TYPE_CHECKING:  # pragma: no cover
     from .views import MAX_BARS as MAX_BARS, VIEWS as VIEWS, View as View
@@ -76,10 +81,24 @@ def __getattr__(name: str) -> Any:
     module = _WIDGET_SIDE.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name.lstrip("_") if name == "_descendants" else name)
+    value = getattr(
+        importlib.import_module(f".{module}", __name__), name.lstrip("_") if name == "_descendants" else name
+    )
     globals()[name] = value
     return value
 
 
-__all__ = ["StepExplorer", "ExplorerSession", "Computed", "View", "VIEWS", "short_error", "error_name",
-           "error_text", "MAX_STEPS", "SLOW_STEP_S", "MAX_BARS", "SMALL_INPUT"]
+__all__ = [
+    "StepExplorer",
+    "ExplorerSession",
+    "Computed",
+    "View",
+    "VIEWS",
+    "short_error",
+    "error_name",
+    "error_text",
+    "MAX_STEPS",
+    "SLOW_STEP_S",
+    "MAX_BARS",
+    "SMALL_INPUT",
+]

@@ -35,8 +35,7 @@ def _key(el: Element) -> tuple[str, int, int]:
     return (el.tree, el.flat_index, el.position)
 
 
-def chosen_bars(names: Any, params: TreeSummary, inputs: TreeSummary, cap: int = MAX_BARS
-                ) -> tuple[list[Element], str]:
+def chosen_bars(names: Any, params: TreeSummary, inputs: TreeSummary, cap: int = MAX_BARS) -> tuple[list[Element], str]:
     """The elements `bars=[...]` names, in the order given (at most `cap`), and a note when some
     were left out. A name that is no parameter value is a ValueError that says so."""
     names = [names] if isinstance(names, str) else list(names)
@@ -45,12 +44,16 @@ def chosen_bars(names: Any, params: TreeSummary, inputs: TreeSummary, cap: int =
         if not isinstance(name, str):
             raise TypeError(f"bars= takes paths or labels as strings, not {name!r}.")
         if name == LEARNING_RATE:
-            raise ValueError("bars= names 'learning_rate': the bars show parameter elements before and after "
-                             "the step, and the learning rate is no parameter.")
+            raise ValueError(
+                "bars= names 'learning_rate': the bars show parameter elements before and after "
+                "the step, and the learning rate is no parameter."
+            )
         found = find(name, cap + 1, params, inputs, keyword="bars")
         if found[0].tree != "params":
-            raise ValueError(f"bars= names {name!r}, which is an input ({found[0].path}): the bars show "
-                             "parameter elements before and after the step; inputs do not change.")
+            raise ValueError(
+                f"bars= names {name!r}, which is an input ({found[0].path}): the bars show "
+                "parameter elements before and after the step; inputs do not change."
+            )
         for el in found:
             picked.setdefault(_key(el), el)
     chosen = list(picked.values())
@@ -71,8 +74,9 @@ def default_bars(slid: Iterable[Element], params: TreeSummary, cap: int = MAX_BA
     return list(out.values())[:cap]
 
 
-def with_selection(path: str, shown: Sequence[Element], base: Sequence[Element], params: TreeSummary,
-                   cap: int = MAX_BARS) -> tuple[list[Element] | None, str]:
+def with_selection(
+    path: str, shown: Sequence[Element], base: Sequence[Element], params: TreeSummary, cap: int = MAX_BARS
+) -> tuple[list[Element] | None, str]:
     """The bars once the leaf or container at `path` is selected: None when each of its leaves
     has a bar already (a click on a bar never moves the bars), or it holds no parameter element;
     else the chosen bars `base` that fit beside the selected elements (at most `cap` of those),
@@ -89,8 +93,11 @@ def with_selection(path: str, shown: Sequence[Element], base: Sequence[Element],
     room = cap - len(wanted)
     kept = [el for el in base if _key(el) not in keys][:room]
     name = path_label(path) or "params"
-    some = f"the first {len(wanted)} of its {total:,} values" if total > len(wanted) else \
-        f"its {total} value{'s' * (total != 1)}"
+    some = (
+        f"the first {len(wanted)} of its {total:,} values"
+        if total > len(wanted)
+        else f"its {total} value{'s' * (total != 1)}"
+    )
     note = f"Bars now show {name} (selected): {some}."
     return kept + wanted, note
 
@@ -120,8 +127,11 @@ def leaf_names(paths: Sequence[str]) -> dict[str, str]:
     for p in paths:
         out.setdefault(p, path_label(p) or "params")
     # long names: first and last part, where no other leaf's name is (or would be) the same
-    shorts = {p: f"{parts[0]}/…/{parts[-1]}" for p, parts in ((p, n.split("/")) for p, n in out.items())
-              if len(out[p]) > LONG_NAME and len(parts) >= 3}
+    shorts = {
+        p: f"{parts[0]}/…/{parts[-1]}"
+        for p, parts in ((p, n.split("/")) for p, n in out.items())
+        if len(out[p]) > LONG_NAME and len(parts) >= 3
+    }
     clash = Counter(shorts.values()) + Counter(out.values())
     out.update({p: short for p, short in shorts.items() if clash[short] == 1})
     names = list(out.values())
@@ -135,7 +145,7 @@ def leaf_names(paths: Sequence[str]) -> dict[str, str]:
 def tick_label(el: Element, names: dict[str, str]) -> str:
     """The element's tick label: its leaf's name (`leaf_names`) and its index."""
     name = names.get(el.leaf.path) or el.label
-    return name + el.label[len(path_label(el.leaf.path) or el.tree):]
+    return name + el.label[len(path_label(el.leaf.path) or el.tree) :]
 
 
 def describe(shown: Sequence[Element]) -> str:

@@ -50,23 +50,31 @@ def fit_inputs(session: Any, pinned: Any) -> tuple[list, list[str]] | str | None
         where = f"inputs{eng.keystr(path)}"
         a, want = np.asarray(new), np.asarray(held)
         if _kind(a.dtype) != _kind(want.dtype):
-            return (f"{where} is {want.dtype} in the explorer's inputs but {a.dtype} in the new inputs: a new batch "
-                    f"keeps each input's kind of number ({_kind(want.dtype)}). Convert it first, e.g. "
-                    f"np.asarray(value).astype(np.{want.dtype}).")
+            return (
+                f"{where} is {want.dtype} in the explorer's inputs but {a.dtype} in the new inputs: a new batch "
+                f"keeps each input's kind of number ({_kind(want.dtype)}). Convert it first, e.g. "
+                f"np.asarray(value).astype(np.{want.dtype})."
+            )
         if a.ndim != want.ndim or a.shape[1:] != want.shape[1:]:
-            return (f"{where} has shape {want.shape} in the explorer's inputs but {a.shape} in the new inputs: a new "
-                    "batch may change only the first dimension (the number of examples).")
+            return (
+                f"{where} has shape {want.shape} in the explorer's inputs but {a.shape} in the new inputs: a new "
+                "batch may change only the first dimension (the number of examples)."
+            )
         if a.shape != want.shape and i in slid:
-            return (f"{where} has shape {want.shape} in the explorer's inputs, with sliders on its elements, and "
-                    f"{a.shape} in the new inputs: an input with sliders keeps its shape. Choose sliders=[...] "
-                    "without it to feed batches of other sizes.")
+            return (
+                f"{where} has shape {want.shape} in the explorer's inputs, with sliders on its elements, and "
+                f"{a.shape} in the new inputs: an input with sliders keeps its shape. Choose sliders=[...] "
+                "without it to feed batches of other sizes."
+            )
         if a.dtype != want.dtype and _kind(a.dtype) == "int":
             info = np.iinfo(want.dtype)
             if a.size and (a.min() < info.min or a.max() > info.max):
                 bad = a.max() if a.max() > info.max else a.min()
-                return (f"{where} holds {a.dtype} values such as {bad}, which do not fit the explorer's {want.dtype} "
-                        f"({info.min} to {info.max}): the labels would change. Keep the values in range, or build "
-                        f"the explorer with {a.dtype} labels.")
+                return (
+                    f"{where} holds {a.dtype} values such as {bad}, which do not fit the explorer's {want.dtype} "
+                    f"({info.min} to {info.max}): the labels would change. Keep the values in range, or build "
+                    f"the explorer with {a.dtype} labels."
+                )
             notes.append(f"{where}: {a.dtype} labels taken as {want.dtype}, the explorer's type (every value fits).")
         if a.dtype != want.dtype:
             new = a.astype(want.dtype)  # a new array: the caller's is never changed
@@ -78,7 +86,12 @@ def fit_inputs(session: Any, pinned: Any) -> tuple[list, list[str]] | str | None
         shapes = _shapes(leaves)
         compiles = shapes not in seen
         seen.add(shapes)
-        said = "." if eng.is_lite else "; the step compiles once for this shape." if compiles else \
-            "; this shape was compiled before."
+        said = (
+            "."
+            if eng.is_lite
+            else "; the step compiles once for this shape."
+            if compiles
+            else "; this shape was compiled before."
+        )
         notes.append("New batch shape: " + ", ".join(resized) + said)
     return leaves, notes

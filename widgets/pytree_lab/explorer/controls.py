@@ -23,10 +23,13 @@ def build_controls(ex: Any, fixed_range: bool, clicked: Callable[..., None]) -> 
     ex.status.add_class("pytree-lab-status")
     ex.step_button = ipywidgets.Button(description="Step", tooltip="take one step: move to updated")
     ex.step10_button = ipywidgets.Button(description="Step ×10", tooltip="take ten steps (one compiled loop)")
-    ex.reset_button = ipywidgets.Button(description="Reset", tooltip="back to the starting params, inputs "
-                                        "and learning rate, and a fresh optimizer state")
-    ex.fixed_range_box = ipywidgets.Checkbox(value=bool(fixed_range), description="fix the bars' y range",
-                                             indent=False, layout={"width": "auto"})
+    ex.reset_button = ipywidgets.Button(
+        description="Reset",
+        tooltip="back to the starting params, inputs and learning rate, and a fresh optimizer state",
+    )
+    ex.fixed_range_box = ipywidgets.Checkbox(
+        value=bool(fixed_range), description="fix the bars' y range", indent=False, layout={"width": "auto"}
+    )
     for button in (ex.step_button, ex.step10_button, ex.reset_button):
         button.add_class("pytree-lab-step-button")
     ex.step_button.on_click(lambda _: clicked(ex.step, 1))
@@ -34,7 +37,8 @@ def build_controls(ex: Any, fixed_range: bool, clicked: Callable[..., None]) -> 
     ex.reset_button.on_click(lambda _: clicked(ex.reset))
     ex.play_control = PlayControl()
     ex.fixed_range_box.observe(lambda change: setattr(ex.chart_view, "fixed_range", bool(change["new"])), "value")
-    ex.controls = ipywidgets.HBox([ex.step_button, ex.step10_button, ex.reset_button, ex.play_control,
-                                   ex.fixed_range_box],
-                                  layout={"flex_flow": "row wrap", "align_items": "center"})
+    ex.controls = ipywidgets.HBox(
+        [ex.step_button, ex.step10_button, ex.reset_button, ex.play_control, ex.fixed_range_box],
+        layout={"flex_flow": "row wrap", "align_items": "center"},
+    )
     ex.controls.add_class("pytree-lab-controls")

@@ -111,11 +111,13 @@ class DebugArea:
     def __init__(self) -> None:
         self.html = ipywidgets.HTML(layout={"width": "100%"})
         self.html.add_class("pytree-lab-debug")
-        self.clear_button = ipywidgets.Button(description="Clear output", tooltip="clear the output of steps run "
-                                              "from the page", layout={"width": "auto"})
+        self.clear_button = ipywidgets.Button(
+            description="Clear output", tooltip="clear the output of steps run from the page", layout={"width": "auto"}
+        )
         self.clear_button.on_click(lambda _: self.clear())
-        self.widget = ipywidgets.VBox([self.html, self.clear_button], layout={"display": "none",
-                                                                                "align_items": "flex-start"})
+        self.widget = ipywidgets.VBox(
+            [self.html, self.clear_button], layout={"display": "none", "align_items": "flex-start"}
+        )
         self.widget.add_class("pytree-lab-debug-area")
         self.lines: deque[str] = deque(maxlen=self.LINES)
         self.dropped = 0  # lines that scrolled out
@@ -152,13 +154,17 @@ class DebugArea:
         text = self.text
         if text:
             more = f" ({self.dropped} earlier lines not kept)" if self.dropped else ""
-            parts.append(f'<div class="ptl-debug-title">Output of steps run from the page, last {self.LINES} lines'
-                         f"{more}:</div>"
-                         f'<pre class="ptl-debug-out" role="log" aria-label="output of steps run from the page">'
-                         f"{esc(text)}</pre>")
+            parts.append(
+                f'<div class="ptl-debug-title">Output of steps run from the page, last {self.LINES} lines'
+                f"{more}:</div>"
+                f'<pre class="ptl-debug-out" role="log" aria-label="output of steps run from the page">'
+                f"{esc(text)}</pre>"
+            )
         if self.traceback:
-            parts.append('<details class="ptl-debug-traceback"><summary>Traceback of the failed step</summary>'
-                         f"<pre>{esc(self.traceback)}</pre></details>")
+            parts.append(
+                '<details class="ptl-debug-traceback"><summary>Traceback of the failed step</summary>'
+                f"<pre>{esc(self.traceback)}</pre></details>"
+            )
         value = "".join(parts)
         if value != self._shown:
             self._shown = value

@@ -44,8 +44,10 @@ def check_layout(value: Any, kwargs: dict | None = None) -> str:
         kwargs["layout"] = value
         return "compact"
     if not isinstance(value, str):
-        raise TypeError(f"StepExplorer(layout=...) takes {' or '.join(map(repr, LAYOUTS))}, "
-                        f"or an ipywidgets Layout (or dict) for the widget's box; got {type(value).__name__}")
+        raise TypeError(
+            f"StepExplorer(layout=...) takes {' or '.join(map(repr, LAYOUTS))}, "
+            f"or an ipywidgets Layout (or dict) for the widget's box; got {type(value).__name__}"
+        )
     if value not in LAYOUTS:
         raise ValueError(f"StepExplorer(layout={value!r}): the layouts are {' and '.join(map(repr, LAYOUTS))}")
     return value
@@ -92,8 +94,11 @@ class LeafPicker:
         self.listed = [(path_label(lf.path) or "params", lf.path) for lf in leaves[:MAX_PICKER]]
         self._labels = {lf.path: path_label(lf.path) or "params" for lf in leaves}
         self.dropdown = ipywidgets.Dropdown(
-            options=self.listed, description="worked calculation for", style={"description_width": "initial"},
-            layout={"width": "auto", "max_width": "100%"})
+            options=self.listed,
+            description="worked calculation for",
+            style={"description_width": "initial"},
+            layout={"width": "auto", "max_width": "100%"},
+        )
         self.dropdown.add_class("ptl-leaf-picker")
         self._following = False
         self.follow()
@@ -130,9 +135,12 @@ def arrange(ex: Any, form: str, slider_box: ipywidgets.Widget) -> list[ipywidget
     row, below = ex.views.parts("row"), ex.views.parts("below")
     if form == "long":
         ex.diagram.foldable_open = True
-        return [ex.status, ex.controls,
-                _box(ipywidgets.HBox, [slider_box, *row], "ptl-ex-row", flex_flow="row wrap", align_items="center"),
-                *below]
+        return [
+            ex.status,
+            ex.controls,
+            _box(ipywidgets.HBox, [slider_box, *row], "ptl-ex-row", flex_flow="row wrap", align_items="center"),
+            *below,
+        ]
     ex.add_class("ptl-compact")
     calc, diagram = ex.calculation, ex.diagram
     calc.folded = True
@@ -166,20 +174,38 @@ def arrange(ex: Any, form: str, slider_box: ipywidgets.Widget) -> list[ipywidget
         setattr(slider_box.layout, key, value)  # the box's own Layout (a new one would be a widget left open)
     # the parts this layout places itself; any other view part keeps its slot
     placed = {id(w) for w in (table, data, diagram, calc)}
-    left = _box(ipywidgets.VBox, [ex.controls, slider_box, *[w for w in (data, table) if w is not None]],
-                "ptl-ex-left", flex="0 0 342px", min_width="0", overflow="visible")
+    left = _box(
+        ipywidgets.VBox,
+        [ex.controls, slider_box, *[w for w in (data, table) if w is not None]],
+        "ptl-ex-left",
+        flex="0 0 342px",
+        min_width="0",
+        overflow="visible",
+    )
     top = _box(ipywidgets.HBox, [left, *row], "ptl-ex-top", flex_flow="row wrap", align_items="flex-start")
     others = [w for w in below if id(w) not in placed]
     ex.leaf_picker = LeafPicker(ex)
     # side by side from about 1160 px on, the diagram the wider (three columns of values, two values
     # of a matrix's row a line at 1440 px), the calculation wide enough for a row of 8 values
-    side = _box(ipywidgets.VBox, [ex.leaf_picker.dropdown, calc], "ptl-ex-calc", flex="1 1 540px", min_width="0",
-                overflow="visible")
+    side = _box(
+        ipywidgets.VBox,
+        [ex.leaf_picker.dropdown, calc],
+        "ptl-ex-calc",
+        flex="1 1 540px",
+        min_width="0",
+        overflow="visible",
+    )
     diagram.layout.min_width = "0"
     # the moments shown: the diagram takes the whole width (five columns), the calculation goes below
     widths = {False: "1 1 620px", True: "1 1 100%"}
     diagram.layout.flex = widths[bool(diagram.foldable_open)]
     diagram.observe(lambda change: setattr(diagram.layout, "flex", widths[bool(change["new"])]), "foldable_open")
-    main = _box(ipywidgets.HBox, [diagram, side], "ptl-ex-main", flex_flow="row wrap", align_items="flex-start",
-                overflow="visible")
+    main = _box(
+        ipywidgets.HBox,
+        [diagram, side],
+        "ptl-ex-main",
+        flex_flow="row wrap",
+        align_items="flex-start",
+        overflow="visible",
+    )
     return [ex.status, top, *others, main]

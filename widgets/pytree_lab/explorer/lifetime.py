@@ -70,6 +70,7 @@ class Lifetime:
     closes with its page. The widget calls `_start_lifetime()` once its children are set."""
 
     if TYPE_CHECKING:  # the widget this mixes into (StepExplorer, an ipywidgets.VBox) has these
+
         def close(self) -> None: ...
 
     # Explorers alive in this kernel (weakly held: this set never keeps one alive).
@@ -117,9 +118,15 @@ class Lifetime:
     def _views_changed(self, change: dict) -> None:
         if isinstance(change["new"], int) and change["new"] > 0:
             self._had_views = True
-        elif change["new"] == 0 and self._had_views and not self._closed and any(
+        elif (
+            change["new"] == 0
+            and self._had_views
+            and not self._closed
+            and any(
                 other._generation > self._generation and not other.__dict__.get("_closed", True)
-                for other in list(Lifetime._live)):
+                for other in list(Lifetime._live)
+            )
+        ):
             with contextlib.suppress(Exception):
                 self.close()
 

@@ -19,8 +19,12 @@ __all__ = ["short_error", "error_name", "error_text"]
 
 # the sentences that promise the last good step, dropped when there is none
 _NO_LAST_GOOD = re.compile(r"(?:;\s*|\s*\b)[Tt]he last good step (?:stays on screen|is still shown)\.")
-_TRACER_ERRORS = ("ConcretizationTypeError", "TracerBoolConversionError", "TracerIntegerConversionError",
-                  "TracerArrayConversionError")
+_TRACER_ERRORS = (
+    "ConcretizationTypeError",
+    "TracerBoolConversionError",
+    "TracerIntegerConversionError",
+    "TracerArrayConversionError",
+)
 
 
 def short_error(err: BaseException, limit: int = 400) -> str:
@@ -116,8 +120,10 @@ def too_deep(name: str, tree: Any, err: BaseException) -> TreeError | None:
     except BaseException:  # noqa: BLE001 - the message can do without the number
         depth = None
     levels = f"{depth} levels deep" if depth is not None else "nested too deeply"
-    return TreeError(f"{name} is {levels}: more than JAX's tree functions can flatten (they stop at Python's "
-                     f"recursion limit, {sys.getrecursionlimit()}). Nest it less deeply.")
+    return TreeError(
+        f"{name} is {levels}: more than JAX's tree functions can flatten (they stop at Python's "
+        f"recursion limit, {sys.getrecursionlimit()}). Nest it less deeply."
+    )
 
 
 def not_numbers(inputs: TreeSummary) -> str:
@@ -126,29 +132,39 @@ def not_numbers(inputs: TreeSummary) -> str:
     if not bad:
         return ""
     leaf = bad[0]
-    return (f"inputs{leaf.path} is {leaf.type_label}, not a number: inputs are arrays (floats, int labels, bool "
-            "masks); pass other values as static=[...] inputs.")
+    return (
+        f"inputs{leaf.path} is {leaf.type_label}, not a number: inputs are arrays (floats, int labels, bool "
+        "masks); pass other values as static=[...] inputs."
+    )
 
 
 def type_hint(params: Any, leaf: Leaf, obj: Any) -> str:
     """Why a params leaf cannot be differentiated, in the terms of the library it came from."""
     name = f"params{leaf.path}"
     if callable(obj) and not hasattr(obj, "shape"):
-        return (f"{name} is a function ({getattr(obj, '__name__', type(obj).__name__)}), not a parameter. "
-                "An equinox module (eqx.nn.MLP, ...) keeps functions and sizes beside its arrays: split it with "
-                "`params, static = eqx.partition(model, eqx.is_inexact_array)`, give the explorer `params`, and "
-                "rebuild the model in the loss with `eqx.combine(params, static)`.")
+        return (
+            f"{name} is a function ({getattr(obj, '__name__', type(obj).__name__)}), not a parameter. "
+            "An equinox module (eqx.nn.MLP, ...) keeps functions and sizes beside its arrays: split it with "
+            "`params, static = eqx.partition(model, eqx.is_inexact_array)`, give the explorer `params`, and "
+            "rebuild the model in the loss with `eqx.combine(params, static)`."
+        )
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return (f"{name} is a {type(obj).__name__} dataclass that JAX does not know how to open, so it is one "
-                "opaque leaf. Register it: decorate the class with @jax.tree_util.register_dataclass "
-                "(or use a dict, a NamedTuple or an equinox Module).")
+        return (
+            f"{name} is a {type(obj).__name__} dataclass that JAX does not know how to open, so it is one "
+            "opaque leaf. Register it: decorate the class with @jax.tree_util.register_dataclass "
+            "(or use a dict, a NamedTuple or an equinox Module)."
+        )
     origin = type(params).__module__.split(".")[0] if params is not None else ""
     if origin == "equinox" or type(obj).__module__.split(".")[0] == "equinox":
-        return (f"{name} is {leaf.type_label}: an equinox module holds non-array fields. Split it with "
-                "`params, static = eqx.partition(model, eqx.is_inexact_array)` and combine in the loss.")
-    return (f"{name} is {leaf.type_label}, not a floating-point parameter: JAX cannot differentiate it. "
-            "Keep metadata such as names or counts outside the params tree (or pass them as inputs, "
-            "marked static=[...]).")
+        return (
+            f"{name} is {leaf.type_label}: an equinox module holds non-array fields. Split it with "
+            "`params, static = eqx.partition(model, eqx.is_inexact_array)` and combine in the loss."
+        )
+    return (
+        f"{name} is {leaf.type_label}, not a floating-point parameter: JAX cannot differentiate it. "
+        "Keep metadata such as names or counts outside the params tree (or pass them as inputs, "
+        "marked static=[...])."
+    )
 
 
 def explain(err: BaseException, input_names: list[str], param_summary: TreeSummary) -> str:
@@ -161,10 +177,12 @@ def explain(err: BaseException, input_names: list[str], param_summary: TreeSumma
     name = error_name(err)
     hint = ""
     if name in _TRACER_ERRORS:
-        hint = ("The loss turns a traced value into a Python bool or number (an `if`, `while`, `int()` or "
-                "`float()` on an array): inside value_and_grad the arrays are tracers, not numbers. Use "
-                "jnp.where / jax.lax.cond for data-dependent choices, or pass a Python flag as a static "
-                "input (static=['name']). ")
+        hint = (
+            "The loss turns a traced value into a Python bool or number (an `if`, `while`, `int()` or "
+            "`float()` on an array): inside value_and_grad the arrays are tracers, not numbers. Use "
+            "jnp.where / jax.lax.cond for data-dependent choices, or pass a Python flag as a static "
+            "input (static=['name']). "
+        )
     elif isinstance(err, TypeError) and "scalar" in error_text(err):
         hint = "The loss must return a single number (a scalar) to be differentiated. "
     elif isinstance(err, TypeError) and ("argument" in error_text(err)):
@@ -175,38 +193,48 @@ def explain(err: BaseException, input_names: list[str], param_summary: TreeSumma
     else:
         empty = [n.path for n in param_summary.root.walk() if n.kind == "none"]
         if empty:
-            hint = (f"params{empty[0]} is None: JAX treats None as an empty subtree with no leaves, "
-                    "so it is not a parameter and has no gradient. ")
+            hint = (
+                f"params{empty[0]} is None: JAX treats None as an empty subtree with no leaves, "
+                "so it is not a parameter and has no gradient. "
+            )
     return f"{hint}The step failed: {text}"
 
 
 def over_budget(what: str, clock: Any, leaves: int, time_budget: float | None) -> str:
     """A step stopped by its time budget: slow work on a big model, or the loss's own endless loop."""
     if clock is not None and clock.reason == "slow":
-        return (f"{what} stopped after {fmt_number(round(clock.inside))} s, and it is not an endless loop: the "
-                f"loss's own Python ran about {fmt_number(round(clock.own, 1))} s of that; the rest was JAX "
-                f"working on what the loss asked for (tracing or running its operations one by one), which "
-                f"grows with the model: {leaves:,} parameter leaves here. Fewer, bigger leaves (stack the "
-                "layers' weights into arrays) make it fast; StepExplorer(..., time_budget=None) waits as "
-                "long as it takes, and sliders=[...] keeps only the sliders you need. The last good step "
-                "stays on screen.")
-    return (f"{what} stopped: the loss (or prediction_fn) ran for more than {fmt_number(time_budget)} s "
-            "of its own Python code, which usually means an endless loop. The last good step stays on "
-            "screen. Fix the loss and call set_loss, or give StepExplorer(..., time_budget=seconds) "
-            "for a loss that is just slow (None: no limit).")
+        return (
+            f"{what} stopped after {fmt_number(round(clock.inside))} s, and it is not an endless loop: the "
+            f"loss's own Python ran about {fmt_number(round(clock.own, 1))} s of that; the rest was JAX "
+            f"working on what the loss asked for (tracing or running its operations one by one), which "
+            f"grows with the model: {leaves:,} parameter leaves here. Fewer, bigger leaves (stack the "
+            "layers' weights into arrays) make it fast; StepExplorer(..., time_budget=None) waits as "
+            "long as it takes, and sliders=[...] keeps only the sliders you need. The last good step "
+            "stays on screen."
+        )
+    return (
+        f"{what} stopped: the loss (or prediction_fn) ran for more than {fmt_number(time_budget)} s "
+        "of its own Python code, which usually means an endless loop. The last good step stays on "
+        "screen. Fix the loss and call set_loss, or give StepExplorer(..., time_budget=seconds) "
+        "for a loss that is just slow (None: no limit)."
+    )
 
 
 def prediction_failed(err: BaseException | None, target_key: str) -> str:
     if err is None:
         return "prediction_fn could not be traced with the step; the worked calculation shows the loss only."
-    return (f"prediction_fn failed ({short_error(err, 200)}), so the worked calculation shows the loss "
-            f"only. It is called as prediction_fn(params, **inputs) without {target_key!r}; for a "
-            "batch it may return one prediction per example.")
+    return (
+        f"prediction_fn failed ({short_error(err, 200)}), so the worked calculation shows the loss "
+        f"only. It is called as prediction_fn(params, **inputs) without {target_key!r}; for a "
+        "batch it may return one prediction per example."
+    )
 
 
 def not_finite(name: str, where: str) -> str:
-    return (f"{name}{where} is not finite (overflow or NaN) for these values; "
-            "try a smaller learning rate. The last good step is still shown.")
+    return (
+        f"{name}{where} is not finite (overflow or NaN) for these values; "
+        "try a smaller learning rate. The last good step is still shown."
+    )
 
 
 def optimizer_blame(result: Any, path: tuple, optimizer: Any, engine: Any) -> str:
@@ -216,8 +244,10 @@ def optimizer_blame(result: Any, path: tuple, optimizer: Any, engine: Any) -> st
     from ..training import optimizer_name
 
     name = optimizer_name(optimizer)
-    for which, state in (("state", getattr(result, "opt_state", None)),
-                         ("state after this step", getattr(result, "opt_state_after", None))):
+    for which, state in (
+        ("state", getattr(result, "opt_state", None)),
+        ("state after this step", getattr(result, "opt_state_after", None)),
+    ):
         if state is None:
             continue
         for spath, leaf in engine.tree_flatten_with_path(state)[0]:
@@ -225,58 +255,77 @@ def optimizer_blame(result: Any, path: tuple, optimizer: Any, engine: Any) -> st
             if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
                 bad = a.ravel()[~np.isfinite(a.ravel())][0]
                 bad_text = "NaN" if np.isnan(bad) else ("Inf" if np.real(bad) > 0 else "-Inf")
-                return (f"The optimizer's {which} holds {bad_text} at state{engine.keystr(spath)} ({name}), so its "
-                        f"update of params{engine.keystr(path)} is not finite: the optimizer is at fault, not the "
-                        "loss or the learning rate (the gradients are finite). Check its init and update. "
-                        "The last good step is still shown.")
+                return (
+                    f"The optimizer's {which} holds {bad_text} at state{engine.keystr(spath)} ({name}), so its "
+                    f"update of params{engine.keystr(path)} is not finite: the optimizer is at fault, not the "
+                    "loss or the learning rate (the gradients are finite). Check its init and update. "
+                    "The last good step is still shown."
+                )
     if getattr(result, "updates", None) is not None:
-        return (f"The optimizer's update ({name}) of params{engine.keystr(path)} is not finite although the "
-                "gradient is: the optimizer is at fault (a division by zero, an overflow in its rule), "
-                "not the loss. The last good step is still shown.")
+        return (
+            f"The optimizer's update ({name}) of params{engine.keystr(path)} is not finite although the "
+            "gradient is: the optimizer is at fault (a division by zero, an overflow in its rule), "
+            "not the loss. The last good step is still shown."
+        )
     return ""
 
 
 # ---- notes: said beside a good step (information, not an error)
 def staged_note(staged: Any) -> str:
     if staged.compiling:
-        return (f"This model's step is a program of {staged.eqns:,} operations: XLA is compiling it in "
-                "the background, and until that is done its operations run one by one (the numbers "
-                "JAX gives outside jit), so the first steps take longer than later ones.")
+        return (
+            f"This model's step is a program of {staged.eqns:,} operations: XLA is compiling it in "
+            "the background, and until that is done its operations run one by one (the numbers "
+            "JAX gives outside jit), so the first steps take longer than later ones."
+        )
     if staged.compile_error is None:
-        return (f"This model's step is a program of {staged.eqns:,} operations: compiling it would take "
-                "minutes, so its operations run one by one (the numbers JAX gives outside jit) and a "
-                "step takes longer than usual.")
+        return (
+            f"This model's step is a program of {staged.eqns:,} operations: compiling it would take "
+            "minutes, so its operations run one by one (the numbers JAX gives outside jit) and a "
+            "step takes longer than usual."
+        )
     return ""
 
 
 def compile_failed_note(staged: Any) -> str:
-    return (f"This model's step is a program of {staged.eqns:,} operations, and XLA could not compile "
-            f"it in the background ({short_error(staged.compile_error, 200)}): its operations keep running one by "
-            "one (the numbers JAX gives outside jit), so steps stay slower.")
+    return (
+        f"This model's step is a program of {staged.eqns:,} operations, and XLA could not compile "
+        f"it in the background ({short_error(staged.compile_error, 200)}): its operations keep running one by "
+        "one (the numbers JAX gives outside jit), so steps stay slower."
+    )
 
 
 def slow_note(took: float, leaves: int) -> str:
-    return (f"This step took {fmt_number(round(took))} s: the work grows with the model's "
-            f"{leaves:,} parameter leaves (JAX handles each leaf's operations "
-            "apart), not with your loss's own Python. Fewer, bigger leaves (stack the layers' "
-            "weights into arrays) make every move fast; sliders=[...] keeps only the sliders you need.")
+    return (
+        f"This step took {fmt_number(round(took))} s: the work grows with the model's "
+        f"{leaves:,} parameter leaves (JAX handles each leaf's operations "
+        "apart), not with your loss's own Python. Fewer, bigger leaves (stack the layers' "
+        "weights into arrays) make every move fast; sliders=[...] keeps only the sliders you need."
+    )
 
 
 def no_target_note(target_key: str, input_names: list[str]) -> str:
-    return (f"prediction_fn is given but the inputs have no {target_key!r} key (inputs: "
-            f"{', '.join(input_names) or 'none'}): name the target with target='...' to see "
-            "the residual and dL/dŷ.")
+    return (
+        f"prediction_fn is given but the inputs have no {target_key!r} key (inputs: "
+        f"{', '.join(input_names) or 'none'}): name the target with target='...' to see "
+        "the residual and dL/dŷ."
+    )
 
 
 NO_LEAVES = "params has no leaves: there is nothing to differentiate, so the step changes nothing."
-ZERO_RATE = ("The learning rate is 0: updated equals params, so nothing moves "
-             "(the gradients are still computed and shown).")
-FIXED_RATE = ("learning_rate= does nothing here: this optimizer keeps its rate inside it (e.g. "
-              "optax.adam(0.1)), so there is no learning-rate slider. To slide it, pass "
-              "optimizer=lambda lr: optax.adam(lr) or "
-              "optax.inject_hyperparams(optax.adam)(learning_rate=0.1).")
+ZERO_RATE = (
+    "The learning rate is 0: updated equals params, so nothing moves (the gradients are still computed and shown)."
+)
+FIXED_RATE = (
+    "learning_rate= does nothing here: this optimizer keeps its rate inside it (e.g. "
+    "optax.adam(0.1)), so there is no learning-rate slider. To slide it, pass "
+    "optimizer=lambda lr: optax.adam(lr) or "
+    "optax.inject_hyperparams(optax.adam)(learning_rate=0.1)."
+)
 
 
 def widened_note(path: str, value: float, lo: float, hi: float) -> str:
-    return (f"{path} = {fmt_number(value)} was outside its slider's range "
-            f"[{fmt_number(lo)}, {fmt_number(hi)}]: the value is kept and the range now reaches it.")
+    return (
+        f"{path} = {fmt_number(value)} was outside its slider's range "
+        f"[{fmt_number(lo)}, {fmt_number(hi)}]: the value is kept and the range now reaches it."
+    )

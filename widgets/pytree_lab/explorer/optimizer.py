@@ -55,8 +55,11 @@ def _adam_constants(session: Any, r: StepResult, view: Any) -> dict:
     else from the optimizer as built."""
     import numpy as np
 
-    hp = {k: float(np.asarray(v)) for k, v in view.rest.items()
-          if k in ("b1", "b2", "eps", "eps_root", "learning_rate") and np.size(v) == 1}
+    hp = {
+        k: float(np.asarray(v))
+        for k, v in view.rest.items()
+        if k in ("b1", "b2", "eps", "eps_root", "learning_rate") and np.size(v) == 1
+    }
     if not {"b1", "b2", "eps"} <= set(hp):
         opt = session.optimizer
         built = opt(r.learning_rate) if not _is_transformation(opt) else opt
@@ -112,11 +115,15 @@ def why_not_adam(session: Any, r: StepResult, view: Any, formulas: list, updates
                 k = ""
         done = int(np.asarray(multi.mini_step))
         if all(not np.any(np.asarray(u)) for u in updates) and done > 0:
-            return (f"optax.MultiSteps adds up the gradients of {k or 'k'} mini-steps and applies its inner "
-                    f"optimizer only on the last: this was mini-step {done}{f' of {k}' if k else ''}, so the "
-                    "update is 0 (Adam's moments wait for the accumulated gradient).")
-        return ("optax.MultiSteps applied its inner optimizer to the gradients accumulated over its mini-steps, "
-                "not to this step's gradient alone, so the update is the one it returned.")
+            return (
+                f"optax.MultiSteps adds up the gradients of {k or 'k'} mini-steps and applies its inner "
+                f"optimizer only on the last: this was mini-step {done}{f' of {k}' if k else ''}, so the "
+                "update is 0 (Adam's moments wait for the accumulated gradient)."
+            )
+        return (
+            "optax.MultiSteps applied its inner optimizer to the gradients accumulated over its mini-steps, "
+            "not to this step's gradient alone, so the update is the one it returned."
+        )
     # weight decay: the difference is one multiple of the params (adamw: −η·λ·p)
     diff = np.concatenate([np.ravel(np.asarray(u, np.float64) - f) for u, f in zip(updates, formulas)] or [np.zeros(0)])
     flat = np.concatenate([np.ravel(np.asarray(p, np.float64)) for p in params] or [np.zeros(0)])
@@ -124,10 +131,14 @@ def why_not_adam(session: Any, r: StepResult, view: Any, formulas: list, updates
     if lr and flat.size and float(flat @ flat) > 0:
         c = float(flat @ diff) / float(flat @ flat)
         if c != 0 and np.allclose(diff, c * flat, rtol=1e-3, atol=1e-5 * max(float(np.max(np.abs(diff))), 1e-30)):
-            return (f"This optimizer also decays the weights (adamw): its update is −η·(m̂/(√v̂ + ε) + λ·p) "
-                    f"with λ = {-c / lr:.3g}, not Adam's step alone, so the update is the one it returned.")
-    return ("This optimizer changes Adam's step (clipping, scaling or another term after Adam), so its update is "
-            "not −η·m̂/(√v̂ + ε); the update is the one it returned.")
+            return (
+                f"This optimizer also decays the weights (adamw): its update is −η·(m̂/(√v̂ + ε) + λ·p) "
+                f"with λ = {-c / lr:.3g}, not Adam's step alone, so the update is the one it returned."
+            )
+    return (
+        "This optimizer changes Adam's step (clipping, scaling or another term after Adam), so its update is "
+        "not −η·m̂/(√v̂ + ε); the update is the one it returned."
+    )
 
 
 def optimizer_rows(session: Any, r: StepResult, leaves: list, selected: str) -> list:
@@ -176,21 +187,35 @@ def optimizer_rows(session: Any, r: StepResult, leaves: list, selected: str) -> 
                 why = why_not_adam(session, r, view, formulas, ups, eng.tree_leaves(r.params))
         if applied or (known and t > 0 and not why):  # no rate to check the step with: m̂ and v̂ only
             b1, b2 = hp["b1"], hp["b2"]
-            add(f"m̂ = mu / (1 − {b1:.4g}^{t})", np.asarray(at(mu), np.float64) / (1 - b1 ** t), group=group)
-            add(f"v̂ = nu / (1 − {b2:.4g}^{t})", np.asarray(at(nu), np.float64) / (1 - b2 ** t), group=group)
+            add(f"m̂ = mu / (1 − {b1:.4g}^{t})", np.asarray(at(mu), np.float64) / (1 - b1**t), group=group)
+            add(f"v̂ = nu / (1 − {b2:.4g}^{t})", np.asarray(at(nu), np.float64) / (1 - b2**t), group=group)
         if applied:  # checked against the update returned, to every leaf: its numbers are those
-            add(f"−η·m̂/(√v̂ + ε) with η = {hp['learning_rate']:.4g}, ε = {hp['eps']:.3g}: the update applied",
-                at(updates))
+            add(
+                f"−η·m̂/(√v̂ + ε) with η = {hp['learning_rate']:.4g}, ε = {hp['eps']:.3g}: the update applied",
+                at(updates),
+            )
         elif not known and t > 0:
-            rows.append(CalcRow("optimizer", "m̂, v̂", "Adam's b1 and b2 could not be read from this optimizer; "
-                                "optax.inject_hyperparams(optax.adam)(learning_rate=…) keeps them in the state",
-                                leaf.path))
+            rows.append(
+                CalcRow(
+                    "optimizer",
+                    "m̂, v̂",
+                    "Adam's b1 and b2 could not be read from this optimizer; "
+                    "optax.inject_hyperparams(optax.adam)(learning_rate=…) keeps them in the state",
+                    leaf.path,
+                )
+            )
     if updates is not None:
-        add(f"update[{name}] from the optimizer (∂L/∂{name} = {fmt_value(g)[0]})", at(updates), minor=applied,
-            short=f"update[{name}] returned by the optimizer")
+        add(
+            f"update[{name}] from the optimizer (∂L/∂{name} = {fmt_value(g)[0]})",
+            at(updates),
+            minor=applied,
+            short=f"update[{name}] returned by the optimizer",
+        )
     if why:
         rows.append(CalcRow("optimizer", "why not Adam's formula", why, leaf.path, note=True))
     rows.sort(key=lambda r: not r.what.startswith("t (adam count)"))  # t first: m̂ and v̂ use it
     grouped = [r.what.split("[")[0].split(" = ")[0].split(" (")[0] for r in rows if r.group]
-    title = f"{name}: " + ", ".join(grouped[:-1]) + (" and " if len(grouped) > 1 else "") + (grouped[-1] if grouped else "")
+    title = (
+        f"{name}: " + ", ".join(grouped[:-1]) + (" and " if len(grouped) > 1 else "") + (grouped[-1] if grouped else "")
+    )
     return [dataclasses.replace(r, group=title) if r.group else r for r in rows]

@@ -68,15 +68,18 @@ class Player:
         if steps_per_second is not None:
             ok = isinstance(steps_per_second, (int, float)) and not isinstance(steps_per_second, bool)
             if not ok or not math.isfinite(steps_per_second) or not 0 < steps_per_second <= MAX_RATE:
-                raise ValueError(f"steps_per_second is a number above 0 and at most {MAX_RATE:g}, "
-                                 f"not {steps_per_second!r}.")
+                raise ValueError(
+                    f"steps_per_second is a number above 0 and at most {MAX_RATE:g}, not {steps_per_second!r}."
+                )
         if until is not None and (isinstance(until, bool) or not isinstance(until, int) or until < 0):
             raise ValueError(f"until is a step number (a whole number, 0 or more), not {until!r}.")
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            raise RuntimeError("play() runs on the event loop of a Jupyter kernel (or of asyncio), so that other "
-                               "cells can run while it plays; there is none here. Use ex.step(n).") from None
+            raise RuntimeError(
+                "play() runs on the event loop of a Jupyter kernel (or of asyncio), so that other "
+                "cells can run while it plays; there is none here. Use ex.step(n)."
+            ) from None
         ex = self.ex
         if ex.closed:
             return
@@ -176,9 +179,11 @@ class Player:
         at = ex.control_step()
         r = ex.result
         if r is not None and not math.isfinite(r.loss_after):
-            self.stop(f"Stopped playing at step {at}: the steps diverge.",
-                      alert=f"Stopped playing at step {at}: the next step's loss would be {fmt_number(r.loss_after)} "
-                      "(the steps diverge). Try a smaller learning rate.")
+            self.stop(
+                f"Stopped playing at step {at}: the steps diverge.",
+                alert=f"Stopped playing at step {at}: the next step's loss would be {fmt_number(r.loss_after)} "
+                "(the steps diverge). Try a smaller learning rate.",
+            )
             return
         started = time.monotonic()
         with ex._from_page():

@@ -44,8 +44,9 @@ class PlayControl(PageIntents, anywidget.AnyWidget):
     playing = traitlets.Bool(False, help="bool: steps are being played. Written by the kernel.").tag(sync=True)
     steps_per_second = traitlets.Float(10.0, help="float: the playing speed. Written by the kernel.").tag(sync=True)
     step = traitlets.Int(0, help="int: the step number of the point shown. Written by the kernel.").tag(sync=True)
-    frame = traitlets.Int(0, help="int: the played step the page is asked to acknowledge once drawn. "
-                          "Written by the kernel.").tag(sync=True)
+    frame = traitlets.Int(
+        0, help="int: the played step the page is asked to acknowledge once drawn. Written by the kernel."
+    ).tag(sync=True)
     message = traitlets.Unicode("", help="str: why playing stopped (text). Written by the kernel.").tag(sync=True)
     rates = traitlets.List(list(RATES), help="list: the speeds offered. Written by the kernel.").tag(sync=True)
 
@@ -63,8 +64,12 @@ class PlayControl(PageIntents, anywidget.AnyWidget):
             ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_FRAME
         elif kind == "rate":
             value = content.get("value")
-            ok = (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-                  and value in RATES)
+            ok = (
+                isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and math.isfinite(value)
+                and value in RATES
+            )
         else:
             ok = kind in ("play", "pause")
         if not ok:

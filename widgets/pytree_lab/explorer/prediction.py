@@ -27,8 +27,11 @@ def extras_fn(session: Any) -> Callable[[Any, Any, dict], dict]:
         prediction = predict(fresh(params, eng), **fresh(rest, eng))
         new_prediction = predict(fresh(updated, eng), **fresh(rest, eng))
         out = {"prediction": prediction, "new_prediction": new_prediction}
-        same = (target is not None and jnp.shape(prediction) == jnp.shape(target)
-                and jnp.issubdtype(jnp.result_type(target), jnp.floating))
+        same = (
+            target is not None
+            and jnp.shape(prediction) == jnp.shape(target)
+            and jnp.issubdtype(jnp.result_type(target), jnp.floating)
+        )
         if same:
             out["residual"] = prediction - target
             out["new_residual"] = new_prediction - target

@@ -56,7 +56,9 @@ def to_dataframe(session: Any) -> Any:
     try:
         import pandas as pd
     except ImportError as err:
-        raise ImportError("to_dataframe() needs pandas, which is not installed (pip install pandas). "
-                          "ex.history_dict() gives the same record as plain lists: "
-                          "{'step': [...], 'loss': [...], 'learning_rate': [...]}.") from err
+        raise ImportError(
+            "to_dataframe() needs pandas, which is not installed (pip install pandas). "
+            "ex.history_dict() gives the same record as plain lists: "
+            "{'step': [...], 'loss': [...], 'learning_rate': [...]}."
+        ) from err
     return pd.DataFrame(history_dict(session)).set_index("step")

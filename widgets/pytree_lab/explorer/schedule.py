@@ -45,8 +45,13 @@ class Schedule:
     VIEWS_EVERY = _timing.VIEWS_EVERY  # s: the slow views follow a long drag at least this often
     VIEWS_SOON = _timing.VIEWS_SOON  # s after a single move's fast views that its slow views follow
 
-    def __init__(self, fast_views: list, draw_slow: Callable[[Any, bool], None],
-                 failed: Callable[[BaseException], None], lock: Any):
+    def __init__(
+        self,
+        fast_views: list,
+        draw_slow: Callable[[Any, bool], None],
+        failed: Callable[[BaseException], None],
+        lock: Any,
+    ):
         self.fast_views, self._draw_slow, self._failed, self._lock = list(fast_views), draw_slow, failed, lock
         self.moving = False  # the step being shown comes from a slider move
         self.closed = False

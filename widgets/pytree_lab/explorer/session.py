@@ -74,10 +74,21 @@ def _pinned(name: str, tree: Any, eng: Engine) -> Any:
 class ExplorerSession:
     """The explorer without its widgets: see the module docstring. Arguments as `StepExplorer`'s."""
 
-    def __init__(self, loss_fn: Callable | None = None, params: Any = None, inputs: dict | None = None,
-                 learning_rate: float | None = None, *, optimizer: Any = None, prediction_fn: Callable | None = None,
-                 target: str = "target", pointwise_loss: Callable | None = None, static: Iterable[str] = (),
-                 time_budget: float | None = 30.0, engine: Engine | None = None):
+    def __init__(
+        self,
+        loss_fn: Callable | None = None,
+        params: Any = None,
+        inputs: dict | None = None,
+        learning_rate: float | None = None,
+        *,
+        optimizer: Any = None,
+        prediction_fn: Callable | None = None,
+        target: str = "target",
+        pointwise_loss: Callable | None = None,
+        static: Iterable[str] = (),
+        time_budget: float | None = 30.0,
+        engine: Engine | None = None,
+    ):
         self.lock = threading.RLock()  # one change at a time (a cell and a slider's subshell thread)
         # seconds the user's own code (loss, prediction_fn) may run in one step before it is
         # stopped with a message (an endless loop); JAX's compile time never counts. None: no limit.
@@ -209,8 +220,16 @@ class ExplorerSession:
     # ------------------------------------------------------------------ sliders
     def plan_sliders(self, chosen: Iterable[str] | None, max_sliders: int) -> list[SliderSpec]:
         """Decide the sliders (see sliders.plan); their values start as the trees' values."""
-        specs, notes = plan(self.param_summary, self.input_summary, self.param_leaves, self.input_leaves,
-                            self.learning_rate, self.rate_slides, chosen, max_sliders)
+        specs, notes = plan(
+            self.param_summary,
+            self.input_summary,
+            self.param_leaves,
+            self.input_leaves,
+            self.learning_rate,
+            self.rate_slides,
+            chosen,
+            max_sliders,
+        )
         self.notes += notes
         self.specs = specs
         self.values = {s.label: s.value for s in specs}
@@ -224,7 +243,9 @@ class ExplorerSession:
         for s in self.specs:
             el = s.element
             if el is not None and tree in (None, el.tree):
-                self.values[s.label] = element_value(self.input_leaves if el.tree == "inputs" else self.param_leaves, el)
+                self.values[s.label] = element_value(
+                    self.input_leaves if el.tree == "inputs" else self.param_leaves, el
+                )
 
     def gather(self) -> tuple[Any, dict, float]:
         """Params, inputs and learning rate: the stored trees with the slider values written in."""
@@ -262,13 +283,17 @@ class ExplorerSession:
                 had = {n.path for n in describe(current, name, values=False).root.walk() if n.kind == "none"}
                 nones = [path for path in nones if path not in had]
             if nones:
-                return (f"{name}{nones[0]} is None, where a number was expected: JAX treats None as "
-                        "an empty subtree with no leaves, so it cannot be a parameter or an input.")
+                return (
+                    f"{name}{nones[0]} is None, where a number was expected: JAX treats None as "
+                    "an empty subtree with no leaves, so it cannot be a parameter or an input."
+                )
             if name == "params":
                 bad = summary.non_differentiable
                 if bad:
-                    return (f"{name}{bad[0].path} is {bad[0].type_label}, not a floating-point value: "
-                            f"JAX cannot differentiate it. Keep names, counts and flags outside the {name} tree.")
+                    return (
+                        f"{name}{bad[0].path} is {bad[0].type_label}, not a floating-point value: "
+                        f"JAX cannot differentiate it. Keep names, counts and flags outside the {name} tree."
+                    )
             elif messages.not_numbers(summary):
                 return messages.not_numbers(summary)
             pinned = pin_dtypes(tree, self.engine)
@@ -276,7 +301,9 @@ class ExplorerSession:
             if isinstance(fitted, str):
                 return fitted
             if fitted is None:
-                found = diagnose(current, pinned, reference_name=f"the explorer's {name}", candidate_name=f"the new {name}")
+                found = diagnose(
+                    current, pinned, reference_name=f"the explorer's {name}", candidate_name=f"the new {name}"
+                )
                 if not found.ok:
                     return f"{found.message} The explorer keeps its {name} tree; build a new StepExplorer for another model."
             new_leaves, notes = fitted or (self.engine.tree_leaves(pinned), [])
@@ -284,8 +311,10 @@ class ExplorerSession:
                 values = np.asarray(arr)
                 if values.dtype.kind == "f" and not np.all(np.isfinite(values)):
                     shown = ", ".join(str(v) for v in values.ravel()[~np.isfinite(values.ravel())][:3].tolist())
-                    return (f"{name}{leaf.path} holds a non-finite value ({shown}): a slider cannot "
-                            "start there and every number computed from it would be NaN or Inf.")
+                    return (
+                        f"{name}{leaf.path} holds a non-finite value ({shown}): a slider cannot "
+                        "start there and every number computed from it would be NaN or Inf."
+                    )
         except Exception as err:  # a tree the engine cannot flatten: say so, keep the last good step
             deep = messages.too_deep(name, tree, err)
             return str(deep) if deep is not None else f"The new {name} could not be used: {messages.short_error(err)}"
@@ -294,7 +323,9 @@ class ExplorerSession:
             leaves[i] = self._frozen(leaf)
         self._values_from_leaves(name)
         if name == "inputs":  # a cast leaf is described as the explorer holds it
-            self.input_data = describe(self.engine.tree_unflatten(self.input_def, new_leaves) if notes else tree, "inputs")
+            self.input_data = describe(
+                self.engine.tree_unflatten(self.input_def, new_leaves) if notes else tree, "inputs"
+            )
             self.notes += notes
         return ""
 
@@ -327,9 +358,11 @@ class ExplorerSession:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"step(n) takes a whole number of steps, 0 or more, not {n!r}.")
         if n > MAX_STEPS:
-            raise ValueError(f"step(n) takes at most {MAX_STEPS:,} steps at a time, not {int(n):,}: each step's "
-                             "loss is kept in `history`, and the run stops at the time budget anyway "
-                             f"(time_budget={self.time_budget}). Call step again to go further.")
+            raise ValueError(
+                f"step(n) takes at most {MAX_STEPS:,} steps at a time, not {int(n):,}: each step's "
+                "loss is kept in `history`, and the run stops at the time budget anyway "
+                f"(time_budget={self.time_budget}). Call step again to go further."
+            )
 
     def run(self, n: int) -> str:
         """`n` real steps as one compiled loop, and move there: "" when done, else why not."""
@@ -340,8 +373,9 @@ class ExplorerSession:
                 return problem
             deadline = time.monotonic() + self.time_budget if self.time_budget else None
             with _quiet_callbacks(), user_code_budget(self.time_budget) as self.clock:
-                run = self.runner().run(params, self.opt_state, inputs, lr if self.rate_slides else None, int(n),
-                                        deadline=deadline)
+                run = self.runner().run(
+                    params, self.opt_state, inputs, lr if self.rate_slides else None, int(n), deadline=deadline
+                )
         except TimeBudgetExceeded:
             return messages.over_budget("The steps", self.clock, len(self.param_leaves), self.time_budget)
         except KeyboardInterrupt:
@@ -351,12 +385,16 @@ class ExplorerSession:
             return messages.explain(err, self.input_names, self.param_summary)
         fmt = messages.fmt_number
         if run.stopped_loss is not None:
-            self.notes.append(f"Stopped after {run.steps} of {int(n)} steps: the next point's loss would be "
-                              f"{fmt(run.stopped_loss)} (the steps diverge). Try a smaller learning rate.")
+            self.notes.append(
+                f"Stopped after {run.steps} of {int(n)} steps: the next point's loss would be "
+                f"{fmt(run.stopped_loss)} (the steps diverge). Try a smaller learning rate."
+            )
         if run.timed_out:
-            self.notes.append(f"Stopped after {run.steps:,} of {int(n):,} steps: the run reached the time budget "
-                              f"({fmt(self.time_budget)} s, StepExplorer(..., time_budget=seconds)); the "
-                              "explorer moved to the point it got to. Call step again to go on.")
+            self.notes.append(
+                f"Stopped after {run.steps:,} of {int(n):,} steps: the run reached the time budget "
+                f"({fmt(self.time_budget)} s, StepExplorer(..., time_budget=seconds)); the "
+                "explorer moved to the point it got to. Call step again to go on."
+            )
         if run.steps:
             self.history.extend(run.losses[1:])  # the first is the current point, already recorded
             self.rates.extend([self.rates[-1] if self.rates else math.nan] * (len(run.losses) - 1))  # the run's rate
@@ -381,8 +419,11 @@ class ExplorerSession:
             try:
                 self.opt_state = self.runner().init(self.params_tree, self.learning_rate)
             except BaseException as err:  # noqa: BLE001 - said in the widget
-                return (messages.error_text(err) if isinstance(err, OptimizerError)
-                        else f"The optimizer's init failed: {messages.short_error(err)}")
+                return (
+                    messages.error_text(err)
+                    if isinstance(err, OptimizerError)
+                    else f"The optimizer's init failed: {messages.short_error(err)}"
+                )
         self.history, self.rates = array.array("d"), array.array("d")
         self._new_point = True
         self._move_params(params0)
@@ -400,8 +441,10 @@ class ExplorerSession:
         """The step for the current values; nothing the loss raises (BaseException included) escapes.
         `moving`: a slider move asks (a step stopped as too slow is not paid for again)."""
         if self.too_slow and moving:
-            return Computed(failure=self.too_slow + " Moving a slider does not try again; ex.recompute() (or "
-                            "set_loss, set_params, a Step click) does.")
+            return Computed(
+                failure=self.too_slow + " Moving a slider does not try again; ex.recompute() (or "
+                "set_loss, set_params, a Step click) does."
+            )
         try:
             params, inputs, lr = self.gather()
             problem = self.check_inputs(lr)
@@ -506,16 +549,20 @@ class ExplorerSession:
         if not math.isfinite(lr):
             return "The learning rate must be a finite number."
         if lr < 0:
-            return (f"The learning rate is {messages.fmt_number(lr)}: a negative rate steps uphill (p + |η|·g), so "
-                    "the loss would grow. Use a learning rate of 0 or more.")
+            return (
+                f"The learning rate is {messages.fmt_number(lr)}: a negative rate steps uphill (p + |η|·g), so "
+                "the loss would grow. Use a learning rate of 0 or more."
+            )
         return ""
 
     def check_result(self, result: StepResult) -> str:
         import numpy as np
 
         if not math.isfinite(result.loss):
-            return (f"The loss is {result.loss} for these values, so this step is not shown; "
-                    "the last good step stays on screen.")
+            return (
+                f"The loss is {result.loss} for these values, so this step is not shown; "
+                "the last good step stays on screen."
+            )
         eng = self.engine
         for name, tree in (("grads", result.grads), ("updated", result.updated)):
             for path, leaf in eng.tree_flatten_with_path(tree)[0]:

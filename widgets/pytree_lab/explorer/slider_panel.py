@@ -31,9 +31,17 @@ class SliderPanel:
         plan = session.plan_sliders(chosen, max_sliders)
         shown = short_labels([spec.label for spec in plan])  # short, and no two alike
         self.sliders: dict[str, Slider] = {
-            spec.label: Slider(spec.value, description=shown[spec.label], path=spec.path, min=spec.min,
-                               max=spec.max, step=spec.step, module=module)
-            for spec in plan}
+            spec.label: Slider(
+                spec.value,
+                description=shown[spec.label],
+                path=spec.path,
+                min=spec.min,
+                max=spec.max,
+                step=spec.step,
+                module=module,
+            )
+            for spec in plan
+        }
         self.box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "330px"})
         self.following = False  # set while the sliders follow the session
 
@@ -68,5 +76,8 @@ class SliderPanel:
 
     def param_sliders(self) -> list[tuple[Any, Slider]]:
         """(element, Slider) of each parameter element with a slider, in order."""
-        return [(spec.element, self.sliders[spec.label]) for spec in self.session.specs
-                if spec.element is not None and spec.element.tree == "params"]
+        return [
+            (spec.element, self.sliders[spec.label])
+            for spec in self.session.specs
+            if spec.element is not None and spec.element.tree == "params"
+        ]

@@ -61,8 +61,9 @@ def walk_leaves(summary: TreeSummary) -> Iterable[Leaf]:
             yield node.leaf
 
 
-def elements(summary: TreeSummary, tree: str, limit: int, keep: Callable[[Leaf], bool] = lambda leaf: True
-             ) -> list[Element]:
+def elements(
+    summary: TreeSummary, tree: str, limit: int, keep: Callable[[Leaf], bool] = lambda leaf: True
+) -> list[Element]:
     """Float elements of a tree in display order, at most `limit` (labels made only for those)."""
     out: list[Element] = []
     for leaf in walk_leaves(summary):
@@ -88,7 +89,7 @@ def element_value(leaves: list, el: Element) -> float:
 def under(leaf_path: str, path: str) -> bool:
     """Whether the leaf at `leaf_path` is `path` or inside the container at `path` (keystr paths;
     "" is the root): `['a']` holds `['a']['w']` and `['a'][0]`, not `['ab']`."""
-    return leaf_path == path or (leaf_path.startswith(path) and leaf_path[len(path):][:1] in ("[", "."))
+    return leaf_path == path or (leaf_path.startswith(path) and leaf_path[len(path) :][:1] in ("[", "."))
 
 
 def _containers(summary: TreeSummary, tree: str, name: str) -> list[Leaf] | None:
@@ -102,8 +103,7 @@ def _containers(summary: TreeSummary, tree: str, name: str) -> list[Leaf] | None
     return None
 
 
-def find(name: str, limit: int, params: TreeSummary, inputs: TreeSummary, keyword: str = "sliders"
-         ) -> list[Element]:
+def find(name: str, limit: int, params: TreeSummary, inputs: TreeSummary, keyword: str = "sliders") -> list[Element]:
     """The float elements `sliders=[...]` (or `bars=[...]`, `keyword`) means by `name`: a leaf
     (keystr path, with or without its tree, or its label) gives its elements, a container its
     leaves' elements (at most `limit` in all), an element path or label gives one."""
@@ -115,8 +115,10 @@ def find(name: str, limit: int, params: TreeSummary, inputs: TreeSummary, keywor
         if held is not None:
             floats = [leaf for leaf in held if leaf.differentiable]
             if held and not floats:
-                raise ValueError(f"{keyword}= names {name!r}: every leaf under it is data (ints, bools), "
-                                 "and only floating-point values can be shown.")
+                raise ValueError(
+                    f"{keyword}= names {name!r}: every leaf under it is data (ints, bools), "
+                    "and only floating-point values can be shown."
+                )
             out.extend(elements_of(floats, tree, limit))
             continue
         for leaf in walk_leaves(summary):
@@ -124,29 +126,35 @@ def find(name: str, limit: int, params: TreeSummary, inputs: TreeSummary, keywor
             names = [full] + ([leaf.path, label] if leaf.path else [])
             if name in names:
                 if not leaf.differentiable:
-                    raise ValueError(f"{keyword}= names {name!r}: {full} is {leaf.type_label}, data rather "
-                                     "than a slider value (only floating-point values can slide).")
+                    raise ValueError(
+                        f"{keyword}= names {name!r}: {full} is {leaf.type_label}, data rather "
+                        "than a slider value (only floating-point values can slide)."
+                    )
                 out.extend(Element(tree, leaf, pos) for pos in range(min(leaf.size, limit)))
                 continue
             prefix = next((p for p in names if name.startswith(p + "[")), None)
             if prefix is None or not leaf.shape or not leaf.differentiable:
                 continue
             try:
-                index = [int(i) for i in name[len(prefix):].replace("][", ",").strip("[]").split(",")]
+                index = [int(i) for i in name[len(prefix) :].replace("][", ",").strip("[]").split(",")]
                 position = int(np.ravel_multi_index(tuple(index), leaf.shape))
             except (ValueError, TypeError):
                 continue
             out.append(Element(tree, leaf, position))
     trees = {el.tree for el in out}
     if len(trees) > 1:
-        raise ValueError(f"{keyword}= names {name!r}, which is in both params and inputs: write "
-                         f"params[...] or inputs[...] with its keystr path.")
+        raise ValueError(
+            f"{keyword}= names {name!r}, which is in both params and inputs: write "
+            f"params[...] or inputs[...] with its keystr path."
+        )
     if not out:
         examples = [el.path for el in elements(params, "params", 2)]
         examples += [el.path for el in elements(inputs, "inputs", 2)] if keyword == "sliders" else []
-        raise ValueError(f"{keyword}= names {name!r}, which is no parameter {'or input ' * (keyword == 'sliders')}"
-                         f"value here. Use keystr paths or labels, e.g. {', '.join(map(repr, examples))}"
-                         + (", or 'learning_rate'." if keyword == "sliders" else "."))
+        raise ValueError(
+            f"{keyword}= names {name!r}, which is no parameter {'or input ' * (keyword == 'sliders')}"
+            f"value here. Use keystr paths or labels, e.g. {', '.join(map(repr, examples))}"
+            + (", or 'learning_rate'." if keyword == "sliders" else ".")
+        )
     return out
 
 
@@ -161,8 +169,9 @@ def elements_of(leaves: Iterable[Leaf], tree: str, limit: int) -> list[Element]:
     return out
 
 
-def _chosen(chosen: Any, max_sliders: int, params: TreeSummary, inputs: TreeSummary
-            ) -> tuple[list[Element], list[Element], bool]:
+def _chosen(
+    chosen: Any, max_sliders: int, params: TreeSummary, inputs: TreeSummary
+) -> tuple[list[Element], list[Element], bool]:
     chosen = [chosen] if isinstance(chosen, str) else list(chosen)
     picked: dict[tuple, Element] = {}
     for name in chosen:
@@ -174,8 +183,11 @@ def _chosen(chosen: Any, max_sliders: int, params: TreeSummary, inputs: TreeSumm
     rank = {("inputs", leaf.index): k for k, leaf in enumerate(walk_leaves(inputs))}
     rank.update({("params", leaf.index): k for k, leaf in enumerate(walk_leaves(params))})
     ordered = sorted(picked.values(), key=lambda el: (rank[(el.tree, el.flat_index)], el.position))
-    return ([el for el in ordered if el.tree == "inputs"], [el for el in ordered if el.tree == "params"],
-            LEARNING_RATE in chosen)
+    return (
+        [el for el in ordered if el.tree == "inputs"],
+        [el for el in ordered if el.tree == "params"],
+        LEARNING_RATE in chosen,
+    )
 
 
 def _rate_range(rate: float) -> tuple[float, float, float]:
@@ -187,8 +199,16 @@ def _rate_range(rate: float) -> tuple[float, float, float]:
     return lo, hi, step
 
 
-def plan(params: TreeSummary, inputs: TreeSummary, param_leaves: list, input_leaves: list, rate: float,
-         rate_slides: bool, chosen: Iterable[str] | None, max_sliders: int) -> tuple[list[SliderSpec], list[str]]:
+def plan(
+    params: TreeSummary,
+    inputs: TreeSummary,
+    param_leaves: list,
+    input_leaves: list,
+    rate: float,
+    rate_slides: bool,
+    chosen: Iterable[str] | None,
+    max_sliders: int,
+) -> tuple[list[SliderSpec], list[str]]:
     """The sliders, in the order shown (inputs, the learning rate, params), and notes to say.
 
     Default: small float inputs, the learning rate, every parameter element; `chosen` picks
@@ -206,8 +226,10 @@ def plan(params: TreeSummary, inputs: TreeSummary, param_leaves: list, input_lea
     notes = []
     if len(entries) > max_sliders:
         if chosen is not None:
-            notes.append(f"sliders= chose {len(entries)} values; max_sliders={max_sliders} caps the "
-                         f"total, so the last {len(entries) - max_sliders} have no slider.")
+            notes.append(
+                f"sliders= chose {len(entries)} values; max_sliders={max_sliders} caps the "
+                f"total, so the last {len(entries) - max_sliders} have no slider."
+            )
         entries = entries[:max_sliders]
     labels = [el.label for el in entries if el is not None]
     clash = {lab for lab in labels if labels.count(lab) > 1} | ({LEARNING_RATE} & set(labels))

@@ -89,8 +89,12 @@ class ChartView(View):
 
     def _draw(self, shown: list, note: str) -> None:
         self.elements = list(shown)
-        self.chart.set_elements([e.label for e in shown], [e.leaf.path for e in shown], [e.path for e in shown],
-                                [tick_label(e, self.names) for e in shown])
+        self.chart.set_elements(
+            [e.label for e in shown],
+            [e.leaf.path for e in shown],
+            [e.path for e in shown],
+            [tick_label(e, self.names) for e in shown],
+        )
         self.chart.note = note
         if self._result is not None:
             self.show(self._result)
@@ -106,8 +110,10 @@ class ChartView(View):
         self._result = result
         eng = self.session.engine
         before, after = eng.tree_leaves(result.params), eng.tree_leaves(result.updated)
-        self.chart.show([float(np.asarray(before[e.flat_index]).ravel()[e.position]) for e in self.elements],
-                        [float(np.asarray(after[e.flat_index]).ravel()[e.position]) for e in self.elements])
+        self.chart.show(
+            [float(np.asarray(before[e.flat_index]).ravel()[e.position]) for e in self.elements],
+            [float(np.asarray(after[e.flat_index]).ravel()[e.position]) for e in self.elements],
+        )
         self.chart.highlight(self.selected)
 
     def select(self, path: str) -> None:
@@ -121,8 +127,12 @@ class ChartView(View):
         self._ready()
         if not self.elements:
             return ""
-        return "Bars (before and after the step): " + describe(self.elements) + "." + (
-            f" {self.chart.note}" if self.chart.note else "")
+        return (
+            "Bars (before and after the step): "
+            + describe(self.elements)
+            + "."
+            + (f" {self.chart.note}" if self.chart.note else "")
+        )
 
 
 class LossLineView(View):
@@ -146,8 +156,11 @@ class LossLineView(View):
         history = self.session.history
         if not history:
             return ""
-        return ("Loss at each point visited: " + " → ".join(fmt_number(v) for v in history[-12:])
-                + (f" ({len(history)} points)" if len(history) > 12 else ""))
+        return (
+            "Loss at each point visited: "
+            + " → ".join(fmt_number(v) for v in history[-12:])
+            + (f" ({len(history)} points)" if len(history) > 12 else "")
+        )
 
     def close(self) -> None:
         self.line.close()  # its log scale is not reachable while the linear one is shown
@@ -175,8 +188,15 @@ class DataView(View):
         for leaf in walk_leaves(s.input_data):
             if leaf.index in slid:
                 continue
-            why = "int labels" if leaf.dtype.startswith(("int", "uint")) else \
-                "mask" if leaf.dtype == "bool" else "batch" if not small_input(leaf) else "data"
+            why = (
+                "int labels"
+                if leaf.dtype.startswith(("int", "uint"))
+                else "mask"
+                if leaf.dtype == "bool"
+                else "batch"
+                if not small_input(leaf)
+                else "data"
+            )
             rows.append((f"inputs{leaf.path}", leaf.type_label, why, leaf.summary))
         for key, value in s.static.items():
             rows.append((f"inputs[{key!r}]", type(value).__name__, "static", repr(value)[:60]))
@@ -185,20 +205,28 @@ class DataView(View):
             self.html.value = ""
             return
         esc = html.escape
-        items = "".join(f'<li title="{esc(path, quote=True)}"><code>{esc(path)}</code> {esc(ty)} ({esc(why)}): '
-                        f"{esc(summary)}</li>" for path, ty, why, summary in rows)
+        items = "".join(
+            f'<li title="{esc(path, quote=True)}"><code>{esc(path)}</code> {esc(ty)} ({esc(why)}): {esc(summary)}</li>'
+            for path, ty, why, summary in rows
+        )
         if self.compact:  # one line that opens (the explorer's compact layout)
-            names = ", ".join(f"{esc(path_label(path[len('inputs'):]) or path)} {esc(ty)}" for path, ty, _, _ in rows)
-            self.html.value = (f'<details class="ptl-data ptl-data-folded" aria-label="inputs shown as data"><summary>'
-                               f"<b>Data</b> (fixed): {names}</summary><ul>{items}</ul></details>")
+            names = ", ".join(f"{esc(path_label(path[len('inputs') :]) or path)} {esc(ty)}" for path, ty, _, _ in rows)
+            self.html.value = (
+                f'<details class="ptl-data ptl-data-folded" aria-label="inputs shown as data"><summary>'
+                f"<b>Data</b> (fixed): {names}</summary><ul>{items}</ul></details>"
+            )
             return
-        self.html.value = (f'<div class="ptl-data" aria-label="inputs shown as data"><b>Data</b> '
-                           f"(fixed; change with set_inputs): <ul>{items}</ul></div>")
+        self.html.value = (
+            f'<div class="ptl-data" aria-label="inputs shown as data"><b>Data</b> '
+            f"(fixed; change with set_inputs): <ul>{items}</ul></div>"
+        )
 
     def text(self) -> str:
         if not self.rows:
             return ""
-        return "Data (fixed):\n" + "\n".join(f"  {path}: {ty} ({why}) {summary}" for path, ty, why, summary in self.rows)
+        return "Data (fixed):\n" + "\n".join(
+            f"  {path}: {ty} ({why}) {summary}" for path, ty, why, summary in self.rows
+        )
 
 
 class DiagramView(View):
@@ -216,9 +244,11 @@ class DiagramView(View):
     def _caption(self) -> None:
         shown = bool(self.diagram.foldable_open or not self.diagram.foldable)
         self.diagram.caption = f"computed in the kernel by {self.session.engine.name}: " + (
-            "value_and_grad, then tree.map(p − η·g)" if self.session.optimizer is None else
-            "value_and_grad, then opt.update(grads, state, params) and optax.apply_updates"
-            + ("; moment columns and the optimizer state panel are the state after this step" if shown else ""))
+            "value_and_grad, then tree.map(p − η·g)"
+            if self.session.optimizer is None
+            else "value_and_grad, then opt.update(grads, state, params) and optax.apply_updates"
+            + ("; moment columns and the optimizer state panel are the state after this step" if shown else "")
+        )
 
     def parts(self):
         return [("below", 2, self.diagram)]
@@ -226,7 +256,9 @@ class DiagramView(View):
     def show(self, result: Any) -> None:
         trees, extra = columns(self.session, result)
         self.diagram.foldable = foldable(trees, extra)  # the optimizer's moments and state: one toggle
-        self.diagram.set_trees(trees, order=self.session.param_summary, **({"extra": extra} if extra is not None else {}))
+        self.diagram.set_trees(
+            trees, order=self.session.param_summary, **({"extra": extra} if extra is not None else {})
+        )
 
     def show_extra(self) -> None:
         """The session's extra panels, now (they replace the panels shown)."""
@@ -280,8 +312,9 @@ class ViewSet(dict):
     """The explorer's views by class name, made from `VIEWS`, and what is done to all of them."""
 
     def __init__(self, session: Any, views: tuple[type[View], ...] = VIEWS, **options: Any):
-        super().__init__((cls.__name__, cls(session, **{k: options[k] for k in cls.options if k in options}))
-                         for cls in views)
+        super().__init__(
+            (cls.__name__, cls(session, **{k: options[k] for k in cls.options if k in options})) for cls in views
+        )
 
     def parts(self, slot: str) -> list[ipywidgets.Widget]:
         """The views' widgets for `slot` ("row" or "below"), in their positions."""

@@ -83,25 +83,58 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
     # The page writes only `_view_count` (views shown); every other synced trait is the kernel's.
     _page_intents = frozenset({"_view_count"})
 
-    selected_path = traitlets.Unicode("", help="str, default '': the keystr path of the selected leaf "
-                                      "(the diagram's selection, kept in step with it). Written by the kernel; "
-                                      "the page's clicks arrive through the diagram and the bars.")
-    result = traitlets.Any(None, allow_none=True, help="StepResult or None, default None: the step from where "
-                           "the explorer stands now (None until one works). Written by the kernel; not synced.")
+    selected_path = traitlets.Unicode(
+        "",
+        help="str, default '': the keystr path of the selected leaf "
+        "(the diagram's selection, kept in step with it). Written by the kernel; "
+        "the page's clicks arrive through the diagram and the bars.",
+    )
+    result = traitlets.Any(
+        None,
+        allow_none=True,
+        help="StepResult or None, default None: the step from where "
+        "the explorer stands now (None until one works). Written by the kernel; not synced.",
+    )
 
-    def __init__(self, loss_fn: Callable | None = None, params: Any = None, inputs: dict | None = None,
-                 learning_rate: float | None = None, *, optimizer: Any = None, fixed_range: bool = False,
-                 prediction_fn: Callable | None = None, target: str = "target", pointwise_loss: Callable | None = None,
-                 sliders: Iterable[str] | None = None, max_sliders: int = 24, bars: Iterable[str] | None = None,
-                 static: Iterable[str] = (), extra: Any = None, time_budget: float | None = 30.0,
-                 engine: Engine | None = None, layout: Any = "compact", **kwargs: Any):
+    def __init__(
+        self,
+        loss_fn: Callable | None = None,
+        params: Any = None,
+        inputs: dict | None = None,
+        learning_rate: float | None = None,
+        *,
+        optimizer: Any = None,
+        fixed_range: bool = False,
+        prediction_fn: Callable | None = None,
+        target: str = "target",
+        pointwise_loss: Callable | None = None,
+        sliders: Iterable[str] | None = None,
+        max_sliders: int = 24,
+        bars: Iterable[str] | None = None,
+        static: Iterable[str] = (),
+        extra: Any = None,
+        time_budget: float | None = 30.0,
+        engine: Engine | None = None,
+        layout: Any = "compact",
+        **kwargs: Any,
+    ):
         refuse_unknown("StepExplorer", kwargs, widget_keywords(type(self), _OWN_KEYWORDS))
         self.layout_form = check_layout(layout, kwargs)  # "compact" or "long" (layout.py)
         super().__init__(**kwargs)
         self.add_class("pytree-lab-explorer")
-        session = ExplorerSession(loss_fn, params, inputs, learning_rate, optimizer=optimizer,
-                                  prediction_fn=prediction_fn, target=target, pointwise_loss=pointwise_loss,
-                                  static=static, time_budget=time_budget, engine=engine)
+        session = ExplorerSession(
+            loss_fn,
+            params,
+            inputs,
+            learning_rate,
+            optimizer=optimizer,
+            prediction_fn=prediction_fn,
+            target=target,
+            pointwise_loss=pointwise_loss,
+            static=static,
+            time_budget=time_budget,
+            engine=engine,
+        )
         self.views = ViewSet(session, bars=bars)
         for name, value in ((n, v) for view in self.views.values() for n, v in view.public.items()):
             setattr(self, name, value)  # each view's widgets are attributes too (diagram, chart_view, ...)
@@ -115,8 +148,12 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         self.views["DataView"].refresh()
         self.children = arrange(self, self.layout_form, self.slider_panel.box)
         self._start_play()  # play.py: the player, and the output area under the rest
-        self.schedule = Schedule(self.views.fast(), self.views.show_slow, lambda err: self._fail(
-            f"The step was computed, but showing it failed: {short_error(err)}."), session.lock)
+        self.schedule = Schedule(
+            self.views.fast(),
+            self.views.show_slow,
+            lambda err: self._fail(f"The step was computed, but showing it failed: {short_error(err)}."),
+            session.lock,
+        )
         self._start_lifetime()
         self.history_view.on_new_widget = self._adopt
         traitlets.link((self, "selected_path"), (self.diagram, "selected_path"))  # one selection everywhere
@@ -128,15 +165,23 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
     engine = property(lambda self: self.session.engine, doc="The engine the steps run on (JAX or Lite).")
     loss_fn = property(lambda self: self.session.loss_fn, doc="The loss, called as loss_fn(params, **inputs).")
     optimizer = property(lambda self: self.session.optimizer, doc="The optimizer given (None: p − η·g).")
-    params = property(lambda self: self.session.params, doc="Where the explorer stands now (the sliders' values; "
-                      "`result` is the step from here).")
-    opt_state = property(lambda self: self.session.opt_state, doc="The optimizer state the next step starts from "
-                         "(None without an optimizer).")
-    param_sliders = property(lambda self: self.slider_panel.param_sliders(),
-                             doc="(element, Slider) of each parameter element with a slider, in order.")
-    time_budget = property(lambda self: self.session.time_budget,
-                           lambda self, seconds: setattr(self.session, "time_budget", seconds),
-                           doc="Seconds the user's own code may run in one step (None: no limit).")
+    params = property(
+        lambda self: self.session.params,
+        doc="Where the explorer stands now (the sliders' values; `result` is the step from here).",
+    )
+    opt_state = property(
+        lambda self: self.session.opt_state,
+        doc="The optimizer state the next step starts from (None without an optimizer).",
+    )
+    param_sliders = property(
+        lambda self: self.slider_panel.param_sliders(),
+        doc="(element, Slider) of each parameter element with a slider, in order.",
+    )
+    time_budget = property(
+        lambda self: self.session.time_budget,
+        lambda self, seconds: setattr(self.session, "time_budget", seconds),
+        doc="Seconds the user's own code may run in one step (None: no limit).",
+    )
 
     # ------------------------------------------------------------------ sliders -> session
     def _on_slider(self, label: str, change: dict) -> None:
@@ -176,8 +221,10 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
             if self.session.last_good is not None:  # put every view back on the last good step
                 with contextlib.suppress(BaseException):
                     self.schedule.draw_all(self.session.last_good)
-            return self._fail(f"The step was computed, but showing it failed: {short_error(err)}. "  # type: ignore[func-returns-value]
-                              "The last good step stays on screen.")
+            return self._fail(
+                f"The step was computed, but showing it failed: {short_error(err)}. "  # type: ignore[func-returns-value]
+                "The last good step stays on screen."
+            )
         self.status.value = ""
         self.result = computed.result
         notes = self.session.commit(computed)
@@ -241,5 +288,4 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         super().close()
 
 
-_OWN_KEYWORDS = [name for name in inspect.signature(StepExplorer.__init__).parameters
-                 if name not in ("self", "kwargs")]
+_OWN_KEYWORDS = [name for name in inspect.signature(StepExplorer.__init__).parameters if name not in ("self", "kwargs")]

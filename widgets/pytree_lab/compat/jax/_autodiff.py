@@ -49,9 +49,7 @@ def _check_output(out: Any) -> _np.ndarray:
         raise TypeError(f"Gradient only defined for scalar-output functions. Output was {shown}.")
     value = _jnp.asarray(raw)
     if value.shape != ():
-        raise TypeError(
-            f"Gradient only defined for scalar-output functions. Output had shape: {value.shape}."
-        )
+        raise TypeError(f"Gradient only defined for scalar-output functions. Output had shape: {value.shape}.")
     if not _np.issubdtype(value.dtype, _np.floating):
         raise TypeError(
             "grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), "
@@ -157,7 +155,9 @@ def grad(
     return grad_f
 
 
-def jit(fun: Callable | None = None, /, *, static_argnums: Any = None, static_argnames: Any = None, **options: Any) -> Any:
+def jit(
+    fun: Callable | None = None, /, *, static_argnums: Any = None, static_argnames: Any = None, **options: Any
+) -> Any:
     """No compiler here: the function runs as written (numpy is already vectorised).
 
     Accepts the same arguments as `jax.jit` so lesson code runs unchanged.
@@ -191,8 +191,14 @@ def _axis_leaves(axis: Any, arg: Any, n_leaves: int, what: str) -> list:
     return out
 
 
-def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = None, axis_size: int | None = None,
-         spmd_axis_name: Any = None) -> Callable:
+def vmap(
+    fun: Callable,
+    in_axes: Any = 0,
+    out_axes: Any = 0,
+    axis_name: Any = None,
+    axis_size: int | None = None,
+    spmd_axis_name: Any = None,
+) -> Callable:
     """`fun` mapped over an axis of its arguments: called once per index (a Python loop here,
     traceable by autograd, so `grad` of a vmapped function works) and the results stacked."""
     if not (isinstance(out_axes, int) or out_axes is None):
@@ -202,9 +208,11 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
     def vmapped(*args: Any, **kwargs: Any) -> Any:
         axes = tuple(in_axes) if isinstance(in_axes, (list, tuple)) else (in_axes,) * len(args)
         if len(axes) != len(args):
-            raise ValueError("vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
-                             "positional arguments passed to the function, but got "
-                             f"len(in_axes)={len(axes)}, len(args)={len(args)}")
+            raise ValueError(
+                "vmap in_axes must be an int, None, or a tuple of entries corresponding to the "
+                "positional arguments passed to the function, but got "
+                f"len(in_axes)={len(axes)}, len(args)={len(args)}"
+            )
         flat = []
         sizes = set()
         for arg, axis in zip(args, axes):
@@ -214,9 +222,11 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
                 if ax is not None:
                     rank = _np.ndim(_getval(leaf))
                     if not -rank <= ax < rank:
-                        raise ValueError(f"vmap was requested to map its argument along axis {ax}, which implies "
-                                         f"that its rank should be at least {ax + 1 if ax >= 0 else -ax}, "
-                                         f"but is only {rank} (its shape is {_np.shape(_getval(leaf))})")
+                        raise ValueError(
+                            f"vmap was requested to map its argument along axis {ax}, which implies "
+                            f"that its rank should be at least {ax + 1 if ax >= 0 else -ax}, "
+                            f"but is only {rank} (its shape is {_np.shape(_getval(leaf))})"
+                        )
                     sizes.add(_np.shape(_getval(leaf))[ax])
             flat.append((leaves, treedef, leaf_axes))
         if axis_size is not None:
@@ -235,8 +245,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
 
         results = []
         for i in range(n):
-            call = [_tu.tree_unflatten(td, [pick(leaf, ax, i) for leaf, ax in zip(leaves, leaf_axes)])
-                    for leaves, td, leaf_axes in flat]
+            call = [
+                _tu.tree_unflatten(td, [pick(leaf, ax, i) for leaf, ax in zip(leaves, leaf_axes)])
+                for leaves, td, leaf_axes in flat
+            ]
             results.append(fun(*call, **kwargs))
         if n == 0:
             raise ValueError("vmap over an axis of size 0 is not supported by the Lite engine")
@@ -247,8 +259,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_name: Any = No
         if out_axes is None:
             stacked = out_leaves[0]
         else:
-            stacked = [_jnp._canon(anp.stack([_jnp.asarray(row[j]) for row in out_leaves], axis=out_axes))
-                       for j in range(len(out_leaves[0]))]
+            stacked = [
+                _jnp._canon(anp.stack([_jnp.asarray(row[j]) for row in out_leaves], axis=out_axes))
+                for j in range(len(out_leaves[0]))
+            ]
         return _tu.tree_unflatten(out_def, stacked)
 
     return vmapped

@@ -13,8 +13,7 @@ class _Config:
     def update(self, name: str, value: Any) -> None:
         if name == "jax_enable_x64" and value:
             raise NotImplementedError(
-                "The pytree-lab Lite engine computes in JAX's default 32-bit mode only; "
-                "jax_enable_x64 needs real JAX."
+                "The pytree-lab Lite engine computes in JAX's default 32-bit mode only; jax_enable_x64 needs real JAX."
             )
         setattr(self, name, value)
 

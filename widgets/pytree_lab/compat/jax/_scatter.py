@@ -69,11 +69,12 @@ def _sum_to_shape(t: Any, target: Any) -> Any:
 
 
 # written with the primitives themselves, so a gradient of a gradient works too
-_defvjp(_scatter_set,
-        lambda ans, x, idx, v: lambda g: _scatter_set(g, idx, 0),
-        None,
-        lambda ans, x, idx, v: lambda g: _sum_to_shape(g[idx], v))
-_defvjp(_scatter_add,
-        lambda ans, x, idx, v: lambda g: g,
-        None,
-        lambda ans, x, idx, v: lambda g: _sum_to_shape(g[idx], v))
+_defvjp(
+    _scatter_set,
+    lambda ans, x, idx, v: lambda g: _scatter_set(g, idx, 0),
+    None,
+    lambda ans, x, idx, v: lambda g: _sum_to_shape(g[idx], v),
+)
+_defvjp(
+    _scatter_add, lambda ans, x, idx, v: lambda g: g, None, lambda ans, x, idx, v: lambda g: _sum_to_shape(g[idx], v)
+)

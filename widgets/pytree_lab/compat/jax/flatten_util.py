@@ -37,8 +37,7 @@ def ravel_pytree(pytree: Any) -> tuple[Any, Callable[[Any], Any]]:
     def unravel(flat_values: Any) -> Any:
         if _np.shape(flat_values) != (total,):
             raise ValueError(
-                "The unravel function expected an array of shape "
-                f"{(total,)}, got shape {_np.shape(flat_values)}."
+                f"The unravel function expected an array of shape {(total,)}, got shape {_np.shape(flat_values)}."
             )
         given = getattr(flat_values, "dtype", None)
         if not one_dtype and given is not None and given != flat_dtype:

@@ -19,8 +19,11 @@ def _scalar_pred(pred: Any, name: str) -> bool:
     value = _jnp._getval(pred)
     shape = _anp.shape(value)
     if shape != ():
-        raise TypeError(f"Pred must be a scalar, got {value} of shape {shape}.") if name == "cond" else \
-            TypeError(f"{name}: the index must be a scalar, got shape {shape}")
+        raise (
+            TypeError(f"Pred must be a scalar, got {value} of shape {shape}.")
+            if name == "cond"
+            else TypeError(f"{name}: the index must be a scalar, got shape {shape}")
+        )
     return value
 
 
@@ -41,8 +44,7 @@ def select(pred: Any, on_true: Any, on_false: Any) -> Any:
     if _anp.asarray(p).dtype != bool:
         raise TypeError(f"select `which` must be boolean type, got {_anp.asarray(p).dtype}.")
     if not (_anp.shape(p) == _anp.shape(on_true) == _anp.shape(on_false)) and _anp.shape(p) != ():
-        raise TypeError("select cases must have the same shapes, got "
-                        f"[{_anp.shape(on_true)}, {_anp.shape(on_false)}].")
+        raise TypeError(f"select cases must have the same shapes, got [{_anp.shape(on_true)}, {_anp.shape(on_false)}].")
     return _jnp._canon(_anp.where(p, on_true, on_false))
 
 

@@ -12,8 +12,19 @@ import autograd.numpy as _anp
 
 from . import numpy as _jnp
 
-__all__ = ["relu", "sigmoid", "softmax", "log_softmax", "logsumexp", "softplus", "tanh", "gelu", "silu",
-           "one_hot", "log_sigmoid"]
+__all__ = [
+    "relu",
+    "sigmoid",
+    "softmax",
+    "log_softmax",
+    "logsumexp",
+    "softplus",
+    "tanh",
+    "gelu",
+    "silu",
+    "one_hot",
+    "log_sigmoid",
+]
 
 
 def relu(x: Any) -> Any:
@@ -44,7 +55,7 @@ def gelu(x: Any, approximate: bool = True) -> Any:
     x = _jnp.asarray(x)
     if approximate:
         c = _anp.sqrt(2.0 / _anp.pi)
-        return _jnp._canon(0.5 * x * (1.0 + _anp.tanh(c * (x + 0.044715 * x ** 3))))
+        return _jnp._canon(0.5 * x * (1.0 + _anp.tanh(c * (x + 0.044715 * x**3))))
     from autograd.scipy.special import erf
 
     return _jnp._canon(0.5 * x * (1.0 + erf(x / _anp.sqrt(2.0))))

@@ -358,10 +358,14 @@ def _jax_shape_errors(fn: Any, name: str) -> Any:
         except ValueError as err:
             if name == "matmul" and (_np.ndim(_getval(a)) == 0 or _np.ndim(_getval(b)) == 0):
                 operand = 0 if _np.ndim(_getval(a)) == 0 else 1  # JAX keeps ValueError here
-                raise ValueError(f"matmul input operand {operand} must have ndim at least 1, but it has ndim 0") from None
+                raise ValueError(
+                    f"matmul input operand {operand} must have ndim at least 1, but it has ndim 0"
+                ) from None
             left, right = _contracting(a, b)
-            raise TypeError(f"dot_general requires contracting dimensions to have the same shape, got {left} "
-                            f"and {right}.") from err
+            raise TypeError(
+                f"dot_general requires contracting dimensions to have the same shape, got {left} and {right}."
+            ) from err
+
     return checked
 
 
@@ -383,8 +387,12 @@ linalg = _linalg_namespace()
 # (the scatter primitives and their gradients: _scatter.py)
 
 _KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
-_WEAK = {bool: _np.dtype(bool), int: _np.dtype(_np.int32), float: _np.dtype(_np.float32),
-         complex: _np.dtype(_np.complex64)}
+_WEAK = {
+    bool: _np.dtype(bool),
+    int: _np.dtype(_np.int32),
+    float: _np.dtype(_np.float32),
+    complex: _np.dtype(_np.complex64),
+}
 
 
 def _warn_unsafe_scatter(x: Any, values: Any) -> None:
@@ -403,9 +411,13 @@ def _warn_unsafe_scatter(x: Any, values: Any) -> None:
     # a Python scalar takes the array's dtype unless its kind is above it; an array also warns
     # when the array's dtype of the same kind cannot hold it (float32 into float16)
     if s > t or (weak is None and s == t and _np.promote_types(target, source) != target):
-        warnings.warn("scatter inputs have incompatible types: cannot safely cast value from "
-                      f"dtype={source} to dtype={target} with jax_numpy_dtype_promotion=standard. "
-                      "In future JAX releases this will result in an error.", FutureWarning, stacklevel=4)
+        warnings.warn(
+            "scatter inputs have incompatible types: cannot safely cast value from "
+            f"dtype={source} to dtype={target} with jax_numpy_dtype_promotion=standard. "
+            "In future JAX releases this will result in an error.",
+            FutureWarning,
+            stacklevel=4,
+        )
 
 
 class _AtIndex:
@@ -430,8 +442,9 @@ class _AtIndex:
     def _combine(self, op: Any, values: Any) -> Any:
         return self._update(lambda x, idx, v: _scatter_set(x, idx, op(x[idx], v)), values)
 
-    def set(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
-            mode: Any = None) -> Any:
+    def set(
+        self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None
+    ) -> Any:
         """``x`` with ``x[idx]`` replaced by `values` (cast to x's dtype)."""
         return self._update(_scatter_set, values)
 

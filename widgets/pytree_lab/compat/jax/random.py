@@ -15,8 +15,19 @@ import numpy as _np
 
 from . import numpy as _jnp
 
-__all__ = ["PRNGKey", "key", "split", "fold_in", "normal", "uniform", "randint", "bernoulli", "permutation",
-           "choice", "key_data"]
+__all__ = [
+    "PRNGKey",
+    "key",
+    "split",
+    "fold_in",
+    "normal",
+    "uniform",
+    "randint",
+    "bernoulli",
+    "permutation",
+    "choice",
+    "key_data",
+]
 
 
 def PRNGKey(seed: int) -> _np.ndarray:  # noqa: N802 - JAX's name
@@ -38,12 +49,21 @@ def key_data(keys: Any) -> _np.ndarray:
 def _check_key(k: Any, name: str) -> _np.ndarray:
     k = _np.asarray(_jnp._getval(k))
     if k.dtype != _np.uint32 or k.shape[-1:] != (2,):
-        raise TypeError(f"{name} accepts a single key, but was given a key array of shape {k.shape} != (). "
-                        "Use jax.vmap for batching.") if k.ndim > 1 else TypeError(
-            f"JAX encountered invalid PRNG key data: expected key_data.dtype = uint32; got dtype={k.dtype}")
+        raise (
+            TypeError(
+                f"{name} accepts a single key, but was given a key array of shape {k.shape} != (). "
+                "Use jax.vmap for batching."
+            )
+            if k.ndim > 1
+            else TypeError(
+                f"JAX encountered invalid PRNG key data: expected key_data.dtype = uint32; got dtype={k.dtype}"
+            )
+        )
     if k.ndim != 1:
-        raise TypeError(f"{name} accepts a single key, but was given a key array of shape {k.shape[:-1]} != (). "
-                        "Use jax.vmap for batching.")
+        raise TypeError(
+            f"{name} accepts a single key, but was given a key array of shape {k.shape[:-1]} != (). "
+            "Use jax.vmap for batching."
+        )
     return k
 
 
@@ -54,11 +74,11 @@ def _rng(k: Any, name: str, salt: int = 0) -> _np.random.Generator:
 
 def split(k: Any, num: int = 2) -> _np.ndarray:
     """`num` new keys, uint32[num, 2]."""
-    return _rng(k, "split", 1).integers(0, 2 ** 32, size=(int(num), 2), dtype=_np.uint32)
+    return _rng(k, "split", 1).integers(0, 2**32, size=(int(num), 2), dtype=_np.uint32)
 
 
 def fold_in(k: Any, data: int) -> _np.ndarray:
-    return _rng(k, "fold_in", 2 + (int(data) & 0xFFFFFFFF)).integers(0, 2 ** 32, size=(2,), dtype=_np.uint32)
+    return _rng(k, "fold_in", 2 + (int(data) & 0xFFFFFFFF)).integers(0, 2**32, size=(2,), dtype=_np.uint32)
 
 
 def _shape(shape: Any) -> tuple:
@@ -103,7 +123,9 @@ def permutation(k: Any, x: Any, axis: int = 0) -> _np.ndarray:
     return _jnp._canon(gen.permutation(_np.asarray(x), axis=axis))
 
 
-def choice(k: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p: Any = None, axis: int = 0) -> _np.ndarray:
+def choice(
+    k: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p: Any = None, axis: int = 0
+) -> _np.ndarray:
     gen = _rng(k, "choice", 8)
     out = gen.choice(a if isinstance(a, int) else _np.asarray(a), size=_shape(shape), replace=replace, p=p, axis=axis)
     return _jnp._canon(_np.asarray(out))
