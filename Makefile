@@ -88,6 +88,7 @@ js-check: $(JS_DEPS)
 LINT_PY ?= $(PY)
 lint: $(STAMP) js-check
 	$(LINT_PY) -m ruff check .
+	$(LINT_PY) -m ruff format --check .
 	$(LINT_PY) -m mypy --python-executable $(PY)
 
 # Two pytest-xdist workers, one per core; tests/conftest.py says which tests share a worker.
