@@ -70,6 +70,7 @@ def wait_points(nb, count: int) -> None:
     )
 
 
+@pytest.mark.jax_promotion(dtype="the oracle runs optax's adam (a float to the power of its int32 step count)")
 def test_step_x10_then_reset_then_step(nb):
     # ---- Step ×10: ten real Adam steps in one compiled loop
     button(nb, "Step ×10").click()
