@@ -107,7 +107,9 @@ def screenshots(nb, name: str, explorer, parts: tuple[str, ...]) -> None:
         set_theme(nb.page, LIGHT)
 
 
-@pytest.mark.jax_promotion("the oracle runs the notebook's MLP (a bias added to a batch) and optax's adam as the kernel does")
+@pytest.mark.jax_promotion(
+    "the oracle runs the notebook's MLP (a bias added to a batch) and optax's adam as the kernel does"
+)
 def test_play_then_pause_by_keyboard_grows_history_by_the_steps_drawn(nb):
     assert nb.value("(ex.playing, len(ex.history), ex._view_count)") == [False, 1, 1]
     play = nb.panel.locator(".ptl-play-button").first
