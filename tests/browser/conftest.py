@@ -49,6 +49,8 @@ def pytest_runtest_makereport(item, call):
         report.sections.append(("browser", f"no screenshot: {err}"))
     if page.pytree_lab_errors:
         report.sections.append(("page errors", "\n".join(page.pytree_lab_errors)))
+    if getattr(page, "lab_errors", None):
+        report.sections.append(("JupyterLab's own page errors", "\n".join(page.lab_errors)))
 
 
 @pytest.fixture(scope="session")
@@ -77,6 +79,19 @@ def browser(pw):
     chromium.close()
 
 
+def _page_error(page, exc) -> None:
+    """An uncaught error in the page, with the test that was running. One whose stack holds only
+    JupyterLab's own bundle (jlab_core) is JupyterLab's (seen: its notebook removing a node twice
+    while the harness runs a cell) and goes to `lab_errors`, shown in a failure's report; every
+    other error is in `pytree_lab_errors`, which the tests assert empty."""
+    text = f"{exc} (during {page.pytree_lab_test})"
+    frames = [line for line in (getattr(exc, "stack", "") or "").splitlines() if line.strip().startswith("at ")]
+    if frames and all("/static/lab/jlab_core." in line for line in frames):
+        page.lab_errors.append(text)
+    else:
+        page.pytree_lab_errors.append(text)
+
+
 @pytest.fixture(scope="session")
 def lab_page(browser, lab_server):
     """The lab shell, loaded once; page errors are collected for failure reports."""
@@ -84,7 +99,9 @@ def lab_page(browser, lab_server):
     page = context.new_page()
     page.set_default_timeout(Timeouts.ms(Timeouts.WIDGET_VIEW))
     page.pytree_lab_errors = []
-    page.on("pageerror", lambda exc: page.pytree_lab_errors.append(str(exc)))
+    page.lab_errors = []  # JupyterLab's own, kept apart (see _page_error)
+    page.pytree_lab_test = ""  # the test running (set by _name_the_test): each error names it
+    page.on("pageerror", lambda exc: _page_error(page, exc))
     open_lab(page, lab_server)
     yield page
     context.close()
@@ -120,6 +137,14 @@ def open_module_nb(request, lab_page, lab_server):
     opener = NotebookOpener(lab_page, lab_server, _slug(request.module.__name__.rsplit(".", 1)[-1]))
     yield opener
     opener.close_all()
+
+
+@pytest.fixture(autouse=True)
+def _name_the_test(request):
+    """The shared page's errors say which test was running when they were raised."""
+    if "lab_page" in request.fixturenames:
+        request.getfixturevalue("lab_page").pytree_lab_test = request.node.nodeid
+    yield
 
 
 @pytest.fixture(autouse=True)

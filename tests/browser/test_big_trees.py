@@ -196,11 +196,11 @@ EXPLORER = '''
 from pytree_lab import StepExplorer
 ex = StepExplorer()
 computed = []  # the slider values each kernel computation saw, in order
-_recompute = ex.recompute
-def recording():
+_compute = ex.session.compute
+def recording(*args, **kwargs):
     computed.append((ex.sliders["x[0]"].value, ex.sliders["bias"].value))
-    return _recompute()
-ex.recompute = recording
+    return _compute(*args, **kwargs)
+ex.session.compute = recording
 ex
 '''
 
