@@ -80,11 +80,11 @@ js-deps: $(JS_DEPS)
 js-check: $(JS_DEPS)
 	$(JSCHECK)/node_modules/.bin/tsc --noEmit -p $(JSCHECK)
 
-# The checks (configured in pyproject.toml; docs/lint.md): ruff's lint rules over the whole
-# tree, mypy over the library, tsc over its ES modules. Any finding fails the target, and so
-# `make test` and CI. (`ruff format --check` is not run yet: docs/lint.md says why.) ruff and
-# mypy come with the dev extra; LINT_PY runs them from another environment (mypy still reads
-# the project venv's packages).
+# The checks (configured in pyproject.toml; docs/lint.md): ruff's lint rules and its layout
+# (`ruff format --check`) over the whole tree, mypy over the library, tsc over its ES modules.
+# Any finding fails the target, and so `make test` and CI. ruff and mypy come with the dev
+# extra; LINT_PY runs them from another environment (mypy still reads the project venv's
+# packages).
 LINT_PY ?= $(PY)
 lint: $(STAMP) js-check
 	$(LINT_PY) -m ruff check .

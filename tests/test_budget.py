@@ -181,3 +181,100 @@ def test_after_a_stop_off_the_main_thread_line_tracers_still_run(tmp_path):
     script.write_text(_AFTER_A_STOP)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert done.stdout.split("\n")[:2] == ["stopped", "traced call 1001"], done.stdout + done.stderr
+
+
+# ------------------------------------------------------------------------- one mechanism, two rules
+def _spin():
+    while True:
+        pass
+
+
+def _swallows_then_spins():
+    # a bare `except` swallows the first stop; the rule keeps firing while the code runs
+    try:
+        _spin()
+    except BaseException:  # noqa: BLE001 - what a student writes
+        pass
+    _spin()
+
+
+@pytest.mark.parametrize("outer,inner", [("user", "deadline"), ("deadline", "user")])
+def test_budgets_nest_and_the_inner_one_stops_its_body(outer, inner):
+    from pytree_lab._budget import deadline_budget
+
+    make = {"user": user_code_budget, "deadline": deadline_budget}
+    start = time.monotonic()
+    with make[outer](30.0):
+        with pytest.raises(TimeBudgetExceeded), make[inner](0.3):
+            _spin()
+        after_inner = time.monotonic() - start
+        sum(range(1_000_000))  # the outer budget's body goes on: nothing of the inner lands here
+    assert after_inner < 5
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert signal.getsignal(signal.SIGALRM) is signal.SIG_DFL
+
+
+@pytest.mark.parametrize("where", ["main thread", "another thread"])
+def test_a_fired_deadline_fires_again_until_the_code_stops(where):
+    from pytree_lab._budget import deadline_budget, driver
+
+    def run():
+        with deadline_budget(0.3) as rule:
+            _swallows_then_spins()
+        return rule
+
+    if where == "main thread":
+        assert driver() == "itimer"
+        with pytest.raises(TimeBudgetExceeded):
+            run()
+    else:
+        out = _in_a_thread(run)
+        assert isinstance(out.get("error"), TimeBudgetExceeded)
+
+
+def test_the_deadline_counts_cpu_time_and_the_clock_is_its_backstop():
+    from pytree_lab._budget import WALL_FACTOR, Deadline
+
+    rule = Deadline(0.2)
+    time.sleep(0.3)  # waiting: no CPU time
+    assert not rule.look(None, set())  # type: ignore[arg-type]
+    time.sleep(0.2 * WALL_FACTOR - 0.3 + 0.05)
+    assert rule.look(None, set())  # type: ignore[arg-type]
+    busy = Deadline(0.2)
+    end = time.process_time() + 0.25
+    while time.process_time() < end:
+        pass
+    assert busy.look(None, set())  # type: ignore[arg-type]
+
+
+_AFTER_A_BROKEN_CLEANUP = r"""
+import signal, sys, time
+from pytree_lab.exercises._guard import run_guarded
+
+def leaves_no_depth():  # the budget's own cleanup, a few calls deep, cannot run
+    depth, frame = 0, sys._getframe()
+    while frame is not None:
+        depth, frame = depth + 1, frame.f_back
+    sys.setrecursionlimit(depth + 3)
+    raise SystemExit(3)
+
+def spin():
+    while True:
+        pass
+
+print(run_guarded(leaves_no_depth, budget=0.5).error.__class__.__name__)
+start = time.monotonic()
+print(run_guarded(spin, budget=0.3).timed_out, time.monotonic() - start < 5)
+"""
+
+
+def test_after_a_body_that_broke_the_budgets_cleanup_the_next_budget_still_stops(tmp_path):
+    # a body that leaves no recursion depth keeps the budget's cleanup from running: the caller
+    # gives the interpreter's state back, and the next budget must arm its own timer again
+    import subprocess
+    import sys
+
+    script = tmp_path / "broken_cleanup.py"
+    script.write_text(_AFTER_A_BROKEN_CLEANUP)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split("\n")[:2] == ["SystemExit", "True True"], done.stdout + done.stderr

@@ -488,6 +488,7 @@ def test_a_replaced_explorer_whose_views_are_gone_is_closed_and_collected_but_a_
     shown_elsewhere = StepExplorer()
     _page_writes(shown_elsewhere, {"_view_count": 2})
     never_shown = StepExplorer()
+    assert (first.shown, shown_elsewhere.shown, never_shown.shown) == (1, 2, 0)
     ref = weakref.ref(first)
     _page_writes(first, {"_view_count": 0})  # its cell is run again: the output is cleared
     second = StepExplorer()  # ... and the new explorer is built

@@ -306,8 +306,10 @@ def test_the_page_cannot_write_a_solution_or_a_verdict():
 
 
 def test_the_time_budget_also_holds_off_the_main_thread():
-    # where no interval timer can be used (another thread; Pyodide has none), a line tracer stops it
+    # where no interval timer can be used (another thread), a watchdog thread stops it
     import threading
+
+    from pytree_lab import _budget
 
     found = {}
 
@@ -315,10 +317,14 @@ def test_the_time_budget_also_holds_off_the_main_thread():
         while True:
             pass
 
-    thread = threading.Thread(target=lambda: found.setdefault("run", _guard.run_guarded(student, budget=0.5)))
+    def run():
+        found["driver"] = _budget.driver(_budget.Deadline(0.5))
+        found["run"] = _guard.run_guarded(student, budget=0.5)
+
+    thread = threading.Thread(target=run)
     thread.start()
     thread.join(20)
-    assert not thread.is_alive() and found["run"].timed_out
+    assert not thread.is_alive() and found["run"].timed_out and found["driver"] == "watchdog"
 
 
 def test_huge_output_is_bounded_and_said():
@@ -340,8 +346,11 @@ def test_aligned_trees_for_the_evidence():
 
 def test_without_interval_timers_the_tracer_budget_is_used(monkeypatch):
     # the JupyterLite kernel's situation (Pyodide has no setitimer), on the main thread
-    monkeypatch.setattr(_guard.sys, "platform", "emscripten")
-    assert not _guard._can_use_itimer()
+    from pytree_lab import _budget
+
+    monkeypatch.setattr(_budget.sys, "platform", "emscripten")
+    assert _budget.driver(_budget.Deadline(0.5)) == "tracer"
+    assert _budget.driver(_budget.BudgetClock(0.5)) is None  # the explorer's: no tracer over a step
 
     def student():
         while True:

@@ -43,10 +43,10 @@ def _run_all_again(nb) -> None:
 
 def test_a_cell_run_again_closes_the_explorer_it_replaces(open_nb):
     nb = open_nb(CELLS, wait_for='[role="tree"]')
-    nb.kernel.wait_for("ex._view_count", lambda n: n == 1)  # the page counts its view
+    nb.kernel.wait_for("ex.shown", lambda n: n == 1)  # the page counts its view
     _run_all_again(nb)
     nb.kernel.wait_for("len(refs)", lambda n: n == 2, Timeouts.ROUND_TRIP * 4)
-    nb.kernel.wait_for("refs[1]()._view_count", lambda n: n == 1)
+    nb.kernel.wait_for("refs[1]().shown", lambda n: n == 1)
     state = nb.value(
         "{'old_closed': refs[0]() is None or refs[0]().comm is None, 'new_open': refs[1]().comm is not None}"
     )

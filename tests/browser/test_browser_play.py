@@ -111,7 +111,7 @@ def screenshots(nb, name: str, explorer, parts: tuple[str, ...]) -> None:
     "the oracle runs the notebook's MLP (a bias added to a batch) and optax's adam as the kernel does"
 )
 def test_play_then_pause_by_keyboard_grows_history_by_the_steps_drawn(nb):
-    assert nb.value("(ex.playing, len(ex.history), ex._view_count)") == [False, 1, 1]
+    assert nb.value("(ex.playing, len(ex.history), ex.shown)") == [False, 1, 1]
     play = nb.panel.locator(".ptl-play-button").first
     assert play.get_attribute("aria-label").startswith("Play training")
     nb.panel.locator(".ptl-play-select").first.select_option("10")

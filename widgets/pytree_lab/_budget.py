@@ -1,25 +1,45 @@
-"""A time budget for the user's own Python code inside a step (a loss, a prediction function,
-a custom node), that never stops JAX's own work.
+"""Time budgets for code run on the user's behalf: the library's one mechanism, with two rules.
 
-A loss with an endless `while` loop is traced by `jax.jit` in the kernel's main thread and would
-hang the kernel. `user_code_budget(seconds)` arms an interval timer that looks at the Python
-stack every 0.25 s and counts two times: the user's own Python (the innermost frame is the
-user's code) and library work called from it (a user frame is further down: JAX tracing each
-operation a loss over 100k leaves asks for). It raises `TimeBudgetExceeded` when the own time
-passes `seconds` (an endless loop), or when the time with the user's code on the stack passes
-`SLOW_FACTOR` times that (slow, not a loop: the `BudgetClock` it yields says which, so the
-message can say what is slow). XLA compiling a big model (no user frame on the stack, the
-handler runs when the compile returns) is never cut short, however long it takes.
+A loss with an endless `while` loop, traced by `jax.jit` in the kernel, would hang the kernel; so
+would a student's answer that never returns. Both run inside a budget: a *rule* says when the
+code has had its time, and one *driver* looks at the running code and stops it there by raising
+`TimeBudgetExceeded` (a BaseException, so a plain `except Exception:` does not swallow it).
+
+The two rules:
+
+- `user_code_budget(seconds)` (the explorer's step): a `BudgetClock` looks at the Python stack
+  every `TICK` and counts two times: the user's own Python (the innermost frame is the user's
+  code) and library work called from it (a user frame is further down: JAX tracing each
+  operation a loss over 100k leaves asks for). It fires when the own time passes `seconds` (an
+  endless loop), or when the time with the user's code on the stack passes `SLOW_FACTOR` times
+  that (slow, not a loop: `clock.reason` says which). XLA compiling a big model (no user frame on
+  the stack) is never cut short, however long it takes.
+- `deadline_budget(seconds)` (the exercises' guard, `exercises/_guard.run_guarded`): a
+  `Deadline` fires after `seconds` of CPU time (a loaded machine does not count against the
+  student) or `WALL_FACTOR` times as long on the clock (code that sleeps or waits).
 
 "User code" is code from outside the installed packages and the standard library: a notebook
 cell, a script, a module of the user's own.
 
-Off the main thread (JupyterLab hands widget messages to a kernel subshell, a thread of its own,
-so a slider's step runs there) signals cannot reach the code: a watchdog thread looks at that
-thread's stack instead, and raises `TimeBudgetExceeded` in it asynchronously (at its next Python
-instruction) under the same rule. Where neither works (Pyodide has no interval timers and no
-threads), or while another interval timer is armed on the main thread (an exercise check's own
-budget), the budget is off and the call runs as before.
+The driver, by where the code runs:
+
+- the main thread of a CPython kernel (ipykernel runs cells there): one SIGALRM interval timer
+  ticks every `BEAT` while any budget runs and its handler asks each budget whose look is due;
+  `time.sleep` is interrupted too.
+- another thread (JupyterLab hands widget messages to a kernel subshell, a thread of its own): a
+  watchdog thread looks at that thread's stack and raises in it asynchronously (at its next
+  Python instruction).
+- neither (Pyodide, in JupyterLite: no interval timers, no threads): a `sys.settrace` line tracer
+  looks between lines, for the rules that allow it. The explorer's rule does not: a tracer over
+  the Lite engine's pure-Python step would slow every step several times over, so the explorer
+  runs without a budget there (a student's answer, a few lines, is cheap to trace).
+
+Once a rule has fired it keeps firing at each look while the code runs, so a bare `except:`
+inside a loop cannot swallow the stop for long (the tracer, which Python removes when it raises,
+fires once). Budgets nest: each keeps its own rule and the driver asks every one. A frame in a
+finalizer or a garbage-collection callback is never stopped (Python would print the exception and
+drop it: the next look tries again). Nothing can stop a single long call into compiled code (one
+huge XLA computation): the budget ends when it returns.
 
 Whatever the body does, the interpreter is given back as it was: recursion limit and usable
 depth, interval timers and their handlers, the trace function (`_interpreter.InterpreterState`).
@@ -34,26 +54,55 @@ import signal
 import sys
 import sysconfig
 import threading
+import time
+from collections.abc import Iterator
 from types import FrameType
+from typing import Protocol
 
 from ._interpreter import InterpreterState, TimeBudgetExceeded
 
-__all__ = ["TimeBudgetExceeded", "user_code_budget", "is_user_frame", "BudgetClock", "SLOW_FACTOR"]
+__all__ = [
+    "TimeBudgetExceeded",
+    "user_code_budget",
+    "deadline_budget",
+    "is_user_frame",
+    "BudgetClock",
+    "Deadline",
+    "SLOW_FACTOR",
+    "WALL_FACTOR",
+    "driver",
+]
 
-TICK = 0.25  # seconds between looks at the stack
+TICK = 0.25  # seconds between the explorer's looks at the stack
+BEAT = 0.05  # seconds between the driver's looks on the main thread (each rule's own interval on top)
 # Time spent in library code called from the user's code (JAX tracing each operation of a loss
 # written over 100k leaves) is not the user's loop: it counts only up to this many budgets.
 SLOW_FACTOR = 4.0
+WALL_FACTOR = 4.0  # a deadline on the clock of this many budgets stops code that waits (sleep, input)
+
+
+class Rule(Protocol):
+    """When the code in a budget has had its time. `interval`: seconds between looks;
+    `traceable`: whether a line tracer may drive it (where nothing else can)."""
+
+    interval: float
+    traceable: bool
+
+    def look(self, frame: FrameType, outside: set[int]) -> bool:
+        """One look at the running frame; True: stop the code now."""
+        ...
 
 
 class BudgetClock:
-    """What a budget saw, sampled every `TICK`: `own` seconds with the user's own Python running
-    (the innermost frame), `inside` seconds with the user's code anywhere on the stack (library
-    code called from it included), and why it fired: "own" (the user's own Python ran past the
-    budget: an endless loop) or "slow" (library work called from the user's code ran past
-    `SLOW_FACTOR` budgets: a slow trace, not a loop), None while it has not."""
+    """The explorer's rule, and what it saw, sampled every `TICK`: `own` seconds with the user's
+    own Python running (the innermost frame), `inside` seconds with the user's code anywhere on
+    the stack (library code called from it included), and why it fired: "own" (the user's own
+    Python ran past the budget: an endless loop) or "slow" (library work called from the user's
+    code ran past `SLOW_FACTOR` budgets: a slow trace, not a loop), None while it has not."""
 
     __slots__ = ("seconds", "own", "inside", "reason")
+    interval = TICK
+    traceable = False
 
     def __init__(self, seconds: float):
         self.seconds = seconds
@@ -61,12 +110,7 @@ class BudgetClock:
         self.inside = 0.0
         self.reason: str | None = None
 
-    def tick(self, frame: FrameType | None, outside: set[int]) -> bool:
-        """One look at the stack; True when the budget is spent and the user's code is running
-        (never inside a finalizer or a garbage-collection callback, where Python would print the
-        exception and drop it: the next tick tries again)."""
-        if frame is None or _in_cleanup(frame, outside):
-            return False
+    def look(self, frame: FrameType, outside: set[int]) -> bool:
         if not _user_code_running(frame, outside):
             return False
         self.inside += TICK
@@ -77,6 +121,25 @@ class BudgetClock:
         elif self.inside >= self.seconds * SLOW_FACTOR:
             self.reason = "slow"
         return self.reason is not None
+
+
+class Deadline:
+    """The exercises' rule: `seconds` of the process's CPU time, or `WALL_FACTOR` times as long on
+    the clock, from when the budget began."""
+
+    __slots__ = ("seconds", "cpu", "wall")
+    interval = BEAT
+    traceable = True
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+        self.cpu = time.process_time()
+        self.wall = time.monotonic()
+
+    def look(self, frame: FrameType, outside: set[int]) -> bool:
+        return (
+            time.process_time() - self.cpu >= self.seconds or time.monotonic() - self.wall >= self.seconds * WALL_FACTOR
+        )
 
 
 _LIBRARY_ROOTS = tuple(
@@ -123,43 +186,133 @@ def _in_cleanup(frame: FrameType | None, outside: set[int]) -> bool:
 _CLEANUP_NAMES = frozenset({"__del__", "_xla_gc_callback", "_remove_dead_weakref", "_remove"})
 
 
-def _stack_ids() -> set[int]:
+def _stack_ids(frame: FrameType | None) -> set[int]:
     ids: set[int] = set()
-    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         ids.add(id(frame))
         frame = frame.f_back
     return ids
 
 
-def _available() -> bool:
-    return (
-        hasattr(signal, "setitimer")
-        and threading.current_thread() is threading.main_thread()
-        and signal.getitimer(signal.ITIMER_REAL)[0] == 0
-    )
+def _caller(frame: FrameType | None) -> FrameType | None:
+    """The first frame outside this module and contextlib: the one that began the budget. It and
+    the frames below it stay on the stack (and their ids theirs) while the body runs."""
+    while frame is not None and frame.f_code.co_filename in _OWN_FILES:
+        frame = frame.f_back
+    return frame
 
 
-def _watchdog_available() -> bool:
-    return (
-        threading.current_thread() is not threading.main_thread()
-        and hasattr(ctypes, "pythonapi")
-        and hasattr(sys, "_current_frames")
-    )
+_OWN_FILES = frozenset({__file__, contextlib.__file__})
+
+
+class _Budget:
+    """One running budget: its rule, the frames that were on the stack when it began (they only
+    wait for the body), when its next look is due, whether it has fired and whether its body has
+    ended (set first thing on the way out: a cleanup that cannot run still leaves it inert)."""
+
+    __slots__ = ("rule", "outside", "due", "fired", "ended")
+
+    def __init__(self, rule: Rule, outside: set[int]):
+        self.rule = rule
+        self.outside = outside
+        self.due = time.monotonic() + rule.interval
+        self.fired = False
+        self.ended = False
+
+    def spent(self, frame: FrameType | None, now: float) -> bool:
+        """Look at `frame` if a look is due: True when the code must stop now."""
+        if self.ended or now < self.due:
+            return False
+        self.due = now + self.rule.interval
+        if frame is None or _in_cleanup(frame, self.outside) or not self.rule.look(frame, self.outside):
+            return False
+        self.fired = True
+        return True
+
+
+# ------------------------------------------------------------------------------------------ drivers
+
+
+def driver(rule: Rule | None = None) -> str | None:
+    """Which driver runs a budget begun here: "itimer", "watchdog", "tracer", or None (no budget:
+    nothing can stop code here, or only a tracer and `rule` does not allow one)."""
+    on_main = threading.current_thread() is threading.main_thread()
+    if on_main and sys.platform != "emscripten" and hasattr(signal, "setitimer"):
+        return "itimer"
+    if not on_main and hasattr(ctypes, "pythonapi") and hasattr(sys, "_current_frames"):
+        return "watchdog"
+    return "tracer" if rule is None or rule.traceable else None
+
+
+_ON_MAIN: list[_Budget] = []  # the budgets running on the main thread, outermost first
+_MAIN_BEFORE: list = []  # what the first of them found: SIGALRM's handler, ITIMER_REAL, the time
+
+
+def _on_alarm(signum, frame):
+    now = time.monotonic()
+    for budget in tuple(_ON_MAIN):
+        if budget.spent(frame, now):
+            raise TimeBudgetExceeded()
+
+
+def _finish(cleanup) -> None:
+    """Run a driver's cleanup to its end: a late look can raise in it; start it over."""
+    while True:
+        try:
+            cleanup()
+            return
+        except TimeBudgetExceeded:
+            continue
+
+
+@contextlib.contextmanager
+def _by_itimer(budget: _Budget) -> Iterator[None]:
+    def start() -> None:
+        # a budget whose cleanup could not run (its body left no recursion depth to run it; its
+        # caller then gave the interpreter's state back) is dropped here
+        _ON_MAIN[:] = [b for b in _ON_MAIN if not b.ended]
+        if _ON_MAIN and signal.getsignal(signal.SIGALRM) is not _on_alarm:
+            _ON_MAIN.clear()  # and so are those whose handler is gone
+        if not _ON_MAIN:
+            handler = signal.signal(signal.SIGALRM, _on_alarm)
+            if handler is _on_alarm:  # left by such a budget: nothing of anyone else's to give back
+                handler = signal.SIG_DFL
+                signal.setitimer(signal.ITIMER_REAL, 0)
+            _MAIN_BEFORE[:] = [handler, signal.setitimer(signal.ITIMER_REAL, BEAT, BEAT), time.monotonic()]
+        elif signal.getitimer(signal.ITIMER_REAL)[0] == 0:  # the body of an outer one stopped the timer
+            signal.setitimer(signal.ITIMER_REAL, BEAT, BEAT)
+        _ON_MAIN.append(budget)
+
+    def stop() -> None:
+        if budget in _ON_MAIN:
+            _ON_MAIN.remove(budget)
+        if not _ON_MAIN and _MAIN_BEFORE:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            handler, (remaining, interval), began = _MAIN_BEFORE
+            signal.signal(signal.SIGALRM, handler)
+            if remaining > 0:  # someone else's timer: give back what is left of it
+                signal.setitimer(signal.ITIMER_REAL, max(remaining - (time.monotonic() - began), 0.001), interval)
+            _MAIN_BEFORE.clear()
+
+    try:
+        start()
+        yield
+    finally:
+        budget.ended = True
+        _finish(stop)
 
 
 def _raise_in(thread_id: int, exc: type[BaseException]) -> None:
     # Never called with NULL to take a pending exception back: on CPython 3.11 that leaves the
     # interpreter's "async exception pending" flag set for good, after which every thread's
-    # interpreter loop checks for pending work at each backward jump and a line tracer
-    # (`sys.settrace`, the exercises' budget in Pyodide and off the main thread) never runs again
-    # (a RESUME with a trace function set spins). A pending exception is delivered instead (below).
+    # interpreter loop checks for pending work at each backward jump and a line tracer never runs
+    # again (a RESUME with a trace function set spins). A pending exception is delivered instead.
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc))
 
 
 def _take_delivery() -> None:
     """Let an exception set by `_raise_in` for this thread land here, now: the interpreter
-    delivers it at the first backward jump of this loop."""
+    delivers it at the first backward jump of this loop (with none pending, a short loop)."""
     try:
         for _ in range(10_000):
             pass
@@ -168,95 +321,109 @@ def _take_delivery() -> None:
 
 
 @contextlib.contextmanager
-def _watched(seconds: float):
-    """The budget for a thread other than the main one: a watchdog thread."""
+def _by_watchdog(budget: _Budget) -> Iterator[None]:
     target = threading.get_ident()
-    outside = _stack_ids()
     lock = threading.Lock()
     stop = threading.Event()
-    state = {"active": True, "fired": False}
-    clock = BudgetClock(seconds)
+    active = [True]
 
     def watch() -> None:
-        while True:
-            if stop.wait(TICK):
-                return
+        while not stop.wait(budget.rule.interval):
             with lock:
-                if not state["active"]:
+                if not active[0]:
                     return
                 frame = sys._current_frames().get(target)
-                if clock.tick(frame, outside):
+                if budget.spent(frame, time.monotonic()):
                     _raise_in(target, TimeBudgetExceeded)
-                    state["fired"] = True
-                    return
                 del frame
 
-    threading.Thread(target=watch, name="pytree-lab time budget", daemon=True).start()
-    delivered = False
+    watchdog = threading.Thread(target=watch, name="pytree-lab time budget", daemon=True)
+
+    def end() -> None:
+        with lock:
+            active[0] = False
+            stop.set()
+        if budget.fired:  # one may still be pending: it must land here, not after the body
+            _take_delivery()
+        watchdog.join(1.0)
+
     try:
-        yield clock
-    except TimeBudgetExceeded:
-        delivered = True
-        raise
+        watchdog.start()
+        yield
     finally:
-        while True:  # the exception can land in the cleanup: finish it whatever happens
-            try:
-                with lock:
-                    state["active"] = False
-                    stop.set()
-                if state["fired"] and not delivered:  # set, maybe not delivered: not after the body
-                    _take_delivery()
-                break
-            except TimeBudgetExceeded:
-                delivered = True
-                continue
+        budget.ended = True
+        _finish(end)
+
+
+_TRACED = threading.local()  # .budgets: the budgets this thread's tracer asks
+
+
+def _tracer(frame, event, arg):
+    now = time.monotonic()
+    for budget in tuple(_TRACED.budgets):
+        if budget.spent(frame, now):
+            raise TimeBudgetExceeded()
+    return _tracer
 
 
 @contextlib.contextmanager
-def user_code_budget(seconds: float | None):
+def _by_tracer(budget: _Budget) -> Iterator[None]:
+    budgets = getattr(_TRACED, "budgets", None)
+    if budgets is None or sys.gettrace() is not _tracer:  # none, or gone with the tracer (it raised)
+        budgets = _TRACED.budgets = []
+    first = not budgets
+    before = sys.gettrace() if first else None
+
+    def end() -> None:
+        if budget in budgets:
+            budgets.remove(budget)
+        if first:
+            sys.settrace(before)
+
+    budgets.append(budget)
+    try:
+        if first:
+            sys.settrace(_tracer)
+        yield
+    finally:
+        budget.ended = True
+        _finish(end)
+
+
+_DRIVERS = {"itimer": _by_itimer, "watchdog": _by_watchdog, "tracer": _by_tracer}
+
+
+@contextlib.contextmanager
+def _budget(rule: Rule, seconds: float | None) -> Iterator[None]:
+    how = driver(rule) if seconds and seconds > 0 else None
+    if how is None:
+        yield
+        return
+    budget = _Budget(rule, _stack_ids(_caller(sys._getframe(1))))
+    with _DRIVERS[how](budget):
+        yield
+
+
+@contextlib.contextmanager
+def user_code_budget(seconds: float | None) -> Iterator[BudgetClock]:
     """Stop the user's code in the body once its own Python has run `seconds` (sampled every
     `TICK`), or once library work called from it has run `SLOW_FACTOR` times that (None or 0: no
-    budget). Yields the `BudgetClock`: after a stop, `clock.reason` says which. Whatever happens
-    in the body, the interpreter's recursion limit and depth, interval timers, their signals'
-    handlers and the trace function are given back as they were."""
+    budget; none under a line tracer). Yields the `BudgetClock`: after a stop, `clock.reason` says
+    which. Whatever happens in the body, the interpreter's recursion limit and depth, interval
+    timers, their signals' handlers and the trace function are given back as they were."""
     interpreter = InterpreterState.capture()
+    clock = BudgetClock(seconds or 0.0)
     try:
-        with _user_code_budget(seconds) as clock:
+        with _budget(clock, seconds):
             yield clock
     finally:
         interpreter.restore()
 
 
 @contextlib.contextmanager
-def _user_code_budget(seconds: float | None):
-    clock = BudgetClock(seconds or 0.0)
-    if not seconds or seconds <= 0:
-        yield clock
-        return
-    if not _available():
-        if _watchdog_available():
-            with _watched(seconds) as clock:
-                yield clock
-        else:
-            yield clock
-        return
-    state = {"active": True}
-    outside = _stack_ids()  # these frames stay alive (on the stack) while the body runs
-
-    def on_alarm(signum, frame):
-        if state["active"] and clock.tick(frame, outside):
-            raise TimeBudgetExceeded()
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, TICK, TICK)
-    try:
-        yield clock
-    finally:
-        while True:  # a tick can land in the cleanup: finish it whatever happens
-            try:
-                state["active"] = False
-                signal.setitimer(signal.ITIMER_REAL, 0)
-                signal.signal(signal.SIGALRM, previous)
-                break
-            except TimeBudgetExceeded:
-                continue
+def deadline_budget(seconds: float | None) -> Iterator[Deadline]:
+    """Stop the body after `seconds` of CPU time, or `WALL_FACTOR` times as long on the clock
+    (None or 0: no budget). The caller gives the interpreter's state back (`run_guarded` does)."""
+    deadline = Deadline(seconds or 0.0)
+    with _budget(deadline, seconds):
+        yield deadline

@@ -8,8 +8,8 @@ the recursion limit without unwinding its count (JAX's tree flatten with a Pytho
 on a tree that contains itself or nests ~1,000 levels deep) leaves CPython's recursion counter
 where it stopped; the lost levels are measured and given back.
 
-The library's time budget (`_budget.py`) and the exercises' guard (`exercises/_guard.py`) both
-build on this module; it imports neither.
+The library's time budget (`_budget.py`, the one mechanism for the explorer and the exercises'
+guard) and the guard (`exercises/_guard.py`) build on this module; it imports neither.
 """
 
 from __future__ import annotations

@@ -6,12 +6,14 @@ in words a student can act on. It catches BaseException (`sys.exit()`, `Keyboard
 of what the code printed, and reports when the code replaced a function of jax / jax.numpy /
 numpy or of the checker itself (and puts the original back, so later checks are not poisoned).
 
-Time budget: on the main thread of a CPython kernel (ipykernel runs cells and widget messages
-there) a SIGALRM interval timer raises `TimeBudgetExceeded` in the student's code, and keeps
-raising every 50 ms, so a bare `except:` inside a loop cannot swallow it for long; `time.sleep`
-is interrupted too. Elsewhere (another thread, Pyodide, where there are no interval timers) a
-`sys.settrace` line tracer does the same between lines of Python. Neither can stop a single
-long call into compiled code (one huge XLA computation): the budget ends when it returns.
+Time budget: the library's one mechanism (`pytree_lab._budget`), with the deadline rule: the
+call is stopped after `budget` seconds of CPU time (a loaded machine does not count against the
+student) or WALL_FACTOR times as long on the clock (code that sleeps or waits), by raising
+`TimeBudgetExceeded` in it, again at each look while it runs, so a bare `except:` inside a loop
+cannot swallow it for long. On the main thread of a CPython kernel (ipykernel runs cells and
+widget messages there) an interval timer drives it and `time.sleep` is interrupted too; on another
+thread a watchdog thread does; in Pyodide (no timers, no threads) a line tracer. None can stop a
+single long call into compiled code (one huge XLA computation): the budget ends when it returns.
 
 Whatever the code does, the interpreter is given back as it was (`InterpreterState`): the
 recursion limit, the interval timers and the handlers of their signals, the trace and profile
@@ -27,15 +29,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
-import signal
 import sys
-import threading
 import time
 import types
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .._budget import WALL_FACTOR, deadline_budget
 from .._interpreter import (
     InterpreterState,
     TimeBudgetExceeded,
@@ -95,73 +96,6 @@ class _BoundedText(io.TextIOBase):
 
     def getvalue(self) -> str:
         return "".join(self._parts)
-
-
-def _can_use_itimer() -> bool:
-    # Pyodide (JupyterLite) has no interval timers, whatever its signal module lists
-    return (
-        sys.platform != "emscripten"
-        and hasattr(signal, "setitimer")
-        and hasattr(signal, "SIGPROF")
-        and hasattr(signal, "SIGALRM")
-        and threading.current_thread() is threading.main_thread()
-    )
-
-
-WALL_FACTOR = 4.0  # a wall-clock limit of this many budgets stops code that waits (sleep, input)
-
-
-@contextlib.contextmanager
-def _time_budget(seconds: float):
-    """Stop the body after `seconds` of CPU time (a loaded machine does not count against the
-    student), or after WALL_FACTOR times as long on the clock (code that sleeps or waits)."""
-    if seconds is None or seconds <= 0:
-        yield
-        return
-    if _can_use_itimer():
-        state = {"active": True}
-
-        def on_alarm(signum, frame):
-            # never inside a finalizer (the exception would be "ignored" and printed); the next
-            # tick, 50 ms later, comes back to the student's code
-            if state["active"] and (frame is None or frame.f_code.co_name != "__del__"):
-                raise TimeBudgetExceeded()
-
-        timers = [
-            (signal.SIGPROF, signal.ITIMER_PROF, seconds),
-            (signal.SIGALRM, signal.ITIMER_REAL, seconds * WALL_FACTOR),
-        ]
-        previous = [
-            (signal.signal(sig, on_alarm), signal.setitimer(which, limit, 0.05)) for sig, which, limit in timers
-        ]
-        try:
-            yield
-        finally:
-            while True:  # a tick can land in here: finish the cleanup whatever happens
-                try:
-                    state["active"] = False
-                    for (sig, which, _), (handler, timer) in zip(timers, previous):
-                        signal.setitimer(which, 0)
-                        signal.signal(sig, handler)
-                        if timer[0] > 0:  # someone else's timer: give it back
-                            signal.setitimer(which, *timer)
-                    break
-                except TimeBudgetExceeded:
-                    continue
-        return
-    deadline = time.monotonic() + seconds
-    previous_trace = sys.gettrace()
-
-    def tracer(frame, event, arg):
-        if time.monotonic() > deadline:
-            raise TimeBudgetExceeded()
-        return tracer
-
-    sys.settrace(tracer)
-    try:
-        yield
-    finally:
-        sys.settrace(previous_trace)
 
 
 # Functions a student answer might replace ("monkeypatch") and the checker relies on.
@@ -268,12 +202,18 @@ def _run(result: Guarded, before, fn, args, kwargs, budget, output_limit, captur
             for ctx in redirect:
                 stack.enter_context(ctx)
             try:
-                with _time_budget(budget):
-                    result.value = fn(*args, **kwargs)
-            except TimeBudgetExceeded:
+                with deadline_budget(budget):
+                    try:
+                        result.value = fn(*args, **kwargs)
+                    except TimeBudgetExceeded:
+                        result.timed_out = True
+                    except BaseException as exc:  # noqa: BLE001 - student code may raise anything
+                        result.error = exc
+            except TimeBudgetExceeded:  # a late stop, in the handler or the budget's cleanup
                 result.timed_out = True
-            except BaseException as exc:  # noqa: BLE001 - student code may raise anything
-                result.error = exc
+            except BaseException as exc:  # noqa: BLE001 - the cleanup failed: what the code did is said
+                if result.error is None and not result.timed_out:
+                    result.error = exc
     except TimeBudgetExceeded:  # a late alarm between the student's return and the timer's stop
         result.timed_out = True
     finally:

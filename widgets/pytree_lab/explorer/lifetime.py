@@ -85,6 +85,12 @@ class Lifetime:
         """True once the explorer is closed (by `close()`, its page, or a newer explorer)."""
         return self._closed
 
+    @property
+    def shown(self) -> int:
+        """How many views of the explorer the page shows now (the page counts them)."""
+        count = getattr(self, "_view_count", 0)
+        return count if isinstance(count, int) and count > 0 else 0
+
     def _start_lifetime(self) -> None:
         self._closed = False
         # the page writes intents only: every widget built here refuses page writes of

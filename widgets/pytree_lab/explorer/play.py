@@ -145,8 +145,7 @@ class Player:
                     loop.call_soon_threadsafe(handle.cancel)
 
     def _page_attached(self) -> bool:
-        count = getattr(self.ex, "_view_count", 0)
-        return isinstance(count, int) and count > 0
+        return self.ex.shown > 0
 
     def _turn(self) -> None:
         loop = self._loop
