@@ -311,9 +311,10 @@ VIEWS: tuple[type[View], ...] = (DiagramView, DataView, CalculationView, LossLin
 class ViewSet(dict):
     """The explorer's views by class name, made from `VIEWS`, and what is done to all of them."""
 
-    def __init__(self, session: Any, views: tuple[type[View], ...] = VIEWS, **options: Any):
+    def __init__(self, session: Any, views: tuple[type[View], ...] | None = None, **options: Any):
         super().__init__(
-            (cls.__name__, cls(session, **{k: options[k] for k in cls.options if k in options})) for cls in views
+            (cls.__name__, cls(session, **{k: options[k] for k in cls.options if k in options}))
+            for cls in (VIEWS if views is None else views)  # VIEWS as it is now (a registration)
         )
 
     def parts(self, slot: str) -> list[ipywidgets.Widget]:
