@@ -406,8 +406,10 @@ def table(res: dict) -> Table:
     for r in res["runs"]:
         cap = r["capacity"]
         t.notes.append(
-            f"N = {r['n']}: per student {fmt(cap['per_student_mb'], ' MB')} (kernel + single-user server, max RSS) -> "
-            f"a {NODE_GB:g} GB node holds {cap['by_memory']} students by memory ({SYSTEM_GB:g} GB kept for the system); "
+            f"N = {r['n']}: per student {fmt(cap['per_student_mb'], ' MB')} "
+            "(kernel + single-user server, max RSS) -> "
+            f"a {NODE_GB:g} GB node holds {cap['by_memory']} students by memory "
+            f"({SYSTEM_GB:g} GB kept for the system); "
             f"kernel CPU per slider move {fmt(r['kernel_cpu_per_move_ms']['median'], ' ms')} -> "
             f"{cap['sliding_at_once']} students sliding at 1 move/s on {NODE_CORES} cores at {CPU_SHARE:.0%}; "
             f"lesson 01 costs {fmt(cap['lesson_cpu_s'], ' s')} of kernel CPU per student; "

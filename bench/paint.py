@@ -86,7 +86,8 @@ async ({path, index, source, kind, timeout}) => {"""
   const kernel = w.sessionContext.session.kernel;
   const onMsg = (_, msg) => {
     const c = msg.content || {};
-    if (msg.header.msg_type !== 'status') res.msgs.push([performance.now(), msg.header.msg_type, (c.data && c.data.method) || '']);
+    if (msg.header.msg_type !== 'status')
+      res.msgs.push([performance.now(), msg.header.msg_type, (c.data && c.data.method) || '']);
   };
   kernel.iopubMessage.connect(onMsg);
   const mo = new MutationObserver(() => {

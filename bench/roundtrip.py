@@ -52,8 +52,11 @@ SETUP = setup_cell(
     "ex.sliders['x[0]'].on_msg(_count_move)",
     "ex.observe(_count_result, 'result')",
     # the floor: the same chart, and an observer that does nothing but set the bars' y
-    "floor_chart = BeforeAfterChart(['weight[0]', 'weight[1]', 'bias'], [\"['weight']\", \"['weight']\", \"['bias']\"],",
-    "                               title='no-op kernel floor')",
+    "floor_chart = BeforeAfterChart(",
+    "    ['weight[0]', 'weight[1]', 'bias'],",
+    "    [\"['weight']\", \"['weight']\", \"['bias']\"],",
+    "    title='no-op kernel floor',",
+    ")",
     "floor_chart.show([1.0, -1.0, 0.0], [1.4, -0.8, 0.2])",
     "floor_slider = Slider(2.0, description='x[0]', min=-2.0, max=6.0, step=0.01)",
     "def _floor(change):",
@@ -91,7 +94,9 @@ INSTRUMENT = (
       const now = performance.now();
       for (const r of records) {
         if (r.type === 'attributes' ? r.target.matches('rect.bar') : [...r.addedNodes].some(isBar)) {
-          const bars = [...fig.querySelectorAll('rect.bar')].map((b) => b.getAttribute('y') + ',' + b.getAttribute('height')).join(';');
+          const bars = [...fig.querySelectorAll('rect.bar')]
+            .map((b) => b.getAttribute('y') + ',' + b.getAttribute('height'))
+            .join(';');
           if (bars === shown) { B.same[name]++; return; }
           shown = bars;
           B.muts[name].push(now);
@@ -324,10 +329,11 @@ def table_moves(r: dict) -> Table:
         for mode in ("floor", "explorer"):
             b = o[mode]["breakdown"]
             t.notes.append(
-                f"{server} {mode} (medians): key -> kernel busy {b['key_to_kernel_ms']['median']:.1f} ms; kernel busy -> "
-                f"bars message sent {b['kernel_until_bars_sent_ms']['median']:.1f} ms; sent -> in the page "
-                f"{b['bars_transport_ms']['median']:.1f} ms; -> bars redrawn +{b['bars_message_to_render_ms']['median']:.1f} "
-                f"ms; first bar mutation {o[mode]['first_ms']['median']:.1f} ms; messages: {b['typical_order']}"
+                f"{server} {mode} (medians): key -> kernel busy {b['key_to_kernel_ms']['median']:.1f} ms; "
+                f"kernel busy -> bars message sent {b['kernel_until_bars_sent_ms']['median']:.1f} ms; "
+                f"sent -> in the page {b['bars_transport_ms']['median']:.1f} ms; "
+                f"-> bars redrawn +{b['bars_message_to_render_ms']['median']:.1f} ms; "
+                f"first bar mutation {o[mode]['first_ms']['median']:.1f} ms; messages: {b['typical_order']}"
             )
     return t
 

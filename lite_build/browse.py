@@ -138,8 +138,9 @@ def wait_kernel_ready(page, timeout: float = Timeouts.KERNEL) -> None:
     try:
         page.wait_for_function(
             """(name) => {
-                const kernel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Toolbar-kernelName');
-                const status = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator');
+                const panel = '.jp-NotebookPanel:not(.lm-mod-hidden)';
+                const kernel = document.querySelector(panel + ' .jp-Toolbar-kernelName');
+                const status = document.querySelector(panel + ' .jp-Notebook-ExecutionIndicator');
                 return kernel && kernel.textContent.trim() === name && status && status.dataset.status === 'idle';
             }""",
             arg=LITE_KERNEL_NAME,

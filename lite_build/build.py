@@ -1101,7 +1101,8 @@ def build_site(
             )
             if lean:
                 log(
-                    "  lean: .py sources left out where bytecode replaces them (tracebacks show no library source lines)"
+                    "  lean: .py sources left out where bytecode replaces them "
+                    "(tracebacks show no library source lines)"
                 )
         manifest = verify_and_describe(staged_output, lock_info, wheels, project, notebooks, setup_cells, config_data)
         manifest["site_name"] = site_name

@@ -73,7 +73,12 @@ else:
 fixed=jax.tree.map(lambda p,g:p-0.05*g,params,grads)
 assert jnp.allclose(loss(fixed),0.64,atol=1e-6)
 
-visual_data = {'kind': 'bar', 'labels': ['weight[0]', 'weight[1]', 'bias'], 'ylabel': 'parameter value', 'series': [{'label': 'before', 'y': [float(params['weight'][0]), float(params['weight'][1]), float(params['bias'])]}, {'label': 'after', 'y': [float(updated['weight'][0]), float(updated['weight'][1]), float(updated['bias'])]}]}
+visual_data = {'kind': 'bar', 'labels': ['weight[0]', 'weight[1]', 'bias'], 'ylabel': 'parameter value',
+               'series': [
+                   {'label': 'before',
+                    'y': [float(params['weight'][0]), float(params['weight'][1]), float(params['bias'])]},
+                   {'label': 'after',
+                    'y': [float(updated['weight'][0]), float(updated['weight'][1]), float(updated['bias'])]}]}
 '''
 
 # ---- lesson "Gradient of Packed Parameters": the dict example and the exercise (a solution

@@ -89,7 +89,8 @@ def test_the_hand_values_are_the_oracles():
         (
             "nested_scale_grad",
             'g = {"layer": {"weight": jnp.array([-8., -4.]), "bias": jnp.array(-4.)}, "scale": jnp.array(-4.)}',
-            "g: this value does not change when `params` changes: build nested from `params` and compute g with jax.grad.",
+            "g: this value does not change when `params` changes: build nested from `params` and compute g "
+            "with jax.grad.",
         ),
         (
             "repair_update",

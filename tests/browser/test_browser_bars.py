@@ -180,13 +180,16 @@ TRANSFORMER = [
     "    return {'ln1': {'scale': jnp.ones(D), 'bias': jnp.zeros(D)},\n"
     "            'attn': {n: {'w': w(D, D), 'b': jnp.zeros(D)} for n in 'qkvo'},\n"
     "            'ln2': {'scale': jnp.ones(D), 'bias': jnp.zeros(D)},\n"
-    "            'mlp': {'fc1': {'w': w(D, 2 * D), 'b': jnp.zeros(2 * D)}, 'fc2': {'w': w(2 * D, D), 'b': jnp.zeros(D)}}}\n"
+    "            'mlp': {'fc1': {'w': w(D, 2 * D), 'b': jnp.zeros(2 * D)},\n"
+    "                    'fc2': {'w': w(2 * D, D), 'b': jnp.zeros(D)}}}\n"
     "params = {'embedding': jnp.ones((6, D)) * 0.2, 'block_0': block(0), 'block_1': block(1),\n"
-    "          'ln_f': {'scale': jnp.ones(D), 'bias': jnp.zeros(D)}, 'out': {'w': jnp.ones((D, 6)) * 0.1, 'b': jnp.zeros(6)}}\n"
+    "          'ln_f': {'scale': jnp.ones(D), 'bias': jnp.zeros(D)},\n"
+    "          'out': {'w': jnp.ones((D, 6)) * 0.1, 'b': jnp.zeros(6)}}\n"
     "assert len(jax.tree.leaves(params)) == 37\n"
     "def loss(p, x):\n"
     "    return sum(jnp.sum(jnp.sin(leaf * x)) for leaf in jax.tree.leaves(p))\n"
-    "ex = StepExplorer(loss, params, {'x': jnp.array(1.5)}, bars=['block_0/attn/q/w', \"['block_1']['attn']['q']['w']\"])\n"
+    "ex = StepExplorer(loss, params, {'x': jnp.array(1.5)},\n"
+    "                  bars=['block_0/attn/q/w', \"['block_1']['attn']['q']['w']\"])\n"
     "ex",
 ]
 

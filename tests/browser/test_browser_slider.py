@@ -72,7 +72,8 @@ SPY = """
 () => {
   const sent = window.__moves = [];
   const send = WebSocket.prototype.send;
-  const text = (d) => typeof d === 'string' ? d : new TextDecoder().decode(d instanceof ArrayBuffer ? d : d.buffer || d);
+  const text = (d) =>
+    typeof d === 'string' ? d : new TextDecoder().decode(d instanceof ArrayBuffer ? d : d.buffer || d);
   WebSocket.prototype.send = function (data) {
     try { const t = text(data); if (t.includes('"move"')) sent.push([performance.now(), t]); } catch (e) {}
     return send.call(this, data);

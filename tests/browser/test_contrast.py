@@ -64,7 +64,8 @@ d_error.selected_path = "['params']['layer']['weight']"
 d_error.show_message("The gradient tree is missing ['layer']['bias'].")
 d_error""",
     """\
-d_warn = PytreeDiagram({"params": params, "grads": {"layer": {"weight": jnp.array([-8.0, -4.0]), "bias": 1}, "scale": "x"}})
+d_warn = PytreeDiagram({"params": params,
+                       "grads": {"layer": {"weight": jnp.array([-8.0, -4.0]), "bias": 1}, "scale": "x"}})
 d_warn.show_message("A leaf is not differentiable.", kind="warning")
 d_warn""",
     'd_info = PytreeDiagram(params)\nd_info.show_message("Selected every leaf under layer.", kind="info")\nd_info',
@@ -82,7 +83,8 @@ bad""",
     'noted = StepExplorer()\nnoted.selected_path = "[\'nope\']"\nnoted',
     # 13: the packed view with a leaf selected; 14: a slider
     """\
-packed = PackedView(params, layouts={"(w, b, s)": (params["layer"]["weight"], params["layer"]["bias"], params["scale"])})
+packed = PackedView(params,
+                    layouts={"(w, b, s)": (params["layer"]["weight"], params["layer"]["bias"], params["scale"])})
 packed.select_leaf("['layer']['weight']")
 packed""",
     "Slider(0.25, description='learning_rate', min=0.0, max=1.0, step=0.01)",
@@ -123,7 +125,10 @@ CONTRAST = """
     return bg;
   };
   const lum = (c) => {
-    const [r, g, b] = c.slice(0, 3).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    const [r, g, b] = c.slice(0, 3).map(v => {
+      v /= 255;
+      return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4;
+    });
     return 0.2126 * r + 0.7152 * g + 0.0722 * b;
   };
   const ratio = (a, b) => { const [x, y] = [lum(a), lum(b)].sort((p, q) => q - p); return (x + 0.05) / (y + 0.05); };
@@ -131,10 +136,14 @@ CONTRAST = """
   let checked = 0;
   for (const root of document.querySelectorAll(selector)) {
     for (const el of root.querySelectorAll('*')) {
-      const own = [...el.childNodes].filter(n => n.nodeType === 3 && n.textContent.trim()).map(n => n.textContent.trim()).join(' ');
+      const own = [...el.childNodes]
+        .filter(n => n.nodeType === 3 && n.textContent.trim())
+        .map(n => n.textContent.trim())
+        .join(' ');
       if (!own) continue;
       const style = getComputedStyle(el);
-      if (!el.getClientRects().length || style.visibility === 'hidden' || el.closest('[hidden], [aria-hidden="true"] .bqplot-tooltip')) continue;
+      if (!el.getClientRects().length || style.visibility === 'hidden') continue;
+      if (el.closest('[hidden], [aria-hidden="true"] .bqplot-tooltip')) continue;
       if (el.closest(':disabled, [aria-disabled="true"]')) continue;
       let opacity = 1;
       for (let n = el; n; n = n.parentElement) opacity *= parseFloat(getComputedStyle(n).opacity);
@@ -146,7 +155,8 @@ CONTRAST = """
       const r = ratio(fg, bg);
       checked++;
       if (r < (large ? 3 : 4.5)) {
-        out.push({text: own.slice(0, 60), cls: String(el.className && el.className.baseVal !== undefined ? el.className.baseVal : el.className),
+        const cls = el.className && el.className.baseVal !== undefined ? el.className.baseVal : el.className;
+        out.push({text: own.slice(0, 60), cls: String(cls),
                   fg: fg.map(Math.round), bg: bg.map(Math.round), ratio: Math.round(r * 100) / 100});
       }
     }
@@ -190,8 +200,8 @@ def test_every_text_of_every_widget_reaches_wcag_aa(every_widget, theme):
     result = page.evaluate(
         """async (selector) => {
              const include = [...document.querySelectorAll(selector)];
-             const r = await axe.run({include}, {runOnly: {type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa']},
-                                                 resultTypes: ['violations']});
+             const tags = ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'];
+             const r = await axe.run({include}, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']});
              return r.violations.map(v => ({id: v.id, help: v.help,
                nodes: v.nodes.map(n => n.target.join(' ') + ': ' + n.failureSummary).slice(0, 8)}));
            }""",

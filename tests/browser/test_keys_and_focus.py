@@ -61,7 +61,8 @@ def cells(nb) -> list:
           for (const w of window.jupyterapp.shell.widgets('main')) {
             if (w.context && w.context.path === path && w.content && w.content.model) {
               const cells = w.content.model.cells, out = [];
-              for (let i = 0; i < cells.length; i++) out.push([cells.get(i).type, cells.get(i).sharedModel.getSource()]);
+              for (let i = 0; i < cells.length; i++)
+                out.push([cells.get(i).type, cells.get(i).sharedModel.getSource()]);
               return out;
             }
           }

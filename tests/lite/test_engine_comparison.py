@@ -49,7 +49,9 @@ CASES = {
     "prngkey": "result = jax.random.PRNGKey(0)",
     "prngkey_big_seed": "result = jax.random.PRNGKey(2 ** 40 + 7)",
     "prngkey_negative_seed": "result = jax.random.PRNGKey(-3)",
-    "split_shape": "k = jax.random.split(jax.random.PRNGKey(0), 3)\nresult = {'shape': list(k.shape), 'dtype': str(k.dtype)}",
+    "split_shape": (
+        "k = jax.random.split(jax.random.PRNGKey(0), 3)\nresult = {'shape': list(k.shape), 'dtype': str(k.dtype)}"
+    ),
     "normal_shape": (
         "v = jax.random.normal(jax.random.PRNGKey(1), (2, 3))\nresult = {'shape': list(v.shape), 'dtype': str(v.dtype)}"
     ),
@@ -89,7 +91,9 @@ CASES = {
     "matmul_op_numpy_left_error": "import numpy as np\nresult = np.ones(2) @ jnp.ones(3)",
     "matmul_op_in_grad_error": "result = jax.grad(lambda w: jnp.sum(w @ jnp.ones((3, 2))))(jnp.ones(2))",
     "matmul_op_value": "result = jnp.array([[1., 2.], [3., 4.]]) @ jnp.array([1., -1.])",
-    "matmul_op_grad": "result = jax.grad(lambda w: jnp.sum((jnp.array([[1., 2.], [3., 4.]]) @ w) ** 2))(jnp.array([1., -1.]))",
+    "matmul_op_grad": (
+        "result = jax.grad(lambda w: jnp.sum((jnp.array([[1., 2.], [3., 4.]]) @ w) ** 2))(jnp.array([1., -1.]))"
+    ),
     "sqrt_0": "result = [jnp.sqrt(0.0), jnp.linalg.norm(jnp.zeros(3))]",
     "pow_half_grad_at_0": "result = jax.grad(lambda x: x ** 0.5)(0.0)",
     "norm_of_sum_grad_at_0": "result = jax.grad(lambda x: jnp.sqrt(jnp.sum(x ** 2)))(jnp.zeros(2))",
@@ -121,7 +125,9 @@ CASES = {
     "at_set_grad_wrt_array": (
         "result = jax.grad(lambda x: jnp.sum(x.at[1].set(0.) * jnp.array([1., 2., 3.])))(jnp.array([1., 2., 3.]))"
     ),
-    "at_set_grad_wrt_value": "result = jax.grad(lambda v: jnp.sum(jnp.zeros((2, 3)).at[:, 1:].set(v) ** 2))(jnp.array(2.))",
+    "at_set_grad_wrt_value": (
+        "result = jax.grad(lambda v: jnp.sum(jnp.zeros((2, 3)).at[:, 1:].set(v) ** 2))(jnp.array(2.))"
+    ),
     "at_set_grad_both": (
         "result = jax.grad(lambda x: jnp.sum(x.at[1].set(x[0] ** 2) * jnp.array([1., 2., 3.])))"
         "(jnp.array([3., 2., 1.]))"

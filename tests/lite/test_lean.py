@@ -69,7 +69,9 @@ def lean(tmp_path_factory):
         "leanpkg/mod.py": MOD,
         "leanpkg/template.py": "def broken(:\n",  # not Python: kept as it is
         "leanpkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: leanpkg\nVersion: 1.0\n",
-        "leanpkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        "leanpkg-1.0.dist-info/WHEEL": (
+            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
     }
     record = (
         "".join(f"{name},sha256=x,{len(text)}\n" for name, text in files.items()) + "leanpkg-1.0.dist-info/RECORD,,\n"

@@ -88,7 +88,8 @@ def run_lesson(pw, url: str, black_hole: bool) -> LessonRun:
             seen = browse.code_cells(page).evaluate_all("""cells => cells.map(c => ({
                 prompt: c.querySelector('.jp-InputPrompt').textContent.trim(),
                 outputs: [...c.querySelectorAll('.jp-OutputArea-output')].map(o => o.textContent).join('\\n'),
-                stderr: [...c.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
+                stderr: [...c.querySelectorAll(
+                        '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
                     .map(o => o.textContent.trim()).join('\\n'),
             }))""")
             run.prompts = [c["prompt"] for c in seen]

@@ -277,7 +277,8 @@ def test_a_cell_with_ipython_syntax_is_read_as_ipython_runs_it():
         from IPython.core.interactiveshell import InteractiveShell
         InteractiveShell.instance()
         from pytree_lab.compat.lite_kernel import cell_needs_numpy
-        print(json.dumps([cell_needs_numpy("%load_ext autoreload\\nimport numpy as np"), cell_needs_numpy("!ls\\nimport jax"),
+        print(json.dumps([cell_needs_numpy("%load_ext autoreload\\nimport numpy as np"),
+                          cell_needs_numpy("!ls\\nimport jax"),
                           cell_needs_numpy("%time x = 1")]))
     """)
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)

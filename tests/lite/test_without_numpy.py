@@ -40,11 +40,15 @@ print("RESULT" + json.dumps(out))
 
 LESSON_CELLS = [
     # the pytree lesson's opening cells, as written in content/01_pytrees
-    "import jax\nimport jax.numpy as jnp\nfrom pytree_lab import PytreeDiagram, StepExplorer, describe, diagnose, get_engine\n"
+    "import jax\nimport jax.numpy as jnp\n"
+    "from pytree_lab import PytreeDiagram, StepExplorer, describe, diagnose, get_engine\n"
     "print('imported', jax.__version__.endswith('+pytree-lab-lite'))",
-    'params = {"weight": jnp.array([1., -1.]), "bias": jnp.array(0.)}\nprint(params)\nprint(describe(params).counts_line())',
-    "d = PytreeDiagram(params)\nprint(len(d.rows), sorted(jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]))",
-    "print(jax.tree.map(lambda v: 2 * v, {'a': 1.0, 'b': [2.0, 3.0]}))\nleaves, definition = jax.tree.flatten(params)\nprint(leaves, definition.num_leaves)",
+    'params = {"weight": jnp.array([1., -1.]), "bias": jnp.array(0.)}\n'
+    "print(params)\nprint(describe(params).counts_line())",
+    "d = PytreeDiagram(params)\n"
+    "print(len(d.rows), sorted(jax.tree_util.keystr(p) for p, _ in jax.tree_util.tree_flatten_with_path(params)[0]))",
+    "print(jax.tree.map(lambda v: 2 * v, {'a': 1.0, 'b': [2.0, 3.0]}))\n"
+    "leaves, definition = jax.tree.flatten(params)\nprint(leaves, definition.num_leaves)",
     "value, grads = jax.value_and_grad(lambda p: 0.0)(params)",
     "print(grads)",
     "import numpy as np",

@@ -249,7 +249,8 @@ def _compact_table(rows: list[CalcRow], label: str) -> str:
             if row.group not in done:
                 done.add(row.group)
                 inner = "".join(_compact_row(r, False) for r in rows if r.group == row.group)
-                inner = f'<table class="ptl-calc ptl-calc-compact" aria-label="{esc(row.group, quote=True)}">{inner}</table>'
+                label = esc(row.group, quote=True)
+                inner = f'<table class="ptl-calc ptl-calc-compact" aria-label="{label}">{inner}</table>'
                 head = esc(row.section) if row.section != last else ""
                 last = row.section
                 body.append(

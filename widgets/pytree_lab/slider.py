@@ -7,14 +7,14 @@ scale, ten to the power of its magnitude, so a small initial weight gets a fine 
 
 A move is sent as a custom message ``{"type": "move", "value": v, "seq": n, "view": id}``, not
 as a synced trait. Move numbers are checked: a whole number from 1, at most `MAX_JUMP` past the
-newest move taken and below 2^53, and going forward for each view; a crafted number far ahead
-is refused (never acknowledged), so it cannot lock the slider for later moves. ``ack`` (synced to the page) says which move the kernel applied. The page keeps one move
-in flight: while the last move sent is not acknowledged it holds only the newest position and
-sends it when the ack arrives, so a fast drag costs one page update per round trip, never a
-queue of stale ones, and the final position always goes out. The kernel keeps only the newest
-message (highest ``seq``) and applies it when the messages already queued have been read; every
-move it reads is acknowledged, even one it refuses (outside the range), so the page never waits
-on it.
+newest move taken and below 2^53, and going forward for each view; a crafted number far ahead is
+refused (never acknowledged), so it cannot lock the slider for later moves. ``ack`` (synced to
+the page) says which move the kernel applied. The page keeps one move in flight: while the last
+move sent is not acknowledged it holds only the newest position and sends it when the ack
+arrives, so a fast drag costs one page update per round trip, never a queue of stale ones, and
+the final position always goes out. The kernel keeps only the newest message (highest ``seq``)
+and applies it when the messages already queued have been read; every move it reads is
+acknowledged, even one it refuses (outside the range), so the page never waits on it.
 
 The page may write no trait at all: ``value``, ``min``, ``max``, ``step``, ``description``,
 ``path`` and ``module`` are refused when a page message tries to set them.
@@ -138,7 +138,10 @@ class Slider(PageIntents, anywidget.AnyWidget):
     # The Python <-> JS contract (same names in static/slider.js). All kernel-owned.
     value = traitlets.Float(
         0.0,
-        help="float, default 0.0: the number, exactly as given or moved to (NaN and ±inf go to the page as null). Written by the kernel: the page's moves arrive as messages.",
+        help=(
+            "float, default 0.0: the number, exactly as given or moved to (NaN and ±inf go to the page as "
+            "null). Written by the kernel: the page's moves arrive as messages."
+        ),
     ).tag(sync=True, to_json=_finite_or_none)
     min = traitlets.Float(
         -1.0, help="float, default -1.0 (from the value's scale): the range's low end. Written by the kernel."
@@ -342,4 +345,7 @@ class Slider(PageIntents, anywidget.AnyWidget):
             pass
 
     def __repr__(self) -> str:
-        return f"Slider({self.description!r}, value={self.value!r}, min={self.min!r}, max={self.max!r}, step={self.step!r})"
+        return (
+            f"Slider({self.description!r}, value={self.value!r}, min={self.min!r}, max={self.max!r}, "
+            f"step={self.step!r})"
+        )

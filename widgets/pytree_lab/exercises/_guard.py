@@ -17,11 +17,11 @@ single long call into compiled code (one huge XLA computation): the budget ends 
 
 Whatever the code does, the interpreter is given back as it was (`InterpreterState`): the
 recursion limit, the interval timers and the handlers of their signals, the trace and profile
-functions, and sys.stdout / sys.stderr. A C extension that gives up at the recursion limit without unwinding its count (JAX's
-tree flatten with a Python callback does, on a tree that contains itself or nests ~1,000 levels
-deep) leaves CPython's recursion counter where it stopped, so every later cell fails with
-RecursionError a few calls deep; the guard measures the usable depth before and after, and gives
-the lost levels back.
+functions, and sys.stdout / sys.stderr. A C extension that gives up at the recursion limit
+without unwinding its count (JAX's tree flatten with a Python callback does, on a tree that
+contains itself or nests ~1,000 levels deep) leaves CPython's recursion counter where it
+stopped, so every later cell fails with RecursionError a few calls deep; the guard measures the
+usable depth before and after, and gives the lost levels back.
 """
 
 from __future__ import annotations

@@ -41,7 +41,10 @@ class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
     _css = static_asset("exercises.css")
     kind = traitlets.Unicode(
         "",
-        help='str: which widget static/exercises.js draws: "check", "predict", "quiz" or "evidence". Written by the kernel, at construction.',
+        help=(
+            'str: which widget static/exercises.js draws: "check", "predict", "quiz" or "evidence". '
+            "Written by the kernel, at construction."
+        ),
     ).tag(sync=True)
     title = traitlets.Unicode("", help="str, default '': the heading. Written by the kernel.").tag(sync=True)
     # the verdict in the aria-live="polite" region (a revealed answer or explanation is read with it)
@@ -345,11 +348,17 @@ class PredictionPrompt(_ExerciseWidget):
     )
     prediction = traitlets.Unicode(
         "",
-        help="str, default '': the student's prediction, locked once revealed. Written by the page (the student's typing).",
+        help=(
+            "str, default '': the student's prediction, locked once revealed. "
+            "Written by the page (the student's typing)."
+        ),
     ).tag(sync=True)
     self_rating = traitlets.Unicode(
         "",
-        help="str, default '': 'right', 'partly' or 'wrong', the student's own rating after the reveal. Written by the page.",
+        help=(
+            "str, default '': 'right', 'partly' or 'wrong', the student's own rating after the reveal. "
+            "Written by the page."
+        ),
     ).tag(sync=True)
     revealed = traitlets.Bool(False, help='bool, default False: the answer is shown. Written by the kernel.').tag(
         sync=True
@@ -421,7 +430,10 @@ class Quiz(_ExerciseWidget):
     ).tag(sync=True)
     selected = traitlets.Int(
         -1,
-        help="int, default -1 (none): the chosen choice's index; the first answer counts. Written by the page (the student's choice).",
+        help=(
+            "int, default -1 (none): the chosen choice's index; the first answer counts. "
+            "Written by the page (the student's choice)."
+        ),
     ).tag(sync=True)
     answered = traitlets.Bool(
         False, help='bool, default False: an answer was submitted (the quiz is locked). Written by the kernel.'

@@ -305,7 +305,10 @@ class ExplorerSession:
                     current, pinned, reference_name=f"the explorer's {name}", candidate_name=f"the new {name}"
                 )
                 if not found.ok:
-                    return f"{found.message} The explorer keeps its {name} tree; build a new StepExplorer for another model."
+                    return (
+                        f"{found.message} The explorer keeps its {name} tree; "
+                        "build a new StepExplorer for another model."
+                    )
             new_leaves, notes = fitted or (self.engine.tree_leaves(pinned), [])
             for leaf, arr in zip(summary.leaves, new_leaves):
                 values = np.asarray(arr)
