@@ -78,8 +78,25 @@ DIAGRAM_READ_CELL = """\
 print("PROBE selected", diagram.selected_path)
 print("PROBE numpy-imported", "numpy" in sys.modules)
 """
-CELLS = [BOOT_CELL, ANYWIDGET_CELL, COUNTER_READ_CELL, DIAGRAM_CELL, DIAGRAM_READ_CELL]
-SETUP, BOOT, COUNTER, COUNTER_READ, DIAGRAM, DIAGRAM_READ = range(6)
+# A student's endless answer, run guarded: Pyodide has no interval timer and no thread, so the
+# time budget's line tracer stops it; the explorer's budget is off there (no driver).
+BUDGET_CELL = """\
+import time
+from pytree_lab import _budget
+from pytree_lab.exercises import run_guarded
+
+def endless():
+    while True:
+        pass
+
+started = time.monotonic()
+guarded = run_guarded(endless, budget=0.5)
+print("PROBE budget-drivers", _budget.driver(_budget.Deadline(0.5)), _budget.driver(_budget.BudgetClock(0.5)))
+print("PROBE budget-stopped", guarded.timed_out, guarded.error is None, time.monotonic() - started < 15)
+print("PROBE budget-tracer-left", sys.gettrace() is None)
+"""
+CELLS = [BOOT_CELL, ANYWIDGET_CELL, COUNTER_READ_CELL, DIAGRAM_CELL, DIAGRAM_READ_CELL, BUDGET_CELL]
+SETUP, BOOT, COUNTER, COUNTER_READ, DIAGRAM, DIAGRAM_READ, BUDGET = range(7)
 
 
 def build_probe_site(tmp_path_factory, *options: str) -> Path:
@@ -198,6 +215,8 @@ def drive_probe(pw, lite_server, failure_shot: str) -> LiteRun:
             # the click's comm message left before the read cell's execute request, and the
             # kernel handles them in order: the read cell sees what the click set
             run.outputs[DIAGRAM_READ] = browse.run_cell(page, DIAGRAM_READ)
+            run.outputs[BUDGET] = browse.run_cell(page, BUDGET)
+            run.errors[BUDGET] = browse.cell_errors(page, BUDGET)
         except Exception as err:  # recorded, then raised by every test that needs the step
             shot = ROOT / "artifacts" / failure_shot
             shot.parent.mkdir(exist_ok=True)

@@ -17,6 +17,7 @@ from jupyterlite_pyodide_kernel.constants import PYODIDE_CDN_URL
 
 from .conftest import (
     BOOT,
+    BUDGET,
     COUNTER_READ,
     DIAGRAM,
     DIAGRAM_READ,
@@ -174,6 +175,15 @@ def test_pytree_diagram_renders_and_a_leaf_click_reaches_python(lite_run):
     assert read["selected"] == "['bias']"
     # the diagram of a plain-Python tree needed no numpy
     assert read["numpy-imported"] == "False"
+
+
+def test_in_pyodide_a_students_endless_loop_is_stopped_by_the_line_tracer(lite_run):
+    lite_run.check()
+    assert not lite_run.errors[BUDGET], lite_run.errors[BUDGET]
+    probes = lite_run.probes(BUDGET)
+    assert probes["budget-drivers"] == "tracer None"  # a check's budget traces; the explorer's is off
+    assert probes["budget-stopped"] == "True True True"
+    assert probes["budget-tracer-left"] == "True"
 
 
 def test_only_numpy_and_pandas_were_requested_from_outside(lite_run, lite_manifest):
