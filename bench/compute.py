@@ -72,7 +72,7 @@ def run(n_eager: int = 300, n_jit: int = 3000, n_explorer: int = 300) -> dict:
         slider.value = next(values)
 
     explorer_first, explorer_us = _timed(move, n_explorer)
-    explorer_traces = ex._step.traces
+    explorer_traces = ex.session.slider_step.traces
 
     return {
         "eager": {"first_s": eager_first, **summary(eager_us)},

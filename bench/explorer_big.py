@@ -65,14 +65,14 @@ def _one(n_leaves: int, path: str, moves: int) -> dict:
         "rss_before_mb": rss_before,
         "peak_rss_mb": peak,
         "ok": ex.result is not None,
-        "lean": bool(getattr(ex._step, "lean", False)),
-        "interpreted": bool(getattr(ex._step, "interpreted", False)),
-        "eqns": int(getattr(getattr(ex._step, "staged", None), "eqns", 0)),
+        "lean": bool(getattr(ex.session.slider_step, "lean", False)),
+        "interpreted": bool(getattr(ex.session.slider_step, "interpreted", False)),
+        "eqns": int(getattr(getattr(ex.session.slider_step, "staged", None), "eqns", 0)),
     }
     if ex.result is None:
         out["message"] = ex.status.value[:300]
         return out
-    _, slider = ex._param_sliders[0]
+    _, slider = ex.param_sliders[0]
     v0 = slider.value
     times = []
     for i in range(moves):
@@ -80,8 +80,8 @@ def _one(n_leaves: int, path: str, moves: int) -> dict:
         slider.value = v0 + 0.01 * (i + 1)
         times.append(time.perf_counter() - t)
     out["step_s"] = summary(times)
-    out["steps_ok"] = ex.result is not None and ex._good_now
-    staged = getattr(ex._step, "staged", None)
+    out["steps_ok"] = ex.result is not None and ex.session.good_now
+    staged = getattr(ex.session.slider_step, "staged", None)
     if staged is not None and staged.compiling:  # the background compile: when it is ready, and after
         staged.wait_compiled(900)
         out["compiled_after_build_s"] = time.perf_counter() - t0

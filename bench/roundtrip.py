@@ -341,7 +341,7 @@ def table_moves(r: dict) -> Table:
 # ---------------------------------------------------------------------------------- burst
 
 KERNEL_STATE = (
-    "{'x0': ex.sliders['x[0]'].value, 'count': COUNT, 'traces': ex._step.traces, "
+    "{'x0': ex.sliders['x[0]'].value, 'count': COUNT, 'traces': ex.session.slider_step.traces, "
     "'before': [float(v) for v in ex.chart_view.bars.y[0]], 'after': [float(v) for v in ex.chart_view.bars.y[1]], "
     "'params': ex.result.params, 'updated': ex.result.updated, 'loss': ex.result.loss, "
     "'inputs': {k: s.value for k, s in ex.sliders.items()}}"
