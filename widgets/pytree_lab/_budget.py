@@ -39,7 +39,8 @@ inside a loop cannot swallow the stop for long (the tracer, which Python removes
 fires once). Budgets nest: each keeps its own rule and the driver asks every one. A frame in a
 finalizer or a garbage-collection callback is never stopped (Python would print the exception and
 drop it: the next look tries again). Nothing can stop a single long call into compiled code (one
-huge XLA computation): the budget ends when it returns.
+huge XLA computation), nor, off the main thread, a `time.sleep` (no signal reaches it there): the
+budget ends when it returns.
 
 Whatever the body does, the interpreter is given back as it was: recursion limit and usable
 depth, interval timers and their handlers, the trace function (`_interpreter.InterpreterState`).

@@ -12,8 +12,9 @@ student) or WALL_FACTOR times as long on the clock (code that sleeps or waits), 
 `TimeBudgetExceeded` in it, again at each look while it runs, so a bare `except:` inside a loop
 cannot swallow it for long. On the main thread of a CPython kernel (ipykernel runs cells and
 widget messages there) an interval timer drives it and `time.sleep` is interrupted too; on another
-thread a watchdog thread does; in Pyodide (no timers, no threads) a line tracer. None can stop a
-single long call into compiled code (one huge XLA computation): the budget ends when it returns.
+thread a watchdog thread does (a `time.sleep` there ends before the stop lands); in Pyodide (no
+timers, no threads) a line tracer. None can stop a single long call into compiled code (one huge
+XLA computation): the budget ends when it returns.
 
 Whatever the code does, the interpreter is given back as it was (`InterpreterState`): the
 recursion limit, the interval timers and the handlers of their signals, the trace and profile
