@@ -278,3 +278,86 @@ def test_after_a_body_that_broke_the_budgets_cleanup_the_next_budget_still_stops
     script.write_text(_AFTER_A_BROKEN_CLEANUP)
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
     assert done.stdout.split("\n")[:2] == ["SystemExit", "True True"], done.stdout + done.stderr
+
+
+_TAKES_THE_ALARM = r"""
+import signal, sys, threading, time
+from pytree_lab.exercises._guard import run_guarded
+
+def student():
+    if sys.argv[1] == "handler":
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+    else:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    while True:
+        pass
+
+start = time.monotonic()
+run = run_guarded(student, budget=0.5)
+print(run.timed_out, run.error is None, time.monotonic() - start < 10)
+print(signal.getsignal(signal.SIGALRM) is signal.SIG_DFL, signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0))
+print([t.name for t in threading.enumerate() if t.name == "pytree-lab time budget"])
+"""
+
+
+@pytest.mark.parametrize("takes", ["handler", "timer"])
+def test_a_student_who_takes_the_alarm_over_is_still_stopped(takes, tmp_path):
+    # the main thread's timer is the student's to break: a watchdog stands in when it is gone
+    # (in a process of its own: without the stand-in the loop would never end)
+    import subprocess
+    import sys
+
+    script = tmp_path / "takes_the_alarm.py"
+    script.write_text(_TAKES_THE_ALARM)
+    try:
+        done = subprocess.run([sys.executable, str(script), takes], capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"a student who took the alarm's {takes} over was never stopped")
+    assert done.stdout.splitlines()[:3] == ["True True True", "True True", "[]"], done.stdout + done.stderr
+
+
+_AFTER_A_LOST_DEPTH_OFF_MAIN = r"""
+import threading, time
+import jax
+from pytree_lab import _budget
+from pytree_lab.exercises._guard import run_guarded
+
+def loses_depth():  # JAX's flatten gives up on it without giving its recursion count back
+    deep = node = [1.0]
+    for _ in range(1500):
+        inner = [1.0]
+        node.append(inner)
+        node = inner
+    jax.tree_util.tree_flatten_with_path(deep, is_leaf=lambda n: n is None)
+
+out = {}
+
+def student_thread():
+    out["run"] = run_guarded(loses_depth, budget=0.2)
+    try:
+        total, end = 0, time.monotonic() + 1.5  # past the budget's 0.8 s on the clock: nothing lands
+        while time.monotonic() < end:
+            total += 1
+        out["after"] = "ran"
+    except BaseException as err:
+        out["after"] = type(err).__name__
+
+t = threading.Thread(target=student_thread)
+t.start()
+t.join(60)
+time.sleep(0.6)
+print(out["run"].error is not None, out["after"])
+print([w.name for w in threading.enumerate() if isinstance(w, _budget.Watchdog)])
+"""
+
+
+def test_off_the_main_thread_a_body_that_lost_the_recursion_depth_leaves_no_watchdog_behind(tmp_path):
+    # the budget's own cleanup cannot run then (no depth left); its watchdog must still end with
+    # the body, and never stop the code that runs after it
+    import subprocess
+    import sys
+
+    script = tmp_path / "lost_depth.py"
+    script.write_text(_AFTER_A_LOST_DEPTH_OFF_MAIN)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.stdout.splitlines()[:2] == ["True ran", "[]"], done.stdout + done.stderr[-2000:]

@@ -25,7 +25,9 @@ The driver, by where the code runs:
 
 - the main thread of a CPython kernel (ipykernel runs cells there): one SIGALRM interval timer
   ticks every `BEAT` while any budget runs and its handler asks each budget whose look is due;
-  `time.sleep` is interrupted too.
+  `time.sleep` is interrupted too. A student's code could take the timer over (replace SIGALRM's
+  handler, stop the timer): for the exercises' rule a watchdog thread stands in while it is not
+  the budget's.
 - another thread (JupyterLab hands widget messages to a kernel subshell, a thread of its own): a
   watchdog thread looks at that thread's stack and raises in it asynchronously (at its next
   Python instruction).
@@ -72,6 +74,7 @@ __all__ = [
     "SLOW_FACTOR",
     "WALL_FACTOR",
     "driver",
+    "Watchdog",
 ]
 
 TICK = 0.25  # seconds between the explorer's looks at the stack
@@ -84,10 +87,12 @@ WALL_FACTOR = 4.0  # a deadline on the clock of this many budgets stops code tha
 
 class Rule(Protocol):
     """When the code in a budget has had its time. `interval`: seconds between looks;
-    `traceable`: whether a line tracer may drive it (where nothing else can)."""
+    `traceable`: whether a line tracer may drive it (where nothing else can); `tamper_proof`:
+    whether a watchdog stands in on the main thread when the code takes the timer over."""
 
     interval: float
     traceable: bool
+    tamper_proof: bool
 
     def look(self, frame: FrameType, outside: set[int]) -> bool:
         """One look at the running frame; True: stop the code now."""
@@ -104,6 +109,7 @@ class BudgetClock:
     __slots__ = ("seconds", "own", "inside", "reason")
     interval = TICK
     traceable = False
+    tamper_proof = False  # a loss does not touch signals; a thread per slider move would cost
 
     def __init__(self, seconds: float):
         self.seconds = seconds
@@ -131,6 +137,7 @@ class Deadline:
     __slots__ = ("seconds", "cpu", "wall")
     interval = BEAT
     traceable = True
+    tamper_proof = True
 
     def __init__(self, seconds: float):
         self.seconds = seconds
@@ -211,14 +218,26 @@ class _Budget:
     wait for the body), when its next look is due, whether it has fired and whether its body has
     ended (set first thing on the way out: a cleanup that cannot run still leaves it inert)."""
 
-    __slots__ = ("rule", "outside", "due", "fired", "ended")
+    __slots__ = ("rule", "outside", "begun", "due", "fired", "ended")
 
-    def __init__(self, rule: Rule, outside: set[int]):
+    def __init__(self, rule: Rule, outside: set[int], begun: int):
         self.rule = rule
         self.outside = outside
+        self.begun = begun  # the id of the frame that began it: the body runs while it is on the stack
         self.due = time.monotonic() + rule.interval
         self.fired = False
         self.ended = False
+
+    def over(self, frame: FrameType | None) -> bool:
+        """The body has ended, its cleanup run or not: ended, or the frame that began the budget is
+        no longer on the stack (a body that left no recursion depth keeps the cleanup from running)."""
+        if self.ended:
+            return True
+        while frame is not None:
+            if id(frame) == self.begun:
+                return False
+            frame = frame.f_back
+        return True
 
     def spent(self, frame: FrameType | None, now: float) -> bool:
         """Look at `frame` if a look is due: True when the code must stop now."""
@@ -252,7 +271,9 @@ _MAIN_BEFORE: list = []  # what the first of them found: SIGALRM's handler, ITIM
 def _on_alarm(signum, frame):
     now = time.monotonic()
     for budget in tuple(_ON_MAIN):
-        if budget.spent(frame, now):
+        if budget.over(frame):
+            _ON_MAIN.remove(budget)
+        elif budget.spent(frame, now):
             raise TimeBudgetExceeded()
 
 
@@ -271,7 +292,8 @@ def _by_itimer(budget: _Budget) -> Iterator[None]:
     def start() -> None:
         # a budget whose cleanup could not run (its body left no recursion depth to run it; its
         # caller then gave the interpreter's state back) is dropped here
-        _ON_MAIN[:] = [b for b in _ON_MAIN if not b.ended]
+        here = sys._getframe()
+        _ON_MAIN[:] = [b for b in _ON_MAIN if not b.over(here)]
         if _ON_MAIN and signal.getsignal(signal.SIGALRM) is not _on_alarm:
             _ON_MAIN.clear()  # and so are those whose handler is gone
         if not _ON_MAIN:
@@ -321,24 +343,35 @@ def _take_delivery() -> None:
         pass
 
 
+class Watchdog(threading.Thread):
+    """A budget's watchdog thread: the library's own, never the notebook's (the exercises' check
+    for threads a notebook left running knows it by its class)."""
+
+
 @contextlib.contextmanager
-def _by_watchdog(budget: _Budget) -> Iterator[None]:
+def _by_watchdog(budget: _Budget, every: float | None = None, only_if=None) -> Iterator[None]:
+    """`every`: seconds between looks (the rule's interval by default); `only_if`: look only
+    while this says so (the main thread's stand-in, see `_budget`)."""
     target = threading.get_ident()
     lock = threading.Lock()
     stop = threading.Event()
     active = [True]
 
     def watch() -> None:
-        while not stop.wait(budget.rule.interval):
+        while not stop.wait(every or budget.rule.interval):
             with lock:
                 if not active[0]:
                     return
                 frame = sys._current_frames().get(target)
+                if budget.over(frame):  # even if the body's cleanup could not run: this thread ends
+                    return
+                if only_if is not None and not only_if():
+                    continue
                 if budget.spent(frame, time.monotonic()):
                     _raise_in(target, TimeBudgetExceeded)
                 del frame
 
-    watchdog = threading.Thread(target=watch, name="pytree-lab time budget", daemon=True)
+    watchdog = Watchdog(target=watch, name="pytree-lab time budget", daemon=True)
 
     def end() -> None:
         with lock:
@@ -400,9 +433,20 @@ def _budget(rule: Rule, seconds: float | None) -> Iterator[None]:
     if how is None:
         yield
         return
-    budget = _Budget(rule, _stack_ids(_caller(sys._getframe(1))))
-    with _DRIVERS[how](budget):
+    caller = _caller(sys._getframe(1))
+    budget = _Budget(rule, _stack_ids(caller), id(caller))
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_DRIVERS[how](budget))
+        if how == "itimer" and rule.tamper_proof and hasattr(ctypes, "pythonapi"):
+            # a student's code can replace SIGALRM's handler or stop the timer: then a watchdog
+            # thread stands in (it looks only while the timer is not the budget's)
+            stack.enter_context(_by_watchdog(budget, every=TICK, only_if=_alarm_taken))
         yield
+
+
+def _alarm_taken() -> bool:
+    """SIGALRM's handler or the interval timer is no longer the budget's."""
+    return signal.getsignal(signal.SIGALRM) is not _on_alarm or signal.getitimer(signal.ITIMER_REAL)[0] == 0
 
 
 @contextlib.contextmanager

@@ -282,10 +282,12 @@ def user_threads(before: set[int] | None = None) -> list[str]:
     """Names of running threads the notebook's own code started: one whose target (or `run`, or
     a Timer's function) is the user's code, or, when `before` is given, any thread started since."""
 
+    from .._budget import Watchdog
+
     names = []
     for thread in threading.enumerate():
-        if thread is threading.current_thread() or not thread.is_alive():
-            continue
+        if thread is threading.current_thread() or not thread.is_alive() or isinstance(thread, Watchdog):
+            continue  # a time budget's watchdog is the library's (it ends with its budget)
         target = (
             getattr(thread, "_target", None) or getattr(thread, "function", None) or getattr(type(thread), "run", None)
         )
