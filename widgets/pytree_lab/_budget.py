@@ -363,13 +363,13 @@ def _by_watchdog(budget: _Budget, every: float | None = None, only_if=None) -> I
                 if not active[0]:
                     return
                 frame = sys._current_frames().get(target)
-                if budget.over(frame):  # even if the body's cleanup could not run: this thread ends
+                over = budget.over(frame)  # even if the body's cleanup could not run: this thread ends
+                due = not over and (only_if is None or only_if()) and budget.spent(frame, time.monotonic())
+                del frame  # the thread's frame (and the student's values in it) is not kept between looks
+                if over:
                     return
-                if only_if is not None and not only_if():
-                    continue
-                if budget.spent(frame, time.monotonic()):
+                if due:
                     _raise_in(target, TimeBudgetExceeded)
-                del frame
 
     watchdog = Watchdog(target=watch, name="pytree-lab time budget", daemon=True)
 
