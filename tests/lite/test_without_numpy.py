@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 SCRIPT = r'''
@@ -311,3 +313,42 @@ def test_lesson_without_numpy_draws_its_trees_and_saves_its_evidence(tmp_path):
     assert saved["format"] == "pytree-lab-evidence/1"
     assert sorted(saved["expected"]) == ["nested_scale_grad", "repair_update", "squared_norm"]
     assert saved["outputs"] == []  # the gradient diagram was not made, so not recorded
+
+
+# ------------------------------------------------- the exercises' integrity check on the Lite engine
+
+INTEGRITY_CELLS = [
+    "import jax, jax.numpy as jnp\nfrom pytree_lab.exercises._guard import notes_for, run_guarded\n"
+    "print(jax.grad is jax.grad, jax.value_and_grad is jax.value_and_grad, jax.jit is jax.jit,"
+    " jax.vmap is jax.vmap, jax.numpy is jax.numpy)",
+    "print(run_guarded(lambda: jnp.sum).replaced, notes_for(run_guarded(lambda: None)))",
+    "kept = jax.grad\nrun = run_guarded(lambda: setattr(jax, 'grad', lambda f: f))\n"
+    "print(run.replaced, jax.grad is kept, notes_for(run)[0].startswith('Your code replaced jax.grad;'))",
+]
+
+
+@pytest.mark.parametrize("blocked", [("jax", "jaxlib"), ("numpy", "jax", "jaxlib", "autograd", "bqplot", "pandas")])
+def test_the_exercises_integrity_check_passes_on_the_lite_engine_and_still_catches_a_replacement(blocked):
+    """Issue 33: the Lite engine's public functions are the same objects at every access (with
+    numpy, and as stand-ins without it), so a student who replaced nothing is not told so."""
+    script = SCRIPT.replace(
+        '("numpy", "jax", "jaxlib", "autograd", "bqplot", "pandas", "optax")', repr(blocked + ("optax",))
+    )
+    if "numpy" not in blocked:  # numpy there: the setup cell's plain install, no degrading
+        script = script.replace(
+            'lite_kernel.degrade("the request was refused (test)", shell=shell)',
+            "from pytree_lab.compat import install_as_jax; assert install_as_jax() == 'lite'",
+        )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(INTEGRITY_CELLS)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+    )
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
+    assert line is not None, proc.stdout + proc.stderr
+    same, untouched, replaced = json.loads(line[len("RESULT") :])
+    assert same == {"stdout": "True True True True True\n", "stderr": "", "error": None}, same
+    assert untouched["stdout"] == "() []\n", untouched
+    assert replaced["stdout"] == "('jax.grad',) True True\n", replaced

@@ -69,6 +69,55 @@ def _unbox(tree: Any) -> Any:
     return _tu.tree_map(_getval, tree)
 
 
+def _check_argnums(argnums: Any, positions: tuple, args: tuple) -> None:
+    if positions and max(positions) >= len(args):
+        raise TypeError(
+            f"differentiating with respect to argnums={argnums} requires at least "
+            f"{max(positions) + 1} positional arguments to be passed by the caller, "
+            f"but got only {len(args)} positional arguments."
+        )
+
+
+def _traced(fun: Callable, positions: tuple, has_aux: bool, args: tuple, kwargs: dict, flat_out: Any = None) -> tuple:
+    """Trace ``fun`` at `args` with respect to the arguments at `positions`: (vjp, out, primals,
+    their treedef, aux). `flat_out` turns the output into what is differentiated."""
+    leaves, treedef = _tu.tree_flatten(tuple(args[i] for i in positions))
+    primals = tuple(_as_primal(leaf) for leaf in leaves)
+    aux_out: list = []
+
+    def flat_fun(traced: Any) -> Any:
+        chosen = _tu.tree_unflatten(treedef, [traced[i] for i in range(len(primals))])
+        call_args = list(args)
+        for position, value in zip(positions, chosen):
+            call_args[position] = value
+        out = fun(*call_args, **kwargs)
+        if has_aux:
+            if not (isinstance(out, (tuple, list)) and len(out) == 2):
+                raise TypeError(
+                    "value_and_grad with has_aux=True requires the function to return a "
+                    f"pair (output, auxiliary data); got {type(out).__name__}"
+                )
+            out, aux = out
+            aux_out.append(aux)
+        return out if flat_out is None else flat_out(out)
+
+    if primals:
+        with warnings.catch_warnings(), _np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            # a constant function has a zero gradient in JAX, without a warning
+            warnings.filterwarnings("ignore", "Output seems independent of input", UserWarning)
+            vjp, out = _make_vjp(flat_fun, primals)
+    else:  # nothing to differentiate: an empty gradient tree
+        vjp, out = None, flat_fun(())
+    return vjp, out, primals, treedef, (_unbox(aux_out[0]) if has_aux else None)
+
+
+def _pull(vjp: Any, cotangent: Any, primals: tuple) -> list:
+    with _np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+        # JAX gives inf or nan silently where a derivative is infinite (sqrt, norm at 0)
+        cotangents = vjp(cotangent) if primals else ()
+    return [_like_primal(g, p) for g, p in zip(cotangents, primals)]
+
+
 def value_and_grad(
     fun: Callable,
     argnums: int | Sequence[int] = 0,
@@ -83,57 +132,106 @@ def value_and_grad(
 
     @functools.wraps(fun)
     def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
-        if positions and max(positions) >= len(args):
-            raise TypeError(
-                f"differentiating with respect to argnums={argnums} requires at least "
-                f"{max(positions) + 1} positional arguments to be passed by the caller, "
-                f"but got only {len(args)} positional arguments."
-            )
-        leaves, treedef = _tu.tree_flatten(tuple(args[i] for i in positions))
-        primals = tuple(_as_primal(leaf) for leaf in leaves)
-        aux_out: list = []
-
-        def flat_fun(traced: Any) -> Any:
-            chosen = _tu.tree_unflatten(treedef, [traced[i] for i in range(len(primals))])
-            call_args = list(args)
-            for position, value in zip(positions, chosen):
-                call_args[position] = value
-            out = fun(*call_args, **kwargs)
-            if has_aux:
-                if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                    raise TypeError(
-                        "value_and_grad with has_aux=True requires the function to return a "
-                        f"pair (output, auxiliary data); got {type(out).__name__}"
-                    )
-                out, aux = out
-                aux_out.append(aux)
-            return out
-
-        if primals:
-            with warnings.catch_warnings(), _np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                # a constant function has a zero gradient in JAX, without a warning
-                warnings.filterwarnings("ignore", "Output seems independent of input", UserWarning)
-                vjp, out = _make_vjp(flat_fun, primals)
-        else:  # nothing to differentiate: an empty gradient tree
-            vjp, out = None, flat_fun(())
+        _check_argnums(argnums, positions, args)
+        vjp, out, primals, treedef, aux = _traced(fun, positions, has_aux, args, kwargs)
         value = _check_output(out)
         if isinstance(out, _ArrayBox):  # inside an outer grad: keep the outer trace
             value = _jnp.asarray(out)
         elif type(out) in (int, float):  # a Python constant, returned as written (as JAX does);
             # a numpy scalar (`x.mean()` on numpy data) is a value like any other: float32 below
             value = out
-        with _np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            # JAX gives inf or nan silently where a derivative is infinite (sqrt, norm at 0)
-            cotangents = vjp(_vspace(out).ones()) if primals else ()
-        grads = [_like_primal(g, p) for g, p in zip(cotangents, primals)]
-        grad_tree = _tu.tree_unflatten(treedef, grads)
+        grad_tree = _tu.tree_unflatten(treedef, _pull(vjp, _vspace(out).ones(), primals))
         if not several:
             grad_tree = grad_tree[0]
         if has_aux:
-            return (value, _unbox(aux_out[0])), grad_tree
+            return (value, aux), grad_tree
         return value, grad_tree
 
     return value_and_grad_f
+
+
+def jacrev(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+) -> Callable:
+    """The Jacobian of `fun` (its output a tree of arrays): for each output leaf of shape S, a
+    tree like the argument(s) at `argnums` whose leaves have shape S + the leaf's shape, as in
+    JAX. One reverse pass per output element (autograd), so a Jacobian of a Jacobian works."""
+    import autograd.numpy as anp
+
+    several = not isinstance(argnums, int)
+    positions: tuple[int, ...] = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+
+    @functools.wraps(fun)
+    def jacfun(*args: Any, **kwargs: Any) -> Any:
+        _check_argnums(argnums, positions, args)
+        layout: list = []
+
+        def flat_out(out: Any) -> Any:
+            leaves, out_def = _tu.tree_flatten(out)
+            leaves = [_jnp.asarray(leaf) for leaf in leaves]
+            for leaf in leaves:
+                if not _np.issubdtype(leaf.dtype, _np.floating):
+                    raise TypeError(
+                        "jacrev requires real-valued outputs (output dtype that is a sub-dtype of "
+                        f"np.floating), but got {leaf.dtype.name}. For holomorphic differentiation, "
+                        "pass holomorphic=True. For differentiation of non-holomorphic functions "
+                        "involving complex outputs, or function with integer outputs, use jax.vjp directly."
+                    )
+            layout[:] = [out_def, [tuple(leaf.shape) for leaf in leaves]]
+            return anp.concatenate([anp.ravel(leaf) for leaf in leaves]) if leaves else _np.zeros(0, _np.float32)
+
+        vjp, out, primals, treedef, aux = _traced(fun, positions, has_aux, args, kwargs, flat_out)
+        out_def, shapes = layout
+        n = int(_np.shape(_getval(out))[0])
+        basis = _np.eye(n, dtype=_getval(out).dtype)
+        rows = [_pull(vjp, basis[k], primals) for k in range(n)]
+        per_output, start = [], 0
+        for shape in shapes:
+            size = int(_np.prod(shape, dtype=int))
+            blocks = [
+                _jnp._canon(
+                    anp.reshape(anp.stack([rows[k][i] for k in range(start, start + size)]), shape + _np.shape(p))
+                    if size
+                    else _np.zeros(shape + _np.shape(p), _np.float32)
+                )
+                for i, p in enumerate(primals)
+            ]
+            tree = _tu.tree_unflatten(treedef, blocks)
+            per_output.append(tree if several else tree[0])
+            start += size
+        jac = _tu.tree_unflatten(out_def, per_output)
+        return (jac, aux) if has_aux else jac
+
+    return jacfun
+
+
+def jacfwd(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+) -> Callable:
+    """The Jacobian, as `jax.jacfwd` gives it; computed here by reverse mode (`jacrev`): the
+    same values, another cost."""
+    return jacrev(fun, argnums, has_aux=has_aux)
+
+
+def hessian(
+    fun: Callable,
+    argnums: int | Sequence[int] = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+) -> Callable:
+    """The Hessian of a scalar `fun`: the Jacobian of its gradient (JAX's layout: for an
+    argument of shape P, an array of shape P + P)."""
+    if has_aux:
+        inner = jacrev(fun, argnums, has_aux=True)
+        return jacrev(lambda *a, **k: inner(*a, **k), argnums, has_aux=True)
+    return jacrev(jacrev(fun, argnums), argnums)
 
 
 def grad(

@@ -22,3 +22,43 @@ class _Config:
 
 
 config = _Config()
+
+
+# Names students reach for that the engine leaves out, and what works instead.
+_INSTEAD = {
+    "pmap": "jax.vmap (there is one device here)",
+    "devices": "nothing: there are no devices here, arrays are numpy arrays",
+    "device_put": "the value itself: there are no devices here",
+    "make_jaxpr": "nothing here: there is no compiler; print values instead",
+    "checkpoint": "the function itself (memory is not saved, the values are the same)",
+    "custom_vjp": "a function written with jax.numpy, which grad differentiates",
+    "custom_jvp": "a function written with jax.numpy, which grad differentiates",
+    "linearize": "jax.jacrev",
+    "jvp": "jax.jacrev (the same derivative, by reverse mode)",
+    "vjp": "jax.grad, or jax.jacrev for a function with several outputs",
+}
+
+
+class NotInLiteEngine(AttributeError):
+    """A name of JAX that the pytree-lab Lite engine (the JAX subset of the browser) lacks."""
+
+
+def missing(module: str, attr: str, present: list[str]) -> NotInLiteEngine:
+    """The AttributeError for `module.attr`: it says that this is the browser's engine, not JAX,
+    and what works instead (a close name the engine has, or the list of them)."""
+    import difflib
+
+    short = module.replace("pytree_lab.compat.jax", "jax")
+    where = (
+        f"{short}.{attr} is not in the pytree-lab Lite engine, the part of JAX that runs in this browser "
+        "kernel (JAX itself cannot run in the browser); in a regular Jupyter kernel with JAX it works if JAX has it."
+    )
+    instead = _INSTEAD.get(attr) if short == "jax" else None
+    close = difflib.get_close_matches(attr, [n for n in present if not n.startswith("_")], n=1)
+    if instead:
+        tip = f" Here, use {instead}."
+    elif close:
+        tip = f" Did you mean {short}.{close[0]}?"
+    else:
+        tip = f" dir({short}) lists what is here."
+    return NotInLiteEngine(where + tip, name=attr)

@@ -1,5 +1,5 @@
 """`jax.lax` for the Lite engine: `cond`, `select`, `stop_gradient` (and `switch`, `fori_loop`,
-`scan`), run eagerly in Python, traceable by autograd."""
+`while_loop`, `scan`, `map`), run eagerly in Python, traceable by autograd."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from autograd.extend import defvjp as _defvjp, primitive as _primitive
 
 from .. import tree_util as _tu
 from . import numpy as _jnp
+from ._config import missing as _missing
 
-__all__ = ["cond", "select", "stop_gradient", "switch", "fori_loop", "scan"]
+__all__ = ["cond", "select", "stop_gradient", "switch", "fori_loop", "while_loop", "scan", "map"]
 
 
 def _scalar_pred(pred: Any, name: str) -> bool:
@@ -86,3 +87,20 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     y_def = _tu.tree_flatten(ys[0])[1]
     stacked = [_jnp._canon(_anp.stack([row[j] for row in y_leaves])) for j in range(len(y_leaves[0]))]
     return carry, _tu.tree_unflatten(y_def, stacked)
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
+    """``body_fun`` applied while ``cond_fun`` holds (its value must be a scalar, as in JAX)."""
+    val = init_val
+    while bool(_scalar_pred(cond_fun(val), "while_loop")):
+        val = body_fun(val)
+    return val
+
+
+def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:  # noqa: A001 - JAX's name
+    """``f`` applied to each slice of `xs` along its first axis, the results stacked."""
+    return scan(lambda carry, x: (carry, f(x)), None, xs)[1]
+
+
+def __getattr__(name: str) -> Any:
+    raise _missing(__name__, name, list(globals()))

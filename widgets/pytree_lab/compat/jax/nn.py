@@ -11,6 +11,7 @@ from typing import Any
 import autograd.numpy as _anp
 
 from . import numpy as _jnp
+from ._config import missing as _missing
 
 __all__ = [
     "relu",
@@ -24,6 +25,9 @@ __all__ = [
     "silu",
     "one_hot",
     "log_sigmoid",
+    "elu",
+    "leaky_relu",
+    "initializers",
 ]
 
 
@@ -61,7 +65,7 @@ def gelu(x: Any, approximate: bool = True) -> Any:
     return _jnp._canon(0.5 * x * (1.0 + erf(x / _anp.sqrt(2.0))))
 
 
-tanh = _jnp.tanh  # type: ignore[attr-defined]  # made by numpy.py's loop over _TRACED
+tanh = _jnp.tanh  # made by numpy.py's loop over _TRACED
 
 
 def logsumexp(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
@@ -92,3 +96,106 @@ def one_hot(x: Any, num_classes: int, dtype: Any = None, axis: int = -1) -> Any:
     x = np.asarray(_jnp._getval(x))
     out = (x[..., None] == np.arange(num_classes)).astype(_jnp._default_float(dtype))
     return np.moveaxis(out, -1, axis) if axis != -1 else out
+
+
+def elu(x: Any, alpha: Any = 1.0) -> Any:
+    x = _jnp.asarray(x)
+    safe = _anp.where(x > 0, _anp.zeros_like(x), x)  # no overflow of exp where x is large
+    return _jnp._canon(_anp.where(x > 0, x, alpha * _anp.expm1(safe)))
+
+
+def leaky_relu(x: Any, negative_slope: Any = 1e-2) -> Any:
+    x = _jnp.asarray(x)
+    return _jnp._canon(_anp.where(x >= 0, x, negative_slope * x))
+
+
+def _make_initializers() -> Any:
+    """`jax.nn.initializers`: each makes ``init(key, shape, dtype=float32)``, with JAX's scales
+    (fan-in / fan-out from the last two axes); the numbers are drawn by this engine's
+    `jax.random`, so they differ from JAX's, with the same distribution."""
+    import types
+
+    import numpy as np
+
+    from . import random
+
+    def _fans(shape: tuple) -> tuple[float, float]:
+        if len(shape) < 1:
+            return 1.0, 1.0
+        if len(shape) == 1:
+            return float(shape[0]), float(shape[0])
+        field = float(np.prod(shape[:-2])) if len(shape) > 2 else 1.0
+        return shape[-2] * field, shape[-1] * field
+
+    def variance_scaling(scale: float, mode: str, distribution: str, in_axis: int = -2, out_axis: int = -1,
+                         batch_axis: Any = (), dtype: Any = None) -> Any:  # fmt: skip
+        def init(key: Any, shape: Any, dtype: Any = dtype) -> Any:
+            shape = tuple(int(d) for d in shape)
+            fan_in, fan_out = _fans(shape)
+            denominator = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[mode]
+            variance = scale / denominator
+            if distribution == "truncated_normal":  # JAX's: a standard normal cut at +-2, rescaled
+                draws = np.asarray(random.normal(key, (max(4 * int(np.prod(shape)), 16),)), np.float64)
+                kept = draws[np.abs(draws) < 2][: int(np.prod(shape))]
+                values = kept.reshape(shape) * np.sqrt(variance) / 0.87962566103423978
+            elif distribution == "normal":
+                values = np.asarray(random.normal(key, shape), np.float64) * np.sqrt(variance)
+            elif distribution == "uniform":
+                limit = np.sqrt(3 * variance)
+                values = np.asarray(random.uniform(key, shape, minval=-1.0, maxval=1.0), np.float64) * limit
+            else:
+                raise ValueError(f"invalid distribution for variance scaling initializer: {distribution}")
+            return _jnp.asarray(values, dtype=_jnp._default_float(dtype))
+
+        return init
+
+    def constant(value: Any, dtype: Any = None) -> Any:
+        return lambda key, shape, dtype=dtype: _jnp.full(shape, value, dtype=_jnp._default_float(dtype))
+
+    def normal(stddev: float = 1e-2, dtype: Any = None) -> Any:
+        return lambda key, shape, dtype=dtype: _jnp.asarray(
+            np.asarray(random.normal(key, shape)) * stddev, dtype=_jnp._default_float(dtype)
+        )
+
+    def uniform(scale: float = 1e-2, dtype: Any = None) -> Any:
+        return lambda key, shape, dtype=dtype: random.uniform(key, shape, dtype=dtype, maxval=scale)
+
+    def scaled(scale: float, mode: str, distribution: str) -> Any:
+        return lambda in_axis=-2, out_axis=-1, batch_axis=(), dtype=None: variance_scaling(
+            scale, mode, distribution, dtype=dtype
+        )
+
+    module = types.ModuleType("jax.nn.initializers", _make_initializers.__doc__)
+    module.__dict__.update(
+        zeros=lambda key, shape, dtype=None: _jnp.zeros(shape, dtype),
+        ones=lambda key, shape, dtype=None: _jnp.ones(shape, dtype),
+        constant=constant,
+        normal=normal,
+        uniform=uniform,
+        variance_scaling=variance_scaling,
+        glorot_normal=scaled(1.0, "fan_avg", "truncated_normal"),
+        glorot_uniform=scaled(1.0, "fan_avg", "uniform"),
+        he_normal=scaled(2.0, "fan_in", "truncated_normal"),
+        he_uniform=scaled(2.0, "fan_in", "uniform"),
+        lecun_normal=scaled(1.0, "fan_in", "truncated_normal"),
+        lecun_uniform=scaled(1.0, "fan_in", "uniform"),
+    )
+    module.__dict__.update(
+        xavier_normal=module.glorot_normal,
+        xavier_uniform=module.glorot_uniform,
+        kaiming_normal=module.he_normal,
+        kaiming_uniform=module.he_uniform,
+    )
+
+    def __getattr__(name: str) -> Any:
+        raise _missing(module.__name__, name, list(module.__dict__))
+
+    module.__getattr__ = __getattr__  # type: ignore[method-assign]
+    return module
+
+
+initializers = _make_initializers()
+
+
+def __getattr__(name: str) -> Any:
+    raise _missing(__name__, name, list(globals()))

@@ -11,11 +11,12 @@ Arrays made here are a numpy.ndarray subclass that adds JAX's ``x.at[i].set(v)``
 and JAX's TypeError for ``a @ b`` with operands that do not line up; traced values inside `grad`
 get the same two.
 
-Known differences from JAX: arrays are mutable numpy arrays (``x[i] = v`` works here, where JAX
-refuses); an operator between two arrays of different kinds (``float32 + int32``) follows numpy and
-may give float64, which any function of this module or a gradient turns back into 32 bits;
-``.at[...].multiply`` (and divide, power, min, max) with a repeated index applies it once, where
-JAX applies it once per repetition (``.add`` accumulates repeats, as in JAX).
+Operators on these arrays give JAX's dtypes (``int32 / 2`` is float32, ``bool + 1`` int32), a
+0-d result stays a 0-d array, shapes that do not broadcast raise JAX's TypeError and a read past
+the end clamps as JAX's gather does. Known differences from JAX: arrays are mutable numpy arrays
+(``x[i] = v`` works outside `grad`, where JAX refuses); ``.at[...].multiply`` (and divide, power,
+min, max) with a repeated index applies it once, where JAX applies it once per repetition
+(``.add`` accumulates repeats, as in JAX).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from autograd.extend import VSpace as _VSpace, defvjp as _defvjp, primitive as _
 from autograd.numpy.numpy_boxes import ArrayBox as _ArrayBox
 from autograd.tracer import Box as _Box, getval as _getval
 
+from ._config import missing as _missing
 from ._scatter import _concrete_index, _drops_update, _scatter_add, _scatter_set
 
 
@@ -178,6 +180,8 @@ def result_type(*args: Any) -> _np.dtype:
         return _np.dtype(_np.complex64)
     if float in weak_kinds:
         return _np.dtype(_np.float32)
+    if int in weak_kinds and kinds == {"b"}:
+        return _np.dtype(_np.int32)
     return canonicalize_dtype(_np.result_type(*strong))
 
 
@@ -505,19 +509,118 @@ class _JaxArrayMethods:
         return matmul(other, self)
 
 
+def _clamped(idx: Any, shape: tuple) -> Any:
+    """An index with each integer (and integer array) part clamped into its axis, as JAX's
+    gather does (``x[5]`` of 3 values is ``x[2]``; JAX reads, it never raises for a position)."""
+    parts = idx if type(idx) is tuple else (idx,)
+    used = builtins.sum(part is not None and part is not Ellipsis for part in parts)
+    axis, out = 0, []
+    for part in parts:
+        if part is Ellipsis:
+            axis += builtins.max(len(shape) - used, 0)
+        elif part is not None:
+            if axis >= len(shape) or not shape[axis]:
+                return idx  # too many indices, an empty axis: numpy's IndexError, as in JAX
+            n = shape[axis]
+            if isinstance(part, (builtins.int, _np.integer)) and not isinstance(part, builtins.bool):
+                part = builtins.min(builtins.max(int(part) + n if part < 0 else int(part), 0), n - 1)
+            elif isinstance(part, (_np.ndarray, _ArrayBox)) and _np.asarray(_getval(part)).dtype.kind in "iu":
+                raw = _np.asarray(_getval(part)).view(_np.ndarray)
+                part = _np.clip(_np.where(raw < 0, raw + n, raw), 0, n - 1)
+            elif isinstance(part, (_np.ndarray, list)):
+                return idx  # a boolean mask: numpy's rules (JAX's too, outside jit)
+            axis += 1
+        out.append(part)
+    return tuple(out) if type(idx) is tuple else out[0]
+
+
+def _jax_broadcast_error(name: str, inputs: tuple) -> TypeError:
+    shapes = ", ".join(str(_np.shape(_getval(x))) for x in inputs)
+    return TypeError(f"{name} got incompatible shapes for broadcasting: {shapes}.")
+
+
 class ArrayImpl(_JaxArrayMethods, _np.ndarray):
     """The arrays this engine makes: numpy arrays with JAX's ``.at`` and JAX's ``@`` errors.
     Named as JAX's concrete array type is (``type(x).__name__`` reads the same); they print as
-    numpy arrays do."""
+    numpy arrays do. Operators give JAX's dtypes (``int32 / 2`` is float32, ``bool + 1`` int32),
+    a 0-d result stays a 0-d array, shapes that do not broadcast raise JAX's TypeError, and an
+    index past the end reads the last value (JAX clamps)."""
 
     def __repr__(self) -> str:
         return repr(self.view(_np.ndarray))
 
+    def __getitem__(self, idx: Any) -> Any:
+        return super().__getitem__(_clamped(_concrete_index(idx), self.shape))
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        with _np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):  # JAX: inf, nan
+            return self._ufunc(ufunc, method, inputs, kwargs)
+
+    def _ufunc(self, ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
+        plain = tuple(x.view(_np.ndarray) if isinstance(x, ArrayImpl) else x for x in inputs)
+        if method == "__call__" and builtins.any(isinstance(x, _Box) for x in inputs):
+            return _canon(getattr(_anp, ufunc.__name__)(*plain, **kwargs))  # a traced operand: trace it
+        if "out" in kwargs:  # in place (x += 1): numpy's own casting rules, nothing to canonicalise
+            kwargs["out"] = tuple(o.view(_np.ndarray) if isinstance(o, ArrayImpl) else o for o in kwargs["out"])
+            getattr(ufunc, method)(*plain, **kwargs)
+            return kwargs["out"][0] if len(kwargs["out"]) == 1 else kwargs["out"]
+        try:
+            result = getattr(ufunc, method)(*plain, **kwargs)
+        except ValueError as err:
+            if "could not be broadcast" in str(err):
+                raise _jax_broadcast_error(ufunc.__name__, inputs) from None
+            raise
+        if type(result) is tuple:
+            return _canon(tuple(_np.asarray(r) for r in result))
+        result = _np.asarray(result)
+        if method == "__call__" and result.dtype != bool:
+            target = result_type(*inputs)  # JAX's promotion: bool + 1 is int32, not numpy's int8/int64
+            if not (result.dtype.kind in "fc" and target.kind in "biu"):  # int / int: numpy's float
+                result = result.astype(target)
+        return _canon(result)
+
 
 class _TracedArray(_JaxArrayMethods, _ArrayBox):
-    """A value traced inside `grad`: autograd's ArrayBox with ``.at`` and JAX's ``@`` errors."""
+    """A value traced inside `grad`: autograd's ArrayBox with ``.at``, JAX's ``@`` errors, JAX's
+    clamped reads and JAX's refusals (``x[i] = v``, ``float(x)``). Named, in messages, as JAX
+    names its tracer inside `grad`."""
 
     __slots__: list = []
+
+    def __getitem__(self, idx: Any) -> Any:
+        return super().__getitem__(_clamped(_concrete_index(idx), self.shape))
+
+    def __setitem__(self, idx: Any, value: Any) -> None:
+        raise TypeError(
+            "JAX arrays are immutable and do not support in-place item assignment. Instead of "
+            "x[idx] = y, use x = x.at[idx].set(y) or another .at[] method."
+        )
+
+    def _concrete(self, what: str) -> Any:
+        raise TypeError(
+            "Abstract tracer value encountered where concrete value is expected: traced array with "
+            f"shape {self.dtype}{list(self.shape)}. The problem arose with the `{what}` function: "
+            "inside jax.grad the value is traced, and turning it into a Python number would cut it "
+            "off from the gradient. Keep it an array (jnp functions), or use jax.lax.stop_gradient."
+        )
+
+    def __float__(self) -> float:
+        return self._concrete("float")
+
+    def __int__(self) -> int:
+        return self._concrete("int")
+
+    def __complex__(self) -> complex:
+        return self._concrete("complex")
+
+    def __repr__(self) -> str:
+        return f"Traced<{self.dtype}{list(self.shape)}>(value={_np.asarray(_getval(self)).tolist()!r})"
+
+    def __getattr__(self, name: str) -> Any:
+        raise AttributeError(f"{type(self).__name__} has no attribute {name}", name=name, obj=self)
+
+
+_TracedArray.__name__ = _TracedArray.__qualname__ = "LinearizeTracer"
 
 
 def _register_with_autograd() -> None:
@@ -530,3 +633,7 @@ def _register_with_autograd() -> None:
 
 
 _register_with_autograd()
+
+
+def __getattr__(name: str) -> Any:
+    raise _missing(__name__, name, list(globals()))

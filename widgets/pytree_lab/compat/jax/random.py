@@ -14,6 +14,7 @@ from typing import Any
 import numpy as _np
 
 from . import numpy as _jnp
+from ._config import missing as _missing
 
 __all__ = [
     "PRNGKey",
@@ -27,6 +28,7 @@ __all__ = [
     "permutation",
     "choice",
     "key_data",
+    "categorical",
 ]
 
 
@@ -131,6 +133,17 @@ def choice(
     return _jnp._canon(_np.asarray(out))
 
 
+def categorical(k: Any, logits: Any, axis: int = -1, shape: Sequence[int] | None = None, replace: bool = True) -> Any:
+    """Indices drawn with probabilities softmax(logits) along `axis` (int32), as in JAX: by the
+    Gumbel trick, the argmax of logits plus Gumbel noise."""
+    logits = _np.asarray(_jnp._getval(logits), _np.float64)
+    batch = _np.delete(logits.shape, axis % max(logits.ndim, 1)) if logits.ndim else ()
+    out_shape = tuple(batch) if shape is None else _shape(shape)
+    moved = _np.moveaxis(logits, axis, -1)
+    noise = _rng(k, "categorical", 9).gumbel(size=out_shape + moved.shape[-1:])
+    return _np.argmax(moved + noise, axis=-1).astype(_np.int32)
+
+
 def _engine_arrays(fn: Any) -> Any:
     """The result as the engine's array (with ``.at`` and JAX's ``@`` errors), as jnp gives it."""
     import functools
@@ -142,7 +155,22 @@ def _engine_arrays(fn: Any) -> Any:
     return wrapped
 
 
-for _name in ("PRNGKey", "key_data", "split", "fold_in", "normal", "uniform", "randint", "bernoulli", "permutation"):
+for _name in (
+    "PRNGKey",
+    "key_data",
+    "split",
+    "fold_in",
+    "normal",
+    "uniform",
+    "randint",
+    "bernoulli",
+    "permutation",
+    "categorical",
+):
     globals()[_name] = _engine_arrays(globals()[_name])
 key = PRNGKey  # noqa: F811 - the same key maker, wrapped
 del _name
+
+
+def __getattr__(name: str) -> Any:
+    raise _missing(__name__, name, list(globals()))
