@@ -106,6 +106,20 @@ def test_reads_past_the_end_clamp_as_in_jax(name):
     np.testing.assert_array_equal(lite, real)
 
 
+@pytest.mark.parametrize("jax, jnp", ENGINES, ids=["jax", "lite"])
+def test_iteration_ends_although_reads_clamp(jax, jnp):
+    first, second = jnp.array([[1.0, 2.0], [3.0, 4.0]])
+    assert np.asarray(first).tolist() == [1.0, 2.0]
+    assert np.asarray(second).tolist() == [3.0, 4.0] and len(list(jnp.arange(3))) == 3
+    # a Python loop over the rows inside grad: sum_rows (row . x)^2 at x = [1, 1]: the rows give 3 and 7,
+    # so the gradient is 2*3*[1, 2] + 2*7*[3, 4] = [48, 68]
+    m = jnp.array([[1.0, 2.0], [3.0, 4.0]])
+    g = jax.grad(lambda x: sum(jnp.dot(row, x) ** 2 for row in m) + sum(v for v in x) * 0.0)(jnp.ones(2))
+    assert np.asarray(g).tolist() == [48.0, 68.0]
+    with pytest.raises(TypeError):
+        iter(jnp.array(1.0))
+
+
 def test_a_clamped_read_inside_grad_matches_jax():
     x = np.array([1.0, 2.0, 3.0], np.float32)
     grads = [jax.grad(lambda v, jnp=jnp: v[5] * 2.0 + jnp.sum(v[np.array([0, 1])]))(x) for jax, jnp in ENGINES]

@@ -552,6 +552,11 @@ class ArrayImpl(_JaxArrayMethods, _np.ndarray):
     def __getitem__(self, idx: Any) -> Any:
         return super().__getitem__(_clamped(_concrete_index(idx), self.shape))
 
+    def __iter__(self) -> Any:  # its own: iterating by __getitem__ would never reach an end (reads clamp)
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (super(ArrayImpl, self).__getitem__(i) for i in range(self.shape[0]))
+
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         with _np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):  # JAX: inf, nan
             return self._ufunc(ufunc, method, inputs, kwargs)
@@ -589,6 +594,11 @@ class _TracedArray(_JaxArrayMethods, _ArrayBox):
 
     def __getitem__(self, idx: Any) -> Any:
         return super().__getitem__(_clamped(_concrete_index(idx), self.shape))
+
+    def __iter__(self) -> Any:
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
 
     def __setitem__(self, idx: Any, value: Any) -> None:
         raise TypeError(
