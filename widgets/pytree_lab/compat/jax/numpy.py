@@ -24,7 +24,6 @@ from __future__ import annotations
 import builtins
 import functools
 import math
-import warnings
 from types import SimpleNamespace
 from typing import Any
 
@@ -35,7 +34,7 @@ from autograd.numpy.numpy_boxes import ArrayBox as _ArrayBox
 from autograd.tracer import Box as _Box, getval as _getval
 
 from ._config import missing as _missing
-from ._scatter import _concrete_index, _drops_update, _scatter_add, _scatter_set
+from ._scatter import _clamped, _concrete_index, _drops_update, _scatter_add, _scatter_set, _warn_unsafe_scatter
 
 
 class _ArrayType(type):
@@ -390,39 +389,6 @@ linalg = _linalg_namespace()
 # --------------------------------------------------------------------------- x.at[i]: functional updates
 # (the scatter primitives and their gradients: _scatter.py)
 
-_KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
-_WEAK = {
-    bool: _np.dtype(bool),
-    int: _np.dtype(_np.int32),
-    float: _np.dtype(_np.float32),
-    complex: _np.dtype(_np.complex64),
-}
-
-
-def _warn_unsafe_scatter(x: Any, values: Any) -> None:
-    """JAX's FutureWarning for an update whose values its array cannot hold safely (a float put
-    into an int array; JAX casts, and says the cast will become an error)."""
-    v = _getval(values)
-    weak = _WEAK.get(type(v))
-    try:  # asarray, not result_type: a string value is a value here, not a dtype's name
-        target = canonicalize_dtype(_np.asarray(_getval(x)).dtype)
-        source = weak if weak is not None else canonicalize_dtype(_np.asarray(v).dtype)
-    except (TypeError, ValueError):  # not an array's values: the update itself says what is wrong
-        return
-    s, t = _KIND_ORDER.get(source.kind), _KIND_ORDER.get(target.kind)
-    if s is None or t is None:  # strings, objects, dates: left to the update's own error
-        return
-    # a Python scalar takes the array's dtype unless its kind is above it; an array also warns
-    # when the array's dtype of the same kind cannot hold it (float32 into float16)
-    if s > t or (weak is None and s == t and _np.promote_types(target, source) != target):
-        warnings.warn(
-            "scatter inputs have incompatible types: cannot safely cast value from "
-            f"dtype={source} to dtype={target} with jax_numpy_dtype_promotion=standard. "
-            "In future JAX releases this will result in an error.",
-            FutureWarning,
-            stacklevel=4,
-        )
-
 
 class _AtIndex:
     """``x.at[idx]``: JAX's functional updates. Each returns a new array; `x` is unchanged."""
@@ -509,31 +475,6 @@ class _JaxArrayMethods:
         return matmul(other, self)
 
 
-def _clamped(idx: Any, shape: tuple) -> Any:
-    """An index with each integer (and integer array) part clamped into its axis, as JAX's
-    gather does (``x[5]`` of 3 values is ``x[2]``; JAX reads, it never raises for a position)."""
-    parts = idx if type(idx) is tuple else (idx,)
-    used = builtins.sum(part is not None and part is not Ellipsis for part in parts)
-    axis, out = 0, []
-    for part in parts:
-        if part is Ellipsis:
-            axis += builtins.max(len(shape) - used, 0)
-        elif part is not None:
-            if axis >= len(shape) or not shape[axis]:
-                return idx  # too many indices, an empty axis: numpy's IndexError, as in JAX
-            n = shape[axis]
-            if isinstance(part, (builtins.int, _np.integer)) and not isinstance(part, builtins.bool):
-                part = builtins.min(builtins.max(int(part) + n if part < 0 else int(part), 0), n - 1)
-            elif isinstance(part, (_np.ndarray, _ArrayBox)) and _np.asarray(_getval(part)).dtype.kind in "iu":
-                raw = _np.asarray(_getval(part)).view(_np.ndarray)
-                part = _np.clip(_np.where(raw < 0, raw + n, raw), 0, n - 1)
-            elif isinstance(part, (_np.ndarray, list)):
-                return idx  # a boolean mask: numpy's rules (JAX's too, outside jit)
-            axis += 1
-        out.append(part)
-    return tuple(out) if type(idx) is tuple else out[0]
-
-
 def _jax_broadcast_error(name: str, inputs: tuple) -> TypeError:
     shapes = ", ".join(str(_np.shape(_getval(x))) for x in inputs)
     return TypeError(f"{name} got incompatible shapes for broadcasting: {shapes}.")
@@ -551,6 +492,12 @@ class ArrayImpl(_JaxArrayMethods, _np.ndarray):
 
     def __getitem__(self, idx: Any) -> Any:
         return super().__getitem__(_clamped(_concrete_index(idx), self.shape))
+
+    def __pow__(self, other: Any, mod: Any = None) -> Any:  # numpy's x ** 2 is square(x): bool ** 2 stays bool
+        return _np.power(self, other) if mod is None else NotImplemented
+
+    def __rpow__(self, other: Any, mod: Any = None) -> Any:
+        return _np.power(other, self) if mod is None else NotImplemented
 
     def __iter__(self) -> Any:  # its own: iterating by __getitem__ would never reach an end (reads clamp)
         if not self.shape:
