@@ -50,6 +50,11 @@ MANIFEST_NAME = "pytree-lab-site.json"
 # A later build replaces an output folder only when this marker is there and every file
 # in the folder is still one the build wrote, unchanged; anything else is refused.
 MARKER_NAME = ".pytree-lab-build.json"
+# The page's own check (site_check.js): every file of the site with its size and sha256, so a page
+# tells a broken upload (a file missing or cut on the server) from a network failure.
+FILES_NAME = "pytree-lab-files.json"
+CHECK_SCRIPT = "pytree-lab-check.js"
+CHECKED_PAGES = ("lab/index.html", "notebooks/index.html")
 
 # The kernel, its labextension and the Pyodide it was made for move together.
 JUPYTERLITE_VERSION = "0.8.6"
@@ -877,6 +882,25 @@ def _is_empty(folder: str) -> bool:
         return next(it, None) is None
 
 
+def add_site_check(site: Path) -> None:
+    """The page's check of the site (site_check.js, loaded first by the pages students open) and
+    the list of files it checks against, written last so that it lists every other file."""
+    shutil.copyfile(HERE / "site_check.js", site / CHECK_SCRIPT)
+    for page in CHECKED_PAGES:
+        html = site / page
+        text = html.read_text()
+        if "<head>" not in text:
+            raise BuildError(f"{page} has no <head>: the site's check cannot be loaded there")
+        text = text.replace("<head>", f'<head>\n    <script src="../{CHECK_SCRIPT}"></script>', 1)
+        html.write_text(text)
+    files = {
+        p.relative_to(site).as_posix(): [p.stat().st_size, sha256_file(p)]
+        for p in sorted(site.rglob("*"))
+        if p.is_file() and p.name not in (FILES_NAME, MARKER_NAME)
+    }
+    (site / FILES_NAME).write_text(json.dumps({"files": files}, indent=0, sort_keys=True) + "\n")
+
+
 def write_marker(site: Path, kept: tuple = ()) -> None:
     """The list of files this build wrote in `site` (kept entries are not the build's)."""
     skip = {k.rstrip("/") for k in kept}
@@ -1111,6 +1135,7 @@ def build_site(
             bytecode = {k: v for k, v in bytecode.items() if k not in ("compiled_now", "from_cache")}
         manifest["bytecode"] = bytecode
         (staged_output / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
+        add_site_check(staged_output)
         write_marker(staged_output)
         kept = swap_in(staged_output, output_dir, stage)
         print_manifest(output_dir, manifest)

@@ -116,10 +116,11 @@ _LITE_SITE_MODULES = {
         "test_lite_publish",
         "test_lite_site",
         "test_lite_slow_cdn",
+        "test_site_says_why",
     )
 }
 _GROUP_SECONDS = {
-    "lite": 450,
+    "lite": 520,
     "tests/test_nbgrader.py": 200,
     "tests/lite/test_lean_site.py": 170,
     "tests/lite/test_bytecode_cache.py": 110,
