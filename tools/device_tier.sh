@@ -5,8 +5,8 @@
 # network needed), then `pytest -m "kernel and not slow"` without xdist workers (one process
 # may hold an accelerator) and `python -m bench --only devices`. docs/backends.md says more.
 #
-#   tools/device_tier.sh [WHEELS]   # WHEELS: a folder of wheels (default .whl-tpu), made with
-#                                   # tools/device_tier.sh --download [WHEELS] where pip has a network
+#   tools/device_tier.sh [WHEELS [PYTEST ARGS]]  # WHEELS: a folder of wheels (default .whl-tpu), made
+#                                   # with tools/device_tier.sh --download [WHEELS] where pip has a network
 #
 # The summary, failures, the JUnit XML and the bench table go to $OUT (default artifacts/device).
 set -uo pipefail
@@ -19,11 +19,12 @@ if [ "${1:-}" = "--download" ]; then
     --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 \
     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64 -d "$WHEELS" \
     "anywidget>=0.11" "ipywidgets>=8.1" "bqplot>=0.13" "optax>=0.2.3" autograd equinox treescope psutil \
-    ipykernel jupyter_client nbformat nbclient markdown-it-py pytest-xdist "hatchling>=1.25" "jax==$(python3 -c 'import jax; print(jax.__version__)')" || exit
+    ipykernel jupyter_client nbformat nbclient markdown-it-py pytest-xdist ruff "hatchling>=1.25" "jax==$(python3 -c 'import jax; print(jax.__version__)')" || exit
   rm -f "$WHEELS"/jax-* "$WHEELS"/jaxlib-* "$WHEELS"/numpy-* "$WHEELS"/scipy-* "$WHEELS"/ml_dtypes-* "$WHEELS"/opt_einsum-*
   exit 0
 fi
 WHEELS=${1:-$WHEELS}
+shift $(( $# > 0 ? 1 : 0 ))  # the rest: more pytest arguments (test files, -k ...)
 OUTDIR=${OUT:-artifacts/device}
 mkdir -p "$OUTDIR"
 SITE=${DEVICE_SITE:-$(mktemp -d)/site}
@@ -32,12 +33,13 @@ python3 -m pip install --isolated -q --no-index --no-deps --no-compile --no-cach
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$SITE   # the image's JAX stays first
 # pytree-lab itself, --target as well (hatchling, from the wheels, builds it)
 python3 -m pip install --isolated -q --no-index --no-deps --no-build-isolation --no-compile --target "$SITE" . || exit
+export JUPYTER_PATH=$SITE/share/jupyter${JUPYTER_PATH:+:$JUPYTER_PATH}  # where --target puts the lab extensions
 [ -n "${DEVICE_TIER_FIRST:-}" ] && bash -c "$DEVICE_TIER_FIRST"
 python3 -c 'import jax, pytree_lab; print("JAX", jax.__version__, jax.devices(), "pytree-lab", pytree_lab.__file__)' \
   | tee "$OUTDIR/summary.txt"
 export PYTHONUNBUFFERED=1
 ${DEVICE_TIER_TIMEOUT:+timeout $DEVICE_TIER_TIMEOUT} python3 -m pytest -p no:cacheprovider -n 0 -m "kernel and not slow" --ignore=tests/lite --ignore=tests/browser -q -rfE --junitxml "$OUTDIR/junit.xml" \
-  > "$OUTDIR/kernel-tier.txt" 2>&1
+  "$@" > "$OUTDIR/kernel-tier.txt" 2>&1
 rc=$?
 tail -n 1 "$OUTDIR/kernel-tier.txt" | tee -a "$OUTDIR/summary.txt"
 grep -E "^(FAILED|ERROR) " "$OUTDIR/kernel-tier.txt" | tee -a "$OUTDIR/summary.txt"

@@ -273,12 +273,13 @@ TYPED_RTOL = 1e-4  # the least tolerance: an answer typed with five significant 
 def number_rtol(dtype: str, backend: str = "cpu", precision: str | None = None) -> float:
     """The relative tolerance for a number computed in `dtype` on `backend` at matmul `precision`.
 
-    Four units in the last place of the coarsest rounding in the computation (the dtype's, or the
-    matrix product's inputs' at the backend's default precision), and at least `TYPED_RTOL`."""
+    The unit roundoff (2**-significand bits) of the coarsest rounding in the computation (the
+    dtype's, or the matrix product's inputs' at the backend's default precision), and at least
+    `TYPED_RTOL`."""
     bits = _SIGNIFICAND.get(dtype, 24)
     if dtype == "float32" and str(precision or "").lower() not in _FULL_PRECISION:
         bits = min(bits, _MATMUL_BITS.get(backend, bits))
-    return max(TYPED_RTOL, 4 * 2.0**-bits)
+    return max(TYPED_RTOL, 2.0**-bits)
 
 
 def _kernel_rtol() -> float:
