@@ -101,6 +101,13 @@ test: $(STAMP) lint chromium hub-tools a11y-deps js-deps
 test-fast: $(STAMP) js-deps
 	$(PY) -m pytest $(XDIST) -m "kernel and not slow"
 
+# The kernel tier where JAX sees an accelerator (a TPU, a GPU), in one process, JAX from the
+# machine and the rest from a folder of wheels (docs/backends.md); not part of make test.
+WHEELS ?= .whl-tpu
+.PHONY: test-device
+test-device:
+	tools/device_tier.sh $(WHEELS)
+
 # The floors job: a fresh .venv-floors on the oldest Python requires-python allows, with the
 # oldest jax, optax, ipywidgets, anywidget, bqplot and numpy pyproject.toml allows; runs the
 # kernel-side tests of the engine, trees, training and diagram, and the three course notebooks.

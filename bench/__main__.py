@@ -12,6 +12,7 @@ ready, page open -> first diagram). Sections 2a, 2 and 3 run on two servers side
 pytree-lab as installed (its jupyter_server extension sets TCP_NODELAY on kernel websockets)
 and stock (the extension switched off); targets are judged on the server as installed.
 6 (training) 100 optimizer steps, compiled loop vs hand-written jitted optax loops.
+8 (devices) a slider move and step(100) on the host CPU and, where JAX sees one, the accelerator.
 7 (hub) a class of N = 5, 10, 20 students on a real JupyterHub on 127.0.0.1 (bench/hub.py):
 server start, kernel memory after lesson 01, slider round trips, hub/proxy CPU, node capacity.
 Results go to artifacts/bench.json as well. A missed target gets a profile of where the
@@ -34,7 +35,7 @@ from .stats import Table, fmt, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "artifacts" / "bench.json"
-SECTIONS = ["compute", "kernelws", "roundtrip", "burst", "trees", "lite", "training"]
+SECTIONS = ["compute", "kernelws", "roundtrip", "burst", "trees", "lite", "training", "devices"]
 
 # Targets.
 TARGET_RATIO = 1.25  # explorer p95 <= 1.25 x floor p95 (server as installed)
@@ -247,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     if not servers or set(servers) - {"stock", "installed"}:
         ap.error("--servers: stock, installed or both")
 
+    platforms = os.environ.get("JAX_PLATFORMS")  # as set: the devices section sees the accelerator
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     started = time.monotonic()
     results: dict = {
@@ -456,6 +458,13 @@ def main(argv: list[str] | None = None) -> int:
             rb = training.run_browser(lab, clicks=5 if args.quick else 15)
         results["training_browser"] = rb
         _print(training.table_browser(rb))
+        save()
+
+    if "devices" in only:
+        from . import devices
+
+        results["devices"] = devices.run_child(quick=args.quick, platforms=platforms)
+        _print(devices.table(results["devices"]))
         save()
 
     if "lite" in only:

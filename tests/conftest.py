@@ -215,3 +215,14 @@ else:
 
     def pytest_xdist_make_scheduler(config, log):
         return _GroupScheduling(config, log)
+
+
+@pytest.fixture
+def cpu_reference():
+    """JAX pinned to the host's CPU for a test that compares with CPU-specific numbers (the Lite
+    engine's numpy, IEEE float64, a recorded value): on an accelerator it computes there too,
+    so such a test fails only for a real difference (docs/backends.md)."""
+    import jax
+
+    with jax.default_device(jax.devices("cpu")[0]):
+        yield

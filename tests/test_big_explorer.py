@@ -122,6 +122,7 @@ def test_sgd_update_is_jax_tree_map_bitwise_in_every_float_dtype():
         np.asarray(sgd_update(params, grads, 0.1)["a"])[0, 0] = 1.0
 
 
+@pytest.mark.usefixtures("cpu_reference")
 def test_sgd_update_keeps_float64_under_x64():
     with jax.enable_x64(True):
         params = {"b": jnp.asarray(0.0, jnp.float64), "w": jnp.asarray([1.0, 2.0], jnp.float64)}
@@ -306,6 +307,7 @@ def test_below_the_limit_the_lean_step_is_compiled_once():
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.usefixtures("cpu_reference")
 def test_the_explorer_on_a_program_run_operation_by_operation(monkeypatch):
     import pytree_lab.step as step_module
 

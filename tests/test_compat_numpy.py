@@ -12,6 +12,9 @@ import pytest
 
 from pytree_lab.compat.jax import numpy as lite_jnp
 
+# the Lite engine is compared with JAX on the host's CPU (numpy's arithmetic; docs/backends.md)
+pytestmark = pytest.mark.usefixtures("cpu_reference")
+
 f32 = np.array([1.5, -2.0, 0.25], np.float32)
 i32 = np.array([1, 2, 3], np.int32)
 m32 = np.array([[1.0, 2.0], [3.0, -1.0]], np.float32)

@@ -361,6 +361,7 @@ def test_close_closes_the_new_widgets_too():
 
 # ------------------------------------------------------------------ the Lite engine
 @optax_adam
+@pytest.mark.usefixtures("cpu_reference")
 def test_the_lite_engine_explorer_runs_its_own_adam_like_optax():
     from pytree_lab.compat import jax as lite_jax, optax as lite_optax
     from pytree_lab.engine import Engine

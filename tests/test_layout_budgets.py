@@ -88,8 +88,10 @@ def test_a_slider_move_reaches_the_bars_through_the_six_calls_written_down():
     import asyncio
     import sys
 
+    import pytree_lab
     from pytree_lab import StepExplorer
 
+    imported = pathlib.Path(pytree_lab.__file__).resolve().parent  # this checkout's, or an installed copy
     written = _written_slider_path()
     assert len(written) <= SLIDER_PATH_CALLS, written
     ex = StepExplorer()
@@ -99,7 +101,7 @@ def test_a_slider_move_reaches_the_bars_through_the_six_calls_written_down():
     def show(*args, **kwargs):
         frame, stack = sys._getframe(1), []
         while frame is not None:
-            if pathlib.Path(frame.f_code.co_filename).resolve().is_relative_to(PACKAGE):
+            if pathlib.Path(frame.f_code.co_filename).resolve().is_relative_to(imported):
                 stack.append(frame.f_code.co_qualname)
             frame = frame.f_back
         seen.append(stack[::-1] + ["BeforeAfterChart.show"])

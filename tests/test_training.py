@@ -341,6 +341,7 @@ def test_a_wrong_optimizer_is_named():
         ts.init(lesson_params(), 0.1)
 
 
+@pytest.mark.usefixtures("cpu_reference")
 def test_x64_keeps_every_update_in_float64():
     with jax.enable_x64(True):
         params = {"weight": np.array([1.0, -1.0]), "bias": np.array(0.0)}
@@ -439,6 +440,7 @@ def _leaves_in_order(tree, tu):
 @pytest.mark.parametrize(
     "name", [pytest.param(name, marks=optax_adam) if LITE_PAIRS[name][0] == "adam" else name for name in LITE_PAIRS]
 )
+@pytest.mark.usefixtures("cpu_reference")
 def test_lite_optimizers_follow_optax_step_by_step(name):
     _eng, lite_jax, lite_optax = _lite()
     fn, kwargs, real = LITE_PAIRS[name]
@@ -464,6 +466,7 @@ def test_lite_optimizers_follow_optax_step_by_step(name):
 
 
 @optax_adam
+@pytest.mark.usefixtures("cpu_reference")
 def test_lite_training_step_runs_the_lesson_like_optax():
     eng, lite_jax, lite_optax = _lite()
 

@@ -17,7 +17,13 @@ from typing import Any
 from ._jax_in_use import active_tree_util as active_tree_util, x64_enabled as x64_enabled
 from .compat import _is_lite as _is_lite_module
 
-__all__ = ["Engine", "get_engine", "active_tree_util", "x64_enabled"]
+__all__ = ["Engine", "get_engine", "active_tree_util", "x64_enabled", "choose_device", "ACCELERATOR_PARAMS"]
+
+# From this many parameter elements on, an explorer's step runs on the accelerator JAX sees
+# (a TPU, a GPU), below it on the host's CPU. Measured on a TPU v5e host (13 cores; the table
+# is in docs/backends.md): a slider move pays the copies to and from the chip, 8-12 ms more than
+# the CPU up to 1M elements; at 4M the move costs the same and 100 steps run 9x faster.
+ACCELERATOR_PARAMS = 4_000_000
 
 
 class Engine:
@@ -106,6 +112,47 @@ class Engine:
 
     def __repr__(self) -> str:
         return f"<Engine {self.name}>"
+
+
+def choose_device(device: Any, engine: Engine, leaves: list, *, default: Any = None) -> Any:
+    """The `jax.Device` an explorer's step runs on (None on the Lite engine).
+
+    `device`: a `jax.Device`, or a platform name ("cpu", "tpu", "gpu", ...) for its first device,
+    or None: the host's CPU for a tree of fewer than `ACCELERATOR_PARAMS` parameter elements, JAX's
+    default device (the accelerator, where there is one; `default` stands for it) from there on. A
+    wrong value is refused with a sentence."""
+    if engine.is_lite:
+        if device is not None and device != "cpu":
+            raise ValueError(f"device={device!r}: the Lite engine computes with numpy on this CPU only.")
+        return None
+    jax = engine.jax
+    if device is None:
+        default = default or jax.devices()[0]
+        if sum(int(getattr(x, "size", 1)) for x in leaves) >= ACCELERATOR_PARAMS:
+            return default
+        try:
+            return jax.devices("cpu")[0]
+        except RuntimeError:  # JAX started without its CPU backend (JAX_PLATFORMS=tpu)
+            return default
+    if isinstance(device, jax.Device):
+        return device
+    if not isinstance(device, str):
+        raise TypeError(f"device= takes a jax.Device or a platform name such as 'cpu', not {type(device).__name__}.")
+    try:
+        return jax.devices(device.lower())[0]
+    except (RuntimeError, ValueError):
+        seen = sorted({d.platform for d in jax.devices()} | {"cpu"})
+        raise ValueError(
+            f"device={device!r} is not a platform JAX can use here; it sees {', '.join(map(repr, seen))} "
+            "(give one of these, or a jax.Device from jax.devices())."
+        ) from None
+
+
+def device_label(device: Any) -> str:
+    """A device as the explorer names it: 'TPU 0 (TPU v5 lite)', 'CPU 0'."""
+    kind = str(getattr(device, "device_kind", ""))
+    name = f"{device.platform.upper()} {device.id}"
+    return f"{name} ({kind})" if kind and kind.lower() != device.platform else name
 
 
 _ENGINE: Engine | None = None

@@ -291,7 +291,8 @@ def sgd_update(params: Any, grads: Any, learning_rate: float, engine: Engine | N
     one subtract, each correctly rounded by IEEE 754, and subnormal operands and results taken
     as zero, as XLA on the CPU does (flush-to-zero). 10k small leaves take milliseconds here
     where 20k eager JAX operations take seconds. Other dtypes (bfloat16, float16) go through
-    the engine. Returned numpy leaves are read-only, as JAX arrays are immutable.
+    the engine, and so do grads computed on an accelerator (with that device's arithmetic: a TPU's
+    float64 is not IEEE's). Returned numpy leaves are read-only, as JAX arrays are immutable.
     """
     import numpy as np
 
@@ -304,6 +305,9 @@ def sgd_update(params: Any, grads: Any, learning_rate: float, engine: Engine | N
     out: list = [None] * len(p_leaves)
     groups: dict = {}
     for i, (p, g) in enumerate(zip(p_leaves, g_leaves)):
+        if not _on_host(g):  # computed on an accelerator: its own arithmetic (a TPU's float64 is not IEEE's)
+            out[i] = p - lr * g
+            continue
         a, b = np.asarray(p), np.asarray(g)
         if a.dtype == b.dtype and a.dtype in (np.float32, np.float64) and a.shape == b.shape:
             groups.setdefault(a.dtype, []).append((i, a, b))
@@ -321,6 +325,12 @@ def sgd_update(params: Any, grads: Any, learning_rate: float, engine: Engine | N
             out[i] = new[start : start + a.size].reshape(a.shape)
             start += a.size
     return eng.tree_unflatten(treedef, out)
+
+
+def _on_host(x: Any) -> bool:
+    """Whether an array lives on the host's CPU (numpy, or a JAX array there)."""
+    devices = getattr(x, "devices", None)
+    return not callable(devices) or all(d.platform == "cpu" for d in devices())
 
 
 def _flush(x: Any, tiny: float) -> Any:

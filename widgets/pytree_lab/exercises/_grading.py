@@ -260,13 +260,48 @@ def _type_name(value) -> str:
 _FLOAT_LITERAL = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+[eE][-+]?\d+)(?:[eE][-+]?\d+)?")
 
 
+# Significand bits (the implicit one included) of each float dtype, and of the inputs of a float32
+# matrix product at JAX's default precision on each backend: a TPU rounds them to bfloat16 (one
+# pass), an NVIDIA GPU since Ampere to TensorFloat-32; a CPU keeps float32. "highest" / "float32"
+# keeps float32 everywhere (docs/backends.md).
+_SIGNIFICAND = {"bfloat16": 8, "float16": 11, "float32": 24, "float64": 53}
+_MATMUL_BITS = {"tpu": 8, "gpu": 11, "cuda": 11, "rocm": 11}
+_FULL_PRECISION = {"highest", "float32", "fastest_float32"}
+TYPED_RTOL = 1e-4  # the least tolerance: an answer typed with five significant digits
+
+
+def number_rtol(dtype: str, backend: str = "cpu", precision: str | None = None) -> float:
+    """The relative tolerance for a number computed in `dtype` on `backend` at matmul `precision`.
+
+    The unit roundoff (2**-significand bits) of the coarsest rounding in the computation (the
+    dtype's, or the matrix product's inputs' at the backend's default precision), and at least
+    `TYPED_RTOL`."""
+    bits = _SIGNIFICAND.get(dtype, 24)
+    if dtype == "float32" and str(precision or "").lower() not in _FULL_PRECISION:
+        bits = min(bits, _MATMUL_BITS.get(backend, bits))
+    return max(TYPED_RTOL, 2.0**-bits)
+
+
+def _kernel_rtol() -> float:
+    """`number_rtol` for this kernel: JAX's float dtype, default backend and matmul precision."""
+    import sys
+
+    jax = sys.modules.get("jax")
+    if jax is None or not hasattr(jax, "default_backend"):  # no JAX (the Lite engine: numpy on the CPU)
+        return TYPED_RTOL
+    x64 = bool(getattr(jax.config, "jax_enable_x64", False))
+    precision = getattr(jax.config, "jax_default_matmul_precision", None)
+    return number_rtol("float64" if x64 else "float32", jax.default_backend(), precision)
+
+
 def _close(actual, expected) -> bool:
     np = _np()
     actual, expected = np.asarray(actual, dtype=float), np.asarray(expected, dtype=float)
     if actual.shape != expected.shape or not np.all(np.isfinite(actual)):
         return False
     scale = max(1.0, float(np.max(np.abs(expected))) if expected.size else 1.0)
-    return bool(np.allclose(actual, expected, rtol=1e-4, atol=1e-5 * scale))
+    rtol = _kernel_rtol()
+    return bool(np.allclose(actual, expected, rtol=rtol, atol=rtol / 10 * scale))
 
 
 def _as_number_array(value):

@@ -25,7 +25,7 @@ from typing import Any, cast
 
 from .. import lesson
 from .._budget import TimeBudgetExceeded, user_code_budget
-from ..engine import Engine, get_engine
+from ..engine import Engine, choose_device, device_label, get_engine
 from ..step import StepResult, pin_dtypes
 from ..training import CompiledStep, OptimizerError, TrainingStep
 from ..trees import describe
@@ -88,6 +88,7 @@ class ExplorerSession:
         static: Iterable[str] = (),
         time_budget: float | None = 30.0,
         engine: Engine | None = None,
+        device: Any = None,
     ):
         self.lock = threading.RLock()  # one change at a time (a cell and a slider's subshell thread)
         # seconds the user's own code (loss, prediction_fn) may run in one step before it is
@@ -124,6 +125,9 @@ class ExplorerSession:
         pinned_inputs = _pinned("inputs", inputs, eng)
         self.param_leaves, self._param_def = eng.tree_flatten(self.params_tree)
         self.input_leaves, self.input_def = eng.tree_flatten(pinned_inputs)
+        # where the step runs (engine.choose_device); the copies are placed there, never the caller's arrays
+        self.device = choose_device(device, eng, self.param_leaves)
+        self.device_name = "" if self.device is None else device_label(self.device)
         self.param_leaves = [self._frozen(x) for x in self.param_leaves]
         self.input_leaves = [self._frozen(x) for x in self.input_leaves]
         self.inputs_tree = pinned_inputs
@@ -160,15 +164,22 @@ class ExplorerSession:
             if self.engine.is_lite:
                 x.setflags(write=False)  # pin_dtypes made this copy; a loss cannot write into it
                 return x
-            return self.engine.numpy.asarray(x)
+            return self.engine.jax.device_put(x, self.device)  # a copy on the step's device
+        if self.device is not None and hasattr(x, "devices") and x.devices() != {self.device}:
+            return self.engine.jax.device_put(x, self.device)  # a JAX array elsewhere: copied, not moved
         return x
+
+    def on_device(self) -> Any:
+        """A context in which JAX computes on the explorer's device (its step, the optimizer's init)."""
+        return contextlib.nullcontext() if self.device is None else self.engine.jax.default_device(self.device)
 
     def _compile(self, loss_fn: Callable, with_extras: bool = True) -> Any:
         extras = extras_fn(self) if self.prediction_fn is not None and with_extras else None
         if self.optimizer is None:
             return CompiledStep(loss_fn, extras_fn=extras, engine=self.engine, static=self.static)
         step = TrainingStep(loss_fn, self.optimizer, extras_fn=extras, engine=self.engine, static=self.static)
-        step.init(self.params_tree, self.learning_rate)  # finds where the state keeps its learning rate
+        with self.on_device():
+            step.init(self.params_tree, self.learning_rate)  # finds where the state keeps its learning rate
         return step
 
     def _call_step(self, step: Any, params: Any, inputs: dict, lr: float) -> StepResult:
@@ -203,7 +214,8 @@ class ExplorerSession:
             return lr
         # a wrong optimizer is refused here, as a missing params tree is (OptimizerError says why)
         trainer = TrainingStep(self.loss_fn, self.optimizer, engine=self.engine, static=self.static)
-        self.opt_state = trainer.init(self.params_tree, lr)
+        with self.on_device():
+            self.opt_state = trainer.init(self.params_tree, lr)
         self.rate_source = trainer.lr_source
         if trainer.lr_source == "state" and not given:
             lr = cast(float, trainer.learning_rate_of(self.opt_state))  # a float: the rate is in the state
@@ -375,7 +387,7 @@ class ExplorerSession:
             if problem:
                 return problem
             deadline = time.monotonic() + self.time_budget if self.time_budget else None
-            with _quiet_callbacks(), user_code_budget(self.time_budget) as self.clock:
+            with self.on_device(), _quiet_callbacks(), user_code_budget(self.time_budget) as self.clock:
                 run = self.runner().run(
                     params, self.opt_state, inputs, lr if self.rate_slides else None, int(n), deadline=deadline
                 )
@@ -420,7 +432,8 @@ class ExplorerSession:
         self.input_data = data0
         if self.optimizer is not None:
             try:
-                self.opt_state = self.runner().init(self.params_tree, self.learning_rate)
+                with self.on_device():
+                    self.opt_state = self.runner().init(self.params_tree, self.learning_rate)
             except BaseException as err:  # noqa: BLE001 - said in the widget
                 return (
                     messages.error_text(err)
@@ -454,7 +467,7 @@ class ExplorerSession:
             if problem:
                 return Computed(failure=problem)
             started = time.monotonic()
-            with _quiet_callbacks(), user_code_budget(self.time_budget) as self.clock:
+            with self.on_device(), _quiet_callbacks(), user_code_budget(self.time_budget) as self.clock:
                 try:
                     result = self._call_step(self.slider_step, params, inputs, lr)
                 except Exception:
@@ -467,7 +480,7 @@ class ExplorerSession:
                     self.slider_step = plain
                 result = replace(result, params=params)
             if self.prediction_fn is not None:
-                with _quiet_callbacks(), user_code_budget(self.time_budget) as self.clock:
+                with self.on_device(), _quiet_callbacks(), user_code_budget(self.time_budget) as self.clock:
                     result = with_extras(result)
             problem = self.check_result(result)
             if problem:

@@ -243,7 +243,8 @@ class DiagramView(View):
 
     def _caption(self) -> None:
         shown = bool(self.diagram.foldable_open or not self.diagram.foldable)
-        self.diagram.caption = f"computed in the kernel by {self.session.engine.name}: " + (
+        on = f" on {self.session.device_name}" if self.session.device_name else ""
+        self.diagram.caption = f"computed in the kernel by {self.session.engine.name}{on}: " + (
             "value_and_grad, then tree.map(p − η·g)"
             if self.session.optimizer is None
             else "value_and_grad, then opt.update(grads, state, params) and optax.apply_updates"
@@ -271,7 +272,8 @@ class DiagramView(View):
         self.diagram.set_trees(trees, extra=panels, order=s.param_summary)
 
     def text(self) -> str:
-        return self.diagram.text()
+        text = self.diagram.text()
+        return f"{text}\n({self.diagram.caption})" if self.session.device_name else text
 
 
 class CalculationView(View):

@@ -75,6 +75,13 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
     step stays on screen until the input is fixed. Without a widget front end (a static HTML
     export) the explorer shows as text: the three trees and the worked calculation.
 
+    `device=` says where the step runs: a `jax.Device`, or a platform name ("cpu", "tpu",
+    "gpu"); by default the host's CPU for a small tree and the accelerator JAX sees for a big
+    one (`pytree_lab.engine.ACCELERATOR_PARAMS` elements or more). The explorer places its own
+    copies there and names the device under the diagram: its numbers are the ones the same step,
+    written by hand in JAX, gives on that device (a TPU's float64 and matmul precision differ
+    from a CPU's; docs/backends.md).
+
     `layout="compact"` (the default) fits a projected screen: the worked calculation folded to
     the selected leaf, big containers and the optimizer's moments folded (explorer/layout.py);
     "long" lists every part in full. `session` is the explorer without widgets; `views` its views.
@@ -115,6 +122,7 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         extra: Any = None,
         time_budget: float | None = 30.0,
         engine: Engine | None = None,
+        device: Any = None,
         layout: Any = "compact",
         **kwargs: Any,
     ):
@@ -134,6 +142,7 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
             static=static,
             time_budget=time_budget,
             engine=engine,
+            device=device,
         )
         self.views = ViewSet(session, bars=bars)
         for name, value in ((n, v) for view in self.views.values() for n, v in view.public.items()):
@@ -163,6 +172,7 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
 
     # ------------------------------------------------------------------ what the session says
     engine = property(lambda self: self.session.engine, doc="The engine the steps run on (JAX or Lite).")
+    device = property(lambda self: self.session.device, doc="The jax.Device the steps run on (None on Lite).")
     loss_fn = property(lambda self: self.session.loss_fn, doc="The loss, called as loss_fn(params, **inputs).")
     optimizer = property(lambda self: self.session.optimizer, doc="The optimizer given (None: p − η·g).")
     params = property(
