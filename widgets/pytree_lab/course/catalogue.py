@@ -16,17 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import lesson as lesson  # the lesson model the graders use (catalogue.lesson)
-from ..exercises import (
-    CheckResult,
-    Evidence,
-    Exercise,
-    bind_tools,
-    default_evidence,
-    grade_answer,
-    is_unanswered,
-    seal_mapping,
-)
-from ._cell_evidence import _with_cell_evidence
+from ..exercises import CheckContext, CheckResult, Evidence, Exercise, check as check_answer, seal_mapping
 from .exercises import grad_over_flat_params, nested_scale_grad, repair_update, squared_norm
 
 __all__ = ["EXERCISES", "check", "exercise"]
@@ -67,10 +57,4 @@ def check(
     ex = exercise(exercise_id)
     if named:
         answer = {**({ex.answer_name.split(",")[0].strip(): answer} if answer is not None else {}), **named}
-    bind_tools()
-    result = grade_answer(ex, answer, rng=rng, stale=stale)
-    if stale is None and cell is not None and not is_unanswered(answer) and ex.answer_kind != "function":
-        result = _with_cell_evidence(ex, result, answer, cell, rng)
-    if stale is None and not is_unanswered(answer):
-        (evidence if evidence is not None else default_evidence()).add_check(ex, result, answer, code=code)
-    return result
+    return check_answer(ex, answer, CheckContext(rng=rng, cell=cell, stale=stale, code=code, evidence=evidence))

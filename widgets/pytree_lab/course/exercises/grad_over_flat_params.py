@@ -12,6 +12,7 @@ import secrets
 from typing import Any
 
 from ...exercises import (
+    CheckContext,
     Exercise,
     Outcome,
     all_finite,
@@ -279,7 +280,7 @@ def _cases_label(indices: list[int], cases: list[_FlatCase]) -> str:
 CASE_BUDGET = 10.0  # seconds of student code per case (first calls compile: generous)
 
 
-def _grade_grad_over_flat_params(answer, rng=None) -> Outcome:
+def _grade_grad_over_flat_params(answer, context: CheckContext) -> Outcome:
     np = tools.np
     jnp = tools.jnp
     if not callable(answer):
@@ -292,7 +293,7 @@ def _grade_grad_over_flat_params(answer, rng=None) -> Outcome:
             )
         return Outcome(0, 1, [line])
     # seeded by the operating system, never by numpy's global state: not predictable in the kernel
-    rng = np.random.default_rng(secrets.randbits(128)) if rng is None else rng
+    rng = np.random.default_rng(secrets.randbits(128)) if context.rng is None else context.rng
     sizes = [None, *_HIDDEN_SIZES]
     cases: list[_FlatCase] = []
     passed = 0

@@ -3,9 +3,12 @@ gradient tree."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from ... import lesson
-from ...exercises import Exercise, Outcome, TreeSpec, as_number_array, fmt_num, grade_tree, tools
+from ...exercises import CheckContext, Exercise, Outcome, TreeSpec, as_number_array, fmt_num, grade_tree, tools
 from .common import _lesson_loss, _lesson_setup, _lesson_step, _whole_tree, self_check
+from .reruns import follows_the_lesson, passed
 
 _SWAPPED = (
     "the gradient leaves are swapped: weight was stepped with the bias gradient and bias with the "
@@ -34,7 +37,7 @@ _ZIP_KEYS = (
 )
 
 
-def _grade_repair_update(answer, rng=None) -> Outcome:
+def _grade_repair_update(answer) -> Outcome:
     jax, jnp = tools.jax, tools.jnp
     params, grads, updated, loss_before, loss_after = _lesson_step()
     spec = TreeSpec(
@@ -87,6 +90,21 @@ def _grade_repair_update(answer, rng=None) -> Outcome:
     return outcome
 
 
+def grade(answer, context: CheckContext) -> Outcome:
+    outcome = _grade_repair_update(answer)
+    if passed(outcome):
+        move = "compute it from `params` and `grads` with jax.tree.map"
+        return follows_the_lesson(EXERCISE, outcome, answer, context, "params and grads", move, _at)
+    if context.cell is not None and "zip(" in (context.cell.code or ""):
+        zipped = {f"- {_SWAPPED}": f"- {_ZIP}", f"- {_KEYS_SWAPPED}": f"- {_ZIP_KEYS}"}
+        return dataclasses.replace(outcome, lines=[zipped.get(line, line) for line in outcome.lines])
+    return outcome
+
+
+def _at(point) -> dict:
+    return {"fixed": point["updated"]}
+
+
 _SOLUTION_REPAIR = """\
 try:
     jax.tree.map(lambda p, g: p - 0.05 * g, params, {"weight": grads["weight"]})
@@ -102,7 +120,7 @@ EXERCISE = Exercise(
     "Repair a mismatched update tree",
     "The updated parameter tree (fixed) after restoring bias in the gradient tree.",
     "tree",
-    _grade_repair_update,
+    grade,
     lesson="Pytrees and structured parameters",
     answer_name="fixed",
     solutions=(_SOLUTION_REPAIR,),

@@ -5,8 +5,20 @@ from __future__ import annotations
 
 import math
 
-from ...exercises import Exercise, Outcome, as_number_array, close, fmt, fmt_shape, grade_number, tools, type_name
+from ...exercises import (
+    CheckContext,
+    Exercise,
+    Outcome,
+    as_number_array,
+    close,
+    fmt,
+    fmt_shape,
+    grade_number,
+    tools,
+    type_name,
+)
 from .common import _lesson_step, self_check
+from .reruns import follows_the_lesson
 
 
 def _squared_norm_parts():
@@ -94,7 +106,7 @@ def _grade_one_norm(answer, name: str, parts) -> Outcome:
     return outcome
 
 
-def _grade_squared_norm(answer, rng=None) -> Outcome:
+def _grade_squared_norm(answer) -> Outcome:
     """`norm_squared` alone, or {"norm_squared": ..., "manual": ...}: each graded."""
     parts = _squared_norm_parts()
     if isinstance(answer, dict) and set(answer) <= {"norm_squared", "manual"} and answer:
@@ -108,6 +120,16 @@ def _grade_squared_norm(answer, rng=None) -> Outcome:
         lines = [line for o in outcomes for line in o.lines]
         return Outcome(passed, 2, [f"{passed} of 2 values right."] + lines)
     return _grade_one_norm(answer, "norm_squared", parts)
+
+
+def _at(point) -> dict:
+    value = float(sum(tools.jnp.sum(g**2) for g in tools.jax.tree.leaves(point["grads"])))
+    return {"norm_squared": value, "manual": value}
+
+
+def grade(answer, context: CheckContext) -> Outcome:
+    outcome = _grade_squared_norm(answer)
+    return follows_the_lesson(EXERCISE, outcome, answer, context, "grads", "compute it from `grads`", _at)
 
 
 _SOLUTION_NORM = """\
@@ -124,7 +146,7 @@ EXERCISE = Exercise(
     "Compute the squared norm of all gradient leaves (norm_squared), and again by adding the "
     "weight and bias contributions directly (manual).",
     "number",
-    _grade_squared_norm,
+    grade,
     lesson="Pytrees and structured parameters",
     answer_name="norm_squared, manual",
     solutions=(_SOLUTION_NORM,),
