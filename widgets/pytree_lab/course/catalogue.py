@@ -23,7 +23,12 @@ __all__ = ["EXERCISES", "check", "exercise"]
 
 EXERCISES: dict[str, Exercise] = {
     module.EXERCISE.id: module.EXERCISE
-    for module in (squared_norm, nested_scale_grad, repair_update, grad_over_flat_params)
+    for module in (
+        squared_norm,
+        nested_scale_grad,
+        repair_update,
+        grad_over_flat_params,
+    )
 }
 
 

@@ -208,6 +208,8 @@ class Exercise:
     answer_name: str = ""
     # the reference solution(s), shown only after an attempt (`CheckButton.reveal_solution`)
     solutions: tuple[str, ...] = dataclasses.field(default=(), repr=False)
+    # graded elsewhere (nbgrader): without a solution, the reveal says so
+    graded: bool = False
     # a hand-derived sanity check of the checker's own tools; returns None or what is broken
     self_check: Callable[[], str | None] | None = dataclasses.field(default=None, repr=False)
     # seconds of student code per case (function answers) / per check (values)

@@ -311,7 +311,11 @@ class CheckButton(_ExerciseWidget):
     def reveal_solution(self) -> str | None:
         """The reference solution, once the student has checked at least once."""
         if not self.exercise.solutions:
-            self.announcement = "This exercise has no reference solution to show."
+            self.announcement = (
+                "This exercise is graded: no reference solution is shown."
+                if self.exercise.graded
+                else "This exercise has no reference solution to show."
+            )
             return None
         if not self._tried:
             self.announcement = (

@@ -3,6 +3,8 @@ computed with `jax.grad` when a check runs, a tree comparison, and the checker's
 
 from __future__ import annotations
 
+import pathlib
+
 from ... import lesson
 from ...exercises import as_number_array, close, exception_text, run_guarded, tools
 
@@ -81,3 +83,14 @@ def self_check() -> str | None:
             "(loss 4, gradients [-8, -4] and -4): something replaced one of their functions."
         )
     return None
+
+
+# content/solutions/<id>.py of a checkout: the reference solutions are not in the package
+SOLUTIONS = pathlib.Path(__file__).resolve().parents[4] / "content" / "solutions"
+
+
+def reference_solution(exercise_id: str) -> tuple[str, ...]:
+    """The exercise's reference solution (`content/solutions/<id>.py`), where that file is found:
+    an installed package holds none."""
+    path = SOLUTIONS / f"{exercise_id}.py"
+    return (path.read_text(encoding="utf-8").rstrip("\n"),) if path.is_file() else ()

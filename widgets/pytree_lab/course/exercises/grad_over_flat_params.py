@@ -29,7 +29,7 @@ from ...exercises import (
     tree_problem,
     type_name,
 )
-from .common import self_check
+from .common import reference_solution, self_check
 
 # The packed-parameters task's worked example (shown to students, so it may appear in feedback).
 _FLAT_EXAMPLE_PARAMS = (1.0, 0.0, 0.0)
@@ -392,19 +392,6 @@ def _grade_grad_over_flat_params(answer, context: CheckContext) -> Outcome:
     return Outcome(passed, total, lines + notes)
 
 
-_SOLUTION_PACKED = """\
-def grad_over_flat_params(flat_params, x):
-    def loss(p):
-        # slice inside the loss, so JAX follows how the loss depends on flat_params
-        weights, bias = p[:-1], p[-1]
-        predictions = x @ weights + bias
-        return jnp.sum(predictions ** 2)   # a sum, not a mean
-    return jax.grad(loss)(flat_params)
-
-# the task's worked example: prediction 2, so [2*2*2, 2*2*3, 2*2] = [8, 12, 4]
-print(grad_over_flat_params(jnp.array([1.0, 0.0, 0.0]), jnp.array([[2.0, 3.0]])))"""
-
-
 EXERCISE = Exercise(
     "grad_over_flat_params",
     "Gradient of packed parameters",
@@ -414,7 +401,8 @@ EXERCISE = Exercise(
     _grade_grad_over_flat_params,
     lesson="Gradient of packed parameters",
     answer_name="grad_over_flat_params",
-    solutions=(_SOLUTION_PACKED,),
+    solutions=reference_solution("grad_over_flat_params"),
+    graded=True,
     self_check=self_check,
     unit="cases",
 )

@@ -18,7 +18,7 @@ from ...exercises import (
     tools,
     type_name,
 )
-from .common import _lesson_setup, _nested_loss, _nested_params, _same_tree, _whole_tree, self_check
+from .common import _lesson_setup, _nested_loss, _nested_params, _same_tree, _whole_tree, reference_solution, self_check
 from .reruns import RERUN_BUDGET, follows_the_lesson, passed
 
 
@@ -167,15 +167,6 @@ def _leaves_paths(tree) -> dict[str, Any]:
     return {jax.tree_util.keystr(path): leaf for path, leaf in flat}
 
 
-_SOLUTION_NESTED = """\
-nested = {"layer": params, "scale": jnp.array(1.)}
-def nested_loss(p):
-    pred = p["scale"] * (jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"])
-    return (pred - 3.) ** 2
-g = jax.grad(nested_loss)(nested)
-assert jax.tree.structure(g) == jax.tree.structure(nested)
-assert jnp.allclose(g["scale"], -4.)"""
-
 EXERCISE = Exercise(
     "nested_scale_grad",
     "Extend to a nested model",
@@ -184,7 +175,8 @@ EXERCISE = Exercise(
     grade,
     lesson="Pytrees and structured parameters",
     answer_name="g",
-    solutions=(_SOLUTION_NESTED,),
+    solutions=reference_solution("nested_scale_grad"),
+    graded=True,
     self_check=self_check,
     unit="leaves",
 )

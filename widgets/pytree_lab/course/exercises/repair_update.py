@@ -7,7 +7,7 @@ import dataclasses
 
 from ... import lesson
 from ...exercises import CheckContext, Exercise, Outcome, TreeSpec, as_number_array, fmt_num, grade_tree, tools
-from .common import _lesson_loss, _lesson_setup, _lesson_step, _whole_tree, self_check
+from .common import _lesson_loss, _lesson_setup, _lesson_step, _whole_tree, reference_solution, self_check
 from .reruns import follows_the_lesson, passed
 
 _SWAPPED = (
@@ -105,16 +105,6 @@ def _at(point) -> dict:
     return {"fixed": point["updated"]}
 
 
-_SOLUTION_REPAIR = """\
-try:
-    jax.tree.map(lambda p, g: p - 0.05 * g, params, {"weight": grads["weight"]})
-except ValueError:
-    print("Expected tree mismatch")
-else:
-    raise AssertionError("Expected a missing-key failure")
-fixed = jax.tree.map(lambda p, g: p - 0.05 * g, params, grads)
-assert jnp.allclose(loss(fixed), 0.64, atol=1e-6)"""
-
 EXERCISE = Exercise(
     "repair_update",
     "Repair a mismatched update tree",
@@ -123,7 +113,8 @@ EXERCISE = Exercise(
     grade,
     lesson="Pytrees and structured parameters",
     answer_name="fixed",
-    solutions=(_SOLUTION_REPAIR,),
+    solutions=reference_solution("repair_update"),
+    graded=True,
     self_check=self_check,
     unit="leaves",
 )

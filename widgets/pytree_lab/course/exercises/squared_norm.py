@@ -17,7 +17,7 @@ from ...exercises import (
     tools,
     type_name,
 )
-from .common import _lesson_step, self_check
+from .common import _lesson_step, reference_solution, self_check
 from .reruns import follows_the_lesson
 
 
@@ -132,14 +132,6 @@ def grade(answer, context: CheckContext) -> Outcome:
     return follows_the_lesson(EXERCISE, outcome, answer, context, "grads", "compute it from `grads`", _at)
 
 
-_SOLUTION_NORM = """\
-# Transform every leaf of the gradient pytree, then add the leaves' sums.
-norm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))
-# Aggregate the array values directly, leaf by leaf.
-manual = jnp.sum(grads["weight"] ** 2) + grads["bias"] ** 2
-assert jnp.allclose(norm_squared, manual)
-assert jnp.allclose(norm_squared, 96.)"""
-
 EXERCISE = Exercise(
     "squared_norm",
     "Make it yours",
@@ -149,7 +141,8 @@ EXERCISE = Exercise(
     grade,
     lesson="Pytrees and structured parameters",
     answer_name="norm_squared, manual",
-    solutions=(_SOLUTION_NORM,),
+    solutions=reference_solution("squared_norm"),
+    graded=True,
     self_check=self_check,
     unit="values",
 )
