@@ -7,7 +7,7 @@ import dataclasses
 import re
 from typing import Any
 
-from ..trees import diagnose
+from ..diagnose import diagnose
 from ._grading import (
     Outcome,
     _as_number_array,

@@ -15,11 +15,6 @@ def _lesson_setup():
     return lesson.lesson_params(), inputs["x"], inputs["target"], lesson.LEARNING_RATE
 
 
-def _lesson_loss(p, x, target):
-    jnp = tools.jnp
-    return (jnp.dot(p["weight"], x) + p["bias"] - target) ** 2
-
-
 def _nested_params():
     return {"layer": lesson.lesson_params(), "scale": tools.jnp.array(1.0)}
 
@@ -34,9 +29,9 @@ def _lesson_step():
     """params, grads, updated and both losses for the lesson's model, computed with jax."""
     jax = tools.jax
     params, x, target, lr = _lesson_setup()
-    loss, grads = jax.value_and_grad(_lesson_loss)(params, x, target)
+    loss, grads = jax.value_and_grad(lesson.lesson_loss)(params, x, target)
     updated = jax.tree.map(lambda p, g: p - lr * g, params, grads)
-    return params, grads, updated, float(loss), float(_lesson_loss(updated, x, target))
+    return params, grads, updated, float(loss), float(lesson.lesson_loss(updated, x, target))
 
 
 def _same_tree(a, b) -> bool:

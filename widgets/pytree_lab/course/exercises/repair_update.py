@@ -7,33 +7,34 @@ import dataclasses
 
 from ... import lesson
 from ...exercises import CheckContext, Exercise, Outcome, TreeSpec, as_number_array, fmt_num, grade_tree, tools
-from .common import _lesson_loss, _lesson_setup, _lesson_step, _whole_tree, reference_solution, self_check
+from .common import _lesson_setup, _lesson_step, _whole_tree, reference_solution, self_check
 from .reruns import follows_the_lesson, passed
 
+_LR = fmt_num(lesson.LEARNING_RATE)  # the lesson's learning rate, as the sentences write it
 _SWAPPED = (
-    "the gradient leaves are swapped: weight was stepped with the bias gradient and bias with the "
-    "weight gradient (so bias became an array of 2 values). Pair each parameter with its own gradient "
-    "by path: jax.tree.map(lambda p, g: p - 0.05 * g, params, grads)."
+    f"the gradient leaves are swapped: weight was stepped with the bias gradient and bias with the "
+    f"weight gradient (so bias became an array of 2 values). Pair each parameter with its own gradient "
+    f"by path: jax.tree.map(lambda p, g: p - {_LR} * g, params, grads)."
 )
 _ZIP = (
-    "your zip pairs leaves by position, and the positions disagree: params' values come in the order "
-    "written (weight, bias), the gradients in flatten order (bias, weight: keys sorted, as "
-    "jax.tree.leaves(grads) and JAX's gradient dict give them). So weight was stepped with the bias gradient "
-    "and bias with the weight gradient. Pair by path instead: jax.tree.map(lambda p, g: p - 0.05 * g, "
-    "params, grads)."
+    f"your zip pairs leaves by position, and the positions disagree: params' values come in the order "
+    f"written (weight, bias), the gradients in flatten order (bias, weight: keys sorted, as "
+    f"jax.tree.leaves(grads) and JAX's gradient dict give them). So weight was stepped with the bias gradient "
+    f"and bias with the weight gradient. Pair by path instead: jax.tree.map(lambda p, g: p - {_LR} * g, "
+    f"params, grads)."
 )
 _KEYS_SWAPPED = (
-    "the updated values are right but under each other's keys: weight holds the updated bias and "
-    "bias the updated weight, as zipping params' keys (weight, bias: the order written) with "
-    "leaves in flatten order (bias, weight) does. Keep the structure: jax.tree.map(lambda p, g: "
-    "p - 0.05 * g, params, grads)."
+    f"the updated values are right but under each other's keys: weight holds the updated bias and "
+    f"bias the updated weight, as zipping params' keys (weight, bias: the order written) with "
+    f"leaves in flatten order (bias, weight) does. Keep the structure: jax.tree.map(lambda p, g: "
+    f"p - {_LR} * g, params, grads)."
 )
 
 _ZIP_KEYS = (
-    "your zip put the updated values under each other's keys: it pairs params' keys in the order "
-    "written (weight, bias) with leaves in flatten order (bias, weight: keys sorted), so weight holds "
-    "the updated bias and bias the updated weight. Keep the structure: jax.tree.map(lambda p, g: "
-    "p - 0.05 * g, params, grads)."
+    f"your zip put the updated values under each other's keys: it pairs params' keys in the order "
+    f"written (weight, bias) with leaves in flatten order (bias, weight: keys sorted), so weight holds "
+    f"the updated bias and bias the updated weight. Keep the structure: jax.tree.map(lambda p, g: "
+    f"p - {_LR} * g, params, grads)."
 )
 
 
@@ -56,8 +57,8 @@ def _grade_repair_update(answer) -> Outcome:
             ),
         ),
         hints={
-            "['weight']": "Use p − 0.05 · g with the weight gradient from value_and_grad.",
-            "['bias']": "Use p − 0.05 · g with the bias gradient; restore bias in the gradient tree first.",
+            "['weight']": f"Use p − {_LR} · g with the weight gradient from value_and_grad.",
+            "['bias']": f"Use p − {_LR} · g with the bias gradient; restore bias in the gradient tree first.",
         },
     )
     lr = lesson.LEARNING_RATE
@@ -80,7 +81,7 @@ def _grade_repair_update(answer) -> Outcome:
         if set(leaves) == {"weight", "bias"} and all(v is not None for v in leaves.values()):
             _, x, target, _ = _lesson_setup()
             candidate = {k: jnp.asarray(v, dtype=jnp.float32) for k, v in leaves.items()}
-            loss = float(_lesson_loss(candidate, x, target))
+            loss = float(lesson.lesson_loss(candidate, x, target))
             outcome.lines.append(
                 f"Loss at your updated tree: {fmt_num(loss)} (before the step: "
                 f"{fmt_num(loss_before)}; the repaired update gives {fmt_num(loss_after)})."

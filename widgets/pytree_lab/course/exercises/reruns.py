@@ -10,7 +10,7 @@ from typing import Any
 
 from ... import lesson
 from ...exercises import CheckContext, Exercise, Outcome, cell_python, describe_failure, run_guarded, tools
-from .common import _lesson_loss, _lesson_setup, _same_tree
+from .common import _lesson_setup, _same_tree
 
 # --------------------------------------------------------------------------- evidence from the cell
 # A value answer (norm_squared, g, fixed) must be computed: the exercise cell is run again, in a
@@ -25,7 +25,7 @@ def _lesson_point(params) -> dict[str, Any]:
     """The lesson's trees at a parameter point: what the notebook's names hold there."""
     jax = tools.jax
     _, x, target, lr = _lesson_setup()
-    value, grads = jax.value_and_grad(_lesson_loss)(params, x, target)
+    value, grads = jax.value_and_grad(lesson.lesson_loss)(params, x, target)
     updated = jax.tree.map(lambda p, g: p - lr * g, params, grads)
     return {"params": params, "grads": grads, "value": value, "updated": updated}
 
