@@ -56,7 +56,6 @@ __all__ = [
     "try_function",
 ]
 
-
 # The in-notebook checks are formative; a course that grades uses nbgrader (`pytree-lab nbgrader`).
 PRACTICE = "Practice check: feedback for you while you work; it does not count toward a grade."
 

@@ -162,36 +162,31 @@ def _grade_answer(exercise: Exercise, answer: Any, context: CheckContext) -> Che
             unit=unit or exercise.unit,
         )
 
+    def fail(line: str) -> CheckResult:
+        return result(False, 0.0, [line])
+
     if context.stale:
         failure = context.stale.rstrip().rstrip(".")
         failure = f"ended in {failure}" if failure.startswith("a ") else f"raised {failure}"
-        return result(
-            False,
-            0.0,
-            [
-                f"Your last run of the exercise cell {failure}. The value left over from an earlier "
-                "run is not graded: fix the cell, run it again, then check."
-            ],
+        return fail(
+            f"Your last run of the exercise cell {failure}. The value left over from an earlier "
+            "run is not graded: fix the cell, run it again, then check."
         )
     if is_unanswered(answer):
-        return result(False, 0.0, [NOT_ANSWERED])
+        return fail(NOT_ANSWERED)
     if exercise.self_check is not None:
         problem = exercise.self_check()
         if problem:
-            return result(
-                False,
-                0.0,
-                [
-                    f"The checker cannot trust this kernel: {problem} Restart the kernel (Kernel → Restart), "
-                    "run the notebook again, then check."
-                ],
+            return fail(
+                f"The checker cannot trust this kernel: {problem} Restart the kernel (Kernel → Restart), "
+                "run the notebook again, then check."
             )
     if exercise.answer_kind != "function":
         # one check before any JAX call: a tree that contains itself, or nests thousands of levels
         # deep, would make JAX's flatten recurse until the interpreter breaks
         looked = run_guarded(answer_problem, exercise, answer, budget=exercise.budget)
         if looked.ok and looked.value:
-            return result(False, 0.0, [looked.value + " This check looked at nothing else."])
+            return fail(looked.value + " This check looked at nothing else.")
     # The grader calls the student's code (functions, or objects with their own __array__ /
     # __eq__): everything runs guarded. Function graders guard each case themselves too.
     run = run_guarded(
@@ -199,13 +194,9 @@ def _grade_answer(exercise: Exercise, answer: Any, context: CheckContext) -> Che
     )
     checker_parts = [name for name in run.replaced if name.split(".")[0] not in ("jax", "numpy", "builtins")]
     if checker_parts:
-        return result(
-            False,
-            0.0,
-            [
-                "Your code changed the checker itself (" + ", ".join(checker_parts) + "). It was put back; "
-                "this check does not count. Check again with an answer that only computes."
-            ],
+        return fail(
+            "Your code changed the checker itself (" + ", ".join(checker_parts) + "). It was put back; "
+            "this check does not count. Check again with an answer that only computes."
         )
     if not run.ok:
         if run.timed_out or not isinstance(run.error, Exception):
@@ -222,7 +213,7 @@ def _grade_answer(exercise: Exercise, answer: Any, context: CheckContext) -> Che
                 + (describe_failure(run, what="it") or "").removeprefix("it ")
                 + "). Is it made of numbers and arrays only?"
             )
-        return result(False, 0.0, [why])
+        return fail(why or "")
     outcome: Outcome = run.value
     total = max(outcome.total_cases, 1)
     passed = outcome.passed if outcome.passed is not None else outcome.passed_cases == outcome.total_cases

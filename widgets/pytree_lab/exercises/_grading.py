@@ -72,32 +72,19 @@ def bind_tools() -> None:
         _integrity.seal_mapping("the checker's numpy and jax", _TOOLS)
 
 
-def _np():
-    if "np" not in _TOOLS:
+def _tool(name: str):
+    if name not in _TOOLS:
         bind_tools()
-    return _TOOLS["np"]
-
-
-def _jax():
-    """The engine's jax-like module (real JAX, or the Lite engine), as bound."""
-    if "jax" not in _TOOLS:
-        bind_tools()
-    return _TOOLS["jax"]
-
-
-def _jnp():
-    if "jnp" not in _TOOLS:
-        bind_tools()
-    return _TOOLS["jnp"]
+    return _TOOLS[name]
 
 
 class _Tools:
     """The checker's numpy (`tools.np`), the engine's jax (`tools.jax`) and jax.numpy (`tools.jnp`),
     frozen when bound: `tools.jnp.sum` stays the real one after a notebook's `jnp.sum = ...`."""
 
-    np = property(lambda self: _np())
-    jax = property(lambda self: _jax())
-    jnp = property(lambda self: _jnp())
+    np = property(lambda self: _tool("np"))
+    jax = property(lambda self: _tool("jax"))
+    jnp = property(lambda self: _tool("jnp"))
 
 
 tools = _Tools()
@@ -149,7 +136,7 @@ def differentiates(fn: Callable[..., Any], *args: Any, budget: float | None = 10
     from its cache), and return (run, True when an autodiff trace ran inside it)."""
     from ._guard import run_guarded
 
-    jax = _jax()
+    jax = tools.jax
     off = getattr(jax, "disable_jit", None)
     with _AutodiffSeen() as seen:
         if off is not None:
@@ -230,7 +217,7 @@ def _fmt_num(value) -> str:
 
 def _fmt(value) -> str:
     """Lesson-style text for a number or a small array: 8, [1.4, -0.8]."""
-    np = _np()
+    np = tools.np
     arr = np.asarray(value)
     if arr.ndim == 0:
         return _fmt_num(arr)
@@ -275,7 +262,7 @@ _FLOAT_LITERAL = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+[eE][-+]?\d+)(?:[eE][-+]
 
 
 def _close(actual, expected) -> bool:
-    np = _np()
+    np = tools.np
     actual, expected = np.asarray(actual, dtype=float), np.asarray(expected, dtype=float)
     if actual.shape != expected.shape or not np.all(np.isfinite(actual)):
         return False
@@ -285,7 +272,7 @@ def _close(actual, expected) -> bool:
 
 def _as_number_array(value):
     """A numpy float array for a numeric leaf, else None (strings, objects, containers)."""
-    np = _np()
+    np = tools.np
     if isinstance(value, (str, bytes, dict, list, tuple)) or value is None or callable(value):
         return None
     try:
@@ -303,7 +290,7 @@ def _as_number_array(value):
 def _grade_number(
     answer, expected: float, variants: list[tuple[float, str]], *, what: str, per_value=None, per_leaf=None
 ) -> Outcome:
-    np = _np()
+    np = tools.np
     if callable(answer):
         return Outcome(0, 1, [f"Pass the number itself, not a function: {what}."])
     if isinstance(answer, (dict, list, tuple)) and not isinstance(answer, str):
@@ -357,7 +344,7 @@ def tree_problem(value, name: str) -> str | None:
 
 def _is_registered_node(value) -> bool:
     try:
-        jax = _jax()
+        jax = tools.jax
         leaves = jax.tree_util.tree_leaves(value, is_leaf=lambda node: node is not value)
     except Exception:  # noqa: BLE001 - a node whose flatten raises: let check_tree say so
         return True
