@@ -496,3 +496,18 @@ def test_library_code_is_told_by_where_it_came_from_not_by_one_prefix_list(tmp_p
     assert done.stdout.splitlines() == ["True True", "False False True", "True True", "True"], (
         done.stdout + done.stderr[-3000:]
     )
+
+
+def test_the_interpreter_repairs_find_what_they_mend_on_this_python():
+    # the C-API the guard's depth repair relies on, on each CPython `make test-pythons` runs: up to
+    # 3.13 Py_LeaveRecursiveCall; on 3.12 and 3.13 the C recursion counter, found in the thread's
+    # state (it drops by a level or two inside a Python function called from C)
+    import sys
+
+    from pytree_lab import _interpreter
+
+    if sys.implementation.name == "cpython" and sys.version_info[:2] <= (3, 13):
+        assert _interpreter._LEAVE is not None
+    if sys.implementation.name == "cpython" and (3, 12) <= sys.version_info[:2] <= (3, 13):
+        counter = _interpreter._c_counter()
+        assert counter is not None and 0 < counter.value - _interpreter._inner(counter) <= 16

@@ -47,9 +47,11 @@ _TIMERS = tuple(
 
 
 def _leave_recursive_call():
-    """CPython's `Py_LeaveRecursiveCall`, where its counter is the one Python frames use (3.9 to
-    3.11); None elsewhere (PyPy, Pyodide without ctypes' pythonapi, 3.12's separate C counter)."""
-    if sys.implementation.name != "cpython" or not (3, 9) <= sys.version_info[:2] <= (3, 11):
+    """CPython's `Py_LeaveRecursiveCall`: it gives back one level of the counter C code (JAX's
+    flatten) takes. Up to 3.11 Python frames use that counter too; from 3.12 on they have their
+    own and it counts C recursion only (`_c_counter` reads it). None elsewhere (PyPy,
+    Pyodide without ctypes' pythonapi, 3.14's counter, which is the C stack itself)."""
+    if sys.implementation.name != "cpython" or not (3, 9) <= sys.version_info[:2] <= (3, 13):
         return None
     try:
         fn = ctypes.pythonapi.Py_LeaveRecursiveCall
@@ -60,6 +62,56 @@ def _leave_recursive_call():
 
 
 _LEAVE = _leave_recursive_call()
+_C_COUNTER = sys.version_info[:2] >= (3, 12)  # C recursion counted apart from Python frames
+
+
+def _c_counter_offset() -> int | None:
+    """Where CPython 3.12/3.13 keep the C recursion counter (`c_recursion_remaining`) in a
+    thread's state: the int after `py_recursion_limit`, found by its value and checked twice
+    (it follows `sys.setrecursionlimit`; the next int drops inside a call from C). None when it
+    is not found so, or not needed (before 3.12: Python frames share the counter `_LEAVE` mends)."""
+    if not _C_COUNTER or _LEAVE is None:
+        return None
+    get = ctypes.pythonapi.PyThreadState_Get
+    get.restype, get.argtypes = ctypes.c_void_p, []
+    base = get()
+    limit = sys.getrecursionlimit()
+    try:
+        for offset in range(0, 256, 4):
+            field = ctypes.c_int.from_address(base + offset)
+            if field.value != limit:
+                continue
+            sys.setrecursionlimit(limit + 7)
+            follows = field.value == limit + 7
+            sys.setrecursionlimit(limit)
+            counter = ctypes.c_int.from_address(base + offset + 4)
+            if follows and 0 < counter.value - _inner(counter) <= 16:
+                return offset + 4
+    finally:
+        sys.setrecursionlimit(limit)
+    return None
+
+
+def _inner(counter: ctypes.c_int) -> int:
+    seen: list[int] = []
+
+    def key(_: int) -> int:  # a Python function called from C: one level deeper in C
+        seen.append(counter.value)
+        return 0
+
+    sorted([0], key=key)
+    return seen[0]
+
+
+_C_OFFSET = _c_counter_offset()
+
+
+def _c_counter() -> ctypes.c_int | None:
+    """This thread's C recursion counter (3.12, 3.13), or None."""
+    if _C_OFFSET is None:
+        return None
+    get = ctypes.pythonapi.PyThreadState_Get
+    return ctypes.c_int.from_address(get() + _C_OFFSET)
 
 
 def _headroom(cap: int) -> int:
@@ -120,6 +172,8 @@ class InterpreterState:
     timers: dict[int, tuple[float, float]]
     start: float
     headroom: int
+    c_counter: ctypes.c_int | None
+    c_before: int
     children: set[int]
     ended: int  # processes the code started, ended by `restore()`
 
@@ -135,6 +189,8 @@ class InterpreterState:
         state.timers = {which: signal.getitimer(which) for which in _TIMERS} if state.main else {}
         state.start = _clock()
         state.headroom = _untraced_headroom(state.trace, state.profile)
+        state.c_counter = _c_counter()
+        state.c_before = state.c_counter.value if state.c_counter is not None else 0
         state.children, state.ended = _descendants(), 0
         _refuse_exits(state)
         return state
@@ -187,6 +243,11 @@ class InterpreterState:
         `_restore`, one frame below where `capture` measured). Returns how many."""
         if threading.get_ident() != self.thread:
             return 0
+        if _C_COUNTER:  # the counter itself, read and written as memory (no call: none is left to make)
+            lost = self.c_before - self.c_counter.value if self.c_counter is not None else 0
+            if lost > 0:
+                self.c_counter.value = self.c_before  # type: ignore[union-attr]
+            return max(lost, 0)
         expected = min(self.headroom, _PROBE_CAP) + _SPARE
         now = _headroom(expected) + 1  # measured one frame deeper than capture's
         lost = expected - now
