@@ -319,14 +319,14 @@ def test_a_student_who_takes_the_alarm_over_is_still_stopped(takes, tmp_path):
 
 
 _AFTER_A_LOST_DEPTH_OFF_MAIN = r"""
-import threading, time
+import sys, threading, time
 import jax
 from pytree_lab import _budget
 from pytree_lab.exercises._guard import run_guarded
 
 def loses_depth():  # JAX's flatten gives up on it without giving its recursion count back
     deep = node = [1.0]
-    for _ in range(1500):
+    for _ in range(1500 if sys.version_info < (3, 13) else 12_000):  # past the C recursion limit
         inner = [1.0]
         node.append(inner)
         node = inner
@@ -348,7 +348,7 @@ t = threading.Thread(target=student_thread)
 t.start()
 t.join(60)
 time.sleep(0.6)
-print(out["run"].error is not None, out["after"])
+print(out["run"].error is not None or "the recursion depth" in out["run"].restored, out["after"])
 print([w.name for w in threading.enumerate() if isinstance(w, _budget.Watchdog)])
 """
 
