@@ -18,7 +18,7 @@ PORT   ?= 8888
 # test module's asserts again in each worker.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: lab test test-fast test-floors bench lite chromium hub-tools clean a11y-deps js-deps js-check lint docs
+.PHONY: lab test test-fast test-floors test-pythons bench lite chromium hub-tools clean a11y-deps js-deps js-check lint docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -117,6 +117,30 @@ test-device:
 test-floors: $(STAMP)
 	$(PY) tools/floors.py --venv .venv-floors
 
+# The Pythons job: the time budget's and the guard's tests (they lean on CPython's C API and
+# tracing: PyThreadState_SetAsyncExc, the recursion counter, line tracers, signals, fork) on each
+# CPython in PYTHONS besides .venv's, from pyenv: .venv-3.12 and .venv-3.13 with the jax extra
+# and the test tools, made once (again when pyproject.toml changes). The classifiers name only
+# the Pythons this job and CI run.
+PYTHONS      ?= 3.12 3.13
+PYENV_ROOT   ?= $(HOME)/.pyenv
+PYTHON_TESTS := tests/test_budget.py tests/test_guard_kernel.py tests/test_crash_trees.py \
+                tests/test_wrong_answers.py tests/test_check_integrity.py tests/test_exercise_verdicts.py
+PYTHON_DEPS  := pytest hypothesis ipykernel jupyter_client nbclient nbformat equinox autograd treescope markdown-it-py
+test-pythons:
+	@set -e; for v in $(PYTHONS); do \
+	  venv=.venv-$$v; \
+	  if [ ! -f $$venv/.installed ] || [ pyproject.toml -nt $$venv/.installed ]; then \
+	    py=$$(ls -d $(PYENV_ROOT)/versions/$$v.*/bin/python$$v 2>/dev/null | sort -V | tail -1); \
+	    [ -n "$$py" ] || { echo "error: no Python $$v in $(PYENV_ROOT)/versions (pyenv install $$v)" >&2; exit 1; }; \
+	    $$py -m venv $$venv; \
+	    $$venv/bin/python -m pip install --quiet -e ".[jax]" $(PYTHON_DEPS); \
+	    touch $$venv/.installed; \
+	  fi; \
+	  echo "== Python $$v"; \
+	  $$venv/bin/python -m pytest -p no:cacheprovider -m kernel -q $(PYTHON_TESTS); \
+	done
+
 bench: $(STAMP) chromium hub-tools
 	$(PY) -m bench
 
@@ -133,7 +157,7 @@ lite: lite-build
 	$(PY) lite_build/serve.py lite_build/_output --port $(LITE_PORT)
 
 clean:
-	rm -rf $(VENV) .venv-lite .venv-floors .pytest_cache $(HUB_TOOLS) $(JSCHECK)/node_modules lite_build/_output lite_build/.jupyterlite.doit.db
+	rm -rf $(VENV) .venv-lite .venv-floors .venv-3.12 .venv-3.13 .pytest_cache $(HUB_TOOLS) $(JSCHECK)/node_modules lite_build/_output lite_build/.jupyterlite.doit.db
 
 # The documentation site (docs/: Sphinx + MyST, API reference from the docstrings), warnings
 # are errors; tests/test_docs.py builds it the same way, so make test does too.

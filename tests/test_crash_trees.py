@@ -219,7 +219,11 @@ def test_a_function_answer_that_returns_or_flattens_such_a_tree(kind):
     flattened = check("grad_over_flat_params", _flattens(tree))
     assert interpreter() == before
     assert not flattened.passed
-    assert "went deeper than Python allows" in flattened.feedback, flattened.feedback
+    if kind == "list nested 5,000 deep" and sys.version_info >= (3, 13):
+        # Python 3.13 lets C code recurse 10,000 levels: JAX flattens it, the verdict is on the values
+        assert "cases pass" in flattened.feedback, flattened.feedback
+    else:
+        assert "went deeper than Python allows" in flattened.feedback, flattened.feedback
     assert "without recursion" not in flattened.feedback
     still_computes()
 

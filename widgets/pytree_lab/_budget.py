@@ -19,7 +19,8 @@ The two rules:
   student) or `WALL_FACTOR` times as long on the clock (code that sleeps or waits).
 
 "User code" is code from outside the installed packages and the standard library: a notebook
-cell, a script, a module of the user's own.
+cell, a script, a module of the user's own. Installed code is told by where it came from, wherever
+that is (`is_user_frame`).
 
 The driver, by where the code runs:
 
@@ -36,9 +37,15 @@ The driver, by where the code runs:
   the Lite engine's pure-Python step would slow every step several times over, so the explorer
   runs without a budget there (a student's answer, a few lines, is cheap to trace).
 
-Once a rule has fired it keeps firing at each look while the code runs, so a bare `except:`
-inside a loop cannot swallow the stop for long (the tracer, which Python removes when it raises,
-fires once). Budgets nest: each keeps its own rule and the driver asks every one. A frame in a
+Once a rule has fired it keeps firing at each look while the code runs; on the main thread, code
+that still runs `SWALLOWED` seconds later catches every stop (`except BaseException: pass` in a
+loop), and a line tracer then raises the stop again inside each handler that caught it, where its
+own `try` cannot catch it, until the body ends (`_arm`). Off the main thread a swallowed stop is
+raised again at each look only (a tracer cannot be set in another thread), and the Pyodide
+tracer, which Python removes when it raises, fires once. The budget's clocks are bound when this
+module is imported: code that replaces `time.monotonic` or `time.process_time` fools only itself.
+
+Budgets nest: each keeps its own rule and the driver asks every one. A frame in a
 finalizer or a garbage-collection callback is never stopped (Python would print the exception and
 drop it: the next look tries again). Nothing can stop a single long call into compiled code (one
 huge XLA computation), nor, off the main thread, a `time.sleep` (no signal reaches it there): the
@@ -52,8 +59,10 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import importlib.metadata
 import os
 import signal
+import site
 import sys
 import sysconfig
 import threading
@@ -76,6 +85,10 @@ __all__ = [
     "driver",
     "Watchdog",
 ]
+
+# The budget's clocks, bound here before any student's code runs: code that replaces `time`'s
+# functions (`time.monotonic = lambda: 0.0`) does not stop the budget's time.
+_clock, _cpu = time.monotonic, time.process_time
 
 TICK = 0.25  # seconds between the explorer's looks at the stack
 BEAT = 0.05  # seconds between the driver's looks on the main thread (each rule's own interval on top)
@@ -141,30 +154,67 @@ class Deadline:
 
     def __init__(self, seconds: float):
         self.seconds = seconds
-        self.cpu = time.process_time()
-        self.wall = time.monotonic()
+        self.cpu = _cpu()
+        self.wall = _clock()
 
     def look(self, frame: FrameType, outside: set[int]) -> bool:
-        return (
-            time.process_time() - self.cpu >= self.seconds or time.monotonic() - self.wall >= self.seconds * WALL_FACTOR
-        )
-
-
-_LIBRARY_ROOTS = tuple(
-    os.path.normcase(os.path.realpath(p)) + os.sep
-    for p in {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    | {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}  # pytree_lab itself (editable too)
-    if p
-)
+        return _cpu() - self.cpu >= self.seconds or _clock() - self.wall >= self.seconds * WALL_FACTOR
 
 
 def is_user_frame(frame: FrameType) -> bool:
-    """True for a frame of the user's code (not an installed package, not the standard library)."""
+    """True for a frame of the user's code: a notebook cell, a script, a module of the user's own
+    (next to the notebook, or anywhere that holds no installed package); False for the standard
+    library and installed packages, wherever they came from (`_library_file`)."""
     name = frame.f_code.co_filename
+    library = _FILES.get(name)
+    if library is None:
+        library = _FILES[name] = _library_file(name)
+    return not library
+
+
+_FILES: dict[str, bool] = {}  # a code's file name -> library code (cheap enough to ask per sample)
+_ROOTS: list = [None, ()]  # the sys.path the library's folders were found for, and those folders
+
+
+def _library_file(name: str) -> bool:
     if name.startswith(("<frozen", "<string>")):
+        return True
+    if os.sep not in name:  # "<exercise ...>", "<ipython-input-...>": the user's cell
         return False
-    path = os.path.normcase(os.path.realpath(name)) if os.sep in name else name
-    return not path.startswith(_LIBRARY_ROOTS)
+    if _ROOTS[0] != sys.path:
+        _ROOTS[:] = [list(sys.path), _library_roots()]
+    return _real(name).startswith(_ROOTS[1])
+
+
+def _real(path: str) -> str:
+    return os.path.normcase(os.path.realpath(path))
+
+
+def _library_roots() -> tuple[str, ...]:
+    """Where installed code lives, by where it came from: the standard library and the site
+    folders; the folder of every installed distribution (importlib.metadata: a `pip install
+    --target` folder, the user site, a folder on PYTHONPATH an image installed into); the user
+    site; entries of PYTHONPATH that hold a package; pytree_lab itself (also as an editable
+    install). Never the notebook's own folder (the kernel's working directory)."""
+    roots = {sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    roots |= {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+    roots |= {site.getusersitepackages() if site.ENABLE_USER_SITE is not False else None}
+    with contextlib.suppress(Exception):  # a broken metadata folder: the rest still count
+        roots |= {str(dist.locate_file("")) for dist in importlib.metadata.distributions()}
+    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if entry and _holds_a_package(entry):
+            roots.add(entry)
+    notebook = _real(os.getcwd())
+    found = {_real(root) for root in roots if root}
+    return tuple(root.rstrip(os.sep) + os.sep for root in found if root != notebook)
+
+
+def _holds_a_package(folder: str) -> bool:
+    try:
+        with os.scandir(folder) as entries:
+            return any(e.is_dir() and os.path.exists(os.path.join(e.path, "__init__.py")) for e in entries)
+    except OSError:
+        return False
 
 
 def _user_code_running(frame: FrameType | None, outside: set[int]) -> bool:
@@ -218,15 +268,17 @@ class _Budget:
     wait for the body), when its next look is due, whether it has fired and whether its body has
     ended (set first thing on the way out: a cleanup that cannot run still leaves it inert)."""
 
-    __slots__ = ("rule", "outside", "begun", "due", "fired", "ended")
+    __slots__ = ("rule", "outside", "begun", "due", "fired", "ended", "first_stop", "armed")
 
     def __init__(self, rule: Rule, outside: set[int], begun: int):
         self.rule = rule
         self.outside = outside
         self.begun = begun  # the id of the frame that began it: the body runs while it is on the stack
-        self.due = time.monotonic() + rule.interval
+        self.due = _clock() + rule.interval
         self.fired = False
         self.ended = False
+        self.first_stop: float | None = None  # when the rule first fired
+        self.armed = False  # stops are swallowed: a tracer raises them again in the handlers (`_arm`)
 
     def over(self, frame: FrameType | None) -> bool:
         """The body has ended, its cleanup run or not: ended, or the frame that began the budget is
@@ -268,13 +320,47 @@ _ON_MAIN: list[_Budget] = []  # the budgets running on the main thread, outermos
 _MAIN_BEFORE: list = []  # what the first of them found: SIGALRM's handler, ITIMER_REAL, the time
 
 
+SWALLOWED = 0.5  # seconds of stops the code caught and went on: then its handlers raise them again
+
+
 def _on_alarm(signum, frame):
-    now = time.monotonic()
+    now = _clock()
     for budget in tuple(_ON_MAIN):
         if budget.over(frame):
             _ON_MAIN.remove(budget)
         elif budget.spent(frame, now):
+            if budget.first_stop is None:
+                budget.first_stop = now
+            elif now - budget.first_stop >= SWALLOWED:
+                _arm(budget, frame)
             raise TimeBudgetExceeded()
+
+
+def _arm(budget: _Budget, frame: FrameType | None) -> None:
+    """The code catches every stop (`except BaseException: pass` in a loop). From now on a line
+    tracer raises the stop again at each line of the user's code that handles it, where the `try`
+    that caught it cannot catch it again: it leaves each `try` in turn until the body ends. Python
+    removes a tracer that raises; a profile function (called as frames return) puts it back, so
+    a function that swallows the stop around a call of another one is left too."""
+
+    def ask(code_frame, event, arg):
+        if budget.ended or id(code_frame) in budget.outside or not is_user_frame(code_frame):
+            return None  # library code is not traced line by line
+        if event == "line" and isinstance(sys.exc_info()[1], TimeBudgetExceeded):
+            raise TimeBudgetExceeded()
+        return ask
+
+    def put_back(code_frame, event, arg):
+        if budget.ended or sys.gettrace() is ask:
+            return
+        sys.settrace(ask)
+        while code_frame is not None and id(code_frame) not in budget.outside:
+            code_frame.f_trace = ask
+            code_frame = code_frame.f_back
+
+    budget.armed = True
+    put_back(frame, "", None)
+    sys.setprofile(put_back)
 
 
 def _finish(cleanup) -> None:
@@ -301,7 +387,7 @@ def _by_itimer(budget: _Budget) -> Iterator[None]:
             if handler is _on_alarm:  # left by such a budget: nothing of anyone else's to give back
                 handler = signal.SIG_DFL
                 signal.setitimer(signal.ITIMER_REAL, 0)
-            _MAIN_BEFORE[:] = [handler, signal.setitimer(signal.ITIMER_REAL, BEAT, BEAT), time.monotonic()]
+            _MAIN_BEFORE[:] = [handler, signal.setitimer(signal.ITIMER_REAL, BEAT, BEAT), _clock()]
         elif signal.getitimer(signal.ITIMER_REAL)[0] == 0:  # the body of an outer one stopped the timer
             signal.setitimer(signal.ITIMER_REAL, BEAT, BEAT)
         _ON_MAIN.append(budget)
@@ -314,7 +400,7 @@ def _by_itimer(budget: _Budget) -> Iterator[None]:
             handler, (remaining, interval), began = _MAIN_BEFORE
             signal.signal(signal.SIGALRM, handler)
             if remaining > 0:  # someone else's timer: give back what is left of it
-                signal.setitimer(signal.ITIMER_REAL, max(remaining - (time.monotonic() - began), 0.001), interval)
+                signal.setitimer(signal.ITIMER_REAL, max(remaining - (_clock() - began), 0.001), interval)
             _MAIN_BEFORE.clear()
 
     try:
@@ -322,7 +408,14 @@ def _by_itimer(budget: _Budget) -> Iterator[None]:
         yield
     finally:
         budget.ended = True
+        if budget.armed:  # the tracer and profile function go (the caller gives the ones before back)
+            _finish(_disarm)
         _finish(stop)
+
+
+def _disarm() -> None:
+    sys.settrace(None)
+    sys.setprofile(None)
 
 
 def _raise_in(thread_id: int, exc: type[BaseException]) -> None:
@@ -364,7 +457,7 @@ def _by_watchdog(budget: _Budget, every: float | None = None, only_if=None) -> I
                     return
                 frame = sys._current_frames().get(target)
                 over = budget.over(frame)  # even if the body's cleanup could not run: this thread ends
-                due = not over and (only_if is None or only_if()) and budget.spent(frame, time.monotonic())
+                due = not over and (only_if is None or only_if()) and budget.spent(frame, _clock())
                 del frame  # the thread's frame (and the student's values in it) is not kept between looks
                 if over:
                     return
@@ -393,7 +486,7 @@ _TRACED = threading.local()  # .budgets: the budgets this thread's tracer asks
 
 
 def _tracer(frame, event, arg):
-    now = time.monotonic()
+    now = _clock()
     for budget in tuple(_TRACED.budgets):
         if budget.spent(frame, now):
             raise TimeBudgetExceeded()

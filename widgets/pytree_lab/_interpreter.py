@@ -3,10 +3,17 @@ a time budget raises.
 
 `InterpreterState.capture()` / `restore()` put back the recursion limit and usable depth, the
 interval timers and their signal handlers, the trace and profile functions and sys.stdout /
-sys.stderr, whatever the code (or a C extension it drives) did. A C extension that gives up at
-the recursion limit without unwinding its count (JAX's tree flatten with a Python callback does,
-on a tree that contains itself or nests ~1,000 levels deep) leaves CPython's recursion counter
-where it stopped; the lost levels are measured and given back.
+sys.stderr, whatever the code (or a C extension it drives) did. In between, the ways out that
+would end the kernel without an exception (`os._exit`, IPython's `exit()` / `quit()` / `%exit`,
+which ask the kernel to shut down once the cell ends) raise `SystemExit` instead, like
+`sys.exit()`: the code's caller catches it and the kernel lives on. Processes the code started
+are ended with it (a child forked meanwhile ends at once: it would run the kernel's own code on,
+with the kernel's sockets, and deadlock). A C extension that gives up at the recursion limit
+without unwinding its count (JAX's tree flatten with a Python callback does, on a tree that
+contains itself or nests ~1,000 levels deep) leaves CPython's recursion counter where it stopped;
+the lost levels are measured and given back (up to 3.11 through `Py_LeaveRecursiveCall`; on 3.12
+and 3.13, whose C counter is apart from Python frames' and leaves no call to make, by writing the
+counter itself, found in the thread's state).
 
 The library's time budget (`_budget.py`, the one mechanism for the explorer and the exercises'
 guard) and the guard (`exercises/_guard.py`) build on this module; it imports neither.
@@ -15,6 +22,7 @@ guard) and the guard (`exercises/_guard.py`) build on this module; it imports ne
 from __future__ import annotations
 
 import ctypes
+import os
 import signal
 import sys
 import threading
@@ -22,6 +30,9 @@ import time
 from typing import Any
 
 __all__ = ["InterpreterState", "TimeBudgetExceeded"]
+
+_clock = time.monotonic  # bound before any student's code runs (it may replace time.monotonic)
+_REAL_EXIT = os._exit
 
 
 class TimeBudgetExceeded(BaseException):
@@ -40,9 +51,11 @@ _TIMERS = tuple(
 
 
 def _leave_recursive_call():
-    """CPython's `Py_LeaveRecursiveCall`, where its counter is the one Python frames use (3.9 to
-    3.11); None elsewhere (PyPy, Pyodide without ctypes' pythonapi, 3.12's separate C counter)."""
-    if sys.implementation.name != "cpython" or not (3, 9) <= sys.version_info[:2] <= (3, 11):
+    """CPython's `Py_LeaveRecursiveCall`: it gives back one level of the counter C code (JAX's
+    flatten) takes. Up to 3.11 Python frames use that counter too; from 3.12 on they have their
+    own and it counts C recursion only (`_c_counter` reads it). None elsewhere (PyPy,
+    Pyodide without ctypes' pythonapi, 3.14's counter, which is the C stack itself)."""
+    if sys.implementation.name != "cpython" or not (3, 9) <= sys.version_info[:2] <= (3, 13):
         return None
     try:
         fn = ctypes.pythonapi.Py_LeaveRecursiveCall
@@ -53,6 +66,56 @@ def _leave_recursive_call():
 
 
 _LEAVE = _leave_recursive_call()
+_C_COUNTER = sys.version_info[:2] >= (3, 12)  # C recursion counted apart from Python frames
+
+
+def _c_counter_offset() -> int | None:
+    """Where CPython 3.12/3.13 keep the C recursion counter (`c_recursion_remaining`) in a
+    thread's state: the int after `py_recursion_limit`, found by its value and checked twice
+    (it follows `sys.setrecursionlimit`; the next int drops inside a call from C). None when it
+    is not found so, or not needed (before 3.12: Python frames share the counter `_LEAVE` mends)."""
+    if not _C_COUNTER or _LEAVE is None:
+        return None
+    get = ctypes.pythonapi.PyThreadState_Get
+    get.restype, get.argtypes = ctypes.c_void_p, []
+    base = get()
+    limit = sys.getrecursionlimit()
+    try:
+        for offset in range(0, 256, 4):
+            field = ctypes.c_int.from_address(base + offset)
+            if field.value != limit:
+                continue
+            sys.setrecursionlimit(limit + 7)
+            follows = field.value == limit + 7
+            sys.setrecursionlimit(limit)
+            counter = ctypes.c_int.from_address(base + offset + 4)
+            if follows and 0 < counter.value - _inner(counter) <= 16:
+                return offset + 4
+    finally:
+        sys.setrecursionlimit(limit)
+    return None
+
+
+def _inner(counter: ctypes.c_int) -> int:
+    seen: list[int] = []
+
+    def key(_: int) -> int:  # a Python function called from C: one level deeper in C
+        seen.append(counter.value)
+        return 0
+
+    sorted([0], key=key)
+    return seen[0]
+
+
+_C_OFFSET = _c_counter_offset()
+
+
+def _c_counter() -> ctypes.c_int | None:
+    """This thread's C recursion counter (3.12, 3.13), or None."""
+    if _C_OFFSET is None:
+        return None
+    get = ctypes.pythonapi.PyThreadState_Get
+    return ctypes.c_int.from_address(get() + _C_OFFSET)
 
 
 def _headroom(cap: int) -> int:
@@ -113,6 +176,10 @@ class InterpreterState:
     timers: dict[int, tuple[float, float]]
     start: float
     headroom: int
+    c_counter: ctypes.c_int | None
+    c_before: int
+    children: set[int]
+    ended: int  # processes the code started, ended by `restore()`
 
     @classmethod
     def capture(cls) -> InterpreterState:
@@ -124,8 +191,12 @@ class InterpreterState:
         state.streams = (sys.stdout, sys.stderr)
         state.signals = {sig: signal.getsignal(sig) for sig in _SIGNALS} if state.main else {}
         state.timers = {which: signal.getitimer(which) for which in _TIMERS} if state.main else {}
-        state.start = time.monotonic()
+        state.start = _clock()
         state.headroom = _untraced_headroom(state.trace, state.profile)
+        state.c_counter = _c_counter()
+        state.c_before = state.c_counter.value if state.c_counter is not None else 0
+        state.children, state.ended = _descendants(), 0
+        _refuse_exits(state)
         return state
 
     def restore(self) -> tuple[str, ...]:
@@ -155,12 +226,18 @@ class InterpreterState:
             for sig, handler in self.signals.items():
                 if signal.getsignal(sig) is not handler and handler is not None:
                     signal.signal(sig, handler)
-            elapsed = time.monotonic() - self.start
+            elapsed = _clock() - self.start
             for which, (remaining, interval) in self.timers.items():
                 if remaining > 0:  # someone else's timer: give back what is left of it
                     signal.setitimer(which, max(remaining - elapsed, 0.001), interval)
         if (sys.stdout, sys.stderr) != self.streams:  # a redirect whose exit could not run
             sys.stdout, sys.stderr = self.streams
+        started = _descendants() - self.children
+        if started:
+            self.ended = len(started)
+            _end(started)
+            changed.append("processes it started")
+        _allow_exits(self)
         sys.settrace(self.trace)
         _set_profile(self.profile)
         return changed
@@ -170,6 +247,11 @@ class InterpreterState:
         `_restore`, one frame below where `capture` measured). Returns how many."""
         if threading.get_ident() != self.thread:
             return 0
+        if _C_COUNTER:  # the counter itself, read and written as memory (no call: none is left to make)
+            lost = self.c_before - self.c_counter.value if self.c_counter is not None else 0
+            if lost > 0:
+                self.c_counter.value = self.c_before  # type: ignore[union-attr]
+            return max(lost, 0)
         expected = min(self.headroom, _PROBE_CAP) + _SPARE
         now = _headroom(expected) + 1  # measured one frame deeper than capture's
         lost = expected - now
@@ -178,3 +260,126 @@ class InterpreterState:
         for _ in range(lost):
             _LEAVE()
         return lost
+
+
+# ------------------------------------------------------------------------------ the ways out refused
+
+_EXITS_LOCK = threading.Lock()  # the explorer's step can run on a subshell thread while a cell runs
+_HOLDERS: set[int] = set()  # the ids of the states captured and not yet restored: exits refused
+_DOORS: dict[str, Any] = {}  # what the refusers replaced
+
+
+def _exit_refused(door: str):
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        exc = SystemExit(f"{door} would end the kernel")
+        exc.door = door  # type: ignore[attr-defined]  # the guard names it (`describe_failure`)
+        raise exc
+
+    return refuse
+
+
+def _ipython_shell() -> Any:
+    ipython = sys.modules.get("IPython")
+    get = getattr(ipython, "get_ipython", None)
+    return get() if callable(get) else None
+
+
+def _refuse_exits(state: InterpreterState) -> None:
+    """While any captured state is not yet restored, `os._exit` and the IPython shell's
+    `ask_exit` (what `exit()`, `quit()` and `%exit` call) raise SystemExit. Process-wide and
+    counted by holder, so nested and concurrent runs give the originals back once, at the end."""
+    with _EXITS_LOCK:
+        first = not _HOLDERS
+        _HOLDERS.add(id(state))
+        if not first:
+            return
+        doors = _DOORS
+        doors.clear()
+        doors["os._exit"] = os._exit
+        refuse = _exit_refused("os._exit()")
+        for module in _exit_homes():
+            module._exit = refuse
+        shell = _ipython_shell()
+        if shell is not None and hasattr(shell, "ask_exit"):
+            doors["shell"] = shell
+            doors["ask_exit"] = vars(shell).get("ask_exit", _ABSENT)
+            shell.ask_exit = _exit_refused("exit() (or quit())")
+
+
+_ABSENT = object()
+
+
+def _exit_homes() -> list[Any]:
+    """`os` and the module os._exit comes from."""
+    return [module for module in (os, sys.modules.get("posix"), sys.modules.get("nt")) if module is not None]
+
+
+def _allow_exits(state: InterpreterState) -> None:
+    """Give the ways out back when the last holder is restored (safe to call again)."""
+    with _EXITS_LOCK:
+        _HOLDERS.discard(id(state))
+        doors = _DOORS
+        if _HOLDERS or not doors:
+            return
+        real = doors.pop("os._exit")
+        for module in _exit_homes():
+            module._exit = real
+        shell, before = doors.pop("shell", None), doors.pop("ask_exit", _ABSENT)
+        if shell is not None:
+            if before is _ABSENT:
+                vars(shell).pop("ask_exit", None)
+            else:
+                shell.ask_exit = before
+
+
+# --------------------------------------------------------------------- processes the code started
+
+
+def _descendants() -> set[int]:
+    """This process's children and theirs (Linux's /proc; empty where it cannot be read)."""
+    found: set[int] = set()
+    todo = [os.getpid()]
+    while todo:
+        pid = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{task}/children", encoding="ascii") as file:
+                    kids = {int(kid) for kid in file.read().split()}
+            except (OSError, ValueError):
+                continue
+            todo.extend(kids - found)
+            found |= kids
+    return found
+
+
+def _end(pids: set[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    deadline = _clock() + 2.0
+    waiting = set(pids)
+    while waiting and _clock() < deadline:  # reap our own children (grandchildren go to init)
+        for pid in tuple(waiting):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:
+                done = pid
+            if done:
+                waiting.discard(pid)
+        if waiting:
+            time.sleep(0.01)
+
+
+def _forked_while_guarded() -> None:
+    if _HOLDERS:  # a child of code run guarded: nothing it could do here is the student's to keep
+        _REAL_EXIT(0)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked_while_guarded)

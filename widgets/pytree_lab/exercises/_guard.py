@@ -2,9 +2,11 @@
 
 `run_guarded(fn, *args)` calls `fn` and always returns a `Guarded`: the value, or what went wrong
 in words a student can act on. It catches BaseException (`sys.exit()`, `KeyboardInterrupt`,
-`GeneratorExit` raised by hand), bounds the call in time, keeps at most a few thousand characters
-of what the code printed, and reports when the code replaced a function of jax / jax.numpy /
-numpy or of the checker itself (and puts the original back, so later checks are not poisoned).
+`GeneratorExit` raised by hand; `os._exit()` and IPython's `exit()` raise SystemExit meanwhile),
+bounds the call in time, keeps at most a few thousand characters of what the code printed, ends
+the processes it started (reported), and reports when the code replaced a function of jax /
+jax.numpy / numpy / time or of the checker itself (and puts the original back, so later checks
+are not poisoned).
 
 Time budget: the library's one mechanism (`pytree_lab._budget`), with the deadline rule: the
 call is stopped after `budget` seconds of CPU time (a loaded machine does not count against the
@@ -31,13 +33,12 @@ import contextlib
 import dataclasses
 import io
 import sys
-import time
 import types
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-from .._budget import WALL_FACTOR, deadline_budget
+from .._budget import WALL_FACTOR, _clock, deadline_budget
 from .._interpreter import (
     InterpreterState,
     TimeBudgetExceeded,
@@ -69,6 +70,7 @@ class Guarded:
     replaced: tuple[str, ...] = ()  # "jax.grad", ... replaced during the call (and restored)
     restored: tuple[str, ...] = ()  # parts of the interpreter's state the call broke (put back)
     seconds: float = 0.0
+    processes: int = 0  # processes the call started (os.fork, subprocess), ended after it
     skipped: bool = False  # not called: the same function ran past its budget before
 
     @property
@@ -107,6 +109,7 @@ _WATCHED = {
     "jax.tree_util": ("tree_map", "tree_leaves", "tree_flatten", "tree_unflatten", "tree_flatten_with_path", "keystr"),
     "numpy": ("asarray", "allclose", "sum", "isfinite", "array", "dot", "concatenate", "sort"),
     "builtins": ("sum", "float", "abs", "len", "isinstance", "print", "max", "min"),
+    "time": ("monotonic", "process_time", "perf_counter", "time", "sleep"),  # the kernel's clocks too
 }
 _EXTRA_WATCHED: list[types.ModuleType] = []
 
@@ -175,6 +178,7 @@ def run_guarded(
             result.error = exc
     finally:
         result.restored = interpreter.restore()
+        result.processes = interpreter.ended
         result.replaced = tuple(dict.fromkeys(result.replaced + _restore(before)))
     if once_stuck and result.timed_out:
         try:
@@ -196,7 +200,7 @@ def _stuck(fn: Any) -> bool:
 
 def _run(result: Guarded, before, fn, args, kwargs, budget, output_limit, capture) -> None:
     sink = _BoundedText(output_limit)
-    start = time.monotonic()
+    start = _clock()
     redirect = (contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)) if capture else ()
     try:
         with contextlib.ExitStack() as stack:
@@ -218,7 +222,7 @@ def _run(result: Guarded, before, fn, args, kwargs, budget, output_limit, captur
     except TimeBudgetExceeded:  # a late alarm between the student's return and the timer's stop
         result.timed_out = True
     finally:
-        result.seconds = time.monotonic() - start
+        result.seconds = _clock() - start
         result.replaced = _restore(before)
         result.output = sink.getvalue()
         result.output_truncated = sink.dropped
@@ -269,6 +273,9 @@ def describe_failure(
         else "return the answer instead"
     )
     if isinstance(exc, SystemExit):
+        door = getattr(exc, "door", None)  # os._exit(), IPython's exit(): refused by `InterpreterState`
+        if door:
+            return f"{what} called {door}, which would end the kernel, so it was caught: {fix}."
         return (
             f"{what} called sys.exit() (or exit()/quit()). In a notebook that would stop the "
             f"check, so it was caught: {fix}."
@@ -295,6 +302,12 @@ def notes_for(run: Guarded) -> list[str]:
         notes.append(
             "Your code replaced " + ", ".join(run.replaced) + "; the original was put back so "
             "that later checks compute with the real functions."
+        )
+    if run.processes:
+        notes.append(
+            f"Your code started {run.processes} process{'es' if run.processes > 1 else ''} (os.fork or "
+            f"subprocess); {'they were' if run.processes > 1 else 'it was'} ended with the call: an answer "
+            "computes in the kernel's own process."
         )
     if run.output_truncated:
         notes.append(f"Your code printed a lot: {run.output_truncated} characters of output were dropped.")
