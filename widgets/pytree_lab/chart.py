@@ -25,7 +25,7 @@ class BarTable(PageIntents, anywidget.AnyWidget):
     """The bar chart as text and by keyboard: a table of every bar's element, before and after
     value (the chart's text alternative, in a disclosure under it), each element a button
     that selects its leaf, as a click on its bar does. It also names the chart for screen
-    readers (role="img", an aria-label and a description pointing at the table).
+    readers (a named figure described by the table, its drawing an image of the same name).
 
     A `note` (what changed the bars shown, e.g. the selection bringing its leaf in) shows as a
     line above the table, always visible.
