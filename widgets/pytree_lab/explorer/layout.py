@@ -170,7 +170,8 @@ def arrange(ex: Any, form: str, slider_box: ipywidgets.Widget) -> list[ipywidget
         ex.history_chart.layout.height = CHART_HEIGHT
         ex.history_chart.layout.flex, ex.history_chart.layout.min_width = "1 1 240px", "220px"
     slider_box.add_class("ptl-ex-sliders")
-    for key, value in {"max_height": "176px", "overflow": "auto", "min_width": "0", "flex": "0 1 auto"}.items():
+    # its height (eight whole sliders, more scroll inside it) is in slider.css, as the sliders' own
+    for key, value in {"overflow": "auto", "min_width": "0", "flex": "0 1 auto"}.items():
         setattr(slider_box.layout, key, value)  # the box's own Layout (a new one would be a widget left open)
     # the parts this layout places itself; any other view part keeps its slot
     placed = {id(w) for w in (table, data, diagram, calc)}
