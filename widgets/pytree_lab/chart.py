@@ -458,6 +458,7 @@ class LossHistoryChart:
         self.log = log
         self.on_new_widget: Callable | None = None  # told of a widget made later (the log scale)
         self.history: Sequence[float] = []
+        self._few_ticks = False  # presenter mode (set_scale): about five round loss ticks
         self.x_scale = bqplot.LinearScale(min=0.0, max=1.0)
         self.y_linear = bqplot.LinearScale(min=0.0, max=1.0)
         self.y_log: bqplot.LogScale | None = None  # made when first needed
@@ -495,13 +496,14 @@ class LossHistoryChart:
         """1, or presenter mode's: its text is drawn larger (chart.css), its margins and its height
         grow with it, with fewer ticks on the loss axis."""
         self._height = getattr(self, "_height", None) or self.figure.layout.height or "300px"
+        self._few_ticks = scale > 1
         with self.figure.hold_sync():
             self.figure.layout.height = f"{round(float(self._height[:-2]) * min(scale, 1.5))}px"
-            self.y_axis.num_ticks = 5 if scale > 1 else None
             top, bottom, left = round(40 * scale), round(50 * scale), round(70 * scale)
             self.figure.fig_margin = {"top": top, "bottom": bottom, "left": left, "right": 20}
             self.y_axis.label_offset = f"{round(45 * scale)}px"
             self.x_axis.label_offset = f"{round(35 * scale)}px" if scale != 1 else None
+        self.show(self.history)
 
     @property
     def on_log_scale(self) -> bool:
@@ -577,6 +579,11 @@ class LossHistoryChart:
             every = int(_nice_step(max(n - 1, 1) / 8)) or 1
             self.x_axis.tick_values = [float(k) for k in range(0, max(n - 1, 1) + 1, every)]
             scale.min, scale.max = float(y_min), float(y_max)
+            if self._few_ticks and not use_log:
+                gap = _nice_step((y_max - y_min) / 5)
+                self.y_axis.tick_values = [k * gap for k in range(math.ceil(y_min / gap), math.floor(y_max / gap) + 1)]
+            elif self.y_axis.tick_values is not None:
+                self.y_axis.tick_values = None
             if self.y_axis.scale is not scale:
                 self.y_axis.scale = scale
                 self.line.scales = {"x": self.x_scale, "y": scale}
