@@ -357,3 +357,29 @@ def test_slider_labels_are_short_and_no_two_alike():
     assert out["encoder/block_0/mlp/w1[3,2]"] == short_label("encoder/block_0/mlp/w1[3,2]")
     assert out[long_a] != out[long_b] and out[long_a].endswith("attention/q[0,0]")
     assert len(out[long_a]) <= len(long_a)
+
+
+def test_presenter_mode_sizes_what_python_draws_and_goes_back():
+    """presenter=True: the class the page's CSS sizes under (24 px text), and what Python sizes:
+    the charts' margins and heights at 24/13 of their own (40 px top -> 74, 70 px left -> 129, the
+    loss line's 50 px bottom -> 92, its 260 px height -> 390, at most 1.5 times), the bars' legend
+    as their axis title, the loss axis in round ticks, the left column 450 px. Off: as before."""
+    ex = StepExplorer(presenter=True)
+    assert "ptl-presenter" in ex._dom_classes
+    assert ex.history_chart.fig_margin == {"top": 74, "bottom": 92, "left": 129, "right": 20}
+    assert ex.history_chart.layout.height == "390px"
+    assert ex.chart.fig_margin["top"] == 74 and ex.chart.fig_margin["left"] == 129
+    assert ex.chart_view.bars.display_legend is False
+    assert ex.chart_view.x_axis.label == "blue: before, orange: after"
+    # the lesson's loss 4, on [0, 4 + 0.08 * 4]: 4.32 / 5 = 0.864 rounds up to a tick every 1
+    assert ex.history_chart.axes[1].tick_values.tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert ex.left_column.layout.flex == "0 0 450px"
+    ex.presenter = False
+    assert "ptl-presenter" not in ex._dom_classes
+    assert ex.history_chart.fig_margin == {"top": 40, "bottom": 50, "left": 70, "right": 20}
+    assert ex.history_chart.layout.height == "260px"
+    assert ex.chart.fig_margin["top"] == 40 and ex.chart.fig_margin["left"] == 70
+    assert ex.chart_view.bars.display_legend is True and ex.chart_view.x_axis.label == "parameter element"
+    assert ex.history_chart.axes[1].tick_values is None
+    assert ex.left_column.layout.flex == "0 0 342px"
+    ex.close()

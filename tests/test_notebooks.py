@@ -699,3 +699,35 @@ def test_natural_wrong_answers_in_the_notebook(name, wrong, tmp_path):
     # the kernel kept going to the end: the evidence file was written after every attempt
     stem = {LESSON: "pytree-lesson-evidence", PACKED: "packed-parameters-evidence"}[name]
     assert evidence(tmp_path, stem)["checks"]
+
+
+# --------------------------------------------------------------------------- cells re-run out of order
+
+
+def test_lesson_cells_re_run_after_the_last_say_what_they_said(tmp_path):
+    """A student goes back: after the whole lesson ran, each code cell is run again, from the last
+    to the first, so each one runs after every later cell (in the same kernel, their names bound).
+    Each runs without an error and prints what it printed the first time (a loop further down
+    rebound `value`, the lesson's loss, and the update's cell failed on it). The evidence cell
+    counts what was recorded, which the second run doubled."""
+    nb = nbformat.read(CONTENT / LESSON, as_version=4)
+    fill_in_answers(nb, LESSON)
+    path = {"metadata": {"path": str(tmp_path)}}
+    client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3", allow_errors=False, resources=path)
+
+    def printed(cell) -> str:
+        return "".join(out.text for out in cell.outputs if out.output_type == "stream")
+
+    code = [i for i, cell in enumerate(nb.cells) if cell.cell_type == "code"]
+    first, differ = {}, []
+    with client.setup_kernel(env=kernel_env()):
+        for i in code:
+            client.execute_cell(nb.cells[i], i)
+            first[nb.cells[i].id] = printed(nb.cells[i])
+        for i in reversed(code):
+            client.execute_cell(nb.cells[i], i)  # an error raises CellExecutionError, naming the cell
+            again = printed(nb.cells[i])
+            if again != first[nb.cells[i].id] and nb.cells[i].id != "evidence-save":
+                differ.append((nb.cells[i].id, first[nb.cells[i].id], again))
+    assert re.search(r"Before/after: 4\.0 0\.6399999\d*\n", first["update"])
+    assert differ == [], "\n\n".join(f"{c}:\n{a}\n---- again:\n{b}" for c, a, b in differ)

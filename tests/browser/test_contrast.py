@@ -215,3 +215,38 @@ def test_every_text_of_every_widget_reaches_wcag_aa(every_widget, theme):
     assert measured["failures"] == [], f"contrast in {theme}:\n" + json.dumps(
         measured["failures"], indent=1, ensure_ascii=False
     )
+
+
+def test_the_charts_have_names_and_no_serious_axe_finding(every_widget):
+    """The bars chart and the loss line of each explorer, with bqplot's toolbar shown (the pointer
+    over the chart): every rule of axe-core, not only WCAG's, finds nothing serious or critical;
+    each chart has a name, and no element named an image holds a control (axe's
+    nested-interactive: an image's content is not for the keyboard)."""
+    nb = every_widget
+    page = nb.page
+    explorer = nb.panel.locator(".pytree-lab-explorer").first
+    figures = explorer.locator(".bqplot.figure")
+    explorer.locator("[role='figure'][aria-label='Loss at each step']").wait_for()
+    assert figures.count() == 2
+    names = figures.evaluate_all("fs => fs.map(f => [f.getAttribute('role'), f.getAttribute('aria-label')])")
+    assert names == [
+        ["figure", "A gradient tree matches parameter leaves: before and after value of each parameter element"],
+        ["figure", "Loss at each step"],
+    ]
+    for i in range(2):
+        figures.nth(i).hover()
+        assert figures.nth(i).locator(".toolbar_div button").first.is_visible()  # the toolbar, drawn
+        found = page.evaluate(
+            """async (figure) => {
+                 const r = await axe.run({include: [figure]}, {resultTypes: ['violations']});
+                 return r.violations.filter(v => v.impact === 'serious' || v.impact === 'critical')
+                   .map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).slice(0, 4).join(', '));
+               }""",
+            figures.nth(i).element_handle(),
+        )
+        assert found == []
+        nested = figures.nth(i).evaluate(
+            "(f) => [...f.querySelectorAll('[role=img]')].concat(f.matches('[role=img]') ? [f] : [])"
+            ".filter(img => img.querySelector('button, input, select, a[href], [tabindex]')).length"
+        )
+        assert nested == 0

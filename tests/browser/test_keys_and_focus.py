@@ -42,8 +42,9 @@ view""",
 ]
 
 # What a student types by accident or habit: every single-key command-mode shortcut that edits
-# the notebook (insert above/below, delete, cut, paste, to Markdown / raw / code, undo, merge)
-LEAK_KEYS = ["b", "a", "d", "d", "m", "r", "y", "x", "c", "v", "z", "Shift+M", "1", "Escape", "d", "d"]
+# the notebook (insert above/below, delete, cut, paste, to Markdown / raw / code, undo, merge).
+# Escape is not among them: it leaves the widget for its cell (test_escape_and_shift_or_ctrl_enter...)
+LEAK_KEYS = ["b", "a", "d", "d", "m", "r", "y", "x", "c", "v", "z", "Shift+M", "1", "d", "d"]
 
 
 @pytest.fixture(scope="module")
@@ -338,12 +339,17 @@ def test_explorer_keys_bar_table_and_right_to_left_labels(open_nb):
     assert_cells_kept(nb, before, "Space on the Play button")
     nb.run("ex.reset()")
 
-    # the chart: an image with a name, described by the table of its values
-    figure = explorer.locator("[role='img'][aria-describedby]").first
+    # the chart: a figure with a name, described by the table of its values; its drawing an image
+    # of that name (not the figure, which holds bqplot's toolbar buttons); the loss line named too
+    figure = explorer.locator("[role='figure'][aria-describedby]").first
     figure.wait_for()
-    assert figure.get_attribute("aria-label") == (
-        "A gradient tree matches parameter leaves: before and after value of each parameter element"
-    )
+    name = "A gradient tree matches parameter leaves: before and after value of each parameter element"
+    assert figure.get_attribute("aria-label") == name
+    assert figure.locator("svg").first.evaluate("s => [s.getAttribute('role'), s.getAttribute('aria-label')]") == [
+        "img",
+        name,
+    ]
+    explorer.locator("[role='figure'][aria-label='Loss at each step']").wait_for()
     table_id = figure.get_attribute("aria-describedby")
     bars = explorer.locator(f"#{table_id}")
     assert bars.locator("summary").text_content() == "Bar values (before and after, as a table)"
@@ -393,3 +399,139 @@ def test_explorer_keys_bar_table_and_right_to_left_labels(open_nb):
     assert row.text_content() == "وزن"
     ticks = explorer.locator(".bqplot g.tick text").evaluate_all("ts => ts.map(t => t.textContent)")
     assert "\u2068وزن\u2069[0]" in ticks
+
+
+# Each widget kind in its own cell; each cell counts its runs, so a run the keys ask for shows in
+# the kernel
+GO_ON = [
+    "import jax.numpy as jnp\nimport pytree_lab\nfrom pytree_lab.course import grad_structure_quiz\n"
+    "from pytree_lab.slider import Slider\nruns = {}\nparams = {'w': jnp.array([1.0, 2.0]), 'b': jnp.array(0.5)}",
+    "runs['slider'] = runs.get('slider', 0) + 1\nSlider(1.0, description='x', min=-2.0, max=6.0, step=0.5)",
+    "runs['diagram'] = runs.get('diagram', 0) + 1\npytree_lab.PytreeDiagram(params)",
+    "runs['packed'] = runs.get('packed', 0) + 1\n"
+    "pytree_lab.PackedView(params, layouts={'(w, b)': (params['w'], params['b'])})",
+    "runs['quiz'] = runs.get('quiz', 0) + 1\ngrad_structure_quiz()",
+    "runs['explorer'] = runs.get('explorer', 0) + 1\npytree_lab.StepExplorer()",
+    "'end'",
+]
+
+# (what, its cell, the control focused: how a student reaches it)
+CONTROLS = [
+    ("slider", 1, lambda out: out.locator('input[type="range"]').focus()),
+    ("diagram", 2, lambda out: out.locator('[role="treeitem"]').first.click()),
+    ("packed", 3, lambda out: out.locator(".ptl-packed-cell").first.click()),
+    ("quiz", 4, lambda out: out.locator('input[type="radio"]').first.focus()),
+    ("explorer", 5, lambda out: out.locator(".ptl-bars summary").focus()),  # the chart's table
+    ("explorer", 5, lambda out: out.locator(".bqplot").first.click(position={"x": 5, "y": 5})),  # the chart
+    ("explorer", 5, lambda out: out.locator(".ptl-play-button").focus()),  # the play bar
+]
+
+NOTEBOOK_STATE = """(path) => {
+  const w = [...window.jupyterapp.shell.widgets('main')].find(w => w.context && w.context.path === path);
+  const nb = w.content, a = document.activeElement;
+  return {mode: nb.mode, active: nb.activeCellIndex,
+          focusedCell: nb.widgets.findIndex(c => c.node === a), inside: nb.widgets.findIndex(c => c.node.contains(a))};
+}"""
+
+
+@pytest.fixture(scope="module")
+def go_on_nb(open_module_nb):
+    nb = open_module_nb(GO_ON, wait_for=".ptl-bars")
+    nb.panel.locator(".ptl-packed-cell").first.wait_for()
+    return nb
+
+
+def state(nb) -> dict:
+    return nb.page.evaluate(NOTEBOOK_STATE, nb.path)
+
+
+@pytest.mark.parametrize("control", range(len(CONTROLS)), ids=[f"{c[0]}-{i}" for i, c in enumerate(CONTROLS)])
+def test_escape_and_shift_or_ctrl_enter_go_on_from_every_widget(go_on_nb, control):
+    nb = go_on_nb
+    page = nb.page
+    what, index, reach = CONTROLS[control]
+    output = nb.panel.locator(".jp-Cell").nth(index).locator(".jp-OutputArea")
+    before = cells(nb)
+
+    # Escape: the focus leaves the widget for its cell, in command mode; the arrows then move on
+    reach(output)
+    assert state(nb)["inside"] == index
+    page.keyboard.press("Escape")
+    assert state(nb) == {"mode": "command", "active": index, "focusedCell": index, "inside": index}
+    page.keyboard.press("ArrowDown")
+    assert state(nb)["active"] == index + 1
+    assert_cells_kept(nb, before, f"Escape in the {what}")
+
+    # Ctrl+Enter runs the widget's cell and stays on it; Shift+Enter runs it and goes to the next
+    runs = nb.value("runs")[what]
+    reach(output)
+    page.keyboard.press("Control+Enter")
+    assert nb.wait_for_value(f"runs[{what!r}]", runs + 1) == runs + 1
+    assert state(nb)["active"] == index
+    output.locator(".ptl-slider, .ptl-diagram, .ptl-packed-cell, .ptl-ex, .ptl-bars").first.wait_for()
+    reach(output)
+    page.keyboard.press("Shift+Enter")
+    assert nb.wait_for_value(f"runs[{what!r}]", runs + 2) == runs + 2
+    assert state(nb)["active"] == index + 1
+    assert_cells_kept(nb, before, f"Shift+Enter and Ctrl+Enter in the {what}")
+    output.locator(".ptl-slider, .ptl-diagram, .ptl-packed-cell, .ptl-ex, .ptl-bars").first.wait_for()
+
+
+def test_the_packed_view_is_one_tab_stop_with_arrows_inside(go_on_nb):
+    nb = go_on_nb
+    page = nb.page
+    view = nb.panel.locator(".jp-Cell").nth(3).locator(".ptl-packed")
+    view.locator(".ptl-packed-cell").first.wait_for()
+    buttons = view.locator("button")
+    # each layout (the one given and ravel_pytree's): three positions, then two leaves (flatten order)
+    order = buttons.evaluate_all(
+        "bs => bs.map(b => b.closest('[data-layout]').dataset.layout + ':' + (b.dataset.position ?? b.dataset.path))"
+    )
+    assert order[:5] == ["0:0", "0:1", "0:2", "0:['b']", "0:['w']"] and len(order) == 10
+    assert buttons.evaluate_all("bs => bs.map(b => b.tabIndex)") == [0] + [-1] * 9
+    focused = """() => { const a = document.activeElement;
+                           return a.closest('[data-layout]').dataset.layout + ':'
+                                  + (a.dataset.position ?? a.dataset.path); }"""
+    # Tab from the cell before it: the view's one stop, then out of the view
+    nb.panel.locator(".jp-Cell").nth(2).locator('[role="treeitem"]').first.click()
+    tabs = 0
+    while not focus_inside(view) and tabs < 20:
+        page.keyboard.press("Tab")
+        tabs += 1
+    assert page.evaluate(focused) == "0:0"
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(focused) == "0:1"
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate(focused) == "0:2"
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate(focused) == "0:['b']"
+    page.keyboard.press("End")
+    assert page.evaluate(focused) == order[-1]
+    page.keyboard.press("ArrowRight")  # the last stays the last
+    assert page.evaluate(focused) == order[-1]
+    page.keyboard.press("Home")
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowUp")  # the first stays the first
+    assert page.evaluate(focused) == "0:0"
+    page.keyboard.press("ArrowRight")
+    page.keyboard.press("Enter")  # selects position 1 (w[1] in the layout (w, b))
+    view.locator('[data-layout="0"] .ptl-packed-cell[data-position="1"][aria-pressed="true"]').wait_for()
+    assert buttons.evaluate_all("bs => bs.map(b => b.tabIndex)") == [-1, 0] + [-1] * 8
+    page.keyboard.press("Tab")  # one Tab leaves the view: the quiz in the next cell
+    assert not focus_inside(view)
+    assert focus_inside(nb.panel.locator(".jp-Cell").nth(4).locator(".ptl-ex"))
+
+
+def test_the_explorers_seven_sliders_show_without_scrolling_their_box(go_on_nb):
+    box = go_on_nb.panel.locator(".jp-Cell").nth(5).locator(".ptl-ex-sliders")
+    box.locator(".ptl-slider").first.wait_for()
+    seen = box.evaluate(
+        """(b) => { const r = b.getBoundingClientRect();
+             return {n: b.querySelectorAll('.ptl-slider').length, scrolls: b.scrollHeight > b.clientHeight,
+                     cut: [...b.querySelectorAll('.ptl-slider')].filter(s => {
+                       const q = s.getBoundingClientRect(); return q.top < r.top - 0.5 || q.bottom > r.bottom + 0.5;
+                     }).length}; }"""
+    )
+    # the lesson's explorer: weight[0], weight[1], bias, x[0], x[1], target and the learning rate
+    assert seen == {"n": 7, "scrolls": False, "cut": 0}

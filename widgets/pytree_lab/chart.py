@@ -25,7 +25,7 @@ class BarTable(PageIntents, anywidget.AnyWidget):
     """The bar chart as text and by keyboard: a table of every bar's element, before and after
     value (the chart's text alternative, in a disclosure under it), each element a button
     that selects its leaf, as a click on its bar does. It also names the chart for screen
-    readers (role="img", an aria-label and a description pointing at the table).
+    readers (a named figure described by the table, its drawing an image of the same name).
 
     A `note` (what changed the bars shown, e.g. the selection bringing its leaf in) shows as a
     line above the table, always visible.
@@ -133,6 +133,7 @@ class BeforeAfterChart:
         self.box = ipywidgets.VBox([self.figure, self.table], layout={"flex": "1 1 440px", "min_width": "320px"})
         self.box.add_class("ptl-bars-box")
         self._plot_px = PLOT_PX
+        self._scale = 1.0
         self.tick_labels: dict = {}
         self.set_elements(labels, owners, paths, ticks)
 
@@ -189,20 +190,42 @@ class BeforeAfterChart:
         with self.figure.hold_sync(), self.x_axis.hold_sync():
             self._fit_axis()
 
+    @property
+    def scale(self) -> float:
+        """1, or presenter mode's `PRESENTER_SCALE`: its text is drawn larger (chart.css), its
+        margins and the room for its ticks grow with it."""
+        return self._scale
+
+    @scale.setter
+    def scale(self, value: float) -> None:
+        self._scale = float(value)
+        # bqplot spaces its legend's rows 16 px apart whatever their size: larger, the legend's
+        # two lines would overlap, so the x axis's title says it instead
+        self.bars.display_legend = self._scale == 1
+        self.x_axis.label = "parameter element" if self._scale == 1 else "blue: before, orange: after"
+        with self.figure.hold_sync(), self.x_axis.hold_sync():
+            self._fit_axis()
+
     def _fit_axis(self) -> None:
-        """Upright ticks when there are many or long ones, with room below the axis for the
+        """Upright ticks when there are many or long ones (in presenter mode, also when side by
+        side they would take more than a narrow plot's width), with room below the axis for the
         longest (its width estimated, `tick_width`), then the axis title under them."""
         shown = list(self.tick_labels.values())
+        s, font = self._scale, max(TICK_FONT_PX, PRESENTER_TEXT_PX if self._scale > 1 else 0)
         upright = len(shown) > 8 or max((len(t) for t in shown), default=0) > 10
-        below = TICK_GAP + math.ceil(max((tick_width(t) for t in shown), default=1.0)) if upright else 0
-        title_at = below + TITLE_GAP if upright else 35
+        upright = upright or (s > 1 and sum(tick_width(t, font) + font for t in shown) > 360)
+        below = TICK_GAP + math.ceil(max((tick_width(t, font) for t in shown), default=1.0)) if upright else 0
+        title_at = round(below + TITLE_GAP if upright else 35 * s)
         self.x_axis.tick_rotate = -90 if upright else 0
         self.x_axis.tick_style = (
-            {"text-anchor": "end", "dominant-baseline": "central", "font-size": f"{TICK_FONT_PX}px"} if upright else {}
+            {"text-anchor": "end", "dominant-baseline": "central", "font-size": f"{font}px"} if upright else {}
         )
         self.x_axis.label_offset = f"{title_at}px"
-        self.figure.fig_margin = {"top": 40, "bottom": title_at + 12, "left": 70, "right": 20}
-        self.figure.layout.height = f"{self._plot_px + 40 + title_at + 12}px"
+        self.y_axis.label_offset = f"{round(45 * s)}px"
+        top, left = round(40 * s), round(70 * s)
+        self.figure.fig_margin = {"top": top, "bottom": title_at + 12, "left": left, "right": 20}
+        self.y_axis.num_ticks = 5 if s > 1 else None  # larger ticks: fewer, on a taller plot
+        self.figure.layout.height = f"{round(self._plot_px * min(s, 1.5)) + top + title_at + 12}px"
 
     def _rows(self) -> list[list[str]]:
         return [
@@ -281,6 +304,7 @@ def _under(owner: str, path: str) -> bool:
 # DejaVu Sans is the widest common sans-serif): never shorter than either draws it. Any other
 # character counts a whole em.
 TICK_FONT_PX = 11
+PRESENTER_TEXT_PX = 20  # presenter mode: the charts' smallest text (chart.css), ticks included
 _ASCII_WIDTH = (
     318,
     401,
@@ -434,6 +458,7 @@ class LossHistoryChart:
         self.log = log
         self.on_new_widget: Callable | None = None  # told of a widget made later (the log scale)
         self.history: Sequence[float] = []
+        self._few_ticks = False  # presenter mode (set_scale): about five round loss ticks
         self.x_scale = bqplot.LinearScale(min=0.0, max=1.0)
         self.y_linear = bqplot.LinearScale(min=0.0, max=1.0)
         self.y_log: bqplot.LogScale | None = None  # made when first needed
@@ -466,6 +491,19 @@ class LossHistoryChart:
             layout={"flex": "1 1 320px", "min_width": "260px", "max_width": "560px", "height": "300px"},
             animation_duration=0,
         )
+
+    def set_scale(self, scale: float) -> None:
+        """1, or presenter mode's: its text is drawn larger (chart.css), its margins and its height
+        grow with it, with fewer ticks on the loss axis."""
+        self._height = getattr(self, "_height", None) or self.figure.layout.height or "300px"
+        self._few_ticks = scale > 1
+        with self.figure.hold_sync():
+            self.figure.layout.height = f"{round(float(self._height[:-2]) * min(scale, 1.5))}px"
+            top, bottom, left = round(40 * scale), round(50 * scale), round(70 * scale)
+            self.figure.fig_margin = {"top": top, "bottom": bottom, "left": left, "right": 20}
+            self.y_axis.label_offset = f"{round(45 * scale)}px"
+            self.x_axis.label_offset = f"{round(35 * scale)}px" if scale != 1 else None
+        self.show(self.history)
 
     @property
     def on_log_scale(self) -> bool:
@@ -541,6 +579,11 @@ class LossHistoryChart:
             every = int(_nice_step(max(n - 1, 1) / 8)) or 1
             self.x_axis.tick_values = [float(k) for k in range(0, max(n - 1, 1) + 1, every)]
             scale.min, scale.max = float(y_min), float(y_max)
+            if self._few_ticks and not use_log:
+                gap = _nice_step((y_max - y_min) / 5)
+                self.y_axis.tick_values = [k * gap for k in range(math.ceil(y_min / gap), math.floor(y_max / gap) + 1)]
+            elif self.y_axis.tick_values is not None:
+                self.y_axis.tick_values = None
             if self.y_axis.scale is not scale:
                 self.y_axis.scale = scale
                 self.line.scales = {"x": self.x_scale, "y": scale}

@@ -25,7 +25,7 @@ import ipywidgets
 
 from ..trees import TreeSummary, path_label
 
-__all__ = ["LAYOUTS", "DIAGRAM_LINES", "MAX_PICKER", "check_layout", "arrange", "fold_plan", "LeafPicker"]
+__all__ = ["LAYOUTS", "DIAGRAM_LINES", "MAX_PICKER", "check_layout", "arrange", "fold_plan", "LeafPicker", "present"]
 
 LAYOUTS = ("compact", "long")
 CHART_HEIGHT = "260px"  # compact: the loss line's height
@@ -123,6 +123,25 @@ class LeafPicker:
             self.ex.selected_path = change["new"]
 
 
+# presenter mode: the text's size over JupyterLab's 13 px (diagram.css sets 24 px under .ptl-presenter)
+PRESENTER_SCALE = 24 / 13
+LEFT_COLUMN = {False: "0 0 342px", True: "0 0 450px"}  # compact: the controls' and sliders' column
+
+
+def present(ex: Any, on: bool) -> None:
+    """Presenter mode on or off: the explorer's text and controls sized for the back of a room,
+    the layout kept. The page's sizes are CSS (JupyterLab's size variables redefined under
+    `.ptl-presenter`, diagram.css); what Python sizes follows: the charts' margins and room for
+    their ticks, and the compact layout's left column (its sliders' text is wider)."""
+    (ex.add_class if on else ex.remove_class)("ptl-presenter")
+    scale = PRESENTER_SCALE if on else 1.0
+    ex.chart_view.scale = scale
+    ex.history_view.set_scale(scale)
+    left = getattr(ex, "left_column", None)
+    if left is not None:
+        left.layout.flex = LEFT_COLUMN[bool(on)]
+
+
 def _box(cls: type, children: list, name: str, **layout: str) -> ipywidgets.Box:
     box = cls(children, layout=layout)
     box.add_class(name)
@@ -170,7 +189,8 @@ def arrange(ex: Any, form: str, slider_box: ipywidgets.Widget) -> list[ipywidget
         ex.history_chart.layout.height = CHART_HEIGHT
         ex.history_chart.layout.flex, ex.history_chart.layout.min_width = "1 1 240px", "220px"
     slider_box.add_class("ptl-ex-sliders")
-    for key, value in {"max_height": "176px", "overflow": "auto", "min_width": "0", "flex": "0 1 auto"}.items():
+    # its height (eight whole sliders, more scroll inside it) is in slider.css, as the sliders' own
+    for key, value in {"overflow": "auto", "min_width": "0", "flex": "0 1 auto"}.items():
         setattr(slider_box.layout, key, value)  # the box's own Layout (a new one would be a widget left open)
     # the parts this layout places itself; any other view part keeps its slot
     placed = {id(w) for w in (table, data, diagram, calc)}
@@ -178,10 +198,11 @@ def arrange(ex: Any, form: str, slider_box: ipywidgets.Widget) -> list[ipywidget
         ipywidgets.VBox,
         [ex.controls, slider_box, *[w for w in (data, table) if w is not None]],
         "ptl-ex-left",
-        flex="0 0 342px",
+        flex=LEFT_COLUMN[False],
         min_width="0",
         overflow="visible",
     )
+    ex.left_column = left  # (presenter mode widens it)
     top = _box(ipywidgets.HBox, [left, *row], "ptl-ex-top", flex_flow="row wrap", align_items="flex-start")
     others = [w for w in below if id(w) not in placed]
     ex.leaf_picker = LeafPicker(ex)

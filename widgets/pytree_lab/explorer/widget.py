@@ -19,7 +19,7 @@ from ..slider import Slider
 from ..step import StepResult
 from .changes import PythonChanges, one_at_a_time
 from .controls import build_controls
-from .layout import arrange, check_layout
+from .layout import arrange, check_layout, present
 from .lifetime import Lifetime
 from .messages import short_error
 from .play import PlayMixin
@@ -96,6 +96,12 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         "(the diagram's selection, kept in step with it). Written by the kernel; "
         "the page's clicks arrive through the diagram and the bars.",
     )
+    presenter = traitlets.Bool(
+        False,
+        help="bool, default False: presenter mode, every part's text and controls read from the back "
+        "of a room (20 px text and more), the layout kept. Set by Python: StepExplorer(..., presenter=True) "
+        "or ex.presenter = True; written by the kernel only.",
+    )
     result = traitlets.Any(
         None,
         allow_none=True,
@@ -156,6 +162,9 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         self.sliders: dict[str, Slider] = self.slider_panel.sliders
         self.views["DataView"].refresh()
         self.children = arrange(self, self.layout_form, self.slider_panel.box)
+        if self.presenter:
+            present(self, True)
+        self.observe(lambda change: present(self, change["new"]), "presenter")
         self._start_play()  # play.py: the player, and the output area under the rest
         self.schedule = Schedule(
             self.views.fast(),

@@ -44,6 +44,12 @@ function h(tag, props, text) {
  * explorer's stock parts, drawn by other views, may hold the focus before the chart's view is).
  * Calling it again on the same root does nothing (the chart calls it on the explorer until the
  * explorer is there; each module has its own copy of this function, so the mark is on the root).
+ *
+ * The keys a student needs to go on are the notebook's, from anywhere in a widget: Escape puts
+ * the focus on the widget's cell (command mode, where the arrows and Shift+Enter go on), and
+ * Shift/Ctrl/Alt+Enter run the cell. One listener on the window (once per page, before lumino's
+ * on the document in either phase) lifts the opt-outs from the key's target and its ancestors
+ * for that key alone, and the root lets it through.
  * @param {HTMLElement} root
  */
 function keepKeys(root) {
@@ -56,8 +62,32 @@ function keepKeys(root) {
   root.addEventListener("focusin", (e) => { if (e.target instanceof Element) optOut(e.target); });
   const active = document.activeElement;
   if (active && active !== root && root.contains(active)) optOut(active);
-  const stop = (/** @type {Event} */ e) => e.stopPropagation();
+  const stop = (/** @type {Event} */ e) => { if (!notebookKey(e)) e.stopPropagation(); };
   for (const type of ["keydown", "keypress", "keyup"]) root.addEventListener(type, stop);
+  if (document.documentElement.dataset.ptlKeys) return;
+  document.documentElement.dataset.ptlKeys = "1";
+  window.addEventListener("keydown", (e) => {
+    const target = e.target instanceof Element ? e.target : null;
+    if (!notebookKey(e) || !target?.closest("[data-ptl-keys]")) return;
+    if (e.key === "Escape") {
+      const cell = target.closest(".jp-Cell");
+      if (cell instanceof HTMLElement) cell.focus();
+      return;
+    }
+    /** @type {Element[]} */
+    const lifted = [];
+    for (let n = /** @type {Element | null} */ (target); n; n = n.parentElement) {
+      if (n.hasAttribute("data-lm-suppress-shortcuts")) lifted.push(n);
+    }
+    for (const n of lifted) n.removeAttribute("data-lm-suppress-shortcuts");
+    setTimeout(() => { for (const n of lifted) optOut(n); });
+  }, true);
+}
+
+/** Escape, and Enter with Shift, Ctrl, Alt or Meta: the notebook's keys (see keepKeys). */
+function notebookKey(/** @type {Event} */ e) {
+  return e instanceof KeyboardEvent
+    && (e.key === "Escape" || (e.key === "Enter" && (e.shiftKey || e.ctrlKey || e.altKey || e.metaKey)));
 }
 
 // After a kernel restart (or a kernel that died), the widget manager marks every widget of the

@@ -8,8 +8,10 @@
 //
 // The table sits in a disclosure under the chart ("Bar values"): its summary is in the Tab
 // order; inside, each element is a button (Enter/Space selects its leaf, aria-pressed shows
-// the selection). The chart itself (a bqplot figure found by its DOM class) gets role="img",
-// an accessible name and a description that points at this table.
+// the selection). The chart itself (a bqplot figure found by its DOM class) is a named figure
+// described by this table, its drawing (the first SVG) an image of the same name; not the figure
+// itself, which holds bqplot's toolbar buttons (an image's content is not for the keyboard). Every
+// other bqplot figure of the explorer (the loss line) is named the same way by its title.
 //
 // In a StepExplorer, this view also keeps the keys typed in the explorer's stock parts
 // (ipywidgets buttons, the checkbox, the bqplot figures) away from the notebook's command mode,
@@ -111,13 +113,22 @@ function render({ model, el }) {
     const scope = root.closest(".pytree-lab-explorer") || document;
     const figure = scope.querySelector(`.${CSS.escape(cls)}`);
     if (!figure) return false;
-    const svg = figure.querySelector("svg") || figure;
-    for (const node of [figure, svg]) {
-      node.setAttribute("role", "img");
-      node.setAttribute("aria-label", model.get("title"));
-      node.setAttribute("aria-describedby", id);
+    name(figure, model.get("title"));
+    figure.setAttribute("aria-describedby", id);
+    for (const other of scope.querySelectorAll(".bqplot.figure:not([aria-label])")) {
+      const title = other.querySelector(".mainheading")?.textContent;
+      if (title) name(other, title);
     }
-    return true;
+    return !scope.querySelector(".bqplot.figure:not([aria-label])"); // the loss line may come later
+  }
+
+  /** @param {Element} figure @param {string} label */
+  function name(figure, label) {
+    figure.setAttribute("role", "figure");
+    figure.setAttribute("aria-label", label);
+    const svg = figure.querySelector("svg");
+    svg?.setAttribute("role", "img");
+    svg?.setAttribute("aria-label", label);
   }
 
   // the explorer's stock parts and the figure are drawn by other views, maybe after this one

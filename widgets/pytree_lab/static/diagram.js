@@ -435,7 +435,7 @@ function makeTree({ model, label, columns, rows, counts, className, folded: hidd
   });
 
   root.addEventListener("keydown", (e) => {
-    if (focusPath === null) return;
+    if (focusPath === null || notebookKey(e)) return; // Shift/Ctrl+Enter run the cell
     const vis = visibleItems();
     const at = vis.findIndex((el) => el.dataset.path === focusPath);
     const r = byPath.get(focusPath);

@@ -176,7 +176,7 @@ function renderQuiz(model, root) {
   // and choose, Space chooses; Enter answers with the choice made, as in a form
   fieldset.addEventListener("keydown", (e) => {
     const radio = /** @type {HTMLInputElement} */ (e.target);
-    if (e.key !== "Enter" || radio.type !== "radio" || radio.disabled) return;
+    if (e.key !== "Enter" || notebookKey(e) || radio.type !== "radio" || radio.disabled) return;
     e.preventDefault();
     if (!radio.checked) {
       radio.checked = true;

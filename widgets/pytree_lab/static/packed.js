@@ -4,6 +4,10 @@
 // Python owns the layouts and the highlights. The page writes one intent trait, `selected`
 // ({layout, kind: "leaf" | "position", key}); `highlight` ({layout, positions, elements}) and
 // `readout` come back from Python. All text goes through textContent (keys are user data).
+//
+// The view is one Tab stop (a big model draws thousands of positions): one of its buttons is in
+// the Tab order, the last one focused; the arrow keys move between them (Right/Down the next,
+// Left/Up the one before, Home/End the first and the last), Enter or Space selects.
 
 /**
  * @typedef {{ i: number, value: string, label: string }} Position
@@ -34,6 +38,25 @@ function render({ model, el }) {
   el.append(root);
   /** @param {number} layout @param {"leaf" | "position"} kind @param {string | number} key */
   const choose = (layout, kind, key) => { model.set("selected", { layout, kind, key }); model.save_changes(); };
+  /** @type {HTMLElement | undefined} */
+  let stop; // the button in the Tab order
+  const rove = (/** @type {HTMLElement | undefined} */ next) => {
+    if (!next || next === stop) return;
+    if (stop) stop.tabIndex = -1;
+    next.tabIndex = 0;
+    stop = next;
+  };
+  const STEPS = /** @type {Record<string, number>} */ ({ ArrowRight: 1, ArrowDown: 1, ArrowLeft: -1, ArrowUp: -1 });
+  root.addEventListener("focusin", (e) => { if (e.target instanceof HTMLButtonElement) rove(e.target); });
+  root.addEventListener("keydown", (e) => {
+    const buttons = all(root, "button");
+    const at = stop ? buttons.indexOf(stop) : -1;
+    if (at < 0 || document.activeElement !== stop || e.altKey || e.ctrlKey || e.metaKey) return;
+    const to = e.key === "Home" ? 0 : e.key === "End" ? buttons.length - 1 : at + (STEPS[e.key] ?? NaN);
+    if (!(to >= 0 && to < buttons.length)) return;
+    e.preventDefault();
+    buttons[to].focus();
+  });
 
   function draw() {
     root.replaceChildren();
@@ -43,7 +66,7 @@ function render({ model, el }) {
       const row = h("div", { class: "ptl-packed-row", role: "group", "aria-label": `${layout.name} packed vector` });
       for (const pos of layout.positions) {
         const cell = h("button", { type: "button", class: "ptl-packed-cell", "data-position": String(pos.i),
-                                   title: visible(pos.label), "aria-pressed": "false" });
+                                   title: visible(pos.label), "aria-pressed": "false", tabindex: "-1" });
         cell.append(h("span", { class: "ptl-packed-index" }, String(pos.i)), h("span", { class: "ptl-packed-value" }, pos.value));
         cell.addEventListener("click", () => choose(li, "position", pos.i));
         row.append(cell);
@@ -54,7 +77,8 @@ function render({ model, el }) {
       box.append(row, h("h4", {}, "leaves (flatten order) and their elements"));
       for (const leaf of layout.leaves) {
         const line = h("div", { class: "ptl-packed-leaf" });
-        const name = h("button", { type: "button", class: "ptl-packed-leafname", "data-path": leaf.path, "aria-pressed": "false" });
+        const name = h("button", { type: "button", class: "ptl-packed-leafname", "data-path": leaf.path,
+                                   "aria-pressed": "false", tabindex: "-1" });
         name.append(layout.name, h("bdi", {}, visible(leaf.path)));
         name.addEventListener("click", () => choose(li, "leaf", leaf.path));
         line.append(name);
@@ -71,6 +95,8 @@ function render({ model, el }) {
       root.append(box);
     });
     root.append(readout);
+    stop = undefined;
+    rove(all(root, "button")[0]);
     paint();
   }
 
