@@ -23,7 +23,7 @@ from typing import Any
 
 from ..tree_paths import _split_path, path_label
 from ..trees import TreeSummary
-from .sliders import LEARNING_RATE, Element, elements, elements_of, find, under, walk_leaves
+from .sliders import LEARNING_RATE, Element, check_names, elements, elements_of, find, under, walk_leaves
 
 __all__ = ["MAX_BARS", "chosen_bars", "default_bars", "with_selection", "leaf_names", "tick_label", "describe"]
 
@@ -38,11 +38,9 @@ def _key(el: Element) -> tuple[str, int, int]:
 def chosen_bars(names: Any, params: TreeSummary, inputs: TreeSummary, cap: int = MAX_BARS) -> tuple[list[Element], str]:
     """The elements `bars=[...]` names, in the order given (at most `cap`), and a note when some
     were left out. A name that is no parameter value is a ValueError that says so."""
-    names = [names] if isinstance(names, str) else list(names)
+    names = check_names("bars", names)
     picked: dict[tuple, Element] = {}
     for name in names:
-        if not isinstance(name, str):
-            raise TypeError(f"bars= takes paths or labels as strings, not {name!r}.")
         if name == LEARNING_RATE:
             raise ValueError(
                 "bars= names 'learning_rate': the bars show parameter elements before and after "
@@ -63,11 +61,14 @@ def chosen_bars(names: Any, params: TreeSummary, inputs: TreeSummary, cap: int =
     return chosen[:cap], note
 
 
-def default_bars(slid: Iterable[Element], params: TreeSummary, cap: int = MAX_BARS) -> list[Element]:
-    """The parameter elements with sliders, then the first others in display order, up to `cap`."""
+def default_bars(
+    slid: Iterable[Element], params: TreeSummary, cap: int = MAX_BARS, moving: dict[int, Any] | None = None
+) -> list[Element]:
+    """The parameter elements with sliders, then the first others in display order, up to `cap`
+    (of those in `moving`, whose gradient is not zero, where given: sliders.moving_positions)."""
     out = {_key(el): el for el in slid if el.tree == "params"}
     if len(out) < cap:
-        for el in elements(params, "params", cap + len(out)):
+        for el in elements(params, "params", cap + len(out), moving=moving):
             if len(out) >= cap:
                 break
             out.setdefault(_key(el), el)

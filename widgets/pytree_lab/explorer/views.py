@@ -83,7 +83,8 @@ class ChartView(View):
     def _ready(self) -> list:
         if self.base is None:
             specs = getattr(self.session, "specs", None) or []
-            self.base = default_bars([sp.element for sp in specs if sp.element is not None], self.session.param_summary)
+            slid = [sp.element for sp in specs if sp.element is not None]
+            self.base = default_bars(slid, self.session.param_summary, moving=getattr(self.session, "moving", None))
             self._draw(self.base, "")
         return self.base
 
