@@ -355,5 +355,5 @@ def test_slider_labels_are_short_and_no_two_alike():
     long_a, long_b = "encoder/block_0/attention/q[0,0]", "decoder/block_0/attention/q[0,0]"
     out = short_labels([long_a, long_b, "encoder/block_0/mlp/w1[3,2]"])
     assert out[2] == elide("encoder/block_0/mlp/w1[3,2]", 24) == "encoder/…/mlp/w1[3,2]"
-    assert out[:2] == ["encoder/…/q[0,0]", "decoder/…/q[0,0]"]  # with attention/ 26 characters, over 24
+    assert out[:2] == ["encoder/block_0/…/q[0,0]", "decoder/block_0/…/q[0,0]"]  # 24 characters: the longest cut
     assert len(out[0]) <= len(long_a)

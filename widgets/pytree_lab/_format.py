@@ -231,21 +231,24 @@ def fmt_value(a: Any) -> tuple[str, tuple]:
 
 
 def elide(label: str, limit: int) -> str:
-    """`label` in at most about `limit` characters, cut in the middle, never at its start: its
-    first key and as many of its last as fit (`layers[0]/…/weight[0,0]`); where even that is
+    """`label` in at most about `limit` characters, cut in the middle, never at its start: whole
+    keys from the middle, keeping as many at its start and end as fit, more at the end first
+    (`layers[0]/…/weight[0,0]`, `encoder/layers[1]/…/weight[0,0]`); where even that is
     too long, the start of its first keys and its last key whole (`encoder_lay…/kernel[0,0]`),
     else its first and last characters (`a_really_lo…lecture[0]`)."""
     if len(label) <= limit:
         return label
     parts = label.split("/")
-    best = ""
-    for k in range(1, len(parts) - 1):  # whole keys from the end, after the first
-        text = parts[0] + "/…/" + "/".join(parts[-k:])
-        if len(text) > limit:
-            break
-        best = text
-    if best:
-        return best
+    n = len(parts)
+    # whole keys dropped from the middle: the longest form that fits, more keys from the end first
+    forms = [
+        (len(text), k, text)
+        for h in range(1, n - 1)
+        for k in range(1, n - h)
+        if len(text := "/".join(parts[:h]) + "/…/" + "/".join(parts[-k:])) <= limit
+    ]
+    if forms:
+        return max(forms)[2]
     if len(parts) > 1 and limit - 2 - len(parts[-1]) >= 3:  # the last key whole, the start cut
         return label[: limit - 2 - len(parts[-1])] + "…/" + parts[-1]
     tail = max(limit // 2, limit - 8)

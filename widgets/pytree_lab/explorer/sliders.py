@@ -285,18 +285,14 @@ def plan(
     changes nothing."""
     if not isinstance(max_sliders, int) or max_sliders < 0:
         raise ValueError(f"max_sliders must be a whole number of 0 or more, not {max_sliders!r}.")
-    notes = []
+    notes, passed_over = [], False
     if chosen is None:
         input_els = elements(inputs, "inputs", max_sliders, small_input)
         param_els = elements(params, "params", max_sliders)
         if moving is not None and len(elements(params, "params", max_sliders + 1)) > max_sliders:
             live = elements(params, "params", max_sliders, moving=moving)
-            if live and [_key(el) for el in live] != [_key(el) for el in param_els]:
-                floats = [leaf for leaf in walk_leaves(params) if leaf.differentiable]
-                k = next(k for k, leaf in enumerate(floats) if leaf.index == live[-1].flat_index)
-                passed = sum(leaf.size for leaf in floats[:k]) + live[-1].position + 1 - len(live)
-                notes.append(moving_note(len(live), passed))
-                param_els = live
+            passed_over = [_key(el) for el in live] != [_key(el) for el in param_els]
+            param_els = live if live else param_els
         want_rate = True
     else:
         input_els, param_els, want_rate = _chosen(chosen, max_sliders, params, inputs)
@@ -309,6 +305,11 @@ def plan(
                 f"total, so the last {len(entries) - max_sliders} have no slider."
             )
         entries = entries[:max_sliders]
+    kept = [el for el in entries if el is not None and el.tree == "params"]
+    if passed_over and kept:  # the zero-gradient elements in display order up to the last one kept
+        floats = [leaf for leaf in walk_leaves(params) if leaf.differentiable]
+        k = next(k for k, leaf in enumerate(floats) if leaf.index == kept[-1].flat_index)
+        notes.append(moving_note(len(kept), sum(leaf.size for leaf in floats[:k]) + kept[-1].position + 1 - len(kept)))
     labels = [el.label for el in entries if el is not None]
     clash = {lab for lab in labels if labels.count(lab) > 1} | ({LEARNING_RATE} & set(labels))
     specs = []
