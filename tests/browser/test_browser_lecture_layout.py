@@ -117,6 +117,7 @@ _TEXT_BOXES = """
   const cells = [...root.querySelectorAll('.ptl-line > .ptl-name, .ptl-line > .ptl-cell')]
     .filter((c) => c.getClientRects().length);
   const boxes = [], escapes = [];
+  let values = 0;
   cells.forEach((cell, k) => {
     const cr = cell.getBoundingClientRect();
     const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
@@ -131,7 +132,8 @@ _TEXT_BOXES = """
         // the path column clips with an ellipsis, a grid wider than its cell scrolls: what shows
         const clip = cell.classList.contains('ptl-name') ? cr : el.closest('.ptl-grid')?.getBoundingClientRect();
         if (clip) b = {...b, l: Math.max(b.l, clip.left), r: Math.min(b.r, clip.right)};
-        if (b.r - b.l < 0.5) continue;
+        values++;
+        if (b.r - b.l < 0.5) continue; // scrolled out of sight
         const out = b.l < cr.left - 0.5 || b.r > cr.right + 0.5 || b.t < cr.top - 0.5 || b.b > cr.bottom + 0.5;
         if (!cell.classList.contains('ptl-name') && out)
           escapes.push(`${n.textContent} (${cell.dataset.column}) outside its cell`);
@@ -154,7 +156,7 @@ _TEXT_BOXES = """
       !== g.querySelectorAll(':scope > .ptl-grid-row').length).map((g) => g.getAttribute('aria-label'));
   const columns = [...root.querySelectorAll('.ptl-head > .ptl-colname')].filter((c) => c.getClientRects().length)
     .map((c) => { const r = c.getBoundingClientRect(); return {name: c.textContent, left: r.left, right: r.right}; });
-  return {count: boxes.length, overlaps: overlaps.slice(0, 8), escapes: escapes.slice(0, 8), cut, columns,
+  return {count: values, overlaps: overlaps.slice(0, 8), escapes: escapes.slice(0, 8), cut, columns,
           view: root.closest('.ptl-diagram').getBoundingClientRect().right};
 }
 """

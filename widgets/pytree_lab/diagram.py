@@ -59,7 +59,8 @@ from .diagram_rows import (  # noqa: F401 - the rows' functions, importable from
     align,
     rows_from_columns,
 )
-from .trees import _MAX_INDENT, TreeError, TreeSummary, describe, gc_paused
+from .tree_model import tree_lines
+from .trees import TreeError, TreeSummary, describe, gc_paused
 
 __all__ = ["PytreeDiagram", "align"]
 
@@ -505,18 +506,9 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
                 for r in every:
                     last_child[r["u"]] = r["p"]
                 lasts = [last_child.get(r["u"]) == r["p"] for r in rows]
-        names, cells = [], []
-        prefixes: dict = {None: "", "": ""}
-        for r, last in zip(rows, lasts):
-            parent = r["u"]
-            above = prefixes.get(parent, "")
-            prefixes[r["p"]] = above + ("    " if last else "│   ")
-            shown = (
-                above
-                if len(above) <= _MAX_INDENT
-                else f"[{(len(above) - _MAX_INDENT) // 4} levels] " + above[-_MAX_INDENT:]
-            )
-            names.append(f"{shown}{'└── ' if last else '├── '}{r['l']}" if parent is not None else r["l"])
+        names = tree_lines(((r["p"], r["u"], last, r["l"]) for r, last in zip(rows, lasts)), len(rows))
+        cells = []
+        for r in rows:
             line = []
             for col, cell in enumerate(r["c"]):
                 if cell is None:

@@ -44,7 +44,7 @@ class SliderPanel:
             )
             for spec in plan
         }
-        self.box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "380px"})
+        self.box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "330px"})
         self.following = False  # set while the sliders follow the session
 
     def on_move(self, callback: Callable[[str, dict], None]) -> None:

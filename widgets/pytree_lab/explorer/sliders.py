@@ -14,18 +14,7 @@ from typing import Any
 from .._ranges import span
 from ..trees import Leaf, TreeSummary, path_label
 
-__all__ = [
-    "Element",
-    "SliderSpec",
-    "plan",
-    "elements",
-    "elements_of",
-    "moving_positions",
-    "check_names",
-    "under",
-    "SMALL_INPUT",
-    "LEARNING_RATE",
-]
+__all__ = ["Element", "SliderSpec", "plan", "elements", "elements_of", "under", "SMALL_INPUT", "LEARNING_RATE"]
 
 SMALL_INPUT = 4  # a 1-D float input of at most this many values gets sliders by default
 LEARNING_RATE = "learning_rate"  # the learning-rate slider's label
@@ -102,16 +91,6 @@ def moving_positions(eng: Any, grads: Any) -> dict[int, list[int]]:
         g = np.asarray(g).ravel()
         out[i] = np.flatnonzero((g != 0) & ~np.isnan(g) if g.dtype.kind in "fc" else g != 0).tolist()
     return out
-
-
-def moving_note(picked: int, skipped: int) -> str:
-    """What the default sliders and bars say when parameter elements with a zero gradient were passed over."""
-    return (
-        f"The default sliders and bars are {picked} parameter elements whose gradient is not zero "
-        f"here, so moving one changes the loss; {skipped:,} elements before them in the tree have a zero "
-        "gradient at this point (an embedding's rows the batch does not use, a unit that is off). "
-        "sliders=[...] and bars=[...] choose others (docs/explorer.md)."
-    )
 
 
 def _key(el: Element) -> tuple[int, int]:
@@ -309,7 +288,13 @@ def plan(
     if passed_over and kept:  # the zero-gradient elements in display order up to the last one kept
         floats = [leaf for leaf in walk_leaves(params) if leaf.differentiable]
         k = next(k for k, leaf in enumerate(floats) if leaf.index == kept[-1].flat_index)
-        notes.append(moving_note(len(kept), sum(leaf.size for leaf in floats[:k]) + kept[-1].position + 1 - len(kept)))
+        passed = sum(leaf.size for leaf in floats[:k]) + kept[-1].position + 1 - len(kept)
+        notes.append(
+            f"The default sliders and bars are {len(kept)} parameter elements whose gradient is not zero here, "
+            f"so moving one changes the loss; {passed:,} elements before them in the tree have a zero gradient "
+            "at this point (an embedding's rows the batch does not use, a unit that is off). sliders=[...] and "
+            "bars=[...] choose others (docs/explorer.md)."
+        )
     labels = [el.label for el in entries if el is not None]
     clash = {lab for lab in labels if labels.count(lab) > 1} | ({LEARNING_RATE} & set(labels))
     specs = []
