@@ -6,9 +6,10 @@ explorer fits a projected screen.
   optimizer's moment columns folded (the default) and shown; every grid in its own shape (its
   rows never wrap; a grid wider than its cell scrolls sideways inside it, its hidden part clipped).
 - The columns a lesson compares (params, grads, updated) are all on screen at 1440 px.
-- Heights at 1440×900: the lesson's explorer and a 2-layer XOR MLP with Adam at most one
-  viewport, a small transformer (37 leaves) at most one and a half; the lesson's
-  swapped-gradients demo within one viewport too.
+- Heights at 1440×900: the lesson's explorer at most one viewport; a 2-layer XOR MLP with Adam
+  at most 1.3 (its (8, 1) kernel and its (4, 1) predictions are drawn as the columns they are,
+  a line per row, in the diagram and the calculation), a small transformer (37 leaves) at most
+  one and a half; the lesson's swapped-gradients demo within one viewport too.
 - The page's controls of the folded parts work, by mouse and keyboard: the moments' toggle, the
   worked calculation's leaf picker, the every-leaf disclosure.
 Screenshots of the three lecture demos, light and dark, go to artifacts/screenshots/.
@@ -105,7 +106,7 @@ CELLS = [
     "                     optimizer=lambda lr: optax.adam(lr))\nex_tf",
     "ex_grid = StepExplorer(grid_loss, grid_params, {}, optimizer=optax.adam(0.1))\nex_grid",
 ]
-HEIGHTS = {1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0, 5: 1.5}
+HEIGHTS = {1: 1.0, 2: 1.3, 3: 1.0, 4: 1.0, 5: 1.5}
 SHOTS = {2: "lecture-xor-mlp-adam", 3: "lecture-swapped-grads", 5: "lecture-transformer"}
 GRID_CELL = 6
 
