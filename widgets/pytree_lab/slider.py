@@ -125,7 +125,7 @@ class Slider(PageIntents, anywidget.AnyWidget):
         help="float, default 0.01 (a tenth of the value's magnitude): one key press's move. Written by the kernel.",
     ).tag(sync=True, to_json=_finite_or_none)
     description = traitlets.Unicode(
-        "", help="str, default '': the visible label (short: short_label). Written by the kernel."
+        "", help="str, default '': the visible label (cut in the middle: _format.short_labels). Written by the kernel."
     ).tag(sync=True)
     path = traitlets.Unicode(
         "", help="str, default '': the full path, the slider's title and accessible description. Written by the kernel."
