@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ._format import short_error
 from .engine import Engine
 
 
@@ -36,6 +35,16 @@ def _passes(err: BaseException) -> bool:
     return isinstance(err, (KeyboardInterrupt, TimeBudgetExceeded, OptimizerError))
 
 
+def _err_text(err: BaseException) -> str:
+    try:
+        text = str(err)
+    except BaseException:  # noqa: BLE001 - a __str__ that raises
+        text = ""
+    name = type(err).__name__
+    text = text if isinstance(text, str) else ""
+    return f"{name}: {text[:300]}" if text else name
+
+
 def _bad_state_leaf(state: Any, engine: Engine) -> str:
     """The path and type of the first state leaf that is not a number or an array, or ""."""
     import warnings
@@ -45,7 +54,7 @@ def _bad_state_leaf(state: Any, engine: Engine) -> str:
             warnings.simplefilter("ignore")
             flat, _ = engine.tree_flatten_with_path(state)
     except BaseException as err:  # noqa: BLE001 - a state JAX cannot even flatten
-        return f"something JAX cannot flatten ({short_error(err)})"
+        return f"something JAX cannot flatten ({_err_text(err)})"
     for path, leaf in flat:
         if isinstance(leaf, (bool, int, float, complex)) or (hasattr(leaf, "dtype") and hasattr(leaf, "shape")):
             continue

@@ -43,10 +43,10 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
 from . import step as _step_module
-from ._format import short_error
 from ._optimizer import (
     OptimizerError,
     _bad_state_leaf,
+    _err_text,
     _get,
     _is_transformation,
     _Optimizer,
@@ -185,7 +185,7 @@ class TrainingStep:
             if _passes(err):
                 raise
             raise OptimizerError(
-                f"The optimizer's init ({opt.name}) failed: {short_error(err)}. The optimizer "
+                f"The optimizer's init ({opt.name}) failed: {_err_text(err)}. The optimizer "
                 "is at fault here, not the loss or the learning rate."
             ) from None
         bad = _bad_state_leaf(state, self.engine)
@@ -244,7 +244,7 @@ class TrainingStep:
             if _passes(err):
                 raise
             raise OptimizerError(
-                f"The optimizer's update ({opt.name}) failed: {short_error(err)}. The optimizer "
+                f"The optimizer's update ({opt.name}) failed: {_err_text(err)}. The optimizer "
                 "is at fault here, not the loss or the learning rate."
             ) from None
         self._check_updates(params, updates)
@@ -264,7 +264,7 @@ class TrainingStep:
             if _passes(err):
                 raise
             raise OptimizerError(
-                f"The optimizer's update ({name}) returned updates JAX cannot flatten ({short_error(err)})."
+                f"The optimizer's update ({name}) returned updates JAX cannot flatten ({_err_text(err)})."
             ) from None
         if u_def != p_def:
             raise OptimizerError(
