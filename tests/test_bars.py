@@ -19,8 +19,9 @@ import numpy as np
 import pytest
 
 from pytree_lab import StepExplorer
-from pytree_lab.chart import TICK_FONT_PX, BeforeAfterChart, LossHistoryChart, fit_ticks, tick_width
-from pytree_lab.explorer.bars import MAX_BARS, leaf_names
+from pytree_lab._format import short_labels
+from pytree_lab.chart import TICK_CHARS, TICK_FONT_PX, BeforeAfterChart, LossHistoryChart, tick_width
+from pytree_lab.explorer.bars import MAX_BARS
 
 X = jnp.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
 Y = jnp.array([0.0, 1.0, 1.0, 0.0])
@@ -271,39 +272,29 @@ def test_labels_tell_the_two_kernels_apart(mlp):
     assert mlp.chart_view.table.rows[at][0] == "Dense_1/kernel[0,0]"
 
 
-def test_leaf_names_are_the_shortest_suffix_that_tells_them_apart():
-    names = leaf_names(
-        [
-            "['Dense_0']['kernel']",
-            "['Dense_0']['bias']",
-            "['out']['w']",
-            "['layers'][0]['w']",
-            "['layers'][1]['w']",
-            "['scale']",
-        ]
-    )
-    assert names == {
-        "['Dense_0']['kernel']": "kernel",
-        "['Dense_0']['bias']": "bias",
-        "['out']['w']": "out/w",
-        "['layers'][0]['w']": "layers[0]/w",
-        "['layers'][1]['w']": "layers[1]/w",
-        "['scale']": "scale",
-    }
-    # a long name keeps its first and last part where that is still unique
-    long = leaf_names(
-        ["['encoder_block_0']['attention']['query']['kernel']", "['encoder_block_1']['attention']['query']['kernel']"]
-    )
-    assert set(long.values()) == {"encoder_block_0/…/kernel", "encoder_block_1/…/kernel"}
-    # a key with '/' in it never makes two leaves one label
-    odd = leaf_names(["['a/w']", "['a']['w']"])
-    assert len(set(odd.values())) == 2
+def test_tick_labels_keep_what_tells_two_leaves_apart():
+    # a long name keeps its start and its last key, as much of its start as tells them apart
+    long = ["encoder_block_0/attention/query/kernel[0,0]", "encoder_block_1/attention/query/kernel[0,0]"]
+    assert short_labels(long, TICK_CHARS) == ["encoder_block_0…/kernel[0,0]", "encoder_block_1…/kernel[0,0]"]
+    # a key with '/' in it (['a/w']) prints as ['a']['w'] does: the two ticks still differ
+    assert short_labels(["a/w[0]", "a/w[0]"], TICK_CHARS) == ["a/w[0] #0", "a/w[0] #1"]
 
 
-def test_fit_ticks_are_unique_and_short():
+def test_ticks_are_unique_and_cut_in_the_middle():
+    def fit_ticks(ticks):
+        return short_labels(ticks, TICK_CHARS)
+
     assert fit_ticks(["w", "w", "b"]) == ["w #0", "w #1", "b"]
-    cut = fit_ticks(["a_really_long_parameter_name_for_a_lecture[0]", "short"])
-    assert len(cut[0]) <= 26 and cut[0].endswith("…name_for_a_lecture[0]"[-10:]) and "…" in cut[0]
+    assert fit_ticks(["a_really_long_parameter_name_for_a_lecture[0]", "short"]) == [
+        "a_reall…e_for_a_lecture[0]",  # its first 7 and last 18 characters
+        "short",
+    ]
+    # whole keys go from the middle: the block and the layer's own name both stay (27 characters:
+    # at 26, `blocks[0]/…/kernel[0,1]` would be both)
+    assert fit_ticks(["blocks[0]/mlp/fc1/kernel[0,1]", "blocks[0]/mlp/fc2/kernel[0,1]"]) == [
+        "blocks[0]/…/fc1/kernel[0,1]",
+        "blocks[0]/…/fc2/kernel[0,1]",
+    ]
     # cuts that would make two labels one keep both whole
     same_end = ["first_very_long_module_name_x/kernel[0,0]", "first_very_long_module_name_y/kernel[0,0]"]
     assert fit_ticks(same_end) == same_end

@@ -278,11 +278,11 @@ def test_small_matrices_are_shown_whole_as_a_grid():
     leaf = {leaf.path: leaf for leaf in d.summaries[0].leaves}["['w']"]
     assert leaf.summary == "[[0.1, -0.4, 0.2], [0.3, 0, 0.4], [0, 2.5, -3]]"
     assert leaf.values[8] == -3.0 and len(leaf.values) == 9
-    # a 4x4 (16 values) is still whole, and so is a (2, 2, 2): rows along the last axis
+    # a 4x4 (16 values) is still whole, and so is a (2, 2, 2): its 2-D slices, each after its label
     d.set_trees({"params": {"m": jnp.eye(4), "t": jnp.arange(8.0).reshape(2, 2, 2)}})
     rows = {r["p"]: r for r in d.rows}
     assert rows["['m']"]["c"][0]["g"] == "1 0 0 0\n0 1 0 0\n0 0 1 0\n0 0 0 1"
-    assert rows["['t']"]["c"][0]["g"] == "0 1\n2 3\n4 5\n6 7"
+    assert rows["['t']"]["c"][0]["g"] == "[0,:,:]\n0 1\n2 3\n[1,:,:]\n4 5\n6 7"
     assert {leaf.path: leaf for leaf in d.summaries[0].leaves}[
         "['t']"
     ].summary == "[[[0, 1], [2, 3]], [[4, 5], [6, 7]]]"

@@ -333,7 +333,7 @@ def test_a_model_of_many_leaves_lists_the_first_and_the_selected_one(monkeypatch
 @mlp_broadcasts
 def test_slider_labels_are_short_and_no_two_alike():
     # the XOR MLP: Dense_0 and Dense_1 both have kernel[0,0]; cut to the end alone they read alike
-    from pytree_lab.slider import short_label, short_labels
+    from pytree_lab._format import elide, short_labels
 
     ex = StepExplorer(
         mlp_loss,
@@ -351,12 +351,12 @@ def test_slider_labels_are_short_and_no_two_alike():
         assert "Dense_1" in ex.sliders["Dense_1/kernel[0,0]"].path  # the full path: the slider's title
     finally:
         ex.close()
-    # unique labels stay as short_label makes them; clashing ones grow only until they differ
+    # unique labels stay as elide makes them; clashing ones grow only until they differ
     long_a, long_b = "encoder/block_0/attention/q[0,0]", "decoder/block_0/attention/q[0,0]"
     out = short_labels([long_a, long_b, "encoder/block_0/mlp/w1[3,2]"])
-    assert out["encoder/block_0/mlp/w1[3,2]"] == short_label("encoder/block_0/mlp/w1[3,2]")
-    assert out[long_a] != out[long_b] and out[long_a].endswith("attention/q[0,0]")
-    assert len(out[long_a]) <= len(long_a)
+    assert out[2] == elide("encoder/block_0/mlp/w1[3,2]", 24) == "encoder/…/mlp/w1[3,2]"
+    assert out[:2] == ["encoder/block_0/…/q[0,0]", "decoder/block_0/…/q[0,0]"]  # 24 characters: the longest cut
+    assert len(out[0]) <= len(long_a)
 
 
 def test_presenter_mode_sizes_what_python_draws_and_goes_back():

@@ -6,7 +6,8 @@ import asyncio
 
 import pytest
 
-from pytree_lab.slider import Slider, short_label, span
+from pytree_lab._format import elide, short_labels
+from pytree_lab.slider import Slider, span
 
 
 def move(s: Slider, value, seq) -> None:
@@ -160,7 +161,19 @@ def test_a_value_outside_the_range_from_python_widens_the_range():
     assert s.get_state()["value"] is None
 
 
-def test_short_labels_keep_the_end():
-    assert short_label("weight[0]") == "weight[0]"
-    assert short_label("encoder/layers/3/attention/kernel[1,2]") == "…/kernel[1,2]"
-    assert len(short_label("a" * 40)) == 18
+def test_short_labels_keep_their_start_and_end():
+    # cut in the middle, whole keys first: the first key and the element stay
+    assert elide("weight[0]", 18) == "weight[0]"
+    assert elide("encoder/layers/3/attention/kernel[1,2]", 24) == "encoder/…/kernel[1,2]"
+    assert elide("encoder/layers/3/attention/kernel[1,2]", 31) == "encoder/…/attention/kernel[1,2]"
+    # no room for the first key whole: its start, then the last key whole
+    assert elide("encoder_layer_number_3/kernel[1,2]", 24) == "encoder_lay…/kernel[1,2]"
+    # one long key: its first 7 and last 16 characters
+    assert elide("a" * 20 + "b" * 20, 24) == "a" * 7 + "…" + "b" * 16
+    # two labels that would read alike grow until they differ; a repeated one gets its position
+    assert short_labels(["layers[0]/attention/query/w[0,0]", "layers[1]/attention/query/w[0,0]", "w", "w"]) == [
+        "layers[0]/…/query/w[0,0]",  # 24 characters: as many keys from the end as fit
+        "layers[1]/…/query/w[0,0]",
+        "w #2",
+        "w #3",
+    ]

@@ -214,7 +214,7 @@ def test_align_follows_the_written_order_when_given():
 
 
 def test_one_number_formatter():
-    from pytree_lab._format import fmt_array, fmt_grid, fmt_number, grid_cells
+    from pytree_lab._format import fmt_array, fmt_number, fmt_value, grid_lines, grid_rows
 
     assert [fmt_number(v) for v in (0.0, -0.0, 0.123456, -4, 1e-7, float("nan"), float("inf"), -float("inf"))] == [
         "0",
@@ -228,12 +228,22 @@ def test_one_number_formatter():
     ]
     w = np.array([[0.1, -0.4, 0.2], [0.3, 0.0, 0.4], [1e-7, 2.5, -3.0]], dtype=np.float32)
     assert fmt_array(w) == "[[0.1, -0.4, 0.2], [0.3, 0, 0.4], [1e-07, 2.5, -3]]"
-    assert fmt_grid(w) == "[[  0.1, -0.4, 0.2],\n [  0.3,    0, 0.4],\n [1e-07,  2.5,  -3]]"
-    assert grid_cells(w) == [["0.1", "-0.4", "0.2"], ["0.3", "0", "0.4"], ["1e-07", "2.5", "-3"]]
-    assert fmt_grid(np.arange(8.0).reshape(2, 2, 2)) == "[[[0, 1],\n  [2, 3]],\n [[4, 5],\n  [6, 7]]]"
+    cells = (("0.1", "-0.4", "0.2"), ("0.3", "0", "0.4"), ("1e-07", "2.5", "-3"))
+    assert fmt_value(w) == ("[[0.1, -0.4, 0.2], [0.3, 0, 0.4], [1e-07, 2.5, -3]]", cells)  # one text, widget or message
+    assert grid_lines(cells) == ["[  0.1  -0.4  0.2]", "[  0.3     0  0.4]", "[1e-07   2.5   -3]"]
+    assert grid_rows(["0", "1", "2", "3", "4", "5", "6", "7"], (2, 2, 2)) == [
+        ["[0,:,:]"],
+        ["0", "1"],
+        ["2", "3"],
+        ["[1,:,:]"],
+        ["4", "5"],
+        ["6", "7"],
+    ]
     assert fmt_array([[1, 2], [3, 4]]) == "[[1, 2], [3, 4]]"  # plain lists, no numpy needed
     assert fmt_array(np.arange(17.0)) == "[0, 1, 2, 3, 4, 5, 6, 7, …] (17 values)"
-    assert fmt_grid(np.zeros(17)) is None and grid_cells(np.zeros((4, 5))) is None
+    # a bigger leaf in the calculation: its first values, shape (2+ dimensions), count and mean
+    assert fmt_value(np.arange(17.0)) == ("[0, 1, 2, 3, 4, 5, 6, 7, …] (17 values, mean 8)", ())
+    assert fmt_value(np.arange(18.0).reshape(2, 9)) == ("[0, 1, 2, 3, 4, 5, 6, 7, …] (2×9, 18 values, mean 8.5)", ())
     assert fmt_array(jnp.float32(2.5)) == "2.5"
 
 

@@ -3,11 +3,13 @@ explorer fits a projected screen.
 
 - No text of one diagram cell overlaps another cell (text boxes compared, every pair) for (2,8),
   (3,3) and (8,3) leaves with optax.adam, at 1024 and 1440 px, light and dark, with the
-  optimizer's moment columns folded (the default) and shown; no grid is cut (none scrolls).
+  optimizer's moment columns folded (the default) and shown; every grid in its own shape (its
+  rows never wrap; a grid wider than its cell scrolls sideways inside it, its hidden part clipped).
 - The columns a lesson compares (params, grads, updated) are all on screen at 1440 px.
-- Heights at 1440×900: the lesson's explorer and a 2-layer XOR MLP with Adam at most one
-  viewport, a small transformer (37 leaves) at most one and a half; the lesson's
-  swapped-gradients demo within one viewport too.
+- Heights at 1440×900: the lesson's explorer at most one viewport; a 2-layer XOR MLP with Adam
+  at most 1.3 (its (8, 1) kernel and its (4, 1) predictions are drawn as the columns they are,
+  a line per row, in the diagram and the calculation), a small transformer (37 leaves) at most
+  one and a half; the lesson's swapped-gradients demo within one viewport too.
 - The page's controls of the folded parts work, by mouse and keyboard: the moments' toggle, the
   worked calculation's leaf picker, the every-leaf disclosure.
 Screenshots of the three lecture demos, light and dark, go to artifacts/screenshots/.
@@ -104,7 +106,7 @@ CELLS = [
     "                     optimizer=lambda lr: optax.adam(lr))\nex_tf",
     "ex_grid = StepExplorer(grid_loss, grid_params, {}, optimizer=optax.adam(0.1))\nex_grid",
 ]
-HEIGHTS = {1: 1.0, 2: 1.0, 3: 1.0, 4: 1.0, 5: 1.5}
+HEIGHTS = {1: 1.0, 2: 1.3, 3: 1.0, 4: 1.0, 5: 1.5}
 SHOTS = {2: "lecture-xor-mlp-adam", 3: "lecture-swapped-grads", 5: "lecture-transformer"}
 GRID_CELL = 6
 
@@ -116,6 +118,7 @@ _TEXT_BOXES = """
   const cells = [...root.querySelectorAll('.ptl-line > .ptl-name, .ptl-line > .ptl-cell')]
     .filter((c) => c.getClientRects().length);
   const boxes = [], escapes = [];
+  let values = 0;
   cells.forEach((cell, k) => {
     const cr = cell.getBoundingClientRect();
     const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
@@ -127,8 +130,13 @@ _TEXT_BOXES = """
       for (const r of range.getClientRects()) {
         if (r.width < 0.5 || r.height < 0.5) continue;
         let b = {l: r.left, r: r.right, t: r.top, b: r.bottom};
-        if (cell.classList.contains('ptl-name')) b = {...b, l: Math.max(b.l, cr.left), r: Math.min(b.r, cr.right)};
-        else if (b.l < cr.left - 0.5 || b.r > cr.right + 0.5 || b.t < cr.top - 0.5 || b.b > cr.bottom + 0.5)
+        // the path column clips with an ellipsis, a grid wider than its cell scrolls: what shows
+        const clip = cell.classList.contains('ptl-name') ? cr : el.closest('.ptl-grid')?.getBoundingClientRect();
+        if (clip) b = {...b, l: Math.max(b.l, clip.left), r: Math.min(b.r, clip.right)};
+        values++;
+        if (b.r - b.l < 0.5) continue; // scrolled out of sight
+        const out = b.l < cr.left - 0.5 || b.r > cr.right + 0.5 || b.t < cr.top - 0.5 || b.b > cr.bottom + 0.5;
+        if (!cell.classList.contains('ptl-name') && out)
           escapes.push(`${n.textContent} (${cell.dataset.column}) outside its cell`);
         boxes.push({k, ...b, text: n.textContent, column: cell.dataset.column || 'path'});
       }
@@ -142,11 +150,14 @@ _TEXT_BOXES = """
       const w = Math.min(a.r, b.r) - Math.max(a.l, b.l), h = Math.min(a.b, b.b) - Math.max(a.t, b.t);
       if (w > 0.5 && h > 0.5) overlaps.push(`${a.text} (${a.column}) over ${b.text} (${b.column})`);
     }
+  // a grid in its own shape: as many lines of values on the page as it has rows (one that
+  // scrolls sideways inside its cell is in its shape; one whose rows wrapped is not)
   const cut = [...root.querySelectorAll('.ptl-grid')].filter((g) => g.getClientRects().length
-    && g.scrollWidth > g.clientWidth + 1).map((g) => g.getAttribute('aria-label'));
+    && new Set([...g.querySelectorAll('.ptl-grid-cell')].map((c) => Math.round(c.getBoundingClientRect().top))).size
+      !== g.querySelectorAll(':scope > .ptl-grid-row').length).map((g) => g.getAttribute('aria-label'));
   const columns = [...root.querySelectorAll('.ptl-head > .ptl-colname')].filter((c) => c.getClientRects().length)
     .map((c) => { const r = c.getBoundingClientRect(); return {name: c.textContent, left: r.left, right: r.right}; });
-  return {count: boxes.length, overlaps: overlaps.slice(0, 8), escapes: escapes.slice(0, 8), cut, columns,
+  return {count: values, overlaps: overlaps.slice(0, 8), escapes: escapes.slice(0, 8), cut, columns,
           view: root.closest('.ptl-diagram').getBoundingClientRect().right};
 }
 """

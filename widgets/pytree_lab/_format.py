@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections import Counter
 from typing import Any
 
 __all__ = [
@@ -19,11 +20,16 @@ __all__ = [
     "isolate_rtl",
     "fmt_number",
     "fmt_array",
-    "fmt_grid",
     "fmt_small",
-    "grid_cells",
+    "fmt_value",
     "grid_rows",
+    "grid_lines",
     "nested_text",
+    "elide",
+    "short_labels",
+    "short_error",
+    "error_name",
+    "error_text",
 ]
 
 # Characters that draw nothing or reorder what follows: C0/C1 controls (a newline in a name
@@ -79,11 +85,38 @@ def fmt_number(v: Any) -> str:
 
 
 def grid_rows(texts: list[str], shape: tuple) -> list[list[str]]:
-    """Formatted values (row-major) cut into the rows of a grid: the last axis across."""
+    """Formatted values (row-major) as the rows of a grid, in the array's own shape: a matrix's
+    rows with the last axis across ((2, 8): 2 rows of 8, never rewrapped); an array of more
+    dimensions as its 2-D slices, each after a label row of one cell (`[0,:,:]`, `[1,:,:]`)."""
     width = shape[-1] if shape else 1
     if not width:
         return [[]]
-    return [texts[k : k + width] for k in range(0, len(texts), width)]
+    rows = [texts[k : k + width] for k in range(0, len(texts), width)]
+    if len(shape) < 3 or not rows:
+        return rows
+    height, out = shape[-2], []
+    for s in range(len(rows) // max(height, 1)):
+        index, rem = [], s
+        for d in reversed(shape[:-2]):
+            index.append(rem % d)
+            rem //= d
+        out.append(["[" + ",".join(map(str, reversed(index))) + ",:,:]"])
+        out.extend(rows[s * height : (s + 1) * height])
+    return out
+
+
+def is_slice_label(row: list[str] | tuple) -> bool:
+    """Whether a grid row is a slice's label (`[0,:,:]`), not values."""
+    return len(row) == 1 and row[0].startswith("[")
+
+
+def grid_lines(rows: list | tuple) -> list[str]:
+    """Grid rows as aligned text lines, one per row (a slice label on a line of its own): every
+    value right-aligned to its column's widest, the text form of what the diagram draws."""
+    values = [r for r in rows if not is_slice_label(r)]
+    ncols = max((len(r) for r in values), default=0)
+    widths = [max((len(r[j]) for r in values if j < len(r)), default=0) for j in range(ncols)]
+    return [r[0] if is_slice_label(r) else "[" + "  ".join(t.rjust(w) for t, w in zip(r, widths)) + "]" for r in rows]
 
 
 def nested_text(texts: list[str], shape: tuple) -> str:
@@ -164,52 +197,6 @@ def _size(shape: tuple) -> int:
     return math.prod(shape)
 
 
-def grid_cells(a: Any) -> list[list[str]] | None:
-    """The formatted values of a small array (at most GRID_MAX elements) as rows of a grid.
-
-    A matrix gives its rows; an array of more dimensions gives its last axis as rows
-    (row-major, like numpy prints it); a vector gives one row. None for bigger arrays.
-    """
-    shape, flat = _values(a)
-    if _size(shape) > GRID_MAX:
-        return None
-    texts = [fmt_number(v) for v in flat]
-    return grid_rows(texts, shape)
-
-
-def fmt_grid(a: Any) -> str | None:
-    """A small array (at most GRID_MAX elements) as aligned text, one line per row::
-
-        [[0.1, -0.4, 0.2],
-         [0.3,    0, 0.4]]
-
-    None for bigger arrays (show `fmt_array`'s summary instead).
-    """
-    shape, _ = _values(a)
-    rows = grid_cells(a)
-    if rows is None:
-        return None
-    if len(shape) < 2:
-        return fmt_array(a)
-    ncols = max((len(r) for r in rows), default=0)
-    widths = [max((len(r[j]) for r in rows if j < len(r)), default=0) for j in range(ncols)]
-    outer = shape[:-1]  # one text line per index into these axes
-    ndim = len(shape)
-    lines = []
-    for k, row in enumerate(rows):
-        index, rem = [], k
-        for d in reversed(outer):
-            index.append(rem % d)
-            rem //= d
-        index.reverse()
-        opens = next((j for j, (i, d) in enumerate(zip(reversed(index), reversed(outer))) if i != 0), len(outer))
-        closes = next((j for j, (i, d) in enumerate(zip(reversed(index), reversed(outer))) if i != d - 1), len(outer))
-        cells = ", ".join(t.rjust(widths[j]) for j, t in enumerate(row))
-        end = "]" * (closes + 1) + ("" if k == len(rows) - 1 else ",")
-        lines.append(" " * (ndim - 1 - opens) + "[" * (opens + 1) + cells + end)
-    return "\n".join(lines)
-
-
 def fmt_array(a: Any, limit: int = HEAD) -> str:
     """An array on one line: a number for a scalar, ``[1, -1]``, ``[[1, 2], [3, 4]]`` for small
     arrays (at most GRID_MAX elements, shown whole), the first `limit` values and a count for
@@ -222,3 +209,106 @@ def fmt_array(a: Any, limit: int = HEAD) -> str:
         return nested_text([fmt_number(v) for v in flat], shape)
     head = ", ".join(fmt_number(v) for v in flat[:limit])
     return f"[{head}, …] ({size} values)"
+
+
+def fmt_value(a: Any) -> tuple[str, tuple]:
+    """(one-line text, grid rows) of a number or array, as the worked calculation shows it: a
+    scalar and a small array whole (`fmt_array`), a small matrix or more dimensions also as its
+    grid (`grid_rows`: its own shape), a bigger leaf by its first values, shape, count and mean."""
+    import numpy as np
+
+    arr = np.asarray(a)
+    if arr.dtype.kind not in "fiub":
+        return str(a), ()
+    arr = arr.astype(np.float64)
+    if arr.size <= GRID_MAX:
+        texts = [fmt_number(v) for v in arr.ravel().tolist()]
+        grid = tuple(map(tuple, grid_rows(texts, arr.shape))) if arr.ndim >= 2 else ()
+        return (nested_text(texts, arr.shape) if arr.ndim else texts[0]), grid
+    flat = arr.ravel()
+    finite = flat[np.isfinite(flat)]
+    mean = fmt_number(float(finite.mean())) if finite.size else "nan"
+    shape = "" if arr.ndim == 1 else "×".join(map(str, arr.shape)) + ", "
+    head = ", ".join(fmt_number(v) for v in flat[:HEAD].tolist())
+    return f"[{head}, …] ({shape}{flat.size} values, mean {mean})", ()
+
+
+def elide(label: str, limit: int) -> str:
+    """`label` in at most about `limit` characters, cut in the middle, never at its start: whole
+    keys from the middle, keeping as many at its start and end as fit, more at the end first
+    (`layers[0]/…/weight[0,0]`, `encoder/layers[1]/…/weight[0,0]`); where even that is
+    too long, the start of its first keys and its last key whole (`encoder_lay…/kernel[0,0]`),
+    else its first and last characters (`a_really_lo…lecture[0]`)."""
+    if len(label) <= limit:
+        return label
+    parts = label.split("/")
+    n = len(parts)
+    # whole keys dropped from the middle: the longest form that fits, more keys from the end first
+    forms = [
+        (len(text), k, text)
+        for h in range(1, n - 1)
+        for k in range(1, n - h)
+        if len(text := "/".join(parts[:h]) + "/…/" + "/".join(parts[-k:])) <= limit
+    ]
+    if forms:
+        return max(forms)[2]
+    if len(parts) > 1 and limit - 2 - len(parts[-1]) >= 3:  # the last key whole, the start cut
+        return label[: limit - 2 - len(parts[-1])] + "…/" + parts[-1]
+    tail = max(limit // 2, limit - 8)
+    return label[: limit - 1 - tail] + "…" + label[-tail:]
+
+
+def short_labels(labels: list[str], limit: int = 24) -> list[str]:
+    """`elide` of each label, made longer where two would read the same (`Dense_0/…/kernel[0,0]`
+    beside `Dense_1/…/kernel[0,0]`): no two labels on one screen alike. A label given twice
+    gets its position (`w #3`)."""
+    seen = Counter(labels)
+    names = [f"{t} #{i}" if seen[t] > 1 else t for i, t in enumerate(labels)]
+    out = {name: elide(name, limit) for name in names}
+    longest = max(map(len, names), default=0)
+    while limit < longest:
+        counts = Counter(out.values())
+        clashing = [name for name in names if counts[out[name]] > 1 and out[name] != name]
+        if not clashing:
+            break
+        limit += 1
+        out.update({name: elide(name, limit) for name in clashing})
+    counts = Counter(out.values())
+    return [out[name] if counts[out[name]] == 1 else name for name in names]
+
+
+def short_error(err: BaseException, limit: int = 400) -> str:
+    """`Type: message` in one or two lines; a traceback embedded in the message is cut to its last line.
+    A SystemError that only wraps another (a C extension returning with an exception set) says
+    the exception it wraps."""
+    while isinstance(err, SystemError) and err.__cause__ is not None:
+        err = err.__cause__
+    text = error_text(err).strip()
+    if "Traceback (most recent call last)" in text:
+        lines = [ln for ln in text.splitlines() if ln.strip()]
+        text = lines[-1].strip() if lines else text
+        return text[:limit]
+    name = error_name(err)
+    text = f"{name}: {text}" if text else name
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def error_name(err: BaseException) -> str:
+    """The exception's class name (a class whose name cannot be read says so)."""
+    try:
+        name = type(err).__name__
+        return name if isinstance(name, str) else "an exception"
+    except BaseException:  # noqa: BLE001 - a metaclass can make even this raise
+        return "an exception"
+
+
+def error_text(err: BaseException) -> str:
+    """`str(err)`; when the exception's own __str__ raises (or returns no str) a sentence saying
+    so: the message is then said in the widget, never a second error."""
+    try:
+        text = str(err)
+        if isinstance(text, str):
+            return text
+    except BaseException:  # noqa: BLE001 - the user's __str__ can raise anything
+        pass
+    return "(its message could not be shown: the exception's __str__ failed)"

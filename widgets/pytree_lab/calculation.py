@@ -15,7 +15,7 @@ from typing import Any
 
 import ipywidgets
 
-from ._format import GRID_MAX, fmt_number
+from ._format import fmt_number, fmt_value, grid_lines, is_slice_label
 from ._keywords import refuse_unknown_widget_keywords
 from ._text import TextForm
 from .step import StepResult
@@ -23,7 +23,6 @@ from .trees import TreeSummary, path_label
 
 __all__ = ["WorkedCalculation", "CalcRow", "fmt_number", "fmt_value"]
 
-FIRST = 8  # values shown of a bigger leaf
 MAX_LEAF_ROWS = 24  # gradient and update rows shown; the rest are counted (the diagram has them all)
 FOLD_ABOVE = 3  # folded (`folded=True`): a model with more leaves shows the selected leaf's rows only
 SHORT_VALUE = 34  # folded: a value of at most this many characters is never broken across lines
@@ -40,31 +39,6 @@ class CalcRow:
     short: str = ""  # `what` without its numbers, for the folded form ("" when `what` is short)
     note: bool = False  # `value` is a sentence (why a number is what it is), not a number
     group: str = ""  # the folded form draws the rows of one group in a disclosure titled so
-
-
-def fmt_value(a: Any) -> tuple[str, tuple]:
-    """(one-line text, grid) of a number or array: scalars and short vectors in full, a small
-    matrix whole (the grid), a bigger leaf by its first values, count and mean."""
-    import numpy as np
-
-    arr = np.asarray(a)
-    if arr.dtype.kind not in "fiub":
-        return str(a), ()
-    arr = arr.astype(np.float64)
-    if arr.ndim == 0:
-        return fmt_number(float(arr)), ()
-    flat = arr.ravel()
-    if arr.ndim >= 2 and flat.size <= GRID_MAX:
-        rows2 = arr.reshape(-1, arr.shape[-1])
-        grid = tuple(tuple(fmt_number(float(v)) for v in row) for row in rows2)
-        return "[" + "; ".join(", ".join(r) for r in grid) + "]", grid
-    if flat.size <= GRID_MAX and arr.ndim == 1:
-        return "[" + ", ".join(fmt_number(float(v)) for v in flat) + "]", ()
-    head = ", ".join(fmt_number(float(v)) for v in flat[:FIRST])
-    finite = flat[np.isfinite(flat)]
-    mean = fmt_number(float(finite.mean())) if finite.size else "nan"
-    shape = "×".join(map(str, arr.shape))
-    return f"[{head}, …] ({shape} = {flat.size} values, mean {mean})", ()
 
 
 class WorkedCalculation(TextForm, ipywidgets.HTML):
@@ -190,8 +164,7 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
             head = esc(row.section) if row.section != last else ""
             last = row.section
             if row.grid:
-                cells = "".join("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in r) + "</tr>" for r in row.grid)
-                value = f'<table class="ptl-calc-grid" aria-label="{esc(row.what, quote=True)}">{cells}</table>'
+                value = grid_html(row.grid, row.what)
             else:
                 value = esc(row.value)
             body.append(
@@ -229,8 +202,7 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
             head = r.section if r.section != last else ""
             last = r.section
             if r.grid:
-                widths = [max(len(g[c]) for g in r.grid) for c in range(len(r.grid[0]))]
-                grid = ["[" + "  ".join(cell.rjust(w) for cell, w in zip(g, widths)) + "]" for g in r.grid]
+                grid = grid_lines(r.grid)
                 lines.append(f"{head:<9} {r.what:<{width}}  {grid[0]}")
                 lines.extend(f"{'':<9} {'':<{width}}  {g}" for g in grid[1:])
             else:
@@ -240,7 +212,7 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
 
 def _compact_table(rows: list[CalcRow], label: str) -> str:
     """Rows as the folded form draws them: a number beside its name, a matrix under its name
-    (its rows wrap rather than run past the panel: the diagram's grid), a sentence across; the
+    (the diagram's grid, scrolling sideways where wider than the panel), a sentence across; the
     rows of a `group` in a disclosure of their own, where the group's first row would be."""
     esc = html.escape
     body, last, done = [], None, set()
@@ -269,18 +241,10 @@ def _compact_row(row: CalcRow, first: bool) -> str:
     head = esc(row.section) if first else ""
     what = esc(row.short or row.what)
     path = esc(row.path, quote=True)
-    if row.grid and len(row.grid[0]) > 1:  # a column (per example, n×1) reads as one line
-        width = max(len(c) for r in row.grid for c in r)
-        cells = "".join(
-            '<span class="ptl-grid-row" role="row">'
-            + "".join(f'<span class="ptl-grid-cell" role="cell">{esc(c)}</span>' for c in r)
-            + "</span>"
-            for r in row.grid
-        )
-        value = f'<span class="ptl-grid" role="table" aria-label="{what}" style="--ptl-grid-ch: {width}">{cells}</span>'
+    if row.grid:  # a matrix under its name, in its own shape (the diagram's grid)
         return (
             f'<tr data-path="{path}"><th scope="row">{head}</th><td colspan="2" class="ptl-calc-wide">'
-            f'<div>{what}</div><div class="ptl-calc-value">{value}</div></td></tr>'
+            f'<div>{what}</div><div class="ptl-calc-value">{grid_html(row.grid, row.short or row.what)}</div></td></tr>'
         )
     if row.note:
         return (
@@ -292,4 +256,23 @@ def _compact_row(row: CalcRow, first: bool) -> str:
     return (
         f'<tr data-path="{path}"><th scope="row">{head}</th><td>{what}</td>'
         f'<td class="ptl-calc-value{short}">{esc(row.value)}</td></tr>'
+    )
+
+
+def grid_html(grid: tuple, label: str) -> str:
+    """A matrix's grid rows as the diagram draws them (static/diagram.js, valueGrid): one line
+    per row of values, never rewrapped (wider than its cell, it scrolls sideways), a slice's
+    label on a line of its own; every cell as wide as the widest value."""
+    esc = html.escape
+    width = max((len(c) for r in grid if not is_slice_label(r) for c in r), default=1)
+    lines = []
+    for r in grid:
+        if is_slice_label(r):
+            lines.append(f'<span class="ptl-grid-slice" role="row"><span role="rowheader">{esc(r[0])}</span></span>')
+            continue
+        cells = "".join(f'<span class="ptl-grid-cell" role="cell">{esc(c)}</span>' for c in r)
+        lines.append(f'<span class="ptl-grid-row" role="row">{cells}</span>')
+    return (
+        f'<span class="ptl-grid" role="table" aria-label="{esc(label, quote=True)}" '
+        f'style="--ptl-grid-ch: {width}">{"".join(lines)}</span>'
     )

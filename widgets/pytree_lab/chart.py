@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections import Counter
 from collections.abc import Callable, Sequence
 
 import anywidget
@@ -12,7 +11,7 @@ import bqplot
 import ipywidgets
 import traitlets
 
-from ._format import fmt_number, isolate_rtl, visible
+from ._format import fmt_number, isolate_rtl, short_labels, visible
 from ._intent import PageIntents
 from ._static import static_asset
 
@@ -68,9 +67,9 @@ class BeforeAfterChart:
     chart shows them; `owners` give the leaf path each element belongs to, so selecting a leaf
     highlights its bars and clicking a bar reports the leaf (`on_pick`). `paths` (optional) are
     the elements' full paths: the bars' x values, so a bar's tooltip names it in full. `ticks`
-    (optional) are the labels under the bars (by default the labels); they are made unique, and
-    one too long for the axis is cut in the middle (`…`) where the cut stays unique, its full form
-    in the table and the tooltip. Many or long ticks stand upright, with room below for them and
+    (optional) are the labels under the bars (by default the labels), made unique and cut in the
+    middle where too long (`_format.short_labels`: `layers[0]/…/kernel[0,1]`), their full form in
+    the table and the tooltip. Many or long ticks stand upright, with room below for them and
     the axis title. `set_elements` changes the bars shown; `note` is a line under the chart
     saying why (e.g. the selection brought its leaf in).
     """
@@ -160,7 +159,8 @@ class BeforeAfterChart:
         if len(set(self.paths)) != len(self.paths):  # x values must be distinct
             self.paths = [f"{p} #{i}" for i, p in enumerate(self.paths)]
         # an SVG tick has no <bdi>: right-to-left keys are isolated with U+2068/U+2069 instead
-        shown = [isolate_rtl(visible(t)) for t in fit_ticks(list(ticks) if ticks is not None else self.labels)]
+        ticks = list(ticks) if ticks is not None else self.labels
+        shown = [isolate_rtl(visible(t)) for t in short_labels(ticks, TICK_CHARS)]
         self.tick_labels = dict(zip(self.paths, shown))
         self._before = [math.nan] * len(self.labels)
         self._after = [math.nan] * len(self.labels)
@@ -412,26 +412,6 @@ def tick_width(text: str, font_px: float = TICK_FONT_PX) -> float:
     """About how long `text` is drawn as a tick label, in px: never less than DejaVu Sans or
     Liberation Sans draw it (see `_ASCII_WIDTH`)."""
     return sum(_ASCII_WIDTH[ord(c) - 32] if 32 <= ord(c) < 127 else 1000 for c in text) * font_px / 1000
-
-
-def fit_ticks(ticks: Sequence[str], limit: int = TICK_CHARS) -> list[str]:
-    """Tick labels that are unique and at most about `limit` characters: a duplicate gets its
-    position (`w #3`), a long one keeps its start and its end (`encoder…kernel[0,1]`) where that
-    stays unique (else it stays whole: a longer margin, never two bars with one label)."""
-    out = [str(t) for t in ticks]
-    seen = Counter(out)
-    if len(seen) != len(out):
-        out = [f"{t} #{i}" if seen[t] > 1 else t for i, t in enumerate(out)]
-    cut = []
-    for t in out:
-        if len(t) <= limit:
-            cut.append(t)
-            continue
-        tail = t[t.rfind("/") + 1 :] if "/" in t else t[-(limit // 2) :]
-        tail = tail if len(tail) <= limit - 6 else tail[-(limit - 6) :]
-        cut.append(t[: limit - 1 - len(tail)] + "…" + tail)
-    counts = Counter(cut)
-    return [c if counts[c] == 1 else t for c, t in zip(cut, out)]
 
 
 def _nice_step(raw: float) -> float:

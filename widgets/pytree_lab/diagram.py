@@ -37,6 +37,7 @@ from typing import Any
 import anywidget
 import traitlets
 
+from ._format import grid_lines
 from ._intent import PageIntents
 from ._keywords import refuse_unknown_widget_keywords
 from ._static import static_asset
@@ -58,7 +59,8 @@ from .diagram_rows import (  # noqa: F401 - the rows' functions, importable from
     align,
     rows_from_columns,
 )
-from .trees import _MAX_INDENT, TreeError, TreeSummary, describe, gc_paused
+from .tree_model import tree_lines
+from .trees import TreeError, TreeSummary, describe, gc_paused
 
 __all__ = ["PytreeDiagram", "align"]
 
@@ -504,41 +506,45 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
                 for r in every:
                     last_child[r["u"]] = r["p"]
                 lasts = [last_child.get(r["u"]) == r["p"] for r in rows]
-        names, cells = [], []
-        prefixes: dict = {None: "", "": ""}
-        for r, last in zip(rows, lasts):
-            parent = r["u"]
-            above = prefixes.get(parent, "")
-            prefixes[r["p"]] = above + ("    " if last else "│   ")
-            shown = (
-                above
-                if len(above) <= _MAX_INDENT
-                else f"[{(len(above) - _MAX_INDENT) // 4} levels] " + above[-_MAX_INDENT:]
-            )
-            names.append(f"{shown}{'└── ' if last else '├── '}{r['l']}" if parent is not None else r["l"])
+        names = tree_lines(((r["p"], r["u"], last, r["l"]) for r, last in zip(rows, lasts)), len(rows))
+        cells = []
+        for r in rows:
             line = []
             for col, cell in enumerate(r["c"]):
                 if cell is None:
                     line.append("— missing")
                 elif "i" in cell:
                     leaf = leaves[col].get(r["p"])
+                    nd = " (not differentiable)" if cell.get("nd") else ""
+                    if leaf is not None and leaf.grid:  # a matrix in its own shape, a line per row
+                        rows_of = grid_lines([t.split(" ") for t in leaf.grid.split("\n")])
+                        line.append("\n".join([cell["ty"] + nd, *rows_of]))
+                        continue
                     value = leaf.summary if leaf is not None else cell.get("v", "")
-                    text = f"{cell['ty']} {value}".rstrip()
-                    line.append(text + (" (not differentiable)" if cell.get("nd") else ""))
+                    line.append(f"{cell['ty']} {value}".rstrip() + nd)
                 else:
                     line.append(cell["ty"])
             if r["s"] != "ok":
                 line[-1] += f"   ← {_STATUS_TEXT.get(r['s'], r['s'])}"
             cells.append(line)
         width = min(max([len(n) for n in names] + [4]), 60)
-        col_widths = [min(max([len(c[k]) for c in cells] + [len(name)]), 48) for k, name in enumerate(self.columns)]
+        col_widths = [
+            min(max([len(t) for c in cells for t in c[k].split("\n")] + [len(name)]), 48)
+            for k, name in enumerate(self.columns)
+        ]
 
-        def join(first: str, rest: list[str]) -> str:
-            parts = [first.ljust(width)] + [t.ljust(w) for t, w in zip(rest, col_widths)]
-            return "  ".join(parts).rstrip()
+        def join(first: str, rest: list[str]) -> list[str]:
+            """One table row, as many lines as its tallest cell (a matrix's rows)."""
+            split = [t.split("\n") for t in rest]
+            out = []
+            for k in range(max([len(t) for t in split] + [1])):
+                parts = [(first if k == 0 else "").ljust(width)]
+                parts += [(t[k] if k < len(t) else "").ljust(w) for t, w in zip(split, col_widths)]
+                out.append("  ".join(parts).rstrip())
+            return out
 
-        lines = [join("path", list(self.columns))]
-        lines += [join(n, c) for n, c in zip(names, cells)]
+        lines = join("path", list(self.columns))
+        lines += [text for n, c in zip(names, cells) for text in join(n, c)]
         if total > max_lines:
             lines.append(f"… ({total} rows in all)")
         lines += [f"{name}: {counts}" for name, counts in zip(self.columns, self.counts)]

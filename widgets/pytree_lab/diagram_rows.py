@@ -67,15 +67,14 @@ def rows_from_columns(wire: dict) -> list[dict]:
 
 def _cell(node: Node, flag: bool = True) -> dict:
     leaf = node.leaf
-    if leaf is not None:
-        if leaf.grid is not None:  # a small matrix, shown whole: its rows, no one-line text
-            cell = {"ty": _type_label(leaf.dtype, leaf.shape), "g": leaf.grid, "i": leaf.index}
-        else:
-            cell = {"ty": _type_label(leaf.dtype, leaf.shape), "v": leaf.summary, "i": leaf.index}
-        if flag and not leaf.differentiable:
-            cell["nd"] = 1
-        return cell
-    return {"ty": node.type_name, "n": len(node.children)}
+    if leaf is None:
+        return {"ty": node.type_name, "n": len(node.children)}
+    # a small matrix is shown whole in its shape: its grid rows, no one-line text
+    cell = {"ty": _type_label(leaf.dtype, leaf.shape), "i": leaf.index}
+    cell.update({"g": leaf.grid} if leaf.grid is not None else {"v": leaf.summary})
+    if flag and not leaf.differentiable:
+        cell["nd"] = 1
+    return cell
 
 
 def align(summaries: list[TreeSummary], order: TreeSummary | None = None, opened: set | None = None) -> list[dict]:
@@ -260,28 +259,19 @@ def _rows_of_one(summary: TreeSummary, opened: set | None = None) -> list[dict] 
     append = rows.append
     seen: set = set()
     for node, parent in _walk(summary, opened):
-        path, leaf, children = node.path, node.leaf, node.children
-        if leaf is not None:
-            if leaf.grid is not None:
-                cell = {"ty": _type_label(leaf.dtype, leaf.shape), "g": leaf.grid, "i": leaf.index}
-            else:
-                cell = {"ty": _type_label(leaf.dtype, leaf.shape), "v": leaf.summary, "i": leaf.index}
-            if flag and not leaf.differentiable:
-                cell["nd"] = 1
-        else:
-            cell = {"ty": node.type_name, "n": len(children)}
+        leaf = 0 if node.leaf is None else 1
         append(
             {
-                "p": path,
+                "p": node.path,
                 "u": parent,
                 "l": node.label,
                 "d": node.depth,
-                "leaf": 0 if leaf is None else 1,
-                "c": [cell],
+                "leaf": leaf,
+                "c": [_cell(node, flag)],
                 "s": "ok",
             }
         )
-        seen.add(path)
+        seen.add(node.path)
     return rows if len(seen) == len(rows) else None
 
 

@@ -44,7 +44,7 @@ from ._intent import PageIntents
 from ._ranges import span  # the ranges live there (no widgets); slider.span stays public
 from ._static import static_asset
 
-__all__ = ["Slider", "SliderModule", "span", "short_label", "short_labels"]
+__all__ = ["Slider", "SliderModule", "span"]
 
 log = logging.getLogger(__name__)
 
@@ -52,35 +52,6 @@ log = logging.getLogger(__name__)
 def _finite_or_none(value: float, widget: Any = None) -> float | None:
     """Strict JSON has no NaN or Infinity: the page gets null and shows the text form."""
     return value if isinstance(value, (int, float)) and math.isfinite(value) else None
-
-
-def short_label(label: str, limit: int = 18) -> str:
-    """A label that fits beside a slider or under a bar: long paths lose their beginning
-    (`…/kernel[1,2]`), since the end says which element it is. The full path is the title."""
-    if len(label) <= limit:
-        return label
-    tail = label[-(limit - 1) :]
-    cut = tail.find("/")
-    if 0 <= cut < len(tail) - 4:
-        tail = tail[cut:]
-    return "…" + tail
-
-
-def short_labels(labels: list[str], limit: int = 18) -> dict[str, str]:
-    """`short_label` of each, made longer where two would read the same (`…/kernel[0,0]` of
-    Dense_0 and of Dense_1 become `Dense_0/kernel[0,0]` and `Dense_1/kernel[0,0]`)."""
-    out = {label: short_label(label, limit) for label in labels}
-    longest = max(map(len, labels), default=0)
-    while limit < longest:
-        seen: dict[str, int] = {}
-        for short in out.values():
-            seen[short] = seen.get(short, 0) + 1
-        clashing = [label for label in labels if seen[out[label]] > 1 and out[label] != label]
-        if not clashing:
-            break
-        limit += 1
-        out.update({label: short_label(label, limit) for label in clashing})
-    return out
 
 
 # A move's number: a whole number from 1, within what JavaScript counts exactly (2^53 - 1), at
@@ -154,7 +125,7 @@ class Slider(PageIntents, anywidget.AnyWidget):
         help="float, default 0.01 (a tenth of the value's magnitude): one key press's move. Written by the kernel.",
     ).tag(sync=True, to_json=_finite_or_none)
     description = traitlets.Unicode(
-        "", help="str, default '': the visible label (short: short_label). Written by the kernel."
+        "", help="str, default '': the visible label (cut in the middle: _format.short_labels). Written by the kernel."
     ).tag(sync=True)
     path = traitlets.Unicode(
         "", help="str, default '': the full path, the slider's title and accessible description. Written by the kernel."

@@ -81,15 +81,15 @@ def _plain_summary(x: Any, size: int, dtype: str) -> Found | None:
     if size <= SMALL_LEAF:
         return _small(flat, shape)
     finite = [v for v in flat if math.isfinite(v)]
-    parts = []
-    if finite:
-        parts.append(
-            f"mean {fmt_number(math.fsum(finite) / len(finite))}, "
-            f"min {fmt_number(min(finite))}, max {fmt_number(max(finite))}"
-        )
-    if len(finite) < size:
-        parts.append(f"{size - len(finite)} non-finite")
-    return "; ".join(parts), None, None
+    if not finite:
+        return _stats(0, 0, 0, size, size), None, None
+    return _stats(math.fsum(finite) / len(finite), min(finite), max(finite), size - len(finite), size), None, None
+
+
+def _stats(mean: float, low: float, high: float, bad: int, size: int) -> str:
+    """A big leaf's summary: `mean 0.1, min -2, max 3`, and how many values are NaN or infinite."""
+    parts = [f"mean {fmt_number(mean)}, min {fmt_number(low)}, max {fmt_number(high)}"] if bad < size else []
+    return "; ".join(parts + ([f"{bad} non-finite"] if bad else []))
 
 
 def _summarise_one(x: Any, size: int, dtype: str) -> Found:
@@ -113,16 +113,10 @@ def _summarise_one(x: Any, size: int, dtype: str) -> Found:
         a = a.astype(np.float32)
     finite = np.isfinite(a)
     bad = int(size - np.count_nonzero(finite))
-    parts = []
-    if bad < size:
-        fv = a[finite] if bad else a
-        parts.append(
-            f"mean {fmt_number(float(fv.mean(dtype=np.float64)))}, "
-            f"min {fmt_number(float(fv.min()))}, max {fmt_number(float(fv.max()))}"
-        )
-    if bad:
-        parts.append(f"{bad} non-finite")
-    return "; ".join(parts), None, None
+    if bad == size:
+        return _stats(0, 0, 0, bad, size), None, None
+    fv = a[finite] if bad else a
+    return _stats(float(fv.mean(dtype=np.float64)), float(fv.min()), float(fv.max()), bad, size), None, None
 
 
 class Copied:
@@ -259,9 +253,7 @@ def _big_summaries(stacked: Any, dtype: str, objs: list) -> list[Found]:
     out = []
     for k, ok in enumerate(all_finite):
         if ok:
-            out.append(
-                (f"mean {fmt_number(means[k])}, min {fmt_number(lows[k])}, max {fmt_number(highs[k])}", None, None)
-            )
+            out.append((_stats(means[k], lows[k], highs[k], 0, 1), None, None))
         else:  # NaN or Inf inside: the per-leaf path counts them and summarises the rest
             out.append(_summarise_one(objs[k], stacked.shape[1], dtype))
     return out

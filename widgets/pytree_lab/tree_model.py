@@ -9,9 +9,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
+
+from ._format import short_error
 
 # Text diagrams indent at most this many characters (a 1,000-level tree stays readable).
 _MAX_INDENT = 4 * 24
@@ -167,26 +169,22 @@ class TreeSummary:
         if self.root.leaf is not None:
             lines[0] = f"{self.name}: {self.root.leaf.type_label}"
         else:
-            # (children, next child index, prefix) frames: depth-first in display order
-            stack = [(self.root.children, 0, "")]
-            while stack and len(lines) <= max_lines:
-                children, i, prefix = stack.pop()
-                if i >= len(children):
-                    continue
-                stack.append((children, i + 1, prefix))
-                child = children[i]
-                last = i == len(children) - 1
-                branch = "└── " if last else "├── "
-                shown = prefix
-                if len(prefix) > _MAX_INDENT:  # very deep trees: keep lines readable
-                    shown = f"[{(len(prefix) - _MAX_INDENT) // 4} levels] " + prefix[-_MAX_INDENT:]
-                if child.leaf is not None:
-                    extra = "" if child.leaf.differentiable or self.role != "params" else " (not differentiable)"
-                    lines.append(f"{shown}{branch}{child.label}: {child.leaf.type_label}{extra}")
-                else:
-                    empty = " (empty)" if not child.children else ""
-                    lines.append(f"{shown}{branch}{child.label}{empty}")
-                    stack.append((child.children, 0, prefix + ("    " if last else "│   ")))
+
+            def items() -> Iterator[tuple[str, str | None, bool, str]]:
+                stack: list[tuple[Node, str, bool]] = [(self.root, "", True)]  # depth-first, as written
+                while stack:
+                    node, parent, last = stack.pop()
+                    kids = node.children
+                    stack.extend((c, node.path, i == len(kids) - 1) for i, c in reversed(list(enumerate(kids))))
+                    if node is self.root:
+                        continue
+                    if node.leaf is not None:
+                        nd = "" if node.leaf.differentiable or self.role != "params" else " (not differentiable)"
+                        yield node.path, parent, last, f"{node.label}: {node.leaf.type_label}{nd}"
+                    else:
+                        yield node.path, parent, last, node.label + ("" if kids else " (empty)")
+
+            lines += tree_lines(items(), max_lines)
         if len(lines) > max_lines:
             n = self.num_leaves
             lines = lines[:max_lines] + [f"… ({n} {'leaf' if n == 1 else 'leaves'} in all)"]
@@ -254,21 +252,9 @@ class TreeError(ValueError):
 MAX_DEPTH = 10_000
 
 
-def _error_text(err: BaseException, limit: int = 200) -> str:
-    """`Type: message`, short; an exception whose str() raises still gets its type named."""
-    try:
-        text = str(err).strip().splitlines()[0] if str(err).strip() else ""
-    except BaseException as inner:  # noqa: BLE001 - a user exception's __str__ can raise anything
-        if _fatal(inner):
-            raise
-        text = "(its message could not be read)"
-    text = f"{type(err).__name__}: {text}" if text else type(err).__name__
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _unreadable_message(where: str, obj: Any, problem: _Unreadable) -> str:
     kind = type(obj).__name__
-    err = _error_text(problem.error)
+    err = short_error(problem.error, 200)
     if problem.stage == "flatten":
         return f"{where}: flattening this {kind} raised {err}; its registered flatten function failed."
     if problem.stage == "attributes":
@@ -290,6 +276,24 @@ class _Unreadable(Exception):
     def __init__(self, stage: str, error: BaseException):
         super().__init__(stage)
         self.stage, self.error = stage, error
+
+
+def tree_lines(items: Iterable[tuple[str, str | None, bool, str]], max_lines: int) -> list[str]:
+    """The lesson's tree lines (`├── weight: float32[2]`, `│   └── bias`), the one text renderer
+    of a tree (TreeSummary.text, PytreeDiagram.text): items are (path, parent path or None for a
+    root, last of its parent's children, text), each after its parent; at most `max_lines` + 1
+    lines. Very deep prefixes keep their last levels (`[3 levels] │   ...`)."""
+    prefixes: dict[str | None, str] = {None: "", "": ""}
+    out: list[str] = []
+    for path, parent, last, text in items:
+        above = prefixes.get(parent, "")
+        prefixes[path] = above + ("    " if last else "│   ")
+        if len(above) > _MAX_INDENT:
+            above = f"[{(len(above) - _MAX_INDENT) // 4} levels] " + above[-_MAX_INDENT:]
+        out.append(text if parent is None else f"{above}{'└── ' if last else '├── '}{text}")
+        if len(out) > max_lines:
+            break
+    return out
 
 
 def _fatal(err: BaseException) -> bool:

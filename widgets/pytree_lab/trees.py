@@ -30,7 +30,6 @@ from .tree_model import (  # noqa: F401 - the model's types, importable from her
     Node,
     TreeError,
     TreeSummary,
-    _error_text,
     _fatal,
     _NewLeaf,
     _type_label,

@@ -15,6 +15,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from .._format import fmt_array, fmt_number
 from ..trees import TreeError, check_tree
 
 # --------------------------------------------------------------------------- compute helpers
@@ -208,22 +209,13 @@ class Exercise:
 # --------------------------------------------------------------------------- formatting
 
 
-def _fmt_num(value) -> str:
-    value = float(value)
-    if value == 0:
-        return "0"
-    return f"{value:.4g}"
+_fmt_num = fmt_number  # the one number formatter: 8, 0.1235, 0 for -0.0
 
 
 def _fmt(value) -> str:
     """Lesson-style text for a number or a small array: 8, [1.4, -0.8]."""
-    np = tools.np
-    arr = np.asarray(value)
-    if arr.ndim == 0:
-        return _fmt_num(arr)
-    if arr.size > 12:
-        return f"an array of shape {tuple(arr.shape)}"
-    return "[" + ", ".join(_fmt(item) for item in arr) + "]"
+    arr = tools.np.asarray(value)
+    return f"an array of shape {tuple(arr.shape)}" if arr.size > 12 else fmt_array(arr)
 
 
 def _fmt_shape(shape) -> str:

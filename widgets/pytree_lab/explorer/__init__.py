@@ -15,9 +15,8 @@ The parts, each with one job:
     slider_panel.py  SliderPanel: the plan's Slider widgets, their moves into the session, and
                    the sliders following the session when it moves from Python
     bars.py        the bar plan: which elements have bars (bars=, the sliders', the selection)
-                   and their tick labels
-    messages.py    every "this is what went wrong" sentence; short_error, the one helper that
-                   says an exception in a line
+    messages.py    every "this is what went wrong" sentence (an exception in a line:
+                   _format.short_error, the one helper, importable from here too)
     prediction.py  ŷ, the residual and dL/dŷ inside the step
     optimizer.py   the optimizer's diagram columns and panels, and worked-calculation rows
     schedule.py    Schedule: every view timer (when slow views follow a drag; its constants, with

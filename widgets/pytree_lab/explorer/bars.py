@@ -10,25 +10,22 @@ Pure bookkeeping on tree summaries (no widgets), like the slider plan. The chart
 - selecting a leaf or container whose elements are not all shown brings them in (at most the
   cap), keeping as many of the chosen ones as fit (`with_selection`).
 
-Tick labels are the shortest path suffix that tells a leaf apart from every other leaf of the
-tree (`Dense_0/kernel[0,0]` beside `Dense_1/kernel[0,0]`, plain `bias[3]` where only one leaf is
-called bias), so a label stays the same whichever bars are shown.
+Tick labels are the elements' labels (`Dense_0/kernel[0,0]`), cut in the middle where too long
+for the axis and never two alike (the chart's `_format.short_labels`).
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..tree_paths import _split_path, path_label
+from ..tree_paths import path_label
 from ..trees import TreeSummary
-from .sliders import LEARNING_RATE, Element, elements, elements_of, find, under, walk_leaves
+from .sliders import LEARNING_RATE, Element, check_names, elements, elements_of, find, under, walk_leaves
 
-__all__ = ["MAX_BARS", "chosen_bars", "default_bars", "with_selection", "leaf_names", "tick_label", "describe"]
+__all__ = ["MAX_BARS", "chosen_bars", "default_bars", "with_selection", "describe"]
 
 MAX_BARS = 24  # parameter elements drawn as before/after bars
-LONG_NAME = 20  # characters: a longer leaf name keeps its first and last parts (`block_0/…/kernel`)
 
 
 def _key(el: Element) -> tuple[str, int, int]:
@@ -38,11 +35,9 @@ def _key(el: Element) -> tuple[str, int, int]:
 def chosen_bars(names: Any, params: TreeSummary, inputs: TreeSummary, cap: int = MAX_BARS) -> tuple[list[Element], str]:
     """The elements `bars=[...]` names, in the order given (at most `cap`), and a note when some
     were left out. A name that is no parameter value is a ValueError that says so."""
-    names = [names] if isinstance(names, str) else list(names)
+    names = check_names("bars", names)
     picked: dict[tuple, Element] = {}
     for name in names:
-        if not isinstance(name, str):
-            raise TypeError(f"bars= takes paths or labels as strings, not {name!r}.")
         if name == LEARNING_RATE:
             raise ValueError(
                 "bars= names 'learning_rate': the bars show parameter elements before and after "
@@ -63,11 +58,14 @@ def chosen_bars(names: Any, params: TreeSummary, inputs: TreeSummary, cap: int =
     return chosen[:cap], note
 
 
-def default_bars(slid: Iterable[Element], params: TreeSummary, cap: int = MAX_BARS) -> list[Element]:
-    """The parameter elements with sliders, then the first others in display order, up to `cap`."""
+def default_bars(
+    slid: Iterable[Element], params: TreeSummary, cap: int = MAX_BARS, moving: dict[int, Any] | None = None
+) -> list[Element]:
+    """The parameter elements with sliders, then the first others in display order, up to `cap`
+    (of those in `moving`, whose gradient is not zero, where given: sliders.moving_positions)."""
     out = {_key(el): el for el in slid if el.tree == "params"}
     if len(out) < cap:
-        for el in elements(params, "params", cap + len(out)):
+        for el in elements(params, "params", cap + len(out), moving=moving):
             if len(out) >= cap:
                 break
             out.setdefault(_key(el), el)
@@ -100,52 +98,6 @@ def with_selection(
     )
     note = f"Bars now show {name} (selected): {some}."
     return kept + wanted, note
-
-
-def _named(piece: str) -> bool:
-    """A dict key or attribute (a name to start a label with), not a list index."""
-    return not piece.startswith("[") or piece.startswith(("['", '["'))
-
-
-def leaf_names(paths: Sequence[str]) -> dict[str, str]:
-    """Each leaf's shortest path suffix that no other leaf shares (`kernel`, or `Dense_0/kernel`
-    where Dense_1 has a kernel too), starting at a key, not at a list index. A long one keeps its
-    first and last parts (`block_0/…/kernel`) when that is still unique; a clash left (keys that
-    contain '/') falls back to the whole label."""
-    split = {p: _split_path(p) for p in paths}
-
-    def label(p: str, k: int) -> str:
-        return path_label("".join(split[p][-k:]))
-
-    out: dict[str, str] = {p: "params" for p in paths if not split[p]}
-    for k in range(1, max((len(v) for v in split.values()), default=0) + 1):
-        counts = Counter(label(p, k) for p in paths if split[p])
-        for p in paths:
-            n = len(split[p])
-            if p not in out and (k >= n or (_named(split[p][-k]) and counts[label(p, k)] == 1)):
-                out[p] = label(p, k)
-    for p in paths:
-        out.setdefault(p, path_label(p) or "params")
-    # long names: first and last part, where no other leaf's name is (or would be) the same
-    shorts = {
-        p: f"{parts[0]}/…/{parts[-1]}"
-        for p, parts in ((p, n.split("/")) for p, n in out.items())
-        if len(out[p]) > LONG_NAME and len(parts) >= 3
-    }
-    clash = Counter(shorts.values()) + Counter(out.values())
-    out.update({p: short for p, short in shorts.items() if clash[short] == 1})
-    names = list(out.values())
-    if len(set(names)) != len(names):  # keys with '/' in them: the whole label, or the keystr
-        out = {p: path_label(p) or "params" for p in paths}
-        if len(set(out.values())) != len(out):
-            out = {p: p or "params" for p in paths}
-    return out
-
-
-def tick_label(el: Element, names: dict[str, str]) -> str:
-    """The element's tick label: its leaf's name (`leaf_names`) and its index."""
-    name = names.get(el.leaf.path) or el.label
-    return name + el.label[len(path_label(el.leaf.path) or el.tree) :]
 
 
 def describe(shown: Sequence[Element]) -> str:

@@ -12,7 +12,7 @@ import re
 import sys
 from typing import Any
 
-from .._format import fmt_number
+from .._format import error_name, error_text, fmt_number, short_error
 from ..trees import Leaf, TreeError, TreeSummary, describe
 
 __all__ = ["short_error", "error_name", "error_text"]
@@ -25,22 +25,6 @@ _TRACER_ERRORS = (
     "TracerIntegerConversionError",
     "TracerArrayConversionError",
 )
-
-
-def short_error(err: BaseException, limit: int = 400) -> str:
-    """`Type: message` in one or two lines; a traceback embedded in the message is cut to its last line.
-    A SystemError that only wraps another (a C extension returning with an exception set) says
-    the exception it wraps."""
-    while isinstance(err, SystemError) and err.__cause__ is not None:
-        err = err.__cause__
-    text = error_text(err).strip()
-    if "Traceback (most recent call last)" in text:
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        text = lines[-1].strip() if lines else text
-        return text[:limit]
-    name = error_name(err)
-    text = f"{name}: {text}" if text else name
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 TRACEBACK_CHARS = 8000  # a traceback kept for the page: its end (where it went wrong), at most this long
@@ -77,27 +61,6 @@ def traceback_text(err: BaseException) -> str:
     except BaseException:  # noqa: BLE001 - a user's exception can break formatting too
         return f"(the traceback could not be formatted) {short_error(err)}"
     return text if len(text) <= TRACEBACK_CHARS else "…" + text[-TRACEBACK_CHARS:]
-
-
-def error_name(err: BaseException) -> str:
-    """The exception's class name (a class whose name cannot be read says so)."""
-    try:
-        name = type(err).__name__
-        return name if isinstance(name, str) else "an exception"
-    except BaseException:  # noqa: BLE001 - a metaclass can make even this raise
-        return "an exception"
-
-
-def error_text(err: BaseException) -> str:
-    """`str(err)`; when the exception's own __str__ raises (or returns no str) a sentence saying
-    so: the message is then said in the widget, never a second error."""
-    try:
-        text = str(err)
-        if isinstance(text, str):
-            return text
-    except BaseException:  # noqa: BLE001 - the user's __str__ can raise anything
-        pass
-    return "(its message could not be shown: the exception's __str__ failed)"
 
 
 def without_last_good(text: str) -> str:

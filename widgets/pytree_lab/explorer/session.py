@@ -31,7 +31,7 @@ from ..training import CompiledStep, OptimizerError, TrainingStep
 from ..trees import describe
 from . import batches, messages
 from .prediction import extras_fn, with_extras
-from .sliders import LEARNING_RATE, SliderSpec, element_value, plan
+from .sliders import LEARNING_RATE, SliderSpec, element_value, moving_positions, plan
 
 __all__ = ["ExplorerSession", "Computed", "MAX_STEPS", "SLOW_STEP_S"]
 
@@ -153,6 +153,9 @@ class ExplorerSession:
         self.slider_step: Any = self._compile(loss_fn)  # the step every slider move runs
         self._plain_runner: TrainingStep | None = None
         self.specs: list[SliderSpec] = []
+        # params leaf index -> flat positions whose gradient was not zero at the start (the
+        # default sliders' and bars' pick where not all fit; None: not computed)
+        self.moving: dict[int, list[int]] | None = None
         self.values: dict[str, float] = {}  # each slider's value, by its label
 
     # ------------------------------------------------------------------ copies, compile, runner
@@ -231,7 +234,13 @@ class ExplorerSession:
 
     # ------------------------------------------------------------------ sliders
     def plan_sliders(self, chosen: Iterable[str] | None, max_sliders: int) -> list[SliderSpec]:
-        """Decide the sliders (see sliders.plan); their values start as the trees' values."""
+        """Decide the sliders (see sliders.plan); their values start as the trees' values. The
+        default ones, where not every parameter element gets one, are elements whose gradient
+        is not zero at the start (`moving`: one step computed for it; none if that step fails)."""
+        if chosen is None and sum(leaf.size for leaf in self.param_summary.leaves) > max_sliders:
+            computed = self.compute()
+            if computed.result is not None:
+                self.moving = moving_positions(self.engine, computed.result.grads)
         specs, notes = plan(
             self.param_summary,
             self.input_summary,
@@ -241,6 +250,7 @@ class ExplorerSession:
             self.rate_slides,
             chosen,
             max_sliders,
+            self.moving,
         )
         self.notes += notes
         self.specs = specs

@@ -15,7 +15,8 @@ from typing import Any
 
 import ipywidgets
 
-from ..slider import Slider, SliderModule, short_labels
+from .._format import short_labels
+from ..slider import Slider, SliderModule
 from .messages import widened_note
 
 __all__ = ["SliderPanel"]
@@ -29,7 +30,8 @@ class SliderPanel:
         self.session = session
         module = SliderModule()  # the slider module, sent to the page once for all these sliders
         plan = session.plan_sliders(chosen, max_sliders)
-        shown = short_labels([spec.label for spec in plan])  # short, and no two alike
+        labels = [spec.label for spec in plan]
+        shown = dict(zip(labels, short_labels(labels)))  # short (cut in the middle), no two alike
         self.sliders: dict[str, Slider] = {
             spec.label: Slider(
                 spec.value,

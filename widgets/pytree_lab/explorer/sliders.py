@@ -62,18 +62,39 @@ def walk_leaves(summary: TreeSummary) -> Iterable[Leaf]:
 
 
 def elements(
-    summary: TreeSummary, tree: str, limit: int, keep: Callable[[Leaf], bool] = lambda leaf: True
+    summary: TreeSummary,
+    tree: str,
+    limit: int,
+    keep: Callable[[Leaf], bool] = lambda leaf: True,
+    moving: dict[int, Any] | None = None,
 ) -> list[Element]:
-    """Float elements of a tree in display order, at most `limit` (labels made only for those)."""
+    """Float elements of a tree in display order, at most `limit` (labels made only for those).
+    `moving` (leaf index -> flat positions): only those positions (`moving_positions`)."""
     out: list[Element] = []
     for leaf in walk_leaves(summary):
         if not leaf.differentiable or not keep(leaf):
             continue
-        for pos in range(leaf.size):
+        for pos in range(leaf.size) if moving is None else moving.get(leaf.index, ()):
             if len(out) >= limit:
                 return out
             out.append(Element(tree, leaf, pos))
     return out
+
+
+def moving_positions(eng: Any, grads: Any) -> dict[int, list[int]]:
+    """Each gradient leaf's flat positions whose value is not zero (nor NaN): the elements that
+    move the loss at this point (an embedding's rows the batch uses, a live unit's weights)."""
+    import numpy as np
+
+    out = {}
+    for i, g in enumerate(eng.tree_leaves(grads)):
+        g = np.asarray(g).ravel()
+        out[i] = np.flatnonzero((g != 0) & ~np.isnan(g) if g.dtype.kind in "fc" else g != 0).tolist()
+    return out
+
+
+def _key(el: Element) -> tuple[int, int]:
+    return (el.flat_index, el.position)
 
 
 def small_input(leaf: Leaf) -> bool:
@@ -169,14 +190,39 @@ def elements_of(leaves: Iterable[Leaf], tree: str, limit: int) -> list[Element]:
     return out
 
 
+def check_names(keyword: str, names: Any) -> list[str]:
+    """`sliders=` or `bars=` (`keyword`) as a list of names, or a TypeError or ValueError whose
+    sentence says what it takes (docs/explorer.md)."""
+    example = f"{keyword}=['Dense_0/kernel', 'Dense_1/bias[0]']"
+    if isinstance(names, str):
+        return [names]
+    if isinstance(names, (dict, set, frozenset)) or not isinstance(names, Iterable):
+        raise TypeError(
+            f"{keyword}= takes a list of paths or labels (strings), e.g. {example}, not "
+            f"{type(names).__name__} {names!r:.60}."
+        )
+    out = list(names)
+    if not out:
+        raise ValueError(
+            f"{keyword}=[] names nothing, so {'no bar' if keyword == 'bars' else 'no slider'} would be drawn: "
+            f"name some, e.g. {example}, or leave {keyword}= out for the default"
+            + (" (max_sliders=0 shows none)." if keyword == "sliders" else ".")
+        )
+    for name in out:
+        if not isinstance(name, str):
+            raise TypeError(
+                f"{keyword}= takes paths or labels as strings, not {type(name).__name__} {name!r:.60} "
+                f"(e.g. {example}; an element as 'Dense_0/kernel[0,1]')."
+            )
+    return out
+
+
 def _chosen(
     chosen: Any, max_sliders: int, params: TreeSummary, inputs: TreeSummary
 ) -> tuple[list[Element], list[Element], bool]:
-    chosen = [chosen] if isinstance(chosen, str) else list(chosen)
+    chosen = check_names("sliders", chosen)
     picked: dict[tuple, Element] = {}
     for name in chosen:
-        if not isinstance(name, str):
-            raise TypeError(f"sliders= takes paths or labels as strings, not {name!r}.")
         if name != LEARNING_RATE:
             for el in find(name, max_sliders + 1, params, inputs):
                 picked.setdefault((el.tree, el.flat_index, el.position), el)
@@ -208,22 +254,29 @@ def plan(
     rate_slides: bool,
     chosen: Iterable[str] | None,
     max_sliders: int,
+    moving: dict[int, Any] | None = None,
 ) -> tuple[list[SliderSpec], list[str]]:
     """The sliders, in the order shown (inputs, the learning rate, params), and notes to say.
 
-    Default: small float inputs, the learning rate, every parameter element; `chosen` picks
-    exactly; `max_sliders` caps the total. The rate gets no slider where it changes nothing."""
+    Default: small float inputs, the learning rate, the parameter elements in display order
+    (where they do not all fit, those in `moving`, whose gradient is not zero here, said in a
+    note); `chosen` picks exactly; `max_sliders` caps the total. The rate gets no slider where it
+    changes nothing."""
     if not isinstance(max_sliders, int) or max_sliders < 0:
         raise ValueError(f"max_sliders must be a whole number of 0 or more, not {max_sliders!r}.")
+    notes, passed_over = [], False
     if chosen is None:
         input_els = elements(inputs, "inputs", max_sliders, small_input)
         param_els = elements(params, "params", max_sliders)
+        if moving is not None and len(elements(params, "params", max_sliders + 1)) > max_sliders:
+            live = elements(params, "params", max_sliders, moving=moving)
+            passed_over = [_key(el) for el in live] != [_key(el) for el in param_els]
+            param_els = live if live else param_els
         want_rate = True
     else:
         input_els, param_els, want_rate = _chosen(chosen, max_sliders, params, inputs)
     want_rate = want_rate and rate_slides  # never a slider that does nothing
     entries = list(input_els) + ([None] if want_rate else []) + list(param_els)
-    notes = []
     if len(entries) > max_sliders:
         if chosen is not None:
             notes.append(
@@ -231,6 +284,17 @@ def plan(
                 f"total, so the last {len(entries) - max_sliders} have no slider."
             )
         entries = entries[:max_sliders]
+    kept = [el for el in entries if el is not None and el.tree == "params"]
+    if passed_over and kept:  # the zero-gradient elements in display order up to the last one kept
+        floats = [leaf for leaf in walk_leaves(params) if leaf.differentiable]
+        k = next(k for k, leaf in enumerate(floats) if leaf.index == kept[-1].flat_index)
+        passed = sum(leaf.size for leaf in floats[:k]) + kept[-1].position + 1 - len(kept)
+        notes.append(
+            f"The default sliders and bars are {len(kept)} parameter elements whose gradient is not zero here, "
+            f"so moving one changes the loss; {passed:,} elements before them in the tree have a zero gradient "
+            "at this point (an embedding's rows the batch does not use, a unit that is off). sliders=[...] and "
+            "bars=[...] choose others (docs/explorer.md)."
+        )
     labels = [el.label for el in entries if el is not None]
     clash = {lab for lab in labels if labels.count(lab) > 1} | ({LEARNING_RATE} & set(labels))
     specs = []

@@ -21,7 +21,7 @@ from ..calculation import WorkedCalculation
 from ..chart import BeforeAfterChart, LossHistoryChart
 from ..diagram import PytreeDiagram
 from ..trees import path_label
-from .bars import MAX_BARS, chosen_bars, default_bars, describe, leaf_names, tick_label, with_selection
+from .bars import MAX_BARS, chosen_bars, default_bars, describe, with_selection
 from .messages import fmt_number
 from .optimizer import columns, foldable, optimizer_rows
 from .sliders import small_input, walk_leaves
@@ -67,7 +67,6 @@ class ChartView(View):
 
     def __init__(self, session: Any, bars: Any = None):
         super().__init__(session)
-        self.names = leaf_names([leaf.path for leaf in walk_leaves(session.param_summary)])
         self.elements: list = []
         self._result: Any = None
         self.chart = BeforeAfterChart([], [], title="A gradient tree matches parameter leaves")
@@ -83,18 +82,15 @@ class ChartView(View):
     def _ready(self) -> list:
         if self.base is None:
             specs = getattr(self.session, "specs", None) or []
-            self.base = default_bars([sp.element for sp in specs if sp.element is not None], self.session.param_summary)
+            slid = [sp.element for sp in specs if sp.element is not None]
+            self.base = default_bars(slid, self.session.param_summary, moving=getattr(self.session, "moving", None))
             self._draw(self.base, "")
         return self.base
 
     def _draw(self, shown: list, note: str) -> None:
         self.elements = list(shown)
-        self.chart.set_elements(
-            [e.label for e in shown],
-            [e.leaf.path for e in shown],
-            [e.path for e in shown],
-            [tick_label(e, self.names) for e in shown],
-        )
+        # the ticks are the labels, cut in the middle where long (the chart's short_labels)
+        self.chart.set_elements([e.label for e in shown], [e.leaf.path for e in shown], [e.path for e in shown])
         self.chart.note = note
         if self._result is not None:
             self.show(self._result)

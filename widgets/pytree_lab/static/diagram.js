@@ -113,15 +113,15 @@ function index(rows) {
 }
 
 /**
- * A small matrix shown whole: one grid row per row of values (the last axis across).
- * The values arrive formatted from Python; this only lays them out. Every cell is as wide as
- * the widest value (in ch of the monospace font, right-aligned), so the columns line up from
- * row to row without one shared grid; a row wider than its tree cell wraps onto more lines (as
- * numpy prints a wide array), and the rows alternate in tint so a wrapped row still reads as
- * one. Nothing is drawn over the next tree's cell: the grid is never wider than its cell, and
- * a single value wider than that scrolls inside it.
+ * A small matrix shown whole, in its own shape: one line per row of values (the last axis
+ * across), never rewrapped: a (2, 8) is 2 lines of 8, an (8, 2) 8 lines of 2. A grid wider than
+ * its tree cell scrolls sideways inside it (nothing is drawn over the next tree's cell). An array
+ * of more dimensions comes as its 2-D slices, each after a label line (`[0,:,:]`).
+ * The values arrive formatted from Python (_format.grid_rows); this only lays them out. Every
+ * cell is as wide as the widest value (in ch of the monospace font, right-aligned), so the
+ * columns line up from row to row. calculation.py's grid_html draws the same markup.
  * `chars`: the cells' width, the widest value of the whole row (every tree's grid in a row of
- * the diagram wraps alike, so params[i, j] sits where updated[i, j] does).
+ * the diagram alike, so params[i, j] sits where updated[i, j] does).
  * @param {string} text values by spaces, rows by newlines @param {string} label @param {number} [chars]
  */
 function valueGrid(text, label, chars) {
@@ -129,16 +129,14 @@ function valueGrid(text, label, chars) {
   const grid = h("span", "ptl-grid");
   grid.setAttribute("role", "table");
   grid.setAttribute("aria-label", `values of ${label}`);
-  grid.style.setProperty("--ptl-grid-cols", String(Math.max(1, ...rows.map((r) => r.length))));
   grid.style.setProperty("--ptl-grid-ch", String(chars || widest(text)));
-  // a column (n×1): an explorer's compact layout writes it on lines, `a; b; …` (diagram.css)
-  if (rows.length > 1 && rows.every((r) => r.length === 1)) grid.classList.add("ptl-grid-column");
   for (const row of rows) {
-    const line = h("span", "ptl-grid-row");
+    const slice = row.length === 1 && row[0].startsWith("[");
+    const line = h("span", slice ? "ptl-grid-slice" : "ptl-grid-row");
     line.setAttribute("role", "row");
     for (const text of row) {
-      const cell = h("span", "ptl-grid-cell", text);
-      cell.setAttribute("role", "cell");
+      const cell = h("span", slice ? "" : "ptl-grid-cell", text);
+      cell.setAttribute("role", slice ? "rowheader" : "cell");
       line.append(cell);
     }
     grid.append(line);
@@ -146,10 +144,10 @@ function valueGrid(text, label, chars) {
   return grid;
 }
 
-/** The longest value of a grid's text. @param {string} text */
+/** The longest value of a grid's text (slice labels left out). @param {string} text */
 function widest(text) {
   let n = 1;
-  for (const t of text.split(/\s+/)) n = Math.max(n, t.length);
+  for (const t of text.split(/\s+/)) if (!t.startsWith("[")) n = Math.max(n, t.length);
   return n;
 }
 

@@ -99,7 +99,8 @@ function isolatedLabel(node, text) {
   node.replaceChildren();
   for (const part of visible(text).split(/(\/|\[[0-9, ]*\])/)) {
     if (!part) continue;
-    if (part === "/" || /^\[[0-9, ]*\]$/.test(part)) node.append(part);
+    if (part === "/") node.append(part, h("wbr")); // a long label wraps after a key
+    else if (/^\[[0-9, ]*\]$/.test(part)) node.append(part);
     else node.append(h("bdi", "", part));
   }
 }
