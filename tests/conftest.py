@@ -3,9 +3,15 @@ tier markers, and how pytest-xdist hands the tests to its workers."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# The course's reference solutions are files of this repository (content/solutions), never in the
+# installed package: the tests read them from here wherever pytree-lab is installed (a checkout, or
+# `pip install --target` on an accelerator's image), in kernels they start too.
+os.environ.setdefault("PYTREE_LAB_SOLUTIONS", str(Path(__file__).resolve().parents[1] / "content" / "solutions"))
 
 # JAX's strict modes for every test, as equinox's tests run: rank promotion "raise" (`x + b` with
 # x of shape (4, 8) and b of shape (8,) fails instead of broadcasting silently) and dtype

@@ -84,10 +84,13 @@ print("AGAIN", state() == after)
     assert out.stdout.split() == ["IMPORT", "True", "SETUP", "True", "True", "AGAIN", "True"]
 
 
+IMPORTED = pathlib.Path(exercises.__file__).resolve().parents[1]  # this checkout's, or an installed copy
+
+
 def _side(frame) -> str | None:
     path = pathlib.Path(frame.f_code.co_filename).resolve()
     for side in ("course", "exercises"):
-        if path.is_relative_to(PACKAGE / side):
+        if path.is_relative_to(IMPORTED / side):
             return side
     return None
 
@@ -167,6 +170,15 @@ def test_a_graded_exercise_without_a_solution_file_says_so(monkeypatch):
     card.check()
     assert card.reveal_solution() is None and card.solution == "" and not card.solution_available
     assert card.announcement == "This exercise is graded: no reference solution is shown."
+
+
+def test_the_solutions_folder_is_where_pytree_lab_solutions_says(monkeypatch, tmp_path):
+    from pytree_lab.course.exercises.common import reference_solution
+
+    (tmp_path / "squared_norm.py").write_text("norm_squared = 96.0\n", encoding="utf-8")
+    monkeypatch.setenv("PYTREE_LAB_SOLUTIONS", str(tmp_path))
+    assert reference_solution("squared_norm") == ("norm_squared = 96.0",)
+    assert reference_solution("repair_update") == ()  # no file there: no solution
 
 
 # --------------------------------------------------------------------------- docs/course.md

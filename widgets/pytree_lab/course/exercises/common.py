@@ -3,6 +3,7 @@ computed with `jax.grad` when a check runs, a tree comparison, and the checker's
 
 from __future__ import annotations
 
+import os
 import pathlib
 
 from ... import lesson
@@ -81,11 +82,12 @@ def self_check() -> str | None:
 
 
 # content/solutions/<id>.py of a checkout: the reference solutions are not in the package
-SOLUTIONS = pathlib.Path(__file__).resolve().parents[4] / "content" / "solutions"
+SOLUTIONS = pathlib.Path(__file__).resolve().parents[4] / "content" / "solutions"  # a checkout's
 
 
 def reference_solution(exercise_id: str) -> tuple[str, ...]:
-    """The exercise's reference solution (`content/solutions/<id>.py`), where that file is found:
+    """The exercise's reference solution, `<id>.py` in the folder `$PYTREE_LAB_SOLUTIONS` names (an
+    instructor's course folder) or else a checkout's `content/solutions`, where that file is found:
     an installed package holds none."""
-    path = SOLUTIONS / f"{exercise_id}.py"
+    path = pathlib.Path(os.environ.get("PYTREE_LAB_SOLUTIONS") or SOLUTIONS) / f"{exercise_id}.py"
     return (path.read_text(encoding="utf-8").rstrip("\n"),) if path.is_file() else ()
