@@ -185,7 +185,8 @@ def save_evidence(path=None, *, evidence: Evidence | None = None):
 
 
 def load_ipython_extension(shell) -> None:  # `%load_ext pytree_lab.course`
-    cells.register_magic(shell, known=exercise, answer_names={k: _names(k) for k in EXERCISES})
+    if cells.register_magic(shell, known=exercise, answer_names={k: _names(k) for k in EXERCISES}):
+        default_evidence().autosave = "pytree-lab-evidence.md"
 
 
 # Bind the checker's tools now and guard the checker's own functions against replacement.
@@ -194,4 +195,7 @@ try:
 except ImportError:  # no numpy/jax yet: bound at the first check
     pass
 watch_modules(_grading, _tree_grading, _catalogue, _value_graders, _flat_cases, _cell_evidence)
-cells.register_magic(known=exercise, answer_names={k: _names(k) for k in EXERCISES})
+if cells.register_magic(known=exercise, answer_names={k: _names(k) for k in EXERCISES}):
+    # in a notebook's kernel, each check, prediction, quiz answer and key output is merged into
+    # the evidence file as it happens: a kernel restart loses none of them
+    default_evidence().autosave = "pytree-lab-evidence.md"

@@ -149,12 +149,14 @@ def _rerun_problems(ex: Exercise, answer, cell, rng) -> dict[str, str]:
     # a rerun is a probe, not the student's work: what it records (a plain cell that calls
     # record_output, say) is taken out of the evidence again
     log = default_evidence()
-    kept = {kind: len(getattr(log, kind)) for kind in ("predictions", "checks", "quiz", "outputs", "reveals")}
+    kept = {kind: list(getattr(log, kind)) for kind in ("predictions", "checks", "quiz", "outputs", "reveals")}
+    autosave, log.autosave = log.autosave, None  # nor does it reach the file
     try:
         _rerun_points(ex, compiled, code, namespace, names, answers, rng, lesson_trees, changes, move, problems)
     finally:
-        for kind, n in kept.items():
-            del getattr(log, kind)[n:]
+        log.autosave = autosave
+        for kind, entries in kept.items():
+            getattr(log, kind)[:] = entries
     return problems
 
 

@@ -338,6 +338,7 @@ def check(
     result = grade_answer(ex, answer, rng=rng, stale=stale)
     if stale is None and cell is not None and not _grading.is_unanswered(answer) and ex.answer_kind != "function":
         result = _with_cell_evidence(ex, result, answer, cell, rng)
-    if stale is None and not _grading.is_unanswered(answer):
-        (evidence if evidence is not None else default_evidence()).add_check(ex, result, answer, code=code)
+    if stale is not None or not _grading.is_unanswered(answer):  # a cell that raised is recorded with its error
+        log = evidence if evidence is not None else default_evidence()
+        log.add_check(ex, result, answer, code=code, error=stale or "")
     return result

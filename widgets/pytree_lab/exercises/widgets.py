@@ -289,8 +289,8 @@ class CheckButton(_ExerciseWidget):
                 )
             else:
                 result = grade_answer(self.exercise, answer, rng=self._rng, stale=stale)
-                if stale is None and not is_unanswered(answer):
-                    self.evidence.add_check(self.exercise, result, answer, code=code)
+                if stale is not None or not is_unanswered(answer):
+                    self.evidence.add_check(self.exercise, result, answer, code=code, error=stale or "")
             self.result = result
             self.status = "passed" if result.passed else "failed"
             if not result.passed:
