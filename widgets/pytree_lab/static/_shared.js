@@ -101,7 +101,7 @@ function watchKernel(model, el) {
     notice.textContent = KERNEL_GONE_TEXT;
     notice.style.cssText = "margin: 0 0 4px 0; padding: 4px 8px; border-left: 4px solid "
       + "var(--jp-warn-color0, #bf5b00); background: var(--jp-warn-color3, #fff3e0); "
-      + "color: var(--jp-ui-font-color0, #000); font-size: var(--jp-ui-font-size1, 13px);";
+      + "color: #000; font-size: var(--jp-ui-font-size1, 13px);";
     el.prepend(notice);
   };
   const onInteract = () => { if (gone() || notice) tell(); };
