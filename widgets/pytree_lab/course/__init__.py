@@ -14,15 +14,22 @@ from typing import Any
 from ..exercises import (
     CheckButton,
     Evidence,
-    _grading,
-    _tree_grading,
-    cells,
+    as_number_array,
+    bind_tools,
     default_evidence,
+    describe_failure,
+    fmt_shape,
+    is_unanswered,
+    last_run,
     record_output as record_output,
+    register_magic,
+    run_guarded,
+    type_name,
+    watch_modules,
 )
-from ..exercises._guard import describe_failure, run_guarded, watch_modules
-from . import _cell_evidence, _flat_cases, _value_graders, catalogue as _catalogue
+from . import _cell_evidence, catalogue as _catalogue
 from .catalogue import EXERCISES as EXERCISES, check as check, exercise as exercise
+from .exercises import common, grad_over_flat_params, nested_scale_grad, repair_update, squared_norm
 from .prompts import (
     PREDICTIONS as PREDICTIONS,
     QUIZ as QUIZ,
@@ -99,23 +106,21 @@ def _exercise_of(name: str) -> str | None:
 
 def _not_one_array(value: Any, label: str, shape: tuple[int, ...]) -> str | None:
     """One sentence when `value` is not one array of `shape`, else None."""
-    from ..exercises._grading import _as_number_array, _fmt_shape, _type_name
-
-    want = f"one array of shape {_fmt_shape(shape)}"
+    want = f"one array of shape {fmt_shape(shape)}"
     if isinstance(value, tuple) and len(value) == 2:
-        first = _as_number_array(value[0])
+        first = as_number_array(value[0])
         if first is not None and first.size == 1:
             return (
                 f"{label} returned a pair (a number, then an array), as jax.value_and_grad does: "
                 f"return only the gradient, {want}."
             )
     if isinstance(value, (tuple, list, dict)):
-        return f"{label} returned {_type_name(value)}; this cell needs {want}, with nothing around it."
-    arr = _as_number_array(value)
+        return f"{label} returned {type_name(value)}; this cell needs {want}, with nothing around it."
+    arr = as_number_array(value)
     if arr is None:
-        return f"{label} returned {_type_name(value)}; this cell needs {want}."
+        return f"{label} returned {type_name(value)}; this cell needs {want}."
     if tuple(arr.shape) != tuple(shape):
-        return f"{label} returned an array of shape {_fmt_shape(arr.shape)}; this cell needs {want}."
+        return f"{label} returned an array of shape {fmt_shape(arr.shape)}; this cell needs {want}."
     return None
 
 
@@ -133,7 +138,7 @@ def try_function(
     of its first argument)."""
     exercise_id = exercise_id or _exercise_of(label)
     if exercise_id is not None:
-        last = cells.last_run(exercise_id)
+        last = last_run(exercise_id)
         if last is not None and last.error_text:
             print(
                 f"The last run of the exercise cell failed ({_sentence(last.error_text)[:-1]}), so "
@@ -141,7 +146,7 @@ def try_function(
                 "exercise cell, run it again, then run this cell."
             )
             return None
-    if fn is None or fn is Ellipsis or not callable(fn) or _grading.is_unanswered(fn):
+    if fn is None or fn is Ellipsis or not callable(fn) or is_unanswered(fn):
         print(f"Not answered yet: {label} is not written yet (replace the `...` in the exercise cell).")
         return None
     run = run_guarded(fn, *args, budget=budget, once_stuck=True)
@@ -185,17 +190,17 @@ def save_evidence(path=None, *, evidence: Evidence | None = None):
 
 
 def load_ipython_extension(shell) -> None:  # `%load_ext pytree_lab.course`
-    if cells.register_magic(shell, known=exercise, answer_names={k: _names(k) for k in EXERCISES}):
+    if register_magic(shell, known=exercise, answer_names={k: _names(k) for k in EXERCISES}):
         default_evidence().autosave = "pytree-lab-evidence.md"
 
 
 # Bind the checker's tools now and guard the checker's own functions against replacement.
 try:
-    _grading.bind_tools()
+    bind_tools()
 except ImportError:  # no numpy/jax yet: bound at the first check
     pass
-watch_modules(_grading, _tree_grading, _catalogue, _value_graders, _flat_cases, _cell_evidence)
-if cells.register_magic(known=exercise, answer_names={k: _names(k) for k in EXERCISES}):
+watch_modules(_catalogue, common, squared_norm, nested_scale_grad, repair_update, grad_over_flat_params, _cell_evidence)
+if register_magic(known=exercise, answer_names={k: _names(k) for k in EXERCISES}):
     # in a notebook's kernel, each check, prediction, quiz answer and key output is merged into
     # the evidence file as it happens: a kernel restart loses none of them
     default_evidence().autosave = "pytree-lab-evidence.md"

@@ -9,30 +9,20 @@ import secrets
 from typing import Any
 
 from .. import lesson
-from ..exercises._grading import (
+from ..exercises import (
     CheckResult,
     Exercise,
-    _as_number_array,
-    _close,
-    _fmt_num,
-    _jax,
-    _jnp,
-    _np,
-    _type_name,
+    as_number_array,
+    close,
+    default_evidence,
+    describe_failure,
+    fmt_num,
+    run_guarded,
+    tools,
+    type_name,
 )
-from ..exercises._guard import describe_failure, run_guarded
-from ..exercises.evidence import default_evidence
-from ._value_graders import (
-    _KEYS_SWAPPED,
-    _SWAPPED,
-    _ZIP,
-    _ZIP_KEYS,
-    _lesson_loss,
-    _lesson_setup,
-    _nested_loss,
-    _nested_params,
-    _same_tree,
-)
+from .exercises.common import _lesson_loss, _lesson_setup, _nested_loss, _nested_params, _same_tree
+from .exercises.repair_update import _KEYS_SWAPPED, _SWAPPED, _ZIP, _ZIP_KEYS
 
 # --------------------------------------------------------------------------- evidence from the cell
 # A value answer (norm_squared, g, fixed) must be computed: the exercise cell is run again, in a
@@ -62,7 +52,7 @@ def _cell_python(cell) -> str | None:
 
 def _lesson_point(params) -> dict[str, Any]:
     """The lesson's trees at a parameter point: what the notebook's names hold there."""
-    jax = _jax()
+    jax = tools.jax
     _, x, target, lr = _lesson_setup()
     value, grads = jax.value_and_grad(_lesson_loss)(params, x, target)
     updated = jax.tree.map(lambda p, g: p - lr * g, params, grads)
@@ -111,7 +101,7 @@ _MOVES = {
 
 
 def _rerun_expected(exercise_id: str, point: dict) -> dict[str, Any]:
-    jax, jnp = _jax(), _jnp()
+    jax, jnp = tools.jax, tools.jnp
     if exercise_id == "squared_norm":
         value = float(sum(jnp.sum(g**2) for g in jax.tree.leaves(point["grads"])))
         return {"norm_squared": value, "manual": value}
@@ -125,7 +115,7 @@ def _rerun_problems(ex: Exercise, answer, cell, rng) -> dict[str, str]:
     """name -> what the reruns showed about it, for the answer names the cell assigns."""
     import ast
 
-    from ..course.grading import _compile_without_asserts
+    from .grading import _compile_without_asserts
 
     namespace = getattr(cell, "namespace", None)
     code = _cell_python(cell)
@@ -141,7 +131,7 @@ def _rerun_problems(ex: Exercise, answer, cell, rng) -> dict[str, str]:
     names = [n for n in names if n in assigned]
     if not names:
         return {}
-    np = _np()
+    np = tools.np
     rng = np.random.default_rng(secrets.randbits(128)) if rng is None else rng
     lesson_trees = _lesson_point(lesson.lesson_params())
     changes, move = _MOVES[ex.id]
@@ -161,9 +151,9 @@ def _rerun_problems(ex: Exercise, answer, cell, rng) -> dict[str, str]:
 
 
 def _rerun_points(ex, compiled, code, namespace, names, answers, rng, lesson_trees, changes, move, problems):
-    np = _np()
+    np = tools.np
     for _ in range(RERUNS):
-        jnp = _jnp()
+        jnp = tools.jnp
         params = {
             "weight": jnp.asarray(rng.normal(size=2).astype(np.float32) * 1.5),
             "bias": jnp.asarray(np.float32(rng.normal() * 1.5)),
@@ -255,7 +245,7 @@ def _nested_evidence(namespace) -> str | None:
     then whether g is its gradient. None when the evidence is not there."""
     if not isinstance(namespace, dict):
         return None
-    jax = _jax()
+    jax = tools.jax
     nested, nested_loss, g = namespace.get("nested"), namespace.get("nested_loss"), namespace.get("g")
     want = _nested_params()
     if nested is None or not callable(nested_loss):
@@ -265,25 +255,25 @@ def _nested_evidence(namespace) -> str | None:
             'nested is not {"layer": params, "scale": 1.0}: build it from params, with scale a float '
             "scalar equal to 1 (jnp.array(1.))."
         )
-    value = _as_number_array(nested_loss(nested))
+    value = as_number_array(nested_loss(nested))
     _, x, target, _ = _lesson_setup()
     if value is None or value.size != 1:
         return (
-            f"nested_loss(nested) returns {_type_name(nested_loss(nested))}; it must return one number, "
+            f"nested_loss(nested) returns {type_name(nested_loss(nested))}; it must return one number, "
             "the squared error (pred - 3.) ** 2."
         )
     value = float(value.reshape(()))
     right = float(_nested_loss(want, x, target))
-    if not _close(value, right):
+    if not close(value, right):
         residual = float(_nested_loss(want, x, target) ** 0.5) * -1.0
-        if _close(value, residual):
+        if close(value, residual):
             return (
-                f"nested_loss returns {_fmt_num(value)} at the start: that is the residual pred − 3, not the "
+                f"nested_loss returns {fmt_num(value)} at the start: that is the residual pred − 3, not the "
                 "squared error. Square it: return (pred - 3.) ** 2."
             )
         return (
-            f"nested_loss returns {_fmt_num(value)} at the start; the squared error there is "
-            f"{_fmt_num(right)} (prediction 1, target 3): return (pred - 3.) ** 2."
+            f"nested_loss returns {fmt_num(value)} at the start; the squared error there is "
+            f"{fmt_num(right)} (prediction 1, target 3): return (pred - 3.) ** 2."
         )
     theirs = jax.grad(nested_loss)(nested)
     reference = jax.grad(_nested_loss)(want, x, target)
@@ -291,7 +281,9 @@ def _nested_evidence(namespace) -> str | None:
     unused = [
         path
         for path, ref in flat_ref.items()
-        if path in flat_theirs and not _np().any(_np().asarray(flat_theirs[path])) and _np().any(_np().asarray(ref))
+        if path in flat_theirs
+        and not tools.np.any(tools.np.asarray(flat_theirs[path]))
+        and tools.np.any(tools.np.asarray(ref))
     ]
     if unused:
         reads = ", ".join(f"p{path}" for path in unused)
@@ -307,6 +299,6 @@ def _nested_evidence(namespace) -> str | None:
 
 
 def _leaves_paths(tree) -> dict[str, Any]:
-    jax = _jax()
+    jax = tools.jax
     flat, _ = jax.tree_util.tree_flatten_with_path(tree)
     return {jax.tree_util.keystr(path): leaf for path, leaf in flat}

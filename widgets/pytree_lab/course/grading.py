@@ -30,10 +30,17 @@ import math
 from typing import Any
 
 from .. import lesson
-from ..exercises import cells
-from ..exercises._grading import _as_number_array, _close, _jax, _jnp, _np, bind_tools
-from ..exercises._guard import describe_failure, exception_text, run_guarded
-from ..exercises.evidence import Evidence
+from ..exercises import (
+    Evidence,
+    as_number_array,
+    bind_tools,
+    close,
+    describe_failure,
+    exception_text,
+    last_run,
+    run_guarded,
+    tools,
+)
 
 __all__ = ["HIDDEN_RERUNS", "POINTS", "summative"]
 
@@ -54,7 +61,7 @@ def _user_ns() -> dict | None:
 
 def _cell_code(exercise_id: str) -> str | None:
     """The code of the student's last run of the exercise cell, as Python (magics transformed)."""
-    run = cells.last_run(exercise_id)
+    run = last_run(exercise_id)
     if run is None or not run.code.strip():
         return None
     code = run.code
@@ -83,21 +90,21 @@ def _compile_without_asserts(code: str):
 
 
 def _random_params(rng) -> dict:
-    np, jnp = _np(), _jnp()
+    np, jnp = tools.np, tools.jnp
     weight = rng.normal(size=2).astype(np.float32)
     bias = np.float32(rng.normal())
     return {"weight": jnp.asarray(weight), "bias": jnp.asarray(bias)}
 
 
 def _lesson_grads(params: dict) -> dict:
-    jax = _jax()
+    jax = tools.jax
     inputs = lesson.lesson_inputs()
     return jax.grad(lesson.lesson_loss)(params, inputs["x"], inputs["target"])
 
 
 def _expected(exercise_id: str, params: dict, grads: dict) -> dict[str, Any]:
     """The answer names' right values for the hidden lesson parameters, computed with jax."""
-    jax, jnp = _jax(), _jnp()
+    jax, jnp = tools.jax, tools.jnp
     inputs = lesson.lesson_inputs()
     if exercise_id == "squared_norm":
         value = float(sum(jnp.sum(g**2) for g in jax.tree.leaves(grads)))
@@ -121,9 +128,9 @@ def _same(answer: Any, expected: Any) -> bool:
         if not isinstance(answer, dict) or set(answer) != set(expected):
             return False
         return all(_same(answer[k], expected[k]) for k in expected)
-    arr = _as_number_array(answer)
-    want = _np().asarray(expected)
-    return arr is not None and arr.shape == want.shape and bool(_close(arr, want))
+    arr = as_number_array(answer)
+    want = tools.np.asarray(expected)
+    return arr is not None and arr.shape == want.shape and bool(close(arr, want))
 
 
 def _rerun_case(exercise_id: str, code, namespace: dict, rng, index: int) -> tuple[float, str]:
@@ -168,9 +175,9 @@ def _grade(exercise_id: str, seed: int) -> tuple[float, list[str]]:
     ex = exercise(exercise_id)
     bind_tools()
     namespace = _user_ns() or {}
-    run = cells.last_run(exercise_id)
+    run = last_run(exercise_id)
     stale = run.error_text if run is not None and run.error_text else None
-    rng = _np().random.default_rng(seed)
+    rng = tools.np.random.default_rng(seed)
     answer = _answer(exercise_id, namespace)
     first = check(exercise_id, answer, rng=rng, evidence=Evidence(), stale=stale)
     if ex.answer_kind == "function":

@@ -91,6 +91,18 @@ def _jnp():
     return _TOOLS["jnp"]
 
 
+class _Tools:
+    """The checker's numpy (`tools.np`), the engine's jax (`tools.jax`) and jax.numpy (`tools.jnp`),
+    frozen when bound: `tools.jnp.sum` stays the real one after a notebook's `jnp.sum = ...`."""
+
+    np = property(lambda self: _np())
+    jax = property(lambda self: _jax())
+    jnp = property(lambda self: _jnp())
+
+
+tools = _Tools()
+
+
 # --------------------------------------------------------------------------- did it differentiate?
 
 
