@@ -47,6 +47,7 @@ __all__ = [
     "check_cell",
     "exercise",
     "grad_structure_quiz",
+    "keep_evidence",
     "lesson_prediction",
     "quiz",
     "record_output",
@@ -167,6 +168,14 @@ def try_function(
             print(problem)
             return None
     return run.value
+
+
+def keep_evidence(path, *, evidence: Evidence | None = None) -> None:
+    """From now on, merge each check, prediction, quiz answer and key output into `path`
+    (Markdown, and JSON beside it) as it happens, as `save_evidence(path)` would: a kernel
+    restart then loses none of them. In a notebook's kernel the course keeps the evidence in
+    `pytree-lab-evidence.md` until a lesson names its own file."""
+    (evidence if evidence is not None else default_evidence()).autosave = path
 
 
 def save_evidence(path=None, *, evidence: Evidence | None = None):

@@ -62,7 +62,9 @@ def _lesson_point(params) -> dict[str, Any]:
 def _variant_namespace(namespace: dict, code: str, point: dict, lesson_trees: dict) -> dict:
     """A copy of the notebook's namespace for a rerun: the lesson's trees replaced by the other
     point's, under their names and under any other name that holds them (grads_apart = grads);
-    containers the cell names are deep-copied, so a rerun cannot change the student's data."""
+    a container that holds leaves of them (broken = {"weight": grads["weight"]}) holds the other
+    point's leaves there; containers the cell names are deep-copied, so a rerun cannot change
+    the student's data."""
     import ast
     import copy
 
@@ -71,21 +73,32 @@ def _variant_namespace(namespace: dict, code: str, point: dict, lesson_trees: di
         loaded = {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name)}
     except SyntaxError:
         loaded = set()
+    swapped: dict[str, Any] = {}  # name -> the other point's tree, for names holding a lesson tree
+    for name in loaded | set(lesson_trees):
+        value = ns.get(name)
+        if not isinstance(value, dict):
+            continue
+        swapped[name] = next(
+            (point[k] for k, tree in lesson_trees.items() if run_guarded(_same_tree, value, tree, budget=2.0).value),
+            None,
+        )
+    # the notebook's own leaf objects of those trees, by identity, and the other point's leaf
+    by_leaf = {
+        id(leaf): other[key]
+        for name, other in swapped.items()
+        if other is not None
+        for key, leaf in ns[name].items()
+        if key in other
+    }
     for name in loaded:
         if name not in ns or name in point:
             continue
         value = ns[name]
-        swapped = next(
-            (
-                point[k]
-                for k, tree in lesson_trees.items()
-                if isinstance(value, dict) and run_guarded(_same_tree, value, tree, budget=2.0).value
-            ),
-            None,
-        )
-        if swapped is not None:
-            ns[name] = swapped
+        if swapped.get(name) is not None:
+            ns[name] = swapped[name]
         elif isinstance(value, (dict, list, set)):
+            if isinstance(value, dict) and by_leaf:
+                value = {k: by_leaf.get(id(v), v) for k, v in value.items()}
             run = run_guarded(copy.deepcopy, value, budget=2.0)
             if run.ok:
                 ns[name] = run.value
@@ -100,15 +113,47 @@ _MOVES = {
 }
 
 
-def _rerun_expected(exercise_id: str, point: dict) -> dict[str, Any]:
+def _scale_on_weight_loss(p, x, target):
+    """The nested model with `scale` on the weight term only, s·(w·x) + b: at the lesson's start
+    (b = 0) it is the lesson's model, and its gradient there is the same, so it is right too."""
+    jnp = tools.jnp
+    return (p["scale"] * jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"] - target) ** 2
+
+
+def _rerun_expected(exercise_id: str, point: dict) -> dict[str, list[Any]]:
+    """name -> the right answers at the other point (any of them is right)."""
     jax, jnp = tools.jax, tools.jnp
     if exercise_id == "squared_norm":
         value = float(sum(jnp.sum(g**2) for g in jax.tree.leaves(point["grads"])))
-        return {"norm_squared": value, "manual": value}
+        return {"norm_squared": [value], "manual": [value]}
     _, x, target, _ = _lesson_setup()
     if exercise_id == "nested_scale_grad":
-        return {"g": jax.grad(_nested_loss)({"layer": point["params"], "scale": jnp.array(1.0)}, x, target)}
-    return {"fixed": point["updated"]}
+        nested = {"layer": point["params"], "scale": jnp.array(1.0)}
+        return {"g": [jax.grad(loss)(nested, x, target) for loss in (_nested_loss, _scale_on_weight_loss)]}
+    return {"fixed": [point["updated"]]}
+
+
+def _other_point(rng, lesson_expected: dict[str, list[Any]], exercise_id: str) -> dict[str, Any]:
+    """Parameters away from the lesson's, on a grid of halves: the residual w·x + b − 3 is then a
+    multiple of 1/2, so every gradient and the squared norm are whole numbers, held exactly in
+    float32 (an answer rounded with int() or round() is as right there as at the lesson's point).
+    No answer there may equal the lesson's, nor may the gradient be 0."""
+    jnp, np = tools.jnp, tools.np
+    for _ in range(100):
+        weight, bias = rng.integers(-6, 7, size=2) / 2, rng.integers(-6, 7) / 2
+        params = {"weight": jnp.asarray(weight.astype(np.float32)), "bias": jnp.asarray(np.float32(bias))}
+        point = _lesson_point(params)
+        if not any(np.asarray(g).any() for g in tools.jax.tree.leaves(point["grads"])):
+            continue
+        expected = _rerun_expected(exercise_id, point)
+        if not any(
+            _same_tree(theirs, ours)
+            for name, answers in expected.items()
+            for theirs in answers
+            for ours in lesson_expected[name]
+        ):
+            return point
+    raise RuntimeError("no parameter point away from the lesson's was found")  # pragma: no cover
 
 
 def _rerun_problems(ex: Exercise, answer, cell, rng) -> dict[str, str]:
@@ -151,14 +196,9 @@ def _rerun_problems(ex: Exercise, answer, cell, rng) -> dict[str, str]:
 
 
 def _rerun_points(ex, compiled, code, namespace, names, answers, rng, lesson_trees, changes, move, problems):
-    np = tools.np
+    lesson_expected = _rerun_expected(ex.id, lesson_trees)
     for _ in range(RERUNS):
-        jnp = tools.jnp
-        params = {
-            "weight": jnp.asarray(rng.normal(size=2).astype(np.float32) * 1.5),
-            "bias": jnp.asarray(np.float32(rng.normal() * 1.5)),
-        }
-        point = _lesson_point(params)
+        point = _other_point(rng, lesson_expected, ex.id)
         ns = _variant_namespace(namespace, code, point, {k: lesson_trees[k] for k in ("params", "grads", "updated")})
         run = run_guarded(exec, compiled, ns, budget=RERUN_BUDGET)
         if not run.ok:
@@ -178,7 +218,7 @@ def _rerun_points(ex, compiled, code, namespace, names, answers, rng, lesson_tre
             if name in problems:
                 continue
             got = ns.get(name)
-            if run_guarded(_same_tree, got, expected[name], budget=2.0).value:
+            if any(run_guarded(_same_tree, got, right, budget=2.0).value for right in expected[name]):
                 continue
             if run_guarded(_same_tree, got, answers.get(name), budget=2.0).value:
                 problems[name] = (
@@ -271,9 +311,17 @@ def _nested_evidence(namespace) -> str | None:
                 f"nested_loss returns {fmt_num(value)} at the start: that is the residual pred − 3, not the "
                 "squared error. Square it: return (pred - 3.) ** 2."
             )
+        if value < 0:
+            return (
+                f"nested_loss returns {fmt_num(value)} at the start, below 0: a squared error never is. "
+                "Return the squared error: (pred - 3.) ** 2."
+            )
+        low, high = 3 - value**0.5, 3 + value**0.5
         return (
-            f"nested_loss returns {fmt_num(value)} at the start; the squared error there is "
-            f"{fmt_num(right)} (prediction 1, target 3): return (pred - 3.) ** 2."
+            f"nested_loss returns {fmt_num(value)} at the start, where the squared error is {fmt_num(right)}: "
+            "there the prediction s·(w·x + b) is 1·(2 − 1 + 0) = 1 and the target 3. If your loss is "
+            f"(pred - 3.) ** 2, your prediction is {fmt_num(low)} (or {fmt_num(high)}), not 1: check how pred "
+            "uses scale, weight, bias and x, each read through p."
         )
     theirs = jax.grad(nested_loss)(nested)
     reference = jax.grad(_nested_loss)(want, x, target)

@@ -236,8 +236,8 @@ def exception_text(exc: BaseException, *, hidden: bool = False, limit: int = 160
     message = text.splitlines()[0] if text else ""
     if hidden:
         message = re.sub(r"[-+]?(?:\d+\.\d*|\.\d+|\d+[eE][-+]?\d+)(?:[eE][-+]?\d+)?", "…", message)
-    if len(message) > limit:
-        message = message[: limit - 1] + "…"
+    if len(message) > limit:  # cut between words, never inside one
+        message = message[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:") + " …"
     name = type(exc).__name__
     return f"{name}: {message}" if message else name
 

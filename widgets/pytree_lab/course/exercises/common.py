@@ -81,3 +81,47 @@ def self_check() -> str | None:
             "(loss 4, gradients [-8, -4] and -4): something replaced one of their functions."
         )
     return None
+
+
+_JAX_HINTS = (
+    (
+        ("Output was None",),
+        "The function returns None: did you forget `return`?",
+    ),
+    (
+        ("scalar-output functions",),
+        "jax.grad needs a loss that returns one number, and this one returns an array: add it up "
+        "(jnp.sum) before returning it.",
+    ),
+    (
+        ("contracting dimensions", "Incompatible shapes for dot", "matmul"),
+        "The shapes in a product do not match: in x @ w, x's last axis and w must have the same length "
+        "(in the packed lesson: x as given, not x.T, and w = flat_params[:-1], not all of flat_params).",
+    ),
+    (
+        ("TracerArrayConversionError", "__array__() was called on traced", "ConcretizationTypeError"),
+        "numpy cannot compute on the values jax.grad traces: use jnp (jax.numpy) inside the function you "
+        "differentiate, not np.",
+    ),
+    (
+        ("real- or complex-valued inputs",),
+        "A leaf holds whole numbers (an int array): jax.grad differentiates floats only. Write it as a "
+        "float: jnp.array(1.), with the point.",
+    ),
+)
+
+
+def jax_hint(error: BaseException | str | None) -> str:
+    """A sentence (with a leading space) on what JAX's error means for a student, or ""."""
+    if error is None:
+        return ""
+    text = error if isinstance(error, str) else exception_text(error, limit=10_000)
+    if text.startswith("KeyError: "):
+        return (
+            f" The dictionary it was read from has no key {text.removeprefix('KeyError: ')}: check the name, "
+            "and the level of the tree it sits at (describe(tree) lists every path)."
+        )
+    for needles, hint in _JAX_HINTS:
+        if any(needle in text for needle in needles):
+            return " " + hint
+    return ""

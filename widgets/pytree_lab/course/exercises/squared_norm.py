@@ -38,6 +38,14 @@ def _squared_norm_parts():
             "You averaged inside each leaf (jnp.mean); add every value's square instead (jnp.sum).",
         ),
         (
+            float(len(leaves)),
+            f"That is {len(leaves)}, the number of gradient leaves: square every value of every leaf and add them up.",
+        ),
+        (
+            float(n_values),
+            f"That is {n_values}, the number of values in the gradient leaves: square each value and add them up.",
+        ),
+        (
             float(sum(jnp.sum(p**2) for p in jax.tree.leaves(params))),
             "That is the squared norm of the parameters, not of the gradient leaves.",
         ),
