@@ -477,3 +477,44 @@ def test_what_a_rerun_records_is_taken_out_of_the_evidence_again():
     assert result.passed, result.feedback
     assert [o["value"] for o in log.outputs[before:]] == [96.0]  # the student's run only, not the reruns'
     del log.outputs[before:]
+
+
+@pytest.fixture
+def kernel_ns():
+    """The notebook's namespace in an IPython shell, where the grading reads it (`grading._user_ns`)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    kept = dict(shell.user_ns)
+    shell.user_ns.update(NOTEBOOK)
+    yield shell.user_ns
+    shell.user_ns.clear()
+    shell.user_ns.update(kept)
+
+
+@pytest.mark.parametrize("variant", list(HONEST))
+def test_an_honest_answer_earns_full_points_when_graded(variant, kernel_ns, capsys):
+    """The nbgrader grading runs the same cell at hidden lesson parameters: full points too."""
+    from pytree_lab.course import grading
+
+    exercise_id, code = HONEST[variant]
+    cells.run_exercise_cell(exercise_id, code, kernel_ns)
+    assert grading.summative(exercise_id, seed=20261205, points=3.0) == 3.0, capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "code"),
+    [
+        ("squared_norm", "norm_squared = 96.0\nmanual = 96.0"),
+        ("repair_update", 'fixed = {"weight": jnp.array([1.4, -0.8]), "bias": jnp.array(0.2)}'),
+        (
+            "repair_update",
+            'fixed = jax.tree.map(lambda p, g: p - 0.05 * g, params, {**broken, "bias": jnp.array(-4.)})',
+        ),
+    ],
+)
+def test_a_typed_in_answer_earns_only_the_lessons_share_when_graded(exercise_id, code, kernel_ns, capsys):
+    from pytree_lab.course import grading
+
+    cells.run_exercise_cell(exercise_id, code, kernel_ns)
+    assert grading.summative(exercise_id, seed=20261205, points=3.0) == 1.0, capsys.readouterr().out

@@ -14,12 +14,14 @@ import nbformat
 from nbclient import NotebookClient
 from nbclient.util import run_sync
 from test_computed_answers import HONEST
-from test_notebooks import CELL_TIMEOUT, CONTENT, LESSON, cell_text, fill_in_answers, kernel_env
+from test_notebooks import CELL_TIMEOUT, CONTENT, LESSON, PACKED, cell_text, fill_in_answers, kernel_env
+from test_true_diagnoses import FLAT, FLAT_CASES
 
 CHECK_CELLS = {
     "squared_norm": "check-squared-norm",
     "nested_scale_grad": "check-nested",
     "repair_update": "check-repair",
+    "grad_over_flat_params": "check-flat",
 }
 SAVE_CELLS = {"evidence", "evidence-save"}  # the lesson's "Save my evidence" cells: not run here
 
@@ -114,7 +116,31 @@ def test_lesson_01_honest_and_wrong_answers_with_a_restart_between_checks(tmp_pa
     assert sum(c["passed"] and c["score"] == 1.0 for c in checks) == 1 + 3 + len(HONEST)
     raised = [c for c in checks if c.get("error")]
     assert [(c["exercise_id"], c["error"]) for c in raised] == [
-        ("repair_update", "ZeroDivisionError: division by zero")
+        ("nested_scale_grad", "TypeError: Gradient only defined for scalar-output functions. Output was None."),
+        ("repair_update", "ZeroDivisionError: division by zero"),
     ]
     markdown = (tmp_path / "pytree-lesson-evidence.md").read_text()
     assert "| Make it yours (`squared_norm`) | passed |" in markdown
+
+
+def test_lesson_02_wrong_packed_gradients_get_their_sentence_and_are_all_kept(tmp_path):
+    nb = nbformat.read(CONTENT / PACKED, as_version=4)
+    fill_in_answers(nb, PACKED)
+    nb.cells = [c for c in nb.cells if c.get("id") not in SAVE_CELLS]
+    attempts = {
+        case: ("grad_over_flat_params", FLAT.format(body=body).rstrip(), said)
+        for case, (body, said) in FLAT_CASES.items()
+    }
+    _attempts(nb, attempts)
+    NotebookClient(
+        nb,
+        timeout=CELL_TIMEOUT,
+        kernel_name="python3",
+        allow_errors=False,
+        resources={"metadata": {"path": str(tmp_path)}},
+    ).execute(env=kernel_env())
+    for n, (case, (_, _, words)) in enumerate(attempts.items()):
+        said = cell_text(nb, f"attempt-{n}") + cell_text(nb, f"attempt-{n}-check")
+        assert words in said and "Check 1: not yet" in said, (case, said[:2000])
+    record = json.loads((tmp_path / "packed-parameters-evidence.json").read_text())
+    assert [c["passed"] for c in record["checks"]] == [True] + [False] * len(attempts)

@@ -274,7 +274,11 @@ def describe_failure(
             f"check, so it was caught: {fix}."
         )
     if isinstance(exc, KeyboardInterrupt):
-        return f"{what} raised KeyboardInterrupt. Nothing was interrupted; {fix}."
+        return (
+            f"{what} was interrupted (KeyboardInterrupt: the toolbar's stop button, or a `raise "
+            f"KeyboardInterrupt` in the code); the kernel is fine. A loop that never ends needs a way out; "
+            f"otherwise {fix}."
+        )
     if isinstance(exc, RecursionError):
         # a tree that contains itself or nests very deeply does this too: no "recursion" advice
         # to a student who may have written none
