@@ -81,7 +81,8 @@ js-check: $(JS_DEPS)
 	$(JSCHECK)/node_modules/.bin/tsc --noEmit -p $(JSCHECK)
 
 # The checks (configured in pyproject.toml; docs/lint.md): ruff's lint rules and its layout
-# (`ruff format --check`) over the whole tree, mypy over the library, tsc over its ES modules.
+# (`ruff format --check`) over the whole tree, mypy over the library, vulture's dead-code check
+# over it (then its size in lines), tsc over its ES modules.
 # Any finding fails the target, and so `make test` and CI. ruff and mypy come with the dev
 # extra; LINT_PY runs them from another environment (mypy still reads the project venv's
 # packages).
@@ -90,6 +91,8 @@ lint: $(STAMP) js-check
 	$(LINT_PY) -m ruff check .
 	$(LINT_PY) -m ruff format --check .
 	$(LINT_PY) -m mypy --python-executable $(PY)
+	$(LINT_PY) -m vulture
+	@echo "widgets/pytree_lab: $$(find widgets/pytree_lab -name '*.py' | xargs cat | wc -l) lines as ruff formats them"
 
 # Two pytest-xdist workers, one per core; tests/conftest.py says which tests share a worker.
 XDIST := -n 2 --no-loadscope-reorder

@@ -84,7 +84,7 @@ def build_all() -> dict:
 def _model(tree: Any) -> dict:
     """The diagram's model for one tree, step by step (seconds)."""
     from pytree_lab import PytreeDiagram, describe
-    from pytree_lab.trees import align
+    from pytree_lab.diagram_rows import align
 
     c0 = time.process_time()
     t0 = time.perf_counter()

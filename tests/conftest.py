@@ -199,18 +199,22 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: (-_GROUP_SECONDS.get(_group(item.nodeid), 0), order[id(item)]))
 
 
-try:
-    from xdist.scheduler import LoadScopeScheduling
-except ImportError:  # a venv without the dev extra runs the suite in one process
-    pass
-else:
+class _GroupsToWorkers:
+    """xdist's loadscope scheduling (whole units to a worker, in collection order with
+    --no-loadscope-reorder) with the units from `_group`. A plugin registered only where xdist is
+    active (`-p no:xdist`, or a venv without the dev extra, runs the suite in one process): its
+    hook is xdist's, unknown to pytest without it."""
 
-    class _GroupScheduling(LoadScopeScheduling):
-        """xdist's loadscope scheduling (whole units to a worker, in collection order with
-        --no-loadscope-reorder) with the units from `_group`."""
+    def pytest_xdist_make_scheduler(self, config, log):
+        from xdist.scheduler import LoadScopeScheduling
 
-        def _split_scope(self, nodeid: str) -> str:
-            return _group(nodeid)
+        class GroupScheduling(LoadScopeScheduling):
+            def _split_scope(self, nodeid: str) -> str:
+                return _group(nodeid)
 
-    def pytest_xdist_make_scheduler(config, log):
-        return _GroupScheduling(config, log)
+        return GroupScheduling(config, log)
+
+
+def pytest_configure(config):
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_GroupsToWorkers(), "pytree-lab-groups")

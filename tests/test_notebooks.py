@@ -2,7 +2,7 @@
 
 Each notebook is executed with nbclient in a fresh kernel of this venv's python:
 - *answered*: every exercise cell (tagged `exercise:<id>`) gets the reference solution from
-  tests/solutions/, the prediction prompts get a typed prediction and are revealed, the quiz is
+  content/solutions/, the prediction prompts get a typed prediction and are revealed, the quiz is
   answered; the outputs must show the hand-derived numbers and every check must pass with score 1;
 - *unanswered*: exactly as a student first opens it; it must run without an error and say
   "not answered yet" where an answer is missing;
@@ -29,7 +29,7 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTENT = ROOT / "content"
-SOLUTIONS = ROOT / "tests" / "solutions"
+SOLUTIONS = ROOT / "content" / "solutions"
 FIRST_CELL = ROOT / "lite_build" / "first_cell.py"
 
 LESSON = "01_pytrees.ipynb"
@@ -37,8 +37,7 @@ PACKED = "02_packed_parameters.ipynb"
 INSTRUCTOR = "03_instructor_demo.ipynb"
 NOTEBOOKS = [LESSON, PACKED, INSTRUCTOR]
 
-# which solutions module answers which notebook's exercises
-SOLUTION_MODULES = {LESSON: SOLUTIONS / "pytree_lesson.py", PACKED: SOLUTIONS / "packed_params.py"}
+QUIZ_ANSWER = 1  # "A pytree corresponding to params"
 
 CELL_TIMEOUT = 300  # seconds; the first cell that imports jax and compiles is the slow one
 
@@ -96,14 +95,6 @@ def solution_source(module: Path, names: set[str]) -> str:
     return "\n".join(picked)
 
 
-def quiz_answer() -> int:
-    tree = ast.parse((SOLUTIONS / "pytree_lesson.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "quiz_answer" for t in node.targets):
-            return ast.literal_eval(node.value)
-    raise AssertionError("tests/solutions/pytree_lesson.py has no quiz_answer")
-
-
 def exercise_tag(cell) -> str | None:
     for tag in cell.get("metadata", {}).get("tags", []):
         if tag.startswith("exercise:"):
@@ -122,7 +113,7 @@ def fill_in_answers(nb, name: str, *, interactions: bool = True) -> None:
             continue
         if exercise == "quiz" and cell.get("id") == "quiz":
             cell.source += (
-                f"\nquiz_grad.selected = {quiz_answer()}\n"
+                f"\nquiz_grad.selected = {QUIZ_ANSWER}\n"
                 "print('quiz answered, correct:', quiz_grad.submit())\n"
                 "print(quiz_grad.explanation)\n"
                 "quiz_grad"
@@ -136,7 +127,7 @@ def fill_in_answers(nb, name: str, *, interactions: bool = True) -> None:
         elif exercise is not None:
             magic = cell.source.split("\n", 1)[0]
             assert magic == f"%%exercise {exercise}", magic
-            cell.source = magic + "\n" + solution_source(SOLUTION_MODULES[name], defined_names(cell.source))
+            cell.source = magic + "\n" + solution_source(SOLUTIONS / f"{exercise}.py", defined_names(cell.source))
         elif cell.get("id") in PREDICTIONS:
             call = cell.source.strip()
             cell.source = (
@@ -264,7 +255,7 @@ def test_exercise_cells_hold_the_scaffold_not_the_solution(name):
     for exercise_id, source in scaffolds.items():
         assert "..." in source and "TODO" in source, exercise_id
         assert source.startswith(f"%%exercise {exercise_id}\n"), exercise_id
-        solution = solution_source(SOLUTION_MODULES[name], defined_names(source))
+        solution = solution_source(SOLUTIONS / f"{exercise_id}.py", defined_names(source))
         code_lines = {ln.strip() for ln in solution.splitlines() if ln.strip() and not ln.strip().startswith("#")}
         leaked = [
             ln

@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pytree_lab import describe, diagnose
-from pytree_lab.trees import align, element_labels, path_label
+from pytree_lab.diagram_rows import align
+from pytree_lab.trees import element_labels, path_label
 
 LESSON_PARAMS = {"weight": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)}
 
@@ -239,8 +240,8 @@ def test_one_number_formatter():
 def test_trees_split_keeps_old_imports():
     import pytree_lab
     from pytree_lab import diagnose as diagnose_module_fn
-    from pytree_lab.diagnose import Diagnosis as D2
-    from pytree_lab.trees import Diagnosis, align as align_again, diagnose as diagnose_again, diagnose_summaries
+    from pytree_lab.diagnose import Diagnosis, Diagnosis as D2, diagnose as diagnose_again, diagnose_summaries
+    from pytree_lab.diagram_rows import align as align_again
 
     assert D2 is Diagnosis and diagnose_again is diagnose_module_fn is pytree_lab.diagnose
     assert callable(diagnose_summaries) and align_again is align

@@ -371,7 +371,7 @@ def test_in_an_ipython_shell_a_failed_plain_cell_and_a_magic_cell(tmp_path):
     script.write_text('''
 from IPython.core.interactiveshell import InteractiveShell
 shell = InteractiveShell.instance()
-assert shell.run_cell("import jax, jax.numpy as jnp\\nfrom pytree_lab import course").success
+assert shell.run_cell("import jax, jax.numpy as jnp\\nfrom pytree_lab import course\\ncourse.setup()").success
 shell.run_cell("norm_squared = 96.\\nmanual = 96.")
 assert not shell.run_cell("norm_squared = 1 / 0").success
 shell.run_cell("r = course.check_button('squared_norm').check()")

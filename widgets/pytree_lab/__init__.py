@@ -10,7 +10,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from .trees import Diagnosis as Diagnosis, TreeSummary as TreeSummary, describe as describe, diagnose as diagnose
+from .diagnose import Diagnosis as Diagnosis, diagnose as diagnose
+from .trees import TreeSummary as TreeSummary, describe as describe
 
 __version__ = "0.1.0"
 

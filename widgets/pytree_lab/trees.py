@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import sys
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ._format import fmt_number, visible
 from ._jax_in_use import active_tree_util, x64_enabled
@@ -40,46 +40,19 @@ from .tree_model import (  # noqa: F401 - the model's types, importable from her
 )
 from .tree_paths import ElementLabels, _split_path, element_labels, path_label  # noqa: F401 - importable here
 
-if TYPE_CHECKING:  # loaded on first use by __getattr__ below (diagnose imports this module)
-    from .diagnose import Diagnosis, diagnose, diagnose_summaries
-
 __all__ = [
     "Leaf",
     "Node",
     "TreeSummary",
-    "Diagnosis",
     "TreeError",
     "TreeTooDeepError",
     "check_tree",
     "jax_depth_limit",
     "describe",
-    "diagnose",
-    "diagnose_summaries",
     "element_labels",
     "leaf_objects",
     "path_label",
 ]
-
-# Elsewhere since the model was split along its seams; still importable from here:
-#   diagnose.py  Diagnosis, diagnose, diagnose_summaries (comparing two trees)
-#   diagram.py   align (the diagram's wire rows)
-_MOVED = {
-    "Diagnosis": "diagnose",
-    "diagnose": "diagnose",
-    "diagnose_summaries": "diagnose",
-    "align": "diagram_rows",
-}
-
-
-def __getattr__(name: str) -> Any:
-    # lazy: diagnose imports this module, and the diagram imports anywidget
-    module = _MOVED.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f".{module}", __package__), name)
-
 
 # --------------------------------------------------------------------------- children
 

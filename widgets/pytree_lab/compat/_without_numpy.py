@@ -266,13 +266,6 @@ def _asarray(a: Any, dtype: Any = None) -> Any:
     return _make(a, dtype, "jax.numpy.asarray")
 
 
-def plain_values(x: Any) -> tuple[tuple, str, list] | None:
-    """(shape, dtype, flat values) of a no-numpy `Array`, else None (for the summaries)."""
-    if getattr(type(x), "__pytree_lab_plain_array__", False):
-        return x.shape, x.dtype, list(x._flat)
-    return None
-
-
 def _module(name: str, doc: str, members: dict[str, Any]) -> types.ModuleType:
     module = types.ModuleType(name, doc)
     module.__dict__.update(members, __pytree_lab_lite__=True, __pytree_lab_without_numpy__=True)

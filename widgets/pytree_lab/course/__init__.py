@@ -1,9 +1,10 @@
 """The pytree course on top of the library: its exercises (graders, hints, hidden-case sizes,
 reference solutions), its predictions and its quiz.
 
-Importing it in a notebook registers `%%exercise <id>` (exercise cells run guarded; see
-`pytree_lab.exercises.cells`) and binds the checker's jax / numpy functions, so a later
-monkeypatch in the notebook cannot change a verdict.
+Importing it binds the checker's jax / numpy functions, so a later monkeypatch in the notebook
+cannot change a verdict, and registers nothing in IPython: a course notebook's setup cell calls
+`setup()` (or runs `%load_ext pytree_lab.course`), which registers `%%exercise <id>` (exercise
+cells run guarded; see `pytree_lab.exercises.cells`) and the hook that notes each cell's run.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ from ..exercises import (
     type_name,
     watch_modules,
 )
-from . import _cell_evidence, catalogue as _catalogue
+from . import catalogue as _catalogue
 from .catalogue import EXERCISES as EXERCISES, check as check, exercise as exercise
-from .exercises import common, grad_over_flat_params, nested_scale_grad, repair_update, squared_norm
+from .exercises import common, grad_over_flat_params, nested_scale_grad, repair_update, reruns, squared_norm
 from .prompts import (
     PREDICTIONS as PREDICTIONS,
     QUIZ as QUIZ,
@@ -52,9 +53,9 @@ __all__ = [
     "quiz",
     "record_output",
     "save_evidence",
+    "setup",
     "try_function",
 ]
-
 
 # The in-notebook checks are formative; a course that grades uses nbgrader (`pytree-lab nbgrader`).
 PRACTICE = "Practice check: feedback for you while you work; it does not count toward a grade."
@@ -70,9 +71,7 @@ def check_button(
     """The check widget of one exercise; by default it reads the exercise's answer names."""
     ex = exercise(exercise_id)
     (evidence or default_evidence()).expect([(e.id, e.title) for e in EXERCISES.values() if e.lesson == ex.lesson])
-    return CheckButton(
-        ex, get_answer if get_answer is not None else ex.answer_name, checker=check, evidence=evidence, rng=rng
-    )
+    return CheckButton(ex, get_answer if get_answer is not None else ex.answer_name, evidence=evidence, rng=rng)
 
 
 def check_cell(exercise_id: str, *, evidence: Evidence | None = None, rng=None) -> CheckButton:
@@ -198,9 +197,19 @@ def save_evidence(path=None, *, evidence: Evidence | None = None):
     return saved
 
 
-def load_ipython_extension(shell) -> None:  # `%load_ext pytree_lab.course`
-    if register_magic(shell, known=exercise, answer_names={k: _names(k) for k in EXERCISES}):
+def setup(shell=None) -> bool:
+    """Register `%%exercise <id>` and the post-run hook in this IPython kernel (again: no change);
+    False outside IPython. In a kernel, each check, prediction, quiz answer and key output is then
+    merged into the evidence file as it happens (`pytree-lab-evidence.md` until a lesson names its
+    own with `keep_evidence`): a kernel restart loses none of them."""
+    registered = register_magic(shell, known=exercise, answer_names={k: _names(k) for k in EXERCISES})
+    if registered and default_evidence().autosave is None:
         default_evidence().autosave = "pytree-lab-evidence.md"
+    return registered
+
+
+def load_ipython_extension(shell) -> None:  # `%load_ext pytree_lab.course`
+    setup(shell)
 
 
 # Bind the checker's tools now and guard the checker's own functions against replacement.
@@ -208,8 +217,4 @@ try:
     bind_tools()
 except ImportError:  # no numpy/jax yet: bound at the first check
     pass
-watch_modules(_catalogue, common, squared_norm, nested_scale_grad, repair_update, grad_over_flat_params, _cell_evidence)
-if register_magic(known=exercise, answer_names={k: _names(k) for k in EXERCISES}):
-    # in a notebook's kernel, each check, prediction, quiz answer and key output is merged into
-    # the evidence file as it happens: a kernel restart loses none of them
-    default_evidence().autosave = "pytree-lab-evidence.md"
+watch_modules(_catalogue, common, squared_norm, nested_scale_grad, repair_update, grad_over_flat_params, reruns)

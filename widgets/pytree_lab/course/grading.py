@@ -101,15 +101,16 @@ def _same(answer: Any, expected: Any) -> bool:
 
 
 def _rerun_case(exercise_id: str, code, source: str, namespace: dict, rng, index: int) -> tuple[float, str]:
-    """The cell run again at other lesson parameters, as the check's reruns do (`_cell_evidence`):
+    """The cell run again at other lesson parameters, as the check's reruns do (`exercises.reruns`):
     the lesson's trees and their leaves swapped wherever the cell reads them, parameters on a grid
     of halves, and every right model taken."""
-    from ._cell_evidence import _lesson_point, _other_point, _rerun_expected, _variant_namespace
+    from .exercises import nested_scale_grad, repair_update, reruns, squared_norm
 
-    lesson_trees = _lesson_point(lesson.lesson_params())
-    point = _other_point(rng, _rerun_expected(exercise_id, lesson_trees), exercise_id)
+    right_at = {m.EXERCISE.id: m.right_at for m in (squared_norm, nested_scale_grad, repair_update)}[exercise_id]
+    lesson_trees = reruns.lesson_point(lesson.lesson_params())
+    point = reruns.other_point(rng, right_at(lesson_trees), right_at)
     trees = {k: lesson_trees[k] for k in ("params", "grads", "updated")}
-    ns = _variant_namespace(namespace, source, point, trees)
+    ns = {**namespace, **reruns.variant_changes(namespace, source, point, trees)}
     run = run_guarded(exec, code, ns, budget=RERUN_BUDGET)
     label = f"hidden case {index} (other lesson parameters)"
     tampered = [n for n in run.replaced if n.split(".")[0] not in ("jax", "numpy", "builtins")]
@@ -117,7 +118,7 @@ def _rerun_case(exercise_id: str, code, source: str, namespace: dict, rng, index
         return 0.0, f"{label}: your cell changed the checker ({', '.join(tampered)}); 0."
     if not run.ok:
         return 0.0, f"{label}: " + (describe_failure(run, what="your cell", budget=RERUN_BUDGET, hidden=True) or "")
-    expected = _rerun_expected(exercise_id, point)
+    expected = right_at(point)
     right = []
     for name, wants in expected.items():
         if name not in ns:

@@ -6,6 +6,7 @@ a course uses only the names in `__all__`.
 from __future__ import annotations
 
 from . import _grading, _tree_grading
+from ._check import CheckContext as CheckContext, Grader as Grader, cell_python as cell_python, check as check
 from ._grading import (
     CheckResult as CheckResult,
     Exercise as Exercise,
@@ -19,7 +20,6 @@ from ._grading import (
     _type_name as type_name,
     bind_tools as bind_tools,
     differentiates as differentiates,
-    grade_answer as grade_answer,
     is_unanswered as is_unanswered,
     tools as tools,
     tree_problem as tree_problem,
@@ -57,10 +57,12 @@ watch_modules(_grading, _tree_grading)
 
 __all__ = [
     "CheckButton",
+    "CheckContext",
     "CheckResult",
     "Evidence",
     "EvidenceButton",
     "Exercise",
+    "Grader",
     "Guarded",
     "Outcome",
     "PredictionPrompt",
@@ -72,6 +74,8 @@ __all__ = [
     "all_finite",
     "as_number_array",
     "bind_tools",
+    "cell_python",
+    "check",
     "clear_evidence",
     "close",
     "default_evidence",
@@ -81,7 +85,6 @@ __all__ = [
     "fmt",
     "fmt_num",
     "fmt_shape",
-    "grade_answer",
     "grade_number",
     "grade_tree",
     "is_unanswered",

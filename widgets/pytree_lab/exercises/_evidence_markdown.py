@@ -141,11 +141,6 @@ def _scored_quiz(entries: list[dict]) -> list[tuple[str, dict | None, list[dict]
     return out
 
 
-def _quote(text: str) -> str:
-    lines = (text or "").splitlines() or [""]
-    return "\n".join(f"> {escape_markdown(line)}" for line in lines)
-
-
 def _fence(text: str, language: str = "text") -> str:
     # a fence longer than any backtick run in the text keeps student text from closing it
     longest = max((len(run) for run in re.findall(r"`+", text or "")), default=0)

@@ -72,32 +72,19 @@ def bind_tools() -> None:
         _integrity.seal_mapping("the checker's numpy and jax", _TOOLS)
 
 
-def _np():
-    if "np" not in _TOOLS:
+def _tool(name: str):
+    if name not in _TOOLS:
         bind_tools()
-    return _TOOLS["np"]
-
-
-def _jax():
-    """The engine's jax-like module (real JAX, or the Lite engine), as bound."""
-    if "jax" not in _TOOLS:
-        bind_tools()
-    return _TOOLS["jax"]
-
-
-def _jnp():
-    if "jnp" not in _TOOLS:
-        bind_tools()
-    return _TOOLS["jnp"]
+    return _TOOLS[name]
 
 
 class _Tools:
     """The checker's numpy (`tools.np`), the engine's jax (`tools.jax`) and jax.numpy (`tools.jnp`),
     frozen when bound: `tools.jnp.sum` stays the real one after a notebook's `jnp.sum = ...`."""
 
-    np = property(lambda self: _np())
-    jax = property(lambda self: _jax())
-    jnp = property(lambda self: _jnp())
+    np = property(lambda self: _tool("np"))
+    jax = property(lambda self: _tool("jax"))
+    jnp = property(lambda self: _tool("jnp"))
 
 
 tools = _Tools()
@@ -149,7 +136,7 @@ def differentiates(fn: Callable[..., Any], *args: Any, budget: float | None = 10
     from its cache), and return (run, True when an autodiff trace ran inside it)."""
     from ._guard import run_guarded
 
-    jax = _jax()
+    jax = tools.jax
     off = getattr(jax, "disable_jit", None)
     with _AutodiffSeen() as seen:
         if off is not None:
@@ -208,8 +195,12 @@ class Exercise:
     answer_name: str = ""
     # the reference solution(s), shown only after an attempt (`CheckButton.reveal_solution`)
     solutions: tuple[str, ...] = dataclasses.field(default=(), repr=False)
+    # graded elsewhere (nbgrader): without a solution, the reveal says so
+    graded: bool = False
     # a hand-derived sanity check of the checker's own tools; returns None or what is broken
     self_check: Callable[[], str | None] | None = dataclasses.field(default=None, repr=False)
+    # the feedback said plainly from what the cell shows (its error, a name set to None), or None
+    explain: Callable[[Any, Any, Any], str | None] | None = dataclasses.field(default=None, repr=False)
     # seconds of student code per case (function answers) / per check (values)
     budget: float = 10.0
     # how a count of graded parts is called in the feedback ("leaves", "cases", "parts")
@@ -228,7 +219,7 @@ def _fmt_num(value) -> str:
 
 def _fmt(value) -> str:
     """Lesson-style text for a number or a small array: 8, [1.4, -0.8]."""
-    np = _np()
+    np = tools.np
     arr = np.asarray(value)
     if arr.ndim == 0:
         return _fmt_num(arr)
@@ -273,7 +264,7 @@ _FLOAT_LITERAL = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+[eE][-+]?\d+)(?:[eE][-+]
 
 
 def _close(actual, expected) -> bool:
-    np = _np()
+    np = tools.np
     actual, expected = np.asarray(actual, dtype=float), np.asarray(expected, dtype=float)
     if actual.shape != expected.shape or not np.all(np.isfinite(actual)):
         return False
@@ -283,7 +274,7 @@ def _close(actual, expected) -> bool:
 
 def _as_number_array(value):
     """A numpy float array for a numeric leaf, else None (strings, objects, containers)."""
-    np = _np()
+    np = tools.np
     if isinstance(value, (str, bytes, dict, list, tuple)) or value is None or callable(value):
         return None
     try:
@@ -301,7 +292,7 @@ def _as_number_array(value):
 def _grade_number(
     answer, expected: float, variants: list[tuple[float, str]], *, what: str, per_value=None, per_leaf=None
 ) -> Outcome:
-    np = _np()
+    np = tools.np
     if callable(answer):
         return Outcome(0, 1, [f"Pass the number itself, not a function: {what}."])
     if isinstance(answer, (dict, list, tuple)) and not isinstance(answer, str):
@@ -355,7 +346,7 @@ def tree_problem(value, name: str) -> str | None:
 
 def _is_registered_node(value) -> bool:
     try:
-        jax = _jax()
+        jax = tools.jax
         leaves = jax.tree_util.tree_leaves(value, is_leaf=lambda node: node is not value)
     except Exception:  # noqa: BLE001 - a node whose flatten raises: let check_tree say so
         return True
@@ -397,142 +388,3 @@ def is_unanswered(answer) -> bool:
     ):
         return True
     return False
-
-
-def grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | None = None) -> CheckResult:
-    """Grade `answer` for `exercise`, never raising: a broken answer, a broken checker or a
-    tampered one each end in a sentence.
-
-    `stale`: what went wrong in the student's last run of the exercise cell, when it did; the
-    value still in the variable is then an older attempt's, so it is not graded.
-
-    Before and after grading, the checker's functions and the numpy / jax functions it relies on
-    are compared with references taken at import (`exercises._integrity`): anything replaced (by
-    the answer, by an earlier cell, or by a thread) is put back and the check does not count; so
-    does a check while a thread the notebook started is still running.
-    """
-    import threading
-
-    from . import _integrity
-
-    earlier = _integrity.verify()
-    threads_before = {thread.ident for thread in threading.enumerate() if thread.ident is not None}  # all started
-    waiting = _integrity.user_threads()
-    graded = _grade_answer(exercise, answer, rng=rng, stale=stale)
-    during = [name for name in _integrity.verify() if name not in earlier]
-    started = [name for name in _integrity.user_threads(threads_before) if name not in waiting]
-    problems = []
-    if earlier:
-        problems.append(
-            "Before this check, code in this notebook had replaced part of the checker or of the "
-            f"numpy / jax functions it relies on ({_names(earlier)}). It was put back."
-        )
-    if during:
-        problems.append(
-            "During this check, your code replaced part of the checker or of the numpy / jax "
-            f"functions it relies on ({_names(during)}). It was put back."
-        )
-    if waiting or started:
-        problems.append(
-            f"A thread started from this notebook is still running ({_names(waiting + started)}): "
-            "it could change the checker at any moment. Stop it (or restart the kernel)."
-        )
-    if not problems:
-        return graded
-    return CheckResult(
-        passed=False,
-        score=0.0,
-        feedback=" ".join(problems) + " This check does not count: check again with an answer that only computes.",
-        exercise_id=exercise.id,
-        cases_passed=0,
-        cases_total=graded.cases_total,
-        unit=graded.unit,
-    )
-
-
-def _names(names: list[str], limit: int = 4) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
-
-
-def _grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | None = None) -> CheckResult:
-    from ._guard import describe_failure, notes_for, run_guarded
-
-    def result(passed, score, lines, cases=(0, 0), unit=exercise.unit):
-        return CheckResult(
-            passed=bool(passed),
-            score=float(score),
-            feedback="\n".join(lines),
-            exercise_id=exercise.id,
-            cases_passed=cases[0],
-            cases_total=cases[1],
-            unit=unit or exercise.unit,
-        )
-
-    if stale:
-        failure = stale.rstrip().rstrip(".")
-        failure = f"ended in {failure}" if failure.startswith("a ") else f"raised {failure}"
-        return result(
-            False,
-            0.0,
-            [
-                f"Your last run of the exercise cell {failure}. The value left over from an earlier "
-                "run is not graded: fix the cell, run it again, then check."
-            ],
-        )
-    if is_unanswered(answer):
-        return result(False, 0.0, [NOT_ANSWERED])
-    if exercise.self_check is not None:
-        problem = exercise.self_check()
-        if problem:
-            return result(
-                False,
-                0.0,
-                [
-                    f"The checker cannot trust this kernel: {problem} Restart the kernel (Kernel → Restart), "
-                    "run the notebook again, then check."
-                ],
-            )
-    if exercise.answer_kind != "function":
-        # one check before any JAX call: a tree that contains itself, or nests thousands of levels
-        # deep, would make JAX's flatten recurse until the interpreter breaks
-        looked = run_guarded(answer_problem, exercise, answer, budget=exercise.budget)
-        if looked.ok and looked.value:
-            return result(False, 0.0, [looked.value + " This check looked at nothing else."])
-    # The grader calls the student's code (functions, or objects with their own __array__ /
-    # __eq__): everything runs guarded. Function graders guard each case themselves too.
-    run = run_guarded(
-        exercise.grade, answer, rng, budget=None if exercise.answer_kind == "function" else exercise.budget
-    )
-    checker_parts = [name for name in run.replaced if name.split(".")[0] not in ("jax", "numpy", "builtins")]
-    if checker_parts:
-        return result(
-            False,
-            0.0,
-            [
-                "Your code changed the checker itself (" + ", ".join(checker_parts) + "). It was put back; "
-                "this check does not count. Check again with an answer that only computes."
-            ],
-        )
-    if not run.ok:
-        if run.timed_out or not isinstance(run.error, Exception):
-            why = describe_failure(run, what="Your answer", budget=exercise.budget)
-        elif exercise.answer_kind == "function":  # the student's calls are guarded one by one
-            why = (
-                "The check itself failed ("
-                + (describe_failure(run, what="it") or "").removeprefix("it raised ")
-                + "); this is not about your answer. Please tell your instructor."
-            )
-        else:  # reading a value answer failed: an object that is not numbers, or a checker bug
-            why = (
-                "Checking this answer failed ("
-                + (describe_failure(run, what="it") or "").removeprefix("it ")
-                + "). Is it made of numbers and arrays only?"
-            )
-        return result(False, 0.0, [why])
-    outcome: Outcome = run.value
-    total = max(outcome.total_cases, 1)
-    passed = outcome.passed if outcome.passed is not None else outcome.passed_cases == outcome.total_cases
-    lines = list(outcome.lines) + notes_for(run)
-    score = outcome.score if outcome.score is not None else (1.0 if passed else min(outcome.passed_cases / total, 1.0))
-    return result(passed, score, lines, (outcome.passed_cases, outcome.total_cases), outcome.unit)

@@ -34,7 +34,7 @@ import sys
 import time
 import types
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from .._budget import WALL_FACTOR, deadline_budget
@@ -303,7 +303,3 @@ def notes_for(run: Guarded) -> list[str]:
     if run.output_truncated:
         notes.append(f"Your code printed a lot: {run.output_truncated} characters of output were dropped.")
     return notes
-
-
-def iter_names(values: Iterable[str]) -> str:
-    return ", ".join(values)

@@ -7,17 +7,16 @@ import dataclasses
 import re
 from typing import Any
 
-from ..trees import diagnose
+from ..diagnose import diagnose
 from ._grading import (
     Outcome,
     _as_number_array,
     _close,
     _fmt,
     _fmt_shape,
-    _jax,
     _leaf_type,
-    _np,
     _type_name,
+    tools,
 )
 
 # --------------------------------------------------------------------------- tree answers
@@ -25,7 +24,7 @@ from ._grading import (
 
 def _leaves_by_path(tree) -> dict[str, Any]:
     """keystr path -> leaf, in JAX's flatten order; None counts as a leaf so it can be named."""
-    jax = _jax()
+    jax = tools.jax
     flat, _ = jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda node: node is None)
     return {jax.tree_util.keystr(path): leaf for path, leaf in flat}
 
@@ -84,7 +83,7 @@ def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
     consumed: set[str] = set()
 
     for path, reference in expected.items():
-        ref = _np().asarray(reference)
+        ref = tools.np.asarray(reference)
         if path not in got:
             children = [p for p in got if p.startswith((path + "[", path + "."))]
             if children:
@@ -199,12 +198,12 @@ def _first_difference(spec: _TreeSpec, answer):
 
 
 def _all_finite(arr) -> bool:
-    np = _np()
+    np = tools.np
     return bool(np.all(np.isfinite(arr.astype(float))))
 
 
 def _explain_leaf(path, arr, ref, expected, related, spec) -> str:
-    np = _np()
+    np = tools.np
     """Why the leaf at `path` is wrong, without naming `path` (the caller groups paths)."""
     for leaves, message in related:
         if path in leaves and _close(arr, leaves[path]):

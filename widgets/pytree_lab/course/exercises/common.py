@@ -3,6 +3,8 @@ computed with `jax.grad` when a check runs, a tree comparison, and the checker's
 
 from __future__ import annotations
 
+import pathlib
+
 from ... import lesson
 from ...exercises import as_number_array, close, exception_text, run_guarded, tools
 
@@ -11,11 +13,6 @@ def _lesson_setup():
     """The lesson model's params, x, target and learning rate (pytree_lab.lesson)."""
     inputs = lesson.lesson_inputs()
     return lesson.lesson_params(), inputs["x"], inputs["target"], lesson.LEARNING_RATE
-
-
-def _lesson_loss(p, x, target):
-    jnp = tools.jnp
-    return (jnp.dot(p["weight"], x) + p["bias"] - target) ** 2
 
 
 def _nested_params():
@@ -32,9 +29,9 @@ def _lesson_step():
     """params, grads, updated and both losses for the lesson's model, computed with jax."""
     jax = tools.jax
     params, x, target, lr = _lesson_setup()
-    loss, grads = jax.value_and_grad(_lesson_loss)(params, x, target)
+    loss, grads = jax.value_and_grad(lesson.lesson_loss)(params, x, target)
     updated = jax.tree.map(lambda p, g: p - lr * g, params, grads)
-    return params, grads, updated, float(loss), float(_lesson_loss(updated, x, target))
+    return params, grads, updated, float(loss), float(lesson.lesson_loss(updated, x, target))
 
 
 def _same_tree(a, b) -> bool:
@@ -83,6 +80,17 @@ def self_check() -> str | None:
     return None
 
 
+# content/solutions/<id>.py of a checkout: the reference solutions are not in the package
+SOLUTIONS = pathlib.Path(__file__).resolve().parents[4] / "content" / "solutions"
+
+
+def reference_solution(exercise_id: str) -> tuple[str, ...]:
+    """The exercise's reference solution (`content/solutions/<id>.py`), where that file is found:
+    an installed package holds none."""
+    path = SOLUTIONS / f"{exercise_id}.py"
+    return (path.read_text(encoding="utf-8").rstrip("\n"),) if path.is_file() else ()
+
+
 _JAX_HINTS = (
     (
         ("Output was None",),
@@ -125,3 +133,39 @@ def jax_hint(error: BaseException | str | None) -> str:
         if any(needle in text for needle in needles):
             return " " + hint
     return ""
+
+
+def said_plainly(ex, result, context) -> str | None:
+    """The feedback with what the cell shows said plainly, or None when there is nothing to add:
+    JAX's error explained (the function named when it returned None), and an answer name the cell
+    set to None (`norm_squared = print(...)`) told so, not "replace the `...`"."""
+    import ast
+
+    cell = context.cell
+    code = getattr(cell, "code", "") or ""
+    if context.stale is not None:
+        hint = jax_hint(context.stale).strip()
+        try:
+            defined = [n.name for n in ast.walk(ast.parse(code.split("\n", 1)[-1])) if isinstance(n, ast.FunctionDef)]
+        except SyntaxError:
+            defined = []
+        if hint.startswith("The function returns None") and len(defined) == 1:
+            hint = hint.replace("The function", defined[0], 1)
+        return f"{result.feedback}\n{hint}" if hint else None
+    namespace = getattr(cell, "namespace", None) or {}
+    names = [n.strip() for n in ex.answer_name.split(",") if n.strip()]
+    held = [n for n in names if n in namespace and namespace[n] is None]
+    if not held or ex.answer_kind == "function":
+        return None
+    lines = result.feedback.splitlines()
+    for name in held:
+        why = (
+            "print() shows a value but returns None"
+            if "print(" in code
+            else "the expression assigned to it gives nothing (a function without `return` returns None)"
+        )
+        sentence = f"{name} is None: {why}. Assign the value itself: {name} = <the expression>."
+        lines = [
+            sentence if line.startswith(("Not answered yet", f"{name}: not answered yet")) else line for line in lines
+        ]
+    return "\n".join(lines)

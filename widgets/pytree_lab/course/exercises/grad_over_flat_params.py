@@ -12,6 +12,7 @@ import secrets
 from typing import Any
 
 from ...exercises import (
+    CheckContext,
     Exercise,
     Outcome,
     all_finite,
@@ -28,7 +29,7 @@ from ...exercises import (
     tree_problem,
     type_name,
 )
-from .common import jax_hint, self_check
+from .common import jax_hint, reference_solution, said_plainly, self_check
 
 # The packed-parameters task's worked example (shown to students, so it may appear in feedback).
 _FLAT_EXAMPLE_PARAMS = (1.0, 0.0, 0.0)
@@ -280,7 +281,7 @@ def _cases_label(indices: list[int], cases: list[_FlatCase]) -> str:
 CASE_BUDGET = 10.0  # seconds of student code per case (first calls compile: generous)
 
 
-def _grade_grad_over_flat_params(answer, rng=None) -> Outcome:
+def _grade_grad_over_flat_params(answer, context: CheckContext) -> Outcome:
     np = tools.np
     jnp = tools.jnp
     if not callable(answer):
@@ -293,7 +294,7 @@ def _grade_grad_over_flat_params(answer, rng=None) -> Outcome:
             )
         return Outcome(0, 1, [line])
     # seeded by the operating system, never by numpy's global state: not predictable in the kernel
-    rng = np.random.default_rng(secrets.randbits(128)) if rng is None else rng
+    rng = np.random.default_rng(secrets.randbits(128)) if context.rng is None else context.rng
     sizes = [None, *_HIDDEN_SIZES]
     cases: list[_FlatCase] = []
     passed = 0
@@ -393,19 +394,6 @@ def _grade_grad_over_flat_params(answer, rng=None) -> Outcome:
     return Outcome(passed, total, lines + notes)
 
 
-_SOLUTION_PACKED = """\
-def grad_over_flat_params(flat_params, x):
-    def loss(p):
-        # slice inside the loss, so JAX follows how the loss depends on flat_params
-        weights, bias = p[:-1], p[-1]
-        predictions = x @ weights + bias
-        return jnp.sum(predictions ** 2)   # a sum, not a mean
-    return jax.grad(loss)(flat_params)
-
-# the task's worked example: prediction 2, so [2*2*2, 2*2*3, 2*2] = [8, 12, 4]
-print(grad_over_flat_params(jnp.array([1.0, 0.0, 0.0]), jnp.array([[2.0, 3.0]])))"""
-
-
 EXERCISE = Exercise(
     "grad_over_flat_params",
     "Gradient of packed parameters",
@@ -415,7 +403,9 @@ EXERCISE = Exercise(
     _grade_grad_over_flat_params,
     lesson="Gradient of packed parameters",
     answer_name="grad_over_flat_params",
-    solutions=(_SOLUTION_PACKED,),
+    solutions=reference_solution("grad_over_flat_params"),
+    graded=True,
     self_check=self_check,
+    explain=said_plainly,
     unit="cases",
 )

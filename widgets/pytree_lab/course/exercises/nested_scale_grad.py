@@ -2,8 +2,33 @@
 
 from __future__ import annotations
 
-from ...exercises import Exercise, Outcome, TreeSpec, fmt_num, grade_tree, tools
-from .common import _lesson_setup, _nested_loss, _nested_params, _whole_tree, self_check
+import dataclasses
+from typing import Any
+
+from ...exercises import (
+    CheckContext,
+    Exercise,
+    Outcome,
+    TreeSpec,
+    as_number_array,
+    close,
+    fmt_num,
+    grade_tree,
+    run_guarded,
+    tools,
+    type_name,
+)
+from .common import (
+    _lesson_setup,
+    _nested_loss,
+    _nested_params,
+    _same_tree,
+    _whole_tree,
+    reference_solution,
+    said_plainly,
+    self_check,
+)
+from .reruns import RERUN_BUDGET, follows_the_lesson, passed
 
 
 def _residual_loss(p, x, target):
@@ -11,7 +36,7 @@ def _residual_loss(p, x, target):
     return p["scale"] * (jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"]) - target
 
 
-def _grade_nested_scale_grad(answer, rng=None) -> Outcome:
+def _grade_nested_scale_grad(answer) -> Outcome:
     jax, jnp = tools.jax, tools.jnp
     nested = _nested_params()
     _, x, target, _ = _lesson_setup()
@@ -64,24 +89,121 @@ def _grade_nested_scale_grad(answer, rng=None) -> Outcome:
     return outcome
 
 
-_SOLUTION_NESTED = """\
-nested = {"layer": params, "scale": jnp.array(1.)}
-def nested_loss(p):
-    pred = p["scale"] * (jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"])
-    return (pred - 3.) ** 2
-g = jax.grad(nested_loss)(nested)
-assert jax.tree.structure(g) == jax.tree.structure(nested)
-assert jnp.allclose(g["scale"], -4.)"""
+def _scale_on_weight_loss(p, x, target):
+    """The nested model with `scale` on the weight term only, s·(w·x) + b: at the lesson's start
+    (b = 0) it is the lesson's model, and its gradient there is the same, so it is right too."""
+    jnp = tools.jnp
+    return (p["scale"] * jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"] - target) ** 2
+
+
+def right_at(point) -> dict:
+    """g's right values at a point: the gradient of either nested model."""
+    _, x, target, _ = _lesson_setup()
+    nested = {"layer": point["params"], "scale": tools.jnp.array(1.0)}
+    return {"g": [tools.jax.grad(loss)(nested, x, target) for loss in (_nested_loss, _scale_on_weight_loss)]}
+
+
+def grade(answer, context: CheckContext) -> Outcome:
+    outcome = _grade_nested_scale_grad(answer)
+    if passed(outcome):
+        move = "build nested from `params` and compute g with jax.grad"
+        return follows_the_lesson(EXERCISE, outcome, answer, context, "params", move, right_at)
+    if context.cell is None:
+        return outcome
+    found = run_guarded(_nested_evidence, context.cell.namespace, budget=RERUN_BUDGET)
+    if not (found.ok and found.value):
+        return outcome
+    # the evidence says it first; the tree-level sentences that say the same go
+    same = ("holds the parameter value", "gradient of the residual", "is 0: the loss does not depend")
+    lines = outcome.lines
+    kept = [line for line in lines[1:] if not any(words in line for words in same)]
+    return dataclasses.replace(outcome, lines=lines[:1] + [f"- {found.value}"] + kept)
+
+
+def _nested_evidence(namespace) -> str | None:
+    """The first thing wrong, found from the student's own nested and nested_loss: the tree,
+    then the loss's value at the start (squared?), then which leaves it does not depend on,
+    then whether g is its gradient. None when the evidence is not there."""
+    if not isinstance(namespace, dict):
+        return None
+    jax = tools.jax
+    nested, nested_loss, g = namespace.get("nested"), namespace.get("nested_loss"), namespace.get("g")
+    want = _nested_params()
+    if nested is None or not callable(nested_loss):
+        return None
+    if not _same_tree(nested, want):
+        return (
+            'nested is not {"layer": params, "scale": 1.0}: build it from params, with scale a float '
+            "scalar equal to 1 (jnp.array(1.))."
+        )
+    value = as_number_array(nested_loss(nested))
+    _, x, target, _ = _lesson_setup()
+    if value is None or value.size != 1:
+        return (
+            f"nested_loss(nested) returns {type_name(nested_loss(nested))}; it must return one number, "
+            "the squared error (pred - 3.) ** 2."
+        )
+    value = float(value.reshape(()))
+    right = float(_nested_loss(want, x, target))
+    if not close(value, right):
+        residual = float(_nested_loss(want, x, target) ** 0.5) * -1.0
+        if close(value, residual):
+            return (
+                f"nested_loss returns {fmt_num(value)} at the start: that is the residual pred − 3, not the "
+                "squared error. Square it: return (pred - 3.) ** 2."
+            )
+        if value < 0:
+            return (
+                f"nested_loss returns {fmt_num(value)} at the start, below 0: a squared error never is. "
+                "Return the squared error: (pred - 3.) ** 2."
+            )
+        low, high = 3 - value**0.5, 3 + value**0.5
+        return (
+            f"nested_loss returns {fmt_num(value)} at the start, where the squared error is {fmt_num(right)}: "
+            "there the prediction s·(w·x + b) is 1·(2 − 1 + 0) = 1 and the target 3. If your loss is "
+            f"(pred - 3.) ** 2, your prediction is {fmt_num(low)} (or {fmt_num(high)}), not 1: check how pred "
+            "uses scale, weight, bias and x, each read through p."
+        )
+    theirs = jax.grad(nested_loss)(nested)
+    reference = jax.grad(_nested_loss)(want, x, target)
+    flat_theirs, flat_ref = _leaves_paths(theirs), _leaves_paths(reference)
+    unused = [
+        path
+        for path, ref in flat_ref.items()
+        if path in flat_theirs
+        and not tools.np.any(tools.np.asarray(flat_theirs[path]))
+        and tools.np.any(tools.np.asarray(ref))
+    ]
+    if unused:
+        reads = ", ".join(f"p{path}" for path in unused)
+        return (
+            f"nested_loss does not depend on {reads} (its gradient there is 0): the loss reads "
+            f"{'that leaf' if len(unused) == 1 else 'those leaves'} from outside (params?) instead of "
+            "through its argument p. JAX differentiates only what the loss computes from p: "
+            'read every leaf through p, as p["layer"]["weight"].'
+        )
+    if g is not None and not _same_tree(g, theirs):
+        return "g is not the gradient of your nested_loss at nested: g = jax.grad(nested_loss)(nested)."
+    return None
+
+
+def _leaves_paths(tree) -> dict[str, Any]:
+    jax = tools.jax
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree)
+    return {jax.tree_util.keystr(path): leaf for path, leaf in flat}
+
 
 EXERCISE = Exercise(
     "nested_scale_grad",
     "Extend to a nested model",
     'The gradient tree g of nested_loss at {"layer": params, "scale": 1.0}.',
     "tree",
-    _grade_nested_scale_grad,
+    grade,
     lesson="Pytrees and structured parameters",
     answer_name="g",
-    solutions=(_SOLUTION_NESTED,),
+    solutions=reference_solution("nested_scale_grad"),
+    graded=True,
     self_check=self_check,
+    explain=said_plainly,
     unit="leaves",
 )

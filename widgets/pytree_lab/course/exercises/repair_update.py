@@ -3,38 +3,42 @@ gradient tree."""
 
 from __future__ import annotations
 
-from ... import lesson
-from ...exercises import Exercise, Outcome, TreeSpec, as_number_array, fmt_num, grade_tree, tools
-from .common import _lesson_loss, _lesson_setup, _lesson_step, _whole_tree, self_check
+import dataclasses
 
+from ... import lesson
+from ...exercises import CheckContext, Exercise, Outcome, TreeSpec, as_number_array, fmt_num, grade_tree, tools
+from .common import _lesson_setup, _lesson_step, _whole_tree, reference_solution, said_plainly, self_check
+from .reruns import follows_the_lesson, passed
+
+_LR = fmt_num(lesson.LEARNING_RATE)  # the lesson's learning rate, as the sentences write it
 _SWAPPED = (
-    "the gradient leaves are swapped: weight was stepped with the bias gradient and bias with the "
-    "weight gradient (so bias became an array of 2 values). Pair each parameter with its own gradient "
-    "by path: jax.tree.map(lambda p, g: p - 0.05 * g, params, grads)."
+    f"the gradient leaves are swapped: weight was stepped with the bias gradient and bias with the "
+    f"weight gradient (so bias became an array of 2 values). Pair each parameter with its own gradient "
+    f"by path: jax.tree.map(lambda p, g: p - {_LR} * g, params, grads)."
 )
 _ZIP = (
-    "your zip pairs leaves by position, and the positions disagree: params' values come in the order "
-    "written (weight, bias), the gradients in flatten order (bias, weight: keys sorted, as "
-    "jax.tree.leaves(grads) and JAX's gradient dict give them). So weight was stepped with the bias gradient "
-    "and bias with the weight gradient. Pair by path instead: jax.tree.map(lambda p, g: p - 0.05 * g, "
-    "params, grads)."
+    f"your zip pairs leaves by position, and the positions disagree: params' values come in the order "
+    f"written (weight, bias), the gradients in flatten order (bias, weight: keys sorted, as "
+    f"jax.tree.leaves(grads) and JAX's gradient dict give them). So weight was stepped with the bias gradient "
+    f"and bias with the weight gradient. Pair by path instead: jax.tree.map(lambda p, g: p - {_LR} * g, "
+    f"params, grads)."
 )
 _KEYS_SWAPPED = (
-    "the updated values are right but under each other's keys: weight holds the updated bias and "
-    "bias the updated weight, as zipping params' keys (weight, bias: the order written) with "
-    "leaves in flatten order (bias, weight) does. Keep the structure: jax.tree.map(lambda p, g: "
-    "p - 0.05 * g, params, grads)."
+    f"the updated values are right but under each other's keys: weight holds the updated bias and "
+    f"bias the updated weight, as zipping params' keys (weight, bias: the order written) with "
+    f"leaves in flatten order (bias, weight) does. Keep the structure: jax.tree.map(lambda p, g: "
+    f"p - {_LR} * g, params, grads)."
 )
 
 _ZIP_KEYS = (
-    "your zip put the updated values under each other's keys: it pairs params' keys in the order "
-    "written (weight, bias) with leaves in flatten order (bias, weight: keys sorted), so weight holds "
-    "the updated bias and bias the updated weight. Keep the structure: jax.tree.map(lambda p, g: "
-    "p - 0.05 * g, params, grads)."
+    f"your zip put the updated values under each other's keys: it pairs params' keys in the order "
+    f"written (weight, bias) with leaves in flatten order (bias, weight: keys sorted), so weight holds "
+    f"the updated bias and bias the updated weight. Keep the structure: jax.tree.map(lambda p, g: "
+    f"p - {_LR} * g, params, grads)."
 )
 
 
-def _grade_repair_update(answer, rng=None) -> Outcome:
+def _grade_repair_update(answer) -> Outcome:
     jax, jnp = tools.jax, tools.jnp
     params, grads, updated, loss_before, loss_after = _lesson_step()
     spec = TreeSpec(
@@ -53,8 +57,8 @@ def _grade_repair_update(answer, rng=None) -> Outcome:
             ),
         ),
         hints={
-            "['weight']": "Use p − 0.05 · g with the weight gradient from value_and_grad.",
-            "['bias']": "Use p − 0.05 · g with the bias gradient; restore bias in the gradient tree first.",
+            "['weight']": f"Use p − {_LR} · g with the weight gradient from value_and_grad.",
+            "['bias']": f"Use p − {_LR} · g with the bias gradient; restore bias in the gradient tree first.",
         },
     )
     lr = lesson.LEARNING_RATE
@@ -77,7 +81,7 @@ def _grade_repair_update(answer, rng=None) -> Outcome:
         if set(leaves) == {"weight", "bias"} and all(v is not None for v in leaves.values()):
             _, x, target, _ = _lesson_setup()
             candidate = {k: jnp.asarray(v, dtype=jnp.float32) for k, v in leaves.items()}
-            loss = float(_lesson_loss(candidate, x, target))
+            loss = float(lesson.lesson_loss(candidate, x, target))
             outcome.lines.append(
                 f"Loss at your updated tree: {fmt_num(loss)} (before the step: "
                 f"{fmt_num(loss_before)}; the repaired update gives {fmt_num(loss_after)})."
@@ -87,25 +91,32 @@ def _grade_repair_update(answer, rng=None) -> Outcome:
     return outcome
 
 
-_SOLUTION_REPAIR = """\
-try:
-    jax.tree.map(lambda p, g: p - 0.05 * g, params, {"weight": grads["weight"]})
-except ValueError:
-    print("Expected tree mismatch")
-else:
-    raise AssertionError("Expected a missing-key failure")
-fixed = jax.tree.map(lambda p, g: p - 0.05 * g, params, grads)
-assert jnp.allclose(loss(fixed), 0.64, atol=1e-6)"""
+def grade(answer, context: CheckContext) -> Outcome:
+    outcome = _grade_repair_update(answer)
+    if passed(outcome):
+        move = "compute it from `params` and `grads` with jax.tree.map"
+        return follows_the_lesson(EXERCISE, outcome, answer, context, "params and grads", move, right_at)
+    if context.cell is not None and "zip(" in (context.cell.code or ""):
+        zipped = {f"- {_SWAPPED}": f"- {_ZIP}", f"- {_KEYS_SWAPPED}": f"- {_ZIP_KEYS}"}
+        return dataclasses.replace(outcome, lines=[zipped.get(line, line) for line in outcome.lines])
+    return outcome
+
+
+def right_at(point) -> dict:
+    return {"fixed": [point["updated"]]}
+
 
 EXERCISE = Exercise(
     "repair_update",
     "Repair a mismatched update tree",
     "The updated parameter tree (fixed) after restoring bias in the gradient tree.",
     "tree",
-    _grade_repair_update,
+    grade,
     lesson="Pytrees and structured parameters",
     answer_name="fixed",
-    solutions=(_SOLUTION_REPAIR,),
+    solutions=reference_solution("repair_update"),
+    graded=True,
     self_check=self_check,
+    explain=said_plainly,
     unit="leaves",
 )

@@ -5,8 +5,20 @@ from __future__ import annotations
 
 import math
 
-from ...exercises import Exercise, Outcome, as_number_array, close, fmt, fmt_shape, grade_number, tools, type_name
-from .common import _lesson_step, self_check
+from ...exercises import (
+    CheckContext,
+    Exercise,
+    Outcome,
+    as_number_array,
+    close,
+    fmt,
+    fmt_shape,
+    grade_number,
+    tools,
+    type_name,
+)
+from .common import _lesson_step, reference_solution, said_plainly, self_check
+from .reruns import follows_the_lesson
 
 
 def _squared_norm_parts():
@@ -102,7 +114,7 @@ def _grade_one_norm(answer, name: str, parts) -> Outcome:
     return outcome
 
 
-def _grade_squared_norm(answer, rng=None) -> Outcome:
+def _grade_squared_norm(answer) -> Outcome:
     """`norm_squared` alone, or {"norm_squared": ..., "manual": ...}: each graded."""
     parts = _squared_norm_parts()
     if isinstance(answer, dict) and set(answer) <= {"norm_squared", "manual"} and answer:
@@ -118,13 +130,15 @@ def _grade_squared_norm(answer, rng=None) -> Outcome:
     return _grade_one_norm(answer, "norm_squared", parts)
 
 
-_SOLUTION_NORM = """\
-# Transform every leaf of the gradient pytree, then add the leaves' sums.
-norm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))
-# Aggregate the array values directly, leaf by leaf.
-manual = jnp.sum(grads["weight"] ** 2) + grads["bias"] ** 2
-assert jnp.allclose(norm_squared, manual)
-assert jnp.allclose(norm_squared, 96.)"""
+def right_at(point) -> dict:
+    value = float(sum(tools.jnp.sum(g**2) for g in tools.jax.tree.leaves(point["grads"])))
+    return {"norm_squared": [value], "manual": [value]}
+
+
+def grade(answer, context: CheckContext) -> Outcome:
+    outcome = _grade_squared_norm(answer)
+    return follows_the_lesson(EXERCISE, outcome, answer, context, "grads", "compute it from `grads`", right_at)
+
 
 EXERCISE = Exercise(
     "squared_norm",
@@ -132,10 +146,12 @@ EXERCISE = Exercise(
     "Compute the squared norm of all gradient leaves (norm_squared), and again by adding the "
     "weight and bias contributions directly (manual).",
     "number",
-    _grade_squared_norm,
+    grade,
     lesson="Pytrees and structured parameters",
     answer_name="norm_squared, manual",
-    solutions=(_SOLUTION_NORM,),
+    solutions=reference_solution("squared_norm"),
+    graded=True,
     self_check=self_check,
+    explain=said_plainly,
     unit="values",
 )
