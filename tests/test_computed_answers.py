@@ -36,6 +36,7 @@ NOTEBOOK = {
     "value": VALUE,
     "grads": GRADS,
     "updated": UPDATED,
+    "broken": {"weight": GRADS["weight"]},  # the lesson's cell before the repair
 }
 
 NAMES = {"squared_norm": ("norm_squared", "manual"), "nested_scale_grad": ("g",), "repair_update": ("fixed",)}
@@ -213,6 +214,74 @@ ACCEPTED_CELLS = [
 
 @pytest.mark.parametrize(("exercise_id", "code"), ACCEPTED_CELLS)
 def test_accepted_ways_to_compute_a_cell_answer(exercise_id, code):
+    result, _ = run_and_check(exercise_id, code)
+    assert (result.passed, result.score) == (True, 1.0), result.feedback
+
+
+# Honest answers the reruns once took for typed-in numbers (issue 33), each with what it does.
+HONEST = {
+    "repair from broken, bias restored with **": (
+        "repair_update",
+        'fixed = jax.tree.map(lambda p, g: p - 0.05 * g, params, {**broken, "bias": grads["bias"]})',
+    ),
+    "repair from a copy of broken": (
+        "repair_update",
+        'repaired = dict(broken)\nrepaired["bias"] = grads["bias"]\n'
+        "fixed = jax.tree_util.tree_map(lambda p, g: p - 0.05 * g, params, repaired)",
+    ),
+    "repair with | and a learning-rate name": (
+        "repair_update",
+        'lr = 0.05\nfixed = jax.tree.map(lambda p, g: p - lr * g, params, broken | {"bias": grads["bias"]})',
+    ),
+    "repair naming both leaves of broken and grads": (
+        "repair_update",
+        'fixed = jax.tree.map(lambda p, g: p - 0.05 * g, params, {"weight": broken["weight"], "bias": grads["bias"]})',
+    ),
+    "norm as int() of the sum": (
+        "squared_norm",
+        "norm_squared = int(sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads)))\n"
+        'manual = int(jnp.sum(grads["weight"] ** 2) + grads["bias"] ** 2)',
+    ),
+    "norm rounded to 2 decimals": (
+        "squared_norm",
+        "norm_squared = round(float(sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))), 2)\n"
+        'manual = round(float(grads["weight"] @ grads["weight"] + grads["bias"] ** 2), 2)',
+    ),
+    "norm from optax.tree.norm": (
+        "squared_norm",
+        "import optax\nnorm_squared = optax.tree.norm(grads) ** 2\n"
+        'manual = sum(float((g ** 2).sum()) for g in (grads["weight"], grads["bias"]))',
+    ),
+    "nested model with scale on the weight term only": (
+        "nested_scale_grad",
+        'nested = {"layer": params, "scale": jnp.array(1.)}\n'
+        "def nested_loss(p):\n"
+        '    pred = p["scale"] * jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"]\n'
+        "    return (pred - 3.) ** 2\n"
+        "g = jax.grad(nested_loss)(nested)",
+    ),
+    "nested with leaves copied and (3 - pred) squared": (
+        "nested_scale_grad",
+        'nested = {"layer": {"weight": params["weight"], "bias": params["bias"]}, "scale": jnp.float32(1.0)}\n'
+        "def nested_loss(p):\n"
+        '    pred = p["scale"] * (p["layer"]["weight"] @ x + p["layer"]["bias"])\n'
+        "    return jnp.square(3. - pred)\n"
+        "g = jax.value_and_grad(nested_loss)(nested)[1]",
+    ),
+    "nested with the loss of the lesson reused": (
+        "nested_scale_grad",
+        'nested = {"layer": params, "scale": jnp.array(1.)}\n'
+        "def nested_loss(p):\n"
+        '    layer = jax.tree.map(lambda leaf: leaf * p["scale"], p["layer"])\n'
+        "    return loss(layer)\n"
+        "g = jax.grad(nested_loss)(nested)",
+    ),
+}
+
+
+@pytest.mark.parametrize("variant", list(HONEST))
+def test_an_honest_answer_is_never_taken_for_typed_in_numbers(variant):
+    exercise_id, code = HONEST[variant]
     result, _ = run_and_check(exercise_id, code)
     assert (result.passed, result.score) == (True, 1.0), result.feedback
 
@@ -408,3 +477,44 @@ def test_what_a_rerun_records_is_taken_out_of_the_evidence_again():
     assert result.passed, result.feedback
     assert [o["value"] for o in log.outputs[before:]] == [96.0]  # the student's run only, not the reruns'
     del log.outputs[before:]
+
+
+@pytest.fixture
+def kernel_ns():
+    """The notebook's namespace in an IPython shell, where the grading reads it (`grading._user_ns`)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    kept = dict(shell.user_ns)
+    shell.user_ns.update(NOTEBOOK)
+    yield shell.user_ns
+    shell.user_ns.clear()
+    shell.user_ns.update(kept)
+
+
+@pytest.mark.parametrize("variant", list(HONEST))
+def test_an_honest_answer_earns_full_points_when_graded(variant, kernel_ns, capsys):
+    """The nbgrader grading runs the same cell at hidden lesson parameters: full points too."""
+    from pytree_lab.course import grading
+
+    exercise_id, code = HONEST[variant]
+    cells.run_exercise_cell(exercise_id, code, kernel_ns)
+    assert grading.summative(exercise_id, seed=20261205, points=3.0) == 3.0, capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("exercise_id", "code"),
+    [
+        ("squared_norm", "norm_squared = 96.0\nmanual = 96.0"),
+        ("repair_update", 'fixed = {"weight": jnp.array([1.4, -0.8]), "bias": jnp.array(0.2)}'),
+        (
+            "repair_update",
+            'fixed = jax.tree.map(lambda p, g: p - 0.05 * g, params, {**broken, "bias": jnp.array(-4.)})',
+        ),
+    ],
+)
+def test_a_typed_in_answer_earns_only_the_lessons_share_when_graded(exercise_id, code, kernel_ns, capsys):
+    from pytree_lab.course import grading
+
+    cells.run_exercise_cell(exercise_id, code, kernel_ns)
+    assert grading.summative(exercise_id, seed=20261205, points=3.0) == 1.0, capsys.readouterr().out

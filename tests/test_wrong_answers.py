@@ -8,6 +8,7 @@ out of check(), and the widget back from "Checking…". Oracles: the lessons' ha
 from __future__ import annotations
 
 import gc
+import json
 import sys
 import time
 
@@ -380,9 +381,12 @@ print("MAGIC-OK:", run.success)
 shell.run_cell("r = course.check_button('squared_norm').check()")
 print("AFTER:", shell.user_ns["r"].feedback)
 ''')
-    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "PLAIN: Your last run of the exercise cell raised ZeroDivisionError" in out.stdout
+    # as in a notebook's kernel, each check went into the evidence file as it happened, with its error
+    record = json.loads((tmp_path / "pytree-lab-evidence.json").read_text())
+    assert [c.get("error") for c in record["checks"]] == ["ZeroDivisionError: division by zero", "SystemExit"]
     assert "MAGIC-OK: True" in out.stdout and "called sys.exit()" in out.stdout
     assert "AFTER: Your last run of the exercise cell raised SystemExit" in out.stdout
 

@@ -136,3 +136,4 @@ _join_compiles  # unused function
 _.has_optimizer  # unused property
 _.__class__  # unused attribute
 _array_summary  # unused import
+_.autosave_error  # unused attribute (Evidence: why the last automatic save failed, for its reader)

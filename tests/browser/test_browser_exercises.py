@@ -8,9 +8,11 @@ import pathlib
 
 import pytest
 
-from .harness import Timeouts
+from .harness import DARK, LIGHT, Timeouts, set_theme
 
 pytestmark = pytest.mark.browser
+
+SHOTS = pathlib.Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 
 CELLS = [
     # 0: two answers to the packed-parameters task; the first check compiles, so warm it up here
@@ -245,3 +247,71 @@ def test_evidence_button_writes_into_the_notebooks_folder(exercises_nb):
     assert text.index("## Summary") < text.index("## Checks")
     assert "Make it yours (`squared_norm`): passed, score 1.00" in text
     assert json.loads(markdown.with_suffix(".json").read_text())["checks"][-1]["exercise_id"] == "squared_norm"
+
+
+def test_after_a_kernel_restart_the_exercise_widgets_say_so_when_clicked(open_nb):
+    """A check card, a quiz, a prediction and the evidence button of a restarted kernel answer
+    no click: clicking one tells the student why and what to run, as the sliders do."""
+    from .harness import _FIND_PANEL
+
+    nb = open_nb(
+        [
+            "from pytree_lab.course import check_button, grad_structure_quiz, lesson_prediction\n"
+            "from pytree_lab.exercises import EvidenceButton\n"
+            "norm_squared = 96.0\n"
+            "card = check_button('squared_norm')\n"
+            "card",
+            "grad_structure_quiz()",
+            "lesson_prediction('which_weight_changes_more')",
+            "EvidenceButton()",
+        ],
+        wait_for=".ptl-ex-evidence",
+    )
+    notice = nb.panel.locator(".pytree-lab-kernel-gone")
+    card = nb.panel.locator(".ptl-ex-check").first
+    card.get_by_role("button", name="Check my answer").click()
+    nb.kernel.wait_for("card.status", lambda s: s in ("passed", "failed"), Timeouts.ROUND_TRIP * 4)
+    wait_text(card.locator(".ptl-ex-status"), nb.value("card.announcement"))
+    assert notice.count() == 0  # a live kernel: no notice
+
+    nb.page.evaluate(
+        "async (path) => {" + _FIND_PANEL + "await find(path).sessionContext.session.kernel.restart(); }",
+        nb.path,
+    )
+    assert nb.value("'card' in globals()") is False
+    nb.panel.locator("[data-ptl-kernel-gone]").first.wait_for(
+        state="attached", timeout=Timeouts.ms(Timeouts.ROUND_TRIP)
+    )
+    assert notice.count() == 0  # said when used, not all over the notebook at once
+    clicks = [
+        card.get_by_role("button", name="Check my answer"),
+        nb.panel.locator(".ptl-ex-quiz").first.get_by_role("button", name="Check answer"),
+        nb.panel.locator(".ptl-ex-predict").first.get_by_role("button", name="Reveal the answer"),
+        nb.panel.locator(".ptl-ex-evidence").first.get_by_role("button", name="Save my evidence"),
+    ]
+    for n, button in enumerate(clicks, start=1):
+        button.click()
+        nb.page.wait_for_function(
+            "(n) => document.querySelectorAll('.pytree-lab-kernel-gone').length >= n",
+            arg=n,
+            timeout=Timeouts.ms(Timeouts.ROUND_TRIP),
+        )
+    texts = notice.all_inner_texts()
+    assert len(texts) == 4, texts
+    for text in texts:
+        assert "kernel that was restarted or stopped" in text and "Run its cell again" in text, text
+    # each notice sits in the widget that was clicked
+    for kind in ("check", "quiz", "predict", "evidence"):
+        widget = nb.panel.locator(f".ptl-ex-{kind}").first.locator("xpath=..")
+        assert widget.locator(".pytree-lab-kernel-gone").count() == 1, kind
+    assert card.locator(".ptl-ex-status").text_content().startswith("Check 1: ")  # the last live verdict stays
+    assert nb.value("1 + 1") == 2  # the new kernel heard nothing of the clicks and runs code
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        for theme, name in ((LIGHT, "light"), (DARK, "dark")):
+            set_theme(nb.page, theme)
+            path = SHOTS / f"check-card-kernel-gone-{name}.png"
+            card.locator("xpath=..").screenshot(path=str(path))
+            assert path.stat().st_size > 5_000
+    finally:
+        set_theme(nb.page, LIGHT)

@@ -48,6 +48,7 @@ __all__ = [
     "check_cell",
     "exercise",
     "grad_structure_quiz",
+    "keep_evidence",
     "lesson_prediction",
     "quiz",
     "record_output",
@@ -168,6 +169,14 @@ def try_function(
     return run.value
 
 
+def keep_evidence(path, *, evidence: Evidence | None = None) -> None:
+    """From now on, merge each check, prediction, quiz answer and key output into `path`
+    (Markdown, and JSON beside it) as it happens, as `save_evidence(path)` would: a kernel
+    restart then loses none of them. In a notebook's kernel the course keeps the evidence in
+    `pytree-lab-evidence.md` until a lesson names its own file."""
+    (evidence if evidence is not None else default_evidence()).autosave = path
+
+
 def save_evidence(path=None, *, evidence: Evidence | None = None):
     """Save the evidence recorded in this kernel (merged into the file when it exists) and say
     what the file now holds. Run alone in a kernel where nothing was recorded yet (after a
@@ -190,8 +199,13 @@ def save_evidence(path=None, *, evidence: Evidence | None = None):
 
 def setup(shell=None) -> bool:
     """Register `%%exercise <id>` and the post-run hook in this IPython kernel (again: no change);
-    False outside IPython."""
-    return register_magic(shell, known=exercise, answer_names={k: _names(k) for k in EXERCISES})
+    False outside IPython. In a kernel, each check, prediction, quiz answer and key output is then
+    merged into the evidence file as it happens (`pytree-lab-evidence.md` until a lesson names its
+    own with `keep_evidence`): a kernel restart loses none of them."""
+    registered = register_magic(shell, known=exercise, answer_names={k: _names(k) for k in EXERCISES})
+    if registered and default_evidence().autosave is None:
+        default_evidence().autosave = "pytree-lab-evidence.md"
+    return registered
 
 
 def load_ipython_extension(shell) -> None:  # `%load_ext pytree_lab.course`

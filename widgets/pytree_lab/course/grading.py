@@ -89,39 +89,6 @@ def _compile_without_asserts(code: str):
     return compile(tree, "<your exercise cell, on a hidden case>", "exec")
 
 
-def _random_params(rng) -> dict:
-    np, jnp = tools.np, tools.jnp
-    weight = rng.normal(size=2).astype(np.float32)
-    bias = np.float32(rng.normal())
-    return {"weight": jnp.asarray(weight), "bias": jnp.asarray(bias)}
-
-
-def _lesson_grads(params: dict) -> dict:
-    jax = tools.jax
-    inputs = lesson.lesson_inputs()
-    return jax.grad(lesson.lesson_loss)(params, inputs["x"], inputs["target"])
-
-
-def _expected(exercise_id: str, params: dict, grads: dict) -> dict[str, Any]:
-    """The answer names' right values for the hidden lesson parameters, computed with jax."""
-    jax, jnp = tools.jax, tools.jnp
-    inputs = lesson.lesson_inputs()
-    if exercise_id == "squared_norm":
-        value = float(sum(jnp.sum(g**2) for g in jax.tree.leaves(grads)))
-        return {"norm_squared": value, "manual": value}
-    if exercise_id == "nested_scale_grad":
-
-        def nested_loss(p):
-            layer = p["layer"]
-            prediction = p["scale"] * (jnp.dot(layer["weight"], inputs["x"]) + layer["bias"])
-            return (prediction - inputs["target"]) ** 2
-
-        return {"g": jax.grad(nested_loss)({"layer": params, "scale": jnp.array(1.0)})}
-    if exercise_id == "repair_update":
-        return {"fixed": jax.tree.map(lambda p, g: p - lesson.LEARNING_RATE * g, params, grads)}
-    raise ValueError(f"no hidden reruns for {exercise_id!r}")
-
-
 def _same(answer: Any, expected: Any) -> bool:
     """Same tree structure (dict keys) and leaves within the checks' tolerance."""
     if isinstance(expected, dict):
@@ -133,11 +100,17 @@ def _same(answer: Any, expected: Any) -> bool:
     return arr is not None and arr.shape == want.shape and bool(close(arr, want))
 
 
-def _rerun_case(exercise_id: str, code, namespace: dict, rng, index: int) -> tuple[float, str]:
-    params = _random_params(rng)
-    grads = _lesson_grads(params)
-    ns = dict(namespace)
-    ns.update(params=params, grads=grads)
+def _rerun_case(exercise_id: str, code, source: str, namespace: dict, rng, index: int) -> tuple[float, str]:
+    """The cell run again at other lesson parameters, as the check's reruns do (`exercises.reruns`):
+    the lesson's trees and their leaves swapped wherever the cell reads them, parameters on a grid
+    of halves, and every right model taken."""
+    from .exercises import nested_scale_grad, repair_update, reruns, squared_norm
+
+    right_at = {m.EXERCISE.id: m.right_at for m in (squared_norm, nested_scale_grad, repair_update)}[exercise_id]
+    lesson_trees = reruns.lesson_point(lesson.lesson_params())
+    point = reruns.other_point(rng, right_at(lesson_trees), right_at)
+    trees = {k: lesson_trees[k] for k in ("params", "grads", "updated")}
+    ns = {**namespace, **reruns.variant_changes(namespace, source, point, trees)}
     run = run_guarded(exec, code, ns, budget=RERUN_BUDGET)
     label = f"hidden case {index} (other lesson parameters)"
     tampered = [n for n in run.replaced if n.split(".")[0] not in ("jax", "numpy", "builtins")]
@@ -145,13 +118,12 @@ def _rerun_case(exercise_id: str, code, namespace: dict, rng, index: int) -> tup
         return 0.0, f"{label}: your cell changed the checker ({', '.join(tampered)}); 0."
     if not run.ok:
         return 0.0, f"{label}: " + (describe_failure(run, what="your cell", budget=RERUN_BUDGET, hidden=True) or "")
-    expected = _expected(exercise_id, params, grads)
+    expected = right_at(point)
     right = []
-    for name, want in expected.items():
+    for name, wants in expected.items():
         if name not in ns:
             continue
-        check = run_guarded(_same, ns[name], want, budget=RERUN_BUDGET)
-        if check.ok and check.value:
+        if any(run_guarded(_same, ns[name], want, budget=RERUN_BUDGET).value for want in wants):
             right.append(name)
     score = len(right) / len(expected)
     if score == 1:
@@ -200,7 +172,7 @@ def _grade(exercise_id: str, seed: int) -> tuple[float, list[str]]:
         lines.append(f"hidden cases: the cell does not compile ({exc.msg}): 0.")
         return sum(scores) / (1 + HIDDEN_RERUNS), lines
     for index in range(1, HIDDEN_RERUNS + 1):
-        score, line = _rerun_case(exercise_id, compiled, namespace, rng, index)
+        score, line = _rerun_case(exercise_id, compiled, code, namespace, rng, index)
         scores.append(score)
         lines.append(line)
     return sum(scores) / len(scores), lines

@@ -60,12 +60,14 @@ class CheckContext:
         compiled = compile(ast.fix_missing_locations(tree), "<your exercise cell, on other values>", "exec")
         namespace = {**self.cell.namespace, **changes}
         log = default_evidence()
-        kept = {kind: len(getattr(log, kind)) for kind in KINDS}
+        kept = {kind: list(getattr(log, kind)) for kind in KINDS}
+        autosave, log.autosave = log.autosave, None  # nor does it reach the evidence file
         try:
             return run_guarded(exec, compiled, namespace, budget=budget), namespace
         finally:
-            for kind, n in kept.items():
-                del getattr(log, kind)[n:]
+            log.autosave = autosave
+            for kind, entries in kept.items():
+                getattr(log, kind)[:] = entries
 
 
 def cell_python(cell: CellRun | None) -> str | None:
@@ -91,7 +93,8 @@ def check(exercise: Exercise, answer: Any, context: CheckContext | None = None) 
     never raising: a broken answer, a broken checker or a tampered one each end in a sentence.
 
     `context.stale`: what went wrong in the student's last run of the exercise cell, when it did;
-    the value still in the variable is then an older attempt's, so it is not graded (nor recorded).
+    the value still in the variable is then an older attempt's, so it is not graded: the check is
+    recorded with that error. `exercise.explain(exercise, result, context)` may say the feedback plainly.
 
     Before and after grading, the checker's functions and the numpy / jax functions it relies on
     are compared with references taken at import (`exercises._integrity`): anything replaced (by
@@ -103,9 +106,14 @@ def check(exercise: Exercise, answer: Any, context: CheckContext | None = None) 
     if context.rng is None:  # seeded by the operating system, never by numpy's global state
         context = dataclasses.replace(context, rng=tools.np.random.default_rng(secrets.randbits(128)))
     result = _checked(exercise, answer, context)
-    if context.stale is None and not is_unanswered(answer):
+    said = None
+    if exercise.explain is not None:  # what the cell shows, said plainly
+        said = run_guarded(exercise.explain, exercise, result, context, budget=exercise.budget).value
+        if said is not None:
+            result = dataclasses.replace(result, feedback=said)
+    if context.stale is not None or not is_unanswered(answer) or said is not None:  # a cell that raised: with its error
         log = context.evidence if context.evidence is not None else default_evidence()
-        log.add_check(exercise, result, answer, code=context.code)
+        log.add_check(exercise, result, answer, code=context.code, error=context.stale or "")
     return result
 
 

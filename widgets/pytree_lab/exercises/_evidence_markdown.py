@@ -92,6 +92,8 @@ def render_markdown(record: dict) -> str:
         ]
         if entry.get("code"):
             out += ["My code:", "", _fence(entry["code"], "python"), ""]
+        if entry.get("error"):
+            out += ["The cell's last run raised:", "", _fence(entry["error"]), ""]
         out += ["Feedback:", "", _fence(entry["feedback"]), ""]
     out += ["## Check your understanding", ""]
     quiz = _scored_quiz(record.get("quiz", []))

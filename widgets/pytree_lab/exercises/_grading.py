@@ -200,6 +200,8 @@ class Exercise:
     graded: bool = False
     # a hand-derived sanity check of the checker's own tools; returns None or what is broken
     self_check: Callable[[], str | None] | None = dataclasses.field(default=None, repr=False)
+    # the feedback said plainly from what the cell shows (its error, a name set to None), or None
+    explain: Callable[[Any, Any, Any], str | None] | None = dataclasses.field(default=None, repr=False)
     # seconds of student code per case (function answers) / per check (values)
     budget: float = 10.0
     # how a count of graded parts is called in the feedback ("leaves", "cases", "parts")

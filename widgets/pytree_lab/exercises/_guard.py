@@ -240,8 +240,8 @@ def exception_text(exc: BaseException, *, hidden: bool = False, limit: int = 160
     message = text.splitlines()[0] if text else ""
     if hidden:
         message = re.sub(r"[-+]?(?:\d+\.\d*|\.\d+|\d+[eE][-+]?\d+)(?:[eE][-+]?\d+)?", "…", message)
-    if len(message) > limit:
-        message = message[: limit - 1] + "…"
+    if len(message) > limit:  # cut between words, never inside one
+        message = message[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:") + " …"
     name = type(exc).__name__
     return f"{name}: {message}" if message else name
 
@@ -281,7 +281,11 @@ def describe_failure(
             f"check, so it was caught: {fix}."
         )
     if isinstance(exc, KeyboardInterrupt):
-        return f"{what} raised KeyboardInterrupt. Nothing was interrupted; {fix}."
+        return (
+            f"{what} was interrupted (KeyboardInterrupt: the toolbar's stop button, or a `raise "
+            f"KeyboardInterrupt` in the code); the kernel is fine. A loop that never ends needs a way out; "
+            f"otherwise {fix}."
+        )
     if isinstance(exc, RecursionError):
         # a tree that contains itself or nests very deeply does this too: no "recursion" advice
         # to a student who may have written none

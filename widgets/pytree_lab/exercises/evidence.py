@@ -158,7 +158,11 @@ class Evidence:
     surrogate is written escaped.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, autosave: str | pathlib.Path | None = None) -> None:
+        # where each record is merged as it happens (None: only at an explicit save)
+        self.autosave = autosave
+        self.autosave_error = ""  # why the last automatic save failed ("" when it worked)
+        self._targets: dict[pathlib.Path, pathlib.Path] = {}  # path asked for -> file written
         self.session = uuid.uuid4().hex[:12]
         self.started = _now()
         self.predictions: list[dict] = []
@@ -175,6 +179,17 @@ class Evidence:
         for entries in (self.predictions, self.checks, self.quiz, self.outputs, self.reveals):
             entries.clear()
 
+    def _kept(self) -> None:
+        """A record was added: merge it into the autosave file now, so a kernel restart loses
+        nothing. A failed write is remembered (`autosave_error`) and never fails the check."""
+        if self.autosave is None:
+            return
+        try:
+            self.save(self.autosave)
+            self.autosave_error = ""
+        except Exception as exc:  # noqa: BLE001 - a full disk, a read-only folder: the record stays here
+            self.autosave_error = exception_text(exc)
+
     def _stamp(self, entry: dict) -> dict:
         entry.setdefault("time", _now())
         entry["session"] = self.session
@@ -189,21 +204,23 @@ class Evidence:
         for exercise_id, title in exercises:
             self.expected.setdefault(exercise_id, title)
 
-    def add_check(self, exercise, result, answer, code: str | None = None) -> None:
+    def add_check(self, exercise, result, answer, code: str | None = None, error: str = "") -> None:
+        """One check; `error` is what the exercise cell's last run raised (its answer is then an
+        earlier run's leftover, not recorded)."""
         self.expected.setdefault(exercise.id, exercise.title)
-        self.checks.append(
-            self._stamp(
-                {
-                    "exercise_id": exercise.id,
-                    "title": exercise.title,
-                    "passed": result.passed,
-                    "score": round(result.score, 4),
-                    "feedback": result.feedback,
-                    "answer": _recorded(_plain, answer, _answer_name(exercise, answer)),
-                    "code": code or "",
-                }
-            )
-        )
+        entry = {
+            "exercise_id": exercise.id,
+            "title": exercise.title,
+            "passed": result.passed,
+            "score": round(result.score, 4),
+            "feedback": result.feedback,
+            "answer": None if error else _recorded(_plain, answer, _answer_name(exercise, answer)),
+            "code": code or "",
+        }
+        if error:
+            entry["error"] = error
+        self.checks.append(self._stamp(entry))
+        self._kept()
 
     def add_prediction(
         self, prompt: str, prediction: str, answer: str, prediction_id: str = "", self_rating: str = ""
@@ -219,11 +236,13 @@ class Evidence:
                 }
             )
         )
+        self._kept()
 
     def rate_prediction(self, prediction_id: str, rating: str) -> None:
         for entry in reversed(self.predictions):
             if entry["prediction_id"] == prediction_id:
                 entry["self_rating"] = rating
+                self._kept()
                 return
 
     def add_quiz(self, question: str, choice: str, correct: bool, explanation: str, quiz_id: str = "") -> None:
@@ -242,6 +261,7 @@ class Evidence:
                 }
             )
         )
+        self._kept()
 
     def quiz_answer(self, quiz_id: str) -> dict | None:
         """The scored (first) answer to a question in this log, or None."""
@@ -257,10 +277,13 @@ class Evidence:
         self.add_output(f"reference solution revealed: {exercise.title}", solution)
 
     def add_output(self, label: str, value) -> None:
+        """A key output; recorded again under the same label, it replaces the earlier copy."""
         text = _recorded(_text_of, value, str(label))
+        self.outputs[:] = [entry for entry in self.outputs if entry["label"] != label]
         self.outputs.append(
             self._stamp({"label": label, "value": _recorded(_plain, value, str(label)), "text": str(text)})
         )
+        self._kept()
 
     def to_json(self) -> dict:
         record = {
@@ -290,7 +313,10 @@ class Evidence:
         markdown.parent.mkdir(parents=True, exist_ok=True)
         # another kernel may be saving into the same folder: read, merge and write as one step
         with _folder_locked(markdown.parent):
-            return self._save_locked(markdown)
+            # a path that held another file went to a dated file: later saves go on there
+            saved = self._save_locked(self._targets.get(markdown, markdown))
+        self._targets[markdown] = saved.markdown
+        return saved
 
     def _save_locked(self, markdown: pathlib.Path) -> SavedEvidence:
         record = self.to_json()
@@ -337,6 +363,9 @@ def _merge(earlier: dict, now: dict) -> dict:
         seen = {entry.get("id") for entry in now[kind]}
         older = [entry for entry in earlier.get(kind, []) if entry.get("id") not in seen]
         merged[kind] = sorted(older + now[kind], key=lambda entry: entry.get("time", ""))
+    # a key output recorded again (in any session) replaces its earlier copy: the latest is kept
+    latest = {entry.get("label"): entry for entry in merged["outputs"]}
+    merged["outputs"] = [entry for entry in merged["outputs"] if latest[entry.get("label")] is entry]
     return merged
 
 

@@ -93,7 +93,9 @@ function notebookKey(/** @type {Event} */ e) {
 // After a kernel restart (or a kernel that died), the widget manager marks every widget of the
 // old kernel disconnected (DOMWidgetView adds `jupyter-widgets-disconnected` to the view's
 // element); clicks and keys then reach no kernel. Instead of doing silently nothing, the widget
-// says so, once the student tries it, in a status line at its top.
+// says so, once the student tries it, in a status line at its top. An anywidget view on its own
+// (a check card, not inside an ipywidgets box) gets no such class: its model's
+// `comm_live_update` event, called with the view as `this`, marks the element instead.
 
 const KERNEL_GONE_TEXT = "This widget belongs to a kernel that was restarted or stopped, so it no longer "
   + "answers. Run its cell again (or the notebook's cells from the top) to get a working one.";
@@ -103,7 +105,7 @@ const KERNEL_GONE_TEXT = "This widget belongs to a kernel that was restarted or 
  * @param {HTMLElement} el
  */
 function kernelGone(el) {
-  return el.closest(".jupyter-widgets-disconnected") !== null;
+  return el.closest(".jupyter-widgets-disconnected, [data-ptl-kernel-gone]") !== null;
 }
 
 /**
@@ -129,12 +131,18 @@ function watchKernel(model, el) {
     notice.textContent = KERNEL_GONE_TEXT;
     notice.style.cssText = "margin: 0 0 4px 0; padding: 4px 8px; border-left: 4px solid "
       + "var(--jp-warn-color0, #bf5b00); background: var(--jp-warn-color3, #fff3e0); "
-      + "color: var(--jp-ui-font-color0, #000); font-size: var(--jp-ui-font-size1, 13px);";
+      + "color: #000; font-size: var(--jp-ui-font-size1, 13px);";
     el.prepend(notice);
   };
   const onInteract = () => { if (gone() || notice) tell(); };
-  // reconnected (the same kernel back after a network drop): the notice goes away
-  const onLive = () => { if (notice) tell(); };
+  /**
+   * The comm went down (or came back: the same kernel after a network drop, and the notice goes).
+   * @this {{ model?: { comm_live?: boolean } } | undefined}
+   */
+  const onLive = function () {
+    el.toggleAttribute("data-ptl-kernel-gone", this?.model?.comm_live !== true);
+    if (notice) tell();
+  };
   el.addEventListener("pointerdown", onInteract, true);
   el.addEventListener("keydown", onInteract, true);
   model.on("comm_live_update", onLive);

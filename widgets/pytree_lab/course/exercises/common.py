@@ -91,3 +91,83 @@ def reference_solution(exercise_id: str) -> tuple[str, ...]:
     an installed package holds none."""
     path = pathlib.Path(os.environ.get("PYTREE_LAB_SOLUTIONS") or SOLUTIONS) / f"{exercise_id}.py"
     return (path.read_text(encoding="utf-8").rstrip("\n"),) if path.is_file() else ()
+
+
+_JAX_HINTS = (
+    (
+        ("Output was None",),
+        "The function returns None: did you forget `return`?",
+    ),
+    (
+        ("scalar-output functions",),
+        "jax.grad needs a loss that returns one number, and this one returns an array: add it up "
+        "(jnp.sum) before returning it.",
+    ),
+    (
+        ("contracting dimensions", "Incompatible shapes for dot", "matmul"),
+        "The shapes in a product do not match: in x @ w, x's last axis and w must have the same length "
+        "(in the packed lesson: x as given, not x.T, and w = flat_params[:-1], not all of flat_params).",
+    ),
+    (
+        ("TracerArrayConversionError", "__array__() was called on traced", "ConcretizationTypeError"),
+        "numpy cannot compute on the values jax.grad traces: use jnp (jax.numpy) inside the function you "
+        "differentiate, not np.",
+    ),
+    (
+        ("real- or complex-valued inputs",),
+        "A leaf holds whole numbers (an int array): jax.grad differentiates floats only. Write it as a "
+        "float: jnp.array(1.), with the point.",
+    ),
+)
+
+
+def jax_hint(error: BaseException | str | None) -> str:
+    """A sentence (with a leading space) on what JAX's error means for a student, or ""."""
+    if error is None:
+        return ""
+    text = error if isinstance(error, str) else exception_text(error, limit=10_000)
+    if text.startswith("KeyError: "):
+        return (
+            f" The dictionary it was read from has no key {text.removeprefix('KeyError: ')}: check the name, "
+            "and the level of the tree it sits at (describe(tree) lists every path)."
+        )
+    for needles, hint in _JAX_HINTS:
+        if any(needle in text for needle in needles):
+            return " " + hint
+    return ""
+
+
+def said_plainly(ex, result, context) -> str | None:
+    """The feedback with what the cell shows said plainly, or None when there is nothing to add:
+    JAX's error explained (the function named when it returned None), and an answer name the cell
+    set to None (`norm_squared = print(...)`) told so, not "replace the `...`"."""
+    import ast
+
+    cell = context.cell
+    code = getattr(cell, "code", "") or ""
+    if context.stale is not None:
+        hint = jax_hint(context.stale).strip()
+        try:
+            defined = [n.name for n in ast.walk(ast.parse(code.split("\n", 1)[-1])) if isinstance(n, ast.FunctionDef)]
+        except SyntaxError:
+            defined = []
+        if hint.startswith("The function returns None") and len(defined) == 1:
+            hint = hint.replace("The function", defined[0], 1)
+        return f"{result.feedback}\n{hint}" if hint else None
+    namespace = getattr(cell, "namespace", None) or {}
+    names = [n.strip() for n in ex.answer_name.split(",") if n.strip()]
+    held = [n for n in names if n in namespace and namespace[n] is None]
+    if not held or ex.answer_kind == "function":
+        return None
+    lines = result.feedback.splitlines()
+    for name in held:
+        why = (
+            "print() shows a value but returns None"
+            if "print(" in code
+            else "the expression assigned to it gives nothing (a function without `return` returns None)"
+        )
+        sentence = f"{name} is None: {why}. Assign the value itself: {name} = <the expression>."
+        lines = [
+            sentence if line.startswith(("Not answered yet", f"{name}: not answered yet")) else line for line in lines
+        ]
+    return "\n".join(lines)

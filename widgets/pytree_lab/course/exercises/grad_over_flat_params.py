@@ -29,7 +29,7 @@ from ...exercises import (
     tree_problem,
     type_name,
 )
-from .common import reference_solution, self_check
+from .common import jax_hint, reference_solution, said_plainly, self_check
 
 # The packed-parameters task's worked example (shown to students, so it may appear in feedback).
 _FLAT_EXAMPLE_PARAMS = (1.0, 0.0, 0.0)
@@ -229,9 +229,10 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
         return None
     if not np.any(arr) and np.any(grad):
         return (
-            "every entry is 0: the loss does not depend on flat_params. Take the slices "
-            "(flat_params[:-1], flat_params[-1]) inside the loss function you differentiate, "
-            "not outside it: JAX can only follow what the loss computes from its argument."
+            "every entry is 0, where the gradient is not. Either the loss does not depend on flat_params "
+            "(take the slices (flat_params[:-1], flat_params[-1]) inside the loss function you differentiate, "
+            "not outside it: JAX can only follow what the loss computes from its argument), or nothing was "
+            "differentiated (return jax.grad(loss)(flat_params), not an array of zeros)."
         )
     if close(arr, refs["bias_first_read"]) or close(arr, np.roll(grad, 1)):
         return _BIAS_FIRST
@@ -327,6 +328,7 @@ def _grade_grad_over_flat_params(answer, context: CheckContext) -> Outcome:
         # frame or object reachable while it runs holds it
         if not run.ok:
             problem = describe_failure(run, what="your function", budget=CASE_BUDGET, hidden=case.hidden)
+            problem = problem and problem + jax_hint(run.error)
         else:
             looked = run_guarded(tree_problem, run.value, "your function's result", budget=CASE_BUDGET)
             problem = looked.value if looked.ok else None
@@ -404,5 +406,6 @@ EXERCISE = Exercise(
     solutions=reference_solution("grad_over_flat_params"),
     graded=True,
     self_check=self_check,
+    explain=said_plainly,
     unit="cases",
 )

@@ -18,7 +18,16 @@ from ...exercises import (
     tools,
     type_name,
 )
-from .common import _lesson_setup, _nested_loss, _nested_params, _same_tree, _whole_tree, reference_solution, self_check
+from .common import (
+    _lesson_setup,
+    _nested_loss,
+    _nested_params,
+    _same_tree,
+    _whole_tree,
+    reference_solution,
+    said_plainly,
+    self_check,
+)
 from .reruns import RERUN_BUDGET, follows_the_lesson, passed
 
 
@@ -80,16 +89,25 @@ def _grade_nested_scale_grad(answer) -> Outcome:
     return outcome
 
 
-def _at(point) -> dict:
+def _scale_on_weight_loss(p, x, target):
+    """The nested model with `scale` on the weight term only, s·(w·x) + b: at the lesson's start
+    (b = 0) it is the lesson's model, and its gradient there is the same, so it is right too."""
+    jnp = tools.jnp
+    return (p["scale"] * jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"] - target) ** 2
+
+
+def right_at(point) -> dict:
+    """g's right values at a point: the gradient of either nested model."""
     _, x, target, _ = _lesson_setup()
-    return {"g": tools.jax.grad(_nested_loss)({"layer": point["params"], "scale": tools.jnp.array(1.0)}, x, target)}
+    nested = {"layer": point["params"], "scale": tools.jnp.array(1.0)}
+    return {"g": [tools.jax.grad(loss)(nested, x, target) for loss in (_nested_loss, _scale_on_weight_loss)]}
 
 
 def grade(answer, context: CheckContext) -> Outcome:
     outcome = _grade_nested_scale_grad(answer)
     if passed(outcome):
         move = "build nested from `params` and compute g with jax.grad"
-        return follows_the_lesson(EXERCISE, outcome, answer, context, "params", move, _at)
+        return follows_the_lesson(EXERCISE, outcome, answer, context, "params", move, right_at)
     if context.cell is None:
         return outcome
     found = run_guarded(_nested_evidence, context.cell.namespace, budget=RERUN_BUDGET)
@@ -134,9 +152,17 @@ def _nested_evidence(namespace) -> str | None:
                 f"nested_loss returns {fmt_num(value)} at the start: that is the residual pred − 3, not the "
                 "squared error. Square it: return (pred - 3.) ** 2."
             )
+        if value < 0:
+            return (
+                f"nested_loss returns {fmt_num(value)} at the start, below 0: a squared error never is. "
+                "Return the squared error: (pred - 3.) ** 2."
+            )
+        low, high = 3 - value**0.5, 3 + value**0.5
         return (
-            f"nested_loss returns {fmt_num(value)} at the start; the squared error there is "
-            f"{fmt_num(right)} (prediction 1, target 3): return (pred - 3.) ** 2."
+            f"nested_loss returns {fmt_num(value)} at the start, where the squared error is {fmt_num(right)}: "
+            "there the prediction s·(w·x + b) is 1·(2 − 1 + 0) = 1 and the target 3. If your loss is "
+            f"(pred - 3.) ** 2, your prediction is {fmt_num(low)} (or {fmt_num(high)}), not 1: check how pred "
+            "uses scale, weight, bias and x, each read through p."
         )
     theirs = jax.grad(nested_loss)(nested)
     reference = jax.grad(_nested_loss)(want, x, target)
@@ -178,5 +204,6 @@ EXERCISE = Exercise(
     solutions=reference_solution("nested_scale_grad"),
     graded=True,
     self_check=self_check,
+    explain=said_plainly,
     unit="leaves",
 )

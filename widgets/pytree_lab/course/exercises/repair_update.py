@@ -7,7 +7,7 @@ import dataclasses
 
 from ... import lesson
 from ...exercises import CheckContext, Exercise, Outcome, TreeSpec, as_number_array, fmt_num, grade_tree, tools
-from .common import _lesson_setup, _lesson_step, _whole_tree, reference_solution, self_check
+from .common import _lesson_setup, _lesson_step, _whole_tree, reference_solution, said_plainly, self_check
 from .reruns import follows_the_lesson, passed
 
 _LR = fmt_num(lesson.LEARNING_RATE)  # the lesson's learning rate, as the sentences write it
@@ -95,15 +95,15 @@ def grade(answer, context: CheckContext) -> Outcome:
     outcome = _grade_repair_update(answer)
     if passed(outcome):
         move = "compute it from `params` and `grads` with jax.tree.map"
-        return follows_the_lesson(EXERCISE, outcome, answer, context, "params and grads", move, _at)
+        return follows_the_lesson(EXERCISE, outcome, answer, context, "params and grads", move, right_at)
     if context.cell is not None and "zip(" in (context.cell.code or ""):
         zipped = {f"- {_SWAPPED}": f"- {_ZIP}", f"- {_KEYS_SWAPPED}": f"- {_ZIP_KEYS}"}
         return dataclasses.replace(outcome, lines=[zipped.get(line, line) for line in outcome.lines])
     return outcome
 
 
-def _at(point) -> dict:
-    return {"fixed": point["updated"]}
+def right_at(point) -> dict:
+    return {"fixed": [point["updated"]]}
 
 
 EXERCISE = Exercise(
@@ -117,5 +117,6 @@ EXERCISE = Exercise(
     solutions=reference_solution("repair_update"),
     graded=True,
     self_check=self_check,
+    explain=said_plainly,
     unit="leaves",
 )

@@ -21,7 +21,7 @@ RERUNS = 2  # other parameter points per check
 RERUN_BUDGET = 10.0
 
 
-def _lesson_point(params) -> dict[str, Any]:
+def lesson_point(params) -> dict[str, Any]:
     """The lesson's trees at a parameter point: what the notebook's names hold there."""
     jax = tools.jax
     _, x, target, lr = _lesson_setup()
@@ -30,10 +30,12 @@ def _lesson_point(params) -> dict[str, Any]:
     return {"params": params, "grads": grads, "value": value, "updated": updated}
 
 
-def _variant_changes(namespace: dict, code: str, point: dict, lesson_trees: dict) -> dict:
+def variant_changes(namespace: dict, code: str, point: dict, lesson_trees: dict) -> dict:
     """What a rerun changes in the notebook's namespace: the lesson's trees replaced by the other
     point's, under their names and under any other name that holds them (grads_apart = grads);
-    containers the cell names are deep-copied, so a rerun cannot change the student's data."""
+    a container that holds leaves of them (broken = {"weight": grads["weight"]}) holds the other
+    point's leaves there; containers the cell names are deep-copied, so a rerun cannot change
+    the student's data."""
     import ast
     import copy
 
@@ -42,25 +44,58 @@ def _variant_changes(namespace: dict, code: str, point: dict, lesson_trees: dict
         loaded = {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name)}
     except SyntaxError:
         loaded = set()
+    swapped: dict[str, Any] = {}  # name -> the other point's tree, for names holding a lesson tree
+    for name in loaded | set(lesson_trees):
+        value = namespace.get(name)
+        if not isinstance(value, dict):
+            continue
+        swapped[name] = next(
+            (point[k] for k, tree in lesson_trees.items() if run_guarded(_same_tree, value, tree, budget=2.0).value),
+            None,
+        )
+    # the notebook's own leaf objects of those trees, by identity, and the other point's leaf
+    by_leaf = {
+        id(leaf): other[key]
+        for name, other in swapped.items()
+        if other is not None
+        for key, leaf in namespace[name].items()
+        if key in other
+    }
     for name in loaded:
         if name not in namespace or name in point:
             continue
         value = namespace[name]
-        swapped = next(
-            (
-                point[k]
-                for k, tree in lesson_trees.items()
-                if isinstance(value, dict) and run_guarded(_same_tree, value, tree, budget=2.0).value
-            ),
-            None,
-        )
-        if swapped is not None:
-            changes[name] = swapped
+        if swapped.get(name) is not None:
+            changes[name] = swapped[name]
         elif isinstance(value, (dict, list, set)):
+            if isinstance(value, dict) and by_leaf:
+                value = {k: by_leaf.get(id(v), v) for k, v in value.items()}
             run = run_guarded(copy.deepcopy, value, budget=2.0)
             if run.ok:
                 changes[name] = run.value
     return {**changes, **point}
+
+
+def other_point(rng, lesson_expected: dict[str, list[Any]], expected: Callable[[dict], dict[str, list[Any]]]) -> dict:
+    """Parameters away from the lesson's, on a grid of halves: the residual w·x + b − 3 is then a
+    multiple of 1/2, so every gradient and the squared norm are whole numbers, held exactly in
+    float32 (an answer rounded with int() or round() is as right there as at the lesson's point).
+    No answer there may equal the lesson's, nor may the gradient be 0."""
+    jnp, np = tools.jnp, tools.np
+    for _ in range(100):
+        weight, bias = rng.integers(-6, 7, size=2) / 2, rng.integers(-6, 7) / 2
+        params = {"weight": jnp.asarray(weight.astype(np.float32)), "bias": jnp.asarray(np.float32(bias))}
+        point = lesson_point(params)
+        if not any(np.asarray(g).any() for g in tools.jax.tree.leaves(point["grads"])):
+            continue
+        if not any(
+            _same_tree(theirs, ours)
+            for name, answers in expected(point).items()
+            for theirs in answers
+            for ours in lesson_expected[name]
+        ):
+            return point
+    raise RuntimeError("no parameter point away from the lesson's was found")  # pragma: no cover
 
 
 def passed(outcome: Outcome) -> bool:
@@ -78,7 +113,7 @@ def follows_the_lesson(
 ) -> Outcome:
     """`outcome`, unless a rerun of the exercise cell at other lesson parameters (`changes`: the
     names that change) shows an answer name not following them; `expected(point)` gives each
-    answer name's right value at a point, `move` says how to compute it."""
+    answer name's right values at a point (any of them is right), `move` says how to compute it."""
     problems = _rerun_problems(ex, answer, context, changes, move, expected)
     if not problems:
         return outcome
@@ -113,18 +148,14 @@ def _rerun_problems(ex: Exercise, answer, context: CheckContext, changes, move, 
     names = [n for n in names if n in assigned]
     if not names:
         return {}
-    np, jnp = tools.np, tools.jnp
-    rng = np.random.default_rng(secrets.randbits(128)) if context.rng is None else context.rng
-    lesson_trees = _lesson_point(lesson.lesson_params())
+    rng = tools.np.random.default_rng(secrets.randbits(128)) if context.rng is None else context.rng
+    lesson_trees = lesson_point(lesson.lesson_params())
     trees = {k: lesson_trees[k] for k in ("params", "grads", "updated")}
+    lesson_expected = expected(lesson_trees)
     problems: dict[str, str] = {}
     for _ in range(RERUNS):
-        params = {
-            "weight": jnp.asarray(rng.normal(size=2).astype(np.float32) * 1.5),
-            "bias": jnp.asarray(np.float32(rng.normal() * 1.5)),
-        }
-        point = _lesson_point(params)
-        rerun = context.rerun(_variant_changes(context.cell.namespace, code, point, trees), budget=RERUN_BUDGET)
+        point = other_point(rng, lesson_expected, expected)
+        rerun = context.rerun(variant_changes(context.cell.namespace, code, point, trees), budget=RERUN_BUDGET)
         if rerun is None:
             break
         run, ns = rerun
@@ -145,7 +176,7 @@ def _rerun_problems(ex: Exercise, answer, context: CheckContext, changes, move, 
             if name in problems:
                 continue
             got = ns.get(name)
-            if run_guarded(_same_tree, got, want[name], budget=2.0).value:
+            if any(run_guarded(_same_tree, got, right, budget=2.0).value for right in want[name]):
                 continue
             if run_guarded(_same_tree, got, answers.get(name), budget=2.0).value:
                 changing = f"{changes} change" if " and " in changes else f"`{changes}` changes"

@@ -17,7 +17,7 @@ from ...exercises import (
     tools,
     type_name,
 )
-from .common import _lesson_step, reference_solution, self_check
+from .common import _lesson_step, reference_solution, said_plainly, self_check
 from .reruns import follows_the_lesson
 
 
@@ -48,6 +48,14 @@ def _squared_norm_parts():
         (
             float(sum(jnp.mean(g**2) for g in leaves)),
             "You averaged inside each leaf (jnp.mean); add every value's square instead (jnp.sum).",
+        ),
+        (
+            float(len(leaves)),
+            f"That is {len(leaves)}, the number of gradient leaves: square every value of every leaf and add them up.",
+        ),
+        (
+            float(n_values),
+            f"That is {n_values}, the number of values in the gradient leaves: square each value and add them up.",
         ),
         (
             float(sum(jnp.sum(p**2) for p in jax.tree.leaves(params))),
@@ -122,14 +130,14 @@ def _grade_squared_norm(answer) -> Outcome:
     return _grade_one_norm(answer, "norm_squared", parts)
 
 
-def _at(point) -> dict:
+def right_at(point) -> dict:
     value = float(sum(tools.jnp.sum(g**2) for g in tools.jax.tree.leaves(point["grads"])))
-    return {"norm_squared": value, "manual": value}
+    return {"norm_squared": [value], "manual": [value]}
 
 
 def grade(answer, context: CheckContext) -> Outcome:
     outcome = _grade_squared_norm(answer)
-    return follows_the_lesson(EXERCISE, outcome, answer, context, "grads", "compute it from `grads`", _at)
+    return follows_the_lesson(EXERCISE, outcome, answer, context, "grads", "compute it from `grads`", right_at)
 
 
 EXERCISE = Exercise(
@@ -144,5 +152,6 @@ EXERCISE = Exercise(
     solutions=reference_solution("squared_norm"),
     graded=True,
     self_check=self_check,
+    explain=said_plainly,
     unit="values",
 )

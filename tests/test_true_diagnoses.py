@@ -1,0 +1,163 @@
+"""Each diagnosis names the real fault or says plainly what JAX's error means (issue 33), one case
+at a time: the exact cell a student runs and the sentence the check card shows. Oracles: the
+lesson's hand derivations (at the start the prediction is 1, the target 3, the squared error 4;
+the packed example's gradient [8, 12, 4])."""
+
+from __future__ import annotations
+
+import pytest
+from test_computed_answers import run_and_check
+
+from pytree_lab.course import catalogue
+from pytree_lab.exercises import Evidence, cells, exception_text
+
+NESTED = (
+    "nested = {{'layer': params, 'scale': {scale}}}\n"
+    "def nested_loss(p):\n"
+    "    pred = {pred}\n"
+    "    {ret}\n"
+    "g = jax.grad(nested_loss)(nested)"
+)
+PRED = "p['scale'] * (jnp.dot(p['layer']['weight'], x) + p['layer']['bias'])"
+
+
+def nested(scale="jnp.array(1.)", pred=PRED, ret="return (pred - 3.) ** 2") -> str:
+    return NESTED.format(scale=scale, pred=pred, ret=ret)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_runs():
+    cells.forget()
+    yield
+    cells.forget()
+
+
+CELL_CASES = {
+    "print() assigned to the answer": (
+        "squared_norm",
+        "norm_squared = print(sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads)))\n"
+        "manual = jnp.sum(grads['weight'] ** 2) + grads['bias'] ** 2",
+        "norm_squared is None: print() shows a value but returns None. Assign the value itself: "
+        "norm_squared = <the expression>.",
+    ),
+    "the number of leaves": (
+        "squared_norm",
+        "norm_squared = len(jax.tree.leaves(grads))\nmanual = jnp.sum(grads['weight'] ** 2) + grads['bias'] ** 2",
+        "norm_squared: You gave 2. That is 2, the number of gradient leaves: square every value of every leaf "
+        "and add them up.",
+    ),
+    "no return in the loss": (
+        "nested_scale_grad",
+        nested(ret="(pred - 3.) ** 2"),
+        "nested_loss returns None: did you forget `return`?",
+    ),
+    "scale added to the prediction": (
+        "nested_scale_grad",
+        nested(pred="p['scale'] + jnp.dot(p['layer']['weight'], x) + p['layer']['bias']"),
+        "- nested_loss returns 1 at the start, where the squared error is 4: there the prediction s·(w·x + b) is "
+        "1·(2 − 1 + 0) = 1 and the target 3. If your loss is (pred - 3.) ** 2, your prediction is 2 (or 4), "
+        "not 1: check how pred uses scale, weight, bias and x, each read through p.",
+    ),
+    "the outer params read instead of p": (
+        "nested_scale_grad",
+        nested(pred="p['scale'] * (jnp.dot(params['weight'], x) + p['layer']['bias'])"),
+        "nested_loss does not depend on p['layer']['weight']",
+    ),
+    "an int32 scale": (
+        "nested_scale_grad",
+        nested(scale="jnp.array(1)"),
+        "A leaf holds whole numbers (an int array): jax.grad differentiates floats only. Write it as a float: "
+        "jnp.array(1.), with the point.",
+    ),
+    "a key misspelt": (
+        "nested_scale_grad",
+        nested(pred="p['scale'] * (jnp.dot(p['layer']['weights'], x) + p['layer']['bias'])"),
+        "The dictionary it was read from has no key 'weights'",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(CELL_CASES))
+def test_a_wrong_cell_gets_a_true_sentence(case):
+    exercise_id, code, said = CELL_CASES[case]
+    result, _ = run_and_check(exercise_id, code)
+    assert not result.passed
+    assert said in result.feedback, result.feedback
+    # the untrue sentences of before
+    assert "replace the `...`" not in result.feedback and "replace its `...`" not in result.feedback
+    assert "squared norm of the parameters" not in result.feedback.split("Or:")[0]
+    if case == "scale added to the prediction":
+        assert "return (pred - 3.) ** 2." not in result.feedback
+
+
+def test_a_check_of_a_cell_set_to_none_is_recorded():
+    log = Evidence()
+    ns = {}
+    cells.run_exercise_cell("repair_update", "fixed = print('my update')", ns)
+    result = catalogue.check("repair_update", None, evidence=log, cell=cells.last_run("repair_update"))
+    assert result.feedback == (
+        "fixed is None: print() shows a value but returns None. Assign the value itself: fixed = <the expression>."
+    )
+    assert [c["exercise_id"] for c in log.checks] == ["repair_update"]
+
+
+FLAT = "def grad_over_flat_params(flat_params, x):\n{body}\n"
+FLAT_CASES = {
+    "zeros returned, no loss at all": (
+        "    return jnp.zeros_like(flat_params)",
+        "or nothing was differentiated (return jax.grad(loss)(flat_params), not an array of zeros)",
+    ),
+    "x transposed": (
+        "    return jax.grad(lambda p: jnp.sum((x.T @ p[:-1] + p[-1]) ** 2))(flat_params)",
+        "The shapes in a product do not match: in x @ w, x's last axis and w must have the same length",
+    ),
+    "x @ flat_params unsliced": (
+        "    return jax.grad(lambda p: jnp.sum((x @ p + p[-1]) ** 2))(flat_params)",
+        "w = flat_params[:-1], not all of flat_params",
+    ),
+    "numpy inside the loss": (
+        "    return jax.grad(lambda p: jnp.sum((x @ np.asarray(p)[:-1] + p[-1]) ** 2))(flat_params)",
+        "numpy cannot compute on the values jax.grad traces: use jnp (jax.numpy)",
+    ),
+    "a loss that is not one number": (
+        "    return jax.grad(lambda p: (x @ p[:-1] + p[-1]) ** 2)(flat_params)",
+        "jax.grad needs a loss that returns one number, and this one returns an array: add it up (jnp.sum)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(FLAT_CASES))
+def test_a_wrong_packed_gradient_gets_a_true_sentence(case):
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    body, said = FLAT_CASES[case]
+    ns = {"jax": jax, "jnp": jnp, "np": np}
+    exec(FLAT.format(body=body), ns)
+    result = catalogue.check("grad_over_flat_params", ns["grad_over_flat_params"], evidence=Evidence())
+    assert not result.passed
+    assert said in result.feedback, result.feedback
+    if case.startswith("zeros"):
+        assert "every entry is 0, where the gradient is not." in result.feedback
+
+
+def test_a_long_error_is_cut_between_words():
+    long = "grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of np.inexact), but got int32"
+    text = exception_text(TypeError(long), limit=60)
+    assert text == "TypeError: grad requires real- or complex-valued inputs (input dtype …"
+    assert exception_text(TypeError("short"), limit=60) == "TypeError: short"
+
+
+def test_a_stop_from_the_toolbar_is_said_as_an_interruption():
+    from pytree_lab.exercises import describe_failure, run_guarded
+
+    def stopped():
+        raise KeyboardInterrupt  # what the toolbar's stop button raises in the running code
+
+    said = describe_failure(run_guarded(stopped, budget=5.0), what="Your cell")
+    assert said == (
+        "Your cell was interrupted (KeyboardInterrupt: the toolbar's stop button, or a `raise KeyboardInterrupt` "
+        "in the code); the kernel is fine. A loop that never ends needs a way out; otherwise let the cell run to "
+        "its end and assign your answer instead."
+    )
