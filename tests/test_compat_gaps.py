@@ -128,7 +128,8 @@ def test_a_clamped_read_inside_grad_matches_jax():
 
 
 @settings(max_examples=40, deadline=None)
-@given(x=st.lists(st.floats(-30, 30, allow_nan=False, width=32), min_size=1, max_size=5))
+# no subnormals: XLA on the CPU flushes them to zero (elu's gradient at 1e-42 is alpha there, 1 in numpy)
+@given(x=st.lists(st.floats(-30, 30, allow_nan=False, allow_subnormal=False, width=32), min_size=1, max_size=5))
 def test_elu_and_leaky_relu_values_and_gradients_match_jax(x):
     x = np.asarray(x, np.float32)
     for name, kwargs in (

@@ -137,3 +137,6 @@ _.has_optimizer  # unused property
 _.__class__  # unused attribute
 _array_summary  # unused import
 _.autosave_error  # unused attribute (Evidence: why the last automatic save failed, for its reader)
+_.f_trace  # unused attribute (a frame's tracer: Python reads it)
+_.display_legend  # unused attribute (bqplot's)
+_.num_ticks  # unused attribute (bqplot's)

@@ -129,6 +129,12 @@ def _make_initializers() -> Any:
 
     def variance_scaling(scale: float, mode: str, distribution: str, in_axis: int = -2, out_axis: int = -1,
                          batch_axis: Any = (), dtype: Any = None) -> Any:  # fmt: skip
+        if (in_axis, out_axis, batch_axis) != (-2, -1, ()):
+            raise NotImplementedError(
+                "The browser engine's initializers take their fans from a shape's last two axes "
+                "(in_axis=-2, out_axis=-1, no batch_axis); in a JAX kernel other axes work."
+            )
+
         def init(key: Any, shape: Any, dtype: Any = dtype) -> Any:
             shape = tuple(int(d) for d in shape)
             fan_in, fan_out = _fans(shape)
@@ -162,7 +168,7 @@ def _make_initializers() -> Any:
 
     def scaled(scale: float, mode: str, distribution: str) -> Any:
         return lambda in_axis=-2, out_axis=-1, batch_axis=(), dtype=None: variance_scaling(
-            scale, mode, distribution, dtype=dtype
+            scale, mode, distribution, in_axis, out_axis, batch_axis, dtype
         )
 
     module = types.ModuleType("jax.nn.initializers", _make_initializers.__doc__)
