@@ -6,7 +6,6 @@ that changes the explorer goes through it: `move` (a slider), `set_params` / `se
 `set_loss`, `run(n)`, `reset`. `compute()` runs the step for the current values and returns a
 `Computed` (a result, or the failure said in a sentence); `commit(result)` makes it the current
 point and returns the notes to say beside it. It never draws: the widget shows what it returns.
-
 The person's numbers are never changed: trees are copied on the way in (never aliased), the
 loss gets its own copies, and the learning rate keeps each leaf's dtype.
 """
@@ -52,8 +51,7 @@ class Computed:
 def _quiet_callbacks():
     """A failing `jax.debug.callback` inside a user's loss is reported in the widget, not logged too."""
     logger = logging.getLogger("jax._src.debugging")
-    old = logger.disabled
-    logger.disabled = True
+    old, logger.disabled = logger.disabled, True
     try:
         yield
     finally:
@@ -153,9 +151,7 @@ class ExplorerSession:
         self.slider_step: Any = self._compile(loss_fn)  # the step every slider move runs
         self._plain_runner: TrainingStep | None = None
         self.specs: list[SliderSpec] = []
-        # params leaf index -> flat positions whose gradient was not zero at the start (the
-        # default sliders' and bars' pick where not all fit; None: not computed)
-        self.moving: dict[int, list[int]] | None = None
+        self.moving: dict[int, list[int]] | None = None  # leaf -> positions whose gradient moved at the start
         self.values: dict[str, float] = {}  # each slider's value, by its label
 
     # ------------------------------------------------------------------ copies, compile, runner
@@ -163,13 +159,12 @@ class ExplorerSession:
         """A leaf as the explorer stores it: immutable, never the caller's object."""
         import numpy as np
 
-        if isinstance(x, np.ndarray):
-            if self.engine.is_lite:
-                x.setflags(write=False)  # pin_dtypes made this copy; a loss cannot write into it
-                return x
-            return self.engine.jax.device_put(x, self.device)  # a copy on the step's device
-        if self.device is not None and hasattr(x, "devices") and x.devices() != {self.device}:
-            return self.engine.jax.device_put(x, self.device)  # a JAX array elsewhere: copied, not moved
+        if isinstance(x, np.ndarray) and self.engine.is_lite:
+            x.setflags(write=False)  # pin_dtypes made this copy; a loss cannot write into it
+            return x
+        elsewhere = self.device is not None and hasattr(x, "devices") and x.devices() != {self.device}
+        if isinstance(x, np.ndarray) or elsewhere:  # a copy on the step's device: never the caller's moved
+            return self.engine.jax.device_put(x, self.device)
         return x
 
     def on_device(self) -> Any:
@@ -234,9 +229,8 @@ class ExplorerSession:
 
     # ------------------------------------------------------------------ sliders
     def plan_sliders(self, chosen: Iterable[str] | None, max_sliders: int) -> list[SliderSpec]:
-        """Decide the sliders (see sliders.plan); their values start as the trees' values. The
-        default ones, where not every parameter element gets one, are elements whose gradient
-        is not zero at the start (`moving`: one step computed for it; none if that step fails)."""
+        """Decide the sliders (sliders.plan), valued as the trees are; where not every element gets
+        one, the default ones have a gradient that is not zero at the start (one step computed)."""
         if chosen is None and sum(leaf.size for leaf in self.param_summary.leaves) > max_sliders:
             computed = self.compute()
             if computed.result is not None:
