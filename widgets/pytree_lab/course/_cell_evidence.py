@@ -4,6 +4,7 @@ what is wrong."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import secrets
 from typing import Any
@@ -121,12 +122,20 @@ def _rerun_expected(exercise_id: str, point: dict) -> dict[str, Any]:
     return {"fixed": point["updated"]}
 
 
+class _NoAsserts(ast.NodeTransformer):
+    def visit_Assert(self, node):  # noqa: N802 - ast's naming
+        return ast.copy_location(ast.Pass(), node)
+
+
+def _compile_without_asserts(code: str):
+    """The cell compiled with its `assert` lines left out (they check the lesson's own numbers)."""
+    tree = _NoAsserts().visit(ast.parse(code))
+    ast.fix_missing_locations(tree)
+    return compile(tree, "<your exercise cell, on a hidden case>", "exec")
+
+
 def _rerun_problems(ex: Exercise, answer, cell, rng) -> dict[str, str]:
     """name -> what the reruns showed about it, for the answer names the cell assigns."""
-    import ast
-
-    from ..course.grading import _compile_without_asserts
-
     namespace = getattr(cell, "namespace", None)
     code = _cell_python(cell)
     if namespace is None or code is None:

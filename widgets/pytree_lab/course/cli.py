@@ -10,8 +10,7 @@ import sys
 
 
 def _nbgrader(args) -> int:
-    from .assignment import ASSIGNMENT, write_course
-    from .grading import POINTS
+    from .assignment import ASSIGNMENT, POINTS, write_course
 
     try:
         made = write_course(args.outdir, content=args.content, assignment=ASSIGNMENT)
