@@ -126,7 +126,9 @@ class SandboxedKernelManager(AsyncKernelManager):
         shutil.copytree(cwd, self._scratch, dirs_exist_ok=True)
         env = kw.get("env") or dict(os.environ)
         read = (self.connection_file,)
-        cmd = [*sandbox(self._scratch, cwd=cwd, network=True, read=read, env=env), *kernel_cmd]
+        # its parent process is not in its process namespace: the kernel must not watch for it
+        cmd = [*sandbox(self._scratch, cwd=cwd, network=True, read=read, env=env), "--unsetenv", "JPY_PARENT_PID"]
+        cmd += kernel_cmd
         env = {**env, "HOME": cwd, "IPYTHONDIR": os.path.join(cwd, ".ipython"), "MPLCONFIGDIR": cwd}
         await super()._async_launch_kernel(cmd, **{**kw, "env": env})
 
@@ -139,42 +141,58 @@ class SandboxedKernelManager(AsyncKernelManager):
 
 class SandboxedExecute(Execute):
     """nbgrader's Execute step with the kernel under bubblewrap. The run only makes the outputs
-    the formgrader shows (the points come from `IsolatedGrades`), so a run that fails (a kernel
-    that dies, or no longer answers after a time-out) is retried once with twice the time-out,
-    then the notebook goes on to grading as it is, instead of failing the whole submission."""
+    the formgrader shows (the points come from `IsolatedGrades`). A kernel that stays busy past
+    two cells' time-outs in a row (an interrupt it swallows), or dies, ends the run; it is run
+    once more with twice the time-out (a busy grader), then the notebook goes on to grading with
+    the outputs it got, instead of failing the whole submission."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
         super().__init__(*args, **kwargs)
 
+    def preprocess_cell(self, cell: NotebookNode, resources: Any, index: int) -> tuple[NotebookNode, Any]:
+        cell, resources = super().preprocess_cell(cell, resources, index)
+        if cell.cell_type == "code":
+            timed_out = any(o.get("ename") == self.error_on_timeout["ename"] for o in cell.get("outputs", []))
+            if timed_out and getattr(self, "_timed_out", False):
+                raise RuntimeError("the kernel stayed busy after two time-outs in a row")
+            self._timed_out = timed_out
+        return cell, resources
+
     def preprocess(self, nb: NotebookNode, resources: Any = None, km: Any = None) -> tuple[NotebookNode, Any]:
         original = copy.deepcopy(nb)
+        self._timed_out = False
         try:
             return super().preprocess(nb, resources, km)
         except Exception as exc:  # noqa: BLE001 - the kernel's run decides no grade
             self.log.warning("the submission's kernel failed (%s); running it once more, with twice the time-out", exc)
         timeout: int | None = self.timeout  # type: ignore[has-type]
         self.timeout = None if timeout is None else 2 * timeout
+        self._timed_out = False
+        again = copy.deepcopy(original)
         try:
-            return super().preprocess(copy.deepcopy(original), resources, km)
+            return super().preprocess(again, resources, km)
         except Exception as exc:  # noqa: BLE001
-            self.log.error("the submission's kernel failed again (%s); grading its notebook without outputs", exc)
-            return original, resources
+            self.log.error("the submission's kernel failed again (%s); grading the notebook as far as it ran", exc)
+            return again, resources
         finally:
             self.timeout = timeout
 
 
 # --------------------------------------------------------------------------- the answer runs
 
-# Runs in the sandbox with `python -I`: no pytree_lab, only jax and numpy. It execs the exercise
-# cell (asserts left out: they check the lesson's own numbers) once per case and writes one JSON
-# line per case to the descriptor it was given; the cell's own prints go to stderr, dropped.
+# Runs in the sandbox with `python -I`: only jax and numpy (the course package is hidden from it).
+# Once they are imported it writes an empty line; then it execs the exercise cell (asserts left
+# out: they check the lesson's own numbers) once per case and writes one JSON line per case to
+# the descriptor it was given; the cell's own prints go to stderr, dropped.
 _RUNNER = r"""
 import ast, json, os, sys
 job = json.loads(sys.stdin.read())
 out = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)
 import numpy as np, jax, jax.numpy as jnp
+out.write("{}\n")
+out.flush()
 class NoAsserts(ast.NodeTransformer):
     def visit_Assert(self, node):
         return ast.copy_location(ast.Pass(), node)
@@ -215,7 +233,7 @@ for case in job["cases"]:
     out.flush()
 """
 
-START_BUDGET = 120.0  # seconds for the answer run to start (python + jax) and grade its first case
+START_BUDGET = 120.0  # seconds for the answer run to start (python, jax)
 CASE_BUDGET = 10.0  # seconds per further case
 
 
@@ -224,7 +242,9 @@ def _run_cases(job: dict, n_cases: int, *, start: float = START_BUDGET, per_case
     an error text per case that failed, None per case that never answered (time, crash)."""
     results: list = []
     with tempfile.TemporaryDirectory(prefix="pytree-lab-answer-") as scratch:
-        cmd = [*sandbox(scratch), sys.executable, "-I", "-c", _RUNNER]
+        hide = [p for p in _python_paths() if os.path.isdir(os.path.join(p, "pytree_lab"))]
+        hidden = [arg for p in hide for arg in ("--tmpfs", os.path.realpath(os.path.join(p, "pytree_lab")))]
+        cmd = [*sandbox(scratch), *hidden, sys.executable, "-I", "-c", _RUNNER]
         proc = subprocess.Popen(
             cmd,
             stdin=subprocess.PIPE,
@@ -241,6 +261,7 @@ def _run_cases(job: dict, n_cases: int, *, start: float = START_BUDGET, per_case
             picker.register(proc.stdout, selectors.EVENT_READ)
             buffer = b""
             deadline = time.monotonic() + start
+            ready = False
             while len(results) < n_cases:
                 left = deadline - time.monotonic()
                 if left <= 0 or not picker.select(timeout=left):
@@ -251,12 +272,15 @@ def _run_cases(job: dict, n_cases: int, *, start: float = START_BUDGET, per_case
                 buffer += chunk
                 while b"\n" in buffer and len(results) < n_cases:
                     line, buffer = buffer.split(b"\n", 1)
+                    deadline = time.monotonic() + per_case
+                    if not ready:
+                        ready = True
+                        continue
                     try:
                         result = json.loads(line)
                     except ValueError:
                         result = {"error": "unreadable output"}
                     results.append(result if isinstance(result, dict) else {"error": "unreadable output"})
-                    deadline = time.monotonic() + per_case
         finally:
             try:
                 os.killpg(proc.pid, signal.SIGKILL)
