@@ -662,9 +662,9 @@ WRONG_IN_PACKED = [
 ]
 
 SHORT_BUDGETS = """\
-from pytree_lab.course import catalogue
+from pytree_lab.course.exercises import grad_over_flat_params
 from pytree_lab.exercises import cells
-catalogue.CASE_BUDGET = 3.0
+grad_over_flat_params.CASE_BUDGET = 3.0
 cells.CELL_BUDGET = 3.0
 """
 

@@ -18,6 +18,7 @@ import pytest
 
 from pytree_lab import course
 from pytree_lab.course import catalogue
+from pytree_lab.course.exercises import grad_over_flat_params as flat_exercise
 from pytree_lab.exercises import Evidence, _guard, cells
 
 GRADS = {"weight": jnp.array([-8.0, -4.0]), "bias": jnp.array(-4.0)}
@@ -26,7 +27,7 @@ LEAVES = jax.tree.leaves(GRADS)
 
 @pytest.fixture(autouse=True)
 def _short_budgets(monkeypatch):
-    monkeypatch.setattr(catalogue, "CASE_BUDGET", 3.0)
+    monkeypatch.setattr(flat_exercise, "CASE_BUDGET", 3.0)
     before = {ex.id: ex.budget for ex in course.EXERCISES.values()}
     for ex in course.EXERCISES.values():
         object.__setattr__(ex, "budget", 3.0)
@@ -212,13 +213,13 @@ def test_the_self_check_refuses_to_grade_in_a_broken_kernel(monkeypatch):
 
 def test_patching_the_checker_does_not_pass():
     def cheat(flat_params, x):
-        catalogue._diagnose_flat_output = lambda *a, **k: None
+        flat_exercise._diagnose_flat_output = lambda *a, **k: None
         return jnp.zeros(flat_params.shape)
 
-    original = catalogue._diagnose_flat_output
+    original = flat_exercise._diagnose_flat_output
     result = course.check("grad_over_flat_params", cheat, evidence=Evidence())
     assert not result.passed and "changed the checker" in result.feedback
-    assert catalogue._diagnose_flat_output is original
+    assert flat_exercise._diagnose_flat_output is original
 
 
 def test_reading_the_expected_gradient_from_frames_or_gc_finds_nothing():
@@ -226,11 +227,11 @@ def test_reading_the_expected_gradient_from_frames_or_gc_finds_nothing():
         frame = sys._getframe(1)
         while frame is not None:
             for value in frame.f_locals.values():
-                if isinstance(value, catalogue._FlatReferences):
+                if isinstance(value, flat_exercise._FlatReferences):
                     return value.grad
             frame = frame.f_back
         for obj in gc.get_objects():
-            if isinstance(obj, catalogue._FlatReferences):
+            if isinstance(obj, flat_exercise._FlatReferences):
                 return obj.grad
         return jnp.zeros(flat_params.shape)
 
@@ -369,7 +370,7 @@ def test_in_an_ipython_shell_a_failed_plain_cell_and_a_magic_cell(tmp_path):
     script.write_text('''
 from IPython.core.interactiveshell import InteractiveShell
 shell = InteractiveShell.instance()
-assert shell.run_cell("import jax, jax.numpy as jnp\\nfrom pytree_lab import course").success
+assert shell.run_cell("import jax, jax.numpy as jnp\\nfrom pytree_lab import course\\ncourse.setup()").success
 shell.run_cell("norm_squared = 96.\\nmanual = 96.")
 assert not shell.run_cell("norm_squared = 1 / 0").success
 shell.run_cell("r = course.check_button('squared_norm').check()")

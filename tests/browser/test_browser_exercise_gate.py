@@ -29,8 +29,9 @@ def grad_over_flat_params(flat_params, x):
 CELLS = [
     """\
 import jax, jax.numpy as jnp
-from pytree_lab.course import check_cell
-from pytree_lab.exercises import default_evidence""",
+from pytree_lab.course import check_cell, setup
+from pytree_lab.exercises import default_evidence
+setup()""",
     TEMPLATE,
     """\
 card = check_cell("grad_over_flat_params")

@@ -1,9 +1,10 @@
 """The pytree course on top of the library: its exercises (graders, hints, hidden-case sizes,
 reference solutions), its predictions and its quiz.
 
-Importing it in a notebook registers `%%exercise <id>` (exercise cells run guarded; see
-`pytree_lab.exercises.cells`) and binds the checker's jax / numpy functions, so a later
-monkeypatch in the notebook cannot change a verdict.
+Importing it binds the checker's jax / numpy functions, so a later monkeypatch in the notebook
+cannot change a verdict, and registers nothing in IPython: a course notebook's setup cell calls
+`setup()` (or runs `%load_ext pytree_lab.course`), which registers `%%exercise <id>` (exercise
+cells run guarded; see `pytree_lab.exercises.cells`) and the hook that notes each cell's run.
 """
 
 from __future__ import annotations
@@ -14,15 +15,22 @@ from typing import Any
 from ..exercises import (
     CheckButton,
     Evidence,
-    _grading,
-    _tree_grading,
-    cells,
+    as_number_array,
+    bind_tools,
     default_evidence,
+    describe_failure,
+    fmt_shape,
+    is_unanswered,
+    last_run,
     record_output as record_output,
+    register_magic,
+    run_guarded,
+    type_name,
+    watch_modules,
 )
-from ..exercises._guard import describe_failure, run_guarded, watch_modules
-from . import _cell_evidence, _flat_cases, _value_graders, catalogue as _catalogue
+from . import catalogue as _catalogue
 from .catalogue import EXERCISES as EXERCISES, check as check, exercise as exercise
+from .exercises import common, grad_over_flat_params, nested_scale_grad, repair_update, reruns, squared_norm
 from .prompts import (
     PREDICTIONS as PREDICTIONS,
     QUIZ as QUIZ,
@@ -44,6 +52,7 @@ __all__ = [
     "quiz",
     "record_output",
     "save_evidence",
+    "setup",
     "try_function",
 ]
 
@@ -62,9 +71,7 @@ def check_button(
     """The check widget of one exercise; by default it reads the exercise's answer names."""
     ex = exercise(exercise_id)
     (evidence or default_evidence()).expect([(e.id, e.title) for e in EXERCISES.values() if e.lesson == ex.lesson])
-    return CheckButton(
-        ex, get_answer if get_answer is not None else ex.answer_name, checker=check, evidence=evidence, rng=rng
-    )
+    return CheckButton(ex, get_answer if get_answer is not None else ex.answer_name, evidence=evidence, rng=rng)
 
 
 def check_cell(exercise_id: str, *, evidence: Evidence | None = None, rng=None) -> CheckButton:
@@ -99,23 +106,21 @@ def _exercise_of(name: str) -> str | None:
 
 def _not_one_array(value: Any, label: str, shape: tuple[int, ...]) -> str | None:
     """One sentence when `value` is not one array of `shape`, else None."""
-    from ..exercises._grading import _as_number_array, _fmt_shape, _type_name
-
-    want = f"one array of shape {_fmt_shape(shape)}"
+    want = f"one array of shape {fmt_shape(shape)}"
     if isinstance(value, tuple) and len(value) == 2:
-        first = _as_number_array(value[0])
+        first = as_number_array(value[0])
         if first is not None and first.size == 1:
             return (
                 f"{label} returned a pair (a number, then an array), as jax.value_and_grad does: "
                 f"return only the gradient, {want}."
             )
     if isinstance(value, (tuple, list, dict)):
-        return f"{label} returned {_type_name(value)}; this cell needs {want}, with nothing around it."
-    arr = _as_number_array(value)
+        return f"{label} returned {type_name(value)}; this cell needs {want}, with nothing around it."
+    arr = as_number_array(value)
     if arr is None:
-        return f"{label} returned {_type_name(value)}; this cell needs {want}."
+        return f"{label} returned {type_name(value)}; this cell needs {want}."
     if tuple(arr.shape) != tuple(shape):
-        return f"{label} returned an array of shape {_fmt_shape(arr.shape)}; this cell needs {want}."
+        return f"{label} returned an array of shape {fmt_shape(arr.shape)}; this cell needs {want}."
     return None
 
 
@@ -133,7 +138,7 @@ def try_function(
     of its first argument)."""
     exercise_id = exercise_id or _exercise_of(label)
     if exercise_id is not None:
-        last = cells.last_run(exercise_id)
+        last = last_run(exercise_id)
         if last is not None and last.error_text:
             print(
                 f"The last run of the exercise cell failed ({_sentence(last.error_text)[:-1]}), so "
@@ -141,7 +146,7 @@ def try_function(
                 "exercise cell, run it again, then run this cell."
             )
             return None
-    if fn is None or fn is Ellipsis or not callable(fn) or _grading.is_unanswered(fn):
+    if fn is None or fn is Ellipsis or not callable(fn) or is_unanswered(fn):
         print(f"Not answered yet: {label} is not written yet (replace the `...` in the exercise cell).")
         return None
     run = run_guarded(fn, *args, budget=budget, once_stuck=True)
@@ -184,14 +189,19 @@ def save_evidence(path=None, *, evidence: Evidence | None = None):
     return saved
 
 
+def setup(shell=None) -> bool:
+    """Register `%%exercise <id>` and the post-run hook in this IPython kernel (again: no change);
+    False outside IPython."""
+    return register_magic(shell, known=exercise, answer_names={k: _names(k) for k in EXERCISES})
+
+
 def load_ipython_extension(shell) -> None:  # `%load_ext pytree_lab.course`
-    cells.register_magic(shell, known=exercise, answer_names={k: _names(k) for k in EXERCISES})
+    setup(shell)
 
 
 # Bind the checker's tools now and guard the checker's own functions against replacement.
 try:
-    _grading.bind_tools()
+    bind_tools()
 except ImportError:  # no numpy/jax yet: bound at the first check
     pass
-watch_modules(_grading, _tree_grading, _catalogue, _value_graders, _flat_cases, _cell_evidence)
-cells.register_magic(known=exercise, answer_names={k: _names(k) for k in EXERCISES})
+watch_modules(_catalogue, common, squared_norm, nested_scale_grad, repair_update, grad_over_flat_params, reruns)

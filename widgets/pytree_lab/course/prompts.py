@@ -5,9 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .. import lesson
-from ..exercises import Evidence, PredictionPrompt, Quiz
-from ..exercises._grading import _fmt, _fmt_num, _jax, _jnp
-from .catalogue import _lesson_step
+from ..exercises import Evidence, PredictionPrompt, Quiz, fmt, fmt_num, tools
+from .exercises.common import _lesson_step
 
 # --------------------------------------------------------------------------- the lessons' prompts
 
@@ -156,23 +155,23 @@ def _reveal_which_weight() -> str:
     g = [float(v) for v in grads["weight"]]
     bigger = 0 if abs(change[0]) >= abs(change[1]) else 1
     return (
-        f"weight[{bigger}] changes more: weight[0] moves by {_fmt_num(change[0])} and weight[1] by "
-        f"{_fmt_num(change[1])}. Their gradients are {_fmt_num(g[0])} and {_fmt_num(g[1])}: the same "
+        f"weight[{bigger}] changes more: weight[0] moves by {fmt_num(change[0])} and weight[1] by "
+        f"{fmt_num(change[1])}. Their gradients are {fmt_num(g[0])} and {fmt_num(g[1])}: the same "
         f"derivative of the loss with respect to the prediction, times each weight's input "
-        f"x = {_fmt(lesson.lesson_inputs()['x'])}. The larger input gives the larger gradient, so the larger step."
+        f"x = {fmt(lesson.lesson_inputs()['x'])}. The larger input gives the larger gradient, so the larger step."
     )
 
 
 def _reveal_gradient_leaves() -> str:
     _, grads, _, _, _ = _lesson_step()
     return (
-        f"grads['weight'] = {_fmt(grads['weight'])} and grads['bias'] = {_fmt(grads['bias'])}: "
+        f"grads['weight'] = {fmt(grads['weight'])} and grads['bias'] = {fmt(grads['bias'])}: "
         "the derivative with respect to the prediction times each input, and times 1 for the bias."
     )
 
 
 def _reveal_treedef() -> str:
-    jax = _jax()
+    jax = tools.jax
     params = lesson.lesson_params()
     leaves, treedef = jax.tree.flatten(params)
     rebuilt = jax.tree.unflatten(treedef, [leaf * 0 for leaf in leaves])
@@ -185,7 +184,7 @@ def _reveal_treedef() -> str:
 
 
 def _reveal_argnums_shape() -> str:
-    jax, jnp = _jax(), _jnp()
+    jax, jnp = tools.jax, tools.jnp
     flat, x = jnp.array([1.0, 2.0, 0.5]), jnp.array([[1.0, -1.0]])
 
     def packed_loss(f, x):
@@ -194,8 +193,8 @@ def _reveal_argnums_shape() -> str:
     by_params = jax.grad(packed_loss, argnums=0)(flat, x)
     by_data = jax.grad(packed_loss, argnums=1)(flat, x)
     return (
-        f"argnums=0 gives shape {tuple(by_params.shape)} ({_fmt(by_params)}), flat_params' shape; argnums=1 "
-        f"gives shape {tuple(by_data.shape)} ({_fmt(by_data)}), the shape of x: a gradient always has the "
+        f"argnums=0 gives shape {tuple(by_params.shape)} ({fmt(by_params)}), flat_params' shape; argnums=1 "
+        f"gives shape {tuple(by_data.shape)} ({fmt(by_data)}), the shape of x: a gradient always has the "
         "shape of the argument it is taken with respect to."
     )
 

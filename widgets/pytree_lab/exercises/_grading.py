@@ -91,6 +91,18 @@ def _jnp():
     return _TOOLS["jnp"]
 
 
+class _Tools:
+    """The checker's numpy (`tools.np`), the engine's jax (`tools.jax`) and jax.numpy (`tools.jnp`),
+    frozen when bound: `tools.jnp.sum` stays the real one after a notebook's `jnp.sum = ...`."""
+
+    np = property(lambda self: _np())
+    jax = property(lambda self: _jax())
+    jnp = property(lambda self: _jnp())
+
+
+tools = _Tools()
+
+
 # --------------------------------------------------------------------------- did it differentiate?
 
 
@@ -385,142 +397,3 @@ def is_unanswered(answer) -> bool:
     ):
         return True
     return False
-
-
-def grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | None = None) -> CheckResult:
-    """Grade `answer` for `exercise`, never raising: a broken answer, a broken checker or a
-    tampered one each end in a sentence.
-
-    `stale`: what went wrong in the student's last run of the exercise cell, when it did; the
-    value still in the variable is then an older attempt's, so it is not graded.
-
-    Before and after grading, the checker's functions and the numpy / jax functions it relies on
-    are compared with references taken at import (`exercises._integrity`): anything replaced (by
-    the answer, by an earlier cell, or by a thread) is put back and the check does not count; so
-    does a check while a thread the notebook started is still running.
-    """
-    import threading
-
-    from . import _integrity
-
-    earlier = _integrity.verify()
-    threads_before = {thread.ident for thread in threading.enumerate() if thread.ident is not None}  # all started
-    waiting = _integrity.user_threads()
-    graded = _grade_answer(exercise, answer, rng=rng, stale=stale)
-    during = [name for name in _integrity.verify() if name not in earlier]
-    started = [name for name in _integrity.user_threads(threads_before) if name not in waiting]
-    problems = []
-    if earlier:
-        problems.append(
-            "Before this check, code in this notebook had replaced part of the checker or of the "
-            f"numpy / jax functions it relies on ({_names(earlier)}). It was put back."
-        )
-    if during:
-        problems.append(
-            "During this check, your code replaced part of the checker or of the numpy / jax "
-            f"functions it relies on ({_names(during)}). It was put back."
-        )
-    if waiting or started:
-        problems.append(
-            f"A thread started from this notebook is still running ({_names(waiting + started)}): "
-            "it could change the checker at any moment. Stop it (or restart the kernel)."
-        )
-    if not problems:
-        return graded
-    return CheckResult(
-        passed=False,
-        score=0.0,
-        feedback=" ".join(problems) + " This check does not count: check again with an answer that only computes.",
-        exercise_id=exercise.id,
-        cases_passed=0,
-        cases_total=graded.cases_total,
-        unit=graded.unit,
-    )
-
-
-def _names(names: list[str], limit: int = 4) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
-
-
-def _grade_answer(exercise: Exercise, answer: Any, *, rng=None, stale: str | None = None) -> CheckResult:
-    from ._guard import describe_failure, notes_for, run_guarded
-
-    def result(passed, score, lines, cases=(0, 0), unit=exercise.unit):
-        return CheckResult(
-            passed=bool(passed),
-            score=float(score),
-            feedback="\n".join(lines),
-            exercise_id=exercise.id,
-            cases_passed=cases[0],
-            cases_total=cases[1],
-            unit=unit or exercise.unit,
-        )
-
-    if stale:
-        failure = stale.rstrip().rstrip(".")
-        failure = f"ended in {failure}" if failure.startswith("a ") else f"raised {failure}"
-        return result(
-            False,
-            0.0,
-            [
-                f"Your last run of the exercise cell {failure}. The value left over from an earlier "
-                "run is not graded: fix the cell, run it again, then check."
-            ],
-        )
-    if is_unanswered(answer):
-        return result(False, 0.0, [NOT_ANSWERED])
-    if exercise.self_check is not None:
-        problem = exercise.self_check()
-        if problem:
-            return result(
-                False,
-                0.0,
-                [
-                    f"The checker cannot trust this kernel: {problem} Restart the kernel (Kernel → Restart), "
-                    "run the notebook again, then check."
-                ],
-            )
-    if exercise.answer_kind != "function":
-        # one check before any JAX call: a tree that contains itself, or nests thousands of levels
-        # deep, would make JAX's flatten recurse until the interpreter breaks
-        looked = run_guarded(answer_problem, exercise, answer, budget=exercise.budget)
-        if looked.ok and looked.value:
-            return result(False, 0.0, [looked.value + " This check looked at nothing else."])
-    # The grader calls the student's code (functions, or objects with their own __array__ /
-    # __eq__): everything runs guarded. Function graders guard each case themselves too.
-    run = run_guarded(
-        exercise.grade, answer, rng, budget=None if exercise.answer_kind == "function" else exercise.budget
-    )
-    checker_parts = [name for name in run.replaced if name.split(".")[0] not in ("jax", "numpy", "builtins")]
-    if checker_parts:
-        return result(
-            False,
-            0.0,
-            [
-                "Your code changed the checker itself (" + ", ".join(checker_parts) + "). It was put back; "
-                "this check does not count. Check again with an answer that only computes."
-            ],
-        )
-    if not run.ok:
-        if run.timed_out or not isinstance(run.error, Exception):
-            why = describe_failure(run, what="Your answer", budget=exercise.budget)
-        elif exercise.answer_kind == "function":  # the student's calls are guarded one by one
-            why = (
-                "The check itself failed ("
-                + (describe_failure(run, what="it") or "").removeprefix("it raised ")
-                + "); this is not about your answer. Please tell your instructor."
-            )
-        else:  # reading a value answer failed: an object that is not numbers, or a checker bug
-            why = (
-                "Checking this answer failed ("
-                + (describe_failure(run, what="it") or "").removeprefix("it ")
-                + "). Is it made of numbers and arrays only?"
-            )
-        return result(False, 0.0, [why])
-    outcome: Outcome = run.value
-    total = max(outcome.total_cases, 1)
-    passed = outcome.passed if outcome.passed is not None else outcome.passed_cases == outcome.total_cases
-    lines = list(outcome.lines) + notes_for(run)
-    score = outcome.score if outcome.score is not None else (1.0 if passed else min(outcome.passed_cases / total, 1.0))
-    return result(passed, score, lines, (outcome.passed_cases, outcome.total_cases), outcome.unit)

@@ -21,7 +21,8 @@ from .._intent import PageIntents
 from .._keywords import refuse_unknown_widget_keywords
 from .._static import static_asset
 from .._text import TextForm
-from ._grading import CheckResult, Exercise, grade_answer, is_unanswered
+from ._check import CheckContext, check
+from ._grading import CheckResult, Exercise, is_unanswered
 from ._guard import exception_text, run_guarded
 from .evidence import Evidence, SavedEvidence, default_evidence
 
@@ -161,7 +162,6 @@ class CheckButton(_ExerciseWidget):
         exercise: Exercise,
         get_answer: Callable[[], Any] | str,
         *,
-        checker: Callable[..., CheckResult] | None = None,
         evidence: Evidence | None = None,
         rng=None,
         **kwargs,
@@ -171,7 +171,6 @@ class CheckButton(_ExerciseWidget):
         )
         self.exercise = exercise
         self._get_answer = get_answer
-        self._checker = checker
         self._rng = rng
         self.result: CheckResult | None = None
         self._tried = 0  # checks of a real attempt: an answer written in, or a run that failed
@@ -283,14 +282,8 @@ class CheckButton(_ExerciseWidget):
             code = run.code if run is not None else None
             if stale is not None or not is_unanswered(answer):
                 self._tried += 1
-            if self._checker is not None:
-                result = self._checker(
-                    self.exercise.id, answer, rng=self._rng, evidence=self.evidence, stale=stale, code=code, cell=run
-                )
-            else:
-                result = grade_answer(self.exercise, answer, rng=self._rng, stale=stale)
-                if stale is None and not is_unanswered(answer):
-                    self.evidence.add_check(self.exercise, result, answer, code=code)
+            context = CheckContext(rng=self._rng, cell=run, stale=stale, code=code, evidence=self.evidence)
+            result = check(self.exercise, answer, context)
             self.result = result
             self.status = "passed" if result.passed else "failed"
             if not result.passed:

@@ -1,26 +1,35 @@
-"""The packed-parameters exercise's worked example and hidden cases (drawn one at a time), its
-reference gradients, and what a wrong output says about the answer (shape, order, bias
-position). Its grader is `catalogue._grade_grad_over_flat_params`."""
+"""Gradient of packed parameters: a function grad_over_flat_params(flat_params, x). Its worked example
+and hidden cases (drawn one at a time, only after the previous case was graded, from a generator
+seeded by the operating system), its reference gradients, and what a wrong output says about the
+answer (shape, order, bias position). Feedback may describe a hidden case's size, never its values."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
 import math
+import secrets
 from typing import Any
 
-from ..exercises._grading import (
-    _as_number_array,
-    _close,
-    _fmt,
-    _fmt_num,
-    _fmt_shape,
-    _jax,
-    _jnp,
-    _np,
-    _type_name,
+from ...exercises import (
+    CheckContext,
+    Exercise,
+    Outcome,
+    all_finite,
+    as_number_array,
+    close,
+    describe_failure,
+    differentiates,
+    fmt,
+    fmt_num,
+    fmt_shape,
+    notes_for,
+    run_guarded,
+    tools,
+    tree_problem,
+    type_name,
 )
-from ..exercises._tree_grading import _all_finite
+from .common import self_check
 
 # The packed-parameters task's worked example (shown to students, so it may appear in feedback).
 _FLAT_EXAMPLE_PARAMS = (1.0, 0.0, 0.0)
@@ -29,7 +38,7 @@ _FLAT_EXAMPLE_X = ((2.0, 3.0),)
 
 def _flat_loss(flat_params, x):
     # weights first, then the bias; the sum (not the mean) of squared predictions, no targets
-    jnp = _jnp()
+    jnp = tools.jnp
     return jnp.sum((x @ flat_params[:-1] + flat_params[-1]) ** 2)
 
 
@@ -52,7 +61,7 @@ class _FlatCase:
 
     def label(self, index: int) -> str:
         if not self.hidden:
-            return f"Worked example (flat_params = {_fmt(self.flat_params)}, x = {_fmt(self.x)})"
+            return f"Worked example (flat_params = {fmt(self.flat_params)}, x = {fmt(self.x)})"
         return f"Hidden case {index} (N = {self.n}, d = {self.d})"
 
 
@@ -64,12 +73,12 @@ _HIDDEN_SIZES = ((3, 1), (5, 2), (6, 3), (8, 4))
 
 
 def _worked_case() -> _FlatCase:
-    np = _np()
+    np = tools.np
     return _FlatCase(np.array(_FLAT_EXAMPLE_PARAMS, np.float32), np.array(_FLAT_EXAMPLE_X, np.float32), False)
 
 
 def _hidden_case(rng, n: int, d: int) -> _FlatCase:
-    np = _np()
+    np = tools.np
     flat = rng.normal(size=d + 1).astype(np.float32)
     x = rng.normal(size=(n, d)).astype(np.float32)
     return _FlatCase(flat, x, True)
@@ -80,7 +89,7 @@ class _FlatReferences:
     gradients of typical wrong losses that explain it. All from jax.grad."""
 
     def __init__(self, case: _FlatCase) -> None:
-        jnp = _jnp()
+        jnp = tools.jnp
         self._args = (jnp.asarray(case.flat_params), jnp.asarray(case.x))
         self.grad = _flat_grad_fn()(*self._args)
         self._variants: dict[str, Any] | None = None
@@ -96,13 +105,13 @@ class _FlatReferences:
 # Compiled once per (N, d). Run op by op, each new shape costs a compile per primitive: seconds.
 @functools.cache
 def _flat_grad_fn():
-    jax = _jax()
+    jax = tools.jax
     return jax.jit(jax.grad(_flat_loss))
 
 
 @functools.cache
 def _flat_variants_fn():
-    jax, jnp = _jax(), _jnp()
+    jax, jnp = tools.jax, tools.jnp
 
     def bias_first_loss(p, x):
         return jnp.sum((x @ p[1:] + p[0]) ** 2)
@@ -150,36 +159,36 @@ def _shape_text(shape, case: _FlatCase) -> str:
         else:
             names.append(str(size))
     symbolic = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
-    if case.hidden or symbolic == _fmt_shape(shape):
+    if case.hidden or symbolic == fmt_shape(shape):
         return symbolic
-    return f"{symbolic} = {_fmt_shape(shape)}"
+    return f"{symbolic} = {fmt_shape(shape)}"
 
 
 def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | None:
     """None when `out` is right, else one sentence in the exercise's terms. For a hidden case
     it never quotes values, only sizes in the exercise's symbols (N, d)."""
-    np = _np()
+    np = tools.np
     grad = np.asarray(refs["grad"])
     d, n = case.d, case.n
     want = f"one array of shape {_shape_text(grad.shape, case)}"
     if out is None:
         return "your function returned None. Did it forget to `return` the gradient?"
     if isinstance(out, tuple) and len(out) == 2:
-        first, second = _as_number_array(out[0]), _as_number_array(out[1])
-        if first is not None and first.size == 1 and second is not None and _close(second, grad):
+        first, second = as_number_array(out[0]), as_number_array(out[1])
+        if first is not None and first.size == 1 and second is not None and close(second, grad):
             return (
                 "you returned (loss, gradient), as value_and_grad does. Return only the gradient: "
                 f"{want}, with no tuple around it."
             )
     if isinstance(out, (tuple, list)):
         kind = "a tuple" if isinstance(out, tuple) else "a list"
-        parts = [_as_number_array(item) for item in out]
+        parts = [as_number_array(item) for item in out]
         if parts and all(p is not None for p in parts):
             try:
                 joined = np.concatenate([np.ravel(p) for p in parts])
             except ValueError:
                 joined = None
-            if joined is not None and _close(joined, grad):
+            if joined is not None and close(joined, grad):
                 return (
                     f"you returned {kind} of {len(out)} items (the gradients in pieces). A single array "
                     f"is a one-leaf pytree, and so is its gradient: return {want}."
@@ -190,33 +199,33 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
             f"you returned a dict with keys {', '.join(repr(k) for k in out)}. This exercise packs "
             f"every parameter into one array: return {want}."
         )
-    arr = _as_number_array(out)
+    arr = as_number_array(out)
     if arr is None:
-        return f"you returned {_type_name(out)}; return {want}."
+        return f"you returned {type_name(out)}; return {want}."
     if arr.shape != grad.shape:
         got = f"shape {_shape_text(arr.shape, case)}"
         if arr.ndim == 0:
-            if _close(arr, refs["loss"]):
+            if close(arr, refs["loss"]):
                 return "you returned the loss value. Return its gradient with respect to flat_params (jax.grad)."
             return f"you returned a single number; return {want}."
-        if arr.shape == (d,) and _close(arr, grad[:-1]):
+        if arr.shape == (d,) and close(arr, grad[:-1]):
             return (
                 "the bias gradient is missing: your array holds only the d weight gradients. "
                 "Differentiate with respect to all of flat_params; the bias gradient goes last."
             )
         if arr.shape == (d,):
             return f"your array has {got}: one entry short. The bias gradient goes last."
-        if arr.shape == tuple(case.x.shape) and _close(arr, refs["grad_x"]):
+        if arr.shape == tuple(case.x.shape) and close(arr, refs["grad_x"]):
             return (
                 "you differentiated with respect to x. Differentiate the first argument, flat_params "
                 "(argnums=0), and keep x fixed."
             )
-        if arr.size == grad.size and _close(arr.reshape(grad.shape), grad):
+        if arr.size == grad.size and close(arr.reshape(grad.shape), grad):
             return f"the values are right but your array has {got}; return {want}."
         return f"wrong shape: expected {want}, got {got}."
-    if not _all_finite(arr):
+    if not all_finite(arr):
         return "your gradient contains NaN or inf."
-    if _close(arr, grad):
+    if close(arr, grad):
         return None
     if not np.any(arr) and np.any(grad):
         return (
@@ -224,33 +233,33 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
             "(flat_params[:-1], flat_params[-1]) inside the loss function you differentiate, "
             "not outside it: JAX can only follow what the loss computes from its argument."
         )
-    if _close(arr, refs["bias_first_read"]) or _close(arr, np.roll(grad, 1)):
+    if close(arr, refs["bias_first_read"]) or close(arr, np.roll(grad, 1)):
         return _BIAS_FIRST
     denominator = float(np.dot(grad, grad))
     ratio = float(np.dot(arr, grad)) / denominator if denominator > 0 else float("nan")
     # a mean where a sum was asked: the whole gradient is N times too small
-    if n > 1 and abs(ratio * n - 1) < 1e-3 and _close(arr, ratio * grad):
+    if n > 1 and abs(ratio * n - 1) < 1e-3 and close(arr, ratio * grad):
         return (
             "a mean where a sum was asked: the gradient is N times too small. The loss is the sum "
             "of the squared predictions (jnp.sum, not jnp.mean)."
         )
-    if _close(arr, -grad):
+    if close(arr, -grad):
         return "the sign is flipped. The loss is the sum of squared predictions; do not negate it."
-    if _close(arr, grad / 2):
+    if close(arr, grad / 2):
         return "every entry is half the gradient. The derivative of p² is 2p: let jax.grad differentiate the square."
-    if _close(arr, refs["no_bias"]):
+    if close(arr, refs["no_bias"]):
         return "the bias is not in the predictions. Predictions are x @ weights + bias, with bias = flat_params[-1]."
-    if _close(arr, refs["sum_of_predictions"]):
+    if close(arr, refs["sum_of_predictions"]):
         return "this is the gradient of the sum of the predictions. Square each prediction, then sum."
-    if _close(arr, refs["square_of_sum"]):
+    if close(arr, refs["square_of_sum"]):
         return "this is the gradient of the square of the summed predictions. Square each prediction first, then sum."
-    if arr.ndim == 1 and _close(np.sort(arr), np.sort(grad)):
+    if arr.ndim == 1 and close(np.sort(arr), np.sort(grad)):
         return "the right numbers in the wrong order. Keep flat_params' order: the d weights, then the bias."
-    if math.isfinite(ratio) and abs(ratio - 1) > 1e-3 and _close(arr, ratio * grad):
-        shown = f" (×{_fmt_num(ratio)})" if not case.hidden else ""
+    if math.isfinite(ratio) and abs(ratio - 1) > 1e-3 and close(arr, ratio * grad):
+        shown = f" (×{fmt_num(ratio)})" if not case.hidden else ""
         return f"every entry is the right gradient scaled by the same constant factor{shown}."
     if not case.hidden:
-        return f"you returned {_fmt(arr)}; the worked example gives {_fmt(grad)}."
+        return f"you returned {fmt(arr)}; the worked example gives {fmt(grad)}."
     return "the values are not the gradient of the sum of squared predictions."
 
 
@@ -266,3 +275,146 @@ def _cases_label(indices: list[int], cases: list[_FlatCase]) -> str:
         parts.append(("hidden case " if len(hidden) == 1 else "hidden cases ") + ", ".join(sizes))
     text = "; ".join(parts)
     return text[0].upper() + text[1:]
+
+
+CASE_BUDGET = 10.0  # seconds of student code per case (first calls compile: generous)
+
+
+def _grade_grad_over_flat_params(answer, context: CheckContext) -> Outcome:
+    np = tools.np
+    jnp = tools.jnp
+    if not callable(answer):
+        arr = as_number_array(answer)
+        line = f"Pass your function grad_over_flat_params itself, not {type_name(answer)}."
+        if arr is not None:
+            line += (
+                " It looks like the result of calling it: write check('grad_over_flat_params', "
+                "grad_over_flat_params), without parentheses after the name."
+            )
+        return Outcome(0, 1, [line])
+    # seeded by the operating system, never by numpy's global state: not predictable in the kernel
+    rng = np.random.default_rng(secrets.randbits(128)) if context.rng is None else context.rng
+    sizes = [None, *_HIDDEN_SIZES]
+    cases: list[_FlatCase] = []
+    passed = 0
+    problems: dict[str, list[int]] = {}
+    notes: list[str] = []
+    outputs: list = []  # what the function returned, case by case (to see an answer written in)
+    for index, size in enumerate(sizes):
+        # each case exists only from here on: earlier answers cannot see later inputs
+        case = _worked_case() if size is None else _hidden_case(rng, *size)
+        cases.append(case)
+        # fresh arrays per call: a function that changes its inputs cannot affect later cases
+        run = run_guarded(
+            answer,
+            jnp.asarray(case.flat_params.copy()),
+            jnp.asarray(case.x.copy()),
+            budget=CASE_BUDGET,
+            once_stuck=True,
+        )
+        tampered = [n for n in run.replaced if n.split(".")[0] not in ("jax", "numpy", "builtins")]
+        if tampered:
+            return Outcome(
+                0,
+                len(sizes),
+                [
+                    "Your code changed the checker itself (" + ", ".join(tampered) + "). It was put back; "
+                    "this check does not count. Check again with a function that only computes."
+                ],
+                passed=False,
+            )
+        # the expected gradient is computed only after the student's code has returned, so no
+        # frame or object reachable while it runs holds it
+        if not run.ok:
+            problem = describe_failure(run, what="your function", budget=CASE_BUDGET, hidden=case.hidden)
+        else:
+            looked = run_guarded(tree_problem, run.value, "your function's result", budget=CASE_BUDGET)
+            problem = looked.value if looked.ok else None
+            if problem is None:
+                problem = _diagnose_flat_output(run.value, case, _FlatReferences(case))
+            out = as_number_array(run.value)
+            if out is not None:
+                outputs.append(out)
+        for note in notes_for(run):
+            if note not in notes:
+                notes.append(note)
+        if problem is None:
+            passed += 1
+        else:
+            problems.setdefault(problem, []).append(index)
+        if run.timed_out:  # one endless loop is enough: do not wait for it once per case
+            for rest in range(index + 1, len(sizes)):
+                size = sizes[rest]
+                cases.append(
+                    _worked_case()
+                    if size is None
+                    else _FlatCase(np.zeros(size[1] + 1, np.float32), np.zeros(size, np.float32), True)
+                )
+                problems[problem].append(rest)  # type: ignore[index]  # a timed-out case has a problem
+            break
+    total = len(sizes)
+    hidden = total - 1
+    if passed == total:
+        # right numbers; the exercise asks for them from jax.grad, not from a derivation by hand
+        case = _worked_case()
+        run, differentiated = differentiates(
+            answer, jnp.asarray(case.flat_params.copy()), jnp.asarray(case.x.copy()), budget=CASE_BUDGET
+        )
+        if run.ok and not differentiated:
+            return Outcome(
+                passed,
+                total,
+                [
+                    f"All {total} cases give the right numbers, but your function computes them without "
+                    "differentiating: no jax.grad (nor value_and_grad, vjp or jacrev) ran inside it. The "
+                    "exercise asks for the gradient using jax.grad: write the loss as a function of flat_params "
+                    "(the sum of squared predictions) and return jax.grad(loss)(flat_params), so JAX derives "
+                    "it instead of a formula worked out by hand."
+                ]
+                + notes,
+                passed=False,
+                score=0.5,
+            )
+        lines = [
+            f"All {total} cases pass: the worked example ([8, 12, 4] for flat_params = [1, 0, 0], "
+            f"x = [[2, 3]]) and {hidden} hidden cases of other sizes."
+        ]
+    else:
+        lines = [f"{passed} of {total} cases pass (the worked example and {hidden} hidden cases with random values)."]
+        if len(outputs) > 1 and all(o.shape == outputs[0].shape and np.array_equal(o, outputs[0]) for o in outputs):
+            lines.append(
+                "Your function returned the same array in every case, although each case has other "
+                "flat_params and x: it does not compute from its inputs (is the worked example's answer "
+                "written into it?)."
+            )
+        for problem, indices in problems.items():
+            lines.append(f"- {_cases_label(indices, cases)}: {problem}")
+    return Outcome(passed, total, lines + notes)
+
+
+_SOLUTION_PACKED = """\
+def grad_over_flat_params(flat_params, x):
+    def loss(p):
+        # slice inside the loss, so JAX follows how the loss depends on flat_params
+        weights, bias = p[:-1], p[-1]
+        predictions = x @ weights + bias
+        return jnp.sum(predictions ** 2)   # a sum, not a mean
+    return jax.grad(loss)(flat_params)
+
+# the task's worked example: prediction 2, so [2*2*2, 2*2*3, 2*2] = [8, 12, 4]
+print(grad_over_flat_params(jnp.array([1.0, 0.0, 0.0]), jnp.array([[2.0, 3.0]])))"""
+
+
+EXERCISE = Exercise(
+    "grad_over_flat_params",
+    "Gradient of packed parameters",
+    "A function grad_over_flat_params(flat_params, x) returning the gradient of the sum of "
+    "squared predictions with respect to flat_params (weights, then bias).",
+    "function",
+    _grade_grad_over_flat_params,
+    lesson="Gradient of packed parameters",
+    answer_name="grad_over_flat_params",
+    solutions=(_SOLUTION_PACKED,),
+    self_check=self_check,
+    unit="cases",
+)

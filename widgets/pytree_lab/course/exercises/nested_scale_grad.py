@@ -1,0 +1,190 @@
+"""Extend to a nested model: the gradient tree g of nested_loss at {"layer": params, "scale": 1.0}."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from ...exercises import (
+    CheckContext,
+    Exercise,
+    Outcome,
+    TreeSpec,
+    as_number_array,
+    close,
+    fmt_num,
+    grade_tree,
+    run_guarded,
+    tools,
+    type_name,
+)
+from .common import _lesson_setup, _nested_loss, _nested_params, _same_tree, _whole_tree, self_check
+from .reruns import RERUN_BUDGET, follows_the_lesson, passed
+
+
+def _residual_loss(p, x, target):
+    jnp = tools.jnp
+    return p["scale"] * (jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"]) - target
+
+
+def _grade_nested_scale_grad(answer) -> Outcome:
+    jax, jnp = tools.jax, tools.jnp
+    nested = _nested_params()
+    _, x, target, _ = _lesson_setup()
+    grads = jax.grad(_nested_loss)(nested, x, target)
+    # mistakes recognised by the whole tree, never by one leaf that happens to equal a value
+    whole = _whole_tree(
+        answer,
+        (
+            (
+                nested,
+                "g holds the parameter value, not its gradient, at every leaf: g = jax.grad(nested_loss)(nested).",
+            ),
+            (
+                jax.grad(_residual_loss)(nested, x, target),
+                "g is the gradient of the residual pred − 3, not of the squared error: nested_loss must return "
+                "(pred - 3.) ** 2.",
+            ),
+        ),
+    )
+    if whole is not None:
+        return Outcome(0, 3, ["0 of 3 leaves of the gradient tree are right.", f"- {whole}"])
+    spec = TreeSpec(
+        expected=grads,
+        name="the gradient tree",
+        related=(
+            (
+                jax.tree.map(lambda g: -g, grads),
+                "the sign is flipped. The residual is prediction − target, which is negative here.",
+            ),
+            (
+                jax.tree.map(jnp.zeros_like, grads),
+                "is 0: the loss does not depend on this leaf. Does nested_loss read it through its argument p "
+                "(not from params outside the function)?",
+            ),
+        ),
+        hints={
+            "['scale']": "At the start the prediction is 1 and the residual is −2; d/dscale multiplies "
+            "the derivative of the squared loss by w·x + b.",
+            "['layer']['weight']": "Each weight's gradient is the derivative of the loss with respect to "
+            "the prediction, times scale, times its input.",
+            "['layer']['bias']": "The bias gradient is the derivative with respect to the prediction, times scale.",
+        },
+    )
+    outcome = grade_tree(answer, spec)
+    if outcome.passed:
+        outcome.lines.append(
+            f"d loss / d scale: {fmt_num(grads['scale'])}, as derived by hand "
+            "(residual −2, times 2, times w·x + b = 1)."
+        )
+    return outcome
+
+
+def _at(point) -> dict:
+    _, x, target, _ = _lesson_setup()
+    return {"g": tools.jax.grad(_nested_loss)({"layer": point["params"], "scale": tools.jnp.array(1.0)}, x, target)}
+
+
+def grade(answer, context: CheckContext) -> Outcome:
+    outcome = _grade_nested_scale_grad(answer)
+    if passed(outcome):
+        move = "build nested from `params` and compute g with jax.grad"
+        return follows_the_lesson(EXERCISE, outcome, answer, context, "params", move, _at)
+    if context.cell is None:
+        return outcome
+    found = run_guarded(_nested_evidence, context.cell.namespace, budget=RERUN_BUDGET)
+    if not (found.ok and found.value):
+        return outcome
+    # the evidence says it first; the tree-level sentences that say the same go
+    same = ("holds the parameter value", "gradient of the residual", "is 0: the loss does not depend")
+    lines = outcome.lines
+    kept = [line for line in lines[1:] if not any(words in line for words in same)]
+    return dataclasses.replace(outcome, lines=lines[:1] + [f"- {found.value}"] + kept)
+
+
+def _nested_evidence(namespace) -> str | None:
+    """The first thing wrong, found from the student's own nested and nested_loss: the tree,
+    then the loss's value at the start (squared?), then which leaves it does not depend on,
+    then whether g is its gradient. None when the evidence is not there."""
+    if not isinstance(namespace, dict):
+        return None
+    jax = tools.jax
+    nested, nested_loss, g = namespace.get("nested"), namespace.get("nested_loss"), namespace.get("g")
+    want = _nested_params()
+    if nested is None or not callable(nested_loss):
+        return None
+    if not _same_tree(nested, want):
+        return (
+            'nested is not {"layer": params, "scale": 1.0}: build it from params, with scale a float '
+            "scalar equal to 1 (jnp.array(1.))."
+        )
+    value = as_number_array(nested_loss(nested))
+    _, x, target, _ = _lesson_setup()
+    if value is None or value.size != 1:
+        return (
+            f"nested_loss(nested) returns {type_name(nested_loss(nested))}; it must return one number, "
+            "the squared error (pred - 3.) ** 2."
+        )
+    value = float(value.reshape(()))
+    right = float(_nested_loss(want, x, target))
+    if not close(value, right):
+        residual = float(_nested_loss(want, x, target) ** 0.5) * -1.0
+        if close(value, residual):
+            return (
+                f"nested_loss returns {fmt_num(value)} at the start: that is the residual pred − 3, not the "
+                "squared error. Square it: return (pred - 3.) ** 2."
+            )
+        return (
+            f"nested_loss returns {fmt_num(value)} at the start; the squared error there is "
+            f"{fmt_num(right)} (prediction 1, target 3): return (pred - 3.) ** 2."
+        )
+    theirs = jax.grad(nested_loss)(nested)
+    reference = jax.grad(_nested_loss)(want, x, target)
+    flat_theirs, flat_ref = _leaves_paths(theirs), _leaves_paths(reference)
+    unused = [
+        path
+        for path, ref in flat_ref.items()
+        if path in flat_theirs
+        and not tools.np.any(tools.np.asarray(flat_theirs[path]))
+        and tools.np.any(tools.np.asarray(ref))
+    ]
+    if unused:
+        reads = ", ".join(f"p{path}" for path in unused)
+        return (
+            f"nested_loss does not depend on {reads} (its gradient there is 0): the loss reads "
+            f"{'that leaf' if len(unused) == 1 else 'those leaves'} from outside (params?) instead of "
+            "through its argument p. JAX differentiates only what the loss computes from p: "
+            'read every leaf through p, as p["layer"]["weight"].'
+        )
+    if g is not None and not _same_tree(g, theirs):
+        return "g is not the gradient of your nested_loss at nested: g = jax.grad(nested_loss)(nested)."
+    return None
+
+
+def _leaves_paths(tree) -> dict[str, Any]:
+    jax = tools.jax
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree)
+    return {jax.tree_util.keystr(path): leaf for path, leaf in flat}
+
+
+_SOLUTION_NESTED = """\
+nested = {"layer": params, "scale": jnp.array(1.)}
+def nested_loss(p):
+    pred = p["scale"] * (jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"])
+    return (pred - 3.) ** 2
+g = jax.grad(nested_loss)(nested)
+assert jax.tree.structure(g) == jax.tree.structure(nested)
+assert jnp.allclose(g["scale"], -4.)"""
+
+EXERCISE = Exercise(
+    "nested_scale_grad",
+    "Extend to a nested model",
+    'The gradient tree g of nested_loss at {"layer": params, "scale": 1.0}.',
+    "tree",
+    grade,
+    lesson="Pytrees and structured parameters",
+    answer_name="g",
+    solutions=(_SOLUTION_NESTED,),
+    self_check=self_check,
+    unit="leaves",
+)

@@ -1,0 +1,129 @@
+"""Repair a mismatched update tree: the updated parameter tree (fixed) after restoring bias in the
+gradient tree."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from ... import lesson
+from ...exercises import CheckContext, Exercise, Outcome, TreeSpec, as_number_array, fmt_num, grade_tree, tools
+from .common import _lesson_loss, _lesson_setup, _lesson_step, _whole_tree, self_check
+from .reruns import follows_the_lesson, passed
+
+_SWAPPED = (
+    "the gradient leaves are swapped: weight was stepped with the bias gradient and bias with the "
+    "weight gradient (so bias became an array of 2 values). Pair each parameter with its own gradient "
+    "by path: jax.tree.map(lambda p, g: p - 0.05 * g, params, grads)."
+)
+_ZIP = (
+    "your zip pairs leaves by position, and the positions disagree: params' values come in the order "
+    "written (weight, bias), the gradients in flatten order (bias, weight: keys sorted, as "
+    "jax.tree.leaves(grads) and JAX's gradient dict give them). So weight was stepped with the bias gradient "
+    "and bias with the weight gradient. Pair by path instead: jax.tree.map(lambda p, g: p - 0.05 * g, "
+    "params, grads)."
+)
+_KEYS_SWAPPED = (
+    "the updated values are right but under each other's keys: weight holds the updated bias and "
+    "bias the updated weight, as zipping params' keys (weight, bias: the order written) with "
+    "leaves in flatten order (bias, weight) does. Keep the structure: jax.tree.map(lambda p, g: "
+    "p - 0.05 * g, params, grads)."
+)
+
+_ZIP_KEYS = (
+    "your zip put the updated values under each other's keys: it pairs params' keys in the order "
+    "written (weight, bias) with leaves in flatten order (bias, weight: keys sorted), so weight holds "
+    "the updated bias and bias the updated weight. Keep the structure: jax.tree.map(lambda p, g: "
+    "p - 0.05 * g, params, grads)."
+)
+
+
+def _grade_repair_update(answer) -> Outcome:
+    jax, jnp = tools.jax, tools.jnp
+    params, grads, updated, loss_before, loss_after = _lesson_step()
+    spec = TreeSpec(
+        expected=updated,
+        name="the updated parameter tree",
+        related=(
+            (
+                params,
+                "still holds the original parameter: it was not updated. Every parameter leaf needs "
+                "its own gradient leaf in tree.map.",
+            ),
+            (grads, "holds the gradient, not the updated parameter (p − learning_rate · g)."),
+            (
+                jax.tree.map(lambda p, g: p + lesson.LEARNING_RATE * g, params, grads),
+                "holds p + learning_rate · g, a step uphill; subtract the gradient.",
+            ),
+        ),
+        hints={
+            "['weight']": "Use p − 0.05 · g with the weight gradient from value_and_grad.",
+            "['bias']": "Use p − 0.05 · g with the bias gradient; restore bias in the gradient tree first.",
+        },
+    )
+    lr = lesson.LEARNING_RATE
+    whole = _whole_tree(
+        answer,
+        (
+            (
+                {"weight": params["weight"] - lr * grads["bias"], "bias": params["bias"] - lr * grads["weight"]},
+                _SWAPPED,
+            ),
+            ({"weight": updated["bias"], "bias": updated["weight"]}, _KEYS_SWAPPED),
+        ),
+    )
+    if whole is not None:
+        return Outcome(0, 2, ["0 of 2 leaves of the updated parameter tree are right.", f"- {whole}"])
+    outcome = grade_tree(answer, spec)
+    # The loss at the student's tree: the lesson's evidence that the repair worked.
+    try:
+        leaves = {k: as_number_array(v) for k, v in answer.items()} if isinstance(answer, dict) else {}
+        if set(leaves) == {"weight", "bias"} and all(v is not None for v in leaves.values()):
+            _, x, target, _ = _lesson_setup()
+            candidate = {k: jnp.asarray(v, dtype=jnp.float32) for k, v in leaves.items()}
+            loss = float(_lesson_loss(candidate, x, target))
+            outcome.lines.append(
+                f"Loss at your updated tree: {fmt_num(loss)} (before the step: "
+                f"{fmt_num(loss_before)}; the repaired update gives {fmt_num(loss_after)})."
+            )
+    except Exception:  # a malformed tree already has its feedback above
+        pass
+    return outcome
+
+
+def grade(answer, context: CheckContext) -> Outcome:
+    outcome = _grade_repair_update(answer)
+    if passed(outcome):
+        move = "compute it from `params` and `grads` with jax.tree.map"
+        return follows_the_lesson(EXERCISE, outcome, answer, context, "params and grads", move, _at)
+    if context.cell is not None and "zip(" in (context.cell.code or ""):
+        zipped = {f"- {_SWAPPED}": f"- {_ZIP}", f"- {_KEYS_SWAPPED}": f"- {_ZIP_KEYS}"}
+        return dataclasses.replace(outcome, lines=[zipped.get(line, line) for line in outcome.lines])
+    return outcome
+
+
+def _at(point) -> dict:
+    return {"fixed": point["updated"]}
+
+
+_SOLUTION_REPAIR = """\
+try:
+    jax.tree.map(lambda p, g: p - 0.05 * g, params, {"weight": grads["weight"]})
+except ValueError:
+    print("Expected tree mismatch")
+else:
+    raise AssertionError("Expected a missing-key failure")
+fixed = jax.tree.map(lambda p, g: p - 0.05 * g, params, grads)
+assert jnp.allclose(loss(fixed), 0.64, atol=1e-6)"""
+
+EXERCISE = Exercise(
+    "repair_update",
+    "Repair a mismatched update tree",
+    "The updated parameter tree (fixed) after restoring bias in the gradient tree.",
+    "tree",
+    grade,
+    lesson="Pytrees and structured parameters",
+    answer_name="fixed",
+    solutions=(_SOLUTION_REPAIR,),
+    self_check=self_check,
+    unit="leaves",
+)

@@ -1,0 +1,231 @@
+"""One check of an answer, end to end: `check(exercise, answer, context)` runs the integrity check
+before, the answer's own code and the grader guarded, the integrity check after, and records the
+result once. A grader (`Grader`) gets the answer and a `CheckContext`: what it may use besides."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import secrets
+import threading
+from typing import Any, Protocol
+
+from . import _integrity
+from ._grading import NOT_ANSWERED, CheckResult, Exercise, Outcome, answer_problem, bind_tools, is_unanswered, tools
+from ._guard import Guarded, describe_failure, notes_for, run_guarded
+from .cells import CellRun
+from .evidence import KINDS, Evidence, default_evidence
+
+
+class Grader(Protocol):
+    """How an exercise grades: `grade(answer, context) -> Outcome`. Run guarded, under the
+    exercise's budget; it may call the student's code (functions, objects with their own
+    `__array__`) and re-run the exercise cell through `context.rerun`."""
+
+    def __call__(self, answer: Any, context: CheckContext, /) -> Outcome: ...
+
+
+class _NoAsserts(ast.NodeTransformer):
+    def visit_Assert(self, node):  # noqa: N802 - ast's naming
+        return ast.copy_location(ast.Pass(), node)
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckContext:
+    """What a check knows besides the answer: `rng` (a numpy Generator for hidden cases; by
+    default one seeded by the operating system per check), `cell` (the exercise cell's last run:
+    its code and the namespace it ran in), `stale` (that run's failure, when it failed), `code`
+    (the answer's code, recorded with it), the `evidence` log (the kernel's by default) and
+    `tools` (numpy, jax and jax.numpy frozen when bound)."""
+
+    rng: Any = None
+    cell: CellRun | None = None
+    stale: str | None = None
+    code: str | None = None
+    evidence: Evidence | None = None
+    tools = tools
+
+    def rerun(self, changes: dict[str, Any], *, budget: float = 10.0) -> tuple[Guarded, dict] | None:
+        """Run the exercise cell again, guarded and without its `assert` statements, in a copy
+        of its namespace updated with `changes` (other lesson values, say): (the run, the
+        namespace it ran in), or None when there is no cell to run. What it records is taken
+        out of the evidence again: a rerun is a probe, not the student's work."""
+        code = cell_python(self.cell)
+        if code is None or self.cell is None or self.cell.namespace is None:
+            return None
+        try:
+            tree = _NoAsserts().visit(ast.parse(code))
+        except SyntaxError:
+            return None
+        compiled = compile(ast.fix_missing_locations(tree), "<your exercise cell, on other values>", "exec")
+        namespace = {**self.cell.namespace, **changes}
+        log = default_evidence()
+        kept = {kind: len(getattr(log, kind)) for kind in KINDS}
+        try:
+            return run_guarded(exec, compiled, namespace, budget=budget), namespace
+        finally:
+            for kind, n in kept.items():
+                del getattr(log, kind)[n:]
+
+
+def cell_python(cell: CellRun | None) -> str | None:
+    """The Python of a cell run (its `%%exercise` line dropped, IPython's syntax transformed)."""
+    code = getattr(cell, "code", "") or ""
+    if code.lstrip().startswith("%%exercise"):
+        code = code.lstrip().split("\n", 1)[1] if "\n" in code.lstrip() else ""
+    if not code.strip():
+        return None
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None:
+            code = shell.transform_cell(code)
+    except Exception:  # noqa: BLE001 - plain Python is compiled as it is
+        pass
+    return code
+
+
+def check(exercise: Exercise, answer: Any, context: CheckContext | None = None) -> CheckResult:
+    """Grade `answer` for `exercise` and record the result in the context's evidence log once,
+    never raising: a broken answer, a broken checker or a tampered one each end in a sentence.
+
+    `context.stale`: what went wrong in the student's last run of the exercise cell, when it did;
+    the value still in the variable is then an older attempt's, so it is not graded (nor recorded).
+
+    Before and after grading, the checker's functions and the numpy / jax functions it relies on
+    are compared with references taken at import (`exercises._integrity`): anything replaced (by
+    the answer, by an earlier cell, or by a thread) is put back and the check does not count; so
+    does a check while a thread the notebook started is still running.
+    """
+    bind_tools()
+    context = context or CheckContext()
+    if context.rng is None:  # seeded by the operating system, never by numpy's global state
+        context = dataclasses.replace(context, rng=tools.np.random.default_rng(secrets.randbits(128)))
+    result = _checked(exercise, answer, context)
+    if context.stale is None and not is_unanswered(answer):
+        log = context.evidence if context.evidence is not None else default_evidence()
+        log.add_check(exercise, result, answer, code=context.code)
+    return result
+
+
+def _checked(exercise: Exercise, answer: Any, context: CheckContext) -> CheckResult:
+    earlier = _integrity.verify()
+    threads_before = {thread.ident for thread in threading.enumerate() if thread.ident is not None}  # all started
+    waiting = _integrity.user_threads()
+    graded = _grade_answer(exercise, answer, context)
+    during = [name for name in _integrity.verify() if name not in earlier]
+    started = [name for name in _integrity.user_threads(threads_before) if name not in waiting]
+    problems = []
+    if earlier:
+        problems.append(
+            "Before this check, code in this notebook had replaced part of the checker or of the "
+            f"numpy / jax functions it relies on ({_names(earlier)}). It was put back."
+        )
+    if during:
+        problems.append(
+            "During this check, your code replaced part of the checker or of the numpy / jax "
+            f"functions it relies on ({_names(during)}). It was put back."
+        )
+    if waiting or started:
+        problems.append(
+            f"A thread started from this notebook is still running ({_names(waiting + started)}): "
+            "it could change the checker at any moment. Stop it (or restart the kernel)."
+        )
+    if not problems:
+        return graded
+    return CheckResult(
+        passed=False,
+        score=0.0,
+        feedback=" ".join(problems) + " This check does not count: check again with an answer that only computes.",
+        exercise_id=exercise.id,
+        cases_passed=0,
+        cases_total=graded.cases_total,
+        unit=graded.unit,
+    )
+
+
+def _names(names: list[str], limit: int = 4) -> str:
+    shown = ", ".join(names[:limit])
+    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+def _grade_answer(exercise: Exercise, answer: Any, context: CheckContext) -> CheckResult:
+    def result(passed, score, lines, cases=(0, 0), unit=exercise.unit):
+        return CheckResult(
+            passed=bool(passed),
+            score=float(score),
+            feedback="\n".join(lines),
+            exercise_id=exercise.id,
+            cases_passed=cases[0],
+            cases_total=cases[1],
+            unit=unit or exercise.unit,
+        )
+
+    if context.stale:
+        failure = context.stale.rstrip().rstrip(".")
+        failure = f"ended in {failure}" if failure.startswith("a ") else f"raised {failure}"
+        return result(
+            False,
+            0.0,
+            [
+                f"Your last run of the exercise cell {failure}. The value left over from an earlier "
+                "run is not graded: fix the cell, run it again, then check."
+            ],
+        )
+    if is_unanswered(answer):
+        return result(False, 0.0, [NOT_ANSWERED])
+    if exercise.self_check is not None:
+        problem = exercise.self_check()
+        if problem:
+            return result(
+                False,
+                0.0,
+                [
+                    f"The checker cannot trust this kernel: {problem} Restart the kernel (Kernel → Restart), "
+                    "run the notebook again, then check."
+                ],
+            )
+    if exercise.answer_kind != "function":
+        # one check before any JAX call: a tree that contains itself, or nests thousands of levels
+        # deep, would make JAX's flatten recurse until the interpreter breaks
+        looked = run_guarded(answer_problem, exercise, answer, budget=exercise.budget)
+        if looked.ok and looked.value:
+            return result(False, 0.0, [looked.value + " This check looked at nothing else."])
+    # The grader calls the student's code (functions, or objects with their own __array__ /
+    # __eq__): everything runs guarded. Function graders guard each case themselves too.
+    run = run_guarded(
+        exercise.grade, answer, context, budget=None if exercise.answer_kind == "function" else exercise.budget
+    )
+    checker_parts = [name for name in run.replaced if name.split(".")[0] not in ("jax", "numpy", "builtins")]
+    if checker_parts:
+        return result(
+            False,
+            0.0,
+            [
+                "Your code changed the checker itself (" + ", ".join(checker_parts) + "). It was put back; "
+                "this check does not count. Check again with an answer that only computes."
+            ],
+        )
+    if not run.ok:
+        if run.timed_out or not isinstance(run.error, Exception):
+            why = describe_failure(run, what="Your answer", budget=exercise.budget)
+        elif exercise.answer_kind == "function":  # the student's calls are guarded one by one
+            why = (
+                "The check itself failed ("
+                + (describe_failure(run, what="it") or "").removeprefix("it raised ")
+                + "); this is not about your answer. Please tell your instructor."
+            )
+        else:  # reading a value answer failed: an object that is not numbers, or a checker bug
+            why = (
+                "Checking this answer failed ("
+                + (describe_failure(run, what="it") or "").removeprefix("it ")
+                + "). Is it made of numbers and arrays only?"
+            )
+        return result(False, 0.0, [why])
+    outcome: Outcome = run.value
+    total = max(outcome.total_cases, 1)
+    passed = outcome.passed if outcome.passed is not None else outcome.passed_cases == outcome.total_cases
+    lines = list(outcome.lines) + notes_for(run)
+    score = outcome.score if outcome.score is not None else (1.0 if passed else min(outcome.passed_cases / total, 1.0))
+    return result(passed, score, lines, (outcome.passed_cases, outcome.total_cases), outcome.unit)
