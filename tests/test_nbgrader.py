@@ -34,6 +34,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -293,12 +294,15 @@ def course(tmp_path_factory):
     # line, as here (the loops below then cost 20 s of the suite, not 60)
     assert "c.Execute.timeout = 60" in (course / "nbgrader_config.py").read_text()
     before = (files(course, GRADER_OUTPUTS), files(home))
-    run(str(BIN / "nbgrader"), "autograde", "pytrees", "--Execute.timeout=20", cwd=course, timeout=3000, home=home)
+    graded = run(
+        str(BIN / "nbgrader"), "autograde", "pytrees", "--Execute.timeout=20", cwd=course, timeout=3000, home=home
+    )
     run(str(BIN / "nbgrader"), "export", cwd=course, home=home)
     course_after = files(course, GRADER_OUTPUTS)
     course_after.pop("nbgrader.log", None)
     before[0].pop("nbgrader.log", None)
-    return {"path": course, "before": before, "after": (course_after, files(home)), "home": home}
+    log = graded.stdout + graded.stderr
+    return {"path": course, "before": before, "after": (course_after, files(home)), "home": home, "log": log}
 
 
 def test_source_holds_solutions_and_hidden_tests_with_points(course):
@@ -403,6 +407,40 @@ def test_nothing_outside_the_scratch_folders_changed(course):
     assert "wrote " not in shown and shown.count("not writable:") >= 4
 
 
+def test_autograde_restores_deleted_test_cells_and_logs_no_checksum_noise(course):
+    log = course["log"]
+    # the two test cells the "deleted" student removed, and no others
+    assert log.count("Missing grade cell") == 2, log[-3000:]
+    assert "squared_norm-tests" in log and "grad_over_flat_params-tests" in log
+    # test cells left as released differ from the source only by the hidden region: no warning
+    assert "checksum" not in log
+    assert "Removing failed assignment" not in log
+
+
+def test_exchange_release_fetch_submit_collect(course, tmp_path):
+    # nbgrader's exchange, as the Lab extension's Assignments panel drives it
+    instructor = tmp_path / "course"
+    shutil.copytree(course["path"], instructor, ignore=shutil.ignore_patterns("autograded", "submitted"))
+    exchange = tmp_path / "exchange"
+    exchange.mkdir()
+    exchange.chmod(0o777)
+    student = tmp_path / "student"
+    student.mkdir()
+    root = f"--Exchange.root={exchange}"
+    run(str(BIN / "nbgrader"), "release_assignment", "pytrees", root, cwd=instructor)
+    run(str(BIN / "nbgrader"), "list", "--course", "pytree-lab", root, cwd=student)
+    run(str(BIN / "nbgrader"), "fetch_assignment", "pytrees", "--course", "pytree-lab", root, cwd=student)
+    for name in NOTEBOOKS:
+        assert (student / "pytrees" / name).read_bytes() == (instructor / "release" / "pytrees" / name).read_bytes()
+    run(str(BIN / "nbgrader"), "submit", "pytrees", "--course", "pytree-lab", root, cwd=student)
+    run(str(BIN / "nbgrader"), "collect", "pytrees", root, cwd=instructor)
+    (who,) = [p.name for p in (instructor / "submitted").iterdir()]
+    for name in NOTEBOOKS:
+        collected = instructor / "submitted" / who / "pytrees" / name
+        assert collected.read_bytes() == (student / "pytrees" / name).read_bytes()
+    assert (instructor / "submitted" / who / "pytrees" / "timestamp.txt").is_file()
+
+
 def test_endless_loop_is_cut_by_nbgraders_timeout_and_grading_goes_on(course):
     course = course["path"]
     nb = json.loads((course / "autograded" / "loop" / "pytrees" / "01_pytrees.ipynb").read_text())
@@ -439,3 +477,32 @@ def test_refuses_to_write_over_an_existing_course(tmp_path):
     before = (tmp_path / "source" / "pytrees" / "01_pytrees.ipynb").read_text()
     assert main(["nbgrader", str(tmp_path)]) == 2
     assert (tmp_path / "source" / "pytrees" / "01_pytrees.ipynb").read_text() == before
+
+
+@pytest.mark.parametrize(
+    "outdir, says",
+    [
+        ("", "pytree-lab nbgrader: OUTDIR is empty: name the folder to write the course directory into.\n"),
+        (
+            "/",
+            "pytree-lab nbgrader: / is the root of the file system: "
+            "choose a folder of its own for the course directory.\n",
+        ),
+        ("FILE", "pytree-lab nbgrader: FILE is a file, not a folder: choose a folder for the course directory.\n"),
+        # a folder no one can create files in, root included
+        (
+            "/proc/course",
+            "pytree-lab nbgrader: cannot write into /proc/course (No such file or directory): "
+            "choose a folder you can write to.\n",
+        ),
+    ],
+)
+def test_refuses_an_outdir_it_cannot_use_in_one_sentence(tmp_path, monkeypatch, capsys, outdir, says):
+    from pytree_lab.course.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "FILE").write_text("notes")
+    assert main(["nbgrader", outdir]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", says)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["FILE"] and (tmp_path / "FILE").read_text() == "notes"

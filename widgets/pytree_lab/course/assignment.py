@@ -58,7 +58,9 @@ CONFIG = '''\
 from nbconvert.preprocessors import ClearMetadataPreprocessor
 from nbgrader.preprocessors import AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput, SaveAutoGrades
 
-from pytree_lab.course.autograde import IsolatedGrades, SandboxedExecute
+from nbgrader.preprocessors import ClearOutput, DeduplicateIds, OverwriteKernelspec
+
+from pytree_lab.course.autograde import IsolatedGrades, ReleasedCells, SandboxedExecute
 
 c = get_config()  # noqa: F821 - provided by nbgrader
 
@@ -71,8 +73,16 @@ c.Exchange.root = {exchange!r}
 # The exercise cells keep the lesson's starter code (with its `...`) above the solution region,
 # so the released cell is the lesson's cell: nothing replaces the removed solution.
 c.ClearSolutions.code_stub = {{"python": ""}}
-# a test cell a student deleted comes back from the source notebook
-c.OverwriteCells.add_missing_cells = True
+# a test cell a student deleted comes back from the source notebook; one left as released takes
+# its hidden region back without a "checksum has changed" warning (ReleasedCells)
+c.ReleasedCells.add_missing_cells = True
+c.Autograde.sanitize_preprocessors = [
+    ClearOutput,
+    DeduplicateIds,
+    OverwriteKernelspec,
+    ReleasedCells,
+    CheckCellMetadata,
+]
 
 # Grades: the submission's kernel runs under bubblewrap (SandboxedExecute) and decides nothing;
 # IsolatedGrades runs each exercise cell's code in a fresh sandboxed process of its own, on the
@@ -100,12 +110,15 @@ c.IsolatedGrades.case_budget = 10  # each further case
 
 
 def find_content(content: str | pathlib.Path | None = None) -> pathlib.Path:
-    """The folder holding the course notebooks: `content`, else a checkout's content/."""
+    """The folder holding the course notebooks: `content`, else the ones the package ships, else
+    a checkout's content/."""
+    here = pathlib.Path(__file__).resolve()
     candidates = (
         [pathlib.Path(content)]
         if content is not None
         else [
-            pathlib.Path(__file__).resolve().parents[3] / "content",
+            here.parent / "notebooks",
+            here.parents[3] / "content",
             pathlib.Path.cwd() / "content",
         ]
     )

@@ -36,13 +36,14 @@ from typing import Any
 
 from jupyter_client.manager import AsyncKernelManager
 from nbformat.notebooknode import NotebookNode
-from nbgrader.preprocessors import Execute, NbGraderPreprocessor
+from nbgrader.api import MissingEntry
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor, OverwriteCells
 from traitlets import Float
 
 from .. import lesson
 from .assignment import POINTS
 
-__all__ = ["IsolatedGrades", "SandboxedExecute", "SandboxedKernelManager", "grade_exercise", "sandbox"]
+__all__ = ["IsolatedGrades", "ReleasedCells", "SandboxedExecute", "SandboxedKernelManager", "grade_exercise", "sandbox"]
 
 ANSWERS = {
     "squared_norm": ("norm_squared", "manual"),
@@ -53,6 +54,25 @@ ANSWERS = {
 HIDDEN_RERUNS = 2  # hidden cases per value exercise, after the lesson's own values
 FLAT_SIZES = ((3, 1), (5, 2), (6, 3), (8, 4))  # (N, d) of the packed-gradient hidden cases
 _MARKER = re.compile(r"graded outside the student's kernel: exercise (\w+), seed (\d+)")
+_HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.M | re.S)
+
+
+class ReleasedCells(OverwriteCells):
+    """nbgrader's OverwriteCells, without its "checksum has changed" warning for a test cell the
+    student left as released: such a cell differs from the source only by the hidden-tests region
+    generate_assignment removed, and takes the source's text back quietly. A cell the student
+    changed is still reported (and restored) by nbgrader."""
+
+    def preprocess_cell(self, cell: NotebookNode, resources: Any, index: int) -> tuple[NotebookNode, Any]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("locked") and meta.get("grade_id"):
+            try:
+                source = self.gradebook.find_source_cell(meta["grade_id"], self.notebook_id, self.assignment_id).source
+            except MissingEntry:
+                source = None
+            if source is not None and _HIDDEN.sub("", source).strip() == _HIDDEN.sub("", cell.source).strip():
+                cell.source = source
+        return super().preprocess_cell(cell, resources, index)
 
 
 # --------------------------------------------------------------------------- the sandbox
