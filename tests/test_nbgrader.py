@@ -224,11 +224,11 @@ def submission(release: Path, dest: Path, answers, *, above_imports: str = "", d
 
 
 def files(root: Path, skip: tuple = ()) -> dict[str, str]:
-    """Every file under root (but the folders named in skip) and its content's hash."""
+    """Every file under root (but the files and folders named in skip) and its content's hash."""
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(root.rglob("*"))
-        if p.is_file() and p.relative_to(root).parts[0] not in skip
+        if p.is_file() and p.relative_to(root).parts[0] not in skip and str(p.relative_to(root)) not in skip
     }
 
 
@@ -252,10 +252,10 @@ def test_nbgrader_is_installed():
     assert real.__version__
 
 
-# what autograde and export write in the course directory, and jupyter's runtime files (kernels'
-# connection files) in the grader's home
+# what autograde and export write in the course directory, and what the grader's own jupyter
+# writes in its home (kernels' connection files, jupyter_core's one-time "migrated" marker)
 GRADER_OUTPUTS = ("autograded", "gradebook.db", "grades.csv", ".nbgrader.log")
-GRADER_HOME = (".local",)
+GRADER_HOME = (".local", ".jupyter/migrated")
 
 
 @pytest.fixture(scope="module")

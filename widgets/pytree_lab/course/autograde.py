@@ -194,9 +194,13 @@ class SandboxedExecute(Execute):
             return super().preprocess(again, resources, km)
         except Exception as exc:  # noqa: BLE001
             self.log.error("the submission's kernel failed again (%s); grading the notebook as far as it ran", exc)
-            return again, resources
+            return max(again, nb, key=_cells_run), resources  # the run that got further
         finally:
             self.timeout = timeout
+
+
+def _cells_run(nb: NotebookNode) -> int:
+    return sum(1 for cell in nb.cells if cell.cell_type == "code" and cell.get("outputs"))
 
 
 # --------------------------------------------------------------------------- the answer runs
