@@ -294,11 +294,11 @@ def course(tmp_path_factory):
     )
     submission(release, submitted / "hang" / "pytrees", {**HANG, "repair_update": solution("repair_update")})
     # the course's config cuts a cell at 60 s; an instructor may set another time-out on the command
-    # line, as here (the loops below then cost 20 s of the suite, not 60)
+    # line, as here (the loops below then cost 30 s of the suite, not 60)
     assert "c.Execute.timeout = 60" in (course / "nbgrader_config.py").read_text()
     before = (files(course, GRADER_OUTPUTS), files(home, GRADER_HOME))
     graded = run(
-        str(BIN / "nbgrader"), "autograde", "pytrees", "--Execute.timeout=20", cwd=course, timeout=3000, home=home
+        str(BIN / "nbgrader"), "autograde", "pytrees", "--Execute.timeout=30", cwd=course, timeout=3000, home=home
     )
     run(str(BIN / "nbgrader"), "export", cwd=course, home=home)
     log = graded.stdout + graded.stderr

@@ -162,7 +162,7 @@ class SandboxedKernelManager(AsyncKernelManager):
 class SandboxedExecute(Execute):
     """nbgrader's Execute step with the kernel under bubblewrap. The run only makes the outputs
     the formgrader shows (the points come from `IsolatedGrades`). A kernel that stays busy past
-    two cells' time-outs in a row (an interrupt it swallows), or dies, ends the run; it is run
+    two cells' time-outs in a row (interrupts it swallows), or dies, ends the run; it is run
     once more with twice the time-out (a busy grader), then the notebook goes on to grading with
     the outputs it got, instead of failing the whole submission."""
 
@@ -173,10 +173,12 @@ class SandboxedExecute(Execute):
     def preprocess_cell(self, cell: NotebookNode, resources: Any, index: int) -> tuple[NotebookNode, Any]:
         cell, resources = super().preprocess_cell(cell, resources, index)
         if cell.cell_type == "code":
-            timed_out = any(o.get("ename") == self.error_on_timeout["ename"] for o in cell.get("outputs", []))
-            if timed_out and getattr(self, "_timed_out", False):
+            # a time-out whose interrupt raised nothing in the kernel (it swallowed the interrupt)
+            names = {o.get("ename") for o in cell.get("outputs", [])}
+            stuck = self.error_on_timeout["ename"] in names and "KeyboardInterrupt" not in names
+            if stuck and getattr(self, "_timed_out", False):
                 raise RuntimeError("the kernel stayed busy after two time-outs in a row")
-            self._timed_out = timed_out
+            self._timed_out = stuck
         return cell, resources
 
     def preprocess(self, nb: NotebookNode, resources: Any = None, km: Any = None) -> tuple[NotebookNode, Any]:
