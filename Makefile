@@ -18,13 +18,23 @@ PORT   ?= 8888
 # test module's asserts again in each worker.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: lab test test-fast test-floors test-pythons bench lite chromium hub-tools clean a11y-deps js-deps js-check lint docs
+.PHONY: lab test test-fast test-floors test-pythons bench lite chromium bubblewrap hub-tools clean a11y-deps js-deps js-check lint docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --no-compile -e ".[dev]"  # (modules compile as first imported)
 	touch $(STAMP)
+
+# Debian's bubblewrap: nbgrader's autograde runs student code in it (docs/grading.md,
+# tests/test_nbgrader.py). It needs user namespaces (or root).
+bubblewrap:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  echo "installing Debian's bubblewrap"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq bubblewrap >/dev/null; }
+	@bwrap --unshare-all --ro-bind /usr /usr --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/bin /bin \
+	  true || { echo "error: bwrap cannot make a sandbox here (user namespaces?); see docs/grading.md" >&2; exit 1; }
 
 # Debian's Chromium drives the browser tests (never `playwright install`).
 chromium:
@@ -96,7 +106,7 @@ lint: $(STAMP) js-check
 
 # Two pytest-xdist workers, one per core; tests/conftest.py says which tests share a worker.
 XDIST := -n 2 --no-loadscope-reorder
-test: $(STAMP) lint chromium hub-tools a11y-deps js-deps
+test: $(STAMP) lint chromium bubblewrap hub-tools a11y-deps js-deps
 	$(PY) -m pytest $(XDIST)
 
 # The quick loop while editing: the kernel tier without its slow tests (tests/conftest.py says

@@ -12,9 +12,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
 import textwrap
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -23,6 +28,12 @@ pytestmark = pytest.mark.install
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ("01_pytrees.ipynb", "02_packed_parameters.ipynb", "03_instructor_demo.ipynb")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def clean_env(venv: Path) -> dict:
@@ -125,8 +136,52 @@ def test_binder_server_extension_and_first_lesson(binder_venv, tmp_path):
     )
     text = listing.stdout + listing.stderr
     assert "pytree_lab" in text and "enabled" in text.split("pytree_lab")[1][:40]
-    config = binder_venv / "etc" / "jupyter" / "jupyter_server_config.d" / "pytree-lab-binder.json"
-    assert json.loads(config.read_text())["LabApp"]["default_url"] == "/lab/tree/content/01_pytrees.ipynb"
+    config = binder_venv / "etc" / "jupyter" / "jupyter_server_config.json"
+    assert json.loads(config.read_text())["ServerApp"]["default_url"] == "/lab/tree/content/01_pytrees.ipynb"
+
+
+def test_binder_server_opens_the_first_lesson_and_hides_src(tmp_path):
+    # postBuild's config step, run as postBuild runs it (into a prefix's etc/jupyter), then a real
+    # JupyterLab reading that folder: the bare URL lands on the first lesson, src/ is not listed
+    script = (ROOT / "binder" / "postBuild").read_text()
+    step = script[script.index("<<'PY'\n") + len("<<'PY'\n") : script.index("\nPY\n")]
+    config = tmp_path / "etc" / "jupyter"
+    config.mkdir(parents=True)
+    sh([sys.executable, "-c", step, str(config / "jupyter_server_config.json")], env=dict(os.environ), cwd=tmp_path)
+    root = tmp_path / "repo"
+    shutil.copytree(ROOT / "content", root / "content")
+    assert (root / "content" / "src").is_dir()
+    port = free_port()
+    env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}"]
+    cmd += ["--IdentityProvider.token=t0ken", f"--ServerApp.root_dir={root}"]
+    server = subprocess.Popen(cmd, env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        opener = urllib.request.build_opener(NoRedirect)
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                opener.open(f"http://127.0.0.1:{port}/?token=t0ken", timeout=10)
+            except urllib.error.HTTPError as exc:
+                if exc.code == 302:
+                    landing = exc.headers["Location"]
+                    break
+                raise
+            except OSError:
+                assert time.monotonic() < deadline, "the server did not answer"
+                time.sleep(2)
+        assert landing.split("?")[0].endswith("/lab/tree/content/01_pytrees.ipynb")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents/content?token=t0ken", timeout=30) as r:
+            listed = {c["name"] for c in json.load(r)["content"]}
+        assert "01_pytrees.ipynb" in listed and "src" not in listed
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
 
 
 def test_binder_requirements_cover_the_package_and_its_jax_extra():

@@ -479,27 +479,17 @@ def test_what_a_rerun_records_is_taken_out_of_the_evidence_again():
     del log.outputs[before:]
 
 
-@pytest.fixture
-def kernel_ns():
-    """The notebook's namespace in an IPython shell, where the grading reads it (`grading._user_ns`)."""
-    from IPython.core.interactiveshell import InteractiveShell
-
-    shell = InteractiveShell.instance()
-    kept = dict(shell.user_ns)
-    shell.user_ns.update(NOTEBOOK)
-    yield shell.user_ns
-    shell.user_ns.clear()
-    shell.user_ns.update(kept)
-
-
 @pytest.mark.parametrize("variant", list(HONEST))
-def test_an_honest_answer_earns_full_points_when_graded(variant, kernel_ns, capsys):
-    """The nbgrader grading runs the same cell at hidden lesson parameters: full points too."""
-    from pytree_lab.course import grading
+def test_an_honest_answer_earns_full_points_when_graded(variant, monkeypatch, tmp_path):
+    """nbgrader's grading runs the same cell, outside the student's kernel, at the lesson's values
+    and at hidden lesson parameters on the same grid: full points too. (It runs from the course
+    folder, as nbgrader does, here an empty one: what holds the grader is never in its sandbox.)"""
+    from pytree_lab.course import autograde
 
+    monkeypatch.chdir(tmp_path)
     exercise_id, code = HONEST[variant]
-    cells.run_exercise_cell(exercise_id, code, kernel_ns)
-    assert grading.summative(exercise_id, seed=20261205, points=3.0) == 3.0, capsys.readouterr().out
+    share, lines = autograde.grade_exercise(exercise_id, "%%exercise " + exercise_id + "\n" + code, seed=20261205)
+    assert share == 1.0, lines
 
 
 @pytest.mark.parametrize(
@@ -513,8 +503,10 @@ def test_an_honest_answer_earns_full_points_when_graded(variant, kernel_ns, caps
         ),
     ],
 )
-def test_a_typed_in_answer_earns_only_the_lessons_share_when_graded(exercise_id, code, kernel_ns, capsys):
-    from pytree_lab.course import grading
+def test_a_typed_in_answer_earns_only_the_lessons_share_when_graded(exercise_id, code, monkeypatch, tmp_path):
+    from pytree_lab.course import autograde
 
-    cells.run_exercise_cell(exercise_id, code, kernel_ns)
-    assert grading.summative(exercise_id, seed=20261205, points=3.0) == 1.0, capsys.readouterr().out
+    monkeypatch.chdir(tmp_path)
+    share, lines = autograde.grade_exercise(exercise_id, code, seed=20261205)
+    assert share == pytest.approx(1 / (1 + autograde.HIDDEN_RERUNS)), lines  # the lesson's values only
+    assert lines[0].endswith("right.") and all(line.endswith("not right.") for line in lines[1:]), lines

@@ -2,15 +2,27 @@
 
 `pytree-lab nbgrader OUTDIR` writes the course directory; then the standard flow, unchanged:
 `nbgrader generate_assignment pytrees`, students' notebooks in submitted/<student>/pytrees/,
-`nbgrader autograde pytrees`, `nbgrader export`. Five students submit the released notebooks:
+`nbgrader autograde pytrees`, `nbgrader export`. The points come from the course's autograde
+step (pytree_lab.course.autograde), which runs each exercise cell's code in a fresh sandboxed
+process; the submission's kernel runs under bubblewrap and decides nothing. The students:
 
 - ref:     the catalogue's reference solutions pasted into the exercise cells -> full marks;
 - wrong:   typical wrong answers -> partial credit, exercise by exercise (derived below);
+- rigged:  the same wrong answers, in a kernel rigged to pass them: numpy's comparisons patched
+           above the imports, display switched off, an input transformer, a pre_run_cell hook, the
+           practice checker replaced -> exactly the wrong answers' scores;
 - exit:    `sys.exit()` in every exercise (one of them outside `%%exercise`) -> 0 each;
 - loop:    endless loops, one outside `%%exercise` (nbgrader's own time-out interrupts it), and a
            function that never returns -> 0 each, and the next notebook is still graded;
 - hostile: patches jax, deletes the lesson's variables and the check's name, deletes an exercise
-           cell, a function that calls sys.exit() -> 0 each, the grader never stops.
+           cell, a function that calls sys.exit() -> 0 each, the grader never stops;
+- snoop:   walks up to source/, copies the solutions, writes beside gradebook.db and a startup file
+           into the grader's home, answers with the package's installed solutions -> 0 each, and
+           nothing outside its scratch folder changes;
+- deleted: reference answers with two test cells deleted -> full marks (the cells come back);
+- hang:    an answer that freezes time's clocks and loops, one that loops around
+           `except BaseException: pass`, a function that does both, and one right answer -> 0, 0,
+           0 and full marks for the right one.
 
 Scores are read from nbgrader's gradebook and its CSV export.
 """
@@ -18,8 +30,11 @@ Scores are read from nbgrader's gradebook and its CSV export.
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -38,8 +53,10 @@ IN_NOTEBOOK = {
 }
 
 
-def env() -> dict:
+def env(home: Path | None = None) -> dict:
     e = dict(os.environ)
+    if home is not None:
+        e["HOME"] = str(home)
     e["PATH"] = os.pathsep.join([str(BIN), e.get("PATH", "")])  # nbgrader runs `alembic`, the kernel `python`
     e["PYTHONPATH"] = os.pathsep.join([str(ROOT / "widgets"), e.get("PYTHONPATH", "")])
     e["JAX_PLATFORMS"] = "cpu"
@@ -47,8 +64,8 @@ def env() -> dict:
     return e
 
 
-def run(*args: str, cwd: Path, timeout: float = 900) -> subprocess.CompletedProcess:
-    proc = subprocess.run(list(args), cwd=cwd, env=env(), capture_output=True, text=True, timeout=timeout)
+def run(*args: str, cwd: Path, timeout: float = 900, home: Path | None = None) -> subprocess.CompletedProcess:
+    proc = subprocess.run(list(args), cwd=cwd, env=env(home), capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, f"{args} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     return proc
 
@@ -75,8 +92,7 @@ WRONG = {
     # right on the lesson's values, wrong on both hidden cases -> 2 x 1/3
     "nested_scale_grad": 'g = {"layer": {"weight": jnp.array([-8., -4.]), "bias": jnp.array(-4.)},\n'
     '     "scale": jnp.array(-4.)}',
-    # the bias not updated: 1 of 2 leaves on the lesson's values, the hidden cases compare the
-    # whole tree -> 2 x (1/2) / 3
+    # the bias not updated
     "repair_update": 'fixed = {"weight": params["weight"] - 0.05 * grads["weight"], "bias": params["bias"]}',
     # a mean where a sum is asked: right only on the worked example (N = 1), 1 of 5 cases -> 4 x 1/5
     "grad_over_flat_params": "def grad_over_flat_params(flat_params, x):\n"
@@ -87,7 +103,8 @@ WRONG = {
 WRONG_SCORES = {
     "squared_norm": 1.0,
     "nested_scale_grad": round(2 / 3, 3),
-    "repair_update": round(2 * 0.5 / 3, 3),
+    # the bias leaf is wrong in every case (its gradient is never 0 there): the tree is wrong -> 0
+    "repair_update": 0.0,
     "grad_over_flat_params": 0.8,
 }
 
@@ -115,12 +132,81 @@ HOSTILE = {
 }
 
 
-def submission(release: Path, dest: Path, answers: dict) -> None:
+# A plain cell above the imports (the released notebook's second cell): it rigs the student's
+# kernel to pass wrong answers.
+RIG = """\
+import numpy
+numpy.allclose = lambda *a, **k: True
+numpy.isclose = lambda a, b, *r, **k: numpy.ones(numpy.shape(a), bool)
+numpy.array_equal = lambda *a, **k: True
+ip = get_ipython()
+ip.ast_node_interactivity = "none"
+ip.input_transformers_post.append(lambda lines: [ln.replace("check_cell(", "print(") for ln in lines])
+ip.events.register("pre_run_cell", lambda info: print("seen:", info.raw_cell[:40]))
+import pytree_lab.course.catalogue as catalogue
+catalogue.check = lambda *a, **k: None
+"""
+
+
+def snoop(course: Path, home: Path, ex: str | None = None) -> str:
+    """Code that reaches for the grading side: the course's source notebooks (their reference
+    solutions), the gradebook's folder, the grader's home, the installed package's solutions."""
+    code = f"""\
+import json, pathlib, shutil
+course, home = pathlib.Path({str(course)!r}), pathlib.Path({str(home)!r})
+here = pathlib.Path.cwd()
+found = [p for up in [here, *here.parents] for p in up.glob("source/*/*.ipynb")]
+print("source notebooks found by walking up:", len(found))
+try:
+    stolen = (course / "source" / "pytrees" / "01_pytrees.ipynb").read_text()
+    shutil.copy(course / "source" / "pytrees" / "01_pytrees.ipynb", "stolen.ipynb")
+except OSError as err:
+    stolen = ""
+    print("source not readable:", type(err).__name__)
+for target in (course / "beside-the-gradebook.txt", course / "source" / "pytrees" / "01_pytrees.ipynb",
+               home / ".ipython" / "profile_default" / "startup" / "00-grade-me.py",
+               course / "submitted" / "ref" / "pytrees" / "01_pytrees.ipynb"):
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("get_ipython().ast_node_interactivity = 'none'")
+        print("wrote", target)
+    except OSError as err:
+        print("not writable:", target.name, type(err).__name__)
+"""
+    if ex is None:  # the plain cell: also prints what the installed package holds
+        return code + "from pytree_lab.course import EXERCISES\nprint({k: e.solutions for k, e in EXERCISES.items()})\n"
+    return code + (
+        "for cell in json.loads(stolen)['cells'] if stolen else []:\n"
+        "    text = ''.join(cell['source'])\n"
+        "    if '### BEGIN SOLUTION' in text:\n"
+        "        exec(text.split('### BEGIN SOLUTION')[1].split('### END SOLUTION')[0])\n"
+        "from pytree_lab.course import EXERCISES\n"
+        f"exec(EXERCISES[{ex!r}].solutions[0])\n"
+    )
+
+
+HANG = {
+    # time's clocks frozen, then a loop
+    "squared_norm": "import time\ntime.monotonic = lambda: 0.0\ntime.process_time = lambda: 0.0\n"
+    "time.perf_counter = lambda: 0.0\nwhile True:\n    pass",
+    # a loop that swallows every stop
+    "nested_scale_grad": "while True:\n    try:\n        while True:\n            pass\n"
+    "    except BaseException:\n        pass",
+    "repair_update": None,  # the reference solution: graded after the hanging ones
+    "grad_over_flat_params": "def grad_over_flat_params(flat_params, x):\n    import time\n"
+    "    time.monotonic = lambda: 0.0\n    while True:\n        try:\n            time.sleep(0.01)\n"
+    "        except BaseException:\n            pass",
+}
+
+
+def submission(release: Path, dest: Path, answers, *, above_imports: str = "", drop_tests: tuple = ()) -> None:
     dest.mkdir(parents=True)
     for name in NOTEBOOKS:
         nb = json.loads((release / name).read_text())
         cells = []
         for cell in nb["cells"]:
+            if cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") in [f"{t}-tests" for t in drop_tests]:
+                continue
             ex = exercise_id(cell) if cell["cell_type"] == "code" else None
             if ex is None:
                 cells.append(cell)
@@ -130,8 +216,20 @@ def submission(release: Path, dest: Path, answers: dict) -> None:
                 continue
             cell["source"] = code.removeprefix("#raw\n") if code.startswith("#raw\n") else f"%%exercise {ex}\n{code}"
             cells.append(cell)
+        if above_imports:
+            plain = {"cell_type": "code", "execution_count": None, "id": "above-imports", "metadata": {}}
+            cells.insert(1, {**plain, "outputs": [], "source": above_imports})
         nb["cells"] = cells
         (dest / name).write_text(json.dumps(nb))
+
+
+def files(root: Path, skip: tuple = ()) -> dict[str, str]:
+    """Every file under root (but the files and folders named in skip) and its content's hash."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.relative_to(root).parts[0] not in skip and str(p.relative_to(root)) not in skip
+    }
 
 
 def grades(course: Path) -> dict[str, dict[str, float]]:
@@ -154,9 +252,16 @@ def test_nbgrader_is_installed():
     assert real.__version__
 
 
+# what autograde and export write in the course directory, and what the grader's own jupyter
+# writes in its home (kernels' connection files, jupyter_core's one-time "migrated" marker)
+GRADER_OUTPUTS = ("autograded", "gradebook.db", "grades.csv", ".nbgrader.log")
+GRADER_HOME = (".local", ".jupyter/migrated")
+
+
 @pytest.fixture(scope="module")
 def course(tmp_path_factory):
     course = tmp_path_factory.mktemp("course")
+    home = tmp_path_factory.mktemp("grader-home")
     proc = run(
         str(BIN / "pytree-lab") if (BIN / "pytree-lab").exists() else sys.executable,
         *([] if (BIN / "pytree-lab").exists() else ["-m", "pytree_lab.course.cli"]),
@@ -165,27 +270,44 @@ def course(tmp_path_factory):
         cwd=course,
     )
     assert "grad_over_flat_params" in proc.stdout
-    run(str(BIN / "nbgrader"), "generate_assignment", "pytrees", cwd=course)
+    run(str(BIN / "nbgrader"), "generate_assignment", "pytrees", cwd=course, home=home)
     release = course / "release" / "pytrees"
     raw_exit = "#raw\nimport sys\nsys.exit()\nfixed = 1"  # no %%exercise: IPython's own SystemExit handling
     # no %%exercise: nbgrader's time-out interrupts it (SIGINT, as it would a busy loop; this one
     # sleeps, so its time-out leaves the CPU to the rest of the suite)
     raw_loop = "#raw\nimport time\nwhile True:\n    time.sleep(1)"
-    submission(release, course / "submitted" / "ref" / "pytrees", lambda ex: solution(ex))
-    submission(release, course / "submitted" / "wrong" / "pytrees", WRONG)
-    submission(release, course / "submitted" / "exit" / "pytrees", {**EXIT, "repair_update": raw_exit})
-    submission(release, course / "submitted" / "loop" / "pytrees", {**LOOP, "repair_update": raw_loop})
-    submission(release, course / "submitted" / "hostile" / "pytrees", HOSTILE)
+    submitted = course / "submitted"
+    submission(release, submitted / "ref" / "pytrees", solution)
+    submission(release, submitted / "wrong" / "pytrees", WRONG)
+    submission(release, submitted / "rigged" / "pytrees", WRONG, above_imports=RIG)
+    submission(release, submitted / "exit" / "pytrees", {**EXIT, "repair_update": raw_exit})
+    submission(release, submitted / "loop" / "pytrees", {**LOOP, "repair_update": raw_loop})
+    submission(release, submitted / "hostile" / "pytrees", HOSTILE)
+    submission(
+        release,
+        submitted / "snoop" / "pytrees",
+        lambda ex: snoop(course, home, ex),
+        above_imports=snoop(course, home),
+    )
+    submission(
+        release, submitted / "deleted" / "pytrees", solution, drop_tests=("squared_norm", "grad_over_flat_params")
+    )
+    submission(release, submitted / "hang" / "pytrees", {**HANG, "repair_update": solution("repair_update")})
     # the course's config cuts a cell at 60 s; an instructor may set another time-out on the command
-    # line, as here (the loop below then costs 30 s of the suite, not 60)
+    # line, as here (the loops below then cost 30 s of the suite, not 60)
     assert "c.Execute.timeout = 60" in (course / "nbgrader_config.py").read_text()
-    run(str(BIN / "nbgrader"), "autograde", "pytrees", "--Execute.timeout=30", cwd=course, timeout=1500)
-    run(str(BIN / "nbgrader"), "export", cwd=course)
-    return course
+    before = (files(course, GRADER_OUTPUTS), files(home, GRADER_HOME))
+    graded = run(
+        str(BIN / "nbgrader"), "autograde", "pytrees", "--Execute.timeout=30", cwd=course, timeout=3000, home=home
+    )
+    run(str(BIN / "nbgrader"), "export", cwd=course, home=home)
+    log = graded.stdout + graded.stderr
+    after = (files(course, GRADER_OUTPUTS), files(home, GRADER_HOME))
+    return {"path": course, "before": before, "after": after, "home": home, "log": log}
 
 
 def test_source_holds_solutions_and_hidden_tests_with_points(course):
-    source = course / "source" / "pytrees"
+    source = course["path"] / "source" / "pytrees"
     seen = {}
     for name in NOTEBOOKS:
         nb = json.loads((source / name).read_text())
@@ -202,16 +324,17 @@ def test_source_holds_solutions_and_hidden_tests_with_points(course):
             else:
                 ex = meta["grade_id"].removesuffix("-tests")
                 assert meta["grade"] is True and meta["locked"] is True and meta["points"] == POINTS[ex]
-                assert "### BEGIN HIDDEN TESTS" in text and "seed=" in text
+                assert "### BEGIN HIDDEN TESTS" in text and re.search(rf"exercise {ex}, seed \d{{7,}}", text)
                 seen[ex + "-tests"] = True
     assert len(seen) == 8
 
 
 def test_released_notebooks_hold_no_solution_and_no_hidden_case(course):
+    course = course["path"]
     source = {n: json.loads((course / "source" / "pytrees" / n).read_text()) for n in NOTEBOOKS}
     for name in NOTEBOOKS:
         text = (course / "release" / "pytrees" / name).read_text()
-        for secret in ("BEGIN SOLUTION", "HIDDEN TESTS", "summative", "seed=", "grading import"):
+        for secret in ("BEGIN SOLUTION", "HIDDEN TESTS", "graded outside", "autograde"):
             assert secret not in text
         released = json.loads(text)
         for cell in released["cells"]:
@@ -228,24 +351,99 @@ def test_released_notebooks_hold_no_solution_and_no_hidden_case(course):
                 assert not [ln for ln in sol_lines if ln in body], ex
         # every seed in the source is absent from the release
         for cell in source[name]["cells"]:
-            for line in "".join(cell["source"]).splitlines():
-                if "seed=" in line:
-                    seed = line.split("seed=")[1].split(",")[0]
-                    assert len(seed) > 6 and seed not in text
+            for seed in re.findall(r"seed (\d+)", "".join(cell["source"])):
+                assert len(seed) > 6 and seed not in text
         # the practice check cells say they are practice
         assert "practice check: feedback only, it does not count" in text
 
 
+# what each student's answers deserve, exercise by exercise
+FULL = {ex: float(p) for ex, p in POINTS.items()}
+ZERO = dict.fromkeys(POINTS, 0.0)
+DESERVED = {
+    "ref": FULL,
+    "wrong": WRONG_SCORES,
+    "rigged": WRONG_SCORES,  # the rigged kernel changes nothing
+    "exit": ZERO,
+    "loop": ZERO,
+    "hostile": ZERO,
+    "snoop": ZERO,
+    "deleted": FULL,  # the deleted test cells came back
+    "hang": {**ZERO, "repair_update": 2.0},
+}
+
+
 def test_gradebook_scores_per_exercise(course):
-    got = grades(course)
-    assert got["ref"] == {ex: float(p) for ex, p in POINTS.items()}
-    assert got["wrong"] == pytest.approx(WRONG_SCORES, abs=1e-3)
+    got = grades(course["path"])
+    assert set(got) == set(DESERVED)
+    for student, deserved in DESERVED.items():
+        assert got[student] == pytest.approx(deserved, abs=1e-3), student
     assert 0 < sum(got["wrong"].values()) < sum(POINTS.values())
-    for student in ("exit", "loop", "hostile"):
-        assert got[student] == dict.fromkeys(POINTS, 0.0), student
+
+
+def test_autograded_notebooks_show_the_recorded_points(course):
+    # the test cell's output is the grade the gradebook records, whatever the kernel displayed
+    for student, deserved in DESERVED.items():
+        for ex, points in deserved.items():
+            nb = json.loads(
+                (course["path"] / "autograded" / student / "pytrees" / f"{IN_NOTEBOOK[ex]}.ipynb").read_text()
+            )
+            cell = next(
+                c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == f"{ex}-tests"
+            )
+            text = "".join("".join(o.get("text", "")) for o in cell["outputs"])
+            assert f"Graded {ex}: {round(points, 3):g} of {POINTS[ex]} points" in text, (student, ex)
+
+
+def test_nothing_outside_the_scratch_folders_changed(course):
+    # source/, release/, the other submissions, the course folder beside gradebook.db and the
+    # grader's home are as they were before autograde ran
+    assert course["after"][0] == course["before"][0]
+    assert course["after"][1] == course["before"][1]
+    assert not (course["path"] / "beside-the-gradebook.txt").exists()
+    nb = json.loads((course["path"] / "autograded" / "snoop" / "pytrees" / "01_pytrees.ipynb").read_text())
+    shown = "".join("".join(o.get("text", "")) for c in nb["cells"] if c["cell_type"] == "code" for o in c["outputs"])
+    # the snooping cell ran in the kernel and found no source notebook (what it wrote went to the
+    # sandbox's own /tmp, gone with it: the snapshots above)
+    assert "source notebooks found by walking up: 0" in shown and "source not readable" in shown
+
+
+def test_autograde_restores_deleted_test_cells_and_logs_no_checksum_noise(course):
+    log = course["log"]
+    # the two test cells the "deleted" student removed, and no others
+    assert log.count("Missing grade cell") == 2, log[-3000:]
+    assert "squared_norm-tests" in log and "grad_over_flat_params-tests" in log
+    # test cells left as released differ from the source only by the hidden region: no warning
+    assert "checksum" not in log
+    assert "Removing failed assignment" not in log
+
+
+def test_exchange_release_fetch_submit_collect(course, tmp_path):
+    # nbgrader's exchange, as the Lab extension's Assignments panel drives it
+    instructor = tmp_path / "course"
+    shutil.copytree(course["path"], instructor, ignore=shutil.ignore_patterns("autograded", "submitted"))
+    exchange = tmp_path / "exchange"
+    exchange.mkdir()
+    exchange.chmod(0o777)
+    student = tmp_path / "student"
+    student.mkdir()
+    root = f"--Exchange.root={exchange}"
+    run(str(BIN / "nbgrader"), "release_assignment", "pytrees", root, cwd=instructor)
+    run(str(BIN / "nbgrader"), "list", "--course", "pytree-lab", root, cwd=student)
+    run(str(BIN / "nbgrader"), "fetch_assignment", "pytrees", "--course", "pytree-lab", root, cwd=student)
+    for name in NOTEBOOKS:
+        assert (student / "pytrees" / name).read_bytes() == (instructor / "release" / "pytrees" / name).read_bytes()
+    run(str(BIN / "nbgrader"), "submit", "pytrees", "--course", "pytree-lab", root, cwd=student)
+    run(str(BIN / "nbgrader"), "collect", "pytrees", root, cwd=instructor)
+    (who,) = [p.name for p in (instructor / "submitted").iterdir()]
+    for name in NOTEBOOKS:
+        collected = instructor / "submitted" / who / "pytrees" / name
+        assert collected.read_bytes() == (student / "pytrees" / name).read_bytes()
+    assert (instructor / "submitted" / who / "pytrees" / "timestamp.txt").is_file()
 
 
 def test_endless_loop_is_cut_by_nbgraders_timeout_and_grading_goes_on(course):
+    course = course["path"]
     nb = json.loads((course / "autograded" / "loop" / "pytrees" / "01_pytrees.ipynb").read_text())
     interrupted = next(c for c in nb["cells"] if exercise_id(c) == "repair_update")
     assert any(o["output_type"] == "error" for o in interrupted["outputs"])
@@ -265,13 +463,12 @@ def test_endless_loop_is_cut_by_nbgraders_timeout_and_grading_goes_on(course):
 
 
 def test_export_csv_totals(course):
-    with (course / "grades.csv").open(newline="") as f:
+    with (course["path"] / "grades.csv").open(newline="") as f:
         rows = {r["student_id"]: r for r in csv.DictReader(f)}
     total = sum(POINTS.values())
     assert float(rows["ref"]["raw_score"]) == total and float(rows["ref"]["max_score"]) == total
-    assert float(rows["wrong"]["raw_score"]) == pytest.approx(sum(WRONG_SCORES.values()), abs=1e-2)
-    for student in ("exit", "loop", "hostile"):
-        assert float(rows[student]["raw_score"]) == 0
+    for student, deserved in DESERVED.items():
+        assert float(rows[student]["raw_score"]) == pytest.approx(sum(deserved.values()), abs=1e-2), student
 
 
 def test_refuses_to_write_over_an_existing_course(tmp_path):
@@ -281,3 +478,32 @@ def test_refuses_to_write_over_an_existing_course(tmp_path):
     before = (tmp_path / "source" / "pytrees" / "01_pytrees.ipynb").read_text()
     assert main(["nbgrader", str(tmp_path)]) == 2
     assert (tmp_path / "source" / "pytrees" / "01_pytrees.ipynb").read_text() == before
+
+
+@pytest.mark.parametrize(
+    "outdir, says",
+    [
+        ("", "pytree-lab nbgrader: OUTDIR is empty: name the folder to write the course directory into.\n"),
+        (
+            "/",
+            "pytree-lab nbgrader: / is the root of the file system: "
+            "choose a folder of its own for the course directory.\n",
+        ),
+        ("FILE", "pytree-lab nbgrader: FILE is a file, not a folder: choose a folder for the course directory.\n"),
+        # a folder no one can create files in, root included
+        (
+            "/proc/course",
+            "pytree-lab nbgrader: cannot write into /proc/course (No such file or directory): "
+            "choose a folder you can write to.\n",
+        ),
+    ],
+)
+def test_refuses_an_outdir_it_cannot_use_in_one_sentence(tmp_path, monkeypatch, capsys, outdir, says):
+    from pytree_lab.course.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "FILE").write_text("notes")
+    assert main(["nbgrader", outdir]) == 2
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", says)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["FILE"] and (tmp_path / "FILE").read_text() == "notes"

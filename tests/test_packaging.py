@@ -135,3 +135,38 @@ def test_changelog_names_the_current_version_or_unreleased():
     text = (REPO / "CHANGELOG.md").read_text()
     assert text.startswith("# Changelog\n")
     assert re.search(rf"^## \[{re.escape(VERSION)}\]", text, re.M)
+
+
+def test_wheel_ships_the_course_notebooks_and_the_nbgrader_command_needs_nothing_else(wheel, tmp_path):
+    # `pytree-lab nbgrader` from the wheel alone: unpacked away from any checkout, run elsewhere
+    notebooks = sorted(n for n in wheel.namelist() if n.endswith(".ipynb"))
+    assert notebooks == [
+        "pytree_lab/course/notebooks/01_pytrees.ipynb",
+        "pytree_lab/course/notebooks/02_packed_parameters.ipynb",
+    ]
+    for name in notebooks:
+        assert wheel.read(name) == (REPO / "content" / Path(name).name).read_bytes()
+    wheel.extractall(tmp_path / "site")
+    work = tmp_path / "work"
+    work.mkdir()
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            "import sys; sys.path.insert(0, sys.argv[1]); "
+            "from pytree_lab.course.cli import main; sys.exit(main(['nbgrader', 'course']))",
+            str(tmp_path / "site"),
+        ],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    written = sorted(str(p.relative_to(work)) for p in work.rglob("*") if p.is_file())
+    assert written == [
+        "course/nbgrader_config.py",
+        "course/source/pytrees/01_pytrees.ipynb",
+        "course/source/pytrees/02_packed_parameters.ipynb",
+    ]

@@ -26,13 +26,16 @@ import re
 import secrets
 
 from .catalogue import EXERCISES
-from .grading import POINTS
 
-__all__ = ["ASSIGNMENT", "NOTEBOOKS", "find_content", "make_source_notebook", "write_course"]
+__all__ = ["ASSIGNMENT", "NOTEBOOKS", "POINTS", "find_content", "make_source_notebook", "write_course"]
+
+# points per exercise in the nbgrader assignment
+POINTS = {"squared_norm": 2, "nested_scale_grad": 2, "repair_update": 2, "grad_over_flat_params": 4}
 
 ASSIGNMENT = "pytrees"
 NOTEBOOKS = ("01_pytrees.ipynb", "02_packed_parameters.ipynb")
 NBGRADER_SCHEMA = 3
+EXCHANGE = "/srv/nbgrader/exchange"  # nbgrader's own default, shared by the hub's users
 _CHECK_CALL = re.compile(r"""check_cell\(\s*["']([A-Za-z0-9_]+)["']""")
 
 HEADER = """\
@@ -45,35 +48,77 @@ names the exercise asks for."""
 
 CONFIG = '''\
 # nbgrader configuration of the pytree-lab course (written by `pytree-lab nbgrader`).
-# The standard nbgrader flow, run in this directory:
+# The standard nbgrader flow, run in this directory (docs/grading.md):
 #   nbgrader generate_assignment {assignment}     # release/{assignment}/: no solutions, no hidden tests
-#   (students' work in submitted/<student>/{assignment}/)
+#   nbgrader release_assignment {assignment}      # into the exchange; students fetch, work, submit
+#   nbgrader collect {assignment}                 # submitted/<student>/{assignment}/
 #   nbgrader autograde {assignment}
+#   nbgrader generate_feedback {assignment}; nbgrader release_feedback {assignment}
 #   nbgrader export                       # grades.csv
+from nbconvert.preprocessors import ClearMetadataPreprocessor
+from nbgrader.preprocessors import AssignLatePenalties, CheckCellMetadata, IgnorePattern, LimitOutput, SaveAutoGrades
+
+from nbgrader.preprocessors import ClearOutput, DeduplicateIds, OverwriteKernelspec
+
+from pytree_lab.course.autograde import IsolatedGrades, ReleasedCells, SandboxedExecute
+
 c = get_config()  # noqa: F821 - provided by nbgrader
 
 c.CourseDirectory.course_id = "pytree-lab"
 c.CourseDirectory.db_url = "sqlite:///gradebook.db"
+# the exchange students fetch from and submit to (the nbgrader Lab extension's Assignments panel);
+# on a JupyterHub, a folder every user can reach (docs/hosting.md)
+c.Exchange.root = {exchange!r}
 
 # The exercise cells keep the lesson's starter code (with its `...`) above the solution region,
 # so the released cell is the lesson's cell: nothing replaces the removed solution.
 c.ClearSolutions.code_stub = {{"python": ""}}
+# a test cell a student deleted comes back from the source notebook; one left as released takes
+# its hidden region back without a "checksum has changed" warning (ReleasedCells)
+c.ReleasedCells.add_missing_cells = True
+c.Autograde.sanitize_preprocessors = [
+    ClearOutput,
+    DeduplicateIds,
+    OverwriteKernelspec,
+    ReleasedCells,
+    CheckCellMetadata,
+]
 
-# Seconds per cell. Student code inside the course's cells is bounded by the course itself
-# (10 s per exercise-cell run and per case); this catches an endless loop outside them: that
-# cell is interrupted, its exercise scores 0 and grading goes on.
+# Grades: the submission's kernel runs under bubblewrap (SandboxedExecute) and decides nothing;
+# IsolatedGrades runs each exercise cell's code in a fresh sandboxed process of its own, on the
+# lesson's values and hidden cases, and writes the points into the test cells.
+c.Autograde.autograde_preprocessors = [
+    SandboxedExecute,
+    IgnorePattern,
+    ClearMetadataPreprocessor,
+    LimitOutput,
+    IsolatedGrades,
+    SaveAutoGrades,
+    AssignLatePenalties,
+    CheckCellMetadata,
+]
+# Seconds per cell of the submission's kernel run; a run past it is retried once with twice the
+# time, then graded without outputs. Answer runs have their own budgets:
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
+c.IsolatedGrades.start_budget = 120  # python + jax start, then the first case
+c.IsolatedGrades.case_budget = 10  # each further case
+
+# Late submissions (docs/grading.md): a due date per assignment in the gradebook, and a penalty
+# c.LateSubmissionPlugin.penalty_method = "zero"
 '''
 
 
 def find_content(content: str | pathlib.Path | None = None) -> pathlib.Path:
-    """The folder holding the course notebooks: `content`, else a checkout's content/."""
+    """The folder holding the course notebooks: `content`, else the ones the package ships, else
+    a checkout's content/."""
+    here = pathlib.Path(__file__).resolve()
     candidates = (
         [pathlib.Path(content)]
         if content is not None
         else [
-            pathlib.Path(__file__).resolve().parents[3] / "content",
+            here.parent / "notebooks",
+            here.parents[3] / "content",
             pathlib.Path.cwd() / "content",
         ]
     )
@@ -107,13 +152,13 @@ def _answer_source(starter: str, solution: str) -> str:
     return f"{starter.rstrip()}\n### BEGIN SOLUTION\n{solution.rstrip()}\n### END SOLUTION"
 
 
-def _test_source(practice: str, exercise_id: str, seed: int, points: float) -> str:
+def _test_source(practice: str, exercise_id: str, seed: int) -> str:
     return (
         "from pytree_lab.course import check_cell  # the practice check: feedback only, it does not count\n"
         f"{practice.rstrip()}\n"
         "### BEGIN HIDDEN TESTS\n"
-        "from pytree_lab.course.grading import summative\n"
-        f"summative({exercise_id!r}, seed={seed}, points={points:g})\n"
+        f"# graded outside the student's kernel: exercise {exercise_id}, seed {seed}\n"
+        "# (pytree_lab.course.autograde.IsolatedGrades writes this cell's points; nothing here runs)\n"
         "### END HIDDEN TESTS"
     )
 
@@ -140,7 +185,7 @@ def make_source_notebook(notebook: dict, *, seeds: dict[str, int] | None = None)
             exercise_id = match.group(1)
             seed = seeds.setdefault(exercise_id, secrets.randbits(63))
             points = POINTS.get(exercise_id, 1)
-            cell["source"] = _test_source(_source(cell), exercise_id, seed, points)
+            cell["source"] = _test_source(_source(cell), exercise_id, seed)
             _meta(cell, grade=True, solution=False, locked=True, points=points, grade_id=f"{exercise_id}-tests")
             cell["outputs"], cell["execution_count"] = [], None
             graded.append(exercise_id)
@@ -151,7 +196,11 @@ def make_source_notebook(notebook: dict, *, seeds: dict[str, int] | None = None)
 
 
 def write_course(
-    outdir: str | pathlib.Path, *, content: str | pathlib.Path | None = None, assignment: str = ASSIGNMENT
+    outdir: str | pathlib.Path,
+    *,
+    content: str | pathlib.Path | None = None,
+    assignment: str = ASSIGNMENT,
+    exchange: str | pathlib.Path = EXCHANGE,
 ) -> dict:
     """Write the nbgrader course directory into `outdir`; refuses to replace anything there.
 
@@ -178,5 +227,5 @@ def write_course(
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         written.append(path)
         graded[name] = ids
-    config.write_text(CONFIG.format(assignment=assignment), encoding="utf-8")
+    config.write_text(CONFIG.format(assignment=assignment, exchange=str(exchange)), encoding="utf-8")
     return {"config": config, "notebooks": written, "exercises": graded}

@@ -6,17 +6,40 @@ pytree-lab nbgrader OUTDIR [--content DIR]   write the course as an nbgrader cou
 from __future__ import annotations
 
 import argparse
+import pathlib
 import sys
 
 
-def _nbgrader(args) -> int:
-    from .assignment import ASSIGNMENT, write_course
-    from .grading import POINTS
+def _refusal(outdir: str) -> str | None:
+    """One sentence on why OUTDIR cannot hold a new course directory, or None."""
+    if not outdir.strip():
+        return "OUTDIR is empty: name the folder to write the course directory into."
+    path = pathlib.Path(outdir).expanduser()
+    if path.resolve() == pathlib.Path(path.resolve().anchor):
+        return f"{outdir} is the root of the file system: choose a folder of its own for the course directory."
+    if path.exists() and not path.is_dir():
+        return f"{outdir} is a file, not a folder: choose a folder for the course directory."
+    return None
 
+
+def _nbgrader(args) -> int:
+    from .assignment import ASSIGNMENT, POINTS, write_course
+
+    refusal = _refusal(args.outdir)
+    if refusal is not None:
+        print(f"pytree-lab nbgrader: {refusal}", file=sys.stderr)
+        return 2
     try:
         made = write_course(args.outdir, content=args.content, assignment=ASSIGNMENT)
-    except (FileExistsError, FileNotFoundError) as exc:
-        print(f"pytree-lab nbgrader: {exc}", file=sys.stderr)
+    except OSError as exc:
+        if isinstance(exc, FileExistsError) or exc.filename is None:  # write_course's own sentence
+            print(f"pytree-lab nbgrader: {exc}", file=sys.stderr)
+            return 2
+        print(
+            f"pytree-lab nbgrader: cannot write into {args.outdir} ({exc.strerror or exc}): "
+            "choose a folder you can write to.",
+            file=sys.stderr,
+        )
         return 2
     print(f"wrote {made['config']}")
     for path in made["notebooks"]:
@@ -48,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         "--content",
         metavar="DIR",
         default=None,
-        help="the folder holding the course notebooks (default: the checkout's content/)",
+        help="the folder holding the course notebooks (default: the ones installed with the package)",
     )
     grader.set_defaults(run=_nbgrader)
     args = parser.parse_args(argv)

@@ -1,0 +1,484 @@
+"""Summative grades computed where no student code reaches, for nbgrader's autograder.
+
+nbgrader still runs each submitted notebook in a kernel (its outputs are what the formgrader
+shows), but that kernel decides no grade. After it, `IsolatedGrades` (an autograde
+preprocessor, set in the course's `nbgrader_config.py`) grades each exercise from the submitted
+notebook's text alone: it takes the exercise cell's code, runs it in a fresh Python process of
+its own with the lesson's values and with hidden cases drawn from the seed in the source
+notebook's hidden-test region, reads back only plain numbers, and compares them in the grader's
+own process with answers it computes itself (jax, before and apart from any student code). The
+points are written into the test cell as its only output, so nothing the student's kernel
+printed, displayed or hid counts; a case without a verdict (an error, a crash, a hang past the
+budget) scores 0, and a test cell that could not be graded gets an error output (0 in nbgrader).
+
+Both the submission's kernel (`SandboxedKernelManager`) and the answer runs run under
+bubblewrap: they see the Python environment read-only and write only a scratch folder of their
+own (for the kernel, a copy of its submission folder mounted where the submission is); the course
+directory (source/, gradebook.db, other submissions) and the grader's home are not in their
+file system. Answer runs also have no network. docs/grading.md says what is and is not isolated.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import pathlib
+import re
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from jupyter_client.manager import AsyncKernelManager
+from nbformat.notebooknode import NotebookNode
+from nbgrader.api import MissingEntry
+from nbgrader.preprocessors import Execute, NbGraderPreprocessor, OverwriteCells
+from traitlets import Float
+
+from .. import lesson
+from .assignment import POINTS
+
+__all__ = ["IsolatedGrades", "ReleasedCells", "SandboxedExecute", "SandboxedKernelManager", "grade_exercise", "sandbox"]
+
+ANSWERS = {
+    "squared_norm": ("norm_squared", "manual"),
+    "nested_scale_grad": ("g",),
+    "repair_update": ("fixed",),
+    "grad_over_flat_params": ("grad_over_flat_params",),
+}
+HIDDEN_RERUNS = 2  # hidden cases per value exercise, after the lesson's own values
+FLAT_SIZES = ((3, 1), (5, 2), (6, 3), (8, 4))  # (N, d) of the packed-gradient hidden cases
+_MARKER = re.compile(r"graded outside the student's kernel: exercise (\w+), seed (\d+)")
+_HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.M | re.S)
+
+
+class ReleasedCells(OverwriteCells):
+    """nbgrader's OverwriteCells, without its "checksum has changed" warning for a test cell the
+    student left as released: such a cell differs from the source only by the hidden-tests region
+    generate_assignment removed, and takes the source's text back quietly. A cell the student
+    changed is still reported (and restored) by nbgrader."""
+
+    def preprocess_cell(self, cell: NotebookNode, resources: Any, index: int) -> tuple[NotebookNode, Any]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("locked") and meta.get("grade_id"):
+            try:
+                source = self.gradebook.find_source_cell(meta["grade_id"], self.notebook_id, self.assignment_id).source
+            except MissingEntry:
+                source = None
+            if source is not None and _HIDDEN.sub("", source).strip() == _HIDDEN.sub("", cell.source).strip():
+                cell.source = source
+        return super().preprocess_cell(cell, resources, index)
+
+
+# --------------------------------------------------------------------------- the sandbox
+
+
+def _python_paths(env: dict | None = None) -> list[str]:
+    """What a Python process of this environment reads: its prefixes and import path."""
+    env = dict(os.environ) if env is None else env
+    paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, *sys.path]
+    paths += [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return [p for p in dict.fromkeys(paths) if p and os.path.isabs(p) and os.path.exists(p)]
+
+
+def _related(a: str, b: str) -> bool:
+    a, b = os.path.realpath(a), os.path.realpath(b)
+    return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
+
+
+def _first_link(path: str) -> str | None:
+    """The first folder along `path` that is a symbolic link (mounted as that link), if any."""
+    here = "/"
+    for part in pathlib.PurePosixPath(path).parts[1:]:
+        here = os.path.join(here, part)
+        if os.path.islink(here):
+            return here
+    return None
+
+
+def sandbox(
+    scratch: str, *, cwd: str | None = None, network: bool = False, read: tuple = (), env: dict | None = None
+) -> list[str]:
+    """bubblewrap's arguments: the system and the Python environment read-only, `scratch`
+    writable (mounted at `cwd` when given), `read` files read-only; nothing else of the host's
+    file system. A path that holds, or sits inside, the grader's folder is never mounted."""
+    course = os.getcwd()
+    args = ["bwrap", "--die-with-parent", "--unshare-all", *(["--share-net"] if network else [])]
+    args += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        target = f"/{name}"
+        if os.path.islink(target):
+            args += ["--symlink", os.readlink(target), target]
+        elif os.path.isdir(target):
+            args += ["--ro-bind", target, target]
+    for name in ("ld.so.cache", "localtime", "alternatives"):
+        if os.path.exists(f"/etc/{name}"):
+            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    links: dict[str, str] = {}
+    bound: list[str] = []
+    for path in [*_python_paths(env), *read]:
+        real = os.path.realpath(path)
+        if _related(real, course) or _related(path, course):
+            continue
+        args += ["--ro-bind", real, real]
+        bound.append(real)
+        link = _first_link(os.path.abspath(path))
+        if link:
+            links[link] = os.path.realpath(link)
+    for link, real in links.items():
+        if not any(link.startswith(folder.rstrip("/") + "/") for folder in bound):  # else it is there, bound
+            args += ["--symlink", real, link]
+    where = cwd or scratch
+    args += ["--bind", scratch, where, "--chdir", where, "--setenv", "HOME", where, "--setenv", "TMPDIR", "/tmp"]
+    return [*args, "--remount-ro", "/"]
+
+
+class SandboxedKernelManager(AsyncKernelManager):
+    """nbgrader's kernel, launched under bubblewrap: it reads the Python environment and a copy of
+    its submission folder, mounted where the submission is; what it writes there is dropped with
+    the copy. (Set as `c.Execute.kernel_manager_class` in the course's config.)"""
+
+    async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+        cwd = os.path.abspath(kw.get("cwd") or os.getcwd())
+        self._scratch = tempfile.mkdtemp(prefix="pytree-lab-kernel-")
+        shutil.copytree(cwd, self._scratch, dirs_exist_ok=True)
+        env = kw.get("env") or dict(os.environ)
+        read = (self.connection_file,)
+        # its parent process is not in its process namespace: the kernel must not watch for it
+        cmd = [*sandbox(self._scratch, cwd=cwd, network=True, read=read, env=env), "--unsetenv", "JPY_PARENT_PID"]
+        cmd += kernel_cmd
+        env = {**env, "HOME": cwd, "IPYTHONDIR": os.path.join(cwd, ".ipython"), "MPLCONFIGDIR": cwd}
+        await super()._async_launch_kernel(cmd, **{**kw, "env": env})
+
+    async def _async_cleanup_resources(self, restart: bool = False) -> None:
+        await super()._async_cleanup_resources(restart=restart)
+        scratch = getattr(self, "_scratch", None)
+        if scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+class SandboxedExecute(Execute):
+    """nbgrader's Execute step with the kernel under bubblewrap. The run only makes the outputs
+    the formgrader shows (the points come from `IsolatedGrades`). A kernel that stays busy past
+    two cells' time-outs in a row (interrupts it swallows), or dies, ends the run; it is run
+    once more with twice the time-out (a busy grader), then the notebook goes on to grading with
+    the outputs it got, instead of failing the whole submission."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
+        super().__init__(*args, **kwargs)
+
+    def preprocess_cell(self, cell: NotebookNode, resources: Any, index: int) -> tuple[NotebookNode, Any]:
+        cell, resources = super().preprocess_cell(cell, resources, index)
+        if cell.cell_type == "code":
+            # a time-out whose interrupt raised nothing in the kernel (it swallowed the interrupt)
+            names = {o.get("ename") for o in cell.get("outputs", [])}
+            stuck = self.error_on_timeout["ename"] in names and "KeyboardInterrupt" not in names
+            if stuck and getattr(self, "_timed_out", False):
+                raise RuntimeError("the kernel stayed busy after two time-outs in a row")
+            self._timed_out = stuck
+        return cell, resources
+
+    def preprocess(self, nb: NotebookNode, resources: Any = None, km: Any = None) -> tuple[NotebookNode, Any]:
+        original = copy.deepcopy(nb)
+        self._timed_out = False
+        try:
+            return super().preprocess(nb, resources, km)
+        except Exception as exc:  # noqa: BLE001 - the kernel's run decides no grade
+            self.log.warning("the submission's kernel failed (%s); running it once more, with twice the time-out", exc)
+        timeout: int | None = self.timeout  # type: ignore[has-type]
+        self.timeout = None if timeout is None else 2 * timeout
+        self._timed_out = False
+        again = copy.deepcopy(original)
+        try:
+            return super().preprocess(again, resources, km)
+        except Exception as exc:  # noqa: BLE001
+            self.log.error("the submission's kernel failed again (%s); grading the notebook as far as it ran", exc)
+            return max(again, nb, key=_cells_run), resources  # the run that got further
+        finally:
+            self.timeout = timeout
+
+
+def _cells_run(nb: NotebookNode) -> int:
+    return sum(1 for cell in nb.cells if cell.cell_type == "code" and cell.get("outputs"))
+
+
+# --------------------------------------------------------------------------- the answer runs
+
+# Runs in the sandbox with `python -I`: only jax and numpy (the course package is hidden from it).
+# Once they are imported it writes an empty line; then it execs the exercise cell (asserts left
+# out: they check the lesson's own numbers) once per case and writes one JSON line per case to
+# the descriptor it was given; the cell's own prints go to stderr, dropped.
+_RUNNER = r"""
+import ast, json, os, sys
+job = json.loads(sys.stdin.read())
+out = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+import numpy as np, jax, jax.numpy as jnp
+out.write("{}\n")
+out.flush()
+class NoAsserts(ast.NodeTransformer):
+    def visit_Assert(self, node):
+        return ast.copy_location(ast.Pass(), node)
+tree = ast.fix_missing_locations(NoAsserts().visit(ast.parse(job["code"])))
+code = compile(tree, "<exercise cell>", "exec")
+def plain(v, depth=0):
+    if depth > 8:
+        return None
+    if isinstance(v, dict):
+        return {"dict": {str(k): plain(x, depth + 1) for k, x in v.items()}}
+    if isinstance(v, (str, bytes)) or v is None or callable(v):
+        return None
+    a = np.asarray(v, dtype=np.float64)
+    return {"array": a.tolist(), "shape": list(a.shape)}
+inputs = job["inputs"]
+x = jnp.asarray(inputs["x"], dtype=jnp.float32)
+target = jnp.float32(inputs["target"])
+def loss(p):
+    prediction = jnp.dot(p["weight"], x) + p["bias"]
+    return (prediction - target) ** 2
+def tree(d):
+    return {k: jnp.asarray(v, dtype=jnp.float32) for k, v in d.items()}
+for case in job["cases"]:
+    try:
+        if job["function"]:
+            ns = {"jax": jax, "jnp": jnp, "np": np, "__name__": "__main__"}
+            exec(code, ns)
+            args = [jnp.asarray(a, dtype=jnp.float32) for a in case]
+            line = {"answers": {job["names"][0]: plain(ns[job["names"][0]](*args))}}
+        else:
+            ns = {"jax": jax, "jnp": jnp, "np": np, "__name__": "__main__", "x": x, "loss": loss}
+            ns.update(params=tree(case["params"]), grads=tree(case["grads"]), value=jnp.float32(case["value"]))
+            ns["broken"] = {"weight": ns["grads"]["weight"]}  # the lesson's tree without bias, as in its cell
+            exec(code, ns)
+            line = {"answers": {n: plain(ns[n]) for n in job["names"] if n in ns}}
+    except BaseException as exc:
+        line = {"error": type(exc).__name__}
+    out.write(json.dumps(line) + "\n")
+    out.flush()
+"""
+
+START_BUDGET = 120.0  # seconds for the answer run to start (python, jax)
+CASE_BUDGET = 10.0  # seconds per further case
+
+
+def _run_cases(job: dict, n_cases: int, *, start: float = START_BUDGET, per_case: float = CASE_BUDGET) -> list:
+    """One fresh sandboxed process for the exercise's cases: a dict per case that answered,
+    an error text per case that failed, None per case that never answered (time, crash)."""
+    results: list = []
+    with tempfile.TemporaryDirectory(prefix="pytree-lab-answer-") as scratch:
+        hide = [p for p in _python_paths() if os.path.isdir(os.path.join(p, "pytree_lab"))]
+        hidden = [arg for p in hide for arg in ("--tmpfs", os.path.realpath(os.path.join(p, "pytree_lab")))]
+        cmd = [*sandbox(scratch), *hidden, sys.executable, "-I", "-c", _RUNNER]
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env={"PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu", "LANG": "C.UTF-8"},
+        )
+        try:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(json.dumps(job).encode())
+            proc.stdin.close()
+            picker = selectors.DefaultSelector()
+            picker.register(proc.stdout, selectors.EVENT_READ)
+            buffer = b""
+            deadline = time.monotonic() + start
+            ready = False
+            while len(results) < n_cases:
+                left = deadline - time.monotonic()
+                if left <= 0 or not picker.select(timeout=left):
+                    break
+                chunk = os.read(proc.stdout.fileno(), 1 << 16)
+                if not chunk:
+                    break
+                buffer += chunk
+                while b"\n" in buffer and len(results) < n_cases:
+                    line, buffer = buffer.split(b"\n", 1)
+                    deadline = time.monotonic() + per_case
+                    if not ready:
+                        ready = True
+                        continue
+                    try:
+                        result = json.loads(line)
+                    except ValueError:
+                        result = {"error": "unreadable output"}
+                    results.append(result if isinstance(result, dict) else {"error": "unreadable output"})
+        finally:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait()
+            for pipe in (proc.stdin, proc.stdout):  # closed here, whatever ended the reading
+                if pipe is not None:
+                    pipe.close()
+    return results + [None] * (n_cases - len(results))
+
+
+# --------------------------------------------------------------------------- grading
+
+
+def _same(got: Any, want: Any) -> bool:
+    """Same tree (dict keys) and every leaf within the checks' tolerance."""
+    import numpy as np
+
+    if not isinstance(got, dict):
+        return False
+    if isinstance(want, dict):
+        inner = got.get("dict")
+        return isinstance(inner, dict) and set(inner) == set(want) and all(_same(inner[k], want[k]) for k in want)
+    if "array" not in got:
+        return False
+    try:
+        actual = np.asarray(got["array"], dtype=float)
+    except (TypeError, ValueError):
+        return False
+    expected = np.asarray(want, dtype=float)
+    if actual.shape != expected.shape or not np.all(np.isfinite(actual)):
+        return False
+    scale = max(1.0, float(np.max(np.abs(expected))) if expected.size else 1.0)
+    return bool(np.allclose(actual, expected, rtol=1e-4, atol=1e-5 * scale))
+
+
+def _numbers(tree: Any) -> Any:
+    import numpy as np
+
+    if isinstance(tree, dict):
+        return {k: _numbers(v) for k, v in tree.items()}
+    return np.asarray(tree, dtype=np.float64).tolist()
+
+
+def _value_cases(exercise_id: str, rng) -> tuple[list[dict], list[dict]]:
+    """The lesson's parameters, then hidden ones on the practice check's grid of halves (every
+    gradient a whole number, so an answer rounded with int() is as right there): the runner's
+    inputs, and each answer's right values (a list: the lesson allows more than one form)."""
+    import importlib
+
+    from .exercises import reruns
+
+    right_at = importlib.import_module(f"{__package__}.exercises.{exercise_id}").right_at
+    lesson_point = reruns.lesson_point(lesson.lesson_params())
+    points = [lesson_point]
+    for _ in range(HIDDEN_RERUNS):
+        points.append(reruns.other_point(rng, right_at(lesson_point), right_at))
+    cases = [{k: _numbers(p[k]) for k in ("params", "grads")} | {"value": float(p["value"])} for p in points]
+    expected = [{name: [_numbers(v) for v in values] for name, values in right_at(p).items()} for p in points]
+    return cases, expected
+
+
+def _flat_cases(rng) -> tuple[list, list[dict]]:
+    """The worked example, then hidden (N, d) cases: the runner's inputs and the right answers."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    def flat_loss(flat, x):
+        return jnp.sum((x @ flat[:-1] + flat[-1]) ** 2)
+
+    points = [(np.array([1.0, 0.0, 0.0], np.float32), np.array([[2.0, 3.0]], np.float32))]
+    for n, d in FLAT_SIZES:
+        points.append((rng.normal(size=d + 1).astype(np.float32), rng.normal(size=(n, d)).astype(np.float32)))
+    grad = jax.grad(flat_loss)
+    cases = [[p.tolist(), xs.tolist()] for p, xs in points]
+    expected = [{"grad_over_flat_params": [_numbers(grad(jnp.asarray(p), jnp.asarray(xs)))]} for p, xs in points]
+    return cases, expected
+
+
+def _cell_code(source: str) -> str:
+    lines = source.splitlines()
+    if lines and lines[0].lstrip().startswith("%%exercise"):
+        lines = lines[1:]
+    return "\n".join(lines)
+
+
+def grade_exercise(exercise_id: str, source: str | None, seed: int, **budgets: float) -> tuple[float, list[str]]:
+    """The share (0..1) of cases the exercise cell's code gets right, and one line per case
+    (sizes only, never a hidden case's values). `source` is the exercise cell as submitted."""
+    import numpy as np
+
+    names = ANSWERS[exercise_id]
+    if source is None:
+        return 0.0, ["no exercise cell in the submission: 0."]
+    code = _cell_code(source)
+    try:
+        compile(code, "<exercise cell>", "exec")
+    except (SyntaxError, ValueError) as exc:
+        return 0.0, [f"the exercise cell does not compile ({getattr(exc, 'msg', exc)}): 0."]
+    rng = np.random.default_rng(seed)
+    function = exercise_id == "grad_over_flat_params"
+    cases, expected = _flat_cases(rng) if function else _value_cases(exercise_id, rng)
+    inputs = {k: _numbers(v) for k, v in lesson.lesson_inputs().items()}
+    job = {"code": code, "names": list(names), "function": function, "cases": cases, "inputs": inputs}
+    results = _run_cases(job, len(cases), **budgets)
+    scores, lines = [], []
+    for index, (result, want) in enumerate(zip(results, expected)):
+        if function:
+            label = "the worked example" if index == 0 else f"hidden case {index} (N = {len(cases[index][1])})"
+        else:
+            label = "the lesson's values" if index == 0 else f"hidden case {index} (other lesson parameters)"
+        if result is None:
+            scores.append(0.0)
+            lines.append(f"{label}: no answer within the time budget (or the run crashed): 0.")
+            continue
+        if "error" in result:
+            scores.append(0.0)
+            lines.append(f"{label}: the code raised {str(result['error'])[:80]}: 0.")
+            continue
+        answers = result.get("answers") if isinstance(result.get("answers"), dict) else {}
+        wrong = [name for name, forms in want.items() if not any(_same(answers.get(name), f) for f in forms)]
+        scores.append(1 - len(wrong) / len(want))
+        lines.append(f"{label}: " + ("right." if not wrong else f"{', '.join(wrong)} not right."))
+    return sum(scores) / len(scores), lines
+
+
+class IsolatedGrades(NbGraderPreprocessor):
+    """Writes each test cell's points from `grade_exercise`, replacing what the kernel printed:
+    an execute_result with the points (nbgrader's partial credit), after one line per case."""
+
+    start_budget = Float(START_BUDGET, help="seconds for an answer run to start and grade its first case").tag(
+        config=True
+    )
+    case_budget = Float(CASE_BUDGET, help="seconds per further case of an answer run").tag(config=True)
+
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        answers = {}
+        for cell in nb.cells:
+            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+            if grade_id.endswith("-answer") and cell.cell_type == "code":
+                answers[grade_id.removesuffix("-answer")] = cell.source
+        for cell in nb.cells:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            match = _MARKER.search(cell.get("source", "")) if meta.get("grade") else None
+            if match is None or cell.cell_type != "code":
+                continue
+            exercise_id, seed = match.group(1), int(match.group(2))
+            points = float(meta.get("points", POINTS.get(exercise_id, 1)))
+            try:
+                fraction, lines = grade_exercise(
+                    exercise_id, answers.get(exercise_id), seed, start=self.start_budget, per_case=self.case_budget
+                )
+            except Exception as exc:  # noqa: BLE001 - a test that cannot reach its verdict fails
+                self.log.error("grading %s failed: %s", exercise_id, exc)
+                cell.outputs = [
+                    NotebookNode(
+                        output_type="error", ename="GradingError", evalue=str(exc), traceback=[f"GradingError: {exc}"]
+                    )
+                ]
+                continue
+            earned = round(points * min(max(fraction, 0.0), 1.0), 3)
+            text = f"Graded {exercise_id}: {earned:g} of {points:g} points\n" + "".join(f"  - {x}\n" for x in lines)
+            cell.outputs = [
+                NotebookNode(output_type="stream", name="stdout", text=text),
+                NotebookNode(
+                    output_type="execute_result", execution_count=None, metadata={}, data={"text/plain": repr(earned)}
+                ),
+            ]
+        return nb, resources
