@@ -13,6 +13,7 @@ SETUP = r"""
 import os, posix, sys, time
 import jax.numpy as jnp
 from pytree_lab import StepExplorer, course
+course.setup()  # registers %%exercise, as the course notebooks do
 from pytree_lab.exercises import cells
 cells.CELL_BUDGET = 1.0  # seconds an exercise cell may compute (4 on the clock)
 kept = 41

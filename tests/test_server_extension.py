@@ -64,7 +64,9 @@ def clean_venv(tmp_path_factory, wheel) -> Path:
     # A path line only: the development environment's own .pth files (its editable
     # pytree_lab among them) are not processed, so pytree_lab can come from the wheel alone.
     (purelib / "dev_site_packages.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    gone = _run(python, "-c", "import importlib.util; print(importlib.util.find_spec('pytree_lab'))")
+    # no pytree_lab package there (an editable install leaves the wheel's course notebooks in a
+    # bare pytree_lab/ folder of site-packages: a namespace with no module, origin None)
+    gone = _run(python, "-c", "import importlib.util as u; s = u.find_spec('pytree_lab'); print(s and s.origin)")
     assert gone.stdout.strip() == "None"
     _run(
         sys.executable,
