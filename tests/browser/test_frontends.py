@@ -213,8 +213,10 @@ def test_mouse_diagram_and_quiz_drive_the_kernel(frontend, server, page):
 
 
 # What a student types by accident or habit: every single-key command-mode shortcut that edits
-# the notebook (insert above/below, delete, cut, paste, to Markdown / raw / code, undo, merge)
-LEAK_KEYS = ["b", "a", "d", "d", "m", "r", "y", "x", "c", "v", "z", "Shift+M", "1", "Escape", "d", "d"]
+# the notebook (insert above/below, delete, cut, paste, to Markdown / raw / code, undo, merge).
+# Escape is not among them: it leaves the widget for its cell (test_keys_and_focus.py's
+# test_escape_and_shift_or_ctrl_enter_go_on_from_every_widget), so a "d d" after it would rightly delete that cell
+LEAK_KEYS = ["b", "a", "d", "d", "m", "r", "y", "x", "c", "v", "z", "Shift+M", "1", "d", "d"]
 
 KEYS_NAME = "keys.ipynb"
 KEYS_CELLS = [
