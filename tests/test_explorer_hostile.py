@@ -220,8 +220,8 @@ def _page_writes(widget, state: dict) -> None:
 
 
 def test_the_page_cannot_write_the_explorers_kernel_owned_parts():
-    from pytree_lab._intent import page_writes_refused
     from pytree_lab.explorer import _descendants
+    from pytree_lab.page import page_writes_refused
 
     ex = StepExplorer()
     children = list(ex.children)

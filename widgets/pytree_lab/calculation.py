@@ -15,9 +15,9 @@ from typing import Any
 
 import ipywidgets
 
-from ._format import fmt_number, fmt_value, grid_lines, is_slice_label
 from ._keywords import refuse_unknown_widget_keywords
 from ._text import TextForm
+from .formatting import fmt_number, fmt_value, grid_lines, is_slice_label
 from .step import StepResult
 from .trees import TreeSummary, path_label
 

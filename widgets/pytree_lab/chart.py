@@ -11,9 +11,8 @@ import bqplot
 import ipywidgets
 import traitlets
 
-from ._format import fmt_number, isolate_rtl, short_labels, visible
-from ._intent import PageIntents
-from ._static import static_asset
+from .formatting import fmt_number, isolate_rtl, short_labels, visible
+from .page import PageIntents, static_asset
 
 __all__ = ["BeforeAfterChart", "BarTable", "thin_line", "MAX_DRAWN"]
 
@@ -68,7 +67,7 @@ class BeforeAfterChart:
     highlights its bars and clicking a bar reports the leaf (`on_pick`). `paths` (optional) are
     the elements' full paths: the bars' x values, so a bar's tooltip names it in full. `ticks`
     (optional) are the labels under the bars (by default the labels), made unique and cut in the
-    middle where too long (`_format.short_labels`: `layers[0]/…/kernel[0,1]`), their full form in
+    middle where too long (`formatting.short_labels`: `layers[0]/…/kernel[0,1]`), their full form in
     the table and the tooltip. Many or long ticks stand upright, with room below for them and
     the axis title. `set_elements` changes the bars shown; `note` is a line under the chart
     saying why (e.g. the selection brought its leaf in).

@@ -37,10 +37,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._format import grid_lines
-from ._intent import PageIntents
 from ._keywords import refuse_unknown_widget_keywords
-from ._static import static_asset
 from ._text import TextForm
 from .diagnose import Diagnosis, diagnose, diagnose_summaries
 from .diagram_rows import (  # noqa: F401 - the rows' functions, importable from here as before
@@ -59,6 +56,8 @@ from .diagram_rows import (  # noqa: F401 - the rows' functions, importable from
     align,
     rows_from_columns,
 )
+from .formatting import grid_lines
+from .page import PageIntents, static_asset
 from .tree_model import tree_lines
 from .trees import TreeError, TreeSummary, describe, gc_paused
 

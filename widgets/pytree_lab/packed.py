@@ -17,12 +17,11 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._format import fmt_number
-from ._intent import PageIntents
 from ._keywords import refuse_unknown_widget_keywords
-from ._static import static_asset
 from ._text import TextForm
 from .engine import Engine, get_engine
+from .formatting import fmt_number
+from .page import PageIntents, static_asset
 
 __all__ = ["PackedView"]
 

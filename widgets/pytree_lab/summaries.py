@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._format import GRID_MAX, fmt_number, fmt_small, small_templates
+from .formatting import GRID_MAX, fmt_number, fmt_small, small_templates
 
 __all__ = ["SMALL_LEAF", "summarise_array", "summarise_arrays", "summarise_group"]
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ._format import short_error
+from .formatting import short_error
 
 # Text diagrams indent at most this many characters (a 1,000-level tree stays readable).
 _MAX_INDENT = 4 * 24

@@ -14,8 +14,8 @@ import sys
 from types import FrameType
 from typing import Any
 
-from ._format import fmt_number, visible
 from ._jax_in_use import active_tree_util, x64_enabled
+from .formatting import fmt_number, visible
 from .summaries import (
     Later,
     _summarise_one,

@@ -16,11 +16,11 @@ The parts, each with one job:
                    the sliders following the session when it moves from Python
     bars.py        the bar plan: which elements have bars (bars=, the sliders', the selection)
     messages.py    every "this is what went wrong" sentence (an exception in a line:
-                   _format.short_error, the one helper, importable from here too)
+                   formatting.short_error, the one helper, importable from here too)
     prediction.py  ŷ, the residual and dL/dŷ inside the step
     optimizer.py   the optimizer's diagram columns and panels, and worked-calculation rows
     schedule.py    Schedule: every view timer (when slow views follow a drag; its constants, with
-                   the slider's, in pytree_lab/_timing.py)
+                   the slider's, in pytree_lab/timing.py)
     views.py       the View interface (show, select, text) and its registry: the bars, the
                    loss line, the data list, the diagram, the worked calculation
     lifetime.py    page-write guards, and closing with the page or when replaced

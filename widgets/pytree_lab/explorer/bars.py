@@ -11,7 +11,7 @@ Pure bookkeeping on tree summaries (no widgets), like the slider plan. The chart
   cap), keeping as many of the chosen ones as fit (`with_selection`).
 
 Tick labels are the elements' labels (`Dense_0/kernel[0,0]`), cut in the middle where too long
-for the axis and never two alike (the chart's `_format.short_labels`).
+for the axis and never two alike (the chart's `formatting.short_labels`).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ import re
 import sys
 from typing import Any
 
-from .._format import error_name, error_text, fmt_number, short_error
+from ..formatting import error_name, error_text, fmt_number, short_error
 from ..trees import Leaf, TreeError, TreeSummary, describe
 
 __all__ = ["short_error", "error_name", "error_text"]

@@ -30,7 +30,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from .. import _timing
+from .. import timing
 from . import record
 from .debug import DebugArea, captured
 from .messages import fmt_number
@@ -47,7 +47,7 @@ class Player:
     page's drawing (1 when the page kept up); `compute_s` and `wait_s` the seconds spent
     computing steps (views sent included) and waiting for the page's answers."""
 
-    ACK_TIMEOUT = _timing.PLAY_ACK_TIMEOUT  # s: a shown explorer waits this long for the page's answer
+    ACK_TIMEOUT = timing.PLAY_ACK_TIMEOUT  # s: a shown explorer waits this long for the page's answer
 
     def __init__(self, ex: Any, control: PlayControl):
         self.ex, self.control = ex, control

@@ -15,7 +15,7 @@ from typing import Any
 
 import ipywidgets
 
-from .._format import short_labels
+from ..formatting import short_labels
 from ..slider import Slider, SliderModule
 from .messages import widened_note
 

@@ -11,10 +11,10 @@ from typing import Any
 import ipywidgets
 import traitlets
 
-from .._intent import PageIntents
 from .._keywords import refuse_unknown, widget_keywords
 from .._text import TextForm
 from ..engine import Engine
+from ..page import PageIntents
 from ..slider import Slider
 from ..step import StepResult
 from .changes import PythonChanges, one_at_a_time
