@@ -86,11 +86,9 @@ def align(summaries: list[TreeSummary], order: TreeSummary | None = None, opened
     container are left out (the top level is always there). Values a summary left for later
     (``describe(values="later")``) are formatted for the leaves in the rows, and only those.
 
-    Each row: ``p`` path, ``u`` parent path, ``l`` label, ``d`` depth, ``leaf`` (0/1),
-    ``c`` one cell per tree (None where the path is missing), ``s`` status
-    (``ok``, ``missing``, ``shape``, ``dtype``, ``kind``). The root container is not a row
-    unless the whole tree is a single leaf. A path only some trees have comes after its
-    siblings, at the end of its parent's subtree.
+    Rows as diagram.py's docstring writes them (``s``: ``ok``, ``missing``, ``shape``, ``dtype``
+    or ``kind``). The root container is not a row unless the whole tree is a single leaf. A path
+    only some trees have comes after its siblings, at the end of its parent's subtree.
     """
     with gc_paused():
         return _align(summaries, order, opened)
