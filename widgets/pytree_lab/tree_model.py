@@ -296,6 +296,12 @@ def tree_lines(items: Iterable[tuple[str, str | None, bool, str]], max_lines: in
     return out
 
 
+def under(leaf_path: str, path: str) -> bool:
+    """Whether the leaf at `leaf_path` is `path` or inside the container at `path` (keystr paths;
+    "" is the root): `['a']` holds `['a']['w']` and `['a'][0]`, not `['ab']`."""
+    return leaf_path == path or (leaf_path.startswith(path) and leaf_path[len(path) :][:1] in ("[", "."))
+
+
 def _fatal(err: BaseException) -> bool:
     """Errors that must not be caught: the person interrupted the kernel. Everything else a
     tree's own code raises (SystemExit and other BaseExceptions included) is reported."""
