@@ -15,8 +15,6 @@ from typing import Any
 from ..formatting import error_name, error_text, fmt_number, short_error
 from ..trees import Leaf, TreeError, TreeSummary, describe
 
-__all__ = ["short_error", "error_name", "error_text"]
-
 # the sentences that promise the last good step, dropped when there is none
 _NO_LAST_GOOD = re.compile(r"(?:;\s*|\s*\b)[Tt]he last good step (?:stays on screen|is still shown)\.")
 _TRACER_ERRORS = (

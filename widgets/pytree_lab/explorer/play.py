@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
 import math
 import time
 from collections.abc import Iterator
@@ -205,10 +204,8 @@ class Player:
     def _say(self, text: str, alert: str = "") -> None:
         self.control.message = text
         if alert:
-            ex = self.ex
-            ex.status.value = f'<div role="alert" class="pytree-lab-alert">{html.escape(alert)}</div>'
             with contextlib.suppress(Exception):
-                ex.diagram.show_message(alert)
+                self.ex._note(alert, "error")
 
 
 class PlayMixin:
