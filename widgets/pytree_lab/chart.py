@@ -25,13 +25,7 @@ class BarTable(PageIntents, anywidget.AnyWidget):
     value (the chart's text alternative, in a disclosure under it), each element a button
     that selects its leaf, as a click on its bar does. It also names the chart for screen
     readers (a named figure described by the table, its drawing an image of the same name).
-
-    A `note` (what changed the bars shown, e.g. the selection bringing its leaf in) shows as a
-    line above the table, always visible.
-
-    The page writes one intent, `selected_path` (the leaf of the element chosen); `rows`,
-    `title`, `note` and `figure_class` are the kernel's.
-    """
+    A `note` (what changed the bars shown) is a line above the table, always visible."""
 
     _esm = static_asset("chart.js")
     _css = static_asset("chart.css")
@@ -407,15 +401,9 @@ class LossHistoryChart:
         self.show(self.history)
 
     def show(self, history: Sequence[float]) -> None:
-        """Draw `history` (once per step or run, and when a slider moves the current point).
-
-        A long history is thinned for drawing: past `MAX_DRAWN` points, the steps are cut into
-        buckets of equal width (a few per pixel of the chart) and each bucket is drawn by its
-        lowest and its highest loss, in step order, so every spike and dip stays visible; the
-        first and the last point (where the explorer stands) are always exact. The page then
-        gets at most about `MAX_DRAWN` points per redraw whatever the number of steps, and the
-        step axis (x) is sent only when it changed (a slider move changes only the last loss).
-        """
+        """Draw `history` (once per step or run, and when a slider moves the current point): past
+        `MAX_DRAWN` points thinned (`thin_line`: every spike and dip kept, the first and the last
+        point exact), the step axis sent only when it changed (a slider move changes the last loss)."""
         import numpy as np
 
         ys_all = np.asarray(history, dtype=np.float64).reshape(-1)

@@ -63,9 +63,8 @@ MAX_VIEWS = 16
 
 
 class SliderModule(PageIntents, anywidget.AnyWidget):
-    """The slider's front-end module, sent to the page once for every `Slider` made with
-    ``module=`` this widget. It shows nothing itself (never displayed) and has no state of its own;
-    the page may write nothing to it."""
+    """The slider's front-end module, shared by the sliders made with ``module=`` this widget (see
+    the module docstring). Never displayed, no state of its own; the page may write nothing."""
 
     _page_intents = frozenset()
     _esm = static_asset("slider.js")
@@ -94,11 +93,8 @@ class Slider(PageIntents, anywidget.AnyWidget):
 
     Python sets `value`, `min`, `max` and `step` as with any ipywidgets slider; a value
     outside [min, max] set from Python is kept as given and the range grows to hold it
-    (`widened` then says what the range was). Observe `value` to react to moves.
-
-    ``module=`` a `SliderModule` shares that widget's copy of the front-end module with the
-    other sliders made with it, instead of sending one with this slider (see the module
-    docstring); closing the slider leaves the shared module open.
+    (`widened` then says what the range was). Observe `value` to react to moves. ``module=``
+    a `SliderModule`: see the module docstring (closing the slider leaves it open).
     """
 
     _page_intents = frozenset()  # the page writes nothing; moves arrive as messages
@@ -243,18 +239,11 @@ class Slider(PageIntents, anywidget.AnyWidget):
             log.warning("slider %s: %s from the page was ignored", self.path, what)
 
     def _schedule_flush(self) -> None:
-        """Apply the newest move once the messages already waiting have been read.
-
-        A move that comes after a pause (no move and no flush for `_LEAD_GAP`) is applied at
-        once: a single key press or the first step of a drag costs no wait at all. Otherwise
-        the flush waits until no move has arrived for a quiet interval: moves
-        that queued up while the kernel was busy are read back to back and collapse into one,
-        whereas the loop's next callback would run between two queued messages (ipykernel
-        hands each one over separately). The interval is 1 ms, or a quarter of the last
-        computation when that was slow (a busy machine reads queued messages slowly too), at
-        most `_MAX_QUIET`; a steady stream of moves is flushed at least every `_MAX_WAIT`.
-        Without a running loop (plain Python, tests) at once.
-        """
+        """Apply the newest move once the messages already waiting have been read: at once after
+        a pause (`_LEAD_GAP`: a key press, a drag's first step), else once no move came for a
+        quiet interval (`_quiet`), so moves queued while the kernel was busy, which ipykernel
+        hands over one by one, collapse into one; at least every `_MAX_WAIT`. Without a running
+        loop (plain Python, tests) at once."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:

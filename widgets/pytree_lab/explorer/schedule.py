@@ -76,7 +76,7 @@ class Schedule:
         elif self.moving and self.VIEWS_SOON > 0 and _loop_time() is not None:
             self.due = result
             self._cancel_timer()
-            self._timer = asyncio.get_running_loop().call_later(self.VIEWS_SOON, self._soon)
+            self._timer = asyncio.get_running_loop().call_later(self.VIEWS_SOON, self._tick, False)
         else:
             self.draw_now(result, history=False)
 
@@ -131,19 +131,13 @@ class Schedule:
             self.due = None
             self._failed(err)
 
-    def _soon(self) -> None:
+    def _tick(self, trail: bool = True) -> None:
+        """A timer's turn: a drag's (`trail`: once it pauses for VIEWS_TRAIL) or a single move's."""
         with self._lock:
             self._timer = None
-            self._turn()
-
-    def _tick(self) -> None:
-        with self._lock:
-            self._timer = None
-            if self.due is None or self.closed:
-                return
             loop = asyncio.get_running_loop()
-            wait = self.VIEWS_TRAIL - (loop.time() - self._move_at)
-            if wait > 0:  # the drag goes on: wait for its pause
+            wait = self.VIEWS_TRAIL - (loop.time() - self._move_at) if trail else 0.0
+            if wait > 0 and self.due is not None and not self.closed:  # the drag goes on: wait for its pause
                 self._timer = loop.call_later(wait, self._tick)
                 return
             self._turn()
