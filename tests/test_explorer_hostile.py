@@ -379,7 +379,10 @@ import sys  # noqa: E402
         (exiting, ["The optimizer's update (exiting) failed: SystemExit: 1.", "The optimizer is at fault here"]),
         (
             raising_keyboard_interrupt_free,
-            ["The optimizer's update (raising_keyboard_interrupt_free) failed: _StrRaises."],
+            [
+                "The optimizer's update (raising_keyboard_interrupt_free) failed: _StrRaises: "
+                "(its message could not be shown: the exception's __str__ failed). The optimizer is at fault"
+            ],
         ),
     ],
 )

@@ -5,8 +5,6 @@ slider step, its Step buttons' n-step loop, with or without an optimizer. `Compi
 same engine without an optimizer, called as ``step(params, inputs, learning_rate)``.
 
 * ``optimizer=None`` is the lesson's plain step ``p − η·g`` (η given on every call);
-
-* ``optimizer=None`` is the lesson's plain step ``p − η·g`` (η given on every call);
 * an optax ``GradientTransformation`` runs inside the compiled step exactly as in a training
   loop: ``updates, state = opt.update(grads, state, params)``, then ``optax.apply_updates``;
 * a function of the learning rate (``lambda lr: optax.adam(lr)``) is rebuilt inside the
@@ -42,16 +40,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
-from . import step as _step_module
 from ._optimizer import (
     OptimizerError,
     _bad_state_leaf,
-    _err_text,
     _get,
-    _is_transformation,
     _Optimizer,
-    _passes,
     _replace_at,
+    blamed,
+    is_transformation,
     optimizer_name,
 )
 from .engine import Engine, get_engine
@@ -68,10 +64,10 @@ __all__ = [
     "adam_hyperparameters",
     "OptimizerError",
     "optimizer_name",
+    "is_transformation",
 ]
-# names that moved with the optimizer's helpers, still importable from here
-_KEPT = (_is_transformation, _step_module)
 
+_AT_FAULT = ". The optimizer is at fault here, not the loss or the learning rate."
 # Losses of one compiled loop call: n steps are taken in ceil(n / CHUNK) calls of the same code.
 CHUNK = 256
 
@@ -179,15 +175,8 @@ class TrainingStep:
             transformation = opt.make(learning_rate)
         else:
             transformation = opt.transformation
-        try:
+        with blamed(f"The optimizer's init ({opt.name}) failed: ", _AT_FAULT):
             state = transformation.init(params)
-        except BaseException as err:  # noqa: BLE001 - the optimizer's own code: said as its failure
-            if _passes(err):
-                raise
-            raise OptimizerError(
-                f"The optimizer's init ({opt.name}) failed: {_err_text(err)}. The optimizer "
-                "is at fault here, not the loss or the learning rate."
-            ) from None
         bad = _bad_state_leaf(state, self.engine)
         if bad:
             raise OptimizerError(
@@ -238,15 +227,8 @@ class TrainingStep:
                 return inject._replace(hyperparams=hp)
 
             state = _replace_at(state, opt.inject_paths[0], set_lr)
-        try:
+        with blamed(f"The optimizer's update ({opt.name}) failed: ", _AT_FAULT):
             updates, new_state = transformation.update(grads, state, params)
-        except BaseException as err:  # noqa: BLE001 - the optimizer's own code: said as its failure
-            if _passes(err):
-                raise
-            raise OptimizerError(
-                f"The optimizer's update ({opt.name}) failed: {_err_text(err)}. The optimizer "
-                "is at fault here, not the loss or the learning rate."
-            ) from None
         self._check_updates(params, updates)
         updated = self._apply_updates(params, updates)
         return updates, updated, new_state
@@ -257,15 +239,9 @@ class TrainingStep:
 
         eng = self.engine
         name = self._opt.name
-        try:
+        with blamed(f"The optimizer's update ({name}) returned updates JAX cannot flatten (", ")."):
             p_flat, p_def = eng.tree_flatten_with_path(params)
             u_leaves, u_def = eng.tree_flatten(updates)
-        except BaseException as err:  # noqa: BLE001
-            if _passes(err):
-                raise
-            raise OptimizerError(
-                f"The optimizer's update ({name}) returned updates JAX cannot flatten ({_err_text(err)})."
-            ) from None
         if u_def != p_def:
             raise OptimizerError(
                 f"The optimizer's update ({name}) returned updates shaped as {u_def}, not as the "
