@@ -25,7 +25,7 @@ import pytest
 from pytree_lab import PackedView, exercises, gradient_step
 from pytree_lab.course import EXERCISES, check
 from pytree_lab.exercises import aligned_trees, record_output, run_guarded, save_evidence
-from pytree_lab.exercises._guard import _headroom
+from pytree_lab.interpreter import headroom
 from pytree_lab.trees import TreeError, TreeTooDeepError, check_tree
 
 
@@ -46,7 +46,7 @@ def interpreter() -> tuple:
         signal.getsignal(signal.SIGPROF),
         sys.gettrace(),
         sys.stdout,
-        _headroom(5000),
+        headroom(5000),
     )
 
 
@@ -390,10 +390,10 @@ import json, signal, sys
 import jax.numpy as jnp
 from pytree_lab.course import check_button
 from pytree_lab.exercises import record_output, save_evidence
-from pytree_lab.exercises._guard import _headroom
+from pytree_lab.interpreter import headroom
 def state():
     return [sys.getrecursionlimit(), list(signal.getitimer(signal.ITIMER_REAL)),
-            repr(signal.getsignal(signal.SIGALRM)), repr(sys.gettrace()), _headroom(5000)]
+            repr(signal.getsignal(signal.SIGALRM)), repr(sys.gettrace()), headroom(5000)]
 record_output("kept before", [1.0, 2.0])
 g = {"layer": {"weight": jnp.array([1.0, 2.0]), "bias": jnp.array(0.0)}, "scale": jnp.array(1.0)}
 g["layer"]["bias"] = g

@@ -138,7 +138,7 @@ def test_no_exercise_cell_hangs_the_kernel(kernel, hang):
 
 def test_an_answer_that_forks_is_reported_and_its_processes_ended(kernel):
     km, kc = kernel
-    before = _output(kc, "from pytree_lab._interpreter import _descendants\nprint(sorted(_descendants()))")
+    before = _output(kc, "from pytree_lab.interpreter import _descendants\nprint(sorted(_descendants()))")
     said = _output(kc, "%%exercise squared_norm\nfor _ in range(3):\n    os.fork()\nnorm_squared = 96.0")
     assert "Your code started 3 processes (os.fork or subprocess); they were ended with the call" in said, said
     _answers(km, kc)

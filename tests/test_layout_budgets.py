@@ -68,7 +68,7 @@ def test_the_session_imports_no_ipywidgets():
 
 
 def test_the_tree_model_does_not_import_the_engine_and_the_core_not_the_exercises():
-    modules = _imports_in_a_fresh_python("import pytree_lab.trees, pytree_lab._budget")
+    modules = _imports_in_a_fresh_python("import pytree_lab.trees, pytree_lab.budget")
     assert "pytree_lab.engine" not in modules
     assert not any(m.startswith("pytree_lab.exercises") for m in modules)
     assert "jax" not in modules and "numpy" not in modules

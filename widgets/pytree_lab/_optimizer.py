@@ -32,7 +32,7 @@ def optimizer_name(optimizer: Any) -> str:
 
 def _passes(err: BaseException) -> bool:
     """Errors that are not the optimizer's to own: an interrupt, a time budget running out."""
-    from ._budget import TimeBudgetExceeded
+    from .budget import TimeBudgetExceeded
 
     return isinstance(err, (KeyboardInterrupt, TimeBudgetExceeded, OptimizerError))
 

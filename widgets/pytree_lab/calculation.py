@@ -16,10 +16,9 @@ from typing import Any
 import ipywidgets
 
 from ._format import fmt_number, fmt_value, grid_lines, is_slice_label
-from ._keywords import refuse_unknown_widget_keywords
-from ._text import TextForm
 from .step import StepResult
 from .trees import TreeSummary, path_label
+from .widget_common import TextForm, refuse_unknown_widget_keywords
 
 __all__ = ["WorkedCalculation", "CalcRow", "fmt_number", "fmt_value"]
 

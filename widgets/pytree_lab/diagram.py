@@ -39,9 +39,7 @@ import traitlets
 
 from ._format import grid_lines
 from ._intent import PageIntents
-from ._keywords import refuse_unknown_widget_keywords
 from ._static import static_asset
-from ._text import TextForm
 from .diagnose import Diagnosis, diagnose, diagnose_summaries
 from .diagram_rows import (  # noqa: F401 - the rows' functions, importable from here as before
     _STATUS_TEXT,
@@ -61,6 +59,7 @@ from .diagram_rows import (  # noqa: F401 - the rows' functions, importable from
 )
 from .tree_model import tree_lines
 from .trees import TreeError, TreeSummary, describe, gc_paused
+from .widget_common import TextForm, refuse_unknown_widget_keywords
 
 __all__ = ["PytreeDiagram", "align"]
 

@@ -14,10 +14,9 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
-from ._jax_in_use import active_tree_util as active_tree_util, x64_enabled as x64_enabled
-from .compat import _is_lite as _is_lite_module
+from .compat import is_lite
 
-__all__ = ["Engine", "get_engine", "active_tree_util", "x64_enabled", "choose_device", "ACCELERATOR_PARAMS"]
+__all__ = ["Engine", "get_engine", "choose_device", "ACCELERATOR_PARAMS"]
 
 # From this many parameter elements on, an explorer's step runs on the accelerator JAX sees
 # (a TPU, a GPU), below it on the host's CPU. Measured on a TPU v5e host (13 cores; the table
@@ -43,7 +42,7 @@ class Engine:
 
         Told by the module itself (the Lite engine marks itself), never by a version string.
         """
-        return _is_lite_module(self.jax)
+        return is_lite(self.jax)
 
     @property
     def name(self) -> str:

@@ -19,10 +19,9 @@ import traitlets
 
 from ._format import fmt_number
 from ._intent import PageIntents
-from ._keywords import refuse_unknown_widget_keywords
 from ._static import static_asset
-from ._text import TextForm
 from .engine import Engine, get_engine
+from .widget_common import TextForm, refuse_unknown_widget_keywords
 
 __all__ = ["PackedView"]
 

@@ -41,8 +41,8 @@ import traitlets
 
 from . import _timing
 from ._intent import PageIntents
-from ._ranges import span  # the ranges live there (no widgets); slider.span stays public
 from ._static import static_asset
+from .ranges import span  # the ranges live there (no widgets); slider.span stays public
 
 __all__ = ["Slider", "SliderModule", "span"]
 

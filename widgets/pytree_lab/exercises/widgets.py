@@ -18,9 +18,8 @@ import anywidget
 import traitlets
 
 from .._intent import PageIntents
-from .._keywords import refuse_unknown_widget_keywords
 from .._static import static_asset
-from .._text import TextForm
+from ..widget_common import TextForm, refuse_unknown_widget_keywords
 from ._check import CheckContext, check
 from ._grading import CheckResult, Exercise, is_unanswered
 from ._guard import exception_text, run_guarded

@@ -12,11 +12,10 @@ import ipywidgets
 import traitlets
 
 from .._intent import PageIntents
-from .._keywords import refuse_unknown, widget_keywords
-from .._text import TextForm
 from ..engine import Engine
 from ..slider import Slider
 from ..step import StepResult
+from ..widget_common import TextForm, refuse_unknown, widget_keywords
 from .changes import PythonChanges, one_at_a_time
 from .controls import build_controls
 from .layout import arrange, check_layout, present

@@ -17,7 +17,20 @@ import numpy as _np
 from . import numpy as _jnp
 from ._config import missing as _missing
 
-__all__ = "PRNGKey key split fold_in normal uniform randint bernoulli permutation choice key_data categorical".split()
+__all__ = [
+    "PRNGKey",
+    "key",
+    "split",
+    "fold_in",
+    "normal",
+    "uniform",
+    "randint",
+    "bernoulli",
+    "permutation",
+    "choice",
+    "key_data",
+    "categorical",
+]
 
 
 def PRNGKey(seed: int) -> _np.ndarray:  # noqa: N802 - JAX's name

@@ -52,7 +52,7 @@ huge XLA computation), nor, off the main thread, a `time.sleep` (no signal reach
 budget ends when it returns.
 
 Whatever the body does, the interpreter is given back as it was: recursion limit and usable
-depth, interval timers and their handlers, the trace function (`_interpreter.InterpreterState`).
+depth, interval timers and their handlers, the trace function (`interpreter.InterpreterState`).
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Protocol
 
-from ._interpreter import InterpreterState, TimeBudgetExceeded
+from .interpreter import InterpreterState, TimeBudgetExceeded, clock
 
 __all__ = [
     "TimeBudgetExceeded",
@@ -86,9 +86,9 @@ __all__ = [
     "Watchdog",
 ]
 
-# The budget's clocks, bound here before any student's code runs: code that replaces `time`'s
+# The budget's clocks, bound at import before any student's code runs: code that replaces `time`'s
 # functions (`time.monotonic = lambda: 0.0`) does not stop the budget's time.
-_clock, _cpu = time.monotonic, time.process_time
+_cpu = time.process_time
 
 TICK = 0.25  # seconds between the explorer's looks at the stack
 BEAT = 0.05  # seconds between the driver's looks on the main thread (each rule's own interval on top)
@@ -155,10 +155,10 @@ class Deadline:
     def __init__(self, seconds: float):
         self.seconds = seconds
         self.cpu = _cpu()
-        self.wall = _clock()
+        self.wall = clock()
 
     def look(self, frame: FrameType, outside: set[int]) -> bool:
-        return _cpu() - self.cpu >= self.seconds or _clock() - self.wall >= self.seconds * WALL_FACTOR
+        return _cpu() - self.cpu >= self.seconds or clock() - self.wall >= self.seconds * WALL_FACTOR
 
 
 def is_user_frame(frame: FrameType) -> bool:
@@ -274,7 +274,7 @@ class _Budget:
         self.rule = rule
         self.outside = outside
         self.begun = begun  # the id of the frame that began it: the body runs while it is on the stack
-        self.due = _clock() + rule.interval
+        self.due = clock() + rule.interval
         self.fired = False
         self.ended = False
         self.first_stop: float | None = None  # when the rule first fired
@@ -324,7 +324,7 @@ SWALLOWED = 0.5  # seconds of stops the code caught and went on: then its handle
 
 
 def _on_alarm(signum, frame):
-    now = _clock()
+    now = clock()
     for budget in tuple(_ON_MAIN):
         if budget.over(frame):
             _ON_MAIN.remove(budget)
@@ -387,7 +387,7 @@ def _by_itimer(budget: _Budget) -> Iterator[None]:
             if handler is _on_alarm:  # left by such a budget: nothing of anyone else's to give back
                 handler = signal.SIG_DFL
                 signal.setitimer(signal.ITIMER_REAL, 0)
-            _MAIN_BEFORE[:] = [handler, signal.setitimer(signal.ITIMER_REAL, BEAT, BEAT), _clock()]
+            _MAIN_BEFORE[:] = [handler, signal.setitimer(signal.ITIMER_REAL, BEAT, BEAT), clock()]
         elif signal.getitimer(signal.ITIMER_REAL)[0] == 0:  # the body of an outer one stopped the timer
             signal.setitimer(signal.ITIMER_REAL, BEAT, BEAT)
         _ON_MAIN.append(budget)
@@ -400,7 +400,7 @@ def _by_itimer(budget: _Budget) -> Iterator[None]:
             handler, (remaining, interval), began = _MAIN_BEFORE
             signal.signal(signal.SIGALRM, handler)
             if remaining > 0:  # someone else's timer: give back what is left of it
-                signal.setitimer(signal.ITIMER_REAL, max(remaining - (_clock() - began), 0.001), interval)
+                signal.setitimer(signal.ITIMER_REAL, max(remaining - (clock() - began), 0.001), interval)
             _MAIN_BEFORE.clear()
 
     try:
@@ -457,7 +457,7 @@ def _by_watchdog(budget: _Budget, every: float | None = None, only_if=None) -> I
                     return
                 frame = sys._current_frames().get(target)
                 over = budget.over(frame)  # even if the body's cleanup could not run: this thread ends
-                due = not over and (only_if is None or only_if()) and budget.spent(frame, _clock())
+                due = not over and (only_if is None or only_if()) and budget.spent(frame, clock())
                 del frame  # the thread's frame (and the student's values in it) is not kept between looks
                 if over:
                     return
@@ -486,7 +486,7 @@ _TRACED = threading.local()  # .budgets: the budgets this thread's tracer asks
 
 
 def _tracer(frame, event, arg):
-    now = _clock()
+    now = clock()
     for budget in tuple(_TRACED.budgets):
         if budget.spent(frame, now):
             raise TimeBudgetExceeded()
