@@ -25,6 +25,11 @@ __all__ = ["Engine", "get_engine", "choose_device", "ACCELERATOR_PARAMS"]
 ACCELERATOR_PARAMS = 4_000_000
 
 
+_FROM_TREE_UTIL = frozenset(
+    {"tree_map", "tree_flatten", "tree_unflatten", "tree_structure", "tree_leaves", "tree_flatten_with_path", "keystr"}
+)
+
+
 class Engine:
     """A jax-like module seen through the handful of calls pytree-lab needs."""
 
@@ -60,37 +65,13 @@ class Engine:
     def tree_util(self) -> Any:
         return importlib.import_module(self.jax.__name__ + ".tree_util")
 
-    # ---- transformations
-    def value_and_grad(self, fn: Callable, argnums: int | tuple = 0) -> Callable:
-        return self.jax.value_and_grad(fn, argnums=argnums)
-
-    def grad(self, fn: Callable, argnums: int | tuple = 0) -> Callable:
-        return self.jax.grad(fn, argnums=argnums)
-
-    def jit(self, fn: Callable) -> Callable:
-        return self.jax.jit(fn)
-
-    # ---- tree operations (jax.tree_util semantics)
-    def tree_map(self, f: Callable, tree: Any, *rest: Any, is_leaf: Callable | None = None) -> Any:
-        return self.tree_util.tree_map(f, tree, *rest, is_leaf=is_leaf)
-
-    def tree_flatten(self, tree: Any) -> tuple[list, Any]:
-        return self.tree_util.tree_flatten(tree)
-
-    def tree_unflatten(self, treedef: Any, leaves: list) -> Any:
-        return self.tree_util.tree_unflatten(treedef, leaves)
-
-    def tree_structure(self, tree: Any) -> Any:
-        return self.tree_util.tree_structure(tree)
-
-    def tree_leaves(self, tree: Any) -> list:
-        return self.tree_util.tree_leaves(tree)
-
-    def tree_flatten_with_path(self, tree: Any) -> tuple[list, Any]:
-        return self.tree_util.tree_flatten_with_path(tree)
-
-    def keystr(self, path: tuple) -> str:
-        return self.tree_util.keystr(path)
+    # ---- forwarded as they are: jax's transformations, jax.tree_util's tree operations
+    def __getattr__(self, name: str) -> Any:
+        if name in _FROM_TREE_UTIL:
+            return getattr(self.tree_util, name)
+        if name in ("value_and_grad", "grad", "jit"):
+            return getattr(self.jax, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def ravel_pytree(self, tree: Any) -> tuple[Any, Callable]:
         """`flatten_util.ravel_pytree`: the tree's leaves packed into one vector, and the unravel."""
