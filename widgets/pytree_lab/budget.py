@@ -1,58 +1,34 @@
 """Time budgets for code run on the user's behalf: the library's one mechanism, with two rules.
 
-A loss with an endless `while` loop, traced by `jax.jit` in the kernel, would hang the kernel; so
-would a student's answer that never returns. Both run inside a budget: a *rule* says when the
-code has had its time, and one *driver* looks at the running code and stops it there by raising
-`TimeBudgetExceeded` (a BaseException, so a plain `except Exception:` does not swallow it).
+A loss with an endless loop traced by `jax.jit`, or an answer that never returns, would hang the
+kernel. Both run inside a budget: a *rule* says when the code has had its time, and one *driver*
+stops it there by raising `TimeBudgetExceeded` (a BaseException: `except Exception:` does not
+swallow it).
 
-The two rules:
+- `user_code_budget(seconds)` (the explorer's step, `BudgetClock`): fires when the user's own
+  Python (the innermost frame) has run `seconds` (an endless loop), or library work called from
+  it (JAX tracing a loss over 100k leaves) `SLOW_FACTOR` times that (slow, not a loop). XLA
+  compiling a big model (no user frame on the stack) is never cut short.
+- `deadline_budget(seconds)` (the exercises' guard, `Deadline`): `seconds` of CPU time (a loaded
+  machine does not count against the student) or `WALL_FACTOR` times as long on the clock.
 
-- `user_code_budget(seconds)` (the explorer's step): a `BudgetClock` looks at the Python stack
-  every `TICK` and counts two times: the user's own Python (the innermost frame is the user's
-  code) and library work called from it (a user frame is further down: JAX tracing each
-  operation a loss over 100k leaves asks for). It fires when the own time passes `seconds` (an
-  endless loop), or when the time with the user's code on the stack passes `SLOW_FACTOR` times
-  that (slow, not a loop: `clock.reason` says which). XLA compiling a big model (no user frame on
-  the stack) is never cut short, however long it takes.
-- `deadline_budget(seconds)` (the exercises' guard, `exercises/_guard.run_guarded`): a
-  `Deadline` fires after `seconds` of CPU time (a loaded machine does not count against the
-  student) or `WALL_FACTOR` times as long on the clock (code that sleeps or waits).
+User code is code from outside the installed packages and the standard library, told by where
+it came from (`is_user_frame`).
 
-"User code" is code from outside the installed packages and the standard library: a notebook
-cell, a script, a module of the user's own. Installed code is told by where it came from, wherever
-that is (`is_user_frame`).
+Drivers: on the main thread of a CPython kernel one SIGALRM interval timer ticks every `BEAT`
+(`time.sleep` is interrupted too; for the exercises a watchdog thread stands in while a student's
+code has taken the timer over); on another thread (JupyterLab's kernel subshells) a watchdog
+thread raises in it asynchronously; with neither (Pyodide) a `sys.settrace` line tracer, for the
+rules that allow it (not the explorer's: it would slow the Lite engine's pure-Python step
+several times over).
 
-The driver, by where the code runs:
-
-- the main thread of a CPython kernel (ipykernel runs cells there): one SIGALRM interval timer
-  ticks every `BEAT` while any budget runs and its handler asks each budget whose look is due;
-  `time.sleep` is interrupted too. A student's code could take the timer over (replace SIGALRM's
-  handler, stop the timer): for the exercises' rule a watchdog thread stands in while it is not
-  the budget's.
-- another thread (JupyterLab hands widget messages to a kernel subshell, a thread of its own): a
-  watchdog thread looks at that thread's stack and raises in it asynchronously (at its next
-  Python instruction).
-- neither (Pyodide, in JupyterLite: no interval timers, no threads): a `sys.settrace` line tracer
-  looks between lines, for the rules that allow it. The explorer's rule does not: a tracer over
-  the Lite engine's pure-Python step would slow every step several times over, so the explorer
-  runs without a budget there (a student's answer, a few lines, is cheap to trace).
-
-Once a rule has fired it keeps firing at each look while the code runs; on the main thread, code
-that still runs `SWALLOWED` seconds later catches every stop (`except BaseException: pass` in a
-loop), and a line tracer then raises the stop again inside each handler that caught it, where its
-own `try` cannot catch it, until the body ends (`_arm`). Off the main thread a swallowed stop is
-raised again at each look only (a tracer cannot be set in another thread), and the Pyodide
-tracer, which Python removes when it raises, fires once. The budget's clocks are bound when this
-module is imported: code that replaces `time.monotonic` or `time.process_time` fools only itself.
-
-Budgets nest: each keeps its own rule and the driver asks every one. A frame in a
-finalizer or a garbage-collection callback is never stopped (Python would print the exception and
-drop it: the next look tries again). Nothing can stop a single long call into compiled code (one
-huge XLA computation), nor, off the main thread, a `time.sleep` (no signal reaches it there): the
-budget ends when it returns.
-
-Whatever the body does, the interpreter is given back as it was: recursion limit and usable
-depth, interval timers and their handlers, the trace function (`interpreter.InterpreterState`).
+A rule that has fired fires at each look while the code runs; on the main thread, code that
+still runs `SWALLOWED` seconds later catches every stop, and a line tracer then raises it again
+inside each handler that caught it (`_arm`). The clocks are bound at import: code that replaces
+`time.monotonic` fools only itself. Budgets nest. A frame in a finalizer or a GC callback is never
+stopped (Python would drop the exception). Nothing stops one long call into compiled code, nor,
+off the main thread, a `time.sleep`: the budget ends when it returns. The interpreter is given
+back as it was (`interpreter.InterpreterState`).
 """
 
 from __future__ import annotations

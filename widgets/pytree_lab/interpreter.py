@@ -2,21 +2,14 @@
 a time budget raises.
 
 `InterpreterState.capture()` / `restore()` put back the recursion limit and usable depth, the
-interval timers and their signal handlers, the trace and profile functions and sys.stdout /
-sys.stderr, whatever the code (or a C extension it drives) did. In between, the ways out that
-would end the kernel without an exception (`os._exit`, IPython's `exit()` / `quit()` / `%exit`,
-which ask the kernel to shut down once the cell ends) raise `SystemExit` instead, like
-`sys.exit()`: the code's caller catches it and the kernel lives on. Processes the code started
-are ended with it (a child forked meanwhile ends at once: it would run the kernel's own code on,
-with the kernel's sockets, and deadlock). A C extension that gives up at the recursion limit
-without unwinding its count (JAX's tree flatten with a Python callback does, on a tree that
-contains itself or nests ~1,000 levels deep) leaves CPython's recursion counter where it stopped;
-the lost levels are measured and given back (up to 3.11 through `Py_LeaveRecursiveCall`; on 3.12
-and 3.13, whose C counter is apart from Python frames' and leaves no call to make, by writing the
-counter itself, found in the thread's state).
-
-The library's time budget (`budget.py`, the one mechanism for the explorer and the exercises'
-guard) and the guard (`exercises/_guard.py`) build on this module; it imports neither.
+interval timers and their handlers, the trace and profile functions and sys.stdout / sys.stderr.
+In between, the ways out that would end the kernel without an exception (`os._exit`, IPython's
+`exit()` / `quit()` / `%exit`) raise `SystemExit` instead, and processes the code started are
+ended with it (a child forked meanwhile ends at once: it would run on with the kernel's sockets).
+Recursion levels a C extension took and never gave back (JAX's flatten with a Python callback,
+on a tree that contains itself) are measured and given back: up to 3.11 through
+`Py_LeaveRecursiveCall`; on 3.12 and 3.13 by writing the C counter in the thread's state.
+`budget.py` and the guard (`exercises/_guard.py`) build on this module; it imports neither.
 """
 
 from __future__ import annotations

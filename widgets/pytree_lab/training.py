@@ -1,36 +1,25 @@
 """The step engine: a loss and an optimizer (or none), compiled once.
 
-`TrainingStep(loss_fn, optimizer)` is the one step engine of the library: the explorer's
-slider step, its Step buttons' n-step loop, with or without an optimizer. `CompiledStep` is the
-same engine without an optimizer, called as ``step(params, inputs, learning_rate)``.
+`TrainingStep(loss_fn, optimizer)` is the library's one step engine (the explorer's slider step
+and its n-step loop); `CompiledStep` is it without an optimizer, called as
+``step(params, inputs, learning_rate)``.
 
 * ``optimizer=None`` is the lesson's plain step ``p − η·g`` (η given on every call);
-* an optax ``GradientTransformation`` runs inside the compiled step exactly as in a training
-  loop: ``updates, state = opt.update(grads, state, params)``, then ``optax.apply_updates``;
-* a function of the learning rate (``lambda lr: optax.adam(lr)``) is rebuilt inside the
-  compiled step with the learning rate as a traced value, so the rate can change between
-  calls without recompiling.
+* an optax ``GradientTransformation`` runs inside the compiled step as in a training loop
+  (``opt.update``, then ``optax.apply_updates``);
+* a function of the learning rate (``lambda lr: optax.adam(lr)``) is rebuilt inside the compiled
+  step with the rate traced, so the rate can change without recompiling.
 
-The learning rate can be set only where setting it changes the step: with no optimizer, with a
-function of the rate, and with ``optax.inject_hyperparams(...)(learning_rate=<number>)`` (the
-rate then lives in the optimizer state). A fixed ``optax.adam(0.1)`` or a schedule has no
-adjustable rate (`lr_adjustable` is False) and a given rate is refused, not ignored.
+The learning rate can be set only where that changes the step: with no optimizer, a function of
+the rate, or ``optax.inject_hyperparams(...)(learning_rate=<number>)`` (the rate lives in the
+state). A fixed ``optax.adam(0.1)`` or a schedule has none (`lr_adjustable` is False): a given
+rate is refused, not ignored.
 
-`run(params, state, inputs, lr, n)` takes n steps in one compiled loop (a `lax.while_loop`
-over a fixed-size buffer of losses, so every n uses the same compiled code); if the steps
-diverge it stops, and says so, at the last point before the first non-finite loss.
-
-A big tree (`step.LEAN_LEAVES` leaves or more) takes the lean path: value_and_grad staged on its
-own (compiled, or run operation by operation while or instead of compiling, `step.Staged`), the
-new loss from it at the updated params, the plain update in numpy (`step.sgd_update`).
-
-`decompose_state(state, params)` (optimizer_state.py) splits an optimizer state the way the lesson describes it:
-the moment trees that share the parameters' structure (Adam's ``mu`` and ``nu``, momentum's
-``trace``, MultiSteps' accumulated gradients), by readable name, to be aligned row by row with
-the params; and the rest (step counts, hyperparameters, empty states) shown apart.
-
-In the JupyterLite kernel (no JAX, so no optax) the optimizers of `pytree_lab.compat.optax`
-(sgd, momentum, adam, following optax's update rules) run in a plain Python loop.
+`run(params, state, inputs, lr, n)` takes n steps in one compiled `lax.while_loop` over a
+fixed-size buffer of losses (every n uses the same code); if the steps diverge it stops, and says
+so, at the last point before the first non-finite loss. A big tree (`step.LEAN_LEAVES` leaves)
+takes the lean path (`step.Staged`, the plain update in numpy: `step.sgd_update`). In the
+JupyterLite kernel the optimizers of `pytree_lab.compat.optax` run in a plain Python loop.
 """
 
 from __future__ import annotations
