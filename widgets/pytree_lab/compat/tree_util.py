@@ -1,16 +1,11 @@
-"""Pytrees with `jax.tree_util` semantics, in plain Python.
+"""Pytrees with `jax.tree_util` semantics, in plain Python (the standard library only: the Lite
+kernel has no jax, and the tree model works before numpy is loaded).
 
-The JupyterLite kernel has no jax, and the tree model must describe plain-Python trees even
-before numpy is loaded, so this module uses the standard library only. The rules follow
-`jax.tree_util` exactly, because students later move the same code to real JAX:
-
-* ``dict`` children are visited in sorted key order; ``None`` is a node with no children;
-  ``list``, ``tuple`` and namedtuples are nodes (namedtuple fields have ``.field`` paths);
-  ``OrderedDict`` keeps insertion order; ``defaultdict`` sorts like ``dict``.
-* Subclasses of list/dict/tuple (other than namedtuples) are leaves, as in JAX.
-* Custom nodes come from `register_pytree_node`, `register_pytree_with_keys` and
-  `register_dataclass`.
-* Trees that do not match raise ``ValueError`` naming the key path and the difference.
+The rules follow `jax.tree_util` exactly, because students later move the same code to JAX:
+``dict`` children in sorted key order (``defaultdict`` too; ``OrderedDict`` in insertion order);
+``None`` a node with no children; list, tuple and namedtuples nodes (fields as ``.field``);
+other subclasses of list/dict/tuple leaves; custom nodes from the `register_*` functions; trees
+that do not match raise ``ValueError`` naming the key path and the difference.
 """
 
 from __future__ import annotations

@@ -1,22 +1,14 @@
 """`jax.numpy` for the Lite engine: numpy arrays, autograd-traceable, JAX's 32-bit dtypes.
 
-Arrays are plain ``numpy.ndarray`` (0-d results may be numpy scalars). Every function here goes
-through ``autograd.numpy`` so it works on traced values inside `jax.grad`, and applies JAX's
-default dtype rules (64-bit types disabled): Python floats and float64 become float32, Python
-ints and int64 become int32, complex128 becomes complex64. With numpy >= 2, Python scalars in
-arithmetic are "weak" as in JAX, so ``float32_array - 0.05 * grad`` stays float32.
+Every function goes through ``autograd.numpy`` (so it works on values traced inside `jax.grad`)
+and applies JAX's default dtype rules (x64 off): float64 becomes float32, int64 int32,
+complex128 complex64; Python scalars are weak, so ``float32_array - 0.05 * grad`` stays float32.
+Arrays are `ArrayImpl` (a numpy.ndarray subclass with JAX's ``.at[i].set(v)`` functional
+updates, operators and errors); traced values get the same (`_TracedArray`).
 
-Arrays made here are a numpy.ndarray subclass that adds JAX's ``x.at[i].set(v)`` (and ``.add``,
-``.multiply``, ...: functional updates that return a new array and that autograd differentiates)
-and JAX's TypeError for ``a @ b`` with operands that do not line up; traced values inside `grad`
-get the same two.
-
-Operators on these arrays give JAX's dtypes (``int32 / 2`` is float32, ``bool + 1`` int32), a
-0-d result stays a 0-d array, shapes that do not broadcast raise JAX's TypeError and a read past
-the end clamps as JAX's gather does. Known differences from JAX: arrays are mutable numpy arrays
-(``x[i] = v`` works outside `grad`, where JAX refuses); ``.at[...].multiply`` (and divide, power,
-min, max) with a repeated index applies it once, where JAX applies it once per repetition
-(``.add`` accumulates repeats, as in JAX).
+Known differences from JAX: arrays are mutable (``x[i] = v`` works outside `grad`); with a
+repeated index ``.at[...].multiply`` (divide, power, min, max) applies once, where JAX applies it
+per repetition (``.add`` accumulates repeats, as in JAX).
 """
 
 from __future__ import annotations
