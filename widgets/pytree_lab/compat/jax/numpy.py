@@ -40,21 +40,11 @@ class Array(metaclass=_ArrayType):
 
 
 ndarray = Array
-dtype = _np.dtype
-issubdtype = _np.issubdtype
-generic = _np.generic
-number = _np.number
-inexact = _np.inexact
-floating = _np.floating
-integer = _np.integer
-signedinteger = _np.signedinteger
-unsignedinteger = _np.unsignedinteger
-complexfloating = _np.complexfloating
-pi = math.pi
-e = math.e
-inf = math.inf
-nan = math.nan
-newaxis = None
+for (
+    _name
+) in "dtype issubdtype generic number inexact floating integer signedinteger unsignedinteger complexfloating".split():
+    globals()[_name] = getattr(_np, _name)  # numpy's, as jax.numpy's are
+pi, e, inf, nan, newaxis = math.pi, math.e, math.inf, math.nan, None
 
 # JAX with 64-bit types disabled (its default) stores these as their 32-bit counterparts.
 _CANONICAL: dict[Any, Any] = {
@@ -138,16 +128,8 @@ class _ScalarType:
         return f"jnp.{self.__name__}"
 
 
-float16 = _ScalarType("float16")
-float32 = _ScalarType("float32")
-float64 = _ScalarType("float64")
-int8 = _ScalarType("int8")
-int16 = _ScalarType("int16")
-int32 = _ScalarType("int32")
-int64 = _ScalarType("int64")
-uint8 = _ScalarType("uint8")
-uint32 = _ScalarType("uint32")
-complex64 = _ScalarType("complex64")
+for _name in "float16 float32 float64 int8 int16 int32 int64 uint8 uint32 complex64".split():
+    globals()[_name] = _ScalarType(_name)
 bool_ = _ScalarType("bool")
 
 
