@@ -41,10 +41,8 @@ __all__ = [
 
 # From this many parameter leaves on, a step compiles only value_and_grad (see the module doc).
 LEAN_LEAVES = 200
-# From this many operations in the traced value_and_grad on, it is run operation by operation
-# instead of compiled. Measured on 2 cores: 1000 layers of `w @ x + b` (9k operations) compile
-# in 12-23 s and then step in 0.03 s, run one by one they step in 0.6-1.2 s; 5000 layers (45k)
-# compile in 13 minutes and 5.5 GB. Past this the compile is not worth it.
+# From this many operations in the traced value_and_grad on, it is run operation by operation,
+# never compiled (2 cores: 9k operations step in 0.6-1.2 s so, 0.03 s compiled after 12-23 s).
 INTERPRET_EQNS = 12_000
 # From this many operations on (and below INTERPRET_EQNS), the first steps run operation by
 # operation while XLA compiles the program in a background thread (XLA lets go of the GIL: the
@@ -85,8 +83,6 @@ def gradient_step(
     A tree that contains itself, or is nested deeper than JAX's flatten goes, is refused first
     (`pytree_lab.trees.TreeError`, its path named)."""
     eng = engine or get_engine()
-    # one check before JAX sees the trees: one that contains itself or nests too deep is refused
-    # with its path, instead of JAX recursing until the interpreter breaks
     eng.check_tree(params, "params")
     for i, arg in enumerate(args):
         eng.check_tree(arg, f"argument {i + 2}")

@@ -117,10 +117,8 @@ class TrainingStep:
         self._forward_backward = eng.jit(self._traced_value_and_grad)
         self._after_fn = eng.jit(self._traced_after)
         self._run_fn = None if eng.is_lite else eng.jit(self._traced_run)
-        # A big tree (LEAN_LEAVES leaves or more): value_and_grad is staged (compiled, or run
-        # operation by operation when too big to compile, see step.Staged) and the new loss is
-        # its first output at the updated params; the plain update is done in numpy
-        # (`sgd_update`), an optimizer's update is staged too. None: decided at the first step.
+        # A big tree: value_and_grad staged (step.Staged), the new loss its first output at the
+        # updated params, the plain update in numpy. None: decided at the first step.
         self.lean = lean
         self._lean_fns: dict = {"vg": Staged(self._forward_backward, eng)}
 
