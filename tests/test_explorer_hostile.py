@@ -220,8 +220,8 @@ def _page_writes(widget, state: dict) -> None:
 
 
 def test_the_page_cannot_write_the_explorers_kernel_owned_parts():
-    from pytree_lab._intent import page_writes_refused
-    from pytree_lab.explorer import _descendants
+    from pytree_lab.explorer.lifetime import descendants as _descendants
+    from pytree_lab.page import page_writes_refused
 
     ex = StepExplorer()
     children = list(ex.children)
@@ -264,7 +264,7 @@ def test_the_page_cannot_write_the_explorers_kernel_owned_parts():
 
 @optax_adam
 def test_close_closes_every_widget_built_even_after_the_page_tried_to_empty_it():
-    from pytree_lab.explorer import _descendants
+    from pytree_lab.explorer.lifetime import descendants as _descendants
 
     ex = StepExplorer(optimizer=__import__("optax").adam(0.1))
     ex.history_view.set_log(True)  # a widget made after construction: the log scale
@@ -462,7 +462,7 @@ def test_an_explorer_whose_comm_the_page_closes_is_closed_and_collected():
     import optax
     from ipywidgets.widgets.widget import _instances
 
-    from pytree_lab.explorer import _descendants
+    from pytree_lab.explorer.lifetime import descendants as _descendants
 
     ex = StepExplorer(optimizer=optax.adam(0.1))
     ex.step(3)

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pytree_lab import PytreeDiagram, describe, diagnose, get_engine, gradient_step
-from pytree_lab.diagram import rows_from_columns
+from pytree_lab.diagram_rows import rows_from_columns
 
 Pair = collections.namedtuple("Pair", "first second")
 Single = collections.namedtuple("Single", "only")

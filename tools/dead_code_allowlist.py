@@ -7,7 +7,6 @@ signum  # unused variable
 event  # unused variable
 _.refused_page_writes  # unused property
 PAGE_HOLD  # unused variable
-_._extras_notes  # unused attribute
 _.tick_rotate  # unused attribute
 _.tick_style  # unused attribute
 _.label_offset  # unused attribute
@@ -60,8 +59,6 @@ _._valid_selection  # unused method
 _._valid_collapsed  # unused method
 _._send_opened  # unused method
 _._open_to_selection  # unused method
-ROW_KEYS  # unused variable
-CELL_KEYS  # unused variable
 rows_from_columns  # unused function
 __call__  # unused function
 _._repr_pretty_  # unused method

@@ -8,8 +8,8 @@ import contextlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ._format import short_error
 from .engine import Engine
+from .formatting import short_error
 
 
 class OptimizerError(ValueError):

@@ -11,11 +11,11 @@ import bqplot
 import ipywidgets
 import traitlets
 
-from ._format import fmt_number, isolate_rtl, short_labels, visible
-from ._intent import PageIntents
-from ._static import static_asset
+from .formatting import fmt_number, isolate_rtl, short_labels, visible
+from .page import PageIntents, static_asset
+from .tree_model import under
 
-__all__ = ["BeforeAfterChart", "BarTable", "thin_line", "MAX_DRAWN"]
+__all__ = ["BeforeAfterChart", "BarTable", "LossHistoryChart", "thin_line", "MAX_DRAWN"]
 
 _figure_ids = itertools.count(1)
 
@@ -37,23 +37,21 @@ class BarTable(PageIntents, anywidget.AnyWidget):
     _css = static_asset("chart.css")
     _page_intents = frozenset({"selected_path"})
     rows: traitlets.List[list[str]] = traitlets.List(
-        help=(
-            "list[list[str]], default []: one row per bar pair: label, owner path, before and after "
-            "as text. Written by the kernel."
-        )
-    ).tag(sync=True)  # [[label, owner path, before text, after text], ...]
-    title = traitlets.Unicode("", help=("str, default '': the table's accessible name. Written by the kernel.")).tag(
+        help="list[list[str]], default []: a row per bar pair: label, owner path, before and after as text. "
+        "Written by the kernel."
+    ).tag(sync=True)
+    title = traitlets.Unicode("", help="str, default '': the table's accessible name. Written by the kernel.").tag(
         sync=True
-    )  # the chart's accessible name
+    )
     figure_class = traitlets.Unicode(
-        "", help=("str, default '': the DOM class of the figure the table describes. Written by the kernel.")
-    ).tag(sync=True)  # the DOM class of the figure it describes
+        "", help="str, default '': the DOM class of the figure the table describes. Written by the kernel."
+    ).tag(sync=True)
     note = traitlets.Unicode(
-        "", help=("str, default '': a line shown above the table (why these bars). Written by the kernel.")
+        "", help="str, default '': a line shown above the table (why these bars). Written by the kernel."
     ).tag(sync=True)
     selected_path = traitlets.Unicode(
-        "", help=("str, default '': the leaf selected in the table. Written by the page (an intent).")
-    ).tag(sync=True)  # the leaf selected (written by the page)
+        "", help="str, default '': the leaf selected in the table. Written by the page (an intent)."
+    ).tag(sync=True)
 
 
 BEFORE = "#1f77b4"
@@ -68,7 +66,7 @@ class BeforeAfterChart:
     highlights its bars and clicking a bar reports the leaf (`on_pick`). `paths` (optional) are
     the elements' full paths: the bars' x values, so a bar's tooltip names it in full. `ticks`
     (optional) are the labels under the bars (by default the labels), made unique and cut in the
-    middle where too long (`_format.short_labels`: `layers[0]/…/kernel[0,1]`), their full form in
+    middle where too long (`formatting.short_labels`: `layers[0]/…/kernel[0,1]`), their full form in
     the table and the tooltip. Many or long ticks stand upright, with room below for them and
     the axis title. `set_elements` changes the bars shown; `note` is a line under the chart
     saying why (e.g. the selection brought its leaf in).
@@ -269,7 +267,7 @@ class BeforeAfterChart:
 
     def highlight(self, path: str) -> None:
         """Highlight the bars of the leaf at `path` (or of every leaf under a container path)."""
-        idx = [i for i, owner in enumerate(self.owners) if path and _under(owner, path)]
+        idx = [i for i, owner in enumerate(self.owners) if path and under(owner, path)]
         self._highlighted = path
         self._picking = True
         try:
@@ -290,11 +288,6 @@ class BeforeAfterChart:
         i = int(list(sel)[-1])
         if 0 <= i < len(self.owners):
             self._on_pick(self.owners[i])
-
-
-def _under(owner: str, path: str) -> bool:
-    """The leaf at `owner` is `path` or inside the container at `path` (`['a']` holds `['a'][0]`, not `['ab']`)."""
-    return owner == path or (owner.startswith(path) and owner[len(path) :][:1] in ("[", "."))
 
 
 # Upright tick labels: their font and the longest shown whole; a longer one is cut in the middle
@@ -404,17 +397,8 @@ class LossHistoryChart:
 
     def close(self) -> None:
         """Close every widget of the chart, the scale not on screen included."""
-        for w in (
-            self.figure,
-            self.line,
-            self.point,
-            self.point.tooltip,
-            self.x_axis,
-            self.y_axis,
-            self.x_scale,
-            self.y_linear,
-            self.y_log,
-        ):
+        parts = (self.figure, self.line, self.point, self.point.tooltip, self.x_axis, self.y_axis, self.x_scale)
+        for w in (*parts, self.y_linear, self.y_log):
             if w is not None:
                 w.close()
 
@@ -525,6 +509,3 @@ def thin_line(values, max_points: int = MAX_DRAWN):
     xs = xs[keep]
     out_x = np.concatenate([[0], xs, [n - 1]]).astype(np.float64)
     return out_x, ys[out_x.astype(np.int64)]
-
-
-__all__.append("LossHistoryChart")

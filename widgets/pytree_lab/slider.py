@@ -39,9 +39,8 @@ from typing import Any
 import anywidget
 import traitlets
 
-from . import _timing
-from ._intent import PageIntents
-from ._static import static_asset
+from . import timing
+from .page import PageIntents, static_asset
 from .ranges import span  # the ranges live there (no widgets); slider.span stays public
 
 __all__ = ["Slider", "SliderModule", "span"]
@@ -125,7 +124,7 @@ class Slider(PageIntents, anywidget.AnyWidget):
         help="float, default 0.01 (a tenth of the value's magnitude): one key press's move. Written by the kernel.",
     ).tag(sync=True, to_json=_finite_or_none)
     description = traitlets.Unicode(
-        "", help="str, default '': the visible label (cut in the middle: _format.short_labels). Written by the kernel."
+        "", help="str, default '': the visible label (cut in the middle). Written by the kernel."
     ).tag(sync=True)
     path = traitlets.Unicode(
         "", help="str, default '': the full path, the slider's title and accessible description. Written by the kernel."
@@ -275,11 +274,11 @@ class Slider(PageIntents, anywidget.AnyWidget):
         self._first_move_at = now
         loop.call_later(self._quiet, self._flush_when_quiet)
 
-    # the coalescing's constants (_timing.py: every timing constant of a slider move)
-    _QUIET = _timing.SLIDER_QUIET
-    _MAX_QUIET = _timing.SLIDER_MAX_QUIET
-    _MAX_WAIT = _timing.SLIDER_MAX_WAIT
-    _LEAD_GAP = _timing.SLIDER_LEAD_GAP  # a move this long after the previous move and flush is applied at once
+    # the coalescing's constants (timing.py: every timing constant of a slider move)
+    _QUIET = timing.SLIDER_QUIET
+    _MAX_QUIET = timing.SLIDER_MAX_QUIET
+    _MAX_WAIT = timing.SLIDER_MAX_WAIT
+    _LEAD_GAP = timing.SLIDER_LEAD_GAP  # a move this long after the previous move and flush is applied at once
     _last_flush_s = 0.0  # how long applying the last move took (the observers' computation)
     _last_move_at = -math.inf  # loop time of the last move received
     _last_flush_at = -math.inf  # loop time the last flush ended

@@ -14,7 +14,7 @@ import sys
 from types import FrameType
 from typing import Any
 
-from ._format import fmt_number, visible
+from .formatting import fmt_number, visible
 from .summaries import Later, _summarise_one, summarise_arrays
 from .tree_model import (  # noqa: F401 - the model's types, importable from here
     _FLOAT_DTYPES,

@@ -6,13 +6,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..calculation import CalcRow, fmt_value
+from ..calculation import CalcRow, fmt_value, focus_leaf
 from ..optimizer_state import adam_hyperparameters, decompose_state
 from ..step import StepResult
 from ..training import is_transformation
 from ..trees import path_label
 
-__all__ = ["columns", "optimizer_rows", "foldable", "focus_leaf", "why_not_adam"]
+__all__ = ["columns", "optimizer_rows", "foldable", "why_not_adam"]
 
 
 def columns(session: Any, r: StepResult) -> tuple[dict, Any]:
@@ -42,12 +42,6 @@ def foldable(trees: dict, extra: Any) -> list[str]:
     if names and isinstance(extra, dict) and "optimizer state" in extra:
         names.append("optimizer state")
     return names
-
-
-def focus_leaf(leaves: list, selected: str) -> Any:
-    """The leaf the worked calculation follows: the selected one, the first inside a selected
-    container, else the first leaf."""
-    return next((lf for lf in leaves if selected and (lf.path == selected or lf.path.startswith(selected))), leaves[0])
 
 
 def _adam_constants(session: Any, r: StepResult, view: Any) -> dict:

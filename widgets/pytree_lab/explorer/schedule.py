@@ -1,5 +1,5 @@
 """When the explorer's views are drawn: every view timer of the explorer (its constants, with the
-slider's, in pytree_lab/_timing.py).
+slider's, in pytree_lab/timing.py).
 
 While a slider is dragged, moves come faster than the page can redraw every view: the fast
 views (the bars) follow each move at once, and the slow ones (the diagram, the worked
@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .. import _timing
+from .. import timing
 
 __all__ = ["Schedule"]
 
@@ -39,11 +39,11 @@ class Schedule:
     `draw_slow(result, history)` draws the others; `failed(error)` says a slow draw that failed on a
     timer's turn; `lock` is held on a timer's turn (the explorer's lock: one change at a time)."""
 
-    # the constants live with the slider's in _timing.py (every timing constant of a slider move)
-    DRAG_GAP = _timing.DRAG_GAP  # s between two slider moves' steps that makes them one drag
-    VIEWS_TRAIL = _timing.VIEWS_TRAIL  # s of pause in a drag after which the slow views follow
-    VIEWS_EVERY = _timing.VIEWS_EVERY  # s: the slow views follow a long drag at least this often
-    VIEWS_SOON = _timing.VIEWS_SOON  # s after a single move's fast views that its slow views follow
+    # the constants live with the slider's in timing.py (every timing constant of a slider move)
+    DRAG_GAP = timing.DRAG_GAP  # s between two slider moves' steps that makes them one drag
+    VIEWS_TRAIL = timing.VIEWS_TRAIL  # s of pause in a drag after which the slow views follow
+    VIEWS_EVERY = timing.VIEWS_EVERY  # s: the slow views follow a long drag at least this often
+    VIEWS_SOON = timing.VIEWS_SOON  # s after a single move's fast views that its slow views follow
 
     def __init__(
         self,
