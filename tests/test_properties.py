@@ -237,7 +237,7 @@ def test_no_tree_breaks_the_diagrams_serialisation(a, b):
 )
 def test_batched_value_summaries_equal_the_per_leaf_ones(leaves):
     """describe summarises leaves of one shape and dtype together; the text is the same as alone."""
-    from pytree_lab.trees import _array_summary
+    from pytree_lab.summaries import summarise_array as _array_summary
 
     s = describe(leaves)
     for leaf, x in zip(s.leaves, leaves):

@@ -132,7 +132,6 @@ _.wait_compiled  # unused method
 _join_compiles  # unused function
 _.has_optimizer  # unused property
 _.__class__  # unused attribute
-_array_summary  # unused import
 _.autosave_error  # unused attribute (Evidence: why the last automatic save failed, for its reader)
 _.f_trace  # unused attribute (a frame's tracer: Python reads it)
 _.display_legend  # unused attribute (bqplot's)

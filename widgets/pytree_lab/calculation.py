@@ -14,11 +14,10 @@ from typing import Any
 
 import ipywidgets
 
-from ._keywords import refuse_unknown_widget_keywords
-from ._text import TextForm
 from .formatting import fmt_number, fmt_value, grid_lines, is_slice_label
 from .step import StepResult
 from .trees import TreeSummary, path_label
+from .widget_common import TextForm, refuse_unknown_widget_keywords
 
 __all__ = ["WorkedCalculation", "CalcRow", "fmt_number", "fmt_value"]
 

@@ -37,8 +37,6 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._keywords import refuse_unknown_widget_keywords
-from ._text import TextForm
 from .diagnose import Diagnosis, diagnose, diagnose_summaries
 from .diagram_rows import (
     _STATUS_TEXT,
@@ -55,6 +53,7 @@ from .formatting import grid_lines
 from .page import PageIntents, static_asset
 from .tree_model import tree_lines
 from .trees import TreeError, TreeSummary, describe, gc_paused
+from .widget_common import TextForm, refuse_unknown_widget_keywords
 
 __all__ = ["PytreeDiagram", "align"]
 

@@ -17,11 +17,10 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._keywords import refuse_unknown_widget_keywords
-from ._text import TextForm
 from .engine import Engine, get_engine
 from .formatting import fmt_number
 from .page import PageIntents, static_asset
+from .widget_common import TextForm, refuse_unknown_widget_keywords
 
 __all__ = ["PackedView"]
 

@@ -40,8 +40,8 @@ import anywidget
 import traitlets
 
 from . import timing
-from ._ranges import span  # the ranges live there (no widgets); slider.span stays public
 from .page import PageIntents, static_asset
+from .ranges import span  # the ranges live there (no widgets); slider.span stays public
 
 __all__ = ["Slider", "SliderModule", "span"]
 

@@ -17,9 +17,8 @@ from typing import Any
 import anywidget
 import traitlets
 
-from .._keywords import refuse_unknown_widget_keywords
-from .._text import TextForm
 from ..page import PageIntents, static_asset
+from ..widget_common import TextForm, refuse_unknown_widget_keywords
 from ._check import CheckContext, check
 from ._grading import CheckResult, Exercise, is_unanswered
 from ._guard import exception_text, run_guarded

@@ -9,7 +9,7 @@ from typing import Any
 from ..calculation import CalcRow, fmt_value, focus_leaf
 from ..optimizer_state import adam_hyperparameters, decompose_state
 from ..step import StepResult
-from ..training import _is_transformation
+from ..training import is_transformation
 from ..trees import path_label
 
 __all__ = ["columns", "optimizer_rows", "foldable", "why_not_adam"]
@@ -56,7 +56,7 @@ def _adam_constants(session: Any, r: StepResult, view: Any) -> dict:
     }
     if not {"b1", "b2", "eps"} <= set(hp):
         opt = session.optimizer
-        built = opt(r.learning_rate) if not _is_transformation(opt) else opt
+        built = opt(r.learning_rate) if not is_transformation(opt) else opt
         hp = {**(adam_hyperparameters(built) or {}), **hp}
         if "learning_rate" not in hp and session.rate_source == "argument":
             hp["learning_rate"] = r.learning_rate
@@ -99,7 +99,7 @@ def why_not_adam(session: Any, r: StepResult, view: Any, formulas: list, updates
     multi = _multisteps(getattr(r, "opt_state_after", None))  # a TrainingResult's (see columns)
     if multi is not None:
         opt = session.optimizer
-        built = opt(r.learning_rate) if not _is_transformation(opt) else opt
+        built = opt(r.learning_rate) if not is_transformation(opt) else opt
         schedule = getattr(built, "_every_k_schedule", None)
         k = ""
         if schedule is not None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from .. import lesson
-from .._budget import TimeBudgetExceeded, user_code_budget
+from ..budget import TimeBudgetExceeded, user_code_budget
 from ..engine import Engine, choose_device, device_label, get_engine
 from ..step import StepResult, pin_dtypes
 from ..training import CompiledStep, OptimizerError, TrainingStep

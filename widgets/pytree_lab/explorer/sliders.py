@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._ranges import span
+from ..ranges import span
 from ..tree_model import under
 from ..trees import Leaf, TreeSummary, path_label
 

@@ -13,13 +13,12 @@ from typing import TYPE_CHECKING, Any
 import ipywidgets
 import traitlets
 
-from .._keywords import refuse_unknown, widget_keywords
-from .._text import TextForm
 from ..engine import Engine
 from ..formatting import short_labels
 from ..page import PageIntents
 from ..slider import Slider, SliderModule
 from ..step import StepResult
+from ..widget_common import TextForm, refuse_unknown, widget_keywords
 from .controls import build_controls
 from .layout import arrange, check_layout, present
 from .lifetime import Lifetime
