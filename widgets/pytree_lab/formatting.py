@@ -84,6 +84,15 @@ def fmt_number(v: Any) -> str:
     return "0" if text == "-0" else text
 
 
+def index_text(position: int, shape: tuple) -> str:
+    """The element at row-major `position` of an array of `shape` as its index, ``1,0,2``."""
+    idx = []
+    for d in reversed(shape):
+        position, i = divmod(position, d)
+        idx.append(str(i))
+    return ",".join(reversed(idx))
+
+
 def grid_rows(texts: list[str], shape: tuple) -> list[list[str]]:
     """Formatted values (row-major) as the rows of a grid, in the array's own shape: a matrix's
     rows with the last axis across ((2, 8): 2 rows of 8, never rewrapped); an array of more
@@ -96,11 +105,7 @@ def grid_rows(texts: list[str], shape: tuple) -> list[list[str]]:
         return rows
     height, out = shape[-2], []
     for s in range(len(rows) // max(height, 1)):
-        index, rem = [], s
-        for d in reversed(shape[:-2]):
-            index.append(rem % d)
-            rem //= d
-        out.append(["[" + ",".join(map(str, reversed(index))) + ",:,:]"])
+        out.append([f"[{index_text(s, shape[:-2])},:,:]"])
         out.extend(rows[s * height : (s + 1) * height])
     return out
 

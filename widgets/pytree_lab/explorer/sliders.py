@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..formatting import index_text
 from ..ranges import span
 from ..tree_model import under
 from ..trees import Leaf, TreeSummary, path_label
@@ -28,14 +29,6 @@ LEARNING_RATE = "learning_rate"  # the learning-rate slider's label
 MAX_BARS = 24  # parameter elements drawn as before/after bars
 
 
-def _index_text(shape: tuple, position: int) -> str:
-    idx, rem = [], position
-    for d in reversed(shape):
-        idx.append(rem % d)
-        rem //= d
-    return "[" + ",".join(str(i) for i in reversed(idx)) + "]"
-
-
 class Element:
     """One scalar element of one leaf: which tree, where it lives, what it is called."""
 
@@ -43,7 +36,7 @@ class Element:
 
     def __init__(self, tree: str, leaf: Leaf, position: int):
         self.tree, self.leaf, self.flat_index, self.position = tree, leaf, leaf.index, position
-        suffix = _index_text(leaf.shape, position) if leaf.shape else ""
+        suffix = f"[{index_text(position, leaf.shape)}]" if leaf.shape else ""
         self.label = (path_label(leaf.path) or tree) + suffix
         self.path = f"{tree}{leaf.path}{suffix}"  # the full path: a slider's title, a bar's tooltip
 
