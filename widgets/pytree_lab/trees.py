@@ -14,17 +14,10 @@ import sys
 from types import FrameType
 from typing import Any
 
-from ._format import fmt_number, visible
-from ._jax_in_use import active_tree_util, x64_enabled
-from .summaries import (
-    Later,
-    _summarise_one,
-    summarise_array as _array_summary,  # noqa: F401 (kept importable here)
-    summarise_arrays,
-)
-from .tree_model import (  # noqa: F401 - the model's types, importable from here as before
+from .formatting import fmt_number, visible
+from .summaries import Later, _summarise_one, summarise_arrays
+from .tree_model import (  # noqa: F401 - the model's types, importable from here
     _FLOAT_DTYPES,
-    _MAX_INDENT,
     MAX_DEPTH,
     Leaf,
     Node,
@@ -37,7 +30,7 @@ from .tree_model import (  # noqa: F401 - the model's types, importable from her
     _unreadable_message,
     gc_paused,
 )
-from .tree_paths import ElementLabels, _split_path, element_labels, path_label  # noqa: F401 - importable here
+from .tree_paths import _split_path, element_labels, path_label  # noqa: F401 - importable here
 
 __all__ = [
     "Leaf",
@@ -52,6 +45,30 @@ __all__ = [
     "leaf_objects",
     "path_label",
 ]
+
+# --------------------------------------------------------------------------- the jax in use
+# asked without importing any: `describe` on plain Python containers never loads jax or numpy
+
+
+def active_tree_util() -> Any:
+    """The tree library already in use in this kernel, imported by nobody here: real
+    `jax.tree_util` (or the Lite engine installed as ``jax``), else the Lite `tree_util` if it
+    was imported, else None. The tree model asks this for custom nodes, so a plain-Python
+    diagram never loads jax, numpy or autograd."""
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        return getattr(jax, "tree_util", None) or sys.modules.get("jax.tree_util")
+    return sys.modules.get("pytree_lab.compat.tree_util")
+
+
+def x64_enabled() -> bool:
+    """`jax_enable_x64` of the jax in use (False when none is loaded, and for the Lite engine)."""
+    jax = sys.modules.get("jax")
+    try:
+        return bool(jax.config.jax_enable_x64) if jax is not None else False
+    except AttributeError:
+        return False
+
 
 # --------------------------------------------------------------------------- children
 
@@ -348,19 +365,7 @@ def _describe(tree: Any, name: str, values: bool | str) -> TreeSummary:
         node.kind, node.type_name, pieces = kids
         if not pieces:
             continue
-        key = id(obj)
-        if key in open_:
-            raise TreeError(
-                f"{name}{node.path} refers back to {name}{open_[key][0]}: a tree cannot contain "
-                "itself (JAX would recurse forever); keep the reference outside the tree.",
-                node.path,
-            )
-        if node.depth >= MAX_DEPTH:
-            raise TreeError(
-                f"{name}{node.path[:200]}… is more than {MAX_DEPTH} levels deep: is a node making "
-                "new children without end?",
-                node.path,
-            )
+        key = _refuse_cycle_or_depth(node, obj, open_, name)
         path, depth = node.path, node.depth + 1
         made = [
             (rank, Node(path + piece, label, "leaf", type(child).__name__, depth), child)
@@ -375,13 +380,31 @@ def _describe(tree: Any, name: str, values: bool | str) -> TreeSummary:
         if all(made[k][0] < made[k + 1][0] for k in range(len(made) - 1)):
             node.children = [n for _, n, _ in made]
         else:
-            node.children = [n for _, n, _ in sorted(made, key=_first)]
+            node.children = [n for _, n, _ in sorted(made, key=lambda item: item[0])]
         for k in range(len(made) - 1, -1, -1):
             push((made[k][1], made[k][2]))
     summary = TreeSummary(name, root, leaves, nodes=nodes)
     if pending:
         _fill_summaries(pending, leaves, summary.later if later else None)
     return summary
+
+
+def _refuse_cycle_or_depth(node: Node, obj: Any, open_: dict, name: str) -> int:
+    """The container's id; TreeError when it is open on the way down (a cycle) or too deep."""
+    key = id(obj)
+    if key in open_:
+        raise TreeError(
+            f"{name}{node.path} refers back to {name}{open_[key][0]}: a tree cannot contain "
+            "itself (JAX would recurse forever); keep the reference outside the tree.",
+            node.path,
+        )
+    if node.depth >= MAX_DEPTH:
+        raise TreeError(
+            f"{name}{node.path[:200]}… is more than {MAX_DEPTH} levels deep: is a node making "
+            "new children without end?",
+            node.path,
+        )
+    return key
 
 
 def _walk_str_dict(node: Node, obj: dict, push: Any, open_: dict, name: str) -> bool:
@@ -406,19 +429,7 @@ def _walk_str_dict(node: Node, obj: dict, push: Any, open_: dict, name: str) -> 
             leafy = False
         made.append((Node(path + kt[0], kt[1], "leaf", ct.__name__, depth), child))
     node.kind, node.type_name = "dict", "dict"
-    key = id(obj)
-    if key in open_:
-        raise TreeError(
-            f"{name}{node.path} refers back to {name}{open_[key][0]}: a tree cannot contain "
-            "itself (JAX would recurse forever); keep the reference outside the tree.",
-            node.path,
-        )
-    if node.depth >= MAX_DEPTH:
-        raise TreeError(
-            f"{name}{node.path[:200]}… is more than {MAX_DEPTH} levels deep: is a node making "
-            "new children without end?",
-            node.path,
-        )
+    key = _refuse_cycle_or_depth(node, obj, open_, name)
     written = list(obj)
     if keys == written:  # displayed as written: here the same order
         node.children = [n for n, _ in made]
@@ -463,10 +474,6 @@ def _fill_summaries(pending: list[tuple[Node, Any, tuple, str, int]], leaves: li
         node.leaf = leaves[index] = _NewLeaf(
             node.path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES, summary, index, vals, grid
         )
-
-
-def _first(item: tuple) -> Any:
-    return item[0]
 
 
 def leaf_objects(tree: Any) -> list:
