@@ -89,11 +89,9 @@ class Rule(Protocol):
 
 
 class BudgetClock:
-    """The explorer's rule, and what it saw, sampled every `TICK`: `own` seconds with the user's
-    own Python running (the innermost frame), `inside` seconds with the user's code anywhere on
-    the stack (library code called from it included), and why it fired: "own" (the user's own
-    Python ran past the budget: an endless loop) or "slow" (library work called from the user's
-    code ran past `SLOW_FACTOR` budgets: a slow trace, not a loop), None while it has not."""
+    """The explorer's rule, sampled every `TICK`: `own` seconds of the user's own Python (the
+    innermost frame), `inside` seconds with the user's code anywhere on the stack, and why it
+    fired: "own" (an endless loop), "slow" (library work past `SLOW_FACTOR` budgets) or None."""
 
     __slots__ = ("seconds", "own", "inside", "reason")
     interval = TICK
@@ -520,11 +518,9 @@ def _alarm_taken() -> bool:
 
 @contextlib.contextmanager
 def user_code_budget(seconds: float | None) -> Iterator[BudgetClock]:
-    """Stop the user's code in the body once its own Python has run `seconds` (sampled every
-    `TICK`), or once library work called from it has run `SLOW_FACTOR` times that (None or 0: no
-    budget; none under a line tracer). Yields the `BudgetClock`: after a stop, `clock.reason` says
-    which. Whatever happens in the body, the interpreter's recursion limit and depth, interval
-    timers, their signals' handlers and the trace function are given back as they were."""
+    """Stop the user's code in the body once its own Python has run `seconds`, or library work
+    called from it `SLOW_FACTOR` times that (None or 0: no budget; none under a line tracer).
+    Yields the `BudgetClock` (`clock.reason`); the interpreter's state is given back after."""
     interpreter = InterpreterState.capture()
     clock = BudgetClock(seconds or 0.0)
     try:

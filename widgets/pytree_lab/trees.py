@@ -77,10 +77,6 @@ def _is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
-def _dict_key(key: Any) -> str:
-    return f"[{key!r}]"
-
-
 def _display_key(key: Any) -> str:
     """A dict key as the user reads it; look-alikes (`'a'` vs `'a '`) stay distinct."""
     if isinstance(key, str):
@@ -100,9 +96,9 @@ def _key_texts(key: Any) -> tuple[str, str]:
         if found is None:
             if len(_KEY_TEXTS) > 50_000:
                 _KEY_TEXTS.clear()
-            found = _KEY_TEXTS[key] = (_dict_key(key), _display_key(key))
+            found = _KEY_TEXTS[key] = (f"[{key!r}]", _display_key(key))
         return found
-    return _dict_key(key), _display_key(key)
+    return f"[{key!r}]", _display_key(key)
 
 
 def _sorted_keys(d: dict) -> list:
@@ -154,6 +150,16 @@ def _flatten_one_level_with_path(tu: Any, node: Any) -> list[tuple[tuple, Any]]:
     return tu.tree_flatten_with_path(node, is_leaf=root_of_each_walk)[0]
 
 
+def _dict_children(node: dict, type_name: str) -> tuple[str, str, list[tuple[str, str, int, Any]]]:
+    """A dict's children in JAX's order (sorted keys), each with its rank as written."""
+    keys = _sorted_keys(node)
+    written = list(node)
+    if keys == written:  # already in JAX's order: display rank = position
+        return "dict", type_name, [(*_key_texts(k), i, node[k]) for i, k in enumerate(keys)]
+    rank = {k: i for i, k in enumerate(written)}
+    return "dict", type_name, [(*_key_texts(k), rank[k], node[k]) for k in keys]
+
+
 def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | None:
     """(kind, type_name, [(path_piece, label, display_rank, child), ...]) in JAX order; None for a leaf.
 
@@ -168,12 +174,7 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
     stage = "keys"
     try:
         if t is dict:
-            keys = _sorted_keys(node)
-            written = list(node)
-            if keys == written:  # already in JAX's order: display rank = position
-                return "dict", "dict", [(*_key_texts(k), i, node[k]) for i, k in enumerate(keys)]
-            rank = {k: i for i, k in enumerate(written)}
-            return "dict", "dict", [(*_key_texts(k), rank[k], node[k]) for k in keys]
+            return _dict_children(node, "dict")
         if t is list or t is tuple:
             pieces = [(_INDEX[i] if i < 64 else f"[{i}]",) * 2 + (i, c) for i, c in enumerate(node)]
             return t.__name__, t.__name__, pieces
@@ -185,11 +186,7 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
         tu = active_tree_util()
         stage = "keys"
         if tu is None:
-            if isinstance(node, dict):  # dict subclasses, without jax: as a dict
-                keys = _sorted_keys(node)
-                rank = {k: i for i, k in enumerate(node)}
-                return "dict", t.__name__, [(_dict_key(k), _display_key(k), rank[k], node[k]) for k in keys]
-            return None
+            return _dict_children(node, t.__name__) if isinstance(node, dict) else None  # a dict subclass
         # One level of any registered node: every child is treated as a leaf (the node itself
         # too, if it is its own child: that cycle is found by the walk, not inside JAX's flatten,
         # whose recursion would exhaust the interpreter).

@@ -1,16 +1,13 @@
 """What every pytree-lab widget does alike: its text form, and unknown keywords refused.
 
-Every widget's mimebundle carries its text form (text/plain and an escaped <pre>) beside the live
-view. A front end that draws widgets shows the view; an HTML export of a notebook saved in
-JupyterLab shows the text form (no widget state is stored). A kernel that `jupyter nbconvert
---execute`, `jupyter execute` or nbgrader runs has no page: nbclient stores every widget's state,
-and nbconvert's HTML exporter then prefers the view (a <script> drawn by a widget manager fetched
-from a CDN: blank offline) over the text form in the same output. In such a kernel the mimebundle
-holds the text form only, so the export shows the numbers. The kernel knows who runs it by its
-parent process's command line.
+A widget's mimebundle carries its text form (text/plain and an escaped <pre>) beside the live
+view: an HTML export of a notebook saved in JupyterLab shows it. A kernel run by `jupyter
+nbconvert --execute`, `jupyter execute` or nbgrader has no page, and nbconvert would prefer the
+stored view (blank offline) over the text: there the bundle holds the text form only. The kernel
+knows who runs it by its parent process's command line.
 
-`StepExplorer(learning_rat=0.1)` would otherwise run at the default rate, and
-`PytreeDiagram(p, grad=g)` drop `g`: a keyword typo is an error that says what was meant.
+`StepExplorer(learning_rat=0.1)` would otherwise run at the default rate: a keyword typo is an
+error that says what was meant.
 """
 
 from __future__ import annotations
