@@ -16,7 +16,7 @@ import ast
 import dataclasses
 from collections.abc import Callable
 
-from ._guard import DEFAULT_BUDGET, describe_failure, notes_for, run_guarded
+from ._guard import DEFAULT_BUDGET, describe_failure, exception_text, notes_for, run_guarded
 
 __all__ = ["CellRun", "last_run", "run_exercise_cell", "register_magic", "forget"]
 
@@ -76,13 +76,9 @@ def run_exercise_cell(
         return record
     run = run_guarded(exec, compiled, namespace, budget=budget)
     why = describe_failure(run, what="Your cell", budget=budget)
-    error_text = ""
+    error_text = exception_text(run.error) if run.error is not None else ""
     if run.timed_out:
         error_text = f"a time-out (still running after {budget:g} s)"
-    elif run.error is not None:
-        from ._guard import exception_text
-
-        error_text = exception_text(run.error)
     record = CellRun(exercise_id, code, error_text, run.output, namespace=namespace, inputs=_inputs(python, namespace))
     _RUNS[exercise_id] = record
     if run.output:
@@ -164,8 +160,6 @@ def _post_run_cell(result) -> None:
     for exercise_id, names in _NAMES.items():
         if not assigned & set(names):
             continue
-        from ._guard import exception_text
-
         error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
         namespace = _user_ns()
         _RUNS[exercise_id] = CellRun(
