@@ -76,10 +76,23 @@ def test_no_exercise_cell_answer_or_loss_ends_the_kernel(kernel, door):
     _answers(km, kc)
 
 
-def test_percent_exit_in_an_exercise_cell_is_a_syntax_error_and_the_kernel_answers(kernel):
+def test_percent_exit_in_an_exercise_cell_answer_or_loss_is_one_sentence_and_the_kernel_answers(kernel):
+    """IPython's %exit: the exercise cell runs IPython's syntax as the kernel does (it was a syntax
+    error there), and this kernel has no such magic (exit() is the way out it has, caught above)."""
     km, kc = kernel
-    said = output(kc, "%%exercise squared_norm\n%exit")
-    assert "Your cell has a syntax error" in said and "Nothing ran" in said, said
+    said = output(kc, "%%exercise squared_norm\n%exit\nnorm_squared = 1.0")
+    assert said.startswith("Your cell raised UsageError: Line magic function `%exit` not found."), said
+    assert "The kernel is fine" in said
+    _answers(km, kc)
+    said = output(kc, "def answer(x):\n    %exit\n    return x\ncourse.try_function(answer, 1.0, label='answer')")
+    assert said.strip() == "answer raised UsageError: Line magic function `%exit` not found. The kernel is fine.", said
+    _answers(km, kc)
+    said = output(
+        kc,
+        "def loss(p, x, target):\n    %exit\n    return 0.0\n"
+        "ex = StepExplorer(time_budget=2.0)\nprint(ex.set_loss(loss), ex.result.loss)\nprint(ex.diagram.message)",
+    )
+    assert said.startswith("None 4.0\n") and "UsageError" in said, said
     _answers(km, kc)
 
 

@@ -101,6 +101,30 @@ def test_a_check_of_a_cell_set_to_none_is_recorded():
     assert [c["exercise_id"] for c in log.checks] == ["repair_update"]
 
 
+REPAIR_WITH_LR = 'fixed = jax.tree.map(lambda p, g: p - lr * g, params, {**broken, "bias": grads["bias"]})'
+
+
+def test_a_repair_checked_after_a_later_cell_rebound_a_name_it_read_is_rerun_with_what_it_read():
+    """The lesson's section 13 runs `for lr in (0.05, 0.01)` after the repair, so `lr` is 0.01 when
+    the student clicks the repair's card again: reruns with that lr gave their bias 0 - 0.01 · 1 =
+    -0.01 at a hidden point where the repair gives 0.05, and the card told a right answer (bias 0.2)
+    it was not computed from params and grads. A rerun reads what the cell's run read."""
+    import numpy as np
+    from test_computed_answers import NOTEBOOK
+
+    from pytree_lab import course
+
+    ns = {**NOTEBOOK, "lr": 0.05}  # a cell of the student's own: lr = 0.05
+    cells.run_exercise_cell("repair_update", REPAIR_WITH_LR, ns)
+    assert float(ns["fixed"]["bias"]) == pytest.approx(0.2)
+    ns["lr"] = 0.01  # section 13's loop ran since
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        result = course.check_button("repair_update", lambda: ns["fixed"], evidence=Evidence(), rng=rng).check()
+        assert (result.passed, result.score) == (True, 1.0), result.feedback
+    assert ns["lr"] == 0.01  # the notebook's names are left as they are
+
+
 FLAT = "def grad_over_flat_params(flat_params, x):\n{body}\n"
 FLAT_CASES = {
     "zeros returned, no loss at all": (
