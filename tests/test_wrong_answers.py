@@ -285,8 +285,26 @@ def test_function_answers_through_the_check_widget(answer, words):
     assert button.announcement.startswith("Check 1: not yet")
 
 
-def test_reference_solution_only_after_an_attempt():
+def test_a_graded_exercise_never_reveals_its_solution():
+    # the course's exercises are graded: even where their solutions are found (a checkout, the
+    # grading side's $PYTREE_LAB_SOLUTIONS), two wrong checks offer none and asking shows none
     button = course.check_button("grad_over_flat_params", lambda: mean_not_sum, evidence=Evidence())
+    assert button.exercise.graded and button.exercise.solutions
+    button.check()
+    button.check()
+    assert not button.solution_available and "reference solution" not in button.announcement
+    assert button.reveal_solution() is None and button.solution == ""
+    assert button.announcement == "This exercise is graded: no reference solution is shown."
+    assert not button.evidence.reveals
+
+
+def test_reference_solution_of_a_practice_exercise_only_after_an_attempt():
+    import dataclasses
+
+    from pytree_lab.exercises import CheckButton
+
+    practice = dataclasses.replace(catalogue.exercise("grad_over_flat_params"), graded=False)
+    button = CheckButton(practice, lambda: mean_not_sum, evidence=Evidence())
     assert button.reveal_solution() is None and button.solution == ""
     assert "check it first" in button.announcement
     button.check()

@@ -122,8 +122,8 @@ class CheckButton(_ExerciseWidget):
     notebook variable (`"norm_squared"`), or several names (`"norm_squared, manual"`: a dict of
     them is graded), so re-running a cell and clicking again checks the new answer. When the
     exercise cell's last run raised (see `exercises.cells`), that is what the check says: the value
-    left from an earlier run is not graded. After a first attempt the exercise's reference
-    solution can be revealed (`reveal_solution`), never before.
+    left from an earlier run is not graded. After a first attempt a practice exercise's reference
+    solution can be revealed (`reveal_solution`), never before; a graded exercise's never.
     """
 
     exercise_id = traitlets.Unicode(
@@ -295,7 +295,7 @@ class CheckButton(_ExerciseWidget):
                 else ""
             )
             offer = ""
-            if self.exercise.solutions and not self.solution and self._tried:
+            if self.exercise.solutions and not self.exercise.graded and not self.solution and self._tried:
                 self.solution_available = True
                 if self.failed_attempts >= 2:
                     offer = " A reference solution is available: “Show a reference solution”."
@@ -307,8 +307,9 @@ class CheckButton(_ExerciseWidget):
                 self.status = "error"
 
     def reveal_solution(self) -> str | None:
-        """The reference solution, once the student has checked at least once."""
-        if not self.exercise.solutions:
+        """The reference solution of a practice exercise, once the student has checked at least once;
+        a graded exercise never shows one (wherever its solutions can be found)."""
+        if self.exercise.graded or not self.exercise.solutions:
             self.announcement = (
                 "This exercise is graded: no reference solution is shown."
                 if self.exercise.graded
