@@ -239,7 +239,7 @@ def test_the_page_cannot_write_the_explorers_kernel_owned_parts():
     _page_writes(ex.chart, {"marks": [], "axes": [], "title": "x"})
     _page_writes(ex.play_control, {"playing": True, "frame": 5, "message": "<b>x</b>"})
     _page_writes(ex.debug.html, {"value": "<b>hacked</b>"})
-    assert list(ex.children) == children and len(ex.controls.children) == 5
+    assert list(ex.children) == children and len(ex.controls.children) == 6
     assert not ex.playing and ex.play_control.frame == 0 and ex.play_control.message == ""
     assert ex.debug.html.value == "" and ex.output == ""
     assert ex.status.value == status and "hacked" not in ex.status.value
@@ -252,6 +252,10 @@ def test_the_page_cannot_write_the_explorers_kernel_owned_parts():
     # intents still work: ticking the checkbox, clicking a bar (selects its leaf everywhere)
     _page_writes(ex.fixed_range_box, {"value": True})
     assert ex.chart_view.fixed_range is True
+    _page_writes(ex.log_scale_box, {"value": True})  # the loss line on a log scale; its scales stay the kernel's
+    assert ex.history_view.on_log_scale and ex.history_view.y_log.min == 1.0 and ex.history_view.y_log.max == 10.0
+    _page_writes(ex.history_view.y_log, {"min": 1e-9, "type": "linear"})
+    assert ex.history_view.y_log.min == 1.0 and page_writes_refused(ex.history_view.y_log) == {"min": 1, "type": 1}
     _page_writes(ex.chart_view.bars, {"selected": [2]})
     assert ex.selected_path == "['bias']" and ex.diagram.selected_path == "['bias']"
     # and the explorer still works as before: a move, a step
