@@ -149,15 +149,16 @@ def store(nb: dict, workdir: str = "") -> dict:
             view = out.get("data", {}).pop(WIDGET_VIEW, None)
             if view is None:
                 continue
-            models = {}
+            models, root = {}, number(view["model_id"])
             for mid, model in models_of(view["model_id"]).items():
+                key = number(mid)
                 kept = {k: v for k, v in model["state"].items() if not k.startswith("_view") and k != "_dom_classes"}
                 kept["_dom_classes"] = model["state"].get("_dom_classes", [])
                 for trait in ("_esm", "_css"):
                     if isinstance(kept.get(trait), str):
                         kept[trait] = {"sha256": hashlib.sha256(kept[trait].encode()).hexdigest()}
-                models[number(mid)] = renamed({"name": model["model_name"], "state": kept})
-            out["data"][MIME] = {"model_id": number(view["model_id"]), "models": models}
+                models[key] = renamed({"name": model["model_name"], "state": kept})
+            out["data"][MIME] = {"model_id": root, "models": models}
     return nb
 
 
