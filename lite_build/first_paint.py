@@ -14,6 +14,7 @@ folder is written as the browser's (/drive), so the same notebooks give the same
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import fcntl
 import hashlib
@@ -55,11 +56,9 @@ def run_notebooks(paths: list[Path], site: Path, env_dir: Path) -> tuple[dict[st
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
-    env_dir.parent.mkdir(parents=True, exist_ok=True)
     report: dict[str, str] = {}
     modules: dict[str, str] = {}
-    with (env_dir.parent / f".{env_dir.name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent builds share the environment
+    with locked(env_dir):
         mirror_env.make(site, env_dir)
         old = os.environ.get("JUPYTER_PATH")
         os.environ["JUPYTER_PATH"] = str(mirror_env.jupyter_path(env_dir))
@@ -103,6 +102,15 @@ def run_notebooks(paths: list[Path], site: Path, env_dir: Path) -> tuple[dict[st
             else:
                 os.environ["JUPYTER_PATH"] = old
     return report, modules
+
+
+@contextlib.contextmanager
+def locked(env_dir: Path):
+    """The mirror environment held for this process alone (concurrent builds and tests share it)."""
+    env_dir.parent.mkdir(parents=True, exist_ok=True)
+    with (env_dir.parent / f".{env_dir.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _raised(cell) -> bool:
