@@ -1264,6 +1264,8 @@ def print_manifest(output_dir: Path, m: dict) -> None:
     log("\nFront-end extensions:")
     for name, e in sorted(m["extensions"].items()):
         source = f"from {e['from_wheel']}" if e.get("from_wheel") else "the Pyodide kernel"
+        if name == first_paint.EXTENSION_NAME:
+            source = "this build: draws the stored outputs before the kernel starts"
         log(f"  {human(e['bytes']):>9}  {name} {e['version']} ({e['files']} files, {source})")
     if m["cdn_packages"]:
         log("\nFetched at run time from Pyodide's CDN (pinned in static/pyodide/pyodide-lock.json):")
