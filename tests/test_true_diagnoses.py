@@ -185,3 +185,17 @@ def test_a_stop_from_the_toolbar_is_said_as_an_interruption():
         "in the code); the kernel is fine. A loop that never ends needs a way out; otherwise let the cell run to "
         "its end and assign your answer instead."
     )
+
+
+def test_every_short_form_of_a_message_is_cut_between_words():
+    """The widgets' short error, the tree grader's text leaf and the autograder's error line share
+    one cut (formatting.clip): never inside a word."""
+    from pytree_lab.exercises import TreeSpec, grade_tree
+    from pytree_lab.formatting import clip, short_error
+
+    assert clip("abc def ghi", 8) == "abc …" and clip("abc def", 8) == "abc def"
+    text = short_error(ValueError("shapes (2,8) and (8,2) cannot be broadcast together " * 20), limit=70)
+    assert text == "ValueError: shapes (2,8) and (8,2) cannot be broadcast together …"
+    named = {"w": "the weight of the first layer of the model"}
+    said = " ".join(grade_tree(named, TreeSpec({"w": 1.0}, "the tree")).lines)
+    assert "'the weight of the …'" in said, said

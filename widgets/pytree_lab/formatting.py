@@ -28,6 +28,7 @@ __all__ = [
     "elide",
     "short_labels",
     "short_error",
+    "clip",
     "error_name",
     "error_text",
 ]
@@ -282,6 +283,14 @@ def short_labels(labels: list[str], limit: int = 24) -> list[str]:
     return [out[name] if counts[out[name]] == 1 else name for name in names]
 
 
+def clip(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters, cut between words (never inside one) with " …"."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    return (head.rsplit(" ", 1)[0] if " " in head else head).rstrip(",;:") + " …"
+
+
 def short_error(err: BaseException, limit: int = 400) -> str:
     """`Type: message` in one or two lines; a traceback embedded in the message is cut to its last line.
     A SystemError that only wraps another (a C extension returning with an exception set) says
@@ -292,10 +301,9 @@ def short_error(err: BaseException, limit: int = 400) -> str:
     if "Traceback (most recent call last)" in text:
         lines = [ln for ln in text.splitlines() if ln.strip()]
         text = lines[-1].strip() if lines else text
-        return text[:limit]
+        return clip(text, limit)
     name = error_name(err)
-    text = f"{name}: {text}" if text else name
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(f"{name}: {text}" if text else name, limit)
 
 
 def error_name(err: BaseException) -> str:

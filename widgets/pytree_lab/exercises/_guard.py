@@ -39,6 +39,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..budget import WALL_FACTOR, clock, deadline_budget
+from ..formatting import clip
 from ..interpreter import InterpreterState, TimeBudgetExceeded
 
 __all__ = [
@@ -236,8 +237,7 @@ def exception_text(exc: BaseException, *, hidden: bool = False, limit: int = 160
     message = text.splitlines()[0] if text else ""
     if hidden:
         message = re.sub(r"[-+]?(?:\d+\.\d*|\.\d+|\d+[eE][-+]?\d+)(?:[eE][-+]?\d+)?", "…", message)
-    if len(message) > limit:  # cut between words, never inside one
-        message = message[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:") + " …"
+    message = clip(message, limit)
     name = type(exc).__name__
     return f"{name}: {message}" if message else name
 
