@@ -427,3 +427,23 @@ def test_the_check_button_in_a_real_kernel_refuses_and_the_kernel_answers(tmp_pa
         record = json.loads(Path(saved).read_text())
         assert [o["label"] for o in record["outputs"]] == ["kept before"]
         assert [c["passed"] for c in record["checks"]] == [False, False]
+
+
+def test_an_error_in_a_finalizer_while_an_answer_runs_is_not_printed():
+    """A __del__ that raises while the student's code runs (as a stop landing in a finalizer does,
+    or an object freed deep in a runaway recursion) is neither printed nor handed to the process's
+    hook; the hook is the same after."""
+    from pytree_lab.exercises import run_guarded
+
+    class Noisy:
+        def __del__(self):
+            raise RuntimeError("raised in __del__")
+
+    def answer():
+        Noisy()  # freed at once
+        return 1
+
+    hook = sys.unraisablehook
+    run = run_guarded(answer)
+    assert run.ok and run.value == 1 and run.output == ""
+    assert sys.unraisablehook is hook
