@@ -53,9 +53,14 @@ $(NEWS_OFF):
 	mkdir -p $(dir $@)
 	printf '{"fetchNews": "false", "checkForUpdates": false}\n' > $@
 
+# The dev extra's nbgrader is the grading side's: its instructor tools are hidden from the course
+# server (binder/student-only, in a Jupyter config folder of its own, read before the venv's;
+# tests/test_binder.py).
+COURSE_CONFIG := $(VENV)/course-jupyter-config
 lab: $(STAMP) $(NEWS_OFF)
 	@$(PY) tools/build_notebooks.py --check || echo "note: content/*.ipynb differ from content/src (run $(PY) tools/build_notebooks.py to rebuild; it overwrites them)"
-	$(VENV)/bin/jupyter lab --port=$(PORT) --ServerApp.root_dir=content \
+	PATH="$(abspath $(VENV))/bin:$$PATH" bash binder/student-only $(COURSE_CONFIG)
+	JUPYTER_CONFIG_DIR=$(COURSE_CONFIG) JUPYTER_PREFER_ENV_PATH=0 $(VENV)/bin/jupyter lab --port=$(PORT) --ServerApp.root_dir=content \
 	  --LabApp.default_url=/lab/tree/01_pytrees.ipynb \
 	  --LabApp.user_settings_dir=$(LAB_SETTINGS) \
 	  --ContentsManager.hide_globs='["__pycache__", "*.pyc", "*.pyo", ".DS_Store", "*~", "src"]' \

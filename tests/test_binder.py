@@ -140,7 +140,7 @@ def test_binder_server_extension_and_first_lesson(binder_venv, tmp_path):
     assert json.loads(config.read_text())["ServerApp"]["default_url"] == "/lab/tree/content/01_pytrees.ipynb"
 
 
-def test_binder_server_opens_the_first_lesson_and_hides_src(tmp_path):
+def test_binder_server_opens_the_first_lesson_hides_src_and_shows_students_no_instructor_tools(tmp_path):
     # postBuild's config step, run as postBuild runs it (into a prefix's etc/jupyter), then a real
     # JupyterLab reading that folder: the bare URL lands on the first lesson, src/ is not listed
     script = (ROOT / "binder" / "postBuild").read_text()
@@ -148,11 +148,14 @@ def test_binder_server_opens_the_first_lesson_and_hides_src(tmp_path):
     config = tmp_path / "etc" / "jupyter"
     config.mkdir(parents=True)
     sh([sys.executable, "-c", step, str(config / "jupyter_server_config.json")], env=dict(os.environ), cwd=tmp_path)
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    sh(["bash", str(ROOT / "binder" / "student-only"), str(config)], env={**os.environ, "PATH": path}, cwd=tmp_path)
     root = tmp_path / "repo"
     shutil.copytree(ROOT / "content", root / "content")
     assert (root / "content" / "src").is_dir()
     port = free_port()
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime")}
+    env["JUPYTER_PREFER_ENV_PATH"] = "0"  # this folder before the venv's own, as `make lab` has it
     cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}"]
     cmd += ["--IdentityProvider.token=t0ken", f"--ServerApp.root_dir={root}"]
     server = subprocess.Popen(cmd, env=env, cwd=root, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -174,6 +177,24 @@ def test_binder_server_opens_the_first_lesson_and_hides_src(tmp_path):
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents/content?token=t0ken", timeout=30) as r:
             listed = {c["name"] for c in json.load(r)["content"]}
         assert "01_pytrees.ipynb" in listed and "src" not in listed
+
+        # binder/student-only (the hub image and `make lab` run it): none of nbgrader's instructor
+        # tools, the students' Assignments panel kept (this environment has nbgrader, Binder's none)
+        def get(path: str) -> tuple[int, str]:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=60) as r:
+                    return r.status, r.read().decode()
+            except urllib.error.HTTPError as exc:
+                return exc.code, ""
+
+        assert get("/formgrader/api/status?token=t0ken")[0] == 404  # the formgrader's server side
+        assert get("/formgraders?token=t0ken")[0] == 404  # the course list's
+        assert get("/nbgrader_version?version=0&token=t0ken")[0] == 200  # the Assignments panel's
+        page = get("/lab?token=t0ken")[1]
+        data = json.loads(page.split('id="jupyter-config-data"', 1)[1].split(">", 1)[1].split("</script>", 1)[0])
+        off = set(data["disabledExtensions"])
+        assert {f"@jupyter/nbgrader:{p}" for p in ("create-assignment", "formgrader", "course-list")} <= off
+        assert not {"@jupyter/nbgrader:assignment-list", "@jupyter/nbgrader:validate-assignment"} & off
     finally:
         server.terminate()
         server.wait(timeout=60)

@@ -6,6 +6,7 @@ lessons' hand derivations (96; [-8, -4] and -4; [8, 12, 4]).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import jax
@@ -15,7 +16,7 @@ from markdown_it import MarkdownIt
 
 from pytree_lab import course
 from pytree_lab.course import catalogue
-from pytree_lab.exercises import Evidence, EvidenceButton, cells
+from pytree_lab.exercises import CheckButton, Evidence, EvidenceButton, cells
 
 PARAMS = {"weight": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)}
 X = jnp.array([2.0, 1.0])
@@ -48,11 +49,12 @@ def _fresh_runs():
     cells.forget()
 
 
-def _card(exercise_id: str, ns: dict, log: Evidence):
+def _card(exercise_id: str, ns: dict, log: Evidence, *, practice: bool = False):
     names = [n.strip() for n in catalogue.exercise(exercise_id).answer_name.split(",")]
-    if len(names) == 1:
-        return course.check_button(exercise_id, lambda: ns.get(names[0]), evidence=log)
-    return course.check_button(exercise_id, lambda: {n: ns.get(n) for n in names}, evidence=log)
+    answer = (lambda: ns.get(names[0])) if len(names) == 1 else (lambda: {n: ns.get(n) for n in names})
+    if practice:  # the same exercise as a practice one (the course's are graded: they reveal nothing)
+        return CheckButton(dataclasses.replace(catalogue.exercise(exercise_id), graded=False), answer, evidence=log)
+    return course.check_button(exercise_id, answer, evidence=log)
 
 
 # --------------------------------------------------------------------------- stale runs
@@ -226,7 +228,7 @@ def test_no_reference_solution_for_the_untouched_template_and_every_reveal_is_li
     ns = dict(NS)
     log = Evidence()
     cells.run_exercise_cell("grad_over_flat_params", PACKED_TEMPLATE, ns)
-    card = _card("grad_over_flat_params", ns, log)
+    card = _card("grad_over_flat_params", ns, log, practice=True)
     result = card.check()
     assert result.feedback.startswith("Not answered yet")
     card.check()
@@ -241,7 +243,7 @@ def test_no_reference_solution_for_the_untouched_template_and_every_reveal_is_li
     assert not card.check().passed
     assert card.solution_available
     assert "jax.grad(loss)(flat_params)" in card.reveal_solution()
-    again = _card("grad_over_flat_params", ns, log)  # the cell run again: a new card
+    again = _card("grad_over_flat_params", ns, log, practice=True)  # the cell run again: a new card
     again.check()
     again.reveal_solution()
     saved = log.save(tmp_path / "e.md")
@@ -253,7 +255,7 @@ def test_no_reference_solution_for_the_untouched_template_and_every_reveal_is_li
 def test_a_failed_run_counts_as_a_real_attempt_for_the_reference_solution():
     ns = dict(NS)
     cells.run_exercise_cell("squared_norm", "norm_squared = grads['bias'] / 0.0 + undefined_name", ns)
-    card = _card("squared_norm", ns, Evidence())
+    card = _card("squared_norm", ns, Evidence(), practice=True)
     assert "NameError" in card.check().feedback
     assert card.solution_available and card.reveal_solution() is not None
 

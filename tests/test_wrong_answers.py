@@ -285,8 +285,26 @@ def test_function_answers_through_the_check_widget(answer, words):
     assert button.announcement.startswith("Check 1: not yet")
 
 
-def test_reference_solution_only_after_an_attempt():
+def test_a_graded_exercise_never_reveals_its_solution():
+    # the course's exercises are graded: even where their solutions are found (a checkout, the
+    # grading side's $PYTREE_LAB_SOLUTIONS), two wrong checks offer none and asking shows none
     button = course.check_button("grad_over_flat_params", lambda: mean_not_sum, evidence=Evidence())
+    assert button.exercise.graded and button.exercise.solutions
+    button.check()
+    button.check()
+    assert not button.solution_available and "reference solution" not in button.announcement
+    assert button.reveal_solution() is None and button.solution == ""
+    assert button.announcement == "This exercise is graded: no reference solution is shown."
+    assert not button.evidence.reveals
+
+
+def test_reference_solution_of_a_practice_exercise_only_after_an_attempt():
+    import dataclasses
+
+    from pytree_lab.exercises import CheckButton
+
+    practice = dataclasses.replace(catalogue.exercise("grad_over_flat_params"), graded=False)
+    button = CheckButton(practice, lambda: mean_not_sum, evidence=Evidence())
     assert button.reveal_solution() is None and button.solution == ""
     assert "check it first" in button.announcement
     button.check()
@@ -311,7 +329,7 @@ def test_the_time_budget_also_holds_off_the_main_thread():
     # where no interval timer can be used (another thread), a watchdog thread stops it
     import threading
 
-    from pytree_lab import _budget
+    from pytree_lab import budget
 
     found = {}
 
@@ -320,7 +338,7 @@ def test_the_time_budget_also_holds_off_the_main_thread():
             pass
 
     def run():
-        found["driver"] = _budget.driver(_budget.Deadline(0.5))
+        found["driver"] = budget.driver(budget.Deadline(0.5))
         found["run"] = _guard.run_guarded(student, budget=0.5)
 
     thread = threading.Thread(target=run)
@@ -348,11 +366,11 @@ def test_aligned_trees_for_the_evidence():
 
 def test_without_interval_timers_the_tracer_budget_is_used(monkeypatch):
     # the JupyterLite kernel's situation (Pyodide has no setitimer), on the main thread
-    from pytree_lab import _budget
+    from pytree_lab import budget
 
-    monkeypatch.setattr(_budget.sys, "platform", "emscripten")
-    assert _budget.driver(_budget.Deadline(0.5)) == "tracer"
-    assert _budget.driver(_budget.BudgetClock(0.5)) is None  # the explorer's: no tracer over a step
+    monkeypatch.setattr(budget.sys, "platform", "emscripten")
+    assert budget.driver(budget.Deadline(0.5)) == "tracer"
+    assert budget.driver(budget.BudgetClock(0.5)) is None  # the explorer's: no tracer over a step
 
     def student():
         while True:

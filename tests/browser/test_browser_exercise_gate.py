@@ -58,7 +58,7 @@ def shoot(page, widget, name: str) -> None:
     set_theme(page, "JupyterLab Light")
 
 
-def test_no_reference_solution_for_the_template_then_one_after_a_real_attempt(gate_nb):
+def test_no_reference_solution_for_the_template_nor_for_a_graded_exercise_after_a_real_attempt(gate_nb):
     nb, _cell, widget = gate_nb
     reveal = widget.get_by_role("button", name="Show a reference solution")
     wait_status(widget, "Check 1: not yet")
@@ -75,14 +75,17 @@ def test_no_reference_solution_for_the_template_then_one_after_a_real_attempt(ga
     widget.get_by_role("button", name="Check my answer").click()
     nb.kernel.wait_for("[card.attempts, card.busy]", lambda v: v == [3, False])
     wait_status(widget, "Check 3: not yet, score 0.20 (1 of 5 cases right)")
-    reveal.wait_for(state="visible")
-    reveal.click()
-    solution = widget.locator(".ptl-ex-solution")
-    solution.wait_for()
-    assert "return jax.grad(loss)(flat_params)" in solution.text_content()
-    assert solution.text_content() == nb.value("card.solution")
-    assert nb.value("[r['exercise_id'] for r in default_evidence().reveals]") == ["grad_over_flat_params"]
-    shoot(nb.page, widget, "check-card-solution")
+    # the course's exercises are graded: a real attempt offers no solution either, even in a
+    # checkout where the solution files are found (a practice exercise's: test_browser_exercises)
+    assert nb.value("[card.exercise.graded, bool(card.exercise.solutions)]") == [True, True]
+    assert reveal.is_hidden() and "reference solution" not in widget.locator(".ptl-ex-status").text_content()
+    nb.run("card.reveal_solution()")
+    wait_status(widget, "This exercise is graded: no reference solution is shown.")
+    assert nb.value("[card.solution, card.solution_available, len(default_evidence().reveals)]") == ["", False, 0]
+    assert (
+        widget.locator(".ptl-ex-solution-box").is_hidden() and widget.locator(".ptl-ex-solution").text_content() == ""
+    )
+    shoot(nb.page, widget, "check-card-graded")
 
 
 def test_the_verdict_is_on_the_card_only_and_follows_every_check(gate_nb):

@@ -50,9 +50,13 @@ quiz""",
     """\
 save_button = EvidenceButton()
 save_button""",
-    # 5: a check button nobody has clicked yet
+    # 5: a check button nobody has clicked yet, of a practice exercise (the course's are graded:
+    # they reveal no solution)
     """\
-fresh = check_button("grad_over_flat_params", lambda: mean_version)
+import dataclasses
+from pytree_lab.course import exercise
+from pytree_lab.exercises import CheckButton
+fresh = CheckButton(dataclasses.replace(exercise("grad_over_flat_params"), graded=False), lambda: mean_version)
 fresh""",
     # 6: the packed view, a dict layout beside a tuple layout
     """\

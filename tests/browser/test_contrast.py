@@ -48,7 +48,11 @@ def mean_version(flat_params, x):
     return jax.grad(lambda p: jnp.mean((x @ p[:-1] + p[-1]) ** 2))(flat_params)
 def sum_version(flat_params, x):
     return jax.grad(lambda p: jnp.sum((x @ p[:-1] + p[-1]) ** 2))(flat_params)
-failed = check_button("grad_over_flat_params", lambda: mean_version)
+import dataclasses
+from pytree_lab.course import exercise
+from pytree_lab.exercises import CheckButton
+practice = dataclasses.replace(exercise("grad_over_flat_params"), graded=False)  # the course's reveal nothing
+failed = CheckButton(practice, lambda: mean_version)
 failed.check()
 failed.reveal_solution()
 failed""",

@@ -41,6 +41,7 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor, OverwriteCells
 from traitlets import Float
 
 from .. import lesson
+from ..formatting import clip
 from .assignment import POINTS
 
 __all__ = ["IsolatedGrades", "ReleasedCells", "SandboxedExecute", "SandboxedKernelManager", "grade_exercise", "sandbox"]
@@ -430,7 +431,7 @@ def grade_exercise(exercise_id: str, source: str | None, seed: int, **budgets: f
             continue
         if "error" in result:
             scores.append(0.0)
-            lines.append(f"{label}: the code raised {str(result['error'])[:80]}: 0.")
+            lines.append(f"{label}: the code raised {clip(str(result['error']), 80)}: 0.")
             continue
         answers = result.get("answers") if isinstance(result.get("answers"), dict) else {}
         wrong = [name for name, forms in want.items() if not any(_same(answers.get(name), f) for f in forms)]

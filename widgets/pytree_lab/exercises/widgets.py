@@ -2,7 +2,7 @@
 
 Python owns every result: the page sends intents ("check", "reveal", "solution", "save") as
 messages and writes only the student's own input (a prediction, a self-rating, a quiz choice);
-a page write to any other trait is refused (`pytree_lab._intent.PageIntents`).
+a page write to any other trait is refused (`pytree_lab.page.PageIntents`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,8 @@ from typing import Any
 import anywidget
 import traitlets
 
-from .._intent import PageIntents
-from .._keywords import refuse_unknown_widget_keywords
-from .._static import static_asset
-from .._text import TextForm
+from ..page import PageIntents, static_asset
+from ..widget_common import TextForm, refuse_unknown_widget_keywords
 from ._check import CheckContext, check
 from ._grading import CheckResult, Exercise, is_unanswered
 from ._guard import exception_text, run_guarded
@@ -124,8 +122,8 @@ class CheckButton(_ExerciseWidget):
     notebook variable (`"norm_squared"`), or several names (`"norm_squared, manual"`: a dict of
     them is graded), so re-running a cell and clicking again checks the new answer. When the
     exercise cell's last run raised (see `exercises.cells`), that is what the check says: the value
-    left from an earlier run is not graded. After a first attempt the exercise's reference
-    solution can be revealed (`reveal_solution`), never before.
+    left from an earlier run is not graded. After a first attempt a practice exercise's reference
+    solution can be revealed (`reveal_solution`), never before; a graded exercise's never.
     """
 
     exercise_id = traitlets.Unicode(
@@ -297,7 +295,7 @@ class CheckButton(_ExerciseWidget):
                 else ""
             )
             offer = ""
-            if self.exercise.solutions and not self.solution and self._tried:
+            if self.exercise.solutions and not self.exercise.graded and not self.solution and self._tried:
                 self.solution_available = True
                 if self.failed_attempts >= 2:
                     offer = " A reference solution is available: “Show a reference solution”."
@@ -309,8 +307,9 @@ class CheckButton(_ExerciseWidget):
                 self.status = "error"
 
     def reveal_solution(self) -> str | None:
-        """The reference solution, once the student has checked at least once."""
-        if not self.exercise.solutions:
+        """The reference solution of a practice exercise, once the student has checked at least once;
+        a graded exercise never shows one (wherever its solutions can be found)."""
+        if self.exercise.graded or not self.exercise.solutions:
             self.announcement = (
                 "This exercise is graded: no reference solution is shown."
                 if self.exercise.graded
