@@ -117,7 +117,12 @@ def test_the_record_follows_the_learning_rate_slider_and_keeps_the_old_api():
     assert ex.history.steps == [0, 1, 2, 3, 4, 5] and isinstance(ex.history, list)
     assert repr(ex.history) == repr(list(ex.history))
     ex.reset()
-    assert ex.history_dict() == {"step": [0], "loss": [4.0], "learning_rate": [pytest.approx(eta)]}
+    d = ex.history_dict()  # the record and every element's trajectory: the lesson's start again
+    assert d == {"step": [0], "loss": [4.0], "learning_rate": [pytest.approx(eta)]} | {
+        "params['bias']": [0.0],
+        "params['weight'][0]": [1.0],
+        "params['weight'][1]": [-1.0],
+    }
 
 
 @optax_adam

@@ -82,7 +82,7 @@ def test_the_log_scale_box_puts_the_loss_line_on_a_log_axis_and_back(nb):
     assert nb.value("[ex.history_view.y_log.min, ex.history_view.y_log.max]") == [lo, hi]
     assert spread(log, math.log10) < 1.0 and spread(log, lambda v: v) > 5.0  # ticks evenly spaced in log10
     # the box is the page's intent; the scales it switches stay the kernel's
-    assert nb.value("__import__('pytree_lab._intent', fromlist=['x']).page_writes_refused(ex.log_scale_box)") == {}
+    assert nb.value("__import__('pytree_lab.page', fromlist=['x']).page_writes_refused(ex.log_scale_box)") == {}
     SHOTS.mkdir(parents=True, exist_ok=True)
     for theme in (LIGHT, DARK):
         set_theme(nb.page, theme)

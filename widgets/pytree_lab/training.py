@@ -83,6 +83,7 @@ class RunResult(NamedTuple):
     steps: int  # steps taken (fewer than asked when a step was not finite)
     stopped_loss: float | None  # the loss at the point where the loop stopped early, if it did
     timed_out: bool = False  # the run stopped at its deadline, before n steps
+    points: list | None = None  # keep=True: (params leaves, state leaves) as numpy arrays at each step's start
 
 
 # ---------------------------------------------------------------------------------------- the step
@@ -295,7 +296,7 @@ class TrainingStep:
         updates, updated, new_state = fns["update"](params, state, grads, lr)
         return value, grads, updates, updated, new_state
 
-    def _traced_run(self, params, state, inputs, lr, k):
+    def _traced_run(self, params, state, inputs, lr, k, kept=None):
         self.trace_counts["run"] += 1
         import jax
         import jax.numpy as jnp
@@ -306,19 +307,21 @@ class TrainingStep:
         # Only the loss is checked in the loop (a non-finite step shows up as a non-finite loss at
         # the next point); `run` then goes back to the last point with a finite loss.
         def cond(carry):
-            i, _, _, _, ok = carry
+            i, _, _, _, ok, _ = carry
             return (i < k) & ok
 
         def body(carry):
-            i, p, s, losses, _ = carry
+            i, p, s, losses, _, kept = carry
+            if kept is not None:  # `run(..., keep=True)`: each point's params and state, as they are
+                kept = jax.tree.map(lambda buf, x: buf.at[i].set(x), kept, (p, s))
             value, p, s = self._one(p, s, inputs, lr)
             losses = losses.at[i].set(value.astype(losses.dtype))
-            return i + 1, p, s, losses, jnp.isfinite(value)
+            return i + 1, p, s, losses, jnp.isfinite(value), kept
 
         i0 = jnp.zeros((), jnp.int32)
-        _, p, s, losses, _ = jax.lax.while_loop(cond, body, (i0, params, state, losses, jnp.array(True)))
+        _, p, s, losses, _, kept = jax.lax.while_loop(cond, body, (i0, params, state, losses, jnp.array(True), kept))
         # steps taken need not travel back: k, or up to the first non-finite loss
-        return p, s, losses
+        return p, s, losses, kept
 
     # ---- calls
     def _lr_value(self, learning_rate: Any, params: Any, opt_state: Any) -> Any:
@@ -430,6 +433,7 @@ class TrainingStep:
         n: int = 1,
         *,
         deadline: float | None = None,
+        keep: bool = False,
     ) -> RunResult:
         """`n` steps from `params`, compiled as one loop.
 
@@ -438,7 +442,7 @@ class TrainingStep:
         `stopped_loss` the loss at the point that was not entered. `deadline` (a
         `time.monotonic()` time) ends the run where it got to once passed (checked after each
         chunk of `CHUNK` compiled steps, or each step of a big tree's loop): `timed_out` is then
-        True.
+        True. `keep=True` also gives the params and optimizer state at each step's start (`points`).
         """
         import time
 
@@ -455,35 +459,47 @@ class TrainingStep:
         # hold the whole loss, its gradient and the update in one program: minutes of XLA)
         run_fn = self._run_fn if not self.lean else None  # None: step after step
         losses: list[float] = []
+        points: list | None = [] if keep else None
         done = 0
         p, s = params, opt_state
         while done < n:
             if deadline is not None and done and time.monotonic() > deadline:
-                return RunResult(p, s, losses, done, None, True)
+                return RunResult(p, s, losses, done, None, True, points)
             k = min(CHUNK, n - done)
             if run_fn is None:
-                taken, new_p, new_s, chunk_losses = self._python_loop(p, s, inputs, lr, k, deadline)
+                taken, new_p, new_s, chunk_losses, kept = self._python_loop(p, s, inputs, lr, k, deadline, keep)
             else:
-                new_p, new_s, buf = run_fn(p, s, inputs, lr, np.int32(k))
+                new_p, new_s, buf, kept = run_fn(p, s, inputs, lr, np.int32(k), self._buffers(p, s) if keep else None)
                 chunk_losses = np.asarray(buf)[:k].tolist()
                 taken = k
-            if all(math.isfinite(v) for v in chunk_losses):
+                if keep:  # the stacked buffers, one point per step
+                    leaves = [[np.asarray(b) for b in self.engine.tree_leaves(t)] for t in kept]
+                    kept = [tuple([b[t] for b in bufs] for bufs in leaves) for t in range(k)]
+            # the loss at point j is not finite: back to point j - 1 (the same code, fewer steps)
+            j = next((t for t, v in enumerate(chunk_losses) if not math.isfinite(v)), None)
+            back = taken if j is None else max(j - 1, 0)
+            if points is not None:
+                points += kept[:back]
+            if j is None:
                 losses += chunk_losses
                 done += taken
                 p, s = new_p, new_s
                 continue
-            # the loss at point j is not finite: back to point j - 1 (the same code, fewer steps)
-            j = next(t for t, v in enumerate(chunk_losses) if not math.isfinite(v))
-            back = max(j - 1, 0)
             if back and run_fn is not None:
-                p, s, _ = run_fn(p, s, inputs, lr, np.int32(back))
+                p, s, _, _ = run_fn(p, s, inputs, lr, np.int32(back))
             elif back:
-                _, p, s, _ = self._python_loop(p, s, inputs, lr, back)
+                _, p, s, _, _ = self._python_loop(p, s, inputs, lr, back)
             losses += chunk_losses[:back]
-            return RunResult(p, s, losses, done + back, float(chunk_losses[j]))
-        return RunResult(p, s, losses, done, None)
+            return RunResult(p, s, losses, done + back, float(chunk_losses[j]), False, points)
+        return RunResult(p, s, losses, done, None, False, points)
 
-    def _python_loop(self, p, s, inputs, lr, k, deadline=None):
+    def _buffers(self, p: Any, s: Any) -> Any:
+        """Room for `CHUNK` points of (params, state) in the compiled loop (`run(..., keep=True)`)."""
+        import jax.numpy as jnp
+
+        return self.engine.tree_map(lambda x: jnp.zeros((CHUNK, *jnp.shape(x)), jnp.result_type(x)), (p, s))
+
+    def _python_loop(self, p, s, inputs, lr, k, deadline=None, keep=False):
         """The Lite engine's loop (no compiler there) and a big tree's: the same steps one by one,
         stopping after the first point whose loss is not finite, as the compiled loop does (and
         after the step that passes `deadline`)."""
@@ -491,16 +507,18 @@ class TrainingStep:
 
         import numpy as np
 
-        losses = []
+        losses, kept = [], []
         one = self._lean_one if self.lean else self._one
         for _ in range(k):
             if deadline is not None and losses and time.monotonic() > deadline:
                 break
+            if keep:
+                kept.append(tuple([np.asarray(x) for x in self.engine.tree_leaves(t)] for t in (p, s)))
             value, p, s = one(p, s, inputs, lr)
             losses.append(float(np.asarray(value)))
             if not math.isfinite(losses[-1]):
                 break
-        return len(losses), p, s, losses
+        return len(losses), p, s, losses, kept
 
 
 class CompiledStep(TrainingStep):

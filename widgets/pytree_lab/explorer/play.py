@@ -264,6 +264,20 @@ class PlayMixin:
         Needs pandas; `history_dict()` gives the same as plain lists."""
         return record.to_dataframe(self.session)
 
+    def save(self, path: Any) -> Any:
+        """Keep this demo in a file (.npz): params, inputs, optimizer state, the record with every
+        trajectory, the sliders, the bars and the boxes. A file there that this explorer did not
+        write is kept (the demo goes to `name-2.npz`, ...). Returns the path written."""
+        with self.session.lock:
+            return record.save(self, path, self.__dict__.setdefault("_written", {}))
+
+    @classmethod
+    def load(cls, path: Any, loss_fn: Any, params: Any, inputs: Any = None, **kwargs: Any) -> Any:
+        """The explorer of a saved demo, at the same step with the same numbers, bit for bit:
+        `loss_fn`, `params` (for its structure), `inputs` and keywords (`optimizer=`, ...) as given
+        to `StepExplorer`; the numbers, sliders and bars come from the file."""
+        return record.load(cls, path, loss_fn, params, inputs, **kwargs)
+
     # ------------------------------------------------------------------ output of steps from the page
     @property
     def output(self) -> str:

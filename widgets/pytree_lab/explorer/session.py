@@ -28,7 +28,7 @@ from ..engine import Engine, choose_device, device_label, get_engine
 from ..step import StepResult, pin_dtypes
 from ..training import CompiledStep, OptimizerError, TrainingStep
 from ..trees import describe
-from . import batches, messages
+from . import batches, messages, record
 from .prediction import extras_fn, with_extras
 from .sliders import LEARNING_RATE, SliderSpec, element_value, moving_positions, plan
 
@@ -115,8 +115,7 @@ class ExplorerSession:
         # what was said once: the op-by-op program, a failed background compile, a slow step
         self._said_staged: Any = None
         self._said_compile_error: BaseException | None = None
-        self._said_slow = False
-        self.too_slow = ""  # the message of a step stopped as too slow (not a loop); "" when none
+        self._said_slow, self.too_slow = False, ""  # too_slow: the message of a step stopped as too slow (not a loop)
 
         # Our own copies of the trees (never the caller's arrays), in the dtypes JAX gives them.
         self.params_tree = _pinned("params", params, eng)
@@ -139,7 +138,8 @@ class ExplorerSession:
         self.optimizer = optimizer
         self.opt_state: Any = None
         self.history = array.array("d")  # 8 bytes a point: a million steps are 8 MB
-        self.rates = array.array("d")  # the learning rate of the step from each point (NaN: fixed inside the optimizer)
+        # the learning rate of the step from each point (NaN: fixed inside the optimizer); each point's params and state
+        self.rates, self.trail = array.array("d"), record.Trail()
         self.last_traceback = ""  # the traceback of the last step that raised ("" when none)
         self._new_point = True  # the next good step is a newly visited point (else the current one moved)
         self.good_now = False  # the last compute succeeded (a step can start from here)
@@ -382,9 +382,8 @@ class ExplorerSession:
                 return problem
             deadline = time.monotonic() + self.time_budget if self.time_budget else None
             with self.on_device(), _quiet_callbacks(), user_code_budget(self.time_budget) as self.clock:
-                run = self.runner().run(
-                    params, self.opt_state, inputs, lr if self.rate_slides else None, int(n), deadline=deadline
-                )
+                keep, rate = self.trail.room(int(n)), lr if self.rate_slides else None
+                run = self.runner().run(params, self.opt_state, inputs, rate, int(n), deadline=deadline, keep=keep)
         except TimeBudgetExceeded:
             return messages.over_budget("The steps", self.clock, len(self.param_leaves), self.time_budget)
         except KeyboardInterrupt:
@@ -406,6 +405,7 @@ class ExplorerSession:
             )
         if run.steps:
             self.history.extend(run.losses[1:])  # the first is the current point, already recorded
+            self.trail += run.points[1:] if run.points else []
             self.rates.extend([self.rates[-1] if self.rates else math.nan] * (len(run.losses) - 1))  # the run's rate
             self.opt_state = run.opt_state
             self._new_point = True
@@ -434,7 +434,7 @@ class ExplorerSession:
                     if isinstance(err, OptimizerError)
                     else f"The optimizer's init failed: {messages.short_error(err)}"
                 )
-        self.history, self.rates = array.array("d"), array.array("d")
+        self.history, self.rates, self.trail = array.array("d"), array.array("d"), record.Trail()
         self._new_point = True
         self._move_params(params0)
         return ""
@@ -501,6 +501,7 @@ class ExplorerSession:
         result = computed.result
         assert result is not None
         self.last_good, self.good_now, self.too_slow = result, True, ""
+        self.trail.put(self._new_point or not self.history, result, self.engine)
         if self._new_point or not self.history:
             self.history.append(result.loss)  # a new point after a step
             self.rates.append(result.learning_rate)
@@ -586,5 +587,4 @@ class ExplorerSession:
 
     def close(self) -> None:
         """Drop the compiled programs; the numbers (params, history, last step) stay."""
-        self.slider_step = None
-        self._plain_runner = None
+        self.slider_step = self._plain_runner = None

@@ -1,0 +1,170 @@
+"""A run an instructor keeps: the record holds every parameter's and every optimizer moment's
+trajectory, point by point. Oracles: the lesson's hand-derived numbers, and a hand-written optax
+loop (jax.value_and_grad, opt.update, optax.apply_updates called here), compared bit for bit."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import optax
+import pytest
+
+from pytree_lab import StepExplorer
+from pytree_lab.explorer import record
+
+X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]], np.float32)
+Y = np.array([1.0, 2.0, 3.0], np.float32)
+optax_adam = pytest.mark.jax_promotion(dtype="optax's adam raises a float to its int32 step count (bias correction)")
+
+
+def loss(p, x, y):
+    return ((x @ p["w"] + p["b"] - y) ** 2).mean()
+
+
+def start():
+    return {"w": np.array([0.5, -0.5], np.float32), "b": np.float32(0.0)}
+
+
+def optax_points(opt, n):
+    """The hand-written loop, one jitted step: (loss, params leaves, state leaves) at each of the first n + 1 points."""
+
+    @jax.jit
+    def step(params, state):
+        value, grads = jax.value_and_grad(loss)(params, X, Y)
+        updates, new_state = opt.update(grads, state, params)
+        return value, optax.apply_updates(params, updates), new_state
+
+    params, points = start(), []
+    state = opt.init(params)
+    for _ in range(n + 1):
+        value, new_params, new_state = step(params, state)
+        points.append((value, jax.tree.leaves(params), jax.tree.leaves(state)))
+        params, state = new_params, new_state
+    return points
+
+
+@optax_adam
+def test_the_record_holds_every_parameter_and_moment_trajectory_bit_equal_to_optax():
+    opt = optax.adam(0.3)
+    ex = StepExplorer(loss, start(), {"x": X, "y": Y}, optimizer=opt, sliders=["params['w']"])
+    ex.step(1)  # one step through the slider step, then 300 in compiled loops (past one CHUNK of 256)
+    ex.step(300)
+    df = ex.to_dataframe()
+    names = ["params['b']", "params['w'][0]", "params['w'][1]"]
+    moments = ["opt_state[0].count"] + [f"opt_state[0].{m}{n[6:]}" for m in ("mu", "nu") for n in names]
+    assert list(df.columns) == ["loss", "learning_rate", *names, *moments] and list(df.index) == list(range(302))
+    assert df["params['w'][0]"].dtype == np.float32 and df["opt_state[0].count"].dtype == np.int32
+    expected = optax_points(opt, 301)
+    for step, (value, p, s) in enumerate(expected):
+        assert df["loss"][step] == float(value), step
+        got_p = [df[n][step] for n in names]
+        want_p = [np.float32(p[0]), *np.asarray(p[1])]
+        got_s = [df[m][step] for m in moments]
+        want_s = [np.asarray(s[0]), np.float32(s[1]), *np.asarray(s[2]), np.float32(s[3]), *np.asarray(s[4])]
+        assert [x.tobytes() for x in map(np.asarray, got_p + got_s)] == [
+            x.tobytes() for x in map(np.asarray, want_p + want_s)
+        ], step
+    # plain lists too, the same numbers
+    d = ex.history_dict()
+    assert d["params['w'][1]"] == df["params['w'][1]"].tolist() and len(d["opt_state[0].nu['b']"]) == 302
+
+
+def test_a_slider_move_moves_the_current_point_and_reset_starts_again():
+    ex = StepExplorer()  # the lesson: weight [1, -1], bias 0, rate 0.05; grads [-8, -4], -4
+    ex.step(1)  # -> weight [1.4, -0.8], bias 0.2 (the lesson's hand derivation)
+    ex.sliders["bias"].value = 0.5  # the same point, moved
+    d = ex.history_dict()
+    assert d["step"] == [0, 1] and d["params['bias']"] == [0.0, 0.5]
+    assert d["params['weight'][0]"] == [1.0, pytest.approx(1.4)]
+    assert d["params['weight'][1]"] == [-1.0, pytest.approx(-0.8)]
+    ex.reset()
+    assert ex.history_dict() == {
+        "step": [0],
+        "loss": [4.0],
+        "learning_rate": [pytest.approx(0.05)],
+        "params['bias']": [0.0],
+        "params['weight'][0]": [1.0],
+        "params['weight'][1]": [-1.0],
+    }
+
+
+def test_a_trail_past_its_budget_keeps_the_first_points_and_says_nan_after(monkeypatch):
+    monkeypatch.setattr(record, "TRAIL_NUMBERS", 3 * 4)  # 3 numbers a point: four points
+    ex = StepExplorer()
+    ex.step(2)
+    ex.step(5)  # would pass the budget: this run keeps none
+    df = ex.to_dataframe()
+    assert len(df) == 8 and df["params['bias']"][:3].notna().all() and df["params['bias']"][3:].isna().all()
+
+
+# ---------------------------------------------------------------------------------------- a saved demo
+MODEL = '''
+import numpy as np, optax
+X = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]], np.float32)
+Y = np.array([1.0, 2.0, 3.0], np.float32)
+def loss(p, x, y):
+    return ((x @ p["w"] + p["b"] - y) ** 2).mean()
+start = lambda: {"w": np.array([0.5, -0.5], np.float32), "b": np.float32(0.0)}
+'''
+# what an explorer is, bit for bit: every number's bytes and every choice, as JSON
+FINGERPRINT = '''
+import json, jax
+def fingerprint(ex):
+    raw = lambda t: [np.asarray(x).tobytes().hex() + str(np.asarray(x).dtype) for x in jax.tree.leaves(t)]
+    r = ex.result
+    return json.dumps({"params": raw(ex.params), "state": raw(ex.opt_state), "grads": raw(r.grads),
+        "updated": raw(r.updated), "loss": [r.loss, r.loss_after], "history": list(ex.history),
+        "frame": [list(ex.to_dataframe()), ex.to_dataframe().to_numpy(float).tobytes().hex()],
+        "step": ex.control_step(),
+        "sliders": {k: s.value for k, s in ex.sliders.items()}, "bars": ex.chart_view.table.rows,
+        "selected": ex.selected_path, "boxes": [ex.fixed_range_box.value, ex.log_scale_box.value]})
+'''
+
+
+@optax_adam
+def test_a_saved_demo_loads_into_a_new_kernel_at_the_same_step_bit_for_bit(tmp_path):
+    import json
+    import os
+    import sys
+    from pathlib import Path
+
+    from jupyter_client.manager import start_new_kernel
+
+    ns: dict = {}
+    exec(MODEL + FINGERPRINT, ns)
+    ex = StepExplorer(ns["loss"], ns["start"](), {"x": X, "y": Y}, optimizer=optax.adam(0.3), bars=["params['w']"])
+    ex.step(12)
+    ex.sliders["b"].value = 0.25  # a point moved by hand, then the boxes and the selection
+    ex.log_scale_box.value = ex.fixed_range_box.value = True
+    ex.selected_path = "['w']"
+    mine = tmp_path / "demo.npz"
+    assert ex.save(tmp_path / "demo") == mine and ex.save(mine) == mine  # its own file: written again
+    (tmp_path / "notes.npz").write_bytes(b"an instructor's file")
+    assert ex.save(tmp_path / "notes.npz") == tmp_path / "notes-2.npz"  # never over a file it did not write
+    assert (tmp_path / "notes.npz").read_bytes() == b"an instructor's file"
+    mine.write_bytes(mine.read_bytes())  # rewritten by someone else since: kept too
+    assert ex.save(mine) == tmp_path / "demo-2.npz"
+
+    env = dict(
+        os.environ, JAX_PLATFORMS="cpu", PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
+    )
+    outputs: list = []
+    km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
+    try:
+        code = (
+            MODEL + FINGERPRINT + "import jax; jax.config.update('jax_numpy_dtype_promotion', 'standard')\n"
+            "from pytree_lab import StepExplorer\n"
+            "ex = StepExplorer.load('demo.npz', loss, start(), {'x': X, 'y': Y}, optimizer=optax.adam(0.3))\n"
+            "fingerprint(ex)"
+        )
+        reply = kc.execute_interactive(code, timeout=180, output_hook=lambda msg: outputs.append(msg))
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert reply["content"]["status"] == "ok", reply["content"]
+    loaded = json.loads(
+        eval(next(m["content"]["data"]["text/plain"] for m in outputs if m["msg_type"] == "execute_result"))
+    )
+    here = json.loads(ns["fingerprint"](ex))
+    assert loaded == here and here["step"] == 12 and here["boxes"] == [True, True] and here["selected"] == "['w']"
+    assert len(here["frame"][0]) == 12  # loss, rate, 3 params, count and 2 x 3 moments
