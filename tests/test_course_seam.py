@@ -6,6 +6,7 @@ each reference solution is a file the tests run; docs/course.md's "add an exerci
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import itertools
 import pathlib
@@ -115,7 +116,12 @@ IMPORTED = pathlib.Path(exercises.__file__).resolve().parents[1]  # this checkou
 
 
 def _side(frame) -> str | None:
-    path = pathlib.Path(frame.f_code.co_filename).resolve()
+    return _side_of_file(frame.f_code.co_filename)
+
+
+@functools.cache  # a click makes millions of calls (JAX's own): each file is placed once
+def _side_of_file(filename: str) -> str | None:
+    path = pathlib.Path(filename).resolve()
     for side in ("course", "exercises"):
         if path.is_relative_to(IMPORTED / side):
             return side
