@@ -15,7 +15,7 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture(scope="module")
 def lean_run(tmp_path_factory, pw):
-    site = build_probe_site(tmp_path_factory, "--lean")
+    site = build_probe_site(tmp_path_factory, "--lean", "--no-stored-outputs")  # first paint: test_lite_offline
     with SiteServer(site) as server:
         yield site, drive_probe(pw, server, "lite-lean-failure.png")
 

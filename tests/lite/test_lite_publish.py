@@ -56,6 +56,7 @@ def build(site: Path, contents: Path, site_name: str) -> None:
             str(contents),
             "--site-name",
             site_name,
+            "--no-stored-outputs",  # what is published, not the lessons' first paint (test_lite_offline)
         ],
         capture_output=True,
         text=True,
