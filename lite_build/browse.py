@@ -114,6 +114,11 @@ def open_notebook(page, site_url: str, path: str, net: NetLog | None = None) -> 
     if net is not None:
         net.started = time.monotonic()
     page.goto(f"{site_url}/lab/index.html?path={path}", timeout=Timeouts.ms(Timeouts.PAGE))
+    show_notebook(page, path)
+
+
+def show_notebook(page, path: str) -> None:
+    """Wait until the notebook at `path` is open and its tab the current one (after a goto or a reload)."""
     # JupyterLab restores the tabs the site's workspace had open (a notebook opened from another
     # page of the same site included) and may leave one of those current: bring this one forward
     name = path.rsplit("/", 1)[-1]

@@ -38,10 +38,16 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+if __package__:
+    from . import first_paint
+else:
+    import first_paint
 CACHE = HERE / ".cache"
 DEFAULT_OUTPUT = HERE / "_output"
 # Compiled archives, keyed by the sha256 of what was compiled (see ship_bytecode).
 BYTECODE_CACHE = CACHE / "bytecode"
+# The CPython mirror of the site's kernel that runs the notebooks for their stored outputs.
+MIRROR_ENV = CACHE / "mirror"
 KERNEL_WHEELS = HERE / "kernel-wheels.txt"
 FIRST_CELL = HERE / "first_cell.py"
 SITE_CONFIG = HERE / "jupyter-lite.json"
@@ -1008,12 +1014,15 @@ def build_site(
     fast_start: bool = True,
     lean: bool = False,
     site_name: str | None = None,
+    stored_outputs: bool = False,
 ) -> dict:
     """Build the site into a private staging folder and put it at output_dir only on success.
 
     An existing output_dir is replaced only when an earlier run of this build made it and it
     holds nothing else (see check_output_dir); a failed build leaves it as it was.
     lean: ship bytecode without the .py sources it was compiled from (README: the lean site).
+    stored_outputs: run every notebook on the Lite engine and store its outputs (first_paint.py);
+    the command line does it unless --no-stored-outputs.
     """
     if lean and not fast_start:
         raise BuildError("--lean drops the sources the bytecode replaces: it needs the bytecode build")
@@ -1085,6 +1094,15 @@ def build_site(
             setup_cells[rel] = stage_notebook(src, files_dir / rel, rel)
         check_staged_notebooks(files_dir, [rel for _, rel in notebooks])
         files_dir.mkdir(exist_ok=True)
+        extensions = []
+        if stored_outputs:
+            try:
+                ran, modules = first_paint.run_notebooks([files_dir / rel for _, rel in notebooks], stage, MIRROR_ENV)
+            except first_paint.mirror_env.MirrorError as err:
+                raise BuildError(f"{err}; or build with --no-stored-outputs (outputs empty until run)") from None
+            for rel, what in ran.items():
+                log(f"  {rel}: {what} on the Lite engine, outputs stored")
+            extensions.append(str(first_paint.write_extension(stage / "stored-outputs", modules)))
 
         (stage / "jupyter-lite.json").write_text(json.dumps(config_data, indent=2) + "\n")
         front_ends = [str(wheels[normalize(n)]) for n in FRONT_END_WHEELS]
@@ -1101,7 +1119,7 @@ def build_site(
                 # front ends come from the pinned wheels and the kernel's own extension,
                 # never from whatever else happens to be installed in this environment
                 "ignore_sys_prefix": ["federated_extensions"],
-                "federated_extensions": [*front_ends, str(kernel_ext)],
+                "federated_extensions": [*front_ends, str(kernel_ext), *extensions],
             }
         }
         (stage / "jupyter_lite_config.json").write_text(json.dumps(config, indent=2))
@@ -1198,7 +1216,8 @@ def verify_and_describe(output_dir, lock_info, wheels, project, notebooks, setup
                     problems.append(f"front end {data['name']} differs from the one in {whl.name}")
                 else:
                     extensions[data["name"]]["from_wheel"] = whl.name
-    expected = {PYODIDE_KERNEL_EXTENSION} | {e for e, d in extensions.items() if d.get("from_wheel")}
+    ours = {PYODIDE_KERNEL_EXTENSION, first_paint.EXTENSION_NAME}
+    expected = ours | {e for e, d in extensions.items() if d.get("from_wheel")}
     unexpected = sorted(set(extensions) - expected)
     if unexpected:
         problems.append(f"unexpected front ends in the site: {unexpected}")
@@ -1245,6 +1264,8 @@ def print_manifest(output_dir: Path, m: dict) -> None:
     log("\nFront-end extensions:")
     for name, e in sorted(m["extensions"].items()):
         source = f"from {e['from_wheel']}" if e.get("from_wheel") else "the Pyodide kernel"
+        if name == first_paint.EXTENSION_NAME:
+            source = "this build: draws the stored outputs before the kernel starts"
         log(f"  {human(e['bytes']):>9}  {name} {e['version']} ({e['files']} files, {source})")
     if m["cdn_packages"]:
         log("\nFetched at run time from Pyodide's CDN (pinned in static/pyodide/pyodide-lock.json):")
@@ -1284,6 +1305,12 @@ def main(argv: list[str] | None = None) -> int:
         help="leave out the .py sources that bytecode replaces (a smaller site; tracebacks into "
         "library code show no source lines)",
     )
+    parser.add_argument(
+        "--no-stored-outputs",
+        action="store_true",
+        help="do not run the notebooks for their outputs (faster; the page shows empty outputs until "
+        "the kernel runs them)",
+    )
     args = parser.parse_args(argv)
     try:
         build_site(
@@ -1292,6 +1319,7 @@ def main(argv: list[str] | None = None) -> int:
             include_compiled_packages=args.include_compiled,
             lean=args.lean,
             site_name=args.site_name,
+            stored_outputs=not args.no_stored_outputs,
         )
     except BuildError as err:
         print(f"error: {err}", file=sys.stderr)

@@ -6,9 +6,21 @@ import sys
 if sys.platform == "emscripten":
     import piplite
 
+    class SetupFailed(Exception):
+        def _render_traceback_(self):  # one sentence, not the installer's traceback
+            return [str(self)]
+
     # Widgets and the course package come from this site's own wheels (no numpy needed).
-    await piplite.install(["anywidget", "ipywidgets"])
-    await piplite.install("pytree-lab", deps=False)
+    try:
+        await piplite.install(["anywidget", "ipywidgets"])
+        await piplite.install("pytree-lab", deps=False)
+    except Exception as err:
+        raise SetupFailed(
+            f"The course packages could not be installed from this site ({type(err).__name__}: "
+            f"{str(err).splitlines()[0][:120] if str(err) else 'no detail'}): if the note at the bottom of "
+            "the page names a missing or damaged file, whoever published the site should upload the whole "
+            "built folder again; otherwise check the connection and reload the page."
+        ) from None
     # numpy and pandas load from Pyodide's CDN in the background: the next cells run at once, a cell
     # that needs numpy waits for them (bounded) or says in one line why not; `import jax` works either way.
     import pytree_lab.compat.lite_kernel

@@ -45,13 +45,17 @@ class MirrorError(RuntimeError):
 
 
 def interpreter() -> Path:
-    python = Path(os.environ.get("LITE_MIRROR_PYTHON", DEFAULT_PYTHON))
-    if not (python.is_file() and os.access(python, os.X_OK)):
-        raise MirrorError(
-            f"the Lite-mirror environment needs CPython 3.13 at {python} (pyenv install 3.13.0, "
-            "or set LITE_MIRROR_PYTHON to a CPython 3.12+ interpreter); it is not there"
-        )
-    return python
+    """LITE_MIRROR_PYTHON, else pyenv's CPython 3.13.0, else python3.13 or python3.12 on PATH."""
+    named = os.environ.get("LITE_MIRROR_PYTHON")
+    on_path = [Path(p) for v in ("3.13", "3.12") if (p := shutil.which(f"python{v}"))]
+    found = [Path(named)] if named else [DEFAULT_PYTHON, *on_path]
+    for python in found:
+        if python.is_file() and os.access(python, os.X_OK):
+            return python
+    raise MirrorError(
+        f"the Lite-mirror environment needs CPython 3.12 or 3.13 ({found[0]}; pyenv install 3.13.0, "
+        "or set LITE_MIRROR_PYTHON to a CPython 3.12+ interpreter); none is there"
+    )
 
 
 def site_wheels(site: Path) -> list[Path]:
@@ -90,20 +94,28 @@ def make(site: Path, env_dir: Path = DEFAULT_ENV) -> Path:
     python = interpreter()
     wheels = site_wheels(site)
     pins = lock_versions(site)
+    # the project's own wheel changes with every edit: it is reinstalled alone, the rest kept
+    project = [w for w in wheels if w.name.startswith("pytree_lab-")]
     want = {
         "python": str(python),
-        "wheels": {w.name: hashlib.sha256(w.read_bytes()).hexdigest() for w in wheels},
+        "wheels": {w.name: hashlib.sha256(w.read_bytes()).hexdigest() for w in wheels if w not in project},
         "numpy_pandas": pins,
     }
     env_python = env_dir / "bin" / "python"
     stamp = env_dir / STAMP
     if stamp.is_file() and env_python.exists():
         try:
-            if json.loads(stamp.read_text()) == want:
-                write_kernelspec(env_dir)
-                return env_python
+            made = json.loads(stamp.read_text())
         except ValueError:
-            pass
+            made = {}
+        if {k: made.get(k) for k in want} == want:
+            installed = {w.name: hashlib.sha256(w.read_bytes()).hexdigest() for w in project}
+            if made.get("project") != installed:
+                pip = [env_python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+                run([*pip, "--no-deps", "--force-reinstall", *project])
+                stamp.write_text(json.dumps({**made, "project": installed}, indent=1))
+            write_kernelspec(env_dir)
+            return env_python
     if env_dir.exists():
         if not stamp.is_file():
             raise MirrorError(f"{env_dir} exists and was not made by mirror_env.py; move it away")
@@ -116,7 +128,8 @@ def make(site: Path, env_dir: Path = DEFAULT_ENV) -> Path:
     run([*pip, "ipykernel"])
     check(env_python, wheels, pins)
     write_kernelspec(env_dir)
-    stamp.write_text(json.dumps(want, indent=1))
+    project_hashes = {w.name: hashlib.sha256(w.read_bytes()).hexdigest() for w in project}
+    stamp.write_text(json.dumps({**want, "project": project_hashes}, indent=1))
     return env_python
 
 

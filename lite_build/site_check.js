@@ -145,27 +145,34 @@
   // A stored copy of a course notebook hides the site's newer version of it (JupyterLite opens the
   // copy): say so as the page opens. Read only; the setup cell puts the new version beside the copy.
   function checkUpdates() {
-    if (!window.indexedDB || !indexedDB.databases) return;
+    // when every stored copy has been compared, the page says so on <html> (data-ptl-updates-checked)
+    var done = function () { document.documentElement.setAttribute("data-ptl-updates-checked", ""); };
+    if (!window.indexedDB || !indexedDB.databases) return done();
     fetch(root + "jupyter-lite.json", { cache: "no-cache" }).then(function (r) { return r.json(); }).then(function (config) {
       var name = config["jupyter-config-data"].contentsStorageName;
       return indexedDB.databases().then(function (all) {
         if (!all.some(function (db) { return db.name === name; })) return;
-        var request = indexedDB.open(name);
-        request.onsuccess = function () {
-          var db = request.result;
-          if (!db.objectStoreNames.contains("files")) { db.close(); return; }
-          var read = db.transaction("files", "readonly").objectStore("files").getAll();
-          read.onsuccess = function () { db.close(); read.result.forEach(compare); };
-        };
+        return new Promise(function (ok) {
+          var request = indexedDB.open(name);
+          request.onerror = function () { ok(); };
+          request.onsuccess = function () {
+            var db = request.result;
+            db.onversionchange = function () { db.close(); }; // never hold up JupyterLite's own storage
+            if (!db.objectStoreNames.contains("files")) { db.close(); return ok(); }
+            var read = db.transaction("files", "readonly").objectStore("files").getAll();
+            read.onerror = function () { db.close(); ok(); };
+            read.onsuccess = function () { db.close(); ok(Promise.all(read.result.map(compare))); };
+          };
+        });
       });
-    }).catch(function () {});
+    }).catch(function () {}).then(done);
   }
 
   function compare(item) {
     var meta = item && item.type === "notebook" && item.content && item.content.metadata &&
       item.content.metadata.pytree_lab;
-    if (!meta || typeof meta.site_path !== "string" || typeof meta.site_version !== "string") return;
-    fetch(root + "files/" + meta.site_path.split("/").map(encodeURIComponent).join("/"), { cache: "no-cache" })
+    if (!meta || typeof meta.site_path !== "string" || typeof meta.site_version !== "string") return null;
+    return fetch(root + "files/" + meta.site_path.split("/").map(encodeURIComponent).join("/"), { cache: "no-cache" })
       .then(function (r) { return r.ok ? r.json() : null; })
       .then(function (site) {
         var now = site && site.metadata && site.metadata.pytree_lab;

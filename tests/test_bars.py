@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from pytree_lab import StepExplorer
-from pytree_lab._format import short_labels
 from pytree_lab.chart import TICK_CHARS, TICK_FONT_PX, BeforeAfterChart, LossHistoryChart, tick_width
-from pytree_lab.explorer.bars import MAX_BARS
+from pytree_lab.explorer.sliders import MAX_BARS
+from pytree_lab.formatting import short_labels
 
 X = jnp.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])
 Y = jnp.array([0.0, 1.0, 1.0, 0.0])

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import pytest
 
 from pytree_lab import StepExplorer
-from pytree_lab._budget import TimeBudgetExceeded, is_user_frame, user_code_budget
+from pytree_lab.budget import TimeBudgetExceeded, is_user_frame, user_code_budget
 
 
 def test_a_loop_in_the_users_code_is_stopped():
@@ -139,7 +139,7 @@ def test_an_endless_loss_given_from_another_thread_ends_in_a_message():
 
 _AFTER_A_STOP = r"""
 import sys, threading
-from pytree_lab._budget import TimeBudgetExceeded, user_code_budget
+from pytree_lab.budget import TimeBudgetExceeded, user_code_budget
 
 def spin():
     while True:
@@ -202,7 +202,7 @@ def _swallows_then_spins():
 
 @pytest.mark.parametrize("outer,inner", [("user", "deadline"), ("deadline", "user")])
 def test_budgets_nest_and_the_inner_one_stops_its_body(outer, inner):
-    from pytree_lab._budget import deadline_budget
+    from pytree_lab.budget import deadline_budget
 
     make = {"user": user_code_budget, "deadline": deadline_budget}
     start = time.monotonic()
@@ -218,7 +218,7 @@ def test_budgets_nest_and_the_inner_one_stops_its_body(outer, inner):
 
 @pytest.mark.parametrize("where", ["main thread", "another thread"])
 def test_a_fired_deadline_fires_again_until_the_code_stops(where):
-    from pytree_lab._budget import deadline_budget, driver
+    from pytree_lab.budget import deadline_budget, driver
 
     def run():
         with deadline_budget(0.3) as rule:
@@ -235,7 +235,7 @@ def test_a_fired_deadline_fires_again_until_the_code_stops(where):
 
 
 def test_the_deadline_counts_cpu_time_and_the_clock_is_its_backstop():
-    from pytree_lab._budget import WALL_FACTOR, Deadline
+    from pytree_lab.budget import WALL_FACTOR, Deadline
 
     rule = Deadline(0.2)
     time.sleep(0.3)  # waiting: no CPU time
@@ -321,7 +321,7 @@ def test_a_student_who_takes_the_alarm_over_is_still_stopped(takes, tmp_path):
 _AFTER_A_LOST_DEPTH_OFF_MAIN = r"""
 import sys, threading, time
 import jax
-from pytree_lab import _budget
+from pytree_lab import budget
 from pytree_lab.exercises._guard import run_guarded
 
 def loses_depth():  # JAX's flatten gives up on it without giving its recursion count back
@@ -349,7 +349,7 @@ t.start()
 t.join(60)
 time.sleep(0.6)
 print(out["run"].error is not None or "the recursion depth" in out["run"].restored, out["after"])
-print([w.name for w in threading.enumerate() if isinstance(w, _budget.Watchdog)])
+print([w.name for w in threading.enumerate() if isinstance(w, budget.Watchdog)])
 """
 
 
@@ -367,7 +367,7 @@ def test_off_the_main_thread_a_body_that_lost_the_recursion_depth_leaves_no_watc
 
 _HOSTILE_TO_THE_BUDGET = r"""
 import os, sys, time
-from pytree_lab._budget import TimeBudgetExceeded, user_code_budget
+from pytree_lab.budget import TimeBudgetExceeded, user_code_budget
 from pytree_lab.exercises._guard import notes_for, run_guarded
 
 clock, cpu = time.monotonic, time.process_time
@@ -414,7 +414,7 @@ def forks():
 
 run = run_guarded(forks, budget=5)
 print(run.value, run.processes, notes_for(run))
-from pytree_lab._interpreter import _descendants
+from pytree_lab.interpreter import _descendants
 print(sorted(_descendants()))  # none left, not even a zombie
 """
 
@@ -447,7 +447,7 @@ def test_a_student_who_freezes_the_clocks_swallows_the_stop_or_forks_is_stopped_
 
 _WHOSE_CODE = r"""
 import os, sys
-from pytree_lab._budget import is_user_frame, _FILES
+from pytree_lab.budget import is_user_frame, _FILES
 
 def frame_of(fn):
     return type("F", (), {"f_code": fn.__code__})()
@@ -504,10 +504,10 @@ def test_the_interpreter_repairs_find_what_they_mend_on_this_python():
     # state (it drops by a level or two inside a Python function called from C)
     import sys
 
-    from pytree_lab import _interpreter
+    from pytree_lab import interpreter
 
     if sys.implementation.name == "cpython" and sys.version_info[:2] <= (3, 13):
-        assert _interpreter._LEAVE is not None
+        assert interpreter._LEAVE is not None
     if sys.implementation.name == "cpython" and (3, 12) <= sys.version_info[:2] <= (3, 13):
-        counter = _interpreter._c_counter()
-        assert counter is not None and 0 < counter.value - _interpreter._inner(counter) <= 16
+        counter = interpreter._c_counter()
+        assert counter is not None and 0 < counter.value - interpreter._inner(counter) <= 16

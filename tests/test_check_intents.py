@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import sys
 import threading
 import time
 from pathlib import Path
@@ -15,6 +13,7 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import pytest
+from kernel_harness import output, real_kernel, send_intent
 
 from pytree_lab import exercises, lesson
 from pytree_lab.course import check_button
@@ -112,47 +111,18 @@ print(json.dumps({"comm": button.comm.comm_id}))
 """
 
 
-def _output(kc, code: str, timeout: float = 120) -> str:
-    msg_id = kc.execute(code)
-    text, error = [], None
-    while True:
-        msg = kc.get_iopub_msg(timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        kind = msg["msg_type"]
-        if kind == "stream":
-            text.append(msg["content"]["text"])
-        elif kind == "execute_result":
-            text.append(msg["content"]["data"]["text/plain"])
-        elif kind == "error":
-            error = "\n".join(msg["content"]["traceback"])
-        elif kind == "status" and msg["content"]["execution_state"] == "idle":
-            break
-    assert error is None, error
-    return "".join(text)
-
-
 def test_a_thousand_check_messages_in_a_real_kernel(tmp_path):
-    from jupyter_client.manager import start_new_kernel
-
-    env = dict(
-        os.environ,
-        JAX_PLATFORMS="cpu",
-        PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-    )
-    km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
-    try:
-        comm_id = json.loads(_output(kc, SETUP).strip().splitlines()[-1])["comm"]
-        intent = {"comm_id": comm_id, "data": {"method": "custom", "content": {"type": "check"}}}
+    with real_kernel(tmp_path) as (_, kc):
+        comm_id = json.loads(output(kc, SETUP).strip().splitlines()[-1])["comm"]
         for i in range(1000):
             if i == 700:  # the student fixes the answer while the clicks keep coming
                 # computed from params, as the lesson asks (a value typed in would not follow params)
                 kc.execute('g = jax.grad(nested_loss)({"layer": params, "scale": jnp.array(1.0)}, x, inputs["target"])')
-            kc.shell_channel.send(kc.session.msg("comm_msg", intent))
+            send_intent(kc, comm_id, {"type": "check"})
         state = {}
         for _ in range(240):
             state = json.loads(
-                _output(
+                output(
                     kc,
                     "print(json.dumps(dict(received=button.intents_received, "
                     "runs=button.checks_run, draining=button._draining, status=button.status, "
@@ -168,11 +138,8 @@ def test_a_thousand_check_messages_in_a_real_kernel(tmp_path):
         assert 1 <= state["runs"] <= 30, state  # 1,000 intents: a handful of checks, not 1,000
         assert state["entries"] == state["runs"]
         assert state["status"] == "passed" and state["last"] is True, state  # the last answer graded
-        assert _output(kc, "1 + 1").strip() == "2"
-        saved = _output(kc, "print(exercises.save_evidence('ev.md').json)").strip()
+        assert output(kc, "1 + 1").strip() == "2"
+        saved = output(kc, "print(exercises.save_evidence('ev.md').json)").strip()
         record = json.loads(Path(saved).read_text())
         assert [o["label"] for o in record["outputs"]] == ["kept before"]
         assert len(record["checks"]) == state["runs"]
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)

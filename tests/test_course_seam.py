@@ -63,6 +63,33 @@ def test_no_private_name_crosses_between_the_toolkit_and_the_course():
     assert crossing == []
 
 
+PACKAGES = ("exercises", "course", "explorer", "compat")  # and the core: every other module
+
+
+def _package_of(parts: list[str]) -> str:
+    return parts[0] if parts and parts[0] in PACKAGES else "core"
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def test_no_private_name_is_imported_across_the_package_boundaries():
+    """A name another package needs is public in its owner module (issue 31 §1): no `_module` and
+    no `_name` is imported from one of exercises, course, explorer, compat and the core into another."""
+    crossing = []
+    for where, target, names in _imports("."):
+        if not target.startswith("pytree_lab"):
+            continue
+        parts = target.split(".")[1:]
+        if _package_of(where.split("/")) == _package_of(parts):
+            continue
+        private = [p for p in parts if _private(p)] + [n for n in names if _private(n)]
+        if private:
+            crossing.append((where, target, private))
+    assert crossing == []
+
+
 def test_importing_the_course_leaves_ipython_unchanged_and_setup_registers_once():
     script = """
 from IPython.core.interactiveshell import InteractiveShell

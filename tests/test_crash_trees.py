@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import signal
 import sys
 import time
@@ -21,11 +20,12 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import pytest
+from kernel_harness import output, real_kernel, send_intent
 
 from pytree_lab import PackedView, exercises, gradient_step
 from pytree_lab.course import EXERCISES, check
 from pytree_lab.exercises import aligned_trees, record_output, run_guarded, save_evidence
-from pytree_lab.exercises._guard import _headroom
+from pytree_lab.interpreter import headroom
 from pytree_lab.trees import TreeError, TreeTooDeepError, check_tree
 
 
@@ -46,7 +46,7 @@ def interpreter() -> tuple:
         signal.getsignal(signal.SIGPROF),
         sys.gettrace(),
         sys.stdout,
-        _headroom(5000),
+        headroom(5000),
     )
 
 
@@ -390,10 +390,10 @@ import json, signal, sys
 import jax.numpy as jnp
 from pytree_lab.course import check_button
 from pytree_lab.exercises import record_output, save_evidence
-from pytree_lab.exercises._guard import _headroom
+from pytree_lab.interpreter import headroom
 def state():
     return [sys.getrecursionlimit(), list(signal.getitimer(signal.ITIMER_REAL)),
-            repr(signal.getsignal(signal.SIGALRM)), repr(sys.gettrace()), _headroom(5000)]
+            repr(signal.getsignal(signal.SIGALRM)), repr(sys.gettrace()), headroom(5000)]
 record_output("kept before", [1.0, 2.0])
 g = {"layer": {"weight": jnp.array([1.0, 2.0]), "bias": jnp.array(0.0)}, "scale": jnp.array(1.0)}
 g["layer"]["bias"] = g
@@ -403,62 +403,47 @@ print(json.dumps({"comm": button.comm.comm_id}))
 """
 
 
-def _output(kc, code: str, timeout: float = 120) -> str:
-    msg_id = kc.execute(code)
-    text, error = [], None
-    while True:
-        msg = kc.get_iopub_msg(timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        kind = msg["msg_type"]
-        if kind == "stream":
-            text.append(msg["content"]["text"])
-        elif kind == "execute_result":
-            text.append(msg["content"]["data"]["text/plain"])
-        elif kind == "error":
-            error = "\n".join(msg["content"]["traceback"])
-        elif kind == "status" and msg["content"]["execution_state"] == "idle":
-            break
-    assert error is None, error
-    return "".join(text)
-
-
 def test_the_check_button_in_a_real_kernel_refuses_and_the_kernel_answers(tmp_path):
-    from jupyter_client.manager import start_new_kernel
-
-    env = dict(
-        os.environ,
-        JAX_PLATFORMS="cpu",
-        PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-    )
-    km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
-    try:
-        comm_id = json.loads(_output(kc, KERNEL_CODE).strip().splitlines()[-1])["comm"]
+    with real_kernel(tmp_path) as (_, kc):
+        comm_id = json.loads(output(kc, KERNEL_CODE).strip().splitlines()[-1])["comm"]
         for deep in (False, True):
             if deep:
-                _output(kc, "g = [1.0]\nnode = g\nfor _ in range(5000):\n    node.append([1.0]); node = node[-1]")
+                output(kc, "g = [1.0]\nnode = g\nfor _ in range(5000):\n    node.append([1.0]); node = node[-1]")
             # the page's intent, as the page sends it: a custom message on the widget's comm
-            kc.shell_channel.send(
-                kc.session.msg(
-                    "comm_msg", {"comm_id": comm_id, "data": {"method": "custom", "content": {"type": "check"}}}
-                )
-            )
+            send_intent(kc, comm_id, {"type": "check"})
             said = ""
             for _ in range(120):
-                said = _output(kc, "print(json.dumps([button.attempts, button.feedback, state() == before]))")
+                said = output(kc, "print(json.dumps([button.attempts, button.feedback, state() == before]))")
                 attempts, feedback, same = json.loads(said.strip().splitlines()[-1])
                 if attempts == 1 + deep:
                     break
                 time.sleep(0.5)
             assert attempts == 1 + deep, said
-            assert same is True, _output(kc, "print(state(), before)")
+            assert same is True, output(kc, "print(state(), before)")
             want = "g is 5001 levels deep" if deep else "g['layer']['bias'] refers back to g"
             assert want in feedback and "without recursion" not in feedback, feedback
-            assert _output(kc, "1 + 1").strip() == "2"
-        saved = _output(kc, "print(save_evidence('ev.md').json)").strip()
+            assert output(kc, "1 + 1").strip() == "2"
+        saved = output(kc, "print(save_evidence('ev.md').json)").strip()
         record = json.loads(Path(saved).read_text())
         assert [o["label"] for o in record["outputs"]] == ["kept before"]
         assert [c["passed"] for c in record["checks"]] == [False, False]
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
+
+
+def test_an_error_in_a_finalizer_while_an_answer_runs_is_not_printed():
+    """A __del__ that raises while the student's code runs (as a stop landing in a finalizer does,
+    or an object freed deep in a runaway recursion) is neither printed nor handed to the process's
+    hook; the hook is the same after."""
+    from pytree_lab.exercises import run_guarded
+
+    class Noisy:
+        def __del__(self):
+            raise RuntimeError("raised in __del__")
+
+    def answer():
+        Noisy()  # freed at once
+        return 1
+
+    hook = sys.unraisablehook
+    run = run_guarded(answer)
+    assert run.ok and run.value == 1 and run.output == ""
+    assert sys.unraisablehook is hook

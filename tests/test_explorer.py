@@ -594,7 +594,7 @@ def _shown_loss(ex) -> str:
 
 
 def test_a_drag_moves_the_chart_at_once_and_every_view_when_it_pauses():
-    from pytree_lab._format import fmt_number
+    from pytree_lab.formatting import fmt_number
 
     ex = StepExplorer()
     ex.schedule.VIEWS_EVERY = 10.0  # within this test every quick move is one drag (no periodic redraw)

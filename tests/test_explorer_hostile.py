@@ -220,8 +220,8 @@ def _page_writes(widget, state: dict) -> None:
 
 
 def test_the_page_cannot_write_the_explorers_kernel_owned_parts():
-    from pytree_lab._intent import page_writes_refused
-    from pytree_lab.explorer import _descendants
+    from pytree_lab.explorer.lifetime import descendants as _descendants
+    from pytree_lab.page import page_writes_refused
 
     ex = StepExplorer()
     children = list(ex.children)
@@ -239,7 +239,7 @@ def test_the_page_cannot_write_the_explorers_kernel_owned_parts():
     _page_writes(ex.chart, {"marks": [], "axes": [], "title": "x"})
     _page_writes(ex.play_control, {"playing": True, "frame": 5, "message": "<b>x</b>"})
     _page_writes(ex.debug.html, {"value": "<b>hacked</b>"})
-    assert list(ex.children) == children and len(ex.controls.children) == 5
+    assert list(ex.children) == children and len(ex.controls.children) == 6
     assert not ex.playing and ex.play_control.frame == 0 and ex.play_control.message == ""
     assert ex.debug.html.value == "" and ex.output == ""
     assert ex.status.value == status and "hacked" not in ex.status.value
@@ -252,6 +252,10 @@ def test_the_page_cannot_write_the_explorers_kernel_owned_parts():
     # intents still work: ticking the checkbox, clicking a bar (selects its leaf everywhere)
     _page_writes(ex.fixed_range_box, {"value": True})
     assert ex.chart_view.fixed_range is True
+    _page_writes(ex.log_scale_box, {"value": True})  # the loss line on a log scale; its scales stay the kernel's
+    assert ex.history_view.on_log_scale and ex.history_view.y_log.min == 1.0 and ex.history_view.y_log.max == 10.0
+    _page_writes(ex.history_view.y_log, {"min": 1e-9, "type": "linear"})
+    assert ex.history_view.y_log.min == 1.0 and page_writes_refused(ex.history_view.y_log) == {"min": 1, "type": 1}
     _page_writes(ex.chart_view.bars, {"selected": [2]})
     assert ex.selected_path == "['bias']" and ex.diagram.selected_path == "['bias']"
     # and the explorer still works as before: a move, a step
@@ -264,7 +268,7 @@ def test_the_page_cannot_write_the_explorers_kernel_owned_parts():
 
 @optax_adam
 def test_close_closes_every_widget_built_even_after_the_page_tried_to_empty_it():
-    from pytree_lab.explorer import _descendants
+    from pytree_lab.explorer.lifetime import descendants as _descendants
 
     ex = StepExplorer(optimizer=__import__("optax").adam(0.1))
     ex.history_view.set_log(True)  # a widget made after construction: the log scale
@@ -379,7 +383,10 @@ import sys  # noqa: E402
         (exiting, ["The optimizer's update (exiting) failed: SystemExit: 1.", "The optimizer is at fault here"]),
         (
             raising_keyboard_interrupt_free,
-            ["The optimizer's update (raising_keyboard_interrupt_free) failed: _StrRaises."],
+            [
+                "The optimizer's update (raising_keyboard_interrupt_free) failed: _StrRaises: "
+                "(its message could not be shown: the exception's __str__ failed). The optimizer is at fault"
+            ],
         ),
     ],
 )
@@ -459,7 +466,7 @@ def test_an_explorer_whose_comm_the_page_closes_is_closed_and_collected():
     import optax
     from ipywidgets.widgets.widget import _instances
 
-    from pytree_lab.explorer import _descendants
+    from pytree_lab.explorer.lifetime import descendants as _descendants
 
     ex = StepExplorer(optimizer=optax.adam(0.1))
     ex.step(3)
@@ -559,9 +566,9 @@ def _sum_of_squares(p, scale):
 
 
 def test_jax_tracing_a_many_leaf_loss_is_not_the_users_loop(monkeypatch):
-    from pytree_lab import _budget
+    from pytree_lab import budget
 
-    monkeypatch.setattr(_budget, "SLOW_FACTOR", 1000.0)  # only the loss's own Python counts here
+    monkeypatch.setattr(budget, "SLOW_FACTOR", 1000.0)  # only the loss's own Python counts here
     n = 6_000
     ex = StepExplorer(
         _sum_of_squares,
@@ -587,9 +594,9 @@ def test_jax_tracing_a_many_leaf_loss_is_not_the_users_loop(monkeypatch):
 def test_a_many_leaf_loss_that_is_slow_is_told_how_to_be_fast_not_called_an_endless_loop(monkeypatch):
     import html
 
-    from pytree_lab import _budget
+    from pytree_lab import budget
 
-    monkeypatch.setattr(_budget, "SLOW_FACTOR", 1.0)  # library work called from the loss counts one budget
+    monkeypatch.setattr(budget, "SLOW_FACTOR", 1.0)  # library work called from the loss counts one budget
     ex = StepExplorer(
         _sum_of_squares,
         _many_leaves(6_000),

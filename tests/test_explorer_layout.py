@@ -333,7 +333,7 @@ def test_a_model_of_many_leaves_lists_the_first_and_the_selected_one(monkeypatch
 @mlp_broadcasts
 def test_slider_labels_are_short_and_no_two_alike():
     # the XOR MLP: Dense_0 and Dense_1 both have kernel[0,0]; cut to the end alone they read alike
-    from pytree_lab._format import elide, short_labels
+    from pytree_lab.formatting import elide, short_labels
 
     ex = StepExplorer(
         mlp_loss,

@@ -3,11 +3,8 @@ Every case is followed by a cell that must answer, with the variables set before
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
-
 import pytest
+from kernel_harness import output, real_kernel
 
 SETUP = r"""
 import os, posix, sys, time
@@ -28,40 +25,9 @@ AFTER = (
 
 @pytest.fixture(scope="module")
 def kernel(tmp_path_factory):
-    from jupyter_client.manager import start_new_kernel
-
-    env = dict(
-        os.environ,
-        JAX_PLATFORMS="cpu",
-        PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
-    )
-    km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path_factory.mktemp("kernel")))
-    try:
-        _output(kc, SETUP)
+    with real_kernel(tmp_path_factory.mktemp("kernel")) as (km, kc):
+        output(kc, SETUP)
         yield km, kc
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-
-
-def _output(kc, code: str, timeout: float = 120) -> str:
-    msg_id = kc.execute(code)
-    text, error = [], None
-    while True:
-        msg = kc.get_iopub_msg(timeout=timeout)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        kind = msg["msg_type"]
-        if kind == "stream":
-            text.append(msg["content"]["text"])
-        elif kind == "execute_result":
-            text.append(msg["content"]["data"]["text/plain"])
-        elif kind == "error":
-            error = "\n".join(msg["content"]["traceback"])
-        elif kind == "status" and msg["content"]["execution_state"] == "idle":
-            break
-    assert error is None, error
-    return "".join(text)
 
 
 def _answers(km, kc) -> None:
@@ -71,7 +37,7 @@ def _answers(km, kc) -> None:
 
     time.sleep(0.5)
     assert km.is_alive()
-    assert _output(kc, AFTER, timeout=60).split() == ["41", "True", "True", "False"]
+    assert output(kc, AFTER, timeout=60).split() == ["41", "True", "True", "False"]
 
 
 ASK_EXIT = "exit() (or quit()), which would end the kernel, so it was caught"
@@ -91,16 +57,16 @@ DOORS = {
 @pytest.mark.parametrize("door", list(DOORS))
 def test_no_exercise_cell_answer_or_loss_ends_the_kernel(kernel, door):
     km, kc = kernel
-    said = _output(kc, f"%%exercise squared_norm\n{door}\nnorm_squared = 1.0")
+    said = output(kc, f"%%exercise squared_norm\n{door}\nnorm_squared = 1.0")
     assert f"Your cell called {DOORS[door]}: let the cell run to its end" in said, said
     assert "The kernel is fine" in said
     _answers(km, kc)
 
-    said = _output(kc, f"def answer(x):\n    {door}\n    return x\ncourse.try_function(answer, 1.0, label='answer')")
+    said = output(kc, f"def answer(x):\n    {door}\n    return x\ncourse.try_function(answer, 1.0, label='answer')")
     assert said.strip() == f"answer called {DOORS[door]}: return the answer instead. The kernel is fine.", said
     _answers(km, kc)
 
-    said = _output(
+    said = output(
         kc,
         f"def loss(p, x, target):\n    {door}\n    return 0.0\n"
         "ex = StepExplorer(time_budget=2.0)\nprint(ex.set_loss(loss), ex.result.loss)\nprint(ex.diagram.message)",
@@ -110,10 +76,23 @@ def test_no_exercise_cell_answer_or_loss_ends_the_kernel(kernel, door):
     _answers(km, kc)
 
 
-def test_percent_exit_in_an_exercise_cell_is_a_syntax_error_and_the_kernel_answers(kernel):
+def test_percent_exit_in_an_exercise_cell_answer_or_loss_is_one_sentence_and_the_kernel_answers(kernel):
+    """IPython's %exit: the exercise cell runs IPython's syntax as the kernel does (it was a syntax
+    error there), and this kernel has no such magic (exit() is the way out it has, caught above)."""
     km, kc = kernel
-    said = _output(kc, "%%exercise squared_norm\n%exit")
-    assert "Your cell has a syntax error" in said and "Nothing ran" in said, said
+    said = output(kc, "%%exercise squared_norm\n%exit\nnorm_squared = 1.0")
+    assert said.startswith("Your cell raised UsageError: Line magic function `%exit` not found."), said
+    assert "The kernel is fine" in said
+    _answers(km, kc)
+    said = output(kc, "def answer(x):\n    %exit\n    return x\ncourse.try_function(answer, 1.0, label='answer')")
+    assert said.strip() == "answer raised UsageError: Line magic function `%exit` not found. The kernel is fine.", said
+    _answers(km, kc)
+    said = output(
+        kc,
+        "def loss(p, x, target):\n    %exit\n    return 0.0\n"
+        "ex = StepExplorer(time_budget=2.0)\nprint(ex.set_loss(loss), ex.result.loss)\nprint(ex.diagram.message)",
+    )
+    assert said.startswith("None 4.0\n") and "UsageError" in said, said
     _answers(km, kc)
 
 
@@ -128,18 +107,18 @@ HANGS = {
 @pytest.mark.parametrize("hang", list(HANGS))
 def test_no_exercise_cell_hangs_the_kernel(kernel, hang):
     km, kc = kernel
-    said = _output(kc, f"%%exercise squared_norm\n{HANGS[hang]}", timeout=90)
+    said = output(kc, f"%%exercise squared_norm\n{HANGS[hang]}", timeout=90)
     assert "Your cell was still running after 1 s of computing (or 4 s on the clock) and was stopped" in said, said
     if hang == "frozen clocks":  # and the kernel's clocks are given back
         assert "Your code replaced time.monotonic, time.process_time; the original was put back" in said, said
     _answers(km, kc)
-    assert _output(kc, "print(time.monotonic() > 0)").strip() == "True"
+    assert output(kc, "print(time.monotonic() > 0)").strip() == "True"
 
 
 def test_an_answer_that_forks_is_reported_and_its_processes_ended(kernel):
     km, kc = kernel
-    before = _output(kc, "from pytree_lab._interpreter import _descendants\nprint(sorted(_descendants()))")
-    said = _output(kc, "%%exercise squared_norm\nfor _ in range(3):\n    os.fork()\nnorm_squared = 96.0")
+    before = output(kc, "from pytree_lab.interpreter import _descendants\nprint(sorted(_descendants()))")
+    said = output(kc, "%%exercise squared_norm\nfor _ in range(3):\n    os.fork()\nnorm_squared = 96.0")
     assert "Your code started 3 processes (os.fork or subprocess); they were ended with the call" in said, said
     _answers(km, kc)
-    assert _output(kc, "print(sorted(_descendants()))") == before
+    assert output(kc, "print(sorted(_descendants()))") == before

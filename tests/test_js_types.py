@@ -24,7 +24,7 @@ STATIC = ROOT / "widgets" / "pytree_lab" / "static"
 JSCHECK = ROOT / "tools" / "jscheck"
 TSC = JSCHECK / "node_modules" / ".bin" / "tsc"
 # the widget modules; a file starting with "_" is a script every module gets in front of its own
-# text (_static.py): its functions are globals to tsc, as they are to the module at run time
+# text (page.py): its functions are globals to tsc, as they are to the module at run time
 MODULES = sorted(m for m in STATIC.glob("*.js") if not m.name.startswith("_"))
 SHARED = sorted(m for m in STATIC.glob("*.js") if m.name.startswith("_"))
 RENDER_TYPE = re.compile(r'/\*\* @type \{import\("@anywidget/types"\)\.Render<Model>\} \*/\n(async )?function render\(')

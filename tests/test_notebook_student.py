@@ -15,7 +15,7 @@ from nbclient import NotebookClient
 from nbclient.util import run_sync
 from test_computed_answers import HONEST
 from test_notebooks import CELL_TIMEOUT, CONTENT, LESSON, PACKED, cell_text, fill_in_answers, kernel_env
-from test_true_diagnoses import FLAT, FLAT_CASES
+from test_true_diagnoses import FLAT, FLAT_CASES, REPAIR_WITH_LR
 
 CHECK_CELLS = {
     "squared_norm": "check-squared-norm",
@@ -73,12 +73,21 @@ def _attempts(nb, attempts: dict[str, tuple]) -> None:
         nb.cells[at:at] = [cell, check]
 
 
+# a repair that reads the student's own lr, checked again after section 13's `for lr in (0.05, 0.01)`
+LATE = {"repair with the notebook's lr": ("repair_update", REPAIR_WITH_LR)}
+
+
 def test_lesson_01_honest_and_wrong_answers_with_a_restart_between_checks(tmp_path):
     nb = nbformat.read(CONTENT / LESSON, as_version=4)
     fill_in_answers(nb, LESSON)
     nb.cells = [c for c in nb.cells if c.get("id") not in SAVE_CELLS]
-    attempts = {**HONEST, **WRONG}  # every exercise of both is lesson 01's
+    attempts = {**HONEST, **WRONG, **LATE}  # every exercise of both is lesson 01's
     _attempts(nb, attempts)
+    late = f"attempt-{len(attempts) - 1}"
+    at = next(i for i, c in enumerate(nb.cells) if c.get("id") == late)
+    nb.cells.insert(at, nbformat.v4.new_code_cell("lr = 0.05", id="my-lr"))
+    at = next(i for i, c in enumerate(nb.cells) if c.get("id") == "diagnose-result") + 1
+    nb.cells.insert(at, nbformat.v4.new_code_cell('_card = check_cell("repair_update")\n_card', id="late-check"))
     first_check = next(i for i, c in enumerate(nb.cells) if c.get("id") == "check-squared-norm")
     client = NotebookClient(
         nb,
@@ -100,8 +109,12 @@ def test_lesson_01_honest_and_wrong_answers_with_a_restart_between_checks(tmp_pa
     said = {
         name: cell_text(nb, f"attempt-{n}") + cell_text(nb, f"attempt-{n}-check") for n, name in enumerate(attempts)
     }
-    for name in HONEST:
+    for name in {**HONEST, **LATE}:
         assert "Check 1: passed, score 1.00" in said[name], (name, said[name][:2000])
+    assert "passed, score 1.00" in cell_text(nb, "late-check"), cell_text(nb, "late-check")[:2000]
+    # lesson 01 says under the cell what lesson 02 says: the loss returned nothing
+    no_return = f"attempt-{list(attempts).index('no return in nested_loss')}"
+    assert "nested_loss returns None: did you forget `return`?" in cell_text(nb, no_return), cell_text(nb, no_return)
     for name, (_, _, words) in WRONG.items():
         assert words in said[name], (name, said[name][:2000])
         assert "Check 1: not yet" in said[name], (name, said[name][:2000])
@@ -109,11 +122,12 @@ def test_lesson_01_honest_and_wrong_answers_with_a_restart_between_checks(tmp_pa
     record = json.loads((tmp_path / "pytree-lesson-evidence.json").read_text())
     assert len(record["sessions"]) == 2
     checks = record["checks"]
-    # the first kernel's check, then each check of the second: the lesson's three and every attempt
-    assert len(checks) == 1 + 3 + len(attempts), [c["exercise_id"] for c in checks]
+    # the first kernel's check, then each check of the second: the lesson's three, every attempt
+    # and the repair's late check
+    assert len(checks) == 1 + 3 + len(attempts) + 1, [c["exercise_id"] for c in checks]
     assert checks[0]["session"] == record["sessions"][0] and checks[0]["passed"]
     assert all(c["session"] == record["sessions"][1] for c in checks[1:])
-    assert sum(c["passed"] and c["score"] == 1.0 for c in checks) == 1 + 3 + len(HONEST)
+    assert sum(c["passed"] and c["score"] == 1.0 for c in checks) == 1 + 3 + len(HONEST) + len(LATE) + 1
     raised = [c for c in checks if c.get("error")]
     assert [(c["exercise_id"], c["error"]) for c in raised] == [
         ("nested_scale_grad", "TypeError: Gradient only defined for scalar-output functions. Output was None."),

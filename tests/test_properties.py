@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pytree_lab import PytreeDiagram, describe, diagnose, get_engine, gradient_step
-from pytree_lab.diagram import rows_from_columns
+from pytree_lab.diagram_rows import rows_from_columns
 
 Pair = collections.namedtuple("Pair", "first second")
 Single = collections.namedtuple("Single", "only")
@@ -237,7 +237,7 @@ def test_no_tree_breaks_the_diagrams_serialisation(a, b):
 )
 def test_batched_value_summaries_equal_the_per_leaf_ones(leaves):
     """describe summarises leaves of one shape and dtype together; the text is the same as alone."""
-    from pytree_lab.trees import _array_summary
+    from pytree_lab.summaries import summarise_array as _array_summary
 
     s = describe(leaves)
     for leaf, x in zip(s.leaves, leaves):

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from pytree_lab import PytreeDiagram, StepExplorer
-from pytree_lab._format import grid_lines, grid_rows
+from pytree_lab.formatting import grid_lines, grid_rows
 from pytree_lab.trees import describe
 
 ROWS_2x8 = [[str(v) for v in range(8)], [str(v) for v in range(8, 16)]]

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from pytree_lab._format import elide, short_labels
+from pytree_lab.formatting import elide, short_labels
 from pytree_lab.slider import Slider, span
 
 

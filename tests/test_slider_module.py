@@ -16,8 +16,8 @@ import traitlets
 from ipywidgets.widgets.widget import _remove_buffers
 
 from pytree_lab import StepExplorer
-from pytree_lab._static import STATIC, static_asset
-from pytree_lab.explorer import _descendants
+from pytree_lab.explorer.lifetime import descendants as _descendants
+from pytree_lab.page import STATIC, static_asset
 from pytree_lab.slider import Slider, SliderModule
 
 SLIDER_JS = static_asset("slider.js")  # as the page gets it (with the shared part in front)

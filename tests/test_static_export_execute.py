@@ -4,7 +4,7 @@ nbclient stores every widget's state in the executed notebook, and nbconvert's H
 then prefers a widget-view output whose state is stored over every other form of that output
 (nbconvert.filters.WidgetsDataTypeFilter): the page would hold only a <script> for the view,
 drawn by @jupyter-widgets/html-manager fetched from a CDN, blank offline. A kernel that nbconvert
-runs has no page, so pytree-lab's widgets give their text form only there (pytree_lab/_text.py);
+runs has no page, so pytree-lab's widgets give their text form only there (pytree_lab/widget_common.py);
 a kernel with a page (JupyterLab, Voilà, a plain nbclient run from Python) keeps the view.
 """
 
@@ -85,7 +85,7 @@ def test_executed_export_with_default_options_shows_the_text_forms(tmp_path):
     ],
 )
 def test_the_kernels_runner_is_known_by_its_command_line(argv, pageless):
-    from pytree_lab._text import _names_a_pageless_runner
+    from pytree_lab.widget_common import _names_a_pageless_runner
 
     assert _names_a_pageless_runner(argv) is pageless
 

@@ -1,7 +1,7 @@
 """One copy of what the widget modules share (issue 21): static/_shared.js.
 
 `h` (an element, its text as text), `keepKeys` (keys typed in a widget never reach the
-notebook's command mode) and the kernel-gone notice live in _shared.js only; _static.py puts
+notebook's command mode) and the kernel-gone notice live in _shared.js only; page.py puts
 that script before every module that calls one of its functions (the names read from the script
 itself), never before the slider proxy. The page gets one plain ES module per widget: node
 parses each as a module (a name declared twice, by the script and by the module, is an error
@@ -17,8 +17,8 @@ import subprocess
 import anywidget
 import pytest
 
-from pytree_lab import _static
-from pytree_lab._static import SHARED_JS, SHARED_NAMES, SHARED_SOURCE, STATIC, static_asset
+from pytree_lab import page as _static
+from pytree_lab.page import SHARED_JS, SHARED_NAMES, SHARED_SOURCE, STATIC, static_asset
 
 MODULES = sorted(p.name for p in STATIC.glob("*.js") if not p.name.startswith("_"))
 TOP_LEVEL = re.compile(r"^(?:async\s+)?(?:function\*?|const|let|var|class)\s+(\w+)", re.M)

@@ -1,4 +1,4 @@
-"""The timing constants of a slider move live in one place (pytree_lab/_timing.py), the classes
+"""The timing constants of a slider move live in one place (pytree_lab/timing.py), the classes
 read them from there, and they keep the relations the coalescing and the schedule rely on."""
 
 from __future__ import annotations
@@ -6,38 +6,38 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pytree_lab import _timing
+from pytree_lab import timing
 from pytree_lab.explorer.play import Player
 from pytree_lab.explorer.schedule import Schedule
 from pytree_lab.slider import Slider
 
-STATIC = Path(_timing.__file__).parent / "static"
+STATIC = Path(timing.__file__).parent / "static"
 
 
 def test_the_classes_read_their_constants_from_one_place():
     assert (Slider._LEAD_GAP, Slider._QUIET, Slider._MAX_QUIET, Slider._MAX_WAIT) == (
-        _timing.SLIDER_LEAD_GAP,
-        _timing.SLIDER_QUIET,
-        _timing.SLIDER_MAX_QUIET,
-        _timing.SLIDER_MAX_WAIT,
+        timing.SLIDER_LEAD_GAP,
+        timing.SLIDER_QUIET,
+        timing.SLIDER_MAX_QUIET,
+        timing.SLIDER_MAX_WAIT,
     )
     assert (Schedule.DRAG_GAP, Schedule.VIEWS_TRAIL, Schedule.VIEWS_EVERY, Schedule.VIEWS_SOON) == (
-        _timing.DRAG_GAP,
-        _timing.VIEWS_TRAIL,
-        _timing.VIEWS_EVERY,
-        _timing.VIEWS_SOON,
+        timing.DRAG_GAP,
+        timing.VIEWS_TRAIL,
+        timing.VIEWS_EVERY,
+        timing.VIEWS_SOON,
     )
-    assert Player.ACK_TIMEOUT == _timing.PLAY_ACK_TIMEOUT
+    assert Player.ACK_TIMEOUT == timing.PLAY_ACK_TIMEOUT
 
 
 def test_the_pages_hold_is_the_one_written_down():
     source = (STATIC / "slider.js").read_text(encoding="utf-8")
     (hold_ms,) = re.findall(r"const HOLD_MS = (\d+);", source)
-    assert int(hold_ms) / 1000 == _timing.PAGE_HOLD
+    assert int(hold_ms) / 1000 == timing.PAGE_HOLD
 
 
 def test_the_constants_keep_their_relations():
-    t = _timing
+    t = timing
     # the slider's quiet interval is bounded, and a stream of moves is applied before it waits long
     assert 0 < t.SLIDER_QUIET <= t.SLIDER_MAX_QUIET < t.SLIDER_MAX_WAIT
     # a move the slider applies at once after a pause may still belong to a drag: its step comes

@@ -214,7 +214,7 @@ def test_align_follows_the_written_order_when_given():
 
 
 def test_one_number_formatter():
-    from pytree_lab._format import fmt_array, fmt_number, fmt_value, grid_lines, grid_rows
+    from pytree_lab.formatting import fmt_array, fmt_number, fmt_value, grid_lines, grid_rows
 
     assert [fmt_number(v) for v in (0.0, -0.0, 0.123456, -4, 1e-7, float("nan"), float("inf"), -float("inf"))] == [
         "0",

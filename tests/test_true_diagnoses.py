@@ -101,6 +101,30 @@ def test_a_check_of_a_cell_set_to_none_is_recorded():
     assert [c["exercise_id"] for c in log.checks] == ["repair_update"]
 
 
+REPAIR_WITH_LR = 'fixed = jax.tree.map(lambda p, g: p - lr * g, params, {**broken, "bias": grads["bias"]})'
+
+
+def test_a_repair_checked_after_a_later_cell_rebound_a_name_it_read_is_rerun_with_what_it_read():
+    """The lesson's section 13 runs `for lr in (0.05, 0.01)` after the repair, so `lr` is 0.01 when
+    the student clicks the repair's card again: reruns with that lr gave their bias 0 - 0.01 · 1 =
+    -0.01 at a hidden point where the repair gives 0.05, and the card told a right answer (bias 0.2)
+    it was not computed from params and grads. A rerun reads what the cell's run read."""
+    import numpy as np
+    from test_computed_answers import NOTEBOOK
+
+    from pytree_lab import course
+
+    ns = {**NOTEBOOK, "lr": 0.05}  # a cell of the student's own: lr = 0.05
+    cells.run_exercise_cell("repair_update", REPAIR_WITH_LR, ns)
+    assert float(ns["fixed"]["bias"]) == pytest.approx(0.2)
+    ns["lr"] = 0.01  # section 13's loop ran since
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        result = course.check_button("repair_update", lambda: ns["fixed"], evidence=Evidence(), rng=rng).check()
+        assert (result.passed, result.score) == (True, 1.0), result.feedback
+    assert ns["lr"] == 0.01  # the notebook's names are left as they are
+
+
 FLAT = "def grad_over_flat_params(flat_params, x):\n{body}\n"
 FLAT_CASES = {
     "zeros returned, no loss at all": (
@@ -161,3 +185,17 @@ def test_a_stop_from_the_toolbar_is_said_as_an_interruption():
         "in the code); the kernel is fine. A loop that never ends needs a way out; otherwise let the cell run to "
         "its end and assign your answer instead."
     )
+
+
+def test_every_short_form_of_a_message_is_cut_between_words():
+    """The widgets' short error, the tree grader's text leaf and the autograder's error line share
+    one cut (formatting.clip): never inside a word."""
+    from pytree_lab.exercises import TreeSpec, grade_tree
+    from pytree_lab.formatting import clip, short_error
+
+    assert clip("abc def ghi", 8) == "abc …" and clip("abc def", 8) == "abc def"
+    text = short_error(ValueError("shapes (2,8) and (8,2) cannot be broadcast together " * 20), limit=70)
+    assert text == "ValueError: shapes (2,8) and (8,2) cannot be broadcast together …"
+    named = {"w": "the weight of the first layer of the model"}
+    said = " ".join(grade_tree(named, TreeSpec({"w": 1.0}, "the tree")).lines)
+    assert "'the weight of the …'" in said, said

@@ -12,7 +12,7 @@ import pytest
 from jax.tree_util import GetAttrKey, register_pytree_with_keys
 
 import pytree_lab
-from pytree_lab._format import isolate_rtl, visible
+from pytree_lab.formatting import isolate_rtl, visible
 
 NFC = unicodedata.normalize("NFC", "café")
 NFD = unicodedata.normalize("NFD", "café")

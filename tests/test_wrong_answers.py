@@ -329,7 +329,7 @@ def test_the_time_budget_also_holds_off_the_main_thread():
     # where no interval timer can be used (another thread), a watchdog thread stops it
     import threading
 
-    from pytree_lab import _budget
+    from pytree_lab import budget
 
     found = {}
 
@@ -338,7 +338,7 @@ def test_the_time_budget_also_holds_off_the_main_thread():
             pass
 
     def run():
-        found["driver"] = _budget.driver(_budget.Deadline(0.5))
+        found["driver"] = budget.driver(budget.Deadline(0.5))
         found["run"] = _guard.run_guarded(student, budget=0.5)
 
     thread = threading.Thread(target=run)
@@ -366,11 +366,11 @@ def test_aligned_trees_for_the_evidence():
 
 def test_without_interval_timers_the_tracer_budget_is_used(monkeypatch):
     # the JupyterLite kernel's situation (Pyodide has no setitimer), on the main thread
-    from pytree_lab import _budget
+    from pytree_lab import budget
 
-    monkeypatch.setattr(_budget.sys, "platform", "emscripten")
-    assert _budget.driver(_budget.Deadline(0.5)) == "tracer"
-    assert _budget.driver(_budget.BudgetClock(0.5)) is None  # the explorer's: no tracer over a step
+    monkeypatch.setattr(budget.sys, "platform", "emscripten")
+    assert budget.driver(budget.Deadline(0.5)) == "tracer"
+    assert budget.driver(budget.BudgetClock(0.5)) is None  # the explorer's: no tracer over a step
 
     def student():
         while True:

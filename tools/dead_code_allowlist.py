@@ -7,7 +7,6 @@ signum  # unused variable
 event  # unused variable
 _.refused_page_writes  # unused property
 PAGE_HOLD  # unused variable
-_._extras_notes  # unused attribute
 _.tick_rotate  # unused attribute
 _.tick_style  # unused attribute
 _.label_offset  # unused attribute
@@ -60,8 +59,6 @@ _._valid_selection  # unused method
 _._valid_collapsed  # unused method
 _._send_opened  # unused method
 _._open_to_selection  # unused method
-ROW_KEYS  # unused variable
-CELL_KEYS  # unused variable
 rows_from_columns  # unused function
 __call__  # unused function
 _._repr_pretty_  # unused method
@@ -135,7 +132,6 @@ _.wait_compiled  # unused method
 _join_compiles  # unused function
 _.has_optimizer  # unused property
 _.__class__  # unused attribute
-_array_summary  # unused import
 _.autosave_error  # unused attribute (Evidence: why the last automatic save failed, for its reader)
 _.f_trace  # unused attribute (a frame's tracer: Python reads it)
 _.display_legend  # unused attribute (bqplot's)

@@ -201,6 +201,13 @@ def recording(*args, **kwargs):
     computed.append((ex.sliders["x[0]"].value, ex.sliders["bias"].value))
     return _compute(*args, **kwargs)
 ex.session.compute = recording
+def settled():
+    """The sliders' values with the step from them: read between two changes (a slider's step
+    runs on the kernel's subshell thread, after its value is set)."""
+    with ex.session.lock:
+        r = ex.result
+        values = {k: s.value for k, s in ex.sliders.items()}
+        return {"values": values, "loss": r.loss, "w": r.updated["weight"], "b": r.updated["bias"]}
 ex
 '''
 
@@ -236,18 +243,19 @@ def settle(nb, expr: str, predicate) -> object:
     return value
 
 
+def expected_step(values: dict) -> tuple[float, dict]:
+    keys = ("x[0]", "x[1]", "target", "learning_rate", "weight[0]", "weight[1]", "bias")
+    return lesson_step(*(values[k] for k in keys))
+
+
 def check_final_state(nb, n_before: int, presses: int) -> None:
-    values = nb.value("{k: s.value for k, s in ex.sliders.items()}")
-    loss, updated = lesson_step(
-        values["x[0]"],
-        values["x[1]"],
-        values["target"],
-        values["learning_rate"],
-        values["weight[0]"],
-        values["weight[1]"],
-        values["bias"],
+    # the step of the last move may still be running on the subshell's thread when the sliders
+    # already hold their final values: wait until the explorer's step is the one from them
+    result = nb.kernel.wait_for(
+        "settled()", lambda r: r["loss"] == pytest.approx(expected_step(r["values"])[0], rel=1e-5)
     )
-    result = nb.value("{'loss': ex.result.loss, 'w': ex.result.updated['weight'], 'b': ex.result.updated['bias']}")
+    values = result["values"]
+    loss, updated = expected_step(values)
     assert result["loss"] == pytest.approx(loss, rel=1e-5)
     assert result["w"] == pytest.approx(updated["weight"].tolist(), rel=1e-5)
     assert result["b"] == pytest.approx(float(updated["bias"]), rel=1e-5, abs=1e-6)

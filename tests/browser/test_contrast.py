@@ -239,7 +239,7 @@ def test_the_charts_have_names_and_no_serious_axe_finding(every_widget):
     ]
     for i in range(2):
         figures.nth(i).hover()
-        assert figures.nth(i).locator(".toolbar_div button").first.is_visible()  # the toolbar, drawn
+        figures.nth(i).locator(".toolbar_div button").first.wait_for(state="visible")  # the toolbar, drawn
         found = page.evaluate(
             """async (figure) => {
                  const r = await axe.run({include: [figure]}, {resultTypes: ['violations']});

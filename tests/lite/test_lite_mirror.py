@@ -20,9 +20,8 @@ import re
 import nbformat
 import pytest
 
-from lite_build import mirror_env
-
-from .conftest import ROOT
+from lite_build import first_paint, mirror_env
+from lite_build.build import MIRROR_ENV
 
 pytestmark = pytest.mark.browser
 
@@ -49,9 +48,10 @@ def env_var(name: str, value: str):
 
 @pytest.fixture(scope="session")
 def mirror(lite_site):
-    env_dir = ROOT / ".venv-lite"
+    env_dir = MIRROR_ENV  # the one the site's build ran its notebooks in (made from the same wheels)
     try:
-        python = mirror_env.make(lite_site, env_dir)
+        with first_paint.locked(env_dir):  # a site build on another worker may be making it
+            python = mirror_env.make(lite_site, env_dir)
     except mirror_env.MirrorError as err:
         pytest.fail(str(err), pytrace=False)
     return {

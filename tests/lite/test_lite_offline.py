@@ -26,6 +26,9 @@ from .conftest import ROOT
 pytestmark = pytest.mark.browser
 
 LESSON = "01_pytrees.ipynb"
+STORED = ".jp-NotebookPanel:not(.lm-mod-hidden) .ptl-stored"  # an output the build stored (first_paint.py)
+COUNT_STORED = """async url => (await (await fetch(url)).json()).cells.flatMap(c => c.outputs || [])
+    .filter(o => o.data && o.data['application/vnd.pytree-lab.stored-widget+json']).length"""
 
 
 @dataclass
@@ -40,6 +43,12 @@ class LessonRun:
     sources: list[str] = field(default_factory=list)  # each code cell's source, as the editor shows it
     diagrams: list[list[dict]] = field(default_factory=list)  # per code cell: its diagrams, read from the DOM
     refused: list[str] = field(default_factory=list)
+    # first paint: what the page showed before the kernel was ready (the build's stored outputs)
+    stored_kernel_status: str = ""  # the kernel's status as the stored diagram appeared
+    stored_outputs: list[str] = field(default_factory=list)
+    stored_diagrams: list[list[dict]] = field(default_factory=list)
+    stored_left: int = -1  # stored outputs still on the page after Run All
+    console_errors: list[str] = field(default_factory=list)
     failure: str = ""
 
     def check(self) -> None:
@@ -76,8 +85,29 @@ def run_lesson(pw, url: str, black_hole: bool) -> LessonRun:
     try:
         context, net = browse.offline_context(browser, black_hole=black_hole)
         page = context.new_page()
+        page.on("console", lambda m: m.type == "error" and run.console_errors.append(m.text))
         try:
             browse.open_notebook(page, url, LESSON, net)
+            # the lesson's first diagram, stored by the build, before the kernel is ready
+            run.stored_kernel_status = page.wait_for_function(
+                f"""() => document.querySelector('{STORED} [role=tree] [data-path]') && (document.querySelector(
+                    '.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator')?.dataset.status
+                    || 'none')""",
+                timeout=browse.Timeouts.ms(browse.Timeouts.PAGE),
+                polling=50,
+            ).json_value()
+            # every stored output drawn (as many as the site's notebook holds)
+            stored = page.evaluate(COUNT_STORED, f"{url}/files/{LESSON}")
+            page.wait_for_function(
+                "n => document.querySelectorAll('.ptl-stored[data-ptl-drawn]').length >= n",
+                arg=stored,
+                timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET),
+            )
+            run.stored_outputs = browse.code_cells(page).evaluate_all(
+                "cells => cells.map(c => [...c.querySelectorAll('.jp-OutputArea-output')].map(o => o.textContent)"
+                ".join('\\n'))"
+            )
+            run.stored_diagrams = browse.code_cells(page).evaluate_all(READ_DIAGRAMS)
             browse.wait_kernel_ready(page)
             started = time.monotonic()
             browse.run_all(page)  # from a fresh kernel: the setup cell first, then the lesson
@@ -99,6 +129,7 @@ def run_lesson(pw, url: str, black_hole: bool) -> LessonRun:
             run.sources = lesson_code_sources()
             assert len(run.sources) == len(run.outputs), (len(run.sources), len(run.outputs))
             run.diagrams = browse.code_cells(page).evaluate_all(READ_DIAGRAMS)
+            run.stored_left = page.locator(STORED).count()
             # the lesson's first diagram as the student sees it (light theme, JupyterLab's default)
             first = next((i for i, src in enumerate(run.sources) if src.strip() == "PytreeDiagram(params)"), None)
             if first is not None:
@@ -320,3 +351,40 @@ def test_packed_lessons_imports_cell_defines_its_tools_offline(lite_server, pw, 
     # the imports cell itself: the engine line, then one line about numpy, no traceback
     assert "computing with pytree-lab Lite engine" in out["imports"], out
     assert "Traceback" not in out["imports"] and len(out["imports_stderr"].splitlines()) <= 1, out
+
+
+# ---------------------------------------------------------------- first paint: the build's stored outputs
+
+# a number as text shows it (not the 32 of float32): compared as floats, 10. and 10.0 alike
+NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d*)?(?:e[-+]?\d+)?(?!\w)")
+
+
+def numbers(text: str) -> list[float]:
+    return [float(n) for n in NUMBER.findall(text)]
+
+
+def test_the_lessons_outputs_are_on_first_paint_and_equal_the_live_run(refused_run):
+    """The build ran the lesson on the Lite engine (lite_build/first_paint.py): its first diagram is on
+    the page with the lesson's numbers before the kernel is ready; Run All replaces every stored
+    output in place (no stored one left, one diagram per cell); and every number stored under a cell
+    the offline site can run equals the live run's."""
+    run = refused_run
+    run.check()
+    assert run.stored_kernel_status != "idle", run.stored_kernel_status
+    params_cell = next(i for i, src in enumerate(run.sources) if src.strip() == "PytreeDiagram(params)")
+    (stored,) = run.stored_diagrams[params_cell]
+    weight, bias = one_leaf(stored, "['weight']"), one_leaf(stored, "['bias']")
+    assert (weight["type"], weight["value"], bias["type"], bias["value"]) == ("float32[2]", "[1, -1]", "float32[]", "0")
+    assert stored["counts"] == ["2 leaves, 3 numerical parameter values"]
+    assert run.diagrams[params_cell] == [stored]  # the live diagram, alone, shows the same
+    assert run.stored_left == 0
+    assert not [e for e in run.console_errors if "stored" in e.lower()], run.console_errors
+    compared = 0
+    for i, (before, after, err) in enumerate(zip(run.stored_outputs, run.outputs, run.stderr)):
+        # a cell that needs numpy says so offline: nothing to compare; the evidence cell counts the
+        # key outputs recorded by such cells (4 stored, none offline)
+        if err or not NUMBER.search(before) or "save_evidence(" in run.sources[i]:
+            continue
+        assert numbers(before) == numbers(after), (i, run.sources[i], before, after)
+        compared += 1
+    assert compared >= 5, compared

@@ -176,9 +176,11 @@ def test_the_setup_cell_does_not_wait_and_a_diagram_cell_does_not_either():
     the probe is still waiting; the jax cell waits for that same load, ends within its bound and
     says what happened."""
     r = run_setup(fetch="hang", cells=[("diagram", DIAGRAM_CELL), ("jax", JAX_CELL), ("jax-again", JAX_CELL)])
-    assert r["setup_seconds"] < 0.5, r["setup_seconds"]  # the probe's 1 s bound has not run out
-    assert r["cells"]["diagram"] == {"waited": pytest.approx(0, abs=0.3), "outcome": None}  # still loading
-    assert 0.4 < r["cells"]["jax"]["waited"] < 2.0, r["cells"]  # the rest of the probe's 1 s, not more
+    # bounds with room for a loaded machine, each below what the fault would take: a setup cell
+    # that waited for the probe takes its whole 1 s; a jax cell that waited for the hung CDN, forever
+    assert r["setup_seconds"] < 0.9, r["setup_seconds"]  # the probe's 1 s bound has not run out
+    assert r["cells"]["diagram"] == {"waited": pytest.approx(0, abs=0.5), "outcome": None}  # still loading
+    assert 0.4 < r["cells"]["jax"]["waited"] < 5.0, r["cells"]  # the rest of the probe's 1 s, not the hang
     assert r["cells"]["jax"]["outcome"] == "trees-only"
     assert r["calls"]["fetch"] == [[NUMPY_URL, "HEAD"]]  # one probe for all cells
     assert r["calls"]["install"] == [] and r["calls"]["load"] == []
@@ -229,7 +231,7 @@ def test_cdn_answers_but_the_download_stalls_or_fails(install, why):
     assert r["printed"].startswith(f"numpy could not be downloaded from Pyodide's CDN: {why}.\n")
     # numpy was asked for once, by Pyodide's loader; micropip never asked for it a second time
     assert r["calls"]["load"] == [["numpy", "pandas"]] and r["calls"]["install"] == []
-    assert r["cells"]["jax"]["waited"] < 3.0  # the probe's 1 s + the download's 1 s
+    assert r["cells"]["jax"]["waited"] < 6.0  # the probe's 1 s + the download's 1 s, with room for load
     assert r["jnp_array"] == "Array([1.0, 2.0])"
 
 

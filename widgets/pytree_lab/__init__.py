@@ -23,6 +23,7 @@ _LAZY = {
     "StepResult": ".step",
     "gradient_step": ".step",
     "get_engine": ".engine",
+    "check": ".course",  # an alias of `pytree_lab.course.check`: the one name that reaches the course, when used
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,10 +35,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def __getattr__(name: str):
-    if name in _COURSE_ALIASES:
-        value = getattr(importlib.import_module(".course", __name__), name)
-        globals()[name] = value
-        return value
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'pytree_lab' has no attribute {name!r}")
@@ -52,7 +49,7 @@ def _jupyter_server_extension_points() -> list[dict]:
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) - {"check"})
 
 
 __all__ = [
@@ -67,7 +64,3 @@ __all__ = [
     "gradient_step",
     "get_engine",
 ]
-
-# `pytree_lab.check(...)` keeps working for notebooks written before the course had its own
-# package; it is the one name that reaches the course, and only when used.
-_COURSE_ALIASES = {"check"}

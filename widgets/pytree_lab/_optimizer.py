@@ -4,10 +4,12 @@ optimizer's failures named as its own (`OptimizerError`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .engine import Engine
+from .formatting import short_error
 
 
 class OptimizerError(ValueError):
@@ -17,7 +19,7 @@ class OptimizerError(ValueError):
 def optimizer_name(optimizer: Any) -> str:
     """A short name for an optimizer in a message: the function that built it (`exiting`, `adam`,
     `chain`), a factory's name, or its type."""
-    target = getattr(optimizer, "update", None) if _is_transformation(optimizer) else optimizer
+    target = getattr(optimizer, "update", None) if is_transformation(optimizer) else optimizer
     qual = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
     if not isinstance(qual, str):
         return type(optimizer).__name__
@@ -30,19 +32,21 @@ def optimizer_name(optimizer: Any) -> str:
 
 def _passes(err: BaseException) -> bool:
     """Errors that are not the optimizer's to own: an interrupt, a time budget running out."""
-    from ._budget import TimeBudgetExceeded
+    from .budget import TimeBudgetExceeded
 
     return isinstance(err, (KeyboardInterrupt, TimeBudgetExceeded, OptimizerError))
 
 
-def _err_text(err: BaseException) -> str:
+@contextlib.contextmanager
+def blamed(before: str, after: str) -> Iterator[None]:
+    """Run the optimizer's own code: what it raises (an interrupt or a time budget aside) is said as
+    its failure, the short error between `before` and `after`."""
     try:
-        text = str(err)
-    except BaseException:  # noqa: BLE001 - a __str__ that raises
-        text = ""
-    name = type(err).__name__
-    text = text if isinstance(text, str) else ""
-    return f"{name}: {text[:300]}" if text else name
+        yield
+    except BaseException as err:  # noqa: BLE001 - the optimizer's own code: said as its failure
+        if _passes(err):
+            raise
+        raise OptimizerError(before + short_error(err) + after) from None
 
 
 def _bad_state_leaf(state: Any, engine: Engine) -> str:
@@ -54,7 +58,7 @@ def _bad_state_leaf(state: Any, engine: Engine) -> str:
             warnings.simplefilter("ignore")
             flat, _ = engine.tree_flatten_with_path(state)
     except BaseException as err:  # noqa: BLE001 - a state JAX cannot even flatten
-        return f"something JAX cannot flatten ({_err_text(err)})"
+        return f"something JAX cannot flatten ({short_error(err)})"
     for path, leaf in flat:
         if isinstance(leaf, (bool, int, float, complex)) or (hasattr(leaf, "dtype") and hasattr(leaf, "shape")):
             continue
@@ -62,8 +66,7 @@ def _bad_state_leaf(state: Any, engine: Engine) -> str:
     return ""
 
 
-# ---------------------------------------------------------------------------------------- optimizer
-def _is_transformation(opt: Any) -> bool:
+def is_transformation(opt: Any) -> bool:
     return callable(getattr(opt, "init", None)) and callable(getattr(opt, "update", None))
 
 
@@ -127,8 +130,16 @@ _LITE_OPTIMIZER_UNDER_JAX = (
 )
 
 
-def _is_lite_transformation(opt: Any) -> bool:
-    return bool(getattr(opt, "__pytree_lab_lite__", False))
+def _check_engine(opt: Any, lite: bool, then: str = "") -> None:
+    """The Lite engine's optimizers run in the Lite kernel only, optax's in a JAX kernel only."""
+    if lite and not getattr(opt, "__pytree_lab_lite__", False):
+        raise OptimizerError(
+            "This optimizer needs JAX (optax runs on jaxlib, which cannot be installed in this "
+            "kernel). The Lite engine has sgd, momentum and adam with optax's update rules: "
+            f"`from pytree_lab.compat import optax`{then}."
+        )
+    if not lite and getattr(opt, "__pytree_lab_lite__", False):
+        raise OptimizerError(_LITE_OPTIMIZER_UNDER_JAX)
 
 
 class _Optimizer:
@@ -141,7 +152,7 @@ class _Optimizer:
         self.transformation: Any = None
         if optimizer is None:
             pass
-        elif _is_transformation(optimizer):
+        elif is_transformation(optimizer):
             self.kind = "transformation"
             self.transformation = optimizer
         elif callable(optimizer):
@@ -153,16 +164,8 @@ class _Optimizer:
                 f"function of the learning rate (e.g. lambda lr: optax.adam(lr)); got {type(optimizer).__name__}."
             )
         self.lite = engine.is_lite
-        if optimizer is not None:
-            probe = self.transformation if self.kind == "transformation" else None
-            if self.lite and probe is not None and not _is_lite_transformation(probe):
-                raise OptimizerError(
-                    "This optimizer needs JAX (optax runs on jaxlib, which cannot be installed in this "
-                    "kernel). The Lite engine has sgd, momentum and adam with optax's update rules: "
-                    "`from pytree_lab.compat import optax`, then optimizer=optax.adam(0.1)."
-                )
-            if not self.lite and probe is not None and _is_lite_transformation(probe):
-                raise OptimizerError(_LITE_OPTIMIZER_UNDER_JAX)
+        if self.kind == "transformation":
+            _check_engine(optimizer, self.lite, ", then optimizer=optax.adam(0.1)")
         self.inject_paths: list[tuple] = []
         self.inspected = False
         self.name = optimizer_name(optimizer) if optimizer is not None else "none"
@@ -175,19 +178,12 @@ class _Optimizer:
     def make(self, lr: Any) -> Any:
         if self.kind == "factory":
             opt = self.factory(lr)
-            if not _is_transformation(opt):
+            if not is_transformation(opt):
                 raise OptimizerError(
                     "optimizer=… was called with the learning rate and should return an optax "
                     f"GradientTransformation; it returned {type(opt).__name__}."
                 )
-            if self.lite and not _is_lite_transformation(opt):
-                raise OptimizerError(
-                    "This optimizer needs JAX (optax runs on jaxlib, which cannot be installed in this "
-                    "kernel). The Lite engine has sgd, momentum and adam with optax's update rules: "
-                    "`from pytree_lab.compat import optax`."
-                )
-            if not self.lite and _is_lite_transformation(opt):
-                raise OptimizerError(_LITE_OPTIMIZER_UNDER_JAX)
+            _check_engine(opt, self.lite)
             return opt
         return self.transformation
 

@@ -9,17 +9,15 @@ is escaped text (keys from user trees included), never HTML.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import ipywidgets
 
-from ._format import fmt_number, fmt_value, grid_lines, is_slice_label
-from ._keywords import refuse_unknown_widget_keywords
-from ._text import TextForm
+from .formatting import fmt_number, fmt_value, grid_lines, is_slice_label
 from .step import StepResult
 from .trees import TreeSummary, path_label
+from .widget_common import TextForm, refuse_unknown_widget_keywords
 
 __all__ = ["WorkedCalculation", "CalcRow", "fmt_number", "fmt_value"]
 
@@ -56,7 +54,6 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
         self.engine = engine
         self._result: StepResult | None = None
         self._order: TreeSummary | None = None
-        self._extras_notes: Sequence[str] = ()
         self._selected = ""
         # folded: the rows of one leaf (the selected one, else the first) and the model-wide rows;
         # every leaf's rows one click away in a disclosure below (an explorer's compact layout)
@@ -108,12 +105,10 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
             add("backward", x.get("dloss_label", "dL/dŷ"), x["dloss_dprediction"])
         leaves = [n.leaf for n in order.root.walk() if n.leaf is not None and n.leaf.differentiable]
         shown, hidden = leaves[:MAX_LEAF_ROWS], len(leaves) - MAX_LEAF_ROWS
-        sel = self._selected
-        focus = next((lf for lf in leaves if sel and (lf.path == sel or lf.path.startswith(sel))), None)
-        if focus is not None and focus not in shown:  # the selected leaf always has its rows
-            shown, hidden = shown + [focus], hidden - 1
+        first = focus_leaf(leaves, self._selected) if leaves else None
+        if first is not None and first not in shown:  # the selected leaf always has its rows
+            shown, hidden = shown + [first], hidden - 1
         self._leaf_count = len(leaves)
-        first = focus or (leaves[0] if leaves else None)
         self.focus = first.path if first is not None else ""
         grads, updated, before = (eng.tree_leaves(t) for t in (r.grads, r.updated, r.params))
         for leaf in shown:
@@ -123,26 +118,17 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
             rows.append(CalcRow("backward", f"… {hidden} more leaves", "in the diagram's grads column"))
         lr = fmt_number(r.learning_rate)
         updates = getattr(r, "updates", None)  # an optimizer's step (TrainingResult)
-        if updates is not None and self.optimizer_rows is not None:
+        by_optimizer = updates is not None and self.optimizer_rows is not None
+        if by_optimizer:
             rows.extend(self.optimizer_rows(r, shown, self._selected))
-            steps = eng.tree_leaves(updates)
+        steps = eng.tree_leaves(updates) if by_optimizer else grads
         for leaf in shown:
             name = path_label(leaf.path) or "params"
-            p, _ = fmt_value(before[leaf.index])
-            if updates is not None and self.optimizer_rows is not None:
-                u, _ = fmt_value(steps[leaf.index])
-                u = f"({u})" if u.startswith("-") else u
-                add("update", f"{name} + update = {p} + {u}", updated[leaf.index], leaf.path, f"{name} + update")
-                continue
-            g, _ = fmt_value(grads[leaf.index])
-            g = f"({g})" if g.startswith("-") else g
-            add(
-                "update",
-                f"{name} − {lr}·∂L/∂{name} = {p} − {lr}·{g}",
-                updated[leaf.index],
-                leaf.path,
-                f"{name} − {lr}·∂L/∂{name}",
-            )
+            p, d = (fmt_value(t[leaf.index])[0] for t in (before, steps))
+            d = f"({d})" if d.startswith("-") else d
+            short = f"{name} + update" if by_optimizer else f"{name} − {lr}·∂L/∂{name}"
+            what = f"{short} = {p} + {d}" if by_optimizer else f"{short} = {p} − {lr}·{d}"
+            add("update", what, updated[leaf.index], leaf.path, short)
         if hidden > 0:
             rows.append(CalcRow("update", f"… {hidden} more leaves", "in the diagram's updated column"))
         if "new_prediction" in x:
@@ -208,6 +194,12 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
             else:
                 lines.append(f"{head:<9} {r.what:<{width}}  {r.value}")
         return "\n".join(lines)
+
+
+def focus_leaf(leaves: list, selected: str) -> Any:
+    """The leaf the worked calculation follows: the selected one, the first inside a selected
+    container, else the first leaf."""
+    return next((lf for lf in leaves if selected and (lf.path == selected or lf.path.startswith(selected))), leaves[0])
 
 
 def _compact_table(rows: list[CalcRow], label: str) -> str:

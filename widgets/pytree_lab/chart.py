@@ -11,11 +11,11 @@ import bqplot
 import ipywidgets
 import traitlets
 
-from ._format import fmt_number, isolate_rtl, short_labels, visible
-from ._intent import PageIntents
-from ._static import static_asset
+from .formatting import fmt_number, isolate_rtl, short_labels, visible
+from .page import PageIntents, static_asset
+from .tree_model import under
 
-__all__ = ["BeforeAfterChart", "BarTable", "thin_line", "MAX_DRAWN"]
+__all__ = ["BeforeAfterChart", "BarTable", "LossHistoryChart", "thin_line", "MAX_DRAWN"]
 
 _figure_ids = itertools.count(1)
 
@@ -25,35 +25,27 @@ class BarTable(PageIntents, anywidget.AnyWidget):
     value (the chart's text alternative, in a disclosure under it), each element a button
     that selects its leaf, as a click on its bar does. It also names the chart for screen
     readers (a named figure described by the table, its drawing an image of the same name).
-
-    A `note` (what changed the bars shown, e.g. the selection bringing its leaf in) shows as a
-    line above the table, always visible.
-
-    The page writes one intent, `selected_path` (the leaf of the element chosen); `rows`,
-    `title`, `note` and `figure_class` are the kernel's.
-    """
+    A `note` (what changed the bars shown) is a line above the table, always visible."""
 
     _esm = static_asset("chart.js")
     _css = static_asset("chart.css")
     _page_intents = frozenset({"selected_path"})
     rows: traitlets.List[list[str]] = traitlets.List(
-        help=(
-            "list[list[str]], default []: one row per bar pair: label, owner path, before and after "
-            "as text. Written by the kernel."
-        )
-    ).tag(sync=True)  # [[label, owner path, before text, after text], ...]
-    title = traitlets.Unicode("", help=("str, default '': the table's accessible name. Written by the kernel.")).tag(
+        help="list[list[str]], default []: a row per bar pair: label, owner path, before and after as text. "
+        "Written by the kernel."
+    ).tag(sync=True)
+    title = traitlets.Unicode("", help="str, default '': the table's accessible name. Written by the kernel.").tag(
         sync=True
-    )  # the chart's accessible name
+    )
     figure_class = traitlets.Unicode(
-        "", help=("str, default '': the DOM class of the figure the table describes. Written by the kernel.")
-    ).tag(sync=True)  # the DOM class of the figure it describes
+        "", help="str, default '': the DOM class of the figure the table describes. Written by the kernel."
+    ).tag(sync=True)
     note = traitlets.Unicode(
-        "", help=("str, default '': a line shown above the table (why these bars). Written by the kernel.")
+        "", help="str, default '': a line shown above the table (why these bars). Written by the kernel."
     ).tag(sync=True)
     selected_path = traitlets.Unicode(
-        "", help=("str, default '': the leaf selected in the table. Written by the page (an intent).")
-    ).tag(sync=True)  # the leaf selected (written by the page)
+        "", help="str, default '': the leaf selected in the table. Written by the page (an intent)."
+    ).tag(sync=True)
 
 
 BEFORE = "#1f77b4"
@@ -68,7 +60,7 @@ class BeforeAfterChart:
     highlights its bars and clicking a bar reports the leaf (`on_pick`). `paths` (optional) are
     the elements' full paths: the bars' x values, so a bar's tooltip names it in full. `ticks`
     (optional) are the labels under the bars (by default the labels), made unique and cut in the
-    middle where too long (`_format.short_labels`: `layers[0]/…/kernel[0,1]`), their full form in
+    middle where too long (`formatting.short_labels`: `layers[0]/…/kernel[0,1]`), their full form in
     the table and the tooltip. Many or long ticks stand upright, with room below for them and
     the axis title. `set_elements` changes the bars shown; `note` is a line under the chart
     saying why (e.g. the selection brought its leaf in).
@@ -269,7 +261,7 @@ class BeforeAfterChart:
 
     def highlight(self, path: str) -> None:
         """Highlight the bars of the leaf at `path` (or of every leaf under a container path)."""
-        idx = [i for i, owner in enumerate(self.owners) if path and _under(owner, path)]
+        idx = [i for i, owner in enumerate(self.owners) if path and under(owner, path)]
         self._highlighted = path
         self._picking = True
         try:
@@ -290,11 +282,6 @@ class BeforeAfterChart:
         i = int(list(sel)[-1])
         if 0 <= i < len(self.owners):
             self._on_pick(self.owners[i])
-
-
-def _under(owner: str, path: str) -> bool:
-    """The leaf at `owner` is `path` or inside the container at `path` (`['a']` holds `['a'][0]`, not `['ab']`)."""
-    return owner == path or (owner.startswith(path) and owner[len(path) :][:1] in ("[", "."))
 
 
 # Upright tick labels: their font and the longest shown whole; a longer one is cut in the middle
@@ -404,17 +391,8 @@ class LossHistoryChart:
 
     def close(self) -> None:
         """Close every widget of the chart, the scale not on screen included."""
-        for w in (
-            self.figure,
-            self.line,
-            self.point,
-            self.point.tooltip,
-            self.x_axis,
-            self.y_axis,
-            self.x_scale,
-            self.y_linear,
-            self.y_log,
-        ):
+        parts = (self.figure, self.line, self.point, self.point.tooltip, self.x_axis, self.y_axis, self.x_scale)
+        for w in (*parts, self.y_linear, self.y_log):
             if w is not None:
                 w.close()
 
@@ -423,15 +401,9 @@ class LossHistoryChart:
         self.show(self.history)
 
     def show(self, history: Sequence[float]) -> None:
-        """Draw `history` (once per step or run, and when a slider moves the current point).
-
-        A long history is thinned for drawing: past `MAX_DRAWN` points, the steps are cut into
-        buckets of equal width (a few per pixel of the chart) and each bucket is drawn by its
-        lowest and its highest loss, in step order, so every spike and dip stays visible; the
-        first and the last point (where the explorer stands) are always exact. The page then
-        gets at most about `MAX_DRAWN` points per redraw whatever the number of steps, and the
-        step axis (x) is sent only when it changed (a slider move changes only the last loss).
-        """
+        """Draw `history` (once per step or run, and when a slider moves the current point): past
+        `MAX_DRAWN` points thinned (`thin_line`: every spike and dip kept, the first and the last
+        point exact), the step axis sent only when it changed (a slider move changes the last loss)."""
         import numpy as np
 
         ys_all = np.asarray(history, dtype=np.float64).reshape(-1)
@@ -525,6 +497,3 @@ def thin_line(values, max_points: int = MAX_DRAWN):
     xs = xs[keep]
     out_x = np.concatenate([[0], xs, [n - 1]]).astype(np.float64)
     return out_x, ys[out_x.astype(np.int64)]
-
-
-__all__.append("LossHistoryChart")

@@ -13,7 +13,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from ._format import isolate_rtl, visible
+from .formatting import isolate_rtl, visible
 from .trees import TreeSummary, _fatal, describe, leaf_objects
 
 __all__ = ["Diagnosis", "diagnose", "diagnose_summaries"]

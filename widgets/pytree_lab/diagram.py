@@ -37,18 +37,9 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._format import grid_lines
-from ._intent import PageIntents
-from ._keywords import refuse_unknown_widget_keywords
-from ._static import static_asset
-from ._text import TextForm
 from .diagnose import Diagnosis, diagnose, diagnose_summaries
-from .diagram_rows import (  # noqa: F401 - the rows' functions, importable from here as before
+from .diagram_rows import (
     _STATUS_TEXT,
-    CELL_COLUMNS,
-    CELL_KEYS,
-    ROW_COLUMNS,
-    ROW_KEYS,
     _align,
     _ancestors,
     _head_rows,
@@ -57,10 +48,12 @@ from .diagram_rows import (  # noqa: F401 - the rows' functions, importable from
     _structure,
     _unknown_path_message,
     align,
-    rows_from_columns,
 )
+from .formatting import grid_lines
+from .page import PageIntents, static_asset
 from .tree_model import tree_lines
 from .trees import TreeError, TreeSummary, describe, gc_paused
+from .widget_common import TextForm, refuse_unknown_widget_keywords
 
 __all__ = ["PytreeDiagram", "align"]
 
@@ -109,66 +102,43 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
 
     # The Python <-> JS contract (spelled the same in static/diagram.js).
     columns = traitlets.List(
-        traitlets.Unicode(),
-        help=(
-            "list[str], default []: the names of the trees shown side by side (params, grads, "
-            "updated, ...). Written by the kernel."
-        ),
+        traitlets.Unicode(), help="list[str], default []: the trees' names, side by side. Written by the kernel."
     ).tag(sync=True)
-    # Rows and panels travel as one JSON text each: ipywidgets otherwise walks every nested
-    # row and cell looking for binary buffers (a third of a second for 10,000 leaves).
-    # (by column: the module docstring's wire format)
+    # Rows and panels travel as one JSON text each, by column (the module docstring's wire
+    # format): ipywidgets otherwise walks every row and cell for binary buffers (a third of a
+    # second for 10,000 leaves).
     rows: traitlets.List[dict] = traitlets.List(
-        help=(
-            "list[dict], default []: the aligned rows, sent as one JSON text by column (wire format "
-            "in the module doc). Written by the kernel."
-        )
+        help="list[dict], default []: the aligned rows (wire format in the module doc). Written by the kernel."
     ).tag(sync=True, to_json=_rows_json)
     counts = traitlets.List(
-        traitlets.Unicode(),
-        help=("list[str], default []: each tree's count line (leaves, values). Written by the kernel."),
+        traitlets.Unicode(), help="list[str], default []: each tree's count line. Written by the kernel."
     ).tag(sync=True)
     panels: traitlets.List[dict] = traitlets.List(
-        help=(
-            "list[dict], default []: the side panels (e.g. optimizer state): title and rows each. "
-            "Written by the kernel."
-        )
+        help="list[dict], default []: the side panels (optimizer state): title and rows each. Written by the kernel."
     ).tag(sync=True, to_json=_panels_json)
     selected_path = traitlets.Unicode(
-        "",
-        help=("str, default '': the keystr path of the selected row ('' for none). Written by the page (an intent)."),
+        "", help="str, default '': the keystr path of the selected row ('' for none). Written by the page (an intent)."
     ).tag(sync=True)
     # (its items are checked in _valid_collapsed: one check per path, not a trait's per item)
     collapsed: traitlets.List[str] = traitlets.List(
-        help=("list[str], default []: the paths of the folded containers. Written by the page (an intent).")
+        help="list[str], default []: the paths of the folded containers. Written by the page (an intent)."
     ).tag(sync=True)
     message = traitlets.Unicode(
-        "",
-        help=(
-            "str, default '': a message shown above the trees (an error, a warning or a note). Written by the kernel."
-        ),
+        "", help="str, default '': a message above the trees (an error, a warning or a note). Written by the kernel."
     ).tag(sync=True)
     message_kind = traitlets.Unicode(
-        "error", help=("str, default 'error': the message's kind: 'error', 'warning' or 'info'. Written by the kernel.")
+        "error", help="str, default 'error': 'error', 'warning' or 'info'. Written by the kernel."
     ).tag(sync=True)
     caption = traitlets.Unicode(
-        "", help=("str, default '': a line under the trees saying how they were computed. Written by the kernel.")
+        "", help="str, default '': a line under the trees saying how they were computed. Written by the kernel."
     ).tag(sync=True)
     foldable = traitlets.List(
         traitlets.Unicode(),
-        help=(
-            "list[str], default []: names of columns and side-panel titles folded together behind one "
-            "toggle above the trees (an explorer puts its optimizer's moment columns and state panel "
-            "here, so params, grads and updated fit side by side). The text form shows them all. "
-            "Written by the kernel."
-        ),
+        help="list[str], default []: columns and side-panel titles folded behind one toggle above the trees "
+        "(an explorer's optimizer moments and state); the text form shows them all. Written by the kernel.",
     ).tag(sync=True)
     foldable_open = traitlets.CBool(
-        False,
-        help=(
-            "bool, default False: whether the `foldable` columns and panels show. Written by the page "
-            "(an intent: the toggle) or from Python."
-        ),
+        False, help="bool, default False: the `foldable` parts show. Written by the page (an intent) or the kernel."
     ).tag(sync=True)
 
     def __init__(
@@ -206,20 +176,8 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         self.diagnosis: Diagnosis | None = None
         # The last tree that could not be shown (a cycle, a node that raises), "" when none.
         self.error = ""
-        self.set_trees(self._named(params, grads, updated, trees, name), extra=extra, expected=expected)
-
-    @staticmethod
-    def _named(params, grads, updated, trees, name) -> dict:
-        named: dict = {}
-        if params is not _MISSING:
-            named[name] = params
-        if grads is not _MISSING:
-            named["grads"] = grads
-        if updated is not _MISSING:
-            named["updated"] = updated
-        if trees:
-            named.update(trees)
-        return named
+        named = {k: v for k, v in ((name, params), ("grads", grads), ("updated", updated)) if v is not _MISSING}
+        self.set_trees({**named, **(trees or {})}, extra=extra, expected=expected)
 
     # ------------------------------------------------------------------ data
     def set_trees(

@@ -19,8 +19,6 @@ def _as_json_text(value: Any, widget: Any = None) -> str:
 # wire. The same names in static/diagram.js.
 ROW_COLUMNS = {"p": "path", "u": "parent", "l": "label", "d": "depth", "leaf": "leaf", "s": "status"}
 CELL_COLUMNS = {"ty": "type", "v": "value", "g": "grid", "i": "index", "nd": "not_differentiable", "n": "children"}
-ROW_KEYS = tuple(ROW_COLUMNS)
-CELL_KEYS = tuple(CELL_COLUMNS)
 
 
 def _rows_by_column(rows: list[dict]) -> dict:
@@ -47,22 +45,24 @@ def _panels_json(panels: list[dict], widget: Any = None) -> str:
 def rows_from_columns(wire: dict) -> list[dict]:
     """The rows back from their wire form, as the page reads them (diagram.js `rowsFromWire`):
     a cell's keys that are null on the wire are left out."""
-    cols = wire["cells"]
     rows = []
     for k in range(len(wire["path"])):
-        cells: list[dict | None] = []
-        for col in cols:
-            if col["type"][k] is None:
-                cells.append(None)
-            else:
-                cells.append({key: col[name][k] for key, name in CELL_COLUMNS.items() if col[name][k] is not None})
         row = {key: wire[name][k] for key, name in ROW_COLUMNS.items()}
-        row["c"] = cells
+        row["c"] = [
+            None
+            if col["type"][k] is None
+            else {key: col[n][k] for key, n in CELL_COLUMNS.items() if col[n][k] is not None}
+            for col in wire["cells"]
+        ]
         rows.append(row)
     return rows
 
 
 # --------------------------------------------------------------------------- wire rows
+
+
+def _row(node: Node, parent: str | None, leaf: int, cells: list, status: str = "ok") -> dict:
+    return {"p": node.path, "u": parent, "l": node.label, "d": node.depth, "leaf": leaf, "c": cells, "s": status}
 
 
 def _cell(node: Node, flag: bool = True) -> dict:
@@ -86,11 +86,9 @@ def align(summaries: list[TreeSummary], order: TreeSummary | None = None, opened
     container are left out (the top level is always there). Values a summary left for later
     (``describe(values="later")``) are formatted for the leaves in the rows, and only those.
 
-    Each row: ``p`` path, ``u`` parent path, ``l`` label, ``d`` depth, ``leaf`` (0/1),
-    ``c`` one cell per tree (None where the path is missing), ``s`` status
-    (``ok``, ``missing``, ``shape``, ``dtype``, ``kind``). The root container is not a row
-    unless the whole tree is a single leaf. A path only some trees have comes after its
-    siblings, at the end of its parent's subtree.
+    Rows as diagram.py's docstring writes them (``s``: ``ok``, ``missing``, ``shape``, ``dtype``
+    or ``kind``). The root container is not a row unless the whole tree is a single leaf. A path
+    only some trees have comes after its siblings, at the end of its parent's subtree.
     """
     with gc_paused():
         return _align(summaries, order, opened)
@@ -135,14 +133,7 @@ def _align(
         for node, parent in _walk(summary, opened, values):
             row = by_path.get(node.path)
             if row is None:
-                row = by_path[node.path] = {
-                    "p": node.path,
-                    "u": parent,
-                    "l": node.label,
-                    "d": node.depth,
-                    "leaf": int(node.leaf is not None),
-                    "c": [None] * n,
-                }
+                row = by_path[node.path] = _row(node, parent, int(node.leaf is not None), [None] * n)
                 if parent is None or parent not in by_path:
                     top.append(row)
                 else:
@@ -232,17 +223,7 @@ def _head_rows(
             return None
         cells = [_cell(s.nodes[k], flag) for s, flag in zip(summaries, flags)]
         is_leaf = int(all(s.nodes[k].leaf is not None for s in summaries))
-        rows.append(
-            {
-                "p": node.path,
-                "u": parent,
-                "l": node.label,
-                "d": node.depth,
-                "leaf": is_leaf,
-                "c": cells,
-                "s": _status(cells, is_leaf) if many else "ok",
-            }
-        )
+        rows.append(_row(node, parent, is_leaf, cells, _status(cells, is_leaf) if many else "ok"))
         lasts.append(last)
         children = node.children
         if children:
@@ -255,24 +236,10 @@ def _rows_of_one(summary: TreeSummary, opened: set | None = None) -> list[dict] 
     in display order. None if two nodes share a path (a custom node's keys can print alike):
     the general walk merges those."""
     flag = summary.role == "params"
-    rows: list[dict] = []
-    append = rows.append
-    seen: set = set()
-    for node, parent in _walk(summary, opened):
-        leaf = 0 if node.leaf is None else 1
-        append(
-            {
-                "p": node.path,
-                "u": parent,
-                "l": node.label,
-                "d": node.depth,
-                "leaf": leaf,
-                "c": [_cell(node, flag)],
-                "s": "ok",
-            }
-        )
-        seen.add(node.path)
-    return rows if len(seen) == len(rows) else None
+    rows = [
+        _row(node, parent, int(node.leaf is not None), [_cell(node, flag)]) for node, parent in _walk(summary, opened)
+    ]
+    return rows if len({r["p"] for r in rows}) == len(rows) else None
 
 
 def _structure(summaries: list[TreeSummary]) -> tuple[set, list]:

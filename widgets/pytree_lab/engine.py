@@ -14,16 +14,20 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
-from ._jax_in_use import active_tree_util as active_tree_util, x64_enabled as x64_enabled
-from .compat import _is_lite as _is_lite_module
+from .compat import is_lite
 
-__all__ = ["Engine", "get_engine", "active_tree_util", "x64_enabled", "choose_device", "ACCELERATOR_PARAMS"]
+__all__ = ["Engine", "get_engine", "choose_device", "ACCELERATOR_PARAMS"]
 
 # From this many parameter elements on, an explorer's step runs on the accelerator JAX sees
 # (a TPU, a GPU), below it on the host's CPU. Measured on a TPU v5e host (13 cores; the table
 # is in docs/backends.md): a slider move pays the copies to and from the chip, 8-12 ms more than
 # the CPU up to 1M elements; at 4M the move costs the same and 100 steps run 9x faster.
 ACCELERATOR_PARAMS = 4_000_000
+
+
+_FROM_TREE_UTIL = frozenset(
+    {"tree_map", "tree_flatten", "tree_unflatten", "tree_structure", "tree_leaves", "tree_flatten_with_path", "keystr"}
+)
 
 
 class Engine:
@@ -43,7 +47,7 @@ class Engine:
 
         Told by the module itself (the Lite engine marks itself), never by a version string.
         """
-        return _is_lite_module(self.jax)
+        return is_lite(self.jax)
 
     @property
     def name(self) -> str:
@@ -61,37 +65,13 @@ class Engine:
     def tree_util(self) -> Any:
         return importlib.import_module(self.jax.__name__ + ".tree_util")
 
-    # ---- transformations
-    def value_and_grad(self, fn: Callable, argnums: int | tuple = 0) -> Callable:
-        return self.jax.value_and_grad(fn, argnums=argnums)
-
-    def grad(self, fn: Callable, argnums: int | tuple = 0) -> Callable:
-        return self.jax.grad(fn, argnums=argnums)
-
-    def jit(self, fn: Callable) -> Callable:
-        return self.jax.jit(fn)
-
-    # ---- tree operations (jax.tree_util semantics)
-    def tree_map(self, f: Callable, tree: Any, *rest: Any, is_leaf: Callable | None = None) -> Any:
-        return self.tree_util.tree_map(f, tree, *rest, is_leaf=is_leaf)
-
-    def tree_flatten(self, tree: Any) -> tuple[list, Any]:
-        return self.tree_util.tree_flatten(tree)
-
-    def tree_unflatten(self, treedef: Any, leaves: list) -> Any:
-        return self.tree_util.tree_unflatten(treedef, leaves)
-
-    def tree_structure(self, tree: Any) -> Any:
-        return self.tree_util.tree_structure(tree)
-
-    def tree_leaves(self, tree: Any) -> list:
-        return self.tree_util.tree_leaves(tree)
-
-    def tree_flatten_with_path(self, tree: Any) -> tuple[list, Any]:
-        return self.tree_util.tree_flatten_with_path(tree)
-
-    def keystr(self, path: tuple) -> str:
-        return self.tree_util.keystr(path)
+    # ---- forwarded as they are: jax's transformations, jax.tree_util's tree operations
+    def __getattr__(self, name: str) -> Any:
+        if name in _FROM_TREE_UTIL:
+            return getattr(self.tree_util, name)
+        if name in ("value_and_grad", "grad", "jit"):
+            return getattr(self.jax, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def ravel_pytree(self, tree: Any) -> tuple[Any, Callable]:
         """`flatten_util.ravel_pytree`: the tree's leaves packed into one vector, and the unravel."""

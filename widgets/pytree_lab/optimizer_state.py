@@ -4,6 +4,7 @@ constants of the one Adam inside an optimizer, for the worked calculation."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,14 +44,8 @@ _INNER_FIELDS = {"inner_state", "inner_opt_state", "inner_states"}
 
 def _type_label(node: Any) -> str:
     name = type(node).__name__
-    if name in _TYPE_LABELS:
-        return _TYPE_LABELS[name]
-    label = name
-    if label.startswith("ScaleBy"):
-        label = label[len("ScaleBy") :]
-    if label.endswith("State") and len(label) > len("State"):
-        label = label[: -len("State")]
-    return label.lower()
+    label = name.removeprefix("ScaleBy")
+    return _TYPE_LABELS.get(name) or (label.removesuffix("State") or label).lower()
 
 
 def decompose_state(state: Any, params: Any, engine: Engine | None = None) -> StateView:
@@ -116,9 +111,7 @@ def decompose_state(state: Any, params: Any, engine: Engine | None = None) -> St
 
     visit(state, [], "")
     # the same name twice (two Adams in a chain, several empty states): say where each one is
-    counts: dict[str, int] = {}
-    for name, _, _, _ in found:
-        counts[name] = counts.get(name, 0) + 1
+    counts = Counter(name for name, *_ in found)
     moments: dict = {}
     rest: dict = {}
     where: dict = {}

@@ -17,12 +17,10 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ._format import fmt_number
-from ._intent import PageIntents
-from ._keywords import refuse_unknown_widget_keywords
-from ._static import static_asset
-from ._text import TextForm
 from .engine import Engine, get_engine
+from .formatting import fmt_number
+from .page import PageIntents, static_asset
+from .widget_common import TextForm, refuse_unknown_widget_keywords
 
 __all__ = ["PackedView"]
 
@@ -76,19 +74,17 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
     _css = static_asset("packed.css")
     _page_intents = frozenset({"selected"})
     layouts_data: traitlets.List[dict] = traitlets.List(
-        help=("list[dict], default []: each layout's packed positions and leaves, as drawn. Written by the kernel.")
-    ).tag(sync=True)  # kernel-owned
+        help="list[dict], default []: each layout's packed positions and leaves, as drawn. Written by the kernel."
+    ).tag(sync=True)
     selected = traitlets.Dict(
-        help=(
-            "dict, default {}: what the person pressed: {'layout': int, 'kind': 'leaf' or 'position',"
-            " 'key': str or int}. Written by the page (an intent)."
-        )
-    ).tag(sync=True)  # {"layout": int, "kind": "leaf"|"position", "key": str|int}
+        help="dict, default {}: what the person pressed: {'layout': int, 'kind': 'leaf' or 'position', 'key': str "
+        "or int}. Written by the page (an intent)."
+    ).tag(sync=True)
     highlight = traitlets.Dict(
-        help=("dict, default {}: the positions and elements lit for the selection. Written by the kernel.")
-    ).tag(sync=True)  # {"layout", "positions": [...], "elements": [labels]}
+        help="dict, default {}: the layout, positions and element labels lit for the selection. Written by the kernel."
+    ).tag(sync=True)
     readout = traitlets.Unicode(
-        "", help=("str, default '': the sentence saying what the selection is. Written by the kernel.")
+        "", help="str, default '': the sentence saying what the selection is. Written by the kernel."
     ).tag(sync=True)
 
     def __init__(

@@ -1,22 +1,17 @@
 """A jupyter_server extension: kernel websockets with TCP_NODELAY.
 
-Every slider move is a small message to the kernel and a few small replies back. jupyter_server
-leaves Nagle's algorithm on for its kernel websockets, so a small reply that follows another
-one waits for the browser's delayed ACK (~40 ms on Linux) before it leaves the server: a
-round trip that takes ~25 ms takes ~50 ms. This extension sets TCP_NODELAY on the server's
-kernel websockets, and on nothing else.
-
-It is enabled wherever pytree-lab is installed (the wheel ships
-`etc/jupyter/jupyter_server_config.d/pytree_lab.json`); turn it off with
+Every slider move is a small message to the kernel and a few small replies back. With Nagle's
+algorithm on (jupyter_server's default) a small reply that follows another waits for the
+browser's delayed ACK (~40 ms on Linux): a ~25 ms round trip takes ~50 ms. This extension sets
+TCP_NODELAY on the server's kernel websockets, and on nothing else. It is enabled wherever
+pytree-lab is installed (the wheel ships `etc/jupyter/jupyter_server_config.d/pytree_lab.json`);
+turn it off with
 
     jupyter server extension disable pytree_lab
 
-How: the server builds one connection object per kernel websocket from the class in its
-`kernel_websocket_connection_class` setting (a public `ServerApp` option). The extension
-replaces that class with a subclass of whatever is configured (the stock ZMQ connection, a
-gateway connection, or another extension's class), whose `connect()` sets TCP_NODELAY on its
-websocket first and then does exactly what the configured class does. On a jupyter_server
-without that setting it logs a warning and changes nothing.
+It replaces the class in the server's `kernel_websocket_connection_class` setting with a
+subclass of whatever is configured, whose `connect()` sets TCP_NODELAY first and then does what
+the configured class does. On a jupyter_server without that setting it logs a warning.
 """
 
 from __future__ import annotations

@@ -39,10 +39,9 @@ from typing import Any
 import anywidget
 import traitlets
 
-from . import _timing
-from ._intent import PageIntents
-from ._ranges import span  # the ranges live there (no widgets); slider.span stays public
-from ._static import static_asset
+from . import timing
+from .page import PageIntents, static_asset
+from .ranges import span  # the ranges live there (no widgets); slider.span stays public
 
 __all__ = ["Slider", "SliderModule", "span"]
 
@@ -64,9 +63,8 @@ MAX_VIEWS = 16
 
 
 class SliderModule(PageIntents, anywidget.AnyWidget):
-    """The slider's front-end module, sent to the page once for every `Slider` made with
-    ``module=`` this widget. It shows nothing itself (never displayed) and has no state of its own;
-    the page may write nothing to it."""
+    """The slider's front-end module, shared by the sliders made with ``module=`` this widget (see
+    the module docstring). Never displayed, no state of its own; the page may write nothing."""
 
     _page_intents = frozenset()
     _esm = static_asset("slider.js")
@@ -95,11 +93,8 @@ class Slider(PageIntents, anywidget.AnyWidget):
 
     Python sets `value`, `min`, `max` and `step` as with any ipywidgets slider; a value
     outside [min, max] set from Python is kept as given and the range grows to hold it
-    (`widened` then says what the range was). Observe `value` to react to moves.
-
-    ``module=`` a `SliderModule` shares that widget's copy of the front-end module with the
-    other sliders made with it, instead of sending one with this slider (see the module
-    docstring); closing the slider leaves the shared module open.
+    (`widened` then says what the range was). Observe `value` to react to moves. ``module=``
+    a `SliderModule`: see the module docstring (closing the slider leaves it open).
     """
 
     _page_intents = frozenset()  # the page writes nothing; moves arrive as messages
@@ -125,7 +120,7 @@ class Slider(PageIntents, anywidget.AnyWidget):
         help="float, default 0.01 (a tenth of the value's magnitude): one key press's move. Written by the kernel.",
     ).tag(sync=True, to_json=_finite_or_none)
     description = traitlets.Unicode(
-        "", help="str, default '': the visible label (cut in the middle: _format.short_labels). Written by the kernel."
+        "", help="str, default '': the visible label (cut in the middle). Written by the kernel."
     ).tag(sync=True)
     path = traitlets.Unicode(
         "", help="str, default '': the full path, the slider's title and accessible description. Written by the kernel."
@@ -244,18 +239,11 @@ class Slider(PageIntents, anywidget.AnyWidget):
             log.warning("slider %s: %s from the page was ignored", self.path, what)
 
     def _schedule_flush(self) -> None:
-        """Apply the newest move once the messages already waiting have been read.
-
-        A move that comes after a pause (no move and no flush for `_LEAD_GAP`) is applied at
-        once: a single key press or the first step of a drag costs no wait at all. Otherwise
-        the flush waits until no move has arrived for a quiet interval: moves
-        that queued up while the kernel was busy are read back to back and collapse into one,
-        whereas the loop's next callback would run between two queued messages (ipykernel
-        hands each one over separately). The interval is 1 ms, or a quarter of the last
-        computation when that was slow (a busy machine reads queued messages slowly too), at
-        most `_MAX_QUIET`; a steady stream of moves is flushed at least every `_MAX_WAIT`.
-        Without a running loop (plain Python, tests) at once.
-        """
+        """Apply the newest move once the messages already waiting have been read: at once after
+        a pause (`_LEAD_GAP`: a key press, a drag's first step), else once no move came for a
+        quiet interval (`_quiet`), so moves queued while the kernel was busy, which ipykernel
+        hands over one by one, collapse into one; at least every `_MAX_WAIT`. Without a running
+        loop (plain Python, tests) at once."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
@@ -275,11 +263,11 @@ class Slider(PageIntents, anywidget.AnyWidget):
         self._first_move_at = now
         loop.call_later(self._quiet, self._flush_when_quiet)
 
-    # the coalescing's constants (_timing.py: every timing constant of a slider move)
-    _QUIET = _timing.SLIDER_QUIET
-    _MAX_QUIET = _timing.SLIDER_MAX_QUIET
-    _MAX_WAIT = _timing.SLIDER_MAX_WAIT
-    _LEAD_GAP = _timing.SLIDER_LEAD_GAP  # a move this long after the previous move and flush is applied at once
+    # the coalescing's constants (timing.py: every timing constant of a slider move)
+    _QUIET = timing.SLIDER_QUIET
+    _MAX_QUIET = timing.SLIDER_MAX_QUIET
+    _MAX_WAIT = timing.SLIDER_MAX_WAIT
+    _LEAD_GAP = timing.SLIDER_LEAD_GAP  # a move this long after the previous move and flush is applied at once
     _last_flush_s = 0.0  # how long applying the last move took (the observers' computation)
     _last_move_at = -math.inf  # loop time of the last move received
     _last_flush_at = -math.inf  # loop time the last flush ended

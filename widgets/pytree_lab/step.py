@@ -1,24 +1,15 @@
 """One gradient step: `value_and_grad`, then `tree.map(p - lr * g)`.
 
-`gradient_step` is the lesson's code as a function. The compiled step the explorer runs is the
-step engine in training.py (`TrainingStep`, and `CompiledStep`, importable from here too): every
-slider move calls it with new values of the same shapes and dtypes, so it never retraces
-(`pin_dtypes` keeps the dtypes: an int where a float was would recompile). This module holds
-what that engine builds on: the results, the copies, the numpy update and `Staged`.
-
-For a big tree (`LEAN_LEAVES` leaves or more) the step compiles less: XLA's compile time grows
-with the number of operations in the program, so only `value_and_grad` is compiled; the new
-loss comes from that same compiled function at the updated params, and the update ``p − η·g``
-is done leaf by leaf outside it, in numpy (the same IEEE float32/float64 operations JAX does
-eagerly: η in the leaf's dtype, one multiply, one subtract).
+`gradient_step` is the lesson's code as a function. The compiled step is the step engine in
+training.py (`TrainingStep`; `CompiledStep` is importable from here too): every slider move calls
+it with values of the same shapes and dtypes, so it never retraces (`pin_dtypes`). This module
+holds what that engine builds on: the results, the copies, the numpy update and `Staged`.
 
 XLA's compile time grows faster than the program (1000 small layers: 9k operations, 12-23 s;
-5000: 45k operations, 13 minutes and 5.5 GB). So a traced `value_and_grad` of
-`BACKGROUND_EQNS` operations or more first runs operation by operation, as JAX runs code
-outside `jit` (each kind and shape of operation compiled once and reused), while XLA compiles
-it in a background thread; the compiled program takes over when it is ready. From
-`INTERPRET_EQNS` operations on it is never compiled: seconds to build and a few seconds a
-step, in hundreds of MB.
+5000: 45k operations, 13 minutes and 5.5 GB). A big tree (`LEAN_LEAVES` leaves) compiles only
+`value_and_grad`; the update ``p − η·g`` is done in numpy with JAX's numbers (`sgd_update`). A
+program of `BACKGROUND_EQNS` operations first runs operation by operation while XLA compiles it
+in the background; from `INTERPRET_EQNS` on it is never compiled (`Staged`).
 """
 
 from __future__ import annotations
@@ -50,10 +41,8 @@ __all__ = [
 
 # From this many parameter leaves on, a step compiles only value_and_grad (see the module doc).
 LEAN_LEAVES = 200
-# From this many operations in the traced value_and_grad on, it is run operation by operation
-# instead of compiled. Measured on 2 cores: 1000 layers of `w @ x + b` (9k operations) compile
-# in 12-23 s and then step in 0.03 s, run one by one they step in 0.6-1.2 s; 5000 layers (45k)
-# compile in 13 minutes and 5.5 GB. Past this the compile is not worth it.
+# From this many operations in the traced value_and_grad on, it is run operation by operation,
+# never compiled (2 cores: 9k operations step in 0.6-1.2 s so, 0.03 s compiled after 12-23 s).
 INTERPRET_EQNS = 12_000
 # From this many operations on (and below INTERPRET_EQNS), the first steps run operation by
 # operation while XLA compiles the program in a background thread (XLA lets go of the GIL: the
@@ -94,8 +83,6 @@ def gradient_step(
     A tree that contains itself, or is nested deeper than JAX's flatten goes, is refused first
     (`pytree_lab.trees.TreeError`, its path named)."""
     eng = engine or get_engine()
-    # one check before JAX sees the trees: one that contains itself or nests too deep is refused
-    # with its path, instead of JAX recursing until the interpreter breaks
     eng.check_tree(params, "params")
     for i, arg in enumerate(args):
         eng.check_tree(arg, f"argument {i + 2}")
@@ -140,13 +127,11 @@ def return_freed_memory() -> bool:
 
 
 class Staged:
-    """A jitted function, traced once per argument signature, then run as the traced program's
-    size warrants: compiled by XLA (below `BACKGROUND_EQNS` operations); run one operation at a
-    time while XLA compiles it in a background thread, then compiled (up to `INTERPRET_EQNS`);
-    run one operation at a time, never compiled (past that). Run one operation at a time, the
-    numbers are the ones JAX gives outside `jit`. `first` gives the first output alone (run one
-    operation at a time, what only the other outputs need is not run: the loss without its
-    gradient)."""
+    """A jitted function, traced once per argument signature, then compiled (below
+    `BACKGROUND_EQNS` operations), run one operation at a time as JAX runs code outside `jit`
+    while XLA compiles it in a thread (up to `INTERPRET_EQNS`), or never compiled (past that).
+    `first` gives the first output alone (op by op, without what only the others need: the loss
+    without its gradient)."""
 
     def __init__(self, jitted: Callable, engine: Engine):
         import threading

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._format import GRID_MAX, fmt_number, fmt_small, small_templates
+from .formatting import GRID_MAX, fmt_number, fmt_small, fmt_small_rows
 
 __all__ = ["SMALL_LEAF", "summarise_array", "summarise_arrays", "summarise_group"]
 
@@ -67,25 +67,6 @@ def summarise_array(x: Any, size: int, dtype: str) -> tuple[str, tuple | None]:
     return _summarise_one(x, size, dtype)[:2]
 
 
-def _plain_summary(x: Any, size: int, dtype: str) -> Found | None:
-    """The summary of the Lite engine's array without numpy (its values as Python numbers), the
-    same text numpy's path gives; None for any other leaf."""
-    plain = getattr(type(x), "__pytree_lab_plain_array__", False)
-    if not plain:
-        return None
-    shape, flat = x.shape, [complex(v).real if isinstance(v, complex) else float(v) for v in x._flat]
-    if size == 0:
-        return "empty", (), None
-    if not _numeric(dtype):
-        return f"{dtype} values", None, None
-    if size <= SMALL_LEAF:
-        return _small(flat, shape)
-    finite = [v for v in flat if math.isfinite(v)]
-    if not finite:
-        return _stats(0, 0, 0, size, size), None, None
-    return _stats(math.fsum(finite) / len(finite), min(finite), max(finite), size - len(finite), size), None, None
-
-
 def _stats(mean: float, low: float, high: float, bad: int, size: int) -> str:
     """A big leaf's summary: `mean 0.1, min -2, max 3`, and how many values are NaN or infinite."""
     parts = [f"mean {fmt_number(mean)}, min {fmt_number(low)}, max {fmt_number(high)}"] if bad < size else []
@@ -93,15 +74,19 @@ def _stats(mean: float, low: float, high: float, bad: int, size: int) -> str:
 
 
 def _summarise_one(x: Any, size: int, dtype: str) -> Found:
-    plain = _plain_summary(x, size, dtype)
-    if plain is not None:
-        return plain
-    import numpy as np
-
     if size == 0:
         return "empty", (), None
     if not _numeric(dtype):
         return f"{dtype} values", None, None
+    if getattr(type(x), "__pytree_lab_plain_array__", False):  # the Lite engine's array: no numpy
+        flat = [complex(v).real if isinstance(v, complex) else float(v) for v in x._flat]
+        if size <= SMALL_LEAF:
+            return _small(flat, x.shape)
+        fin = [v for v in flat if math.isfinite(v)]
+        mean = math.fsum(fin) / len(fin) if fin else 0
+        return _stats(mean, min(fin, default=0), max(fin, default=0), size - len(fin), size), None, None
+    import numpy as np
+
     a = _host(x, size)
     if a is None:
         return "no values", None, None
@@ -224,21 +209,10 @@ def _small_summaries(stacked: Any, dtype: str, shape: tuple) -> list[Found]:
     import numpy as np
 
     floats = stacked if dtype[:1] == "f" and dtype != "bfloat16" else stacked.astype(np.float64)
-    rows = floats.tolist()
+    values = [tuple(r) for r in floats.tolist()]
     # -0.0 shows as 0 (adding +0.0 turns -0.0 into 0.0, nothing else changes); the values keep it
-    shown = (floats + 0.0).tolist() if not floats.all() else rows
-    line, grid = small_templates(shape)
-    values = [tuple(r) for r in rows]
-    shown = values if shown is rows else [tuple(t) for t in shown]
-    if grid is None:
-        return [(line % t, v, None) for v, t in zip(values, shown)]
-    if len(shape) == 2:  # the one-line text from the grid's: no second formatting of every value
-        out = []
-        for v, t in zip(values, shown):
-            text = grid % t
-            out.append(("[[" + text.replace(" ", ", ").replace("\n", "], [") + "]]", v, text))
-        return out
-    return [(line % t, v, grid % t) for v, t in zip(values, shown)]
+    shown = values if floats.all() else [tuple(r) for r in (floats + 0.0).tolist()]
+    return [(line, v, grid) for v, (line, grid) in zip(values, fmt_small_rows(shown, shape))]
 
 
 def _big_summaries(stacked: Any, dtype: str, objs: list) -> list[Found]:

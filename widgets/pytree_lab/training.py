@@ -1,38 +1,25 @@
 """The step engine: a loss and an optimizer (or none), compiled once.
 
-`TrainingStep(loss_fn, optimizer)` is the one step engine of the library: the explorer's
-slider step, its Step buttons' n-step loop, with or without an optimizer. `CompiledStep` is the
-same engine without an optimizer, called as ``step(params, inputs, learning_rate)``.
+`TrainingStep(loss_fn, optimizer)` is the library's one step engine (the explorer's slider step
+and its n-step loop); `CompiledStep` is it without an optimizer, called as
+``step(params, inputs, learning_rate)``.
 
 * ``optimizer=None`` is the lesson's plain step ``p − η·g`` (η given on every call);
+* an optax ``GradientTransformation`` runs inside the compiled step as in a training loop
+  (``opt.update``, then ``optax.apply_updates``);
+* a function of the learning rate (``lambda lr: optax.adam(lr)``) is rebuilt inside the compiled
+  step with the rate traced, so the rate can change without recompiling.
 
-* ``optimizer=None`` is the lesson's plain step ``p − η·g`` (η given on every call);
-* an optax ``GradientTransformation`` runs inside the compiled step exactly as in a training
-  loop: ``updates, state = opt.update(grads, state, params)``, then ``optax.apply_updates``;
-* a function of the learning rate (``lambda lr: optax.adam(lr)``) is rebuilt inside the
-  compiled step with the learning rate as a traced value, so the rate can change between
-  calls without recompiling.
+The learning rate can be set only where that changes the step: with no optimizer, a function of
+the rate, or ``optax.inject_hyperparams(...)(learning_rate=<number>)`` (the rate lives in the
+state). A fixed ``optax.adam(0.1)`` or a schedule has none (`lr_adjustable` is False): a given
+rate is refused, not ignored.
 
-The learning rate can be set only where setting it changes the step: with no optimizer, with a
-function of the rate, and with ``optax.inject_hyperparams(...)(learning_rate=<number>)`` (the
-rate then lives in the optimizer state). A fixed ``optax.adam(0.1)`` or a schedule has no
-adjustable rate (`lr_adjustable` is False) and a given rate is refused, not ignored.
-
-`run(params, state, inputs, lr, n)` takes n steps in one compiled loop (a `lax.while_loop`
-over a fixed-size buffer of losses, so every n uses the same compiled code); if the steps
-diverge it stops, and says so, at the last point before the first non-finite loss.
-
-A big tree (`step.LEAN_LEAVES` leaves or more) takes the lean path: value_and_grad staged on its
-own (compiled, or run operation by operation while or instead of compiling, `step.Staged`), the
-new loss from it at the updated params, the plain update in numpy (`step.sgd_update`).
-
-`decompose_state(state, params)` (optimizer_state.py) splits an optimizer state the way the lesson describes it:
-the moment trees that share the parameters' structure (Adam's ``mu`` and ``nu``, momentum's
-``trace``, MultiSteps' accumulated gradients), by readable name, to be aligned row by row with
-the params; and the rest (step counts, hyperparameters, empty states) shown apart.
-
-In the JupyterLite kernel (no JAX, so no optax) the optimizers of `pytree_lab.compat.optax`
-(sgd, momentum, adam, following optax's update rules) run in a plain Python loop.
+`run(params, state, inputs, lr, n)` takes n steps in one compiled `lax.while_loop` over a
+fixed-size buffer of losses (every n uses the same code); if the steps diverge it stops, and says
+so, at the last point before the first non-finite loss. A big tree (`step.LEAN_LEAVES` leaves)
+takes the lean path (`step.Staged`, the plain update in numpy: `step.sgd_update`). In the
+JupyterLite kernel the optimizers of `pytree_lab.compat.optax` run in a plain Python loop.
 """
 
 from __future__ import annotations
@@ -42,16 +29,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
-from . import step as _step_module
 from ._optimizer import (
     OptimizerError,
     _bad_state_leaf,
-    _err_text,
     _get,
-    _is_transformation,
     _Optimizer,
-    _passes,
     _replace_at,
+    blamed,
+    is_transformation,
     optimizer_name,
 )
 from .engine import Engine, get_engine
@@ -68,10 +53,10 @@ __all__ = [
     "adam_hyperparameters",
     "OptimizerError",
     "optimizer_name",
+    "is_transformation",
 ]
-# names that moved with the optimizer's helpers, still importable from here
-_KEPT = (_is_transformation, _step_module)
 
+_AT_FAULT = ". The optimizer is at fault here, not the loss or the learning rate."
 # Losses of one compiled loop call: n steps are taken in ceil(n / CHUNK) calls of the same code.
 CHUNK = 256
 
@@ -132,10 +117,8 @@ class TrainingStep:
         self._forward_backward = eng.jit(self._traced_value_and_grad)
         self._after_fn = eng.jit(self._traced_after)
         self._run_fn = None if eng.is_lite else eng.jit(self._traced_run)
-        # A big tree (LEAN_LEAVES leaves or more): value_and_grad is staged (compiled, or run
-        # operation by operation when too big to compile, see step.Staged) and the new loss is
-        # its first output at the updated params; the plain update is done in numpy
-        # (`sgd_update`), an optimizer's update is staged too. None: decided at the first step.
+        # A big tree: value_and_grad staged (step.Staged), the new loss its first output at the
+        # updated params, the plain update in numpy. None: decided at the first step.
         self.lean = lean
         self._lean_fns: dict = {"vg": Staged(self._forward_backward, eng)}
 
@@ -179,15 +162,8 @@ class TrainingStep:
             transformation = opt.make(learning_rate)
         else:
             transformation = opt.transformation
-        try:
+        with blamed(f"The optimizer's init ({opt.name}) failed: ", _AT_FAULT):
             state = transformation.init(params)
-        except BaseException as err:  # noqa: BLE001 - the optimizer's own code: said as its failure
-            if _passes(err):
-                raise
-            raise OptimizerError(
-                f"The optimizer's init ({opt.name}) failed: {_err_text(err)}. The optimizer "
-                "is at fault here, not the loss or the learning rate."
-            ) from None
         bad = _bad_state_leaf(state, self.engine)
         if bad:
             raise OptimizerError(
@@ -238,15 +214,8 @@ class TrainingStep:
                 return inject._replace(hyperparams=hp)
 
             state = _replace_at(state, opt.inject_paths[0], set_lr)
-        try:
+        with blamed(f"The optimizer's update ({opt.name}) failed: ", _AT_FAULT):
             updates, new_state = transformation.update(grads, state, params)
-        except BaseException as err:  # noqa: BLE001 - the optimizer's own code: said as its failure
-            if _passes(err):
-                raise
-            raise OptimizerError(
-                f"The optimizer's update ({opt.name}) failed: {_err_text(err)}. The optimizer "
-                "is at fault here, not the loss or the learning rate."
-            ) from None
         self._check_updates(params, updates)
         updated = self._apply_updates(params, updates)
         return updates, updated, new_state
@@ -257,15 +226,9 @@ class TrainingStep:
 
         eng = self.engine
         name = self._opt.name
-        try:
+        with blamed(f"The optimizer's update ({name}) returned updates JAX cannot flatten (", ")."):
             p_flat, p_def = eng.tree_flatten_with_path(params)
             u_leaves, u_def = eng.tree_flatten(updates)
-        except BaseException as err:  # noqa: BLE001
-            if _passes(err):
-                raise
-            raise OptimizerError(
-                f"The optimizer's update ({name}) returned updates JAX cannot flatten ({_err_text(err)})."
-            ) from None
         if u_def != p_def:
             raise OptimizerError(
                 f"The optimizer's update ({name}) returned updates shaped as {u_def}, not as the "

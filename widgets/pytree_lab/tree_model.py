@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ._format import short_error
+from .formatting import short_error
 
 # Text diagrams indent at most this many characters (a 1,000-level tree stays readable).
 _MAX_INDENT = 4 * 24
@@ -294,6 +294,12 @@ def tree_lines(items: Iterable[tuple[str, str | None, bool, str]], max_lines: in
         if len(out) > max_lines:
             break
     return out
+
+
+def under(leaf_path: str, path: str) -> bool:
+    """Whether the leaf at `leaf_path` is `path` or inside the container at `path` (keystr paths;
+    "" is the root): `['a']` holds `['a']['w']` and `['a'][0]`, not `['ab']`."""
+    return leaf_path == path or (leaf_path.startswith(path) and leaf_path[len(path) :][:1] in ("[", "."))
 
 
 def _fatal(err: BaseException) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Iterator, Sequence
 
+from .formatting import index_text
 from .tree_model import Leaf
 
 
@@ -80,11 +81,7 @@ class ElementLabels(Sequence):
     def _label(self, flat: int) -> str:
         if not self.shape:
             return self.base
-        idx, rem = [], flat
-        for d in reversed(self.shape):
-            idx.append(rem % d)
-            rem //= d
-        return f"{self.base}[{','.join(str(i) for i in reversed(idx))}]"
+        return f"{self.base}[{index_text(flat, self.shape)}]"
 
     def __getitem__(self, k):
         n = len(self)

@@ -14,17 +14,10 @@ import sys
 from types import FrameType
 from typing import Any
 
-from ._format import fmt_number, visible
-from ._jax_in_use import active_tree_util, x64_enabled
-from .summaries import (
-    Later,
-    _summarise_one,
-    summarise_array as _array_summary,  # noqa: F401 (kept importable here)
-    summarise_arrays,
-)
-from .tree_model import (  # noqa: F401 - the model's types, importable from here as before
+from .formatting import fmt_number, visible
+from .summaries import Later, _summarise_one, summarise_arrays
+from .tree_model import (  # noqa: F401 - the model's types, importable from here
     _FLOAT_DTYPES,
-    _MAX_INDENT,
     MAX_DEPTH,
     Leaf,
     Node,
@@ -37,7 +30,7 @@ from .tree_model import (  # noqa: F401 - the model's types, importable from her
     _unreadable_message,
     gc_paused,
 )
-from .tree_paths import ElementLabels, _split_path, element_labels, path_label  # noqa: F401 - importable here
+from .tree_paths import _split_path, element_labels, path_label  # noqa: F401 - importable here
 
 __all__ = [
     "Leaf",
@@ -53,15 +46,35 @@ __all__ = [
     "path_label",
 ]
 
+# --------------------------------------------------------------------------- the jax in use
+# asked without importing any: `describe` on plain Python containers never loads jax or numpy
+
+
+def active_tree_util() -> Any:
+    """The tree library already in use in this kernel, imported by nobody here: real
+    `jax.tree_util` (or the Lite engine installed as ``jax``), else the Lite `tree_util` if it
+    was imported, else None. The tree model asks this for custom nodes, so a plain-Python
+    diagram never loads jax, numpy or autograd."""
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        return getattr(jax, "tree_util", None) or sys.modules.get("jax.tree_util")
+    return sys.modules.get("pytree_lab.compat.tree_util")
+
+
+def x64_enabled() -> bool:
+    """`jax_enable_x64` of the jax in use (False when none is loaded, and for the Lite engine)."""
+    jax = sys.modules.get("jax")
+    try:
+        return bool(jax.config.jax_enable_x64) if jax is not None else False
+    except AttributeError:
+        return False
+
+
 # --------------------------------------------------------------------------- children
 
 
 def _is_namedtuple(x: Any) -> bool:
     return isinstance(x, tuple) and hasattr(type(x), "_fields")
-
-
-def _dict_key(key: Any) -> str:
-    return f"[{key!r}]"
 
 
 def _display_key(key: Any) -> str:
@@ -83,9 +96,9 @@ def _key_texts(key: Any) -> tuple[str, str]:
         if found is None:
             if len(_KEY_TEXTS) > 50_000:
                 _KEY_TEXTS.clear()
-            found = _KEY_TEXTS[key] = (_dict_key(key), _display_key(key))
+            found = _KEY_TEXTS[key] = (f"[{key!r}]", _display_key(key))
         return found
-    return _dict_key(key), _display_key(key)
+    return f"[{key!r}]", _display_key(key)
 
 
 def _sorted_keys(d: dict) -> list:
@@ -137,6 +150,16 @@ def _flatten_one_level_with_path(tu: Any, node: Any) -> list[tuple[tuple, Any]]:
     return tu.tree_flatten_with_path(node, is_leaf=root_of_each_walk)[0]
 
 
+def _dict_children(node: dict, type_name: str) -> tuple[str, str, list[tuple[str, str, int, Any]]]:
+    """A dict's children in JAX's order (sorted keys), each with its rank as written."""
+    keys = _sorted_keys(node)
+    written = list(node)
+    if keys == written:  # already in JAX's order: display rank = position
+        return "dict", type_name, [(*_key_texts(k), i, node[k]) for i, k in enumerate(keys)]
+    rank = {k: i for i, k in enumerate(written)}
+    return "dict", type_name, [(*_key_texts(k), rank[k], node[k]) for k in keys]
+
+
 def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | None:
     """(kind, type_name, [(path_piece, label, display_rank, child), ...]) in JAX order; None for a leaf.
 
@@ -151,12 +174,7 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
     stage = "keys"
     try:
         if t is dict:
-            keys = _sorted_keys(node)
-            written = list(node)
-            if keys == written:  # already in JAX's order: display rank = position
-                return "dict", "dict", [(*_key_texts(k), i, node[k]) for i, k in enumerate(keys)]
-            rank = {k: i for i, k in enumerate(written)}
-            return "dict", "dict", [(*_key_texts(k), rank[k], node[k]) for k in keys]
+            return _dict_children(node, "dict")
         if t is list or t is tuple:
             pieces = [(_INDEX[i] if i < 64 else f"[{i}]",) * 2 + (i, c) for i, c in enumerate(node)]
             return t.__name__, t.__name__, pieces
@@ -168,11 +186,7 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
         tu = active_tree_util()
         stage = "keys"
         if tu is None:
-            if isinstance(node, dict):  # dict subclasses, without jax: as a dict
-                keys = _sorted_keys(node)
-                rank = {k: i for i, k in enumerate(node)}
-                return "dict", t.__name__, [(_dict_key(k), _display_key(k), rank[k], node[k]) for k in keys]
-            return None
+            return _dict_children(node, t.__name__) if isinstance(node, dict) else None  # a dict subclass
         # One level of any registered node: every child is treated as a leaf (the node itself
         # too, if it is its own child: that cycle is found by the walk, not inside JAX's flatten,
         # whose recursion would exhaust the interpreter).
@@ -348,19 +362,7 @@ def _describe(tree: Any, name: str, values: bool | str) -> TreeSummary:
         node.kind, node.type_name, pieces = kids
         if not pieces:
             continue
-        key = id(obj)
-        if key in open_:
-            raise TreeError(
-                f"{name}{node.path} refers back to {name}{open_[key][0]}: a tree cannot contain "
-                "itself (JAX would recurse forever); keep the reference outside the tree.",
-                node.path,
-            )
-        if node.depth >= MAX_DEPTH:
-            raise TreeError(
-                f"{name}{node.path[:200]}… is more than {MAX_DEPTH} levels deep: is a node making "
-                "new children without end?",
-                node.path,
-            )
+        key = _refuse_cycle_or_depth(node, obj, open_, name)
         path, depth = node.path, node.depth + 1
         made = [
             (rank, Node(path + piece, label, "leaf", type(child).__name__, depth), child)
@@ -375,13 +377,31 @@ def _describe(tree: Any, name: str, values: bool | str) -> TreeSummary:
         if all(made[k][0] < made[k + 1][0] for k in range(len(made) - 1)):
             node.children = [n for _, n, _ in made]
         else:
-            node.children = [n for _, n, _ in sorted(made, key=_first)]
+            node.children = [n for _, n, _ in sorted(made, key=lambda item: item[0])]
         for k in range(len(made) - 1, -1, -1):
             push((made[k][1], made[k][2]))
     summary = TreeSummary(name, root, leaves, nodes=nodes)
     if pending:
         _fill_summaries(pending, leaves, summary.later if later else None)
     return summary
+
+
+def _refuse_cycle_or_depth(node: Node, obj: Any, open_: dict, name: str) -> int:
+    """The container's id; TreeError when it is open on the way down (a cycle) or too deep."""
+    key = id(obj)
+    if key in open_:
+        raise TreeError(
+            f"{name}{node.path} refers back to {name}{open_[key][0]}: a tree cannot contain "
+            "itself (JAX would recurse forever); keep the reference outside the tree.",
+            node.path,
+        )
+    if node.depth >= MAX_DEPTH:
+        raise TreeError(
+            f"{name}{node.path[:200]}… is more than {MAX_DEPTH} levels deep: is a node making "
+            "new children without end?",
+            node.path,
+        )
+    return key
 
 
 def _walk_str_dict(node: Node, obj: dict, push: Any, open_: dict, name: str) -> bool:
@@ -406,19 +426,7 @@ def _walk_str_dict(node: Node, obj: dict, push: Any, open_: dict, name: str) -> 
             leafy = False
         made.append((Node(path + kt[0], kt[1], "leaf", ct.__name__, depth), child))
     node.kind, node.type_name = "dict", "dict"
-    key = id(obj)
-    if key in open_:
-        raise TreeError(
-            f"{name}{node.path} refers back to {name}{open_[key][0]}: a tree cannot contain "
-            "itself (JAX would recurse forever); keep the reference outside the tree.",
-            node.path,
-        )
-    if node.depth >= MAX_DEPTH:
-        raise TreeError(
-            f"{name}{node.path[:200]}… is more than {MAX_DEPTH} levels deep: is a node making "
-            "new children without end?",
-            node.path,
-        )
+    key = _refuse_cycle_or_depth(node, obj, open_, name)
     written = list(obj)
     if keys == written:  # displayed as written: here the same order
         node.children = [n for n, _ in made]
@@ -463,10 +471,6 @@ def _fill_summaries(pending: list[tuple[Node, Any, tuple, str, int]], leaves: li
         node.leaf = leaves[index] = _NewLeaf(
             node.path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES, summary, index, vals, grid
         )
-
-
-def _first(item: tuple) -> Any:
-    return item[0]
 
 
 def leaf_objects(tree: Any) -> list:

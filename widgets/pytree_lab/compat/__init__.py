@@ -14,7 +14,7 @@ import importlib
 import importlib.util
 import sys
 
-__all__ = ["REAL_JAX", "LITE", "active_engine", "install_as_jax"]
+__all__ = ["REAL_JAX", "LITE", "active_engine", "install_as_jax", "is_lite"]
 
 REAL_JAX = "jax"
 LITE = "lite"
@@ -22,7 +22,7 @@ LITE = "lite"
 _SUBMODULES = ("numpy", "tree", "tree_util", "flatten_util", "nn", "random", "lax")
 
 
-def _is_lite(module: object) -> bool:
+def is_lite(module: object) -> bool:
     return bool(getattr(module, "__pytree_lab_lite__", False))
 
 
@@ -43,7 +43,7 @@ def active_engine() -> str | None:
     module = sys.modules.get("jax")
     if module is None:
         return None
-    return LITE if _is_lite(module) else REAL_JAX
+    return LITE if is_lite(module) else REAL_JAX
 
 
 def install_as_jax() -> str:

@@ -10,6 +10,7 @@ still be built, described and drawn. An `Array` refuses arithmetic with the same
 
 from __future__ import annotations
 
+import math
 import sys
 import types
 from collections.abc import Iterable
@@ -38,10 +39,13 @@ def needs_numpy(what: str) -> Any:
     def refuse(*args: Any, **kwargs: Any) -> Any:
         raise NumpyUnavailable(what)
 
-    refuse.__name__ = what.rsplit(".", 1)[-1]
-    refuse.__qualname__ = refuse.__name__
-    refuse.__doc__ = f"{what} (needs numpy, which could not be loaded here)."
-    return refuse
+    return _named(refuse, what)
+
+
+def _named(fn: Any, what: str) -> Any:
+    fn.__name__ = fn.__qualname__ = what.rsplit(".", 1)[-1]
+    fn.__doc__ = f"{what} (needs numpy, which could not be loaded here)."
+    return fn
 
 
 def needs_numpy_gradient(what: str) -> Any:
@@ -64,26 +68,20 @@ def needs_numpy_gradient(what: str) -> Any:
         transformed.__name__ = getattr(fun, "__name__", "transformed")
         return transformed
 
-    transform.__name__ = what.rsplit(".", 1)[-1]
-    transform.__qualname__ = transform.__name__
-    transform.__doc__ = f"{what} (needs numpy, which could not be loaded here)."
-    return transform
+    return _named(transform, what)
 
 
 # dtypes the arrays take without numpy, as JAX's defaults name them (x64 off)
 float32, int32, bool_, complex64 = "float32", "int32", "bool", "complex64"
-_DTYPES = {
-    "float32": float32,
-    "float": float32,
-    "float64": float32,
-    "int32": int32,
-    "int": int32,
-    "int64": int32,
-    "bool": bool_,
-    "bool_": bool_,
-    "complex64": complex64,
-    "complex": complex64,
-    "complex128": complex64,
+_DTYPES = {  # dtype names -> the one JAX's defaults give (x64 off)
+    name: kind
+    for kind, names in (
+        (float32, "float float64"),
+        (int32, "int int64"),
+        (bool_, "bool_"),
+        (complex64, "complex complex128"),
+    )
+    for name in (kind, *names.split())
 }
 
 
@@ -165,11 +163,8 @@ class Array:
 
     def _row(self, i: int) -> Any:
         inner = self.shape[1:]
-        step = 1
-        for d in inner:
-            step *= d
-        flat = self._flat[i * step : (i + 1) * step]
-        return Array(flat, inner, self.dtype) if inner else Array(flat, (), self.dtype)
+        step = math.prod(inner)
+        return Array(self._flat[i * step : (i + 1) * step], inner, self.dtype)
 
     def __len__(self) -> int:
         if not self.shape:

@@ -1,17 +1,10 @@
 """Optimizers for the Lite engine: optax's sgd, momentum and adam, on numpy.
 
-optax cannot be installed in a JupyterLite (Pyodide) kernel: it needs jaxlib. These follow
-optax's update rules operation by operation (same order of operations, constants computed the
-same way, the same state types and field names: `ScaleByAdamState(count, mu, nu)`,
-`TraceState(trace)`, `EmptyState()`), so a state shows the same trees as with optax, and
-the tests compare every step, params and state, with optax itself. What is here:
-
-    sgd(learning_rate, momentum=None, nesterov=False)   chain(trace | identity, scale_by_learning_rate)
-    momentum(learning_rate, decay=0.9, nesterov=False)  sgd with momentum
-    adam(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0)
-    chain, identity, scale, scale_by_learning_rate, trace, scale_by_adam, apply_updates
-
-`learning_rate` is a number (no schedules). Everything else needs JAX and optax.
+optax needs jaxlib, which a JupyterLite (Pyodide) kernel cannot install. These follow optax's
+update rules operation by operation, with its state types and field names
+(`ScaleByAdamState(count, mu, nu)`, `TraceState(trace)`, `EmptyState()`): the tests compare
+every step, params and state, with optax itself. `learning_rate` is a number (no schedules);
+everything else needs JAX and optax.
 """
 
 from __future__ import annotations

@@ -1,16 +1,11 @@
-"""Pytrees with `jax.tree_util` semantics, in plain Python.
+"""Pytrees with `jax.tree_util` semantics, in plain Python (the standard library only: the Lite
+kernel has no jax, and the tree model works before numpy is loaded).
 
-The JupyterLite kernel has no jax, and the tree model must describe plain-Python trees even
-before numpy is loaded, so this module uses the standard library only. The rules follow
-`jax.tree_util` exactly, because students later move the same code to real JAX:
-
-* ``dict`` children are visited in sorted key order; ``None`` is a node with no children;
-  ``list``, ``tuple`` and namedtuples are nodes (namedtuple fields have ``.field`` paths);
-  ``OrderedDict`` keeps insertion order; ``defaultdict`` sorts like ``dict``.
-* Subclasses of list/dict/tuple (other than namedtuples) are leaves, as in JAX.
-* Custom nodes come from `register_pytree_node`, `register_pytree_with_keys` and
-  `register_dataclass`.
-* Trees that do not match raise ``ValueError`` naming the key path and the difference.
+The rules follow `jax.tree_util` exactly, because students later move the same code to JAX:
+``dict`` children in sorted key order (``defaultdict`` too; ``OrderedDict`` in insertion order);
+``None`` a node with no children; list, tuple and namedtuples nodes (fields as ``.field``);
+other subclasses of list/dict/tuple leaves; custom nodes from the `register_*` functions; trees
+that do not match raise ``ValueError`` naming the key path and the difference.
 """
 
 from __future__ import annotations
@@ -100,22 +95,14 @@ KeyPath = tuple
 
 
 def _simple_str(key: Any) -> str:
-    if isinstance(key, DictKey):
+    if isinstance(key, (DictKey, FlattenedIndexKey)):
         return str(key.key)
-    if isinstance(key, SequenceKey):
-        return str(key.idx)
-    if isinstance(key, GetAttrKey):
-        return key.name
-    if isinstance(key, FlattenedIndexKey):
-        return str(key.key)
-    return str(key)
+    return str(key.idx) if isinstance(key, SequenceKey) else key.name if isinstance(key, GetAttrKey) else str(key)
 
 
 def keystr(keys: KeyPath, *, simple: bool = False, separator: str = "") -> str:
     """A key path as text: ``['layer']['weight']`` (or ``layer/weight`` with simple, '/')."""
-    if simple:
-        return separator.join(_simple_str(k) for k in keys)
-    return separator.join(str(k) for k in keys)
+    return separator.join(map(_simple_str if simple else str, keys))
 
 
 # --------------------------------------------------------------------------- registry
@@ -401,12 +388,8 @@ class PyTreeDef:
             return NotImplemented
         if self is other:
             return True
-        if (self._kind, self._type, self.num_leaves, self.num_nodes) != (
-            other._kind,
-            other._type,
-            other.num_leaves,
-            other.num_nodes,
-        ):
+        mine, theirs = (self._kind, self._type, self.num_leaves), (other._kind, other._type, other.num_leaves)
+        if mine != theirs or self.num_nodes != other.num_nodes:
             return False
         if self._kind in (_DICT, _CUSTOM) and not _aux_equal(self._aux, other._aux):
             return False
@@ -575,8 +558,6 @@ def treedef_is_leaf(treedef: PyTreeDef) -> bool:
 
 def all_leaves(iterable: Iterable, is_leaf: Callable[[Any], bool] | None = None) -> bool:
     """True if every item is a leaf on its own."""
-    if is_leaf is None:
-        return all(tree_structure(x) == _LEAF_DEF for x in iterable)
     return all(tree_structure(x, is_leaf) == _LEAF_DEF for x in iterable)
 
 
@@ -674,9 +655,7 @@ def tree_reduce(
     is_leaf: Callable[[Any], bool] | None = None,
 ) -> Any:
     leaves = tree_leaves(tree, is_leaf)
-    if initializer is _NO_INITIAL:
-        return functools.reduce(function, leaves)
-    return functools.reduce(function, leaves, initializer)
+    return functools.reduce(function, leaves, *(() if initializer is _NO_INITIAL else (initializer,)))
 
 
 def tree_all(tree: Any, *, is_leaf: Callable[[Any], bool] | None = None) -> bool:

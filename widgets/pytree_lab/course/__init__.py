@@ -202,7 +202,8 @@ def setup(shell=None) -> bool:
     False outside IPython. In a kernel, each check, prediction, quiz answer and key output is then
     merged into the evidence file as it happens (`pytree-lab-evidence.md` until a lesson names its
     own with `keep_evidence`): a kernel restart loses none of them."""
-    registered = register_magic(shell, known=exercise, answer_names={k: _names(k) for k in EXERCISES})
+    names = {k: _names(k) for k in EXERCISES}
+    registered = register_magic(shell, known=exercise, answer_names=names, explain=common.cell_hint)
     if registered and default_evidence().autosave is None:
         default_evidence().autosave = "pytree-lab-evidence.md"
     return registered

@@ -43,6 +43,7 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor, OverwriteCells
 from traitlets import Float
 
 from .. import lesson
+from ..formatting import clip
 from .catalogue import EXERCISES
 from .exercises.common import _same_tree
 
@@ -473,7 +474,7 @@ def grade_exercise(exercise_id: str, source: str | None, seed: int, **budgets: f
             continue
         if "error" in result:
             scores.append(0.0)
-            lines.append(f"{label}: the code raised {str(result['error'])[:80]}: 0.")
+            lines.append(f"{label}: the code raised {clip(str(result['error']), 80)}: 0.")
             continue
         answers = result.get("answers") if isinstance(result.get("answers"), dict) else {}
         wrong = [

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from . import _integrity
 from ._grading import NOT_ANSWERED, CheckResult, Exercise, Outcome, answer_problem, bind_tools, is_unanswered, tools
 from ._guard import Guarded, describe_failure, notes_for, run_guarded
-from .cells import CellRun
+from .cells import CellRun, ipython_python
 from .evidence import KINDS, Evidence, default_evidence
 
 
@@ -58,7 +58,7 @@ class CheckContext:
         except SyntaxError:
             return None
         compiled = compile(ast.fix_missing_locations(tree), "<your exercise cell, on other values>", "exec")
-        namespace = {**self.cell.namespace, **changes}
+        namespace = {**self.cell.names(), **changes}
         log = default_evidence()
         kept = {kind: list(getattr(log, kind)) for kind in KINDS}
         autosave, log.autosave = log.autosave, None  # nor does it reach the evidence file
@@ -75,17 +75,7 @@ def cell_python(cell: CellRun | None) -> str | None:
     code = getattr(cell, "code", "") or ""
     if code.lstrip().startswith("%%exercise"):
         code = code.lstrip().split("\n", 1)[1] if "\n" in code.lstrip() else ""
-    if not code.strip():
-        return None
-    try:
-        from IPython import get_ipython
-
-        shell = get_ipython()
-        if shell is not None:
-            code = shell.transform_cell(code)
-    except Exception:  # noqa: BLE001 - plain Python is compiled as it is
-        pass
-    return code
+    return ipython_python(code) if code.strip() else None
 
 
 def check(exercise: Exercise, answer: Any, context: CheckContext | None = None) -> CheckResult:

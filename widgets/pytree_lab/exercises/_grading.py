@@ -15,7 +15,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
-from .._format import fmt_array, fmt_number
+from ..formatting import fmt_array, fmt_number
 from ..trees import TreeError, check_tree
 
 # --------------------------------------------------------------------------- compute helpers

@@ -8,7 +8,7 @@ the processes it started (reported), and reports when the code replaced a functi
 jax.numpy / numpy / time or of the checker itself (and puts the original back, so later checks
 are not poisoned).
 
-Time budget: the library's one mechanism (`pytree_lab._budget`), with the deadline rule: the
+Time budget: the library's one mechanism (`pytree_lab.budget`), with the deadline rule: the
 call is stopped after `budget` seconds of CPU time (a loaded machine does not count against the
 student) or WALL_FACTOR times as long on the clock (code that sleeps or waits), by raising
 `TimeBudgetExceeded` in it, again at each look while it runs, so a bare `except:` inside a loop
@@ -38,12 +38,9 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from .._budget import WALL_FACTOR, _clock, deadline_budget
-from .._interpreter import (
-    InterpreterState,
-    TimeBudgetExceeded,
-    _headroom as _headroom,  # importable here as before (tests probe the depth)
-)
+from ..budget import WALL_FACTOR, clock, deadline_budget
+from ..formatting import clip
+from ..interpreter import InterpreterState, TimeBudgetExceeded
 
 __all__ = [
     "Guarded",
@@ -170,6 +167,10 @@ def run_guarded(
     interpreter = InterpreterState.capture()
     before = _snapshot()
     result = Guarded()
+    # a finalizer's error while the code runs (a stop landing in a __del__, a free deep in a runaway
+    # recursion) is the code's: not printed, nor formatted without depth (list.append: no frame)
+    hook, ignored = sys.unraisablehook, []
+    sys.unraisablehook = ignored.append
     try:
         _run(result, before, fn, args, kwargs, budget, output_limit, capture)
     except BaseException as exc:  # noqa: BLE001 - the cleanup itself failed (an interpreter left
@@ -178,6 +179,8 @@ def run_guarded(
             result.error = exc
     finally:
         result.restored = interpreter.restore()
+        sys.unraisablehook = hook
+        ignored.clear()
         result.processes = interpreter.ended
         result.replaced = tuple(dict.fromkeys(result.replaced + _restore(before)))
     if once_stuck and result.timed_out:
@@ -200,7 +203,7 @@ def _stuck(fn: Any) -> bool:
 
 def _run(result: Guarded, before, fn, args, kwargs, budget, output_limit, capture) -> None:
     sink = _BoundedText(output_limit)
-    start = _clock()
+    start = clock()
     redirect = (contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)) if capture else ()
     try:
         with contextlib.ExitStack() as stack:
@@ -222,7 +225,7 @@ def _run(result: Guarded, before, fn, args, kwargs, budget, output_limit, captur
     except TimeBudgetExceeded:  # a late alarm between the student's return and the timer's stop
         result.timed_out = True
     finally:
-        result.seconds = _clock() - start
+        result.seconds = clock() - start
         result.replaced = _restore(before)
         result.output = sink.getvalue()
         result.output_truncated = sink.dropped
@@ -240,8 +243,7 @@ def exception_text(exc: BaseException, *, hidden: bool = False, limit: int = 160
     message = text.splitlines()[0] if text else ""
     if hidden:
         message = re.sub(r"[-+]?(?:\d+\.\d*|\.\d+|\d+[eE][-+]?\d+)(?:[eE][-+]?\d+)?", "…", message)
-    if len(message) > limit:  # cut between words, never inside one
-        message = message[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:") + " …"
+    message = clip(message, limit)
     name = type(exc).__name__
     return f"{name}: {message}" if message else name
 

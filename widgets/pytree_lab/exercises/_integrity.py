@@ -282,7 +282,7 @@ def user_threads(before: set[int] | None = None) -> list[str]:
     """Names of running threads the notebook's own code started: one whose target (or `run`, or
     a Timer's function) is the user's code, or, when `before` is given, any thread started since."""
 
-    from .._budget import Watchdog
+    from ..budget import Watchdog
 
     names = []
     for thread in threading.enumerate():
@@ -305,7 +305,7 @@ def user_threads(before: set[int] | None = None) -> list[str]:
 
 
 def _user_code(code: types.CodeType) -> bool:
-    from .._budget import is_user_frame
+    from ..budget import is_user_frame
 
     class _Frame:  # is_user_frame reads only f_code.co_filename
         f_code = code

@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from ..diagnose import diagnose
+from ..formatting import clip
 from ._grading import (
     Outcome,
     _as_number_array,
@@ -122,7 +123,7 @@ def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
         arr = _as_number_array(leaf)
         if arr is None:
             if isinstance(leaf, str):
-                shapes.append((path, f"{path} is text ({leaf[:20]!r}), not a number.", False))
+                shapes.append((path, f"{path} is text ({clip(leaf, 24)!r}), not a number.", False))
             else:
                 shapes.append((path, f"{path} is {_type_name(leaf)}, not a number.", False))
             continue
@@ -155,7 +156,7 @@ def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
             structure.append(
                 (
                     path,
-                    f"Extra leaf {path} is text ({leaf[:20]!r}): a name or other metadata is "
+                    f"Extra leaf {path} is text ({clip(leaf, 24)!r}): a name or other metadata is "
                     "not a parameter. Keep it apart from the tree you differentiate.",
                     False,
                 )

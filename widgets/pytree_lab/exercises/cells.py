@@ -16,7 +16,7 @@ import ast
 import dataclasses
 from collections.abc import Callable
 
-from ._guard import DEFAULT_BUDGET, describe_failure, notes_for, run_guarded
+from ._guard import DEFAULT_BUDGET, describe_failure, exception_text, notes_for, run_guarded
 
 __all__ = ["CellRun", "last_run", "run_exercise_cell", "register_magic", "forget"]
 
@@ -29,6 +29,13 @@ class CellRun:
     output: str = ""
     # the namespace the cell ran in (the notebook's), to run the code again on other inputs
     namespace: dict | None = dataclasses.field(default=None, repr=False, compare=False)
+    # the names the cell reads and never assigns, as they were when it ran: a later cell may
+    # rebind one (the lesson's `for lr in (0.05, 0.01)`), and a rerun must read what this run read
+    inputs: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
+
+    def names(self) -> dict:
+        """The notebook's names as this run saw them."""
+        return {**(self.namespace or {}), **self.inputs}
 
 
 CELL_BUDGET = DEFAULT_BUDGET  # seconds an exercise cell may run (read at each run)
@@ -47,12 +54,21 @@ def forget(exercise_id: str | None = None) -> None:
         _RUNS.pop(exercise_id, None)
 
 
-def run_exercise_cell(exercise_id: str, code: str, namespace: dict, *, budget: float | None = None) -> CellRun:
-    """Run `code` in `namespace` as the exercise's cell; print its output and what went wrong."""
+def run_exercise_cell(
+    exercise_id: str,
+    code: str,
+    namespace: dict,
+    *,
+    budget: float | None = None,
+    explain: Callable[[BaseException, str], str] | None = None,
+) -> CellRun:
+    """Run `code` in `namespace` as the exercise's cell; print its output and what went wrong
+    (and `explain(error, code)`, what the error means, when it says something)."""
     budget = CELL_BUDGET if budget is None else budget
-    filename = _source_name(exercise_id, code)
+    python = ipython_python(code)  # %exit, !ls, %time as IPython runs them
+    filename = _source_name(exercise_id, python)
     try:
-        compiled = compile(code, filename, "exec")
+        compiled = compile(python, filename, "exec")
     except SyntaxError as exc:
         record = CellRun(exercise_id, code, f"SyntaxError: {exc.msg} (line {exc.lineno})", namespace=namespace)
         _RUNS[exercise_id] = record
@@ -60,14 +76,10 @@ def run_exercise_cell(exercise_id: str, code: str, namespace: dict, *, budget: f
         return record
     run = run_guarded(exec, compiled, namespace, budget=budget)
     why = describe_failure(run, what="Your cell", budget=budget)
-    error_text = ""
+    error_text = exception_text(run.error) if run.error is not None else ""
     if run.timed_out:
         error_text = f"a time-out (still running after {budget:g} s)"
-    elif run.error is not None:
-        from ._guard import exception_text
-
-        error_text = exception_text(run.error)
-    record = CellRun(exercise_id, code, error_text, run.output, namespace=namespace)
+    record = CellRun(exercise_id, code, error_text, run.output, namespace=namespace, inputs=_inputs(python, namespace))
     _RUNS[exercise_id] = record
     if run.output:
         print(run.output, end="" if run.output.endswith("\n") else "\n")
@@ -80,7 +92,21 @@ def run_exercise_cell(exercise_id: str, code: str, namespace: dict, *, budget: f
             + ("" if why.endswith((".", "!", "?", "…")) else ".")
             + " The kernel is fine: fix the cell and run it again."
         )
+        hint = explain(run.error, code) if explain is not None and run.error is not None else ""
+        if hint:
+            print(hint)
     return record
+
+
+def ipython_python(code: str) -> str:
+    """`code` with IPython's syntax (`%exit`, `!ls`) made Python, as the kernel's shell does."""
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        return shell.transform_cell(code) if shell is not None else code
+    except Exception:  # noqa: BLE001 - plain Python is compiled as it is
+        return code
 
 
 def _source_name(exercise_id: str, code: str) -> str:
@@ -95,18 +121,25 @@ def _source_name(exercise_id: str, code: str) -> str:
     return name
 
 
-def _assigned_names(code: str) -> set[str]:
+def _names(code: str) -> tuple[set[str], set[str]]:
+    """The names `code` reads and the names it assigns (a def's name included)."""
     try:
         tree = ast.parse(code)
     except SyntaxError:
-        return set()
-    names = set()
+        return set(), set()
+    read: set[str] = set()
+    assigned: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            names.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            names.add(node.name)
-    return names
+        if isinstance(node, ast.Name):
+            (assigned if isinstance(node.ctx, (ast.Store, ast.Del)) else read).add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            assigned.add(node.name)
+    return read, assigned
+
+
+def _inputs(code: str, namespace: dict | None) -> dict:
+    read, assigned = _names(code)
+    return {name: namespace[name] for name in read - assigned if namespace is not None and name in namespace}
 
 
 def _user_ns() -> dict | None:
@@ -122,17 +155,20 @@ def _post_run_cell(result) -> None:
     code = getattr(getattr(result, "info", None), "raw_cell", "") or ""
     if code.lstrip().startswith("%%exercise"):
         return  # the magic keeps its own record
-    assigned = _assigned_names(code)
+    python = ipython_python(code)
+    assigned = _names(python)[1]
     for exercise_id, names in _NAMES.items():
         if not assigned & set(names):
             continue
         error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
-        if error is not None:
-            from ._guard import exception_text
-
-            _RUNS[exercise_id] = CellRun(exercise_id, code, exception_text(error), namespace=_user_ns())
-        else:
-            _RUNS[exercise_id] = CellRun(exercise_id, code, namespace=_user_ns())
+        namespace = _user_ns()
+        _RUNS[exercise_id] = CellRun(
+            exercise_id,
+            code,
+            exception_text(error) if error is not None else "",
+            namespace=namespace,
+            inputs=_inputs(python, namespace),
+        )
 
 
 def register_magic(
@@ -141,11 +177,12 @@ def register_magic(
     known: Callable[[str], object] | None = None,
     answer_names: dict[str, tuple[str, ...]] | None = None,
     budget: float | None = None,
+    explain: Callable[[BaseException, str], str] | None = None,
 ) -> bool:
     """Register `%%exercise` and the post-run hook in this IPython kernel (no-op elsewhere).
 
     `known(exercise_id)` raises ValueError for an unknown id; `answer_names` maps exercise ids
-    to the names their cells assign."""
+    to the names their cells assign; `explain(error, code)` says under a cell what its error means."""
     if shell is None:
         try:
             from IPython import get_ipython
@@ -164,7 +201,7 @@ def register_magic(
             except ValueError as exc:
                 print(exc)
                 return
-        run_exercise_cell(exercise_id, cell, shell.user_ns, budget=budget)
+        run_exercise_cell(exercise_id, cell, shell.user_ns, budget=budget, explain=explain)
 
     shell.register_magic_function(exercise, magic_kind="cell", magic_name="exercise")
     events = shell.events

@@ -2,7 +2,7 @@
 
 Python owns every result: the page sends intents ("check", "reveal", "solution", "save") as
 messages and writes only the student's own input (a prediction, a self-rating, a quiz choice);
-a page write to any other trait is refused (`pytree_lab._intent.PageIntents`).
+a page write to any other trait is refused (`pytree_lab.page.PageIntents`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,8 @@ from typing import Any
 import anywidget
 import traitlets
 
-from .._intent import PageIntents
-from .._keywords import refuse_unknown_widget_keywords
-from .._static import static_asset
-from .._text import TextForm
+from ..page import PageIntents, static_asset
+from ..widget_common import TextForm, refuse_unknown_widget_keywords
 from ._check import CheckContext, check
 from ._grading import CheckResult, Exercise, is_unanswered
 from ._guard import exception_text, run_guarded

@@ -11,16 +11,14 @@ The parts, each with one job:
     session.py     ExplorerSession: the state and its rules, no ipywidgets (tree copies, slider
                    values, set_params / set_inputs / set_loss, compile and runner, step(n),
                    reset, history, notes); compute() gives a result or a failure sentence
-    sliders.py     the slider plan: which elements slide, their labels and ranges
-    slider_panel.py  SliderPanel: the plan's Slider widgets, their moves into the session, and
-                   the sliders following the session when it moves from Python
-    bars.py        the bar plan: which elements have bars (bars=, the sliders', the selection)
+    sliders.py     the slider plan (which elements slide, their labels and ranges) and the bar
+                   plan (which elements have bars: bars=, the sliders', the selection)
     messages.py    every "this is what went wrong" sentence (an exception in a line:
-                   _format.short_error, the one helper, importable from here too)
+                   formatting.short_error, the one helper)
     prediction.py  ŷ, the residual and dL/dŷ inside the step
     optimizer.py   the optimizer's diagram columns and panels, and worked-calculation rows
     schedule.py    Schedule: every view timer (when slow views follow a drag; its constants, with
-                   the slider's, in pytree_lab/_timing.py)
+                   the slider's, in pytree_lab/timing.py)
     views.py       the View interface (show, select, text) and its registry: the bars, the
                    loss line, the data list, the diagram, the worked calculation
     lifetime.py    page-write guards, and closing with the page or when replaced
@@ -32,9 +30,8 @@ The parts, each with one job:
     debug.py       the output area: print / jax.debug.print of steps run from the page, tracebacks
     layout.py      where the parts go: layout="compact" (one projected screen, folded parts,
                    the worked calculation's leaf picker) or "long"
-    changes.py     what Python may change (set_params, set_inputs, set_loss, show_extra, step,
-                   reset), each through the session, then one recompute; one change at a time
-    widget.py      StepExplorer: sliders -> session -> schedule -> views
+    widget.py      StepExplorer (sliders -> session -> schedule -> views), SliderPanel (its sliders)
+                   and PythonChanges (set_params, set_inputs, set_loss, show_extra, step, reset)
 
 A slider move, from the slider's value to the bars: 6 calls inside pytree-lab (measured by
 tests/test_layout_budgets.py, every pytree-lab frame on the stack when the bars are set):
@@ -47,9 +44,8 @@ tests/test_layout_budgets.py, every pytree-lab frame on the stack when the bars 
     5. ChartView.show(result)                views.py: before/after values of the bars' elements
     6. BeforeAfterChart.show(before, after)  chart.py: the bars' heights
 
-The person's numbers are never changed: trees are copied on the way in (never aliased), a slider
-holds its value exactly until that slider is moved, the loss gets its own copies, and the
-learning rate keeps each leaf's dtype.
+The person's numbers are never changed (session.py), and a slider holds its value exactly until
+that slider is moved (slider.py).
 """
 
 from __future__ import annotations
@@ -57,22 +53,15 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .messages import error_name, error_text, short_error
 from .session import MAX_STEPS, SLOW_STEP_S, Computed, ExplorerSession
-from .sliders import SMALL_INPUT
+from .sliders import MAX_BARS, SMALL_INPUT
 
 # the widget side, imported on first use: the session (and `import pytree_lab.explorer.session`)
 # runs without ipywidgets
-_WIDGET_SIDE = {
-    "StepExplorer": "widget",
-    "View": "views",
-    "VIEWS": "views",
-    "MAX_BARS": "views",
-    "_descendants": "lifetime",
-}
+_WIDGET_SIDE = {"StepExplorer": "widget", "View": "views", "VIEWS": "views"}
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .views import MAX_BARS as MAX_BARS, VIEWS as VIEWS, View as View
+    from .views import VIEWS as VIEWS, View as View
     from .widget import StepExplorer as StepExplorer
 
 
@@ -80,24 +69,9 @@ def __getattr__(name: str) -> Any:
     module = _WIDGET_SIDE.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(
-        importlib.import_module(f".{module}", __name__), name.lstrip("_") if name == "_descendants" else name
-    )
-    globals()[name] = value
+    value = globals()[name] = getattr(importlib.import_module(f".{module}", __name__), name)
     return value
 
 
-__all__ = [
-    "StepExplorer",
-    "ExplorerSession",
-    "Computed",
-    "View",
-    "VIEWS",
-    "short_error",
-    "error_name",
-    "error_text",
-    "MAX_STEPS",
-    "SLOW_STEP_S",
-    "MAX_BARS",
-    "SMALL_INPUT",
-]
+__all__ = ["StepExplorer", "ExplorerSession", "Computed", "View", "VIEWS", "MAX_STEPS", "SLOW_STEP_S", "MAX_BARS"]
+__all__ += ["SMALL_INPUT"]

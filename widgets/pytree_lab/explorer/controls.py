@@ -1,6 +1,6 @@
 """The explorer's status line and buttons: Step, Step ×10, Reset, Play / Pause (playbar.py), and the
-box that fixes the bars' y range. A click's step runs as a step from the page (play.py: its output
-goes to the explorer's output area; Reset stops playing)."""
+boxes that fix the bars' y range and put the loss line on a log scale. A click's step runs as a step
+from the page (play.py: its output goes to the explorer's output area; Reset stops playing)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ __all__ = ["build_controls"]
 
 def build_controls(ex: Any, fixed_range: bool, clicked: Callable[..., None]) -> None:
     """Make the controls as the explorer's attributes (`status`, the line for messages;
-    `step_button`, `step10_button`, `reset_button`, `fixed_range_box`, and `controls`, the row
+    `step_button`, `step10_button`, `reset_button`, `fixed_range_box`, `log_scale_box`, and `controls`, the row
     holding the buttons; `play_control`, Play / Pause with its speed and step number), wired to it:
     a button calls `clicked(method, *args)`, which runs the step as one from the page."""
     ex.status = ipywidgets.HTML(layout={"width": "100%"})
@@ -30,6 +30,7 @@ def build_controls(ex: Any, fixed_range: bool, clicked: Callable[..., None]) -> 
     ex.fixed_range_box = ipywidgets.Checkbox(
         value=bool(fixed_range), description="fix the bars' y range", indent=False, layout={"width": "auto"}
     )
+    ex.log_scale_box = ipywidgets.Checkbox(description="log-scale loss", indent=False, layout={"width": "auto"})
     for button in (ex.step_button, ex.step10_button, ex.reset_button):
         button.add_class("pytree-lab-step-button")
     ex.step_button.on_click(lambda _: clicked(ex.step, 1))
@@ -37,8 +38,9 @@ def build_controls(ex: Any, fixed_range: bool, clicked: Callable[..., None]) -> 
     ex.reset_button.on_click(lambda _: clicked(ex.reset))
     ex.play_control = PlayControl()
     ex.fixed_range_box.observe(lambda change: setattr(ex.chart_view, "fixed_range", bool(change["new"])), "value")
+    ex.log_scale_box.observe(lambda change: ex.history_view.set_log(change["new"]), "value")  # the page's intent
     ex.controls = ipywidgets.HBox(
-        [ex.step_button, ex.step10_button, ex.reset_button, ex.play_control, ex.fixed_range_box],
+        [ex.step_button, ex.step10_button, ex.reset_button, ex.play_control, ex.fixed_range_box, ex.log_scale_box],
         layout={"flex_flow": "row wrap", "align_items": "center"},
     )
     ex.controls.add_class("pytree-lab-controls")

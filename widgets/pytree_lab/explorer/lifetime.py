@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import ipywidgets
 
-from .._intent import refuse_page_writes
+from ..page import refuse_page_writes
 
 __all__ = ["Lifetime", "descendants", "guard"]
 

@@ -12,10 +12,8 @@ import re
 import sys
 from typing import Any
 
-from .._format import error_name, error_text, fmt_number, short_error
+from ..formatting import error_name, error_text, fmt_number, short_error
 from ..trees import Leaf, TreeError, TreeSummary, describe
-
-__all__ = ["short_error", "error_name", "error_text"]
 
 # the sentences that promise the last good step, dropped when there is none
 _NO_LAST_GOOD = re.compile(r"(?:;\s*|\s*\b)[Tt]he last good step (?:stays on screen|is still shown)\.")

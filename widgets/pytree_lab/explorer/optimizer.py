@@ -6,13 +6,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..calculation import CalcRow, fmt_value
+from ..calculation import CalcRow, fmt_value, focus_leaf
 from ..optimizer_state import adam_hyperparameters, decompose_state
 from ..step import StepResult
-from ..training import _is_transformation
+from ..training import is_transformation
 from ..trees import path_label
 
-__all__ = ["columns", "optimizer_rows", "foldable", "focus_leaf", "why_not_adam"]
+__all__ = ["columns", "optimizer_rows", "foldable", "why_not_adam"]
 
 
 def columns(session: Any, r: StepResult) -> tuple[dict, Any]:
@@ -44,12 +44,6 @@ def foldable(trees: dict, extra: Any) -> list[str]:
     return names
 
 
-def focus_leaf(leaves: list, selected: str) -> Any:
-    """The leaf the worked calculation follows: the selected one, the first inside a selected
-    container, else the first leaf."""
-    return next((lf for lf in leaves if selected and (lf.path == selected or lf.path.startswith(selected))), leaves[0])
-
-
 def _adam_constants(session: Any, r: StepResult, view: Any) -> dict:
     """Adam's b1, b2, eps (eps_root) and learning rate: from the state (inject_hyperparams),
     else from the optimizer as built."""
@@ -62,7 +56,7 @@ def _adam_constants(session: Any, r: StepResult, view: Any) -> dict:
     }
     if not {"b1", "b2", "eps"} <= set(hp):
         opt = session.optimizer
-        built = opt(r.learning_rate) if not _is_transformation(opt) else opt
+        built = opt(r.learning_rate) if not is_transformation(opt) else opt
         hp = {**(adam_hyperparameters(built) or {}), **hp}
         if "learning_rate" not in hp and session.rate_source == "argument":
             hp["learning_rate"] = r.learning_rate
@@ -105,7 +99,7 @@ def why_not_adam(session: Any, r: StepResult, view: Any, formulas: list, updates
     multi = _multisteps(getattr(r, "opt_state_after", None))  # a TrainingResult's (see columns)
     if multi is not None:
         opt = session.optimizer
-        built = opt(r.learning_rate) if not _is_transformation(opt) else opt
+        built = opt(r.learning_rate) if not is_transformation(opt) else opt
         schedule = getattr(built, "_every_k_schedule", None)
         k = ""
         if schedule is not None:

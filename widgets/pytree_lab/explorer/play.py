@@ -24,13 +24,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
 import math
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from .. import _timing
+from .. import timing
 from . import record
 from .debug import DebugArea, captured
 from .messages import fmt_number
@@ -47,7 +46,7 @@ class Player:
     page's drawing (1 when the page kept up); `compute_s` and `wait_s` the seconds spent
     computing steps (views sent included) and waiting for the page's answers."""
 
-    ACK_TIMEOUT = _timing.PLAY_ACK_TIMEOUT  # s: a shown explorer waits this long for the page's answer
+    ACK_TIMEOUT = timing.PLAY_ACK_TIMEOUT  # s: a shown explorer waits this long for the page's answer
 
     def __init__(self, ex: Any, control: PlayControl):
         self.ex, self.control = ex, control
@@ -205,10 +204,8 @@ class Player:
     def _say(self, text: str, alert: str = "") -> None:
         self.control.message = text
         if alert:
-            ex = self.ex
-            ex.status.value = f'<div role="alert" class="pytree-lab-alert">{html.escape(alert)}</div>'
             with contextlib.suppress(Exception):
-                ex.diagram.show_message(alert)
+                self.ex._note(alert, "error")
 
 
 class PlayMixin:

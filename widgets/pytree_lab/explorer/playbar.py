@@ -1,7 +1,7 @@
 """`PlayControl`: the explorer's Play / Pause button, its speed and the step number shown.
 
 Every trait is the kernel's: the page writes none (a page write is refused and the kernel's value
-sent back, see _intent.py). What the person does arrives as custom messages, *intents* the
+sent back, see page.py). What the person does arrives as custom messages, *intents* the
 kernel decides on:
 
     {"type": "play"}                      start playing at `steps_per_second`
@@ -24,8 +24,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from .._intent import PageIntents
-from .._static import static_asset
+from ..page import PageIntents, static_asset
 
 __all__ = ["PlayControl", "RATES"]
 

@@ -1,5 +1,5 @@
 """When the explorer's views are drawn: every view timer of the explorer (its constants, with the
-slider's, in pytree_lab/_timing.py).
+slider's, in pytree_lab/timing.py).
 
 While a slider is dragged, moves come faster than the page can redraw every view: the fast
 views (the bars) follow each move at once, and the slow ones (the diagram, the worked
@@ -22,7 +22,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .. import _timing
+from .. import timing
 
 __all__ = ["Schedule"]
 
@@ -39,11 +39,11 @@ class Schedule:
     `draw_slow(result, history)` draws the others; `failed(error)` says a slow draw that failed on a
     timer's turn; `lock` is held on a timer's turn (the explorer's lock: one change at a time)."""
 
-    # the constants live with the slider's in _timing.py (every timing constant of a slider move)
-    DRAG_GAP = _timing.DRAG_GAP  # s between two slider moves' steps that makes them one drag
-    VIEWS_TRAIL = _timing.VIEWS_TRAIL  # s of pause in a drag after which the slow views follow
-    VIEWS_EVERY = _timing.VIEWS_EVERY  # s: the slow views follow a long drag at least this often
-    VIEWS_SOON = _timing.VIEWS_SOON  # s after a single move's fast views that its slow views follow
+    # the constants live with the slider's in timing.py (every timing constant of a slider move)
+    DRAG_GAP = timing.DRAG_GAP  # s between two slider moves' steps that makes them one drag
+    VIEWS_TRAIL = timing.VIEWS_TRAIL  # s of pause in a drag after which the slow views follow
+    VIEWS_EVERY = timing.VIEWS_EVERY  # s: the slow views follow a long drag at least this often
+    VIEWS_SOON = timing.VIEWS_SOON  # s after a single move's fast views that its slow views follow
 
     def __init__(
         self,
@@ -76,7 +76,7 @@ class Schedule:
         elif self.moving and self.VIEWS_SOON > 0 and _loop_time() is not None:
             self.due = result
             self._cancel_timer()
-            self._timer = asyncio.get_running_loop().call_later(self.VIEWS_SOON, self._soon)
+            self._timer = asyncio.get_running_loop().call_later(self.VIEWS_SOON, self._tick, False)
         else:
             self.draw_now(result, history=False)
 
@@ -131,19 +131,13 @@ class Schedule:
             self.due = None
             self._failed(err)
 
-    def _soon(self) -> None:
+    def _tick(self, trail: bool = True) -> None:
+        """A timer's turn: a drag's (`trail`: once it pauses for VIEWS_TRAIL) or a single move's."""
         with self._lock:
             self._timer = None
-            self._turn()
-
-    def _tick(self) -> None:
-        with self._lock:
-            self._timer = None
-            if self.due is None or self.closed:
-                return
             loop = asyncio.get_running_loop()
-            wait = self.VIEWS_TRAIL - (loop.time() - self._move_at)
-            if wait > 0:  # the drag goes on: wait for its pause
+            wait = self.VIEWS_TRAIL - (loop.time() - self._move_at) if trail else 0.0
+            if wait > 0 and self.due is not None and not self.closed:  # the drag goes on: wait for its pause
                 self._timer = loop.call_later(wait, self._tick)
                 return
             self._turn()

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from .. import lesson
-from .._budget import TimeBudgetExceeded, user_code_budget
+from ..budget import TimeBudgetExceeded, user_code_budget
 from ..engine import Engine, choose_device, device_label, get_engine
 from ..step import StepResult, pin_dtypes
 from ..training import CompiledStep, OptimizerError, TrainingStep
@@ -235,17 +235,7 @@ class ExplorerSession:
             computed = self.compute()
             if computed.result is not None:
                 self.moving = moving_positions(self.engine, computed.result.grads)
-        specs, notes = plan(
-            self.param_summary,
-            self.input_summary,
-            self.param_leaves,
-            self.input_leaves,
-            self.learning_rate,
-            self.rate_slides,
-            chosen,
-            max_sliders,
-            self.moving,
-        )
+        specs, notes = plan(self, chosen, max_sliders)
         self.notes += notes
         self.specs = specs
         self.values = {s.label: s.value for s in specs}

@@ -1,31 +1,32 @@
-"""The slider plan: which elements of which trees get a slider, with what label and range.
+"""The slider plan and the bar plan: which elements of which trees get a slider (label, range) or
+a before/after bar. Pure bookkeeping on tree summaries (no widgets): the session asks for the
+slider plan and keeps each slider's value by its label; the widget builds one `Slider` per entry.
 
-Pure bookkeeping on tree summaries (no widgets): the session asks for a plan, keeps each
-slider's value by its label, and the widget builds one `Slider` per entry.
+The chart shows at most `MAX_BARS` parameter elements: those `bars=[...]` names at construction
+(the vocabulary of `sliders=`: keystr paths or labels of elements, leaves or containers), in
+the order given; by default those with sliders, then the first others in display order up to
+the cap; selecting a leaf or container whose elements are not all shown brings them in (at
+most the cap), keeping as many of the chosen ones as fit (`with_selection`).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .._ranges import span
+from ..formatting import index_text
+from ..ranges import span
+from ..tree_model import under
 from ..trees import Leaf, TreeSummary, path_label
 
 __all__ = ["Element", "SliderSpec", "plan", "elements", "elements_of", "under", "SMALL_INPUT", "LEARNING_RATE"]
+__all__ += ["MAX_BARS", "chosen_bars", "default_bars", "with_selection", "describe"]  # the bar plan
 
 SMALL_INPUT = 4  # a 1-D float input of at most this many values gets sliders by default
 LEARNING_RATE = "learning_rate"  # the learning-rate slider's label
-
-
-def _index_text(shape: tuple, position: int) -> str:
-    idx, rem = [], position
-    for d in reversed(shape):
-        idx.append(rem % d)
-        rem //= d
-    return "[" + ",".join(str(i) for i in reversed(idx)) + "]"
+MAX_BARS = 24  # parameter elements drawn as before/after bars
 
 
 class Element:
@@ -35,7 +36,7 @@ class Element:
 
     def __init__(self, tree: str, leaf: Leaf, position: int):
         self.tree, self.leaf, self.flat_index, self.position = tree, leaf, leaf.index, position
-        suffix = _index_text(leaf.shape, position) if leaf.shape else ""
+        suffix = f"[{index_text(position, leaf.shape)}]" if leaf.shape else ""
         self.label = (path_label(leaf.path) or tree) + suffix
         self.path = f"{tree}{leaf.path}{suffix}"  # the full path: a slider's title, a bar's tooltip
 
@@ -93,8 +94,8 @@ def moving_positions(eng: Any, grads: Any) -> dict[int, list[int]]:
     return out
 
 
-def _key(el: Element) -> tuple[int, int]:
-    return (el.flat_index, el.position)
+def _key(el: Element) -> tuple[str, int, int]:
+    return (el.tree, el.flat_index, el.position)
 
 
 def small_input(leaf: Leaf) -> bool:
@@ -105,12 +106,6 @@ def element_value(leaves: list, el: Element) -> float:
     import numpy as np
 
     return float(np.asarray(leaves[el.flat_index]).ravel()[el.position])
-
-
-def under(leaf_path: str, path: str) -> bool:
-    """Whether the leaf at `leaf_path` is `path` or inside the container at `path` (keystr paths;
-    "" is the root): `['a']` holds `['a']['w']` and `['a'][0]`, not `['ab']`."""
-    return leaf_path == path or (leaf_path.startswith(path) and leaf_path[len(path) :][:1] in ("[", "."))
 
 
 def _containers(summary: TreeSummary, tree: str, name: str) -> list[Leaf] | None:
@@ -245,23 +240,15 @@ def _rate_range(rate: float) -> tuple[float, float, float]:
     return lo, hi, step
 
 
-def plan(
-    params: TreeSummary,
-    inputs: TreeSummary,
-    param_leaves: list,
-    input_leaves: list,
-    rate: float,
-    rate_slides: bool,
-    chosen: Iterable[str] | None,
-    max_sliders: int,
-    moving: dict[int, Any] | None = None,
-) -> tuple[list[SliderSpec], list[str]]:
-    """The sliders, in the order shown (inputs, the learning rate, params), and notes to say.
+def plan(session: Any, chosen: Iterable[str] | None, max_sliders: int) -> tuple[list[SliderSpec], list[str]]:
+    """The sliders of `session` (its trees' summaries and leaves, learning rate, `moving`), in the
+    order shown (inputs, the learning rate, params), and notes to say.
 
     Default: small float inputs, the learning rate, the parameter elements in display order
     (where they do not all fit, those in `moving`, whose gradient is not zero here, said in a
     note); `chosen` picks exactly; `max_sliders` caps the total. The rate gets no slider where it
     changes nothing."""
+    params, inputs, rate, moving = session.param_summary, session.input_summary, session.learning_rate, session.moving
     if not isinstance(max_sliders, int) or max_sliders < 0:
         raise ValueError(f"max_sliders must be a whole number of 0 or more, not {max_sliders!r}.")
     notes, passed_over = [], False
@@ -275,7 +262,7 @@ def plan(
         want_rate = True
     else:
         input_els, param_els, want_rate = _chosen(chosen, max_sliders, params, inputs)
-    want_rate = want_rate and rate_slides  # never a slider that does nothing
+    want_rate = want_rate and session.rate_slides  # never a slider that does nothing
     entries = list(input_els) + ([None] if want_rate else []) + list(param_els)
     if len(entries) > max_sliders:
         if chosen is not None:
@@ -303,6 +290,87 @@ def plan(
             specs.append(SliderSpec(LEARNING_RATE, LEARNING_RATE, None, float(rate), *_rate_range(rate)))
             continue
         label = f"{el.tree}/{el.label}" if el.label in clash else el.label
-        value = element_value(input_leaves if el.tree == "inputs" else param_leaves, el)
+        value = element_value(session.input_leaves if el.tree == "inputs" else session.param_leaves, el)
         specs.append(SliderSpec(label, el.path, el, value, *span(value)))
     return specs, notes
+
+
+def chosen_bars(names: Any, params: TreeSummary, inputs: TreeSummary, cap: int = MAX_BARS) -> tuple[list[Element], str]:
+    """The elements `bars=[...]` names, in the order given (at most `cap`), and a note when some
+    were left out. A name that is no parameter value is a ValueError that says so."""
+    names = check_names("bars", names)
+    picked: dict[tuple, Element] = {}
+    for name in names:
+        if name == LEARNING_RATE:
+            raise ValueError(
+                "bars= names 'learning_rate': the bars show parameter elements before and after "
+                "the step, and the learning rate is no parameter."
+            )
+        found = find(name, cap + 1, params, inputs, keyword="bars")
+        if found[0].tree != "params":
+            raise ValueError(
+                f"bars= names {name!r}, which is an input ({found[0].path}): the bars show "
+                "parameter elements before and after the step; inputs do not change."
+            )
+        for el in found:
+            picked.setdefault(_key(el), el)
+    chosen = list(picked.values())
+    note = ""
+    if len(chosen) > cap:
+        note = f"bars= names more than {cap} values: the chart shows the first {cap}."
+    return chosen[:cap], note
+
+
+def default_bars(
+    slid: Iterable[Element], params: TreeSummary, cap: int = MAX_BARS, moving: dict[int, Any] | None = None
+) -> list[Element]:
+    """The parameter elements with sliders, then the first others in display order, up to `cap`
+    (of those in `moving`, whose gradient is not zero, where given: sliders.moving_positions)."""
+    out = {_key(el): el for el in slid if el.tree == "params"}
+    if len(out) < cap:
+        for el in elements(params, "params", cap + len(out), moving=moving):
+            if len(out) >= cap:
+                break
+            out.setdefault(_key(el), el)
+    return list(out.values())[:cap]
+
+
+def with_selection(
+    path: str, shown: Sequence[Element], base: Sequence[Element], params: TreeSummary, cap: int = MAX_BARS
+) -> tuple[list[Element] | None, str]:
+    """The bars once the leaf or container at `path` is selected: None when each of its leaves
+    has a bar already (a click on a bar never moves the bars), or it holds no parameter element;
+    else the chosen bars `base` that fit beside the selected elements (at most `cap` of those),
+    and a note saying what came in."""
+    if not path:
+        return None, ""
+    leaves = [leaf for leaf in walk_leaves(params) if under(leaf.path, path) and leaf.differentiable]
+    total = sum(leaf.size for leaf in leaves)
+    have = {el.leaf.path for el in shown if el.tree == "params"}
+    if all(leaf.path in have for leaf in leaves):
+        return None, ""
+    wanted = elements_of(leaves, "params", cap)
+    keys = {_key(el) for el in wanted}
+    room = cap - len(wanted)
+    kept = [el for el in base if _key(el) not in keys][:room]
+    name = path_label(path) or "params"
+    some = (
+        f"the first {len(wanted)} of its {total:,} values"
+        if total > len(wanted)
+        else f"its {total} value{'s' * (total != 1)}"
+    )
+    note = f"Bars now show {name} (selected): {some}."
+    return kept + wanted, note
+
+
+def describe(shown: Sequence[Element]) -> str:
+    """Which leaves the bars show, as text: `Dense_0/kernel (16 values), Dense_0/bias (8 of 8)`."""
+    counts: dict[str, list] = {}
+    for el in shown:
+        entry = counts.setdefault(el.leaf.path, [el.leaf, 0])
+        entry[1] += 1
+    parts = []
+    for leaf, n in counts.values():
+        name = path_label(leaf.path) or "params"
+        parts.append(f"{name} ({n} value{'s' * (n != 1)})" if n == leaf.size else f"{name} ({n} of {leaf.size} values)")
+    return ", ".join(parts)

@@ -12,6 +12,7 @@ A new view is one class here and one entry in `VIEWS` (the order of the text for
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 from typing import Any
 
@@ -21,10 +22,9 @@ from ..calculation import WorkedCalculation
 from ..chart import BeforeAfterChart, LossHistoryChart
 from ..diagram import PytreeDiagram
 from ..trees import path_label
-from .bars import MAX_BARS, chosen_bars, default_bars, describe, with_selection
 from .messages import fmt_number
 from .optimizer import columns, foldable, optimizer_rows
-from .sliders import small_input, walk_leaves
+from .sliders import MAX_BARS, chosen_bars, default_bars, describe, small_input, walk_leaves, with_selection
 
 __all__ = ["View", "ViewSet", "VIEWS", "MAX_BARS"]
 
@@ -59,7 +59,7 @@ class View:
 
 
 class ChartView(View):
-    """The before/after bars of at most `MAX_BARS` parameter elements (the bar plan, bars.py):
+    """The before/after bars of at most `MAX_BARS` parameter elements (the bar plan, sliders.py):
     those `bars=` names, by default those with sliders; a selection not shown comes in."""
 
     fast = True
@@ -123,12 +123,8 @@ class ChartView(View):
         self._ready()
         if not self.elements:
             return ""
-        return (
-            "Bars (before and after the step): "
-            + describe(self.elements)
-            + "."
-            + (f" {self.chart.note}" if self.chart.note else "")
-        )
+        note = f" {self.chart.note}" if self.chart.note else ""
+        return f"Bars (before and after the step): {describe(self.elements)}.{note}"
 
 
 class LossLineView(View):
@@ -152,11 +148,8 @@ class LossLineView(View):
         history = self.session.history
         if not history:
             return ""
-        return (
-            "Loss at each point visited: "
-            + " → ".join(fmt_number(v) for v in history[-12:])
-            + (f" ({len(history)} points)" if len(history) > 12 else "")
-        )
+        more = f" ({len(history)} points)" if len(history) > 12 else ""
+        return "Loss at each point visited: " + " → ".join(fmt_number(v) for v in history[-12:]) + more
 
     def close(self) -> None:
         self.line.close()  # its log scale is not reachable while the linear one is shown
@@ -184,15 +177,8 @@ class DataView(View):
         for leaf in walk_leaves(s.input_data):
             if leaf.index in slid:
                 continue
-            why = (
-                "int labels"
-                if leaf.dtype.startswith(("int", "uint"))
-                else "mask"
-                if leaf.dtype == "bool"
-                else "batch"
-                if not small_input(leaf)
-                else "data"
-            )
+            kind = "int labels" if leaf.dtype.startswith(("int", "uint")) else "mask" if leaf.dtype == "bool" else ""
+            why = kind or ("data" if small_input(leaf) else "batch")
             rows.append((f"inputs{leaf.path}", leaf.type_label, why, leaf.summary))
         for key, value in s.static.items():
             rows.append((f"inputs[{key!r}]", type(value).__name__, "static", repr(value)[:60]))
@@ -250,22 +236,19 @@ class DiagramView(View):
     def parts(self):
         return [("below", 2, self.diagram)]
 
-    def show(self, result: Any) -> None:
+    def show(self, result: Any, keep_panels: bool = True) -> None:
         trees, extra = columns(self.session, result)
         self.diagram.foldable = foldable(trees, extra)  # the optimizer's moments and state: one toggle
-        self.diagram.set_trees(
-            trees, order=self.session.param_summary, **({"extra": extra} if extra is not None else {})
-        )
+        panels = {} if keep_panels and extra is None else {"extra": extra}
+        self.diagram.set_trees(trees, order=self.session.param_summary, **panels)
 
     def show_extra(self) -> None:
         """The session's extra panels, now (they replace the panels shown)."""
-        s, r = self.session, self.session.last_good
-        if r is None:
+        s = self.session
+        if s.last_good is None:
             self.diagram.set_trees({"params": s.params_tree}, extra=s.extra, order=s.param_summary)
-            return
-        trees, panels = columns(s, r)
-        self.diagram.foldable = foldable(trees, panels)
-        self.diagram.set_trees(trees, extra=panels, order=s.param_summary)
+        else:
+            self.show(s.last_good, keep_panels=False)
 
     def text(self) -> str:
         text = self.diagram.text()
@@ -279,11 +262,8 @@ class CalculationView(View):
         super().__init__(session)
         self.calculation = WorkedCalculation(session.engine)
         if session.optimizer is not None:
-            self.calculation.optimizer_rows = self._optimizer_rows
+            self.calculation.optimizer_rows = functools.partial(optimizer_rows, session)
         self.public = {"calculation": self.calculation}
-
-    def _optimizer_rows(self, r: Any, leaves: list, selected: str) -> list:
-        return optimizer_rows(self.session, r, leaves, selected)
 
     def parts(self):
         return [("below", 3, self.calculation)]

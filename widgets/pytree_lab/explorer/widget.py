@@ -1,34 +1,203 @@
-"""`StepExplorer`: the widget that wires sliders -> session -> schedule -> views."""
+"""`StepExplorer`: the widget that wires sliders -> session -> schedule -> views; its sliders
+(`SliderPanel`) and what Python may change in it (`PythonChanges`)."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import inspect
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets
 import traitlets
 
-from .._intent import PageIntents
-from .._keywords import refuse_unknown, widget_keywords
-from .._text import TextForm
 from ..engine import Engine
-from ..slider import Slider
+from ..formatting import short_labels
+from ..page import PageIntents
+from ..slider import Slider, SliderModule
 from ..step import StepResult
-from .changes import PythonChanges, one_at_a_time
+from ..widget_common import TextForm, refuse_unknown, widget_keywords
 from .controls import build_controls
 from .layout import arrange, check_layout, present
 from .lifetime import Lifetime
-from .messages import short_error
+from .messages import short_error, widened_note
 from .play import PlayMixin
 from .schedule import Schedule
 from .session import ExplorerSession
-from .slider_panel import SliderPanel
 from .views import ViewSet
 
-__all__ = ["StepExplorer"]
+__all__ = ["StepExplorer", "SliderPanel", "PythonChanges", "one_at_a_time"]
+
+
+def one_at_a_time(method: Callable) -> Callable:
+    """One change at a time per explorer: JupyterLab hands widget messages to a kernel subshell, a
+    thread of its own, so a slider's step could run while a cell calls `ex.step(10)`."""
+
+    @functools.wraps(method)
+    def locked(self, *args, **kwargs):
+        session = self.__dict__.get("session")
+        if session is None:  # still being built (or a construction that failed, being closed)
+            return method(self, *args, **kwargs)
+        with session.lock:
+            return method(self, *args, **kwargs)
+
+    return locked
+
+
+class PythonChanges:
+    """What Python may change (set_params, set_inputs, set_loss, show_extra, step, reset): each goes
+    through the session (its checks, the message naming the tree path), then the sliders follow
+    the session and one recompute shows the new point."""
+
+    if TYPE_CHECKING:  # what the explorer (widget.py) has
+        session: Any
+        views: Any
+        slider_panel: Any
+        closed: bool
+
+        def recompute(self) -> StepResult | None: ...
+
+        def _fail(self, text: str) -> None: ...
+
+    @one_at_a_time
+    def set_params(self, params: Any) -> StepResult | None:
+        """Start from other parameter values (same structure, shapes and dtypes as before) and
+        recompute: the sliders move to the new values. An optimizer loop calls this after each
+        of its steps to show where it got to.
+
+        A tree that does not fit (a missing, extra or renamed key, another shape or dtype, a
+        string, int, bool or complex leaf, a None where the explorer's tree has a leaf) is refused
+        with a message naming its path; the last good step stays on screen. A None where the
+        explorer's tree has one too (JAX's empty subtree) is kept. Build a new StepExplorer for a
+        new model.
+        """
+        return self._after_change(self.session.set_tree("params", params), keep_notes=False)
+
+    @one_at_a_time
+    def set_inputs(self, inputs: dict) -> StepResult | None:
+        """New input values: the same keys; a new batch may change the first dimension (compiled once
+        per shape), labels of another int width are cast when every value fits (batches.py); the
+        rest is refused with the path named. Static inputs (static=[...]) may change: it recompiles."""
+        failure = self.session.set_inputs(inputs)
+        if not failure:
+            self.views["DataView"].refresh()
+        return self._after_change(failure, keep_notes=False)
+
+    @one_at_a_time
+    def set_loss(self, loss_fn: Callable) -> StepResult | None:
+        """Use another loss (called as `loss_fn(params, **inputs)`), compiled once.
+
+        If it fails (raises, returns a non-scalar, NaN or Inf), the message says why and the last
+        good step stays on screen; the new loss is kept, so fixing the sliders or giving a
+        corrected loss recovers.
+        """
+        self.session.set_loss(loss_fn)
+        return self.recompute()
+
+    @one_at_a_time
+    def show_extra(self, extra: Any) -> None:
+        """Show trees that are not aligned with params, e.g. `{"optimizer state": opt_state}`, in
+        their own panel (a bare tree is titled "optimizer state"). Slider moves keep the panel;
+        call again after your own optimizer step to show the new state."""
+        self.session.extra = extra
+        self.views["DiagramView"].show_extra()
+
+    @one_at_a_time
+    def step(self, n: int = 1) -> StepResult | None:
+        """Take `n` real steps (one compiled loop) and move there: params, optimizer state and the
+        sliders follow, `history` grows by n points, every view is drawn once at the end.
+
+        Steps that diverge stop at the last point whose loss is finite, with a message. Returns
+        the step from the new point (as `result`), or None with a message in the widget.
+        """
+        self.session.check_steps(n)
+        if self.closed or (not self.session.good_now and self.recompute() is None):
+            return None  # closed, or the step from here fails (its message is on screen)
+        return self._after_change(self.session.run(n))
+
+    @one_at_a_time
+    def reset(self) -> StepResult | None:
+        """Back to where the explorer was built: the construction-time params, inputs and
+        learning rate (sliders included) and a fresh optimizer state; history starts again."""
+        if self.closed:
+            return None
+        failure = self.session.reset()
+        self.views["DataView"].refresh()
+        return self._after_change(failure)
+
+    def _after_change(self, failure: str, keep_notes: bool = True) -> StepResult | None:
+        self.slider_panel.follow(keep_notes)  # the sliders show where the session is, failed or not
+        return self._fail(failure) if failure else self.recompute()  # type: ignore[func-returns-value]
+
+
+class SliderPanel:
+    """The sliders of `session`'s slider plan (`chosen`, `max_sliders`: see StepExplorer): `sliders`
+    by label, `box` the widget holding them, sharing one copy of the front-end module.
+
+    Values go one way, sliders -> session: `take` puts a slider's new value into the session (and
+    notes a value set from Python past the slider's range, which widened it). When the session
+    moves from Python (set_params, step, reset), `follow` moves the sliders to its values; their
+    moves then run no step of their own (`take` says so): the explorer recomputes once after."""
+
+    def __init__(self, session: Any, chosen: Iterable[str] | None, max_sliders: int):
+        self.session = session
+        module = SliderModule()  # the slider module, sent to the page once for all these sliders
+        plan = session.plan_sliders(chosen, max_sliders)
+        labels = [spec.label for spec in plan]
+        shown = dict(zip(labels, short_labels(labels)))  # short (cut in the middle), no two alike
+        self.sliders: dict[str, Slider] = {
+            spec.label: Slider(
+                spec.value,
+                description=shown[spec.label],
+                path=spec.path,
+                min=spec.min,
+                max=spec.max,
+                step=spec.step,
+                module=module,
+            )
+            for spec in plan
+        }
+        self.box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "330px"})
+        self.following = False  # set while the sliders follow the session
+
+    def on_move(self, callback: Callable[[str, dict], None]) -> None:
+        """`callback(label, change)` for each new value of a slider (the page's moves and Python's)."""
+        for label, slider in self.sliders.items():
+            slider.observe(functools.partial(callback, label), "value")
+
+    def take(self, label: str, change: dict) -> bool:
+        """The slider `label`'s new value (a traitlets change) into the session. True when it is a
+        move of its own (a step to run); False while the sliders follow the session."""
+        slider = change["owner"]
+        if slider.widened is not None:
+            lo, hi = slider.widened
+            slider.widened = None
+            self.session.notes.append(widened_note(slider.path, change["new"], lo, hi))
+        self.session.move(label, change["new"])
+        return not self.following
+
+    def follow(self, keep_notes: bool = True) -> None:
+        """The sliders move to the session's values (one recompute after, by the caller)."""
+        notes = list(self.session.notes)
+        self.following = True
+        try:
+            for label, slider in self.sliders.items():
+                slider.value = self.session.values[label]
+                slider.widened = None  # a new point, not a value pushed out of range by hand
+        finally:
+            self.following = False
+            if keep_notes:
+                self.session.notes = notes
+
+    def param_sliders(self) -> list[tuple[Any, Slider]]:
+        """(element, Slider) of each parameter element with a slider, in order."""
+        return [
+            (spec.element, self.sliders[spec.label])
+            for spec in self.session.specs
+            if spec.element is not None and spec.element.tree == "params"
+        ]
 
 
 class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
@@ -136,20 +305,8 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         self.layout_form = check_layout(layout, kwargs)  # "compact" or "long" (layout.py)
         super().__init__(**kwargs)
         self.add_class("pytree-lab-explorer")
-        session = ExplorerSession(
-            loss_fn,
-            params,
-            inputs,
-            learning_rate,
-            optimizer=optimizer,
-            prediction_fn=prediction_fn,
-            target=target,
-            pointwise_loss=pointwise_loss,
-            static=static,
-            time_budget=time_budget,
-            engine=engine,
-            device=device,
-        )
+        given = locals()  # the session takes the explorer's own arguments, by the same names
+        session = ExplorerSession(**{name: given[name] for name in _SESSION_KEYWORDS})
         self.views = ViewSet(session, bars=bars)
         for name, value in ((n, v) for view in self.views.values() for n, v in view.public.items()):
             setattr(self, name, value)  # each view's widgets are attributes too (diagram, chart_view, ...)
@@ -258,14 +415,14 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         text = self.session.failure(text)
         with contextlib.suppress(BaseException):
             self.schedule.draw_due()  # every view on the last good step, under the message
-        self.status.value = f'<div role="alert" class="pytree-lab-alert">{html.escape(text)}</div>'
-        self.diagram.show_message(text)
-        return None
+        self._note(text, "error")
 
-    def _note(self, text: str) -> None:
-        """Information beside a good step (not an error: the step is shown)."""
-        self.status.value = f'<div role="status" class="pytree-lab-note">{html.escape(text)}</div>'
-        self.diagram.show_message(text, kind="info")
+    def _note(self, text: str, kind: str = "info") -> None:
+        """`text` in the status line and above the diagram: information beside a good step (the
+        step is shown), or an error (`kind` "error")."""
+        role, cls = ("alert", "pytree-lab-alert") if kind == "error" else ("status", "pytree-lab-note")
+        self.status.value = f'<div role="{role}" class="{cls}">{html.escape(text)}</div>'
+        self.diagram.show_message(text, kind=kind)
 
     # ------------------------------------------------------------------ text form, selection, close
     @one_at_a_time
@@ -308,3 +465,4 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
 
 
 _OWN_KEYWORDS = [name for name in inspect.signature(StepExplorer.__init__).parameters if name not in ("self", "kwargs")]
+_SESSION_KEYWORDS = [name for name in inspect.signature(ExplorerSession.__init__).parameters if name != "self"]

@@ -1,5 +1,5 @@
 // @ts-check
-// Shared by every pytree-lab widget module: _static.py puts this text before each module's own
+// Shared by every pytree-lab widget module: page.py puts this text before each module's own
 // that calls one of its functions (a script, not a module: anywidget loads one file per widget,
 // so nothing can be imported). Its top-level names are therefore taken in every such module.
 //

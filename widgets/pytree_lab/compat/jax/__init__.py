@@ -1,19 +1,14 @@
 """The pytree-lab Lite engine: the part of JAX the course uses, on numpy + autograd.
 
-JAX cannot be installed in a JupyterLite (Pyodide) kernel: jaxlib is compiled XLA code with no
-WebAssembly build. This package offers the same names (`grad`, `value_and_grad`, `jit`,
-`jax.numpy`, `jax.tree`, `jax.tree_util`, `jax.flatten_util`) so lesson code runs unchanged in the
-browser, with gradients from autograd (a real reverse-mode autodiff library) and tree operations
-that follow `jax.tree_util` exactly. It is not JAX: `__version__` says so, and there is no
-compiler (`jit` runs the function as written), `vmap` is a loop, `jax.random` draws other numbers
-than JAX's from the same key, and there are no devices. `pytree_lab.compat.install_as_jax()` makes it
-importable as ``jax`` only where real JAX cannot be imported.
+jaxlib has no WebAssembly build, so JAX cannot run in a JupyterLite (Pyodide) kernel. This
+package offers the same names (`grad`, `value_and_grad`, `jit`, `jax.numpy`, `jax.tree`,
+`jax.tree_util`, `jax.flatten_util`, ...) so lesson code runs unchanged in the browser, with
+gradients from autograd. It is not JAX (`__version__` says so): `jit` runs the function as
+written, `vmap` is a loop, `jax.random` draws other numbers, there are no devices.
+`pytree_lab.compat.install_as_jax()` makes it ``jax`` only where real JAX cannot be imported.
 
-The tree operations are plain Python and are imported with the package. The parts that compute
-with arrays are imported on first use; where numpy (or autograd) cannot be loaded, as on a
-JupyterLite page offline, they become the stand-ins of `pytree_lab.compat._without_numpy`: `jax.numpy.array`
-gives plain Python values so trees can still be built and drawn, everything else says in one
-sentence that it needs numpy.
+The array parts are imported on first use; where numpy cannot be loaded (a Lite page offline)
+they are the stand-ins of `pytree_lab.compat._without_numpy`.
 """
 
 from __future__ import annotations

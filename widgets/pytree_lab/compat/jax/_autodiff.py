@@ -275,18 +275,12 @@ def block_until_ready(x: Any) -> Any:
     return x
 
 
-def _axis_leaves(axis: Any, arg: Any, n_leaves: int, what: str) -> list:
+def _axis_leaves(axis: Any, arg: Any, n_leaves: int) -> list:
     """One axis (int or None) per leaf of `arg`, from an int/None or a tree prefix of it."""
     if axis is None or isinstance(axis, int):
         return [axis] * n_leaves
     axes, axes_def = _tu.tree_flatten(axis, is_leaf=lambda x: x is None)
-    out: list = []
-    children = _tu.tree_flatten_up_to(axes_def, arg) if hasattr(_tu, "tree_flatten_up_to") else None
-    if children is None:
-        raise ValueError(f"vmap {what}: only an int, None, or a tuple of those per argument is supported here")
-    for ax, child in zip(axes, children):
-        out += [ax] * len(_tu.tree_leaves(child))
-    return out
+    return [ax for ax, child in zip(axes, axes_def.flatten_up_to(arg)) for _ in _tu.tree_leaves(child)]
 
 
 def vmap(
@@ -315,7 +309,7 @@ def vmap(
         sizes = set()
         for arg, axis in zip(args, axes):
             leaves, treedef = _tu.tree_flatten(arg)
-            leaf_axes = _axis_leaves(axis, arg, len(leaves), "in_axes")
+            leaf_axes = _axis_leaves(axis, arg, len(leaves))
             for leaf, ax in zip(leaves, leaf_axes):
                 if ax is not None:
                     rank = _np.ndim(_getval(leaf))

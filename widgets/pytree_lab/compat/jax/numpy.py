@@ -1,22 +1,14 @@
 """`jax.numpy` for the Lite engine: numpy arrays, autograd-traceable, JAX's 32-bit dtypes.
 
-Arrays are plain ``numpy.ndarray`` (0-d results may be numpy scalars). Every function here goes
-through ``autograd.numpy`` so it works on traced values inside `jax.grad`, and applies JAX's
-default dtype rules (64-bit types disabled): Python floats and float64 become float32, Python
-ints and int64 become int32, complex128 becomes complex64. With numpy >= 2, Python scalars in
-arithmetic are "weak" as in JAX, so ``float32_array - 0.05 * grad`` stays float32.
+Every function goes through ``autograd.numpy`` (so it works on values traced inside `jax.grad`)
+and applies JAX's default dtype rules (x64 off): float64 becomes float32, int64 int32,
+complex128 complex64; Python scalars are weak, so ``float32_array - 0.05 * grad`` stays float32.
+Arrays are `ArrayImpl` (a numpy.ndarray subclass with JAX's ``.at[i].set(v)`` functional
+updates, operators and errors); traced values get the same (`_TracedArray`).
 
-Arrays made here are a numpy.ndarray subclass that adds JAX's ``x.at[i].set(v)`` (and ``.add``,
-``.multiply``, ...: functional updates that return a new array and that autograd differentiates)
-and JAX's TypeError for ``a @ b`` with operands that do not line up; traced values inside `grad`
-get the same two.
-
-Operators on these arrays give JAX's dtypes (``int32 / 2`` is float32, ``bool + 1`` int32), a
-0-d result stays a 0-d array, shapes that do not broadcast raise JAX's TypeError and a read past
-the end clamps as JAX's gather does. Known differences from JAX: arrays are mutable numpy arrays
-(``x[i] = v`` works outside `grad`, where JAX refuses); ``.at[...].multiply`` (and divide, power,
-min, max) with a repeated index applies it once, where JAX applies it once per repetition
-(``.add`` accumulates repeats, as in JAX).
+Known differences from JAX: arrays are mutable (``x[i] = v`` works outside `grad`); with a
+repeated index ``.at[...].multiply`` (divide, power, min, max) applies once, where JAX applies it
+per repetition (``.add`` accumulates repeats, as in JAX).
 """
 
 from __future__ import annotations
@@ -48,21 +40,11 @@ class Array(metaclass=_ArrayType):
 
 
 ndarray = Array
-dtype = _np.dtype
-issubdtype = _np.issubdtype
-generic = _np.generic
-number = _np.number
-inexact = _np.inexact
-floating = _np.floating
-integer = _np.integer
-signedinteger = _np.signedinteger
-unsignedinteger = _np.unsignedinteger
-complexfloating = _np.complexfloating
-pi = math.pi
-e = math.e
-inf = math.inf
-nan = math.nan
-newaxis = None
+for (
+    _name
+) in "dtype issubdtype generic number inexact floating integer signedinteger unsignedinteger complexfloating".split():
+    globals()[_name] = getattr(_np, _name)  # numpy's, as jax.numpy's are
+pi, e, inf, nan, newaxis = math.pi, math.e, math.inf, math.nan, None
 
 # JAX with 64-bit types disabled (its default) stores these as their 32-bit counterparts.
 _CANONICAL: dict[Any, Any] = {
@@ -146,16 +128,8 @@ class _ScalarType:
         return f"jnp.{self.__name__}"
 
 
-float16 = _ScalarType("float16")
-float32 = _ScalarType("float32")
-float64 = _ScalarType("float64")
-int8 = _ScalarType("int8")
-int16 = _ScalarType("int16")
-int32 = _ScalarType("int32")
-int64 = _ScalarType("int64")
-uint8 = _ScalarType("uint8")
-uint32 = _ScalarType("uint32")
-complex64 = _ScalarType("complex64")
+for _name in "float16 float32 float64 int8 int16 int32 int64 uint8 uint32 complex64".split():
+    globals()[_name] = _ScalarType(_name)
 bool_ = _ScalarType("bool")
 
 

@@ -8,6 +8,7 @@ key never changes when it is used (split it to get new ones).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -144,32 +145,11 @@ def categorical(k: Any, logits: Any, axis: int = -1, shape: Sequence[int] | None
     return _np.argmax(moved + noise, axis=-1).astype(_np.int32)
 
 
-def _engine_arrays(fn: Any) -> Any:
-    """The result as the engine's array (with ``.at`` and JAX's ``@`` errors), as jnp gives it."""
-    import functools
-
-    @functools.wraps(fn)
-    def wrapped(*args: Any, **kwargs: Any) -> Any:
-        return _jnp._lite(fn(*args, **kwargs))
-
-    return wrapped
-
-
-for _name in (
-    "PRNGKey",
-    "key_data",
-    "split",
-    "fold_in",
-    "normal",
-    "uniform",
-    "randint",
-    "bernoulli",
-    "permutation",
-    "categorical",
-):
-    globals()[_name] = _engine_arrays(globals()[_name])
+for _name in set(__all__) - {"key", "choice"}:  # as the engine's arrays (``.at``, JAX's ``@`` errors), as jnp's
+    _fn = globals()[_name]
+    globals()[_name] = functools.wraps(_fn)(lambda *a, _f=_fn, **k: _jnp._lite(_f(*a, **k)))
 key = PRNGKey  # noqa: F811 - the same key maker, wrapped
-del _name
+del _name, _fn
 
 
 def __getattr__(name: str) -> Any:

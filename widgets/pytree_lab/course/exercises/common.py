@@ -137,22 +137,31 @@ def jax_hint(error: BaseException | str | None) -> str:
     return ""
 
 
+def cell_hint(error: BaseException | str | None, code: str) -> str:
+    """What JAX's error means for a student ("" when there is nothing to add), with the function
+    named when the one function the cell defines returned None: said under the cell and on its card."""
+    import ast
+
+    hint = jax_hint(error).strip()
+    if hint.startswith("The function returns None"):
+        body = code.split("\n", 1)[-1] if code.lstrip().startswith("%%") else code
+        try:
+            defined = [n.name for n in ast.walk(ast.parse(body)) if isinstance(n, ast.FunctionDef)]
+        except SyntaxError:
+            defined = []
+        if len(defined) == 1:
+            hint = hint.replace("The function", defined[0], 1)
+    return hint
+
+
 def said_plainly(ex, result, context) -> str | None:
     """The feedback with what the cell shows said plainly, or None when there is nothing to add:
     JAX's error explained (the function named when it returned None), and an answer name the cell
     set to None (`norm_squared = print(...)`) told so, not "replace the `...`"."""
-    import ast
-
     cell = context.cell
     code = getattr(cell, "code", "") or ""
     if context.stale is not None:
-        hint = jax_hint(context.stale).strip()
-        try:
-            defined = [n.name for n in ast.walk(ast.parse(code.split("\n", 1)[-1])) if isinstance(n, ast.FunctionDef)]
-        except SyntaxError:
-            defined = []
-        if hint.startswith("The function returns None") and len(defined) == 1:
-            hint = hint.replace("The function", defined[0], 1)
+        hint = cell_hint(context.stale, code)
         return f"{result.feedback}\n{hint}" if hint else None
     namespace = getattr(cell, "namespace", None) or {}
     names = [n.strip() for n in ex.answer_name.split(",") if n.strip()]

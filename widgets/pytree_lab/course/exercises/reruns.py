@@ -155,7 +155,7 @@ def _rerun_problems(ex: Exercise, answer, context: CheckContext, changes, move, 
     problems: dict[str, str] = {}
     for _ in range(RERUNS):
         point = other_point(rng, lesson_expected, expected)
-        rerun = context.rerun(variant_changes(context.cell.namespace, code, point, trees), budget=RERUN_BUDGET)
+        rerun = context.rerun(variant_changes(context.cell.names(), code, point, trees), budget=RERUN_BUDGET)
         if rerun is None:
             break
         run, ns = rerun

@@ -1,58 +1,34 @@
 """Time budgets for code run on the user's behalf: the library's one mechanism, with two rules.
 
-A loss with an endless `while` loop, traced by `jax.jit` in the kernel, would hang the kernel; so
-would a student's answer that never returns. Both run inside a budget: a *rule* says when the
-code has had its time, and one *driver* looks at the running code and stops it there by raising
-`TimeBudgetExceeded` (a BaseException, so a plain `except Exception:` does not swallow it).
+A loss with an endless loop traced by `jax.jit`, or an answer that never returns, would hang the
+kernel. Both run inside a budget: a *rule* says when the code has had its time, and one *driver*
+stops it there by raising `TimeBudgetExceeded` (a BaseException: `except Exception:` does not
+swallow it).
 
-The two rules:
+- `user_code_budget(seconds)` (the explorer's step, `BudgetClock`): fires when the user's own
+  Python (the innermost frame) has run `seconds` (an endless loop), or library work called from
+  it (JAX tracing a loss over 100k leaves) `SLOW_FACTOR` times that (slow, not a loop). XLA
+  compiling a big model (no user frame on the stack) is never cut short.
+- `deadline_budget(seconds)` (the exercises' guard, `Deadline`): `seconds` of CPU time (a loaded
+  machine does not count against the student) or `WALL_FACTOR` times as long on the clock.
 
-- `user_code_budget(seconds)` (the explorer's step): a `BudgetClock` looks at the Python stack
-  every `TICK` and counts two times: the user's own Python (the innermost frame is the user's
-  code) and library work called from it (a user frame is further down: JAX tracing each
-  operation a loss over 100k leaves asks for). It fires when the own time passes `seconds` (an
-  endless loop), or when the time with the user's code on the stack passes `SLOW_FACTOR` times
-  that (slow, not a loop: `clock.reason` says which). XLA compiling a big model (no user frame on
-  the stack) is never cut short, however long it takes.
-- `deadline_budget(seconds)` (the exercises' guard, `exercises/_guard.run_guarded`): a
-  `Deadline` fires after `seconds` of CPU time (a loaded machine does not count against the
-  student) or `WALL_FACTOR` times as long on the clock (code that sleeps or waits).
+User code is code from outside the installed packages and the standard library, told by where
+it came from (`is_user_frame`).
 
-"User code" is code from outside the installed packages and the standard library: a notebook
-cell, a script, a module of the user's own. Installed code is told by where it came from, wherever
-that is (`is_user_frame`).
+Drivers: on the main thread of a CPython kernel one SIGALRM interval timer ticks every `BEAT`
+(`time.sleep` is interrupted too; for the exercises a watchdog thread stands in while a student's
+code has taken the timer over); on another thread (JupyterLab's kernel subshells) a watchdog
+thread raises in it asynchronously; with neither (Pyodide) a `sys.settrace` line tracer, for the
+rules that allow it (not the explorer's: it would slow the Lite engine's pure-Python step
+several times over).
 
-The driver, by where the code runs:
-
-- the main thread of a CPython kernel (ipykernel runs cells there): one SIGALRM interval timer
-  ticks every `BEAT` while any budget runs and its handler asks each budget whose look is due;
-  `time.sleep` is interrupted too. A student's code could take the timer over (replace SIGALRM's
-  handler, stop the timer): for the exercises' rule a watchdog thread stands in while it is not
-  the budget's.
-- another thread (JupyterLab hands widget messages to a kernel subshell, a thread of its own): a
-  watchdog thread looks at that thread's stack and raises in it asynchronously (at its next
-  Python instruction).
-- neither (Pyodide, in JupyterLite: no interval timers, no threads): a `sys.settrace` line tracer
-  looks between lines, for the rules that allow it. The explorer's rule does not: a tracer over
-  the Lite engine's pure-Python step would slow every step several times over, so the explorer
-  runs without a budget there (a student's answer, a few lines, is cheap to trace).
-
-Once a rule has fired it keeps firing at each look while the code runs; on the main thread, code
-that still runs `SWALLOWED` seconds later catches every stop (`except BaseException: pass` in a
-loop), and a line tracer then raises the stop again inside each handler that caught it, where its
-own `try` cannot catch it, until the body ends (`_arm`). Off the main thread a swallowed stop is
-raised again at each look only (a tracer cannot be set in another thread), and the Pyodide
-tracer, which Python removes when it raises, fires once. The budget's clocks are bound when this
-module is imported: code that replaces `time.monotonic` or `time.process_time` fools only itself.
-
-Budgets nest: each keeps its own rule and the driver asks every one. A frame in a
-finalizer or a garbage-collection callback is never stopped (Python would print the exception and
-drop it: the next look tries again). Nothing can stop a single long call into compiled code (one
-huge XLA computation), nor, off the main thread, a `time.sleep` (no signal reaches it there): the
-budget ends when it returns.
-
-Whatever the body does, the interpreter is given back as it was: recursion limit and usable
-depth, interval timers and their handlers, the trace function (`_interpreter.InterpreterState`).
+A rule that has fired fires at each look while the code runs; on the main thread, code that
+still runs `SWALLOWED` seconds later catches every stop, and a line tracer then raises it again
+inside each handler that caught it (`_arm`). The clocks are bound at import: code that replaces
+`time.monotonic` fools only itself. Budgets nest. A frame in a finalizer or a GC callback is never
+stopped (Python would drop the exception). Nothing stops one long call into compiled code, nor,
+off the main thread, a `time.sleep`: the budget ends when it returns. The interpreter is given
+back as it was (`interpreter.InterpreterState`).
 """
 
 from __future__ import annotations
@@ -71,7 +47,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Protocol
 
-from ._interpreter import InterpreterState, TimeBudgetExceeded
+from .interpreter import InterpreterState, TimeBudgetExceeded, clock
 
 __all__ = [
     "TimeBudgetExceeded",
@@ -86,9 +62,9 @@ __all__ = [
     "Watchdog",
 ]
 
-# The budget's clocks, bound here before any student's code runs: code that replaces `time`'s
+# The budget's clocks, bound at import before any student's code runs: code that replaces `time`'s
 # functions (`time.monotonic = lambda: 0.0`) does not stop the budget's time.
-_clock, _cpu = time.monotonic, time.process_time
+_cpu = time.process_time
 
 TICK = 0.25  # seconds between the explorer's looks at the stack
 BEAT = 0.05  # seconds between the driver's looks on the main thread (each rule's own interval on top)
@@ -113,11 +89,9 @@ class Rule(Protocol):
 
 
 class BudgetClock:
-    """The explorer's rule, and what it saw, sampled every `TICK`: `own` seconds with the user's
-    own Python running (the innermost frame), `inside` seconds with the user's code anywhere on
-    the stack (library code called from it included), and why it fired: "own" (the user's own
-    Python ran past the budget: an endless loop) or "slow" (library work called from the user's
-    code ran past `SLOW_FACTOR` budgets: a slow trace, not a loop), None while it has not."""
+    """The explorer's rule, sampled every `TICK`: `own` seconds of the user's own Python (the
+    innermost frame), `inside` seconds with the user's code anywhere on the stack, and why it
+    fired: "own" (an endless loop), "slow" (library work past `SLOW_FACTOR` budgets) or None."""
 
     __slots__ = ("seconds", "own", "inside", "reason")
     interval = TICK
@@ -155,10 +129,10 @@ class Deadline:
     def __init__(self, seconds: float):
         self.seconds = seconds
         self.cpu = _cpu()
-        self.wall = _clock()
+        self.wall = clock()
 
     def look(self, frame: FrameType, outside: set[int]) -> bool:
-        return _cpu() - self.cpu >= self.seconds or _clock() - self.wall >= self.seconds * WALL_FACTOR
+        return _cpu() - self.cpu >= self.seconds or clock() - self.wall >= self.seconds * WALL_FACTOR
 
 
 def is_user_frame(frame: FrameType) -> bool:
@@ -274,7 +248,7 @@ class _Budget:
         self.rule = rule
         self.outside = outside
         self.begun = begun  # the id of the frame that began it: the body runs while it is on the stack
-        self.due = _clock() + rule.interval
+        self.due = clock() + rule.interval
         self.fired = False
         self.ended = False
         self.first_stop: float | None = None  # when the rule first fired
@@ -324,7 +298,7 @@ SWALLOWED = 0.5  # seconds of stops the code caught and went on: then its handle
 
 
 def _on_alarm(signum, frame):
-    now = _clock()
+    now = clock()
     for budget in tuple(_ON_MAIN):
         if budget.over(frame):
             _ON_MAIN.remove(budget)
@@ -387,7 +361,7 @@ def _by_itimer(budget: _Budget) -> Iterator[None]:
             if handler is _on_alarm:  # left by such a budget: nothing of anyone else's to give back
                 handler = signal.SIG_DFL
                 signal.setitimer(signal.ITIMER_REAL, 0)
-            _MAIN_BEFORE[:] = [handler, signal.setitimer(signal.ITIMER_REAL, BEAT, BEAT), _clock()]
+            _MAIN_BEFORE[:] = [handler, signal.setitimer(signal.ITIMER_REAL, BEAT, BEAT), clock()]
         elif signal.getitimer(signal.ITIMER_REAL)[0] == 0:  # the body of an outer one stopped the timer
             signal.setitimer(signal.ITIMER_REAL, BEAT, BEAT)
         _ON_MAIN.append(budget)
@@ -400,7 +374,7 @@ def _by_itimer(budget: _Budget) -> Iterator[None]:
             handler, (remaining, interval), began = _MAIN_BEFORE
             signal.signal(signal.SIGALRM, handler)
             if remaining > 0:  # someone else's timer: give back what is left of it
-                signal.setitimer(signal.ITIMER_REAL, max(remaining - (_clock() - began), 0.001), interval)
+                signal.setitimer(signal.ITIMER_REAL, max(remaining - (clock() - began), 0.001), interval)
             _MAIN_BEFORE.clear()
 
     try:
@@ -457,7 +431,7 @@ def _by_watchdog(budget: _Budget, every: float | None = None, only_if=None) -> I
                     return
                 frame = sys._current_frames().get(target)
                 over = budget.over(frame)  # even if the body's cleanup could not run: this thread ends
-                due = not over and (only_if is None or only_if()) and budget.spent(frame, _clock())
+                due = not over and (only_if is None or only_if()) and budget.spent(frame, clock())
                 del frame  # the thread's frame (and the student's values in it) is not kept between looks
                 if over:
                     return
@@ -486,7 +460,7 @@ _TRACED = threading.local()  # .budgets: the budgets this thread's tracer asks
 
 
 def _tracer(frame, event, arg):
-    now = _clock()
+    now = clock()
     for budget in tuple(_TRACED.budgets):
         if budget.spent(frame, now):
             raise TimeBudgetExceeded()
@@ -544,11 +518,9 @@ def _alarm_taken() -> bool:
 
 @contextlib.contextmanager
 def user_code_budget(seconds: float | None) -> Iterator[BudgetClock]:
-    """Stop the user's code in the body once its own Python has run `seconds` (sampled every
-    `TICK`), or once library work called from it has run `SLOW_FACTOR` times that (None or 0: no
-    budget; none under a line tracer). Yields the `BudgetClock`: after a stop, `clock.reason` says
-    which. Whatever happens in the body, the interpreter's recursion limit and depth, interval
-    timers, their signals' handlers and the trace function are given back as they were."""
+    """Stop the user's code in the body once its own Python has run `seconds`, or library work
+    called from it `SLOW_FACTOR` times that (None or 0: no budget; none under a line tracer).
+    Yields the `BudgetClock` (`clock.reason`); the interpreter's state is given back after."""
     interpreter = InterpreterState.capture()
     clock = BudgetClock(seconds or 0.0)
     try:

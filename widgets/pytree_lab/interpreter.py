@@ -2,21 +2,14 @@
 a time budget raises.
 
 `InterpreterState.capture()` / `restore()` put back the recursion limit and usable depth, the
-interval timers and their signal handlers, the trace and profile functions and sys.stdout /
-sys.stderr, whatever the code (or a C extension it drives) did. In between, the ways out that
-would end the kernel without an exception (`os._exit`, IPython's `exit()` / `quit()` / `%exit`,
-which ask the kernel to shut down once the cell ends) raise `SystemExit` instead, like
-`sys.exit()`: the code's caller catches it and the kernel lives on. Processes the code started
-are ended with it (a child forked meanwhile ends at once: it would run the kernel's own code on,
-with the kernel's sockets, and deadlock). A C extension that gives up at the recursion limit
-without unwinding its count (JAX's tree flatten with a Python callback does, on a tree that
-contains itself or nests ~1,000 levels deep) leaves CPython's recursion counter where it stopped;
-the lost levels are measured and given back (up to 3.11 through `Py_LeaveRecursiveCall`; on 3.12
-and 3.13, whose C counter is apart from Python frames' and leaves no call to make, by writing the
-counter itself, found in the thread's state).
-
-The library's time budget (`_budget.py`, the one mechanism for the explorer and the exercises'
-guard) and the guard (`exercises/_guard.py`) build on this module; it imports neither.
+interval timers and their handlers, the trace and profile functions and sys.stdout / sys.stderr.
+In between, the ways out that would end the kernel without an exception (`os._exit`, IPython's
+`exit()` / `quit()` / `%exit`) raise `SystemExit` instead, and processes the code started are
+ended with it (a child forked meanwhile ends at once: it would run on with the kernel's sockets).
+Recursion levels a C extension took and never gave back (JAX's flatten with a Python callback,
+on a tree that contains itself) are measured and given back: up to 3.11 through
+`Py_LeaveRecursiveCall`; on 3.12 and 3.13 by writing the C counter in the thread's state.
+`budget.py` and the guard (`exercises/_guard.py`) build on this module; it imports neither.
 """
 
 from __future__ import annotations
@@ -29,9 +22,9 @@ import threading
 import time
 from typing import Any
 
-__all__ = ["InterpreterState", "TimeBudgetExceeded"]
+__all__ = ["InterpreterState", "TimeBudgetExceeded", "clock", "headroom"]
 
-_clock = time.monotonic  # bound before any student's code runs (it may replace time.monotonic)
+clock = time.monotonic  # bound before any student's code runs (it may replace time.monotonic)
 _REAL_EXIT = os._exit
 
 
@@ -118,7 +111,7 @@ def _c_counter() -> ctypes.c_int | None:
     return ctypes.c_int.from_address(get() + _C_OFFSET)
 
 
-def _headroom(cap: int) -> int:
+def headroom(cap: int) -> int:
     """How many more Python calls fit below the caller's frame (at most `cap`)."""
     box = [0]
 
@@ -153,7 +146,7 @@ def _untraced_headroom(trace, profile) -> int:
     if profile is not None:
         sys.setprofile(None)
     try:
-        return _headroom(_PROBE_CAP)
+        return headroom(_PROBE_CAP)
     finally:
         if trace is not None:
             sys.settrace(trace)
@@ -191,7 +184,7 @@ class InterpreterState:
         state.streams = (sys.stdout, sys.stderr)
         state.signals = {sig: signal.getsignal(sig) for sig in _SIGNALS} if state.main else {}
         state.timers = {which: signal.getitimer(which) for which in _TIMERS} if state.main else {}
-        state.start = _clock()
+        state.start = clock()
         state.headroom = _untraced_headroom(state.trace, state.profile)
         state.c_counter = _c_counter()
         state.c_before = state.c_counter.value if state.c_counter is not None else 0
@@ -226,7 +219,7 @@ class InterpreterState:
             for sig, handler in self.signals.items():
                 if signal.getsignal(sig) is not handler and handler is not None:
                     signal.signal(sig, handler)
-            elapsed = _clock() - self.start
+            elapsed = clock() - self.start
             for which, (remaining, interval) in self.timers.items():
                 if remaining > 0:  # someone else's timer: give back what is left of it
                     signal.setitimer(which, max(remaining - elapsed, 0.001), interval)
@@ -253,7 +246,7 @@ class InterpreterState:
                 self.c_counter.value = self.c_before  # type: ignore[union-attr]
             return max(lost, 0)
         expected = min(self.headroom, _PROBE_CAP) + _SPARE
-        now = _headroom(expected) + 1  # measured one frame deeper than capture's
+        now = headroom(expected) + 1  # measured one frame deeper than capture's
         lost = expected - now
         if lost <= 0 or _LEAVE is None or (self.headroom >= _PROBE_CAP and now >= _PROBE_CAP):
             return 0
@@ -362,9 +355,9 @@ def _end(pids: set[int]) -> None:
             os.kill(pid, signal.SIGKILL)
         except OSError:
             pass
-    deadline = _clock() + 2.0
+    deadline = clock() + 2.0
     waiting = set(pids)
-    while waiting and _clock() < deadline:  # reap our own children (grandchildren go to init)
+    while waiting and clock() < deadline:  # reap our own children (grandchildren go to init)
         for pid in tuple(waiting):
             try:
                 done, _ = os.waitpid(pid, os.WNOHANG)

@@ -28,6 +28,7 @@ __all__ = [
     "elide",
     "short_labels",
     "short_error",
+    "clip",
     "error_name",
     "error_text",
 ]
@@ -84,6 +85,15 @@ def fmt_number(v: Any) -> str:
     return "0" if text == "-0" else text
 
 
+def index_text(position: int, shape: tuple) -> str:
+    """The element at row-major `position` of an array of `shape` as its index, ``1,0,2``."""
+    idx = []
+    for d in reversed(shape):
+        position, i = divmod(position, d)
+        idx.append(str(i))
+    return ",".join(reversed(idx))
+
+
 def grid_rows(texts: list[str], shape: tuple) -> list[list[str]]:
     """Formatted values (row-major) as the rows of a grid, in the array's own shape: a matrix's
     rows with the last axis across ((2, 8): 2 rows of 8, never rewrapped); an array of more
@@ -96,11 +106,7 @@ def grid_rows(texts: list[str], shape: tuple) -> list[list[str]]:
         return rows
     height, out = shape[-2], []
     for s in range(len(rows) // max(height, 1)):
-        index, rem = [], s
-        for d in reversed(shape[:-2]):
-            index.append(rem % d)
-            rem //= d
-        out.append(["[" + ",".join(map(str, reversed(index))) + ",:,:]"])
+        out.append([f"[{index_text(s, shape[:-2])},:,:]"])
         out.extend(rows[s * height : (s + 1) * height])
     return out
 
@@ -129,22 +135,28 @@ def nested_text(texts: list[str], shape: tuple) -> str:
 
 
 @functools.lru_cache(maxsize=512)
-def _templates(shape: tuple) -> tuple[str, str | None]:
-    """str.format templates for a small array of this shape: its one-line text and, for 2+
-    dimensions, its grid text (values by spaces, rows by newlines). One format call per leaf
-    instead of one per value: a 10k-leaf model has 80,000 values to show."""
-    slots = ["{:.4g}"] * _size(shape)
+def small_templates(shape: tuple) -> tuple[str, str | None]:
+    """printf-style (``%.4g``) templates for a small array of this shape: its one-line text and,
+    for 2+ dimensions, its grid text (values by spaces, rows by newlines). One ``%`` on a tuple
+    per leaf (a quarter faster than str.format, the same text: both are `format(v, ".4g")`)
+    instead of a call per value: a 10k-leaf model has 80,000 values to show."""
+    slots = ["%.4g"] * _size(shape)
     line = nested_text(slots, shape) if shape else slots[0]
     grid = "\n".join(" ".join(r) for r in grid_rows(slots, shape)) if len(shape) >= 2 else None
     return line, grid
 
 
-@functools.lru_cache(maxsize=512)
-def small_templates(shape: tuple) -> tuple[str, str | None]:
-    """The same templates as printf-style (``%.4g``) ones, for a tuple of values: ``%`` on a
-    tuple formats a leaf's values a quarter faster than str.format, to the same text
-    (both are Python's `format(v, ".4g")`)."""
-    return tuple(t.replace("{:.4g}", "%.4g") if t is not None else None for t in _templates(shape))  # type: ignore[return-value]
+def fmt_small_rows(rows: list[tuple], shape: tuple) -> list[tuple[str, str | None]]:
+    """Small arrays of one shape (tuples of Python floats, row-major, -0.0 already made 0) as
+    (one-line text, grid text or None) each, the numbers `fmt_number` gives."""
+    line, grid = small_templates(shape)
+    if grid is None:
+        return [(line % t, None) for t in rows]
+    out: list[tuple[str, str | None]] = []
+    for t in rows:
+        text = grid % t  # a matrix's one-line text from its grid's: no second formatting of every value
+        out.append(("[[" + text.replace(" ", ", ").replace("\n", "], [") + "]]" if len(shape) == 2 else line % t, text))
+    return out
 
 
 def fmt_small(flat: list, shape: tuple) -> tuple[str, str | None]:
@@ -153,13 +165,7 @@ def fmt_small(flat: list, shape: tuple) -> tuple[str, str | None]:
     the rows by newlines (the diagram lays it out as a grid)."""
     if 0.0 in flat:  # -0.0 shows as 0 (adding +0.0 turns -0.0 into 0.0, nothing else changes)
         flat = [v + 0.0 for v in flat]
-    line, grid = _templates(shape)
-    if grid is None:
-        return line.format(*flat), None
-    text = grid.format(*flat)
-    if len(shape) == 2:  # the one-line text from the grid's: no second formatting of every value
-        return "[[" + text.replace(" ", ", ").replace("\n", "], [") + "]]", text
-    return line.format(*flat), text
+    return fmt_small_rows([tuple(flat)], shape)[0]
 
 
 def _values(a: Any) -> tuple[tuple, list]:
@@ -277,6 +283,14 @@ def short_labels(labels: list[str], limit: int = 24) -> list[str]:
     return [out[name] if counts[out[name]] == 1 else name for name in names]
 
 
+def clip(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters, cut between words (never inside one) with " …"."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    return (head.rsplit(" ", 1)[0] if " " in head else head).rstrip(",;:") + " …"
+
+
 def short_error(err: BaseException, limit: int = 400) -> str:
     """`Type: message` in one or two lines; a traceback embedded in the message is cut to its last line.
     A SystemError that only wraps another (a C extension returning with an exception set) says
@@ -287,10 +301,9 @@ def short_error(err: BaseException, limit: int = 400) -> str:
     if "Traceback (most recent call last)" in text:
         lines = [ln for ln in text.splitlines() if ln.strip()]
         text = lines[-1].strip() if lines else text
-        return text[:limit]
+        return clip(text, limit)
     name = error_name(err)
-    text = f"{name}: {text}" if text else name
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return clip(f"{name}: {text}" if text else name, limit)
 
 
 def error_name(err: BaseException) -> str:

@@ -1,23 +1,28 @@
-"""Widgets that still read where no widget front end runs (HTML exports, plain consoles).
+"""What every pytree-lab widget does alike: its text form, and unknown keywords refused.
 
-Every pytree-lab widget's mimebundle carries its text form (text/plain and an escaped <pre>)
-beside the live view. A front end that draws widgets shows the view; an HTML export of a
-notebook saved in JupyterLab shows the text form (no widget state is stored).
+A widget's mimebundle carries its text form (text/plain and an escaped <pre>) beside the live
+view: an HTML export of a notebook saved in JupyterLab shows it. A kernel run by `jupyter
+nbconvert --execute`, `jupyter execute` or nbgrader has no page, and nbconvert would prefer the
+stored view (blank offline) over the text: there the bundle holds the text form only. The kernel
+knows who runs it by its parent process's command line.
 
-A kernel that `jupyter nbconvert --execute`, `jupyter execute` or nbgrader runs has no page:
-nbclient stores every widget's state, and nbconvert's HTML exporter then prefers the view (a
-<script> drawn by a widget manager fetched from a CDN: blank offline) over the text form in the
-same output. In such a kernel the mimebundle holds the text form only, so the export shows the
-numbers. The kernel knows who runs it by its parent process's command line.
+`StepExplorer(learning_rat=0.1)` would otherwise run at the default rate: a keyword typo is an
+error that says what was meant.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
 import html
+import inspect
 import ntpath
 import os
 import sys
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["TextForm", "refuse_unknown", "widget_keywords", "refuse_unknown_widget_keywords"]
 
 
 class TextForm:
@@ -101,3 +106,33 @@ def _run_without_a_page() -> bool:
     if sys.platform == "emscripten":  # JupyterLite: the page is the kernel's host
         return False
     return _names_a_pageless_runner(_parent_command_line())
+
+
+def refuse_unknown(owner: str, given: Iterable[str], valid: Iterable[str]) -> None:
+    """Raise TypeError for the first name in `given` that is not in `valid`, with the closest
+    valid name (difflib) or the list of valid names."""
+    valid = list(dict.fromkeys(valid))
+    for name in given:
+        if name in valid:
+            continue
+        shown = [v for v in valid if not v.startswith("_")]
+        close = difflib.get_close_matches(str(name), shown, n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"it takes {', '.join(map(repr, shown))}."
+        raise TypeError(f"{owner}() got an unexpected keyword argument {name!r}: {hint}")
+
+
+def widget_keywords(cls: Any, own: Iterable[str]) -> list[str]:
+    """The keywords a widget class takes: its own arguments, then its traits (ipywidgets passes
+    trait values such as layout= or tooltip= through to the widget)."""
+    return list(own) + sorted(cls.class_trait_names())
+
+
+def refuse_unknown_widget_keywords(widget: Any, kwargs: dict) -> None:
+    """`refuse_unknown` for a widget's constructor: its class's own arguments and its traits."""
+    cls = type(widget)
+    own = [
+        name
+        for name, p in inspect.signature(cls.__init__).parameters.items()
+        if name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
+    refuse_unknown(cls.__name__, kwargs, widget_keywords(cls, own))
