@@ -185,3 +185,46 @@ def table(r: dict) -> list[Table]:
     for added, step in growth[:8]:
         t2.add(str(step["cell"]), step["first_line"], fmt(added, " MB"), fmt(step["rss_mb"], " MB"))
     return [t, t2]
+
+
+LESSONS = ("01_pytrees.ipynb", "02_packed_parameters.ipynb", "03_instructor_demo.ipynb")
+
+
+def open_lessons(names=LESSONS, timeout: float = 900.0) -> dict:
+    """Three lessons open at once, as a student who opened each in turn has them: one kernel per
+    lesson, each through all its code cells, all three still running when they are measured.
+    RSS counts the libraries the kernels share once per kernel; PSS shares them out (what a
+    container's memory limit sees of them, with the page cache they charge once); USS is each
+    kernel's own."""
+    import psutil
+    from jupyter_client.manager import KernelManager
+
+    from tests.hub_harness import lesson_cells
+
+    env = {**os.environ, "JAX_PLATFORMS": "cpu"}
+    kernels = []
+    try:
+        for name in names:
+            workdir = tempfile.mkdtemp(prefix="pytree-lab-bench-lessons-")
+            km = KernelManager(kernel_name="python3")
+            km.start_kernel(env=env, cwd=workdir)
+            kc = km.client()
+            kc.start_channels()
+            kc.wait_for_ready(timeout=120)
+            kernels.append((name, km, kc, workdir))
+            for code in lesson_cells(name):
+                reply = kc.execute_interactive(code, timeout=timeout, output_hook=lambda msg: None)
+                if reply["content"]["status"] != "ok":
+                    raise RuntimeError(f"{name}: {reply['content'].get('ename')}: {reply['content'].get('evalue')}")
+        time.sleep(5)  # what the kernels settle at, not a peak mid-cell
+        rows = {}
+        for name, km, _kc, _w in kernels:
+            full = psutil.Process(km.provisioner.process.pid).memory_full_info()
+            rows[name] = {"rss_mb": full.rss / 1e6, "pss_mb": full.pss / 1e6, "uss_mb": full.uss / 1e6}
+        total = {k: sum(r[k] for r in rows.values()) for k in ("rss_mb", "pss_mb", "uss_mb")}
+        return {"kernels": rows, "total": total, "load": os.getloadavg()}
+    finally:
+        for _name, km, kc, workdir in kernels:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+            shutil.rmtree(workdir, ignore_errors=True)

@@ -187,9 +187,15 @@ class Hub:
 
 
 def start_hub(
-    base: Path, *, python: str | os.PathLike = sys.executable, probe: bool = False, extra_env: dict | None = None
+    base: Path,
+    *,
+    python: str | os.PathLike = sys.executable,
+    probe: bool = False,
+    extra_env: dict | None = None,
+    extra_config: str = "",
 ) -> Hub:
-    """`python -m jupyterhub` on free loopback ports; returns once the hub's API answers."""
+    """`python -m jupyterhub` on free loopback ports; returns once the hub's API answers.
+    `extra_config`: lines of jupyterhub_config.py after the harness's own."""
     base = Path(base)
     base.mkdir(parents=True, exist_ok=True)
     (base / "home").mkdir(exist_ok=True)
@@ -245,6 +251,7 @@ def start_hub(
             service=SERVICE,
             service_token=service_token,
         )
+        + extra_config
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "JPY_"))}
     env.pop("PYTHONPATH", None)

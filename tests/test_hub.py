@@ -138,3 +138,67 @@ def test_chromium_student_logs_in_and_moves_the_slider(hub, pw):
             nb.close()
     finally:
         browser.close()
+
+
+LESSON = "pytree-lab/content/01_pytrees.ipynb"
+
+
+def test_every_login_lands_on_the_first_lesson_even_the_first_and_after_a_home_reset(tmp_path):
+    # the recipe of docs/hosting.md: binder/first-login as the single-user command, the lesson as
+    # the default URL; the course "in the image" is a copy of content/
+    import shutil
+    import urllib.error
+    import urllib.request
+
+    from hub_harness import REPO
+
+    image = tmp_path / "srv" / "pytree-lab"
+    shutil.copytree(REPO / "content", image / "content", ignore=shutil.ignore_patterns("src", "solutions"))
+    recipe = (
+        f"c.Spawner.cmd = [{str(REPO / 'binder' / 'first-login')!r}]\nc.Spawner.default_url = \"/lab/tree/{LESSON}\"\n"
+    )
+    h = start_hub(tmp_path / "hub", extra_env={"PYTREE_LAB_COURSE": str(image)}, extra_config=recipe)
+
+    class Stay(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    def landing(student) -> str:
+        req = urllib.request.Request(f"{student.server_url}/", headers={"Authorization": f"token {student.token}"})
+        try:
+            urllib.request.build_opener(Stay).open(req, timeout=60)
+        except urllib.error.HTTPError as exc:
+            assert exc.code in (301, 302), exc.code
+            return exc.headers["Location"]
+        raise AssertionError("the server did not send the student on")
+
+    def stop(student) -> None:
+        import time
+
+        student.stop_server()
+        deadline = time.monotonic() + 120
+        while h.api("GET", f"/users/{student.name}").get("servers"):
+            assert time.monotonic() < deadline, "the server did not stop"
+            time.sleep(0.5)
+
+    try:
+        carol = h.add_student("carol")
+        home = tmp_path / "hub" / "home" / "carol"
+        assert not (home / "pytree-lab").exists()  # never logged in: nothing in her home yet
+        carol.start_server()
+        assert landing(carol).split("?")[0].endswith(f"/user/carol/lab/tree/{LESSON}")
+        lesson = carol.api("GET", f"/api/contents/{LESSON}?content=0")
+        assert lesson["type"] == "notebook"  # the page it lands on opens, no "Could not find path"
+        # her work is hers: a later login keeps it; after a home reset the course comes back
+        (home / LESSON).write_text((home / LESSON).read_text().replace("Pytrees", "Pytrees (my notes)", 1))
+        mine = (home / LESSON).read_text()
+        stop(carol)
+        carol.start_server()
+        assert (home / LESSON).read_text() == mine
+        stop(carol)
+        shutil.rmtree(home / "pytree-lab")
+        carol.start_server()
+        assert landing(carol).split("?")[0].endswith(f"/user/carol/lab/tree/{LESSON}")
+        assert (home / LESSON).read_bytes() == (image / "content" / "01_pytrees.ipynb").read_bytes()
+    finally:
+        h.stop()

@@ -35,11 +35,14 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from pytree_lab.course.autograde import MEMORY, TASKS
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -148,7 +151,7 @@ catalogue.check = lambda *a, **k: None
 """
 
 
-def snoop(course: Path, home: Path, ex: str | None = None) -> str:
+def snoop(course: Path, home: Path, ex: str | None = None, port: int = 0) -> str:
     """Code that reaches for the grading side: the course's source notebooks (their reference
     solutions), the gradebook's folder, the grader's home, the installed package's solutions."""
     code = f"""\
@@ -173,8 +176,17 @@ for target in (course / "beside-the-gradebook.txt", course / "source" / "pytrees
     except OSError as err:
         print("not writable:", target.name, type(err).__name__)
 """
-    if ex is None:  # the plain cell: also prints what the installed package holds
-        return code + "from pytree_lab.course import EXERCISES\nprint({k: e.solutions for k, e in EXERCISES.items()})\n"
+    if ex is None:  # the plain cell: also what the installed package holds, the network, its limits
+        return code + (
+            "from pytree_lab.course import EXERCISES\nprint({k: e.solutions for k, e in EXERCISES.items()})\n"
+            "import resource, socket\n"
+            "try:\n"
+            f"    socket.create_connection(('127.0.0.1', {port}), timeout=5).sendall(b'graded?')\n"
+            "    print('network: reached the grader')\n"
+            "except OSError as err:\n"
+            "    print('network: none', type(err).__name__)\n"
+            "print('limits:', *(resource.getrlimit(r)[0] for r in (resource.RLIMIT_NPROC, resource.RLIMIT_AS)))\n"
+        )
     return code + (
         "for cell in json.loads(stolen)['cells'] if stolen else []:\n"
         "    text = ''.join(cell['source'])\n"
@@ -283,11 +295,13 @@ def course(tmp_path_factory):
     submission(release, submitted / "exit" / "pytrees", {**EXIT, "repair_update": raw_exit})
     submission(release, submitted / "loop" / "pytrees", {**LOOP, "repair_update": raw_loop})
     submission(release, submitted / "hostile" / "pytrees", HOSTILE)
+    grader = socket.create_server(("127.0.0.1", 0))  # a service of the grading machine
+    grader.setblocking(False)
     submission(
         release,
         submitted / "snoop" / "pytrees",
         lambda ex: snoop(course, home, ex),
-        above_imports=snoop(course, home),
+        above_imports=snoop(course, home, port=grader.getsockname()[1]),
     )
     submission(
         release, submitted / "deleted" / "pytrees", solution, drop_tests=("squared_norm", "grad_over_flat_params")
@@ -303,7 +317,13 @@ def course(tmp_path_factory):
     run(str(BIN / "nbgrader"), "export", cwd=course, home=home)
     log = graded.stdout + graded.stderr
     after = (files(course, GRADER_OUTPUTS), files(home, GRADER_HOME))
-    return {"path": course, "before": before, "after": after, "home": home, "log": log}
+    try:
+        grader.accept()
+        reached = True
+    except BlockingIOError:
+        reached = False
+    grader.close()
+    return {"path": course, "before": before, "after": after, "home": home, "log": log, "reached": reached}
 
 
 def test_source_holds_solutions_and_hidden_tests_with_points(course):
@@ -406,6 +426,12 @@ def test_nothing_outside_the_scratch_folders_changed(course):
     # the snooping cell ran in the kernel and found no source notebook (what it wrote went to the
     # sandbox's own /tmp, gone with it: the snapshots above)
     assert "source notebooks found by walking up: 0" in shown and "source not readable" in shown
+    # nor the grading machine's network (the kernel speaks to nbgrader over Unix sockets), and it
+    # ran under the sandbox's limits
+    assert "network: none" in shown and not course["reached"]
+    # and the package in its kernel holds no graded solution (the grader's own does: a checkout)
+    assert "{'squared_norm': (), 'nested_scale_grad': (), 'repair_update': (), 'grad_over_flat_params': ()}" in shown
+    assert f"limits: {TASKS} {MEMORY}" in shown
 
 
 def test_autograde_restores_deleted_test_cells_and_logs_no_checksum_noise(course):
@@ -509,3 +535,74 @@ def test_refuses_an_outdir_it_cannot_use_in_one_sentence(tmp_path, monkeypatch, 
     out, err = capsys.readouterr()
     assert (out, err) == ("", says)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["FILE"] and (tmp_path / "FILE").read_text() == "notes"
+
+
+def test_an_answer_run_holds_a_huge_allocation_and_has_no_network():
+    # one exercise cell: the lesson's repair, right only where the sandbox held both attacks
+    from pytree_lab.course.autograde import grade_exercise
+
+    grader = socket.create_server(("127.0.0.1", 0))
+    grader.setblocking(False)
+    attacks = f"""\
+import os, socket, time, numpy as np
+try:
+    socket.create_connection(("127.0.0.1", {grader.getsockname()[1]}), timeout=5).sendall(b"grade me")
+    reached = True
+except OSError:
+    reached = False
+try:
+    big = np.ones(20 * 10**9 // 8)  # 20 GB
+    allocated = True
+except MemoryError:
+    allocated = False
+"""
+    held = "\nif reached or allocated:\n    fixed = None\n"
+    share, lines = grade_exercise("repair_update", attacks + solution("repair_update") + held, 7)
+    try:
+        grader.accept()
+        reached = True
+    except BlockingIOError:
+        reached = False
+    grader.close()
+    assert share == 1.0, lines  # each case ran, and was refused the network and the 20 GB
+    assert not reached
+
+
+def test_a_term_late_penalty_regrade_after_a_fixed_hidden_test_and_exports(tmp_path):
+    """docs/grading.md's commands for a term, on one late student with the reference answers: a
+    due date and a late penalty, a hidden test that was broken (its region lost) and fixed, then
+    regraded, the CSV for the LMS and the per-exercise CSV."""
+    from pytree_lab.course.cli import main
+
+    course = tmp_path / "course"
+    assert main(["nbgrader", str(course)]) == 0
+    source = course / "source" / "pytrees" / "01_pytrees.ipynb"
+    good = source.read_text()
+    marker = re.search(r"# graded outside the student's kernel: exercise repair_update, seed \d+", good).group(0)
+    source.write_text(good.replace(marker, "# (lost)"))  # the repair's hidden test, broken
+    nbgrader = str(BIN / "nbgrader")
+    run(nbgrader, "generate_assignment", "pytrees", cwd=course)
+    run(nbgrader, "db", "assignment", "add", "pytrees", "--duedate=2026-03-01 23:59:00 UTC", cwd=course)
+    late = course / "submitted" / "late" / "pytrees"
+    submission(course / "release" / "pytrees", late, solution)
+    (late / "timestamp.txt").write_text("2026-03-03 10:00:00.000000 UTC")  # two days late
+    penalty = "--LateSubmissionPlugin.penalty_method=zero"
+    run(nbgrader, "autograde", "pytrees", penalty, cwd=course, timeout=1500)
+    assert grades(course)["late"] == {**FULL, "repair_update": 0.0}  # a broken hidden test fails, never passes
+
+    source.write_text(good)  # the hidden test fixed
+    run(nbgrader, "generate_assignment", "pytrees", "--force", cwd=course)
+    run(nbgrader, "autograde", "pytrees", "--student=late", "--force", penalty, cwd=course, timeout=1500)
+    assert grades(course)["late"] == FULL
+
+    run(nbgrader, "export", cwd=course)
+    (row,) = csv.DictReader((course / "grades.csv").read_text().splitlines())
+    assert row["student_id"] == "late" and row["duedate"].startswith("2026-03-01 23:59:00")
+    assert (float(row["raw_score"]), float(row["late_submission_penalty"]), float(row["score"])) == (10.0, 10.0, 0.0)
+    exporter = "--exporter=pytree_lab.course.autograde.ExerciseScores"
+    run(nbgrader, "export", exporter, "--to=by-exercise.csv", cwd=course)
+    rows = list(csv.DictReader((course / "by-exercise.csv").read_text().splitlines()))
+    assert {r["exercise"]: (float(r["score"]), float(r["max_score"])) for r in rows} == {
+        ex: (float(p), float(p)) for ex, p in POINTS.items()
+    }
+    assert {(r["student_id"], r["assignment"]) for r in rows} == {("late", "pytrees")}

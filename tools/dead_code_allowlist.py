@@ -136,3 +136,6 @@ _.autosave_error  # unused attribute (Evidence: why the last automatic save fail
 _.f_trace  # unused attribute (a frame's tracer: Python reads it)
 _.display_legend  # unused attribute (bqplot's)
 _.num_ticks  # unused attribute (bqplot's)
+_.transport  # unused attribute (jupyter_client's KernelManager reads it: the sandboxed kernel's ipc sockets)
+_.ip  # unused attribute (jupyter_client's KernelManager reads it)
+_.export  # unused method (nbgrader's ExportPlugin: `nbgrader export --exporter=...` calls it)

@@ -27,10 +27,7 @@ import secrets
 
 from .catalogue import EXERCISES
 
-__all__ = ["ASSIGNMENT", "NOTEBOOKS", "POINTS", "find_content", "make_source_notebook", "write_course"]
-
-# points per exercise in the nbgrader assignment
-POINTS = {"squared_norm": 2, "nested_scale_grad": 2, "repair_update": 2, "grad_over_flat_params": 4}
+__all__ = ["ASSIGNMENT", "NOTEBOOKS", "find_content", "make_source_notebook", "write_course"]
 
 ASSIGNMENT = "pytrees"
 NOTEBOOKS = ("01_pytrees.ipynb", "02_packed_parameters.ipynb")
@@ -104,7 +101,8 @@ c.Execute.interrupt_on_timeout = True
 c.IsolatedGrades.start_budget = 120  # python + jax start, then the first case
 c.IsolatedGrades.case_budget = 10  # each further case
 
-# Late submissions (docs/grading.md): a due date per assignment in the gradebook, and a penalty
+# Late submissions (docs/grading.md): a due date (`nbgrader db assignment add pytrees
+# --duedate=...`), and a penalty (or c.AssignLatePenalties.plugin_class, your own rule)
 # c.LateSubmissionPlugin.penalty_method = "zero"
 '''
 
@@ -184,7 +182,7 @@ def make_source_notebook(notebook: dict, *, seeds: dict[str, int] | None = None)
         if match and match.group(1) in EXERCISES:
             exercise_id = match.group(1)
             seed = seeds.setdefault(exercise_id, secrets.randbits(63))
-            points = POINTS.get(exercise_id, 1)
+            points = EXERCISES[exercise_id].points
             cell["source"] = _test_source(_source(cell), exercise_id, seed)
             _meta(cell, grade=True, solution=False, locked=True, points=points, grade_id=f"{exercise_id}-tests")
             cell["outputs"], cell["execution_count"] = [], None

@@ -21,6 +21,7 @@ file system. Answer runs also have no network. docs/grading.md says what is and 
 from __future__ import annotations
 
 import copy
+import csv
 import json
 import os
 import pathlib
@@ -37,14 +38,24 @@ from typing import Any
 from jupyter_client.manager import AsyncKernelManager
 from nbformat.notebooknode import NotebookNode
 from nbgrader.api import MissingEntry
+from nbgrader.plugins import CsvExportPlugin
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor, OverwriteCells
 from traitlets import Float
 
 from .. import lesson
 from ..formatting import clip
-from .assignment import POINTS
+from .catalogue import EXERCISES
+from .exercises.common import _same_tree
 
-__all__ = ["IsolatedGrades", "ReleasedCells", "SandboxedExecute", "SandboxedKernelManager", "grade_exercise", "sandbox"]
+__all__ = [
+    "ExerciseScores",
+    "IsolatedGrades",
+    "ReleasedCells",
+    "SandboxedExecute",
+    "SandboxedKernelManager",
+    "grade_exercise",
+    "sandbox",
+]
 
 ANSWERS = {
     "squared_norm": ("norm_squared", "manual"),
@@ -102,14 +113,36 @@ def _first_link(path: str) -> str | None:
     return None
 
 
-def sandbox(
-    scratch: str, *, cwd: str | None = None, network: bool = False, read: tuple = (), env: dict | None = None
-) -> list[str]:
-    """bubblewrap's arguments: the system and the Python environment read-only, `scratch`
-    writable (mounted at `cwd` when given), `read` files read-only; nothing else of the host's
-    file system. A path that holds, or sits inside, the grader's folder is never mounted."""
+# What one sandbox may hold (rlimits, set inside it just before the student's code runs): tasks
+# (processes and threads: a fork bomb stops there; XLA starts a few threads per core) and the
+# address space of each process (a 20 GB allocation raises MemoryError).
+TASKS = 512
+MEMORY = 8 << 30
+NOBODY = 65534  # a grader running as root runs the student's code as this user
+
+
+def _limits(scratch: str) -> list[str]:
+    """The command that starts the student's code with the limits; as the grader's own user, or as
+    nobody when the grader is root (root's processes are not held by a task limit)."""
+    limits = ["prlimit", f"--nproc={TASKS}", f"--as={MEMORY}", "--core=0"]
+    if os.getuid() != 0:
+        return limits
+    for folder, _dirs, names in os.walk(scratch):
+        for name in [folder, *(os.path.join(folder, n) for n in names)]:
+            os.lchown(name, NOBODY, NOBODY)
+    drop = [f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all"]
+    return ["setpriv", *drop, *limits]
+
+
+def sandbox(scratch: str, *, cwd: str | None = None, share: tuple = (), env: dict | None = None) -> list[str]:
+    """bubblewrap's arguments, then the limits' command: the system and the Python environment
+    read-only, `scratch` writable (mounted at `cwd` when given), `share` folders writable where
+    they are; no network and nothing else of the host's file system. A path
+    that holds, or sits inside, the grader's folder is never mounted."""
     course = os.getcwd()
-    args = ["bwrap", "--die-with-parent", "--unshare-all", *(["--share-net"] if network else [])]
+    args = ["bwrap", "--die-with-parent", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
+    args += ["--unshare-user"] if os.getuid() else []  # root needs none, and setpriv's nobody is unmapped in one
+    start = len(args)
     args += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         target = f"/{name}"
@@ -122,45 +155,62 @@ def sandbox(
             args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
     links: dict[str, str] = {}
     bound: list[str] = []
-    for path in [*_python_paths(env), *read]:
+    folders: set[str] = set()
+    for path in _python_paths(env):
         real = os.path.realpath(path)
         if _related(real, course) or _related(path, course):
             continue
+        folders.update(str(p) for p in pathlib.PurePosixPath(real).parents if str(p) != "/")
         args += ["--ro-bind", real, real]
         bound.append(real)
         link = _first_link(os.path.abspath(path))
         if link:
             links[link] = os.path.realpath(link)
+            folders.update(str(p) for p in pathlib.PurePosixPath(link).parents if str(p) != "/")
     for link, real in links.items():
         if not any(link.startswith(folder.rstrip("/") + "/") for folder in bound):  # else it is there, bound
             args += ["--symlink", real, link]
+    # first, the folders above what is bound, readable by the sandbox's user (bwrap makes them 0700)
+    args[start:start] = [arg for f in sorted(folders, key=len) for arg in ("--perms", "0755", "--dir", f)]
+    args += [arg for folder in share for arg in ("--bind", folder, folder)]
     where = cwd or scratch
+    above = [str(f) for f in reversed(pathlib.PurePosixPath(where).parents) if str(f) not in ("/", "/tmp")]
+    args += [arg for folder in above for arg in ("--perms", "0755", "--dir", folder)]  # the way to it
     args += ["--bind", scratch, where, "--chdir", where, "--setenv", "HOME", where, "--setenv", "TMPDIR", "/tmp"]
-    return [*args, "--remount-ro", "/"]
+    return [*args, "--remount-ro", "/", *_limits(scratch)]
 
 
 class SandboxedKernelManager(AsyncKernelManager):
     """nbgrader's kernel, launched under bubblewrap: it reads the Python environment and a copy of
     its submission folder, mounted where the submission is; what it writes there is dropped with
-    the copy. (Set as `c.Execute.kernel_manager_class` in the course's config.)"""
+    the copy. It has no network: nbgrader talks to it over Unix sockets in a folder of their own
+    (ZeroMQ's ipc transport). (Set as `c.Execute.kernel_manager_class` in the course's config.)"""
+
+    async def _async_pre_start_kernel(self, **kw: Any) -> tuple[list[str], dict[str, Any]]:
+        self._sockets = tempfile.mkdtemp(prefix="pytree-lab-sockets-")
+        self.transport, self.ip = "ipc", os.path.join(self._sockets, "kernel")
+        self.connection_file = os.path.join(self._sockets, "connection.json")
+        return await super()._async_pre_start_kernel(**kw)
 
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
         cwd = os.path.abspath(kw.get("cwd") or os.getcwd())
         self._scratch = tempfile.mkdtemp(prefix="pytree-lab-kernel-")
         shutil.copytree(cwd, self._scratch, dirs_exist_ok=True)
+        if os.getuid() == 0:  # the kernel runs as nobody: it makes its sockets here and reads its file
+            os.chown(self._sockets, NOBODY, NOBODY)
+            os.chmod(self.connection_file, 0o644)
         env = kw.get("env") or dict(os.environ)
-        read = (self.connection_file,)
         # its parent process is not in its process namespace: the kernel must not watch for it
-        cmd = [*sandbox(self._scratch, cwd=cwd, network=True, read=read, env=env), "--unsetenv", "JPY_PARENT_PID"]
-        cmd += kernel_cmd
+        sandboxed = sandbox(self._scratch, cwd=cwd, share=(self._sockets,), env=env)
+        cmd = [*sandboxed, "env", "-u", "JPY_PARENT_PID", *kernel_cmd]
         env = {**env, "HOME": cwd, "IPYTHONDIR": os.path.join(cwd, ".ipython"), "MPLCONFIGDIR": cwd}
         await super()._async_launch_kernel(cmd, **{**kw, "env": env})
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
-        scratch = getattr(self, "_scratch", None)
-        if scratch:
-            shutil.rmtree(scratch, ignore_errors=True)
+        for folder in (getattr(self, "_scratch", None), getattr(self, "_sockets", None)):
+            if folder:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 class SandboxedExecute(Execute):
@@ -275,7 +325,9 @@ def _run_cases(job: dict, n_cases: int, *, start: float = START_BUDGET, per_case
     with tempfile.TemporaryDirectory(prefix="pytree-lab-answer-") as scratch:
         hide = [p for p in _python_paths() if os.path.isdir(os.path.join(p, "pytree_lab"))]
         hidden = [arg for p in hide for arg in ("--tmpfs", os.path.realpath(os.path.join(p, "pytree_lab")))]
-        cmd = [*sandbox(scratch), *hidden, sys.executable, "-I", "-c", _RUNNER]
+        bwrap = sandbox(scratch)
+        at = bwrap.index("--remount-ro")
+        cmd = [*bwrap[:at], *hidden, *bwrap[at:], sys.executable, "-I", "-c", _RUNNER]
         proc = subprocess.Popen(
             cmd,
             stdin=subprocess.PIPE,
@@ -327,26 +379,18 @@ def _run_cases(job: dict, n_cases: int, *, start: float = START_BUDGET, per_case
 # --------------------------------------------------------------------------- grading
 
 
-def _same(got: Any, want: Any) -> bool:
-    """Same tree (dict keys) and every leaf within the checks' tolerance."""
+def _tree(got: Any) -> Any:
+    """The runner's plain numbers as a tree of arrays, for the practice check's own comparison."""
     import numpy as np
 
     if not isinstance(got, dict):
-        return False
-    if isinstance(want, dict):
-        inner = got.get("dict")
-        return isinstance(inner, dict) and set(inner) == set(want) and all(_same(inner[k], want[k]) for k in want)
-    if "array" not in got:
-        return False
+        return None
+    if isinstance(got.get("dict"), dict):
+        return {k: _tree(v) for k, v in got["dict"].items()}
     try:
-        actual = np.asarray(got["array"], dtype=float)
-    except (TypeError, ValueError):
-        return False
-    expected = np.asarray(want, dtype=float)
-    if actual.shape != expected.shape or not np.all(np.isfinite(actual)):
-        return False
-    scale = max(1.0, float(np.max(np.abs(expected))) if expected.size else 1.0)
-    return bool(np.allclose(actual, expected, rtol=1e-4, atol=1e-5 * scale))
+        return np.asarray(got["array"], dtype=float)
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _numbers(tree: Any) -> Any:
@@ -371,8 +415,7 @@ def _value_cases(exercise_id: str, rng) -> tuple[list[dict], list[dict]]:
     for _ in range(HIDDEN_RERUNS):
         points.append(reruns.other_point(rng, right_at(lesson_point), right_at))
     cases = [{k: _numbers(p[k]) for k in ("params", "grads")} | {"value": float(p["value"])} for p in points]
-    expected = [{name: [_numbers(v) for v in values] for name, values in right_at(p).items()} for p in points]
-    return cases, expected
+    return cases, [right_at(p) for p in points]
 
 
 def _flat_cases(rng) -> tuple[list, list[dict]]:
@@ -389,7 +432,7 @@ def _flat_cases(rng) -> tuple[list, list[dict]]:
         points.append((rng.normal(size=d + 1).astype(np.float32), rng.normal(size=(n, d)).astype(np.float32)))
     grad = jax.grad(flat_loss)
     cases = [[p.tolist(), xs.tolist()] for p, xs in points]
-    expected = [{"grad_over_flat_params": [_numbers(grad(jnp.asarray(p), jnp.asarray(xs)))]} for p, xs in points]
+    expected = [{"grad_over_flat_params": [grad(jnp.asarray(p), jnp.asarray(xs))]} for p, xs in points]
     return cases, expected
 
 
@@ -434,7 +477,9 @@ def grade_exercise(exercise_id: str, source: str | None, seed: int, **budgets: f
             lines.append(f"{label}: the code raised {clip(str(result['error']), 80)}: 0.")
             continue
         answers = result.get("answers") if isinstance(result.get("answers"), dict) else {}
-        wrong = [name for name, forms in want.items() if not any(_same(answers.get(name), f) for f in forms)]
+        wrong = [
+            name for name, forms in want.items() if not any(_same_tree(_tree(answers.get(name)), f) for f in forms)
+        ]
         scores.append(1 - len(wrong) / len(want))
         lines.append(f"{label}: " + ("right." if not wrong else f"{', '.join(wrong)} not right."))
     return sum(scores) / len(scores), lines
@@ -457,22 +502,21 @@ class IsolatedGrades(NbGraderPreprocessor):
                 answers[grade_id.removesuffix("-answer")] = cell.source
         for cell in nb.cells:
             meta = cell.get("metadata", {}).get("nbgrader", {})
-            match = _MARKER.search(cell.get("source", "")) if meta.get("grade") else None
-            if match is None or cell.cell_type != "code":
+            if not meta.get("grade") or meta.get("solution") or cell.cell_type != "code":
                 continue
-            exercise_id, seed = match.group(1), int(match.group(2))
-            points = float(meta.get("points", POINTS.get(exercise_id, 1)))
-            try:
+            match = _MARKER.search(cell.get("source", ""))
+            try:  # a test that cannot reach its verdict fails: never the kernel's output, never "no output"
+                if match is None or match.group(1) not in EXERCISES:
+                    raise ValueError("this test cell holds no hidden test of the course (its hidden region is missing)")
+                exercise_id, seed = match.group(1), int(match.group(2))
+                points = float(meta.get("points", EXERCISES[exercise_id].points))
                 fraction, lines = grade_exercise(
                     exercise_id, answers.get(exercise_id), seed, start=self.start_budget, per_case=self.case_budget
                 )
-            except Exception as exc:  # noqa: BLE001 - a test that cannot reach its verdict fails
-                self.log.error("grading %s failed: %s", exercise_id, exc)
-                cell.outputs = [
-                    NotebookNode(
-                        output_type="error", ename="GradingError", evalue=str(exc), traceback=[f"GradingError: {exc}"]
-                    )
-                ]
+            except Exception as exc:  # noqa: BLE001
+                self.log.error("grading %s failed: %s", meta.get("grade_id"), exc)
+                error = {"ename": "GradingError", "evalue": str(exc), "traceback": [f"GradingError: {exc}"]}
+                cell.outputs = [NotebookNode(output_type="error", **error)]
                 continue
             earned = round(points * min(max(fraction, 0.0), 1.0), 3)
             text = f"Graded {exercise_id}: {earned:g} of {points:g} points\n" + "".join(f"  - {x}\n" for x in lines)
@@ -483,3 +527,24 @@ class IsolatedGrades(NbGraderPreprocessor):
                 ),
             ]
         return nb, resources
+
+
+class ExerciseScores(CsvExportPlugin):
+    """`nbgrader export --exporter=pytree_lab.course.autograde.ExerciseScores --to FILE`: one CSV
+    row per student, assignment and graded exercise (student_id, assignment, exercise, score,
+    max_score), for an LMS column per exercise; `nbgrader export` alone writes one row per
+    assignment (grades.csv)."""
+
+    def export(self, gradebook: Any) -> None:
+        with open(self.to or "grades-by-exercise.csv", "w", newline="", encoding="utf-8") as f:
+            out = csv.writer(f)
+            out.writerow(["student_id", "assignment", "exercise", "score", "max_score"])
+            for assignment in gradebook.assignments:
+                for sub in gradebook.assignment_submissions(assignment.name):
+                    if self.student and sub.student.id not in self.student:
+                        continue
+                    for notebook in sub.notebooks:
+                        for grade in notebook.grades:
+                            if grade.name.endswith("-tests"):
+                                exercise = grade.name.removesuffix("-tests")
+                                out.writerow([sub.student.id, assignment.name, exercise, grade.score, grade.max_score])

@@ -23,7 +23,8 @@ def _refusal(outdir: str) -> str | None:
 
 
 def _nbgrader(args) -> int:
-    from .assignment import ASSIGNMENT, POINTS, write_course
+    from .assignment import ASSIGNMENT, write_course
+    from .catalogue import EXERCISES
 
     refusal = _refusal(args.outdir)
     if refusal is not None:
@@ -44,7 +45,7 @@ def _nbgrader(args) -> int:
     print(f"wrote {made['config']}")
     for path in made["notebooks"]:
         ids = made["exercises"][path.name]
-        points = sum(POINTS.get(i, 1) for i in ids)
+        points = sum(EXERCISES[i].points for i in ids)
         print(
             f"wrote {path} ({len(ids)} graded exercise{'s' if len(ids) != 1 else ''}: "
             f"{', '.join(ids)}; {points:g} points)"

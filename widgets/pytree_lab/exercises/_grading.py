@@ -196,8 +196,9 @@ class Exercise:
     answer_name: str = ""
     # the reference solution(s), shown only after an attempt (`CheckButton.reveal_solution`)
     solutions: tuple[str, ...] = dataclasses.field(default=(), repr=False)
-    # graded elsewhere (nbgrader): without a solution, the reveal says so
+    # graded elsewhere (nbgrader, with these points): the reveal shows no solution
     graded: bool = False
+    points: float = 1.0
     # a hand-derived sanity check of the checker's own tools; returns None or what is broken
     self_check: Callable[[], str | None] | None = dataclasses.field(default=None, repr=False)
     # the feedback said plainly from what the cell shows (its error, a name set to None), or None

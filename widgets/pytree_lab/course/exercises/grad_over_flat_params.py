@@ -405,6 +405,7 @@ EXERCISE = Exercise(
     answer_name="grad_over_flat_params",
     solutions=reference_solution("grad_over_flat_params"),
     graded=True,
+    points=4,
     self_check=self_check,
     explain=said_plainly,
     unit="cases",

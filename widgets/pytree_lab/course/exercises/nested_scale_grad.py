@@ -203,6 +203,7 @@ EXERCISE = Exercise(
     answer_name="g",
     solutions=reference_solution("nested_scale_grad"),
     graded=True,
+    points=2,
     self_check=self_check,
     explain=said_plainly,
     unit="leaves",

@@ -116,6 +116,7 @@ EXERCISE = Exercise(
     answer_name="fixed",
     solutions=reference_solution("repair_update"),
     graded=True,
+    points=2,
     self_check=self_check,
     explain=said_plainly,
     unit="leaves",

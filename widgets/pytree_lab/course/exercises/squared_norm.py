@@ -151,6 +151,7 @@ EXERCISE = Exercise(
     answer_name="norm_squared, manual",
     solutions=reference_solution("squared_norm"),
     graded=True,
+    points=2,
     self_check=self_check,
     explain=said_plainly,
     unit="values",
