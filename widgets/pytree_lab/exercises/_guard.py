@@ -169,7 +169,7 @@ def run_guarded(
     result = Guarded()
     # a finalizer's error while the code runs (a stop landing in a __del__, a free deep in a runaway
     # recursion) is the code's: not printed, nor formatted without depth (list.append: no frame)
-    hook, ignored = sys.unraisablehook, []
+    hook, ignored = sys.unraisablehook, list[Any]()
     sys.unraisablehook = ignored.append
     try:
         _run(result, before, fn, args, kwargs, budget, output_limit, capture)
