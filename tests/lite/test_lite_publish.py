@@ -178,9 +178,9 @@ def test_a_student_is_told_of_a_new_version_and_opens_it_beside_their_copy(term_
         published = json.loads((term_site / "files" / LESSON).read_text())
         version = published["metadata"]["pytree_lab"]["site_version"]
 
-        # the student comes back: their copy opens; its setup cell tells of the new version
-        page.reload()
-        page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=browse.Timeouts.ms(browse.Timeouts.PAGE))
+        # the student comes back by the lesson's link: their copy opens; its setup cell tells of the
+        # new version (a reload finds the notebook only when the workspace was saved before it)
+        browse.open_notebook(page, server.url, LESSON)
         browse.wait_kernel_ready(page)
         copy_after_reload = cell_sources(page)
         setup = browse.run_cell(page, 0)
