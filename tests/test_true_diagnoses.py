@@ -196,6 +196,6 @@ def test_every_short_form_of_a_message_is_cut_between_words():
     assert clip("abc def ghi", 8) == "abc …" and clip("abc def", 8) == "abc def"
     text = short_error(ValueError("shapes (2,8) and (8,2) cannot be broadcast together " * 20), limit=70)
     assert text == "ValueError: shapes (2,8) and (8,2) cannot be broadcast together …"
-    named = {"w": "the weight of the first layer of the model"}
+    named = {"w": "the weight of the first layer of the model, before its first step"}
     said = " ".join(grade_tree(named, TreeSpec({"w": 1.0}, "the tree")).lines)
-    assert "'the weight of the …'" in said, said
+    assert "'the weight of the first layer of the model …'" in said, said

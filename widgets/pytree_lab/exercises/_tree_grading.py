@@ -123,7 +123,7 @@ def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
         arr = _as_number_array(leaf)
         if arr is None:
             if isinstance(leaf, str):
-                shapes.append((path, f"{path} is text ({clip(leaf, 24)!r}), not a number.", False))
+                shapes.append((path, f"{path} is text ({clip(leaf, 48)!r}), not a number.", False))
             else:
                 shapes.append((path, f"{path} is {_type_name(leaf)}, not a number.", False))
             continue
@@ -156,7 +156,7 @@ def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
             structure.append(
                 (
                     path,
-                    f"Extra leaf {path} is text ({clip(leaf, 24)!r}): a name or other metadata is "
+                    f"Extra leaf {path} is text ({clip(leaf, 48)!r}): a name or other metadata is "
                     "not a parameter. Keep it apart from the tree you differentiate.",
                     False,
                 )
