@@ -310,9 +310,12 @@ def test_explorer_keys_bar_table_and_right_to_left_labels(open_nb):
     explorer.get_by_role("button", name="Reset").focus()
     type_keys(page)
     assert_cells_kept(nb, before, "the explorer's Reset button")
-    explorer.locator(".pytree-lab-controls input[type='checkbox']").focus()
-    type_keys(page)
-    assert_cells_kept(nb, before, "the explorer's checkbox")
+    boxes = explorer.locator(".pytree-lab-controls input[type='checkbox']")
+    assert boxes.count() == 2  # the bars' fixed y range, the loss line's log scale
+    for i in range(2):
+        boxes.nth(i).focus()
+        type_keys(page)
+        assert_cells_kept(nb, before, f"the explorer's checkbox {i}")
     explorer.locator(".bqplot").first.click(position={"x": 5, "y": 5})
     type_keys(page)
     assert_cells_kept(nb, before, "the bar chart")
