@@ -208,7 +208,9 @@ def test_steps_equal_optax_params_state_and_history(make):
     params, state, losses = optax_loop(opt, 7)
     assert_trees_close(ex.params, params)
     assert_trees_close(ex.opt_state, state)
-    np.testing.assert_allclose(ex.history[:-1], losses, rtol=1e-5)
+    # a loss near 0 is the difference of numbers about 2 (the lesson's): its error, their float32
+    # ulp, not a share of itself (clip+adam passes 2.5e-10; the eager loop here is not jitted)
+    np.testing.assert_allclose(ex.history[:-1], losses, rtol=1e-5, atol=1e-6)
     # the step shown is the optimizer's next step from there, with its new state
     value, grads = jax.value_and_grad(direct_loss)(params, **inputs())
     updates, new_state = opt.update(grads, state, params)

@@ -98,9 +98,10 @@ def _python_paths(env: dict | None = None) -> list[str]:
     return [p for p in dict.fromkeys(paths) if p and os.path.isabs(p) and os.path.exists(p)]
 
 
-def _related(a: str, b: str) -> bool:
+def _holds(a: str, b: str) -> bool:
+    """`a` is `b` or a folder above it."""
     a, b = os.path.realpath(a), os.path.realpath(b)
-    return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
+    return a == b or b.startswith(a.rstrip("/") + "/")
 
 
 def _first_link(path: str) -> str | None:
@@ -137,13 +138,13 @@ def _limits(scratch: str) -> list[str]:
 def sandbox(scratch: str, *, cwd: str | None = None, share: tuple = (), env: dict | None = None) -> list[str]:
     """bubblewrap's arguments, then the limits' command: the system and the Python environment
     read-only, `scratch` writable (mounted at `cwd` when given), `share` folders writable where
-    they are; no network and nothing else of the host's file system. A path
-    that holds, or sits inside, the grader's folder is never mounted."""
+    they are; no network and nothing else of the host's file system. A path that holds the
+    grader's folder is never mounted (a Python environment inside it is, alone)."""
     course = os.getcwd()
     args = ["bwrap", "--die-with-parent", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
     args += ["--unshare-user"] if os.getuid() else []  # root needs none, and setpriv's nobody is unmapped in one
-    start = len(args)
     args += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    start = len(args)  # after /tmp's tmpfs: a Python environment under /tmp (a CI checkout) is reached too
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         target = f"/{name}"
         if os.path.islink(target):
@@ -158,7 +159,7 @@ def sandbox(scratch: str, *, cwd: str | None = None, share: tuple = (), env: dic
     folders: set[str] = set()
     for path in _python_paths(env):
         real = os.path.realpath(path)
-        if _related(real, course) or _related(path, course):
+        if _holds(real, course) or _holds(path, course):  # a venv inside the course folder is bound alone
             continue
         folders.update(str(p) for p in pathlib.PurePosixPath(real).parents if str(p) != "/")
         args += ["--ro-bind", real, real]

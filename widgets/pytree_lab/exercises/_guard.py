@@ -167,10 +167,6 @@ def run_guarded(
     interpreter = InterpreterState.capture()
     before = _snapshot()
     result = Guarded()
-    # a finalizer's error while the code runs (a stop landing in a __del__, a free deep in a runaway
-    # recursion) is the code's: not printed, nor formatted without depth (list.append: no frame)
-    hook, ignored = sys.unraisablehook, list[Any]()
-    sys.unraisablehook = ignored.append
     try:
         _run(result, before, fn, args, kwargs, budget, output_limit, capture)
     except BaseException as exc:  # noqa: BLE001 - the cleanup itself failed (an interpreter left
@@ -179,8 +175,6 @@ def run_guarded(
             result.error = exc
     finally:
         result.restored = interpreter.restore()
-        sys.unraisablehook = hook
-        ignored.clear()
         result.processes = interpreter.ended
         result.replaced = tuple(dict.fromkeys(result.replaced + _restore(before)))
     if once_stuck and result.timed_out:
