@@ -109,8 +109,9 @@ lint: $(STAMP) js-check
 	$(LINT_PY) -m vulture
 	@echo "widgets/pytree_lab: $$(find widgets/pytree_lab -name '*.py' | xargs cat | wc -l) lines as ruff formats them"
 
-# Two pytest-xdist workers, one per core; tests/conftest.py says which tests share a worker.
-XDIST := -n 2 --no-loadscope-reorder
+# Three pytest-xdist workers on two cores (a third of the suite's time is spent waiting on
+# kernels, servers and pages); tests/conftest.py says which tests share a worker.
+XDIST := -n 3 --no-loadscope-reorder
 test: $(STAMP) lint chromium bubblewrap hub-tools a11y-deps js-deps
 	$(PY) -m pytest $(XDIST)
 
