@@ -56,6 +56,17 @@ IN_NOTEBOOK = {
 }
 
 
+def was_reached(grader) -> bool:
+    """Whether anything connected to the grader's listening socket (then closed)."""
+    try:
+        grader.accept()
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        grader.close()
+
+
 def env(home: Path | None = None) -> dict:
     e = dict(os.environ)
     if home is not None:
@@ -317,12 +328,7 @@ def course(tmp_path_factory):
     run(str(BIN / "nbgrader"), "export", cwd=course, home=home)
     log = graded.stdout + graded.stderr
     after = (files(course, GRADER_OUTPUTS), files(home, GRADER_HOME))
-    try:
-        grader.accept()
-        reached = True
-    except BlockingIOError:
-        reached = False
-    grader.close()
+    reached = was_reached(grader)
     return {"path": course, "before": before, "after": after, "home": home, "log": log, "reached": reached}
 
 
@@ -558,12 +564,7 @@ except MemoryError:
 """
     held = "\nif reached or allocated:\n    fixed = None\n"
     share, lines = grade_exercise("repair_update", attacks + solution("repair_update") + held, 7)
-    try:
-        grader.accept()
-        reached = True
-    except BlockingIOError:
-        reached = False
-    grader.close()
+    reached = was_reached(grader)
     assert share == 1.0, lines  # each case ran, and was refused the network and the 20 GB
     assert not reached
 
