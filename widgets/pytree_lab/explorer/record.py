@@ -58,22 +58,20 @@ class History(list):
 
 
 class Trail(list):
-    """Each point's (params leaves, optimizer state leaves) as numpy copies, beside `history`,
+    """Each point's (params leaves, optimizer state leaves), beside `history`,
     while they fit in `TRAIL_NUMBERS` numbers (`cut` after)."""
 
     cut = False
     size = 0  # numbers in one point
 
     def put(self, new: bool, result: Any, eng: Any) -> None:
-        """The point of `result` (a step), a new one (`new`) or the last one moved (a slider)."""
-        import numpy as np
-
+        """The point of `result` (a step), a new one (`new`) or the last one moved (a slider). The
+        step's own leaves are kept (no step changes them), read as numpy only when asked for: a
+        slider move copies nothing here."""
         if self.cut:
             return
-        point = tuple(
-            [np.array(x) for x in eng.tree_leaves(t)] for t in (result.params, getattr(result, "opt_state", None))
-        )
-        self.size = sum(x.size for leaves in point for x in leaves)
+        point = tuple(list(eng.tree_leaves(t)) for t in (result.params, getattr(result, "opt_state", None)))
+        self.size = sum(getattr(x, "size", 1) for leaves in point for x in leaves)
         if not new:
             self[-1] = point
         elif self.room(1):
