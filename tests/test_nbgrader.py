@@ -98,10 +98,12 @@ def solution(ex_id: str) -> str:
 
 
 WRONG = {
-    # norm_squared right, manual adds the bias gradient unsquared: 1 of 2 values, on the lesson's
-    # values and on each hidden case -> 2 points x 1/2 = 1
+    # norm_squared right, manual leaves the bias out: 1 of 2 values, on the lesson's values and on
+    # each hidden case -> 2 points x 1/2 = 1. (The hidden gradients are whole numbers: an unsquared
+    # bias gradient would be right wherever it is 0 or 1, and the score would hang on the seed;
+    # the bias gradient is 2 x the residual, never 0 where the other gradients are not.)
     "squared_norm": 'norm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))\n'
-    'manual = jnp.sum(grads["weight"] ** 2) + grads["bias"]',
+    'manual = jnp.sum(grads["weight"] ** 2)',
     # the lesson's answer typed in as numbers (-8, -4, -4, -4 derived by hand in the lesson):
     # right on the lesson's values, wrong on both hidden cases -> 2 x 1/3
     "nested_scale_grad": 'g = {"layer": {"weight": jnp.array([-8., -4.]), "bias": jnp.array(-4.)},\n'
