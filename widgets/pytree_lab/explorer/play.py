@@ -271,6 +271,16 @@ class PlayMixin:
         with self.session.lock:
             return record.save(self, path, self.__dict__.setdefault("_written", {}))
 
+    def export_html(self, path: Any) -> Any:
+        """Keep this run as one HTML file that replays it offline, in any browser, with no kernel
+        and no network: a step slider, the bars, the loss line and the diagram's values at each
+        point of the record (export.py). A file there that this explorer did not write is kept
+        (the page goes to `name-2.html`, ...). Returns the path written."""
+        from . import export
+
+        with self.session.lock:
+            return export.export_html(self, path, self.__dict__.setdefault("_written", {}))
+
     @classmethod
     def load(cls, path: Any, loss_fn: Any, params: Any, inputs: Any = None, **kwargs: Any) -> Any:
         """The explorer of a saved demo, at the same step with the same numbers, bit for bit:

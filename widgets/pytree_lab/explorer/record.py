@@ -127,17 +127,10 @@ def save(ex: Any, path: Any, written: dict) -> Any:
     this explorer did not write (`written`: its paths and their stat) is kept: the demo goes to
     `name-2.npz`, `name-3.npz`, ... Returns the path written."""
     import json
-    import os
-    import pathlib
 
     import numpy as np
 
     s, eng = ex.session, ex.session.engine
-    p = pathlib.Path(path).with_suffix(".npz") if pathlib.Path(path).suffix != ".npz" else pathlib.Path(path)
-    stem, k = p, 1
-    while p.exists() and written.get(str(p.resolve())) != (p.stat().st_mtime_ns, p.stat().st_size):
-        k += 1
-        p = stem.with_name(f"{stem.stem}-{k}.npz")
     arrays = {
         f"{name}/{i}": np.asarray(x)
         for name in ("params", "inputs", "state")
@@ -160,9 +153,26 @@ def save(ex: Any, path: Any, written: dict) -> Any:
         "moved": not s._new_point,
         "cut": s.trail.cut,
     }
+    arrays |= {"history": np.asarray(s.history), "rates": np.asarray(s.rates), "meta": np.asarray(json.dumps(meta))}
+    # (numpy types allow_pickle beside the arrays)
+    return write_new(path, ".npz", written, lambda f: np.savez(f, **arrays))  # type: ignore[arg-type]
+
+
+def write_new(path: Any, suffix: str, written: dict, write: Any) -> Any:
+    """`write(file)` to `path` (with `suffix`): a file there that this explorer did not write
+    (`written`: its paths and their stat) is kept, the new one goes to `name-2{suffix}`, ...
+    Returns the path written."""
+    import os
+    import pathlib
+
+    p = pathlib.Path(path)
+    p = p if p.suffix == suffix else p.with_suffix(suffix)
+    stem, k = p, 1
+    while p.exists() and written.get(str(p.resolve())) != (p.stat().st_mtime_ns, p.stat().st_size):
+        k += 1
+        p = stem.with_name(f"{stem.stem}-{k}{suffix}")
     with open(p, "wb" if p.exists() else "xb") as f:  # "xb": never over a file made meanwhile
-        arrays |= {"history": np.asarray(s.history), "rates": np.asarray(s.rates), "meta": np.asarray(json.dumps(meta))}
-        np.savez(f, **arrays)  # type: ignore[arg-type]  # (numpy types allow_pickle beside the arrays)
+        write(f)
     written[str(p.resolve())] = (os.stat(p).st_mtime_ns, os.stat(p).st_size)
     return p
 

@@ -180,10 +180,16 @@ class ExplorerSession:
             step.init(self.params_tree, self.learning_rate)  # finds where the state keeps its learning rate
         return step
 
-    def _call_step(self, step: Any, params: Any, inputs: dict, lr: float) -> StepResult:
+    def _call_step(self, step: Any, params: Any, inputs: dict, lr: float, state: Any = None) -> StepResult:
         if self.optimizer is None:
             return step(params, inputs, lr)
-        return step.step(params, self.opt_state, inputs, lr if self.rate_slides else None)
+        state = self.opt_state if state is None else state
+        return step.step(params, state, inputs, lr if self.rate_slides else None)
+
+    def step_from(self, params: Any, state: Any, inputs: dict, lr: float) -> StepResult:
+        """The step the explorer shows at a point of its record (params, optimizer state and rate
+        kept there): the same compiled step as `compute`, for a replay (export.py)."""
+        return replace(self._call_step(self.slider_step, params, inputs, lr, state), params=params)
 
     def runner(self) -> TrainingStep:
         """The engine of n steps for the current loss (and optimizer): with an optimizer the
