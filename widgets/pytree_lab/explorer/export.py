@@ -115,10 +115,11 @@ def page(data: dict) -> str:
             "Export a shorter run (reset, then fewer steps), or keep it whole with ex.save(path)."
         )
     module = (STATIC / "diagram.js").read_text(encoding="utf-8").replace("export default { render };", "")
-    code = "\n".join([SHARED_JS, module, (STATIC / "replay.js").read_text(encoding="utf-8"), "replayPage({ render });"])
+    replay = (STATIC / "_replay.js").read_text(encoding="utf-8")
+    code = "\n".join([SHARED_JS, module, replay, "replayPage({ render });"])
     if "</script" in code.lower():  # (never so: a test reads the modules as they ship)
         raise ValueError("a static module contains </script>")
-    css = "\n".join((STATIC / name).read_text(encoding="utf-8") for name in ("diagram.css", "replay.css"))
+    css = "\n".join((STATIC / name).read_text(encoding="utf-8") for name in ("diagram.css", "_replay.css"))
     return (
         '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="color-scheme" content="light dark">\n'
