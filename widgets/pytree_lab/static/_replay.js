@@ -57,7 +57,7 @@ function replayPage(diagram) {
   // ---- the bars: before and after of each element, one row each (a zero line), and their table
   const W = 460;
   const ROW = 16;
-  const LEFT = 150;
+  const LEFT = Math.min(160, 16 + 7 * Math.max(4, ...bars.labels.map((l) => Math.min(l.length, 22))));
   const all = finite([...bars.before.flat(), ...bars.after.flat(), 0]);
   const lo = Math.min(...all);
   const hi = Math.max(...all);
