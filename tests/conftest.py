@@ -139,7 +139,7 @@ _GROUP_SECONDS = {
     "tests/browser/test_browser_lecture_layout.py": 90,
     "tests/test_hub.py": 60,
     "tests/test_floors_tool.py": 130,
-    "tests/browser/test_browser_export.py": 60,
+    "tests/browser/test_browser_export.py": 90,
     "tests/browser/test_contrast.py": 50,
     "tests/browser/test_keys_and_focus.py": 50,
 }

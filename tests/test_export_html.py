@@ -70,6 +70,10 @@ def test_each_point_holds_what_the_live_explorer_showed_there_and_the_record(tmp
     r = ex.result  # the last point's after: the live step's updated
     assert page["bars"]["after"][9] == [float(r.updated["w"][0]), float(r.updated["w"][1]), float(r.updated["b"])]
     assert page["start"] == 9 and page["loss_text"][0] == "4.5" and page["rate_text"] == [""] * 10
+    assert page["note"] == "10 points, recorded by StepExplorer; replayed without a kernel."
+    ex.set_inputs({"x": X, "y": Y + 1})  # another batch: the points before (not the current one, moved) used the first
+    note = export.page_data(ex)["note"]
+    assert "At 9 step(s) (first: 0) the loss recorded differs" in note, note
 
 
 @optax_adam

@@ -137,7 +137,7 @@ def test_a_played_run_replays_offline_with_the_record_s_numbers_at_each_step(ope
             assert shown(page) == expected(record, last_after, t), key
         page.keyboard.press("ArrowRight")
         SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / "export-replay-light.png"))
+        page.locator("main").screenshot(path=str(SHOTS / "export-replay-light.png"))
         assert errors == [] and requests and all(url.startswith("file://") for url in requests), (errors, requests)
     finally:
         context.close()
@@ -149,7 +149,7 @@ def test_a_played_run_replays_offline_with_the_record_s_numbers_at_each_step(ope
         assert shown(page) == expected(record, last_after, 1)
         colors = page.evaluate("(s => [s.backgroundColor, s.color])(getComputedStyle(document.body))")
         assert colors == ["rgb(17, 17, 17)", "rgb(245, 245, 245)"]  # the dark palette (_replay.css)
-        page.screenshot(path=str(SHOTS / "export-replay-dark.png"))
+        page.locator("main").screenshot(path=str(SHOTS / "export-replay-dark.png"))
         assert errors == [] and all(url.startswith("file://") for url in requests), (errors, requests)
     finally:
         context.close()

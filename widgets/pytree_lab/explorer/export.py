@@ -53,13 +53,15 @@ def page_data(ex: Any) -> dict:
     elements = ex.views["ChartView"]._ready()
     state_def = eng.tree_structure(s.opt_state) if s.opt_state is not None else None
     _, inputs, _ = s.gather()
-    steps, before, after = [], [], []
+    steps, before, after, other = [], [], [], []
     for t in range(points):
         params_leaves, state_leaves = s.trail[t]
         params = eng.tree_unflatten(s._param_def, list(params_leaves))
         state = eng.tree_unflatten(state_def, list(state_leaves)) if state_def is not None else None
         with s.on_device():
             result = s.step_from(params, state, inputs, s.rates[t])
+        if not math.isclose(result.loss, s.history[t], rel_tol=1e-4, abs_tol=1e-7):
+            other.append(t)  # the inputs or the loss changed since this point
         trees, extra = columns(s, result)
         diagram.foldable = foldable(trees, extra)
         diagram.set_trees(trees, order=s.param_summary, extra=extra, fold=False)
@@ -76,6 +78,12 @@ def page_data(ex: Any) -> dict:
         if points < len(s.history)
         else ""
     )
+    if other:
+        cut += (
+            f" At {len(other)} step(s) (first: {other[0]}) the loss recorded differs from the step computed "
+            "again with the explorer's inputs and loss now (they changed during the run): the diagram and "
+            "the bars' after there are the step with the inputs and loss now."
+        )
     return {
         "title": "pytree-lab replay",
         "note": f"{points} points, recorded by StepExplorer; replayed without a kernel.{cut}",
