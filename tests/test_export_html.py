@@ -116,6 +116,17 @@ def test_a_hostile_key_stays_text_inside_the_data_and_a_file_not_its_own_is_kept
     assert [row[0] for row in data["bars"]["before"]] == pytest.approx([1.0, 1.2, 1.38])
 
 
+def test_a_run_too_big_for_one_page_is_refused_before_its_points_are_drawn(tmp_path, monkeypatch):
+    ex = StepExplorer(lambda p: (p["w"] ** 2).sum(), {"w": np.ones(40, np.float32)})
+    ex.step(50)
+    monkeypatch.setattr(export, "MAX_BYTES", 100_000)  # a point: 0.7 kB of rows, 24 bars of 4 numbers (51: 118 kB)
+    drawn, step_from = [], ex.session.step_from
+    monkeypatch.setattr(ex.session, "step_from", lambda *a: drawn.append(a) or step_from(*a))
+    with pytest.raises(ValueError, match=r"too big for one page: about 1\d\d,\d\d\d bytes .* ex.save\(path\)"):
+        ex.export_html(tmp_path / "big.html")
+    assert len(drawn) == 1 and not (tmp_path / "big.html").exists()
+
+
 def test_a_run_with_no_step_on_record_says_so(tmp_path):
     ex = StepExplorer(lambda p: p["w"] ** 2 + p["nothing"], {"w": np.float32(1.0)})  # fails at the start
     with pytest.raises(ValueError, match="no run to export yet"):

@@ -66,6 +66,8 @@ def page_data(ex: Any) -> dict:
         diagram.foldable = foldable(trees, extra)
         diagram.set_trees(trees, order=s.param_summary, extra=extra, fold=False)
         got = diagram.get_state(["rows", "panels", "counts"])
+        if t == 0:  # the first point's rows say the page's size: a run far too big stops here
+            _fits(points * (len(got["rows"]) + len(got["panels"]) + 64 * len(elements)))  # a bar: 4 numbers
         steps.append({"rows": json.loads(got["rows"]), "panels": json.loads(got["panels"]), "counts": got["counts"]})
         b, a = eng.tree_leaves(result.params), eng.tree_leaves(result.updated)
         before.append([float(np.asarray(b[e.flat_index]).ravel()[e.position]) for e in elements])
@@ -109,6 +111,14 @@ def page_data(ex: Any) -> dict:
     }
 
 
+def _fits(size: int) -> None:
+    if size > MAX_BYTES:
+        raise ValueError(
+            f"This run is too big for one page: about {size:,} bytes of numbers (at most {MAX_BYTES:,}). "
+            "Export a shorter run (reset, then fewer steps), or keep it whole with ex.save(path)."
+        )
+
+
 def _script_safe(text: str) -> str:
     """JSON text that cannot end its <script> element: <, > and & as JSON escapes."""
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
@@ -117,11 +127,7 @@ def _script_safe(text: str) -> str:
 def page(data: dict) -> str:
     """The page's HTML text for `data` (from `page_data`)."""
     blob = _script_safe(json.dumps(data, allow_nan=False, separators=(",", ":")))
-    if len(blob) > MAX_BYTES:
-        raise ValueError(
-            f"This run is too big for one page: {len(blob):,} bytes of numbers (at most {MAX_BYTES:,}). "
-            "Export a shorter run (reset, then fewer steps), or keep it whole with ex.save(path)."
-        )
+    _fits(len(blob))
     module = (STATIC / "diagram.js").read_text(encoding="utf-8").replace("export default { render };", "")
     replay = (STATIC / "_replay.js").read_text(encoding="utf-8")
     code = "\n".join([SHARED_JS, module, replay, "replayPage({ render });"])
