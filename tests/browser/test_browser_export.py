@@ -7,6 +7,7 @@ light and dark (the page follows prefers-color-scheme)."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
 
@@ -138,6 +139,16 @@ def test_a_played_run_replays_offline_with_the_record_s_numbers_at_each_step(ope
         page.keyboard.press("ArrowRight")
         SHOTS.mkdir(parents=True, exist_ok=True)
         page.locator("main").screenshot(path=str(SHOTS / "export-replay-light.png"))
+        # the loss line's log scale: the marker at step 1 where log10 of its loss puts it (plot: 10 to 170 px)
+        lo, hi, at = min(record["loss"]), max(record["loss"]), record["loss"][1]
+        marker = page.locator(".ptl-replay-marker")
+        linear = float(marker.get_attribute("cy"))
+        assert linear == pytest.approx(10 + (1 - (at - lo) / (hi - lo)) * 160, abs=1e-6)
+        page.get_by_label("log-scale loss").check()
+        log = math.log10
+        assert float(marker.get_attribute("cy")) == pytest.approx(
+            10 + (1 - (log(at) - log(lo)) / (log(hi) - log(lo))) * 160, abs=1e-6
+        )
         assert errors == [] and requests and all(url.startswith("file://") for url in requests), (errors, requests)
     finally:
         context.close()

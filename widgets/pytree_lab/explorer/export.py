@@ -93,6 +93,7 @@ def page_data(ex: Any) -> dict:
         "loss": [_num(v) for v in losses],
         "loss_text": [fmt_number(v) for v in losses],
         "rate_text": ["" if math.isnan(r) else fmt_number(r) for r in s.rates[:points]],
+        "log_scale": bool(ex.log_scale_box.value),
         "bars": {
             "labels": [e.label for e in elements],
             "paths": [e.path for e in elements],

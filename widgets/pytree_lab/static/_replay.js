@@ -8,7 +8,7 @@
  * @typedef {{ labels: string[], paths: string[], before: (number|null)[][], after: (number|null)[][],
  *             before_text: string[][], after_text: string[][] }} ReplayBars
  * @typedef {{ title: string, note: string, start: number, loss: (number|null)[], loss_text: string[],
- *             rate_text: string[], bars: ReplayBars,
+ *             rate_text: string[], log_scale: boolean, bars: ReplayBars,
  *             diagram: Record<string, any> & { steps: Record<string, any>[] } }} ReplayData
  */
 
@@ -108,17 +108,24 @@ function replayPage(diagram) {
   const ylo = Math.min(...losses);
   const yhi = Math.max(...losses);
   const lx = (/** @type {number} */ t) => 50 + (t / Math.max(n - 1, 1)) * (W - 60);
-  const ly = (/** @type {number | null} */ v) => 10 + (1 - ((v ?? ylo) - ylo) / (yhi - ylo || 1)) * (H - 40);
+  // a log scale (the live explorer's "log-scale loss" box, as it was) when every loss is above 0
+  const canLog = losses.length > 0 && ylo > 0;
+  let logScale = canLog && data.log_scale;
+  const f = (/** @type {number} */ v) => (logScale ? Math.log10(v) : v);
+  const ly = (/** @type {number | null} */ v) => 10 + (1 - (f(v ?? ylo) - f(ylo)) / (f(yhi) - f(ylo) || 1)) * (H - 40);
   const lossFig = mk("figure", "ptl-replay-fig ptl-replay-lossfig");
   const lossSvg = svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img" });
   lossSvg.setAttribute("aria-label", "the loss at each step of the run");
-  const line = data.loss.map((v, t) => `${lx(t).toFixed(1)},${ly(v).toFixed(1)}`).join(" ");
+  const line = svg("polyline", { class: "ptl-replay-line" });
+  const drawLine = () =>
+    line.setAttribute("points", data.loss.map((v, t) => `${lx(t).toFixed(1)},${ly(v).toFixed(1)}`).join(" "));
+  drawLine();
   const marker = svg("circle", { r: 5, class: "ptl-replay-marker" });
   const guide = svg("line", { y1: 10, y2: H - 30, class: "ptl-replay-guide" });
   lossSvg.append(
     svg("line", { x1: 50, x2: 50, y1: 10, y2: H - 30, class: "ptl-replay-axis" }),
     svg("line", { x1: 50, x2: W - 10, y1: H - 30, y2: H - 30, class: "ptl-replay-axis" }),
-    svg("polyline", { points: line, class: "ptl-replay-line" }),
+    line,
     guide,
     marker,
     svg("text", { x: 46, y: 14, "text-anchor": "end", class: "ptl-replay-tick" }, String(Number(yhi.toPrecision(3)))),
@@ -127,7 +134,20 @@ function replayPage(diagram) {
     svg("text", { x: W - 10, y: H - 14, "text-anchor": "end", class: "ptl-replay-tick" }, String(n - 1)),
     svg("text", { x: (W + 40) / 2, y: H - 2, "text-anchor": "middle", class: "ptl-replay-tick" }, "step"),
   );
-  lossFig.append(mk("figcaption", "", "Loss at each step"), lossSvg);
+  const logBox = /** @type {HTMLInputElement} */ (mk("input", "ptl-replay-log"));
+  Object.assign(logBox, { type: "checkbox", id: "ptl-replay-log", checked: logScale, disabled: !canLog });
+  const logLabel = mk("label", "", "log-scale loss");
+  logLabel.htmlFor = logBox.id;
+  if (!canLog) logLabel.title = "a log scale needs every loss above 0";
+  logBox.addEventListener("change", () => {
+    logScale = logBox.checked;
+    drawLine();
+    show(Number(slider.value));
+  });
+  const lossHead = mk("figcaption", "", "Loss at each step");
+  lossHead.append(mk("span", "ptl-replay-logbox"));
+  lossHead.lastChild.append(logBox, logLabel);
+  lossFig.append(lossHead, lossSvg);
 
   // ---- the diagram: diagram.js's render, with a model holding the step's traits
   const { steps, ...fixed } = data.diagram;
