@@ -15,7 +15,15 @@ from .formatting import fmt_number, isolate_rtl, short_labels, visible
 from .page import PageIntents, static_asset
 from .tree_model import under
 
-__all__ = ["BeforeAfterChart", "BarTable", "LossHistoryChart", "thin_line", "MAX_DRAWN"]
+__all__ = [
+    "BeforeAfterChart",
+    "BarTable",
+    "LossHistoryChart",
+    "LossLinesChart",
+    "LINE_COLORS",
+    "thin_line",
+    "MAX_DRAWN",
+]
 
 _figure_ids = itertools.count(1)
 
@@ -458,6 +466,71 @@ class LossHistoryChart:
                 self.line.x = xs
             self.line.y = ys
             self.point.x, self.point.y = xs[-1:], ys[-1:]
+
+
+# One colour per run compared (tab10's first six): mid-tone hues, each readable on JupyterLab's
+# light and dark backgrounds, and told apart by people with red-green colour blindness by their
+# lightness as well (blue, orange, green, red, purple, brown).
+LINE_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+
+
+class LossLinesChart:
+    """Several loss lines on one step axis (an optimizer comparison): one line per run, in
+    `LINE_COLORS`, with a legend of their `names`. `show(histories)` draws each run's losses
+    from step 0 (runs of other lengths end where they end); past `MAX_DRAWN` steps every k-th
+    step is drawn (the last one always)."""
+
+    def __init__(self, names: Sequence[str], title: str = "Loss at each step"):
+        self.names = list(names)
+        self.x_scale = bqplot.LinearScale(min=0.0, max=1.0)
+        self.y_scale = bqplot.LinearScale(min=0.0, max=1.0)
+        self.lines = bqplot.Lines(
+            x=[],
+            y=[],
+            scales={"x": self.x_scale, "y": self.y_scale},
+            colors=list(LINE_COLORS[: len(self.names)]),
+            labels=self.names,
+            display_legend=True,
+            stroke_width=2,
+        )
+        self.x_axis = bqplot.Axis(scale=self.x_scale, label="step", tick_format="d", tick_values=[0.0, 1.0])
+        self.y_axis = bqplot.Axis(
+            scale=self.y_scale, side="left", label="loss", tick_format=".3~g", label_offset="45px", grid_lines="dashed"
+        )
+        self.figure = bqplot.Figure(
+            marks=[self.lines],
+            axes=[self.x_axis, self.y_axis],
+            title=title,
+            legend_location="top-right",
+            fig_margin={"top": 40, "bottom": 50, "left": 70, "right": 20},
+            layout={"flex": "1 1 360px", "min_width": "280px", "max_width": "640px", "height": "320px"},
+            animation_duration=0,
+        )
+
+    def show(self, histories: Sequence[Sequence[float]]) -> None:
+        import numpy as np
+
+        n = max((len(h) for h in histories), default=0)
+        ys = np.full((len(histories), max(n, 1)), np.nan)
+        for i, h in enumerate(histories):
+            ys[i, : len(h)] = np.asarray(h, dtype=np.float64)
+        xs = np.arange(max(n, 1), dtype=np.float64)
+        if n > MAX_DRAWN:
+            keep = np.unique(np.append(np.arange(0, n, -(-n // MAX_DRAWN)), n - 1))
+            xs, ys = xs[keep], ys[:, keep]
+        finite = ys[np.isfinite(ys)]
+        lo, hi = (min(float(finite.min()), 0.0), max(float(finite.max()), 0.0)) if finite.size else (0.0, 1.0)
+        pad = 0.08 * (hi - lo) or 1.0
+        every = int(_nice_step(max(n - 1, 1) / 8)) or 1
+        with self.figure.hold_sync(), self.lines.hold_sync():
+            self.x_scale.min, self.x_scale.max = 0.0, float(max(n - 1, 1))
+            self.x_axis.tick_values = [float(k) for k in range(0, max(n - 1, 1) + 1, every)]
+            self.y_scale.min, self.y_scale.max = (lo if lo == 0 else lo - pad), hi + pad
+            self.lines.x, self.lines.y = (xs, ys) if n else (np.zeros(0), np.zeros((len(histories), 0)))
+
+    def close(self) -> None:
+        for w in (self.figure, self.lines, self.x_axis, self.y_axis, self.x_scale, self.y_scale):
+            w.close()
 
 
 # The most points the loss line sends to the page: a chart is a few hundred pixels wide.
