@@ -125,11 +125,12 @@ def test_the_views_show_each_optimizers_numbers():
     cmp.step(2)
     assert cmp.diagram.columns == [f"{n} {c}" for n in names for c in ("params", "update")]
     # the loss lines: one per optimizer, its history, in its own colour, with a legend
-    assert list(cmp.loss_chart.lines.labels) == names and list(cmp.loss_chart.lines.colors) == list(LINE_COLORS[:2])
-    assert cmp.loss_chart.lines.display_legend
-    lines = np.asarray(cmp.loss_chart.lines.y)
-    for i, name in enumerate(names):
-        assert np.array_equal(lines[i], np.asarray(cmp.histories[name]))
+    lines = cmp.loss_chart.lines
+    assert [(line.labels, line.colors, line.display_legend) for line in lines] == [
+        ([name], [color], True) for name, color in zip(names, LINE_COLORS)
+    ]
+    for line, name in zip(lines, names):
+        assert np.array_equal(line.y, np.asarray(cmp.histories[name])) and np.array_equal(line.x, [0, 1, 2])
         assert f"{name}</td><td class=\"ptl-compare-step\">2</td><td class=\"ptl-compare-loss\">" in cmp.table.value
         assert f">{fmt_number(cmp.histories[name][-1])}<" in cmp.table.value
     text = cmp.text()
@@ -172,11 +173,14 @@ def test_a_loss_that_raises_is_said_with_the_optimizer_and_nothing_escapes():
         raise ValueError("my model broke")
 
     w, x = {"w": np.ones(2, np.float32)}, {"x": np.ones(2, np.float32)}
-    cmp = OptimizerComparison(loss, w, x, {"sgd": optax.sgd(0.1)})
-    assert cmp.results == {"sgd": None}
-    assert "sgd: " in cmp.status.value and "my model broke" in cmp.status.value and 'role="alert"' in cmp.status.value
-    assert cmp.step(2) is None and cmp.histories == {"sgd": []}
+    cmp = OptimizerComparison(loss, w, x, {"<i>sgd</i>": optax.sgd(0.1)})  # a name is text, never HTML
+    assert cmp.results == {"<i>sgd</i>": None}
+    assert "&lt;i&gt;sgd&lt;/i&gt;: " in cmp.status.value and 'role="alert"' in cmp.status.value
+    assert "my model broke" in cmp.status.value and "<i>" not in cmp.status.value + cmp.table.value
+    assert cmp.step(2) is None and cmp.histories == {"<i>sgd</i>": []}
     assert cmp.diagram.columns == ["params"]
+    cmp.close()
+    assert cmp.closed and cmp.step(1) is None
 
 
 def test_wrong_arguments_are_said():

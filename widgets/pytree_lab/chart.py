@@ -475,30 +475,38 @@ LINE_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 
 
 class LossLinesChart:
-    """Several loss lines on one step axis (an optimizer comparison): one line per run, in
-    `LINE_COLORS`, with a legend of their `names`. `show(histories)` draws each run's losses
-    from step 0 (runs of other lengths end where they end); past `MAX_DRAWN` steps every k-th
-    step is drawn (the last one always)."""
+    """Several loss lines on one step axis (an optimizer comparison): one line per run (a bqplot
+    Lines mark each, in `LINE_COLORS`), with a legend of their `names`. `show(histories)` draws
+    each run's losses from step 0 (runs of other lengths end where they end), each point marked
+    while there are few (`MARKED` at most: a single point is a dot); past `MAX_DRAWN` steps every
+    k-th step is drawn (the last one always)."""
+
+    MARKED = 30
 
     def __init__(self, names: Sequence[str], title: str = "Loss at each step"):
         self.names = list(names)
         self.x_scale = bqplot.LinearScale(min=0.0, max=1.0)
         self.y_scale = bqplot.LinearScale(min=0.0, max=1.0)
-        self.lines = bqplot.Lines(
-            x=[],
-            y=[],
-            scales={"x": self.x_scale, "y": self.y_scale},
-            colors=list(LINE_COLORS[: len(self.names)]),
-            labels=self.names,
-            display_legend=True,
-            stroke_width=2,
-        )
+        self.lines = [
+            bqplot.Lines(
+                x=[],
+                y=[],
+                scales={"x": self.x_scale, "y": self.y_scale},
+                colors=[color],
+                labels=[name],
+                display_legend=True,
+                stroke_width=2,
+                marker="circle",
+                marker_size=24,
+            )
+            for name, color in zip(self.names, LINE_COLORS)
+        ]
         self.x_axis = bqplot.Axis(scale=self.x_scale, label="step", tick_format="d", tick_values=[0.0, 1.0])
         self.y_axis = bqplot.Axis(
             scale=self.y_scale, side="left", label="loss", tick_format=".3~g", label_offset="45px", grid_lines="dashed"
         )
         self.figure = bqplot.Figure(
-            marks=[self.lines],
+            marks=self.lines,
             axes=[self.x_axis, self.y_axis],
             title=title,
             legend_location="top-right",
@@ -510,26 +518,25 @@ class LossLinesChart:
     def show(self, histories: Sequence[Sequence[float]]) -> None:
         import numpy as np
 
-        n = max((len(h) for h in histories), default=0)
-        ys = np.full((len(histories), max(n, 1)), np.nan)
-        for i, h in enumerate(histories):
-            ys[i, : len(h)] = np.asarray(h, dtype=np.float64)
-        xs = np.arange(max(n, 1), dtype=np.float64)
-        if n > MAX_DRAWN:
-            keep = np.unique(np.append(np.arange(0, n, -(-n // MAX_DRAWN)), n - 1))
-            xs, ys = xs[keep], ys[:, keep]
-        finite = ys[np.isfinite(ys)]
+        ys = [np.asarray(h, dtype=np.float64).reshape(-1) for h in histories]
+        n = max((y.size for y in ys), default=0)
+        stride = -(-n // MAX_DRAWN) if n > MAX_DRAWN else 1
+        finite = np.concatenate([y[np.isfinite(y)] for y in ys] + [np.zeros(0)])
         lo, hi = (min(float(finite.min()), 0.0), max(float(finite.max()), 0.0)) if finite.size else (0.0, 1.0)
         pad = 0.08 * (hi - lo) or 1.0
         every = int(_nice_step(max(n - 1, 1) / 8)) or 1
-        with self.figure.hold_sync(), self.lines.hold_sync():
+        with self.figure.hold_sync():
             self.x_scale.min, self.x_scale.max = 0.0, float(max(n - 1, 1))
             self.x_axis.tick_values = [float(k) for k in range(0, max(n - 1, 1) + 1, every)]
             self.y_scale.min, self.y_scale.max = (lo if lo == 0 else lo - pad), hi + pad
-            self.lines.x, self.lines.y = (xs, ys) if n else (np.zeros(0), np.zeros((len(histories), 0)))
+            for line, y in zip(self.lines, ys):
+                keep = np.unique(np.append(np.arange(0, y.size, stride), y.size - 1)) if y.size else np.zeros(0, int)
+                with line.hold_sync():
+                    line.x, line.y = keep.astype(np.float64), y[keep]
+                    line.marker = "circle" if n <= self.MARKED else None
 
     def close(self) -> None:
-        for w in (self.figure, self.lines, self.x_axis, self.y_axis, self.x_scale, self.y_scale):
+        for w in (self.figure, *self.lines, self.x_axis, self.y_axis, self.x_scale, self.y_scale):
             w.close()
 
 

@@ -303,13 +303,14 @@ class OptimizerComparison(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
         )
         self.loss_chart.show([s.history for s in self.sessions.values()])
         rows = "".join(
-            f'<tr><td><span class="ptl-compare-swatch" style="background:{color}"></span> {html.escape(name)}</td>'
+            f'<tr><td><span class="ptl-compare-swatch" style="{SWATCH}background:{color}"></span>'
+            f" {html.escape(name)}</td>"
             f'<td class="ptl-compare-step">{s.step_number}</td>'
             f'<td class="ptl-compare-loss">{html.escape(fmt_number(s.history[-1]) if s.history else "–")}</td></tr>'
             for (name, s), color in zip(self.sessions.items(), LINE_COLORS)
         )
         self.table.value = (
-            '<table class="ptl-compare" aria-label="each optimizer\'s loss now">'
+            '<table class="ptl-compare" aria-label="each optimizer\'s loss now" style="border-spacing:12px 2px">'
             f"<thead><tr><th>optimizer</th><th>step</th><th>loss</th></tr></thead><tbody>{rows}</tbody></table>"
         )
         self._draw_status(said)
@@ -334,6 +335,9 @@ class OptimizerComparison(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
             for s in self.__dict__.get("sessions", {}).values():
                 s.close()
             super().close()
+
+
+SWATCH = "display:inline-block;width:14px;height:4px;vertical-align:middle;margin-right:4px;"
 
 
 def _finite(x: float) -> bool:
