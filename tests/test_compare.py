@@ -165,6 +165,7 @@ def test_a_diverging_optimizer_is_named_and_the_others_go_on():
 
     asyncio.run(main())
     assert "Stopped playing at step 3: the steps diverge." == cmp.play_control.message
+    assert "wild: Stopped playing at step 3: the next step&#x27;s loss would be inf" in cmp.status.value
     assert len(cmp.histories["adam"]) == 4
 
 

@@ -274,7 +274,9 @@ class OptimizerComparison(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
 
     # ------------------------------------------------------------------ drawing
     def _note(self, text: str, kind: str = "info") -> None:
-        self._draw_status([(kind, text)])
+        """The player's alert (Play stopped before a step into NaN), with the optimizers it names."""
+        ahead = [n for n, r in self.results.items() if r is not None and not _finite(r.loss_after)]
+        self._draw_status([(kind, f"{', '.join(ahead)}: {text}" if ahead and kind == "error" else text)])
 
     def _draw_status(self, said: list[tuple[str, str]]) -> None:
         errors = [t for k, t in said if k == "error"]
