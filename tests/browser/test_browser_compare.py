@@ -28,8 +28,9 @@ CELLS = [
 ]
 
 
-def optax_losses(name: str, n: int) -> list[float]:
-    """`name`'s loss at each of the first n + 1 points: optax's loop written by hand, its step jitted."""
+def optax_loop(name: str, n: int) -> tuple[list[float], float]:
+    """`name`'s loss at each of the first n + 1 points and the update of Dense_1's bias from the
+    last: optax's loop written by hand, its step jitted."""
     import jax
     import optax
 
@@ -41,14 +42,14 @@ def optax_losses(name: str, n: int) -> list[float]:
     def step(params, state):
         value, grads = jax.value_and_grad(ns["mlp_loss"])(params, ns["X"], ns["Y"])
         updates, state = opt.update(grads, state, params)
-        return value, optax.apply_updates(params, updates), state
+        return value, updates, optax.apply_updates(params, updates), state
 
     params = ns["mlp_params"]()
     state, losses = opt.init(params), []
     for _ in range(n + 1):
-        value, params, state = step(params, state)
+        value, updates, params, state = step(params, state)
         losses.append(float(value))
-    return losses
+    return losses, float(updates["Dense_1"]["bias"][0])
 
 
 @pytest.fixture(scope="module")
@@ -98,9 +99,12 @@ def test_step_and_play_from_the_page_are_each_optimizers_own_optax_loop(nb):
     table = shown_table(nb)
     assert list(table) == names and steps >= 6
     for name in names:
-        losses = optax_losses(name, steps)
+        losses, update = optax_loop(name, steps)
         assert np.array_equal(np.asarray(histories[name]), np.asarray(losses)), name  # bit for bit
         assert table[name] == (steps, fmt_number(losses[-1]))  # what the page shows
+        row = box.locator(""".ptl-item[data-path="['Dense_1']['bias']"]""")
+        cell = row.locator(f'.ptl-cell[data-column="{name} update"] .ptl-val')
+        assert cell.text_content() == f"[{fmt_number(update)}]", name
     # the diagram: one update column per optimizer, rows aligned by path
     assert box.locator(".ptl-head .ptl-colname").all_text_contents() == [f"{n} update" for n in names]
     SHOTS.mkdir(parents=True, exist_ok=True)
