@@ -1,7 +1,8 @@
 """Optimizers compared side by side in a real JupyterLab (issue 34 §3): sgd, momentum and adam on
 one 2-8-1 MLP, stepped by a click on Step and played from the page's Play button; each
 optimizer's losses (read in the kernel, and as shown in the page's table) are those of its own
-optax loop, written by hand and run here in the test process, bit for bit. Screenshots, light
+optax loop, written by hand and run here in the test process, bit for bit, and its update of a
+leaf, as the page's diagram shows it, is that loop's. Screenshots, light
 and dark, at 1440 px (docs/img/optimizer-comparison.png is the light one)."""
 
 from __future__ import annotations
