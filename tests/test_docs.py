@@ -78,7 +78,7 @@ def test_api_page_shows_the_widgets_docstrings(site):
     import pytree_lab
 
     api = _text(site / "api.html")
-    for name in ("StepExplorer", "PytreeDiagram", "PackedView", "describe", "diagnose"):
+    for name in ("StepExplorer", "OptimizerComparison", "PytreeDiagram", "PackedView", "describe", "diagnose"):
         first = _first_paragraph(getattr(pytree_lab, name))
         assert first in api, f"api.html lacks {name}'s docstring: {first!r}"
     import pytree_lab.course
@@ -93,6 +93,8 @@ def test_pages_show_the_widgets(site):
         ("explorer", "explorer.png"),
         ("optimizers", "lecture-xor-mlp-adam.png"),
         ("diagram", "lecture-xor-mlp-adam.png"),
+        ("explorer", "optimizer-comparison.png"),
+        ("playing", "optimizer-comparison.png"),
     ):
         assert f'src="_images/{image}"' in (site / f"{page}.html").read_text(), (page, image)
         assert (site / "_images" / image).is_file()

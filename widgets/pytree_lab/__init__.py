@@ -19,6 +19,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "PytreeDiagram": ".diagram",
     "StepExplorer": ".explorer",
+    "OptimizerComparison": ".explorer",
     "PackedView": ".packed",
     "StepResult": ".step",
     "gradient_step": ".step",
@@ -29,7 +30,7 @@ _LAZY = {
 if TYPE_CHECKING:  # pragma: no cover
     from .diagram import PytreeDiagram as PytreeDiagram
     from .engine import get_engine as get_engine
-    from .explorer import StepExplorer as StepExplorer
+    from .explorer import OptimizerComparison as OptimizerComparison, StepExplorer as StepExplorer
     from .packed import PackedView as PackedView
     from .step import StepResult as StepResult, gradient_step as gradient_step
 
@@ -55,6 +56,7 @@ def __dir__():
 __all__ = [
     "PytreeDiagram",
     "StepExplorer",
+    "OptimizerComparison",
     "PackedView",
     "StepResult",
     "TreeSummary",

@@ -15,7 +15,15 @@ from .formatting import fmt_number, isolate_rtl, short_labels, visible
 from .page import PageIntents, static_asset
 from .tree_model import under
 
-__all__ = ["BeforeAfterChart", "BarTable", "LossHistoryChart", "thin_line", "MAX_DRAWN"]
+__all__ = [
+    "BeforeAfterChart",
+    "BarTable",
+    "LossHistoryChart",
+    "LossLinesChart",
+    "LINE_COLORS",
+    "thin_line",
+    "MAX_DRAWN",
+]
 
 _figure_ids = itertools.count(1)
 
@@ -458,6 +466,78 @@ class LossHistoryChart:
                 self.line.x = xs
             self.line.y = ys
             self.point.x, self.point.y = xs[-1:], ys[-1:]
+
+
+# One colour per run compared (tab10's first six): mid-tone hues, each readable on JupyterLab's
+# light and dark backgrounds, and told apart by people with red-green colour blindness by their
+# lightness as well (blue, orange, green, red, purple, brown).
+LINE_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
+
+
+class LossLinesChart:
+    """Several loss lines on one step axis (an optimizer comparison): one line per run (a bqplot
+    Lines mark each, in `LINE_COLORS`), with a legend of their `names`. `show(histories)` draws
+    each run's losses from step 0 (runs of other lengths end where they end), each point marked
+    while there are few (`MARKED` at most: a single point is a dot); past `MAX_DRAWN` steps every
+    k-th step is drawn (the last one always)."""
+
+    MARKED = 30
+
+    def __init__(self, names: Sequence[str], title: str = "Loss at each step"):
+        self.names = list(names)
+        self.x_scale = bqplot.LinearScale(min=0.0, max=1.0)
+        self.y_scale = bqplot.LinearScale(min=0.0, max=1.0)
+        self.lines = [
+            bqplot.Lines(
+                x=[],
+                y=[],
+                scales={"x": self.x_scale, "y": self.y_scale},
+                colors=[color],
+                labels=[name],
+                display_legend=True,
+                stroke_width=2,
+                marker="circle",
+                marker_size=24,
+            )
+            for name, color in zip(self.names, LINE_COLORS)
+        ]
+        self.x_axis = bqplot.Axis(scale=self.x_scale, label="step", tick_format="d", tick_values=[0.0, 1.0])
+        self.y_axis = bqplot.Axis(
+            scale=self.y_scale, side="left", label="loss", tick_format=".3~g", label_offset="45px", grid_lines="dashed"
+        )
+        self.figure = bqplot.Figure(
+            marks=self.lines,
+            axes=[self.x_axis, self.y_axis],
+            title=title,
+            legend_location="top-right",
+            fig_margin={"top": 40, "bottom": 50, "left": 70, "right": 20},
+            layout={"flex": "1 1 360px", "min_width": "280px", "max_width": "640px", "height": "320px"},
+            animation_duration=0,
+        )
+
+    def show(self, histories: Sequence[Sequence[float]]) -> None:
+        import numpy as np
+
+        ys = [np.asarray(h, dtype=np.float64).reshape(-1) for h in histories]
+        n = max((y.size for y in ys), default=0)
+        stride = -(-n // MAX_DRAWN) if n > MAX_DRAWN else 1
+        finite = np.concatenate([y[np.isfinite(y)] for y in ys] + [np.zeros(0)])
+        lo, hi = (min(float(finite.min()), 0.0), max(float(finite.max()), 0.0)) if finite.size else (0.0, 1.0)
+        pad = 0.08 * (hi - lo) or 1.0
+        every = int(_nice_step(max(n - 1, 1) / 8)) or 1
+        with self.figure.hold_sync():
+            self.x_scale.min, self.x_scale.max = 0.0, float(max(n - 1, 1))
+            self.x_axis.tick_values = [float(k) for k in range(0, max(n - 1, 1) + 1, every)]
+            self.y_scale.min, self.y_scale.max = (lo if lo == 0 else lo - pad), hi + pad
+            for line, y in zip(self.lines, ys):
+                keep = np.unique(np.append(np.arange(0, y.size, stride), y.size - 1)) if y.size else np.zeros(0, int)
+                with line.hold_sync():
+                    line.x, line.y = keep.astype(np.float64), y[keep]
+                    line.marker = "circle" if n <= self.MARKED else None
+
+    def close(self) -> None:
+        for w in (self.figure, *self.lines, self.x_axis, self.y_axis, self.x_scale, self.y_scale):
+            w.close()
 
 
 # The most points the loss line sends to the page: a chart is a few hundred pixels wide.

@@ -24,6 +24,7 @@ The parts, each with one job:
     lifetime.py    page-write guards, and closing with the page or when replaced
     batches.py     set_inputs with a new batch: another number of examples, int labels cast
     record.py      the run's record: history with step numbers and learning rates, exports
+    compare.py     OptimizerComparison: one session per optimizer, one Play, loss lines overlaid
     play.py        Player (steps on the event loop, paced by the page's acknowledgements) and
                    the explorer's play / pause / history / output methods
     playbar.py     PlayControl: Play / Pause, speed, step number (static/play.js)
@@ -58,9 +59,10 @@ from .sliders import MAX_BARS, SMALL_INPUT
 
 # the widget side, imported on first use: the session (and `import pytree_lab.explorer.session`)
 # runs without ipywidgets
-_WIDGET_SIDE = {"StepExplorer": "widget", "View": "views", "VIEWS": "views"}
+_WIDGET_SIDE = {"StepExplorer": "widget", "OptimizerComparison": "compare", "View": "views", "VIEWS": "views"}
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .compare import OptimizerComparison as OptimizerComparison
     from .views import VIEWS as VIEWS, View as View
     from .widget import StepExplorer as StepExplorer
 
@@ -73,5 +75,15 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["StepExplorer", "ExplorerSession", "Computed", "View", "VIEWS", "MAX_STEPS", "SLOW_STEP_S", "MAX_BARS"]
+__all__ = [
+    "StepExplorer",
+    "OptimizerComparison",
+    "ExplorerSession",
+    "Computed",
+    "View",
+    "VIEWS",
+    "MAX_STEPS",
+    "SLOW_STEP_S",
+    "MAX_BARS",
+]
 __all__ += ["SMALL_INPUT"]

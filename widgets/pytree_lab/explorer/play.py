@@ -120,7 +120,7 @@ class Player:
                 with contextlib.suppress(RuntimeError):  # the loop is closed
                     loop.call_soon_threadsafe(self._turn)
             return
-        with self.ex.session.lock, self.ex._from_page():
+        with self.ex.lock, self.ex._from_page():
             if kind == "play" and not self.control.playing:
                 self.ex.play()
             elif kind == "pause":
@@ -151,7 +151,7 @@ class Player:
         if not self.control.playing or loop is None:
             return
         ex = self.ex
-        with ex.session.lock:
+        with ex.lock:
             if not self.control.playing:
                 return
             if ex.closed:
@@ -218,6 +218,11 @@ class PlayMixin:
     children: Any
     observe: Any
     recompute: Any
+
+    @property
+    def lock(self) -> Any:
+        """The lock of one change at a time (the session's), which the player takes for a step."""
+        return self.session.lock
 
     def _start_play(self) -> None:
         """Called once the explorer's children are set: the output area goes under them."""

@@ -1,0 +1,356 @@
+"""`OptimizerComparison`: several optimizers on one model, stepped and played together.
+
+One `ExplorerSession` per optimizer (each with its own params, optimizer state, compiled step,
+history and trajectories, and the session's guard around the user's loss), one lock for all of
+them, and one set of controls driving every session: Step, Step ×10, Reset and the explorer's
+Play bar (play.py's `Player`, paced by the page as an explorer's). The views:
+
+    the loss lines    one line per optimizer on one step axis (chart.py `LossLinesChart`), and
+                      beside it a table of each optimizer's step and loss now (text)
+    the diagram       every optimizer's columns side by side, rows aligned by path
+                      (``adam params``, ``adam update``, ...: `columns=`)
+
+Each optimizer's numbers are those of its own hand-written loop (``jax.value_and_grad``,
+``opt.update(grads, state, params)``, ``optax.apply_updates``), compiled as ``jax.jit`` compiles
+such a loop's step: bit for bit, after any number of steps, Step clicks or played steps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import html
+import inspect
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+import ipywidgets
+
+from ..chart import LINE_COLORS, LossLinesChart
+from ..diagram import PytreeDiagram
+from ..engine import Engine
+from ..formatting import fmt_number
+from ..page import PageIntents
+from ..step import StepResult
+from ..widget_common import TextForm, refuse_unknown, widget_keywords
+from . import record
+from .debug import DebugArea, captured
+from .lifetime import Lifetime
+from .play import Player
+from .playbar import PlayControl
+from .session import ExplorerSession
+
+__all__ = ["OptimizerComparison", "COLUMNS"]
+
+# what each optimizer's columns may show: its params, grads, the optimizer's updates, the params after
+COLUMNS = ("params", "grads", "update", "updated")
+
+
+def _check(optimizers: Any, columns: Any) -> tuple[dict[str, Any], tuple[str, ...]]:
+    if not isinstance(optimizers, Mapping) or not optimizers:
+        raise TypeError(
+            "OptimizerComparison needs `optimizers`, a dict of names to optimizers, e.g. "
+            f"{{'sgd': optax.sgd(0.1), 'adam': optax.adam(0.1)}}, not {optimizers!r}."
+        )
+    bad = [k for k, v in optimizers.items() if not isinstance(k, str) or not k.strip() or v is None]
+    if bad:
+        raise TypeError(f"Each optimizer needs a name (a non-empty str) and an optimizer, not {bad[0]!r}.")
+    if len(optimizers) > len(LINE_COLORS):
+        raise ValueError(
+            f"At most {len(LINE_COLORS)} optimizers are compared at once (one colour each), not {len(optimizers)}."
+        )
+    cols = (columns,) if isinstance(columns, str) else tuple(columns)
+    wrong = [c for c in cols if c not in COLUMNS]
+    if wrong or not cols:
+        raise ValueError(f"columns= takes some of {list(COLUMNS)}, not {wrong[0] if wrong else columns!r}.")
+    return dict(optimizers), cols
+
+
+class OptimizerComparison(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
+    """Several optimizers side by side on one model: one Play, their loss lines overlaid, their
+    updates per leaf aligned.
+
+    >>> OptimizerComparison(loss_fn, params, {"x": X, "y": Y},
+    ...                     {"sgd": optax.sgd(0.1), "momentum": optax.sgd(0.1, momentum=0.9),
+    ...                      "adam": optax.adam(0.1)})
+
+    `loss_fn(params, **inputs)`, `params`, `inputs`, `static=`, `time_budget=`, `engine=` and
+    `device=` are as `StepExplorer`'s; `optimizers` names each optimizer (an optax
+    GradientTransformation, or ``lambda lr: ...`` with `learning_rate`), at most six. Every
+    optimizer starts from the same params with a fresh state and takes its own steps: Step,
+    Step ×10, Reset and Play / Pause (`step(n)`, `reset()`, `play()`, `pause()`) drive all of
+    them at once. Each one's numbers are those of its own hand-written optax loop, bit for bit.
+
+    The loss chart has one line per optimizer (a legend with the names, one colour each) and a
+    table of each one's step and loss now; the diagram puts every optimizer's `columns` side by
+    side, rows aligned by path: some of "params", "grads", "update" (what the optimizer adds)
+    and "updated" (default: update alone), headed ``name column``.
+
+    `histories`, `history_dict()` and `to_dataframe()` give each optimizer's record (losses,
+    learning rates, every parameter's and moment's trajectory), `params`, `opt_states` and
+    `results` where each stands. A loss that raises, or a step that diverges, is said in the
+    status line naming the optimizer; each keeps its last good step.
+    """
+
+    _page_intents = frozenset({"_view_count"})
+
+    def __init__(
+        self,
+        loss_fn: Callable,
+        params: Any,
+        inputs: dict | None = None,
+        optimizers: Mapping[str, Any] | None = None,
+        learning_rate: float | None = None,
+        *,
+        columns: Iterable[str] = ("update",),
+        static: Iterable[str] = (),
+        time_budget: float | None = 30.0,
+        engine: Engine | None = None,
+        device: Any = None,
+        **kwargs: Any,
+    ):
+        refuse_unknown("OptimizerComparison", kwargs, widget_keywords(type(self), _OWN_KEYWORDS))
+        runs, self.columns = _check(optimizers, columns)
+        super().__init__(**kwargs)
+        self.add_class("pytree-lab-comparison")
+        self.lock = threading.RLock()  # one change at a time, for every session
+        self.sessions: dict[str, ExplorerSession] = {}
+        for name, opt in runs.items():
+            session = ExplorerSession(
+                loss_fn, params, inputs, learning_rate, optimizer=opt, static=static,
+                time_budget=time_budget, engine=engine, device=device,
+            )  # fmt: skip
+            session.lock = self.lock
+            self.sessions[name] = session
+        self.status = ipywidgets.HTML(layout={"width": "100%"})
+        self.status.add_class("pytree-lab-status")
+        buttons = [ipywidgets.Button(description=d, tooltip=t) for d, t in BUTTONS]
+        self.step_button, self.step10_button, self.reset_button = buttons
+        for button, (method, args) in zip(buttons, ((self.step, (1,)), (self.step, (10,)), (self.reset, ()))):
+            button.add_class("pytree-lab-step-button")
+            button.on_click(lambda _, m=method, a=args: self._clicked(m, *a))
+        self.play_control = PlayControl()
+        controls = ipywidgets.HBox(
+            [*buttons, self.play_control], layout={"flex_flow": "row wrap", "align_items": "center"}
+        )
+        controls.add_class("pytree-lab-controls")
+        self.loss_chart = LossLinesChart(list(self.sessions), title="Loss at each step, per optimizer")
+        self.table = ipywidgets.HTML()
+        self.table.add_class("ptl-compare-table")
+        self.diagram = PytreeDiagram()
+        self.debug = DebugArea()
+        self.player = Player(self, self.play_control)
+        row = ipywidgets.HBox(
+            [self.loss_chart.figure, self.table], layout={"flex_flow": "row wrap", "align_items": "center"}
+        )
+        self.children = [self.status, controls, row, self.diagram, self.debug.widget]
+        self._start_lifetime()
+        self.recompute()
+
+    # ------------------------------------------------------------------ where each optimizer stands
+    params = property(lambda self: {n: s.params for n, s in self.sessions.items()}, doc="Each optimizer's params now.")
+    opt_states = property(
+        lambda self: {n: s.opt_state for n, s in self.sessions.items()},
+        doc="Each optimizer's state, the one its next step starts from.",
+    )
+    results = property(
+        lambda self: {n: s.last_good for n, s in self.sessions.items()},
+        doc="Each optimizer's step from where it stands (None until one works).",
+    )
+
+    @property
+    def result(self) -> StepResult | None:
+        """The step Play checks before stepping on: one whose next loss is NaN or Inf, else the first's."""
+        found = [r for r in self.results.values() if r is not None]
+        return next((r for r in found if not _finite(r.loss_after)), found[0] if found else None)
+
+    @property
+    def histories(self) -> dict[str, record.History]:
+        """Each optimizer's losses at every point visited (`record.History`: `.steps`, `.learning_rates`)."""
+        return {n: record.History(s.history, s.rates) for n, s in self.sessions.items()}
+
+    def history_dict(self) -> dict[str, dict[str, list]]:
+        """Each optimizer's record as plain lists (StepExplorer.history_dict's, trajectories included)."""
+        return {n: record.history_dict(s) for n, s in self.sessions.items()}
+
+    def to_dataframe(self) -> Any:
+        """Every optimizer's record as one pandas DataFrame indexed by step, its columns
+        (optimizer, column): ("adam", "loss"), ("adam", "params['w'][0]"), ... Needs pandas."""
+        frames = {n: record.to_dataframe(s) for n, s in self.sessions.items()}
+        import pandas as pd
+
+        return pd.concat(frames, axis=1)
+
+    # ------------------------------------------------------------------ changes
+    def recompute(self, said: list[tuple[str, str]] | None = None) -> dict[str, StepResult | None]:
+        """Each optimizer's step from where it stands, every view drawn; returns `results`.
+        (`said`: messages of the steps before, (kind, text), shown with it.)"""
+        with self.lock:
+            if self.closed:
+                return self.results
+            said = list(said or [])
+            for name, s in self.sessions.items():
+                computed = s.compute()
+                if computed.result is None:
+                    said.append(("error", f"{name}: {s.failure(computed.failure)}"))
+                else:
+                    said += [("info", f"{name}: {note}") for note in s.commit(computed)]
+            self._draw(said)
+            return self.results
+
+    def step(self, n: int = 1) -> dict[str, StepResult | None] | None:
+        """`n` real steps of every optimizer (each one compiled loop), then every view drawn once.
+        Returns `results`, or None when an optimizer's step failed (the message names it)."""
+        with self.lock:
+            first = next(iter(self.sessions.values()))
+            first.check_steps(n)
+            if self.closed:
+                return None
+            failed, said = [], []
+            for name, s in self.sessions.items():
+                if not s.good_now and s.compute().result is None:
+                    failed.append(name)  # said by recompute, which tries it again
+                    continue
+                failure = s.run(n)  # the session's guard: a loss that raises is a sentence here
+                if failure:
+                    failed.append(name)
+                    said.append(("error", f"{name}: {failure}"))
+            results = self.recompute(said)
+            return None if failed or any(r is None for r in results.values()) else results
+
+    def reset(self) -> dict[str, StepResult | None]:
+        """Every optimizer back to the starting params with a fresh state; the histories start again."""
+        with self.lock:
+            if self.player.playing:
+                self.player.stop("Paused: reset.")
+            for s in self.sessions.values():
+                failure = s.reset()
+                if failure:
+                    s.notes.append(failure)
+            return self.recompute()
+
+    # ------------------------------------------------------------------ play (play.py's Player)
+    def play(self, steps_per_second: float | None = None, until: int | None = None) -> None:
+        """Step every optimizer one step at a time, as StepExplorer.play does (the page's pace,
+        at most `steps_per_second`, up to step `until`); stops on Pause, Reset, a failed step,
+        or an optimizer whose next loss would be NaN or Inf."""
+        with self.lock:
+            self.player.play(steps_per_second, until)
+
+    def pause(self) -> None:
+        """Stop playing (every optimizer stays at the step it reached)."""
+        self.player.stop("Paused.")
+
+    @property
+    def playing(self) -> bool:
+        return self.player.playing
+
+    def control_step(self) -> int:
+        """The step number shown: the most steps any optimizer has taken."""
+        return max(s.step_number for s in self.sessions.values())
+
+    def control_step_changed(self) -> None:
+        self.play_control.step = self.control_step()
+
+    @contextlib.contextmanager
+    def _from_page(self) -> Iterator[None]:
+        """A step the page asked for: its output to the output area, a failed step's traceback kept."""
+        for s in self.sessions.values():
+            s.last_traceback = ""
+        try:
+            with captured(self.debug.write):
+                yield
+        finally:
+            self.debug.failed(next((s.last_traceback for s in self.sessions.values() if not s.good_now), ""))
+
+    def _clicked(self, method: Callable, *args: Any) -> None:
+        with self._from_page():
+            method(*args)
+
+    @property
+    def output(self) -> str:
+        """What the steps run from the page (buttons, played steps) printed: the last lines kept."""
+        return self.debug.text
+
+    # ------------------------------------------------------------------ drawing
+    def _note(self, text: str, kind: str = "info") -> None:
+        """The player's alert (Play stopped before a step into NaN), with the optimizers it names."""
+        ahead = [n for n, r in self.results.items() if r is not None and not _finite(r.loss_after)]
+        self._draw_status([(kind, f"{', '.join(ahead)}: {text}" if ahead and kind == "error" else text)])
+
+    def _draw_status(self, said: list[tuple[str, str]]) -> None:
+        errors = [t for k, t in said if k == "error"]
+        role, cls = ("alert", "pytree-lab-alert") if errors else ("status", "pytree-lab-note")
+        text = " ".join(errors or [t for _, t in said])
+        self.status.value = f'<div role="{role}" class="{cls}">{html.escape(text)}</div>' if text else ""
+        self.diagram.show_message(text, kind="error" if errors else "info")
+
+    def _draw(self, said: list[tuple[str, str]]) -> None:
+        trees = {}
+        for name, s in self.sessions.items():
+            r = s.last_good
+            if r is not None:
+                shown = {
+                    "params": r.params,
+                    "grads": r.grads,
+                    "update": getattr(r, "updates", None),
+                    "updated": r.updated,
+                }
+                trees.update({f"{name} {col}": shown[col] for col in self.columns})
+        first = next(iter(self.sessions.values()))
+        self.diagram.set_trees(trees or {"params": first.params_tree}, order=first.param_summary)
+        self.diagram.caption = (
+            f"computed in the kernel by {first.engine.name}, each optimizer from its own params and state: "
+            "value_and_grad, then opt.update(grads, state, params) and optax.apply_updates"
+        )
+        self.loss_chart.show([s.history for s in self.sessions.values()])
+        rows = "".join(
+            f'<tr><td><span class="ptl-compare-swatch" style="{SWATCH}background:{color}"></span>'
+            f" {html.escape(name)}</td>"
+            f'<td class="ptl-compare-step">{s.step_number}</td>'
+            f'<td class="ptl-compare-loss">{html.escape(fmt_number(s.history[-1]) if s.history else "–")}</td></tr>'
+            for (name, s), color in zip(self.sessions.items(), LINE_COLORS)
+        )
+        self.table.value = (
+            '<table class="ptl-compare" aria-label="each optimizer\'s loss now" style="border-spacing:12px 2px">'
+            f"<thead><tr><th>optimizer</th><th>step</th><th>loss</th></tr></thead><tbody>{rows}</tbody></table>"
+        )
+        self._draw_status(said)
+        self.control_step_changed()
+
+    def text(self) -> str:
+        """The comparison as text: each optimizer's step and loss, then the aligned trees."""
+        lines = [
+            f"{name}: step {s.step_number}, loss {fmt_number(s.history[-1]) if s.history else '–'}"
+            for name, s in self.sessions.items()
+        ]
+        return "Optimizer comparison\n" + "\n".join(lines) + "\n\n" + self.diagram.text()
+
+    def close(self) -> None:
+        """Close the comparison and every widget it built; the numbers (params, histories) stay."""
+        with self.__dict__.get("lock") or contextlib.nullcontext():
+            self._closed = True
+            if "player" in self.__dict__:
+                self.player.stop()
+                self.loss_chart.close()
+            self._close_widgets()
+            for s in self.__dict__.get("sessions", {}).values():
+                s.close()
+            super().close()
+
+
+SWATCH = "display:inline-block;width:14px;height:4px;vertical-align:middle;margin-right:4px;"
+
+
+def _finite(x: float) -> bool:
+    return x == x and abs(x) != float("inf")
+
+
+BUTTONS = (
+    ("Step", "every optimizer takes one step"),
+    ("Step ×10", "every optimizer takes ten steps (one compiled loop each)"),
+    ("Reset", "every optimizer back to the starting params, with a fresh state"),
+)
+_OWN_KEYWORDS = [
+    name for name in inspect.signature(OptimizerComparison.__init__).parameters if name not in ("self", "kwargs")
+]
