@@ -130,9 +130,13 @@ EXIT = {
     "repair_update": None,  # replaced by a cell without %%exercise, below
     "grad_over_flat_params": "import sys\nsys.exit(1)",
 }
+# Endless loops: the repair cell (below) is cut by nbgrader's time-out, the packed-gradient
+# function loops where the grader calls it. The other two answers are right: a loop elsewhere in
+# the notebook costs them nothing. (A value answer that loops, with the clocks frozen or every
+# stop swallowed, is HANG's.)
 LOOP = {
-    "squared_norm": "while True:\n    pass",
-    "nested_scale_grad": "n = 0\nwhile True:\n    n += 1",
+    "squared_norm": None,
+    "nested_scale_grad": None,
     "repair_update": None,
     "grad_over_flat_params": "def grad_over_flat_params(flat_params, x):\n    while True:\n        pass",
 }
@@ -306,7 +310,8 @@ def course(tmp_path_factory):
     submission(release, submitted / "wrong" / "pytrees", WRONG)
     submission(release, submitted / "rigged" / "pytrees", WRONG, above_imports=RIG)
     submission(release, submitted / "exit" / "pytrees", {**EXIT, "repair_update": raw_exit})
-    submission(release, submitted / "loop" / "pytrees", {**LOOP, "repair_update": raw_loop})
+    loop = {**LOOP, "repair_update": raw_loop}
+    submission(release, submitted / "loop" / "pytrees", lambda ex: loop[ex] or solution(ex))
     submission(release, submitted / "hostile" / "pytrees", HOSTILE)
     grader = socket.create_server(("127.0.0.1", 0))  # a service of the grading machine
     grader.setblocking(False)
@@ -393,7 +398,7 @@ DESERVED = {
     "wrong": WRONG_SCORES,
     "rigged": WRONG_SCORES,  # the rigged kernel changes nothing
     "exit": ZERO,
-    "loop": ZERO,
+    "loop": {**ZERO, "squared_norm": 2.0, "nested_scale_grad": 2.0},
     "hostile": ZERO,
     "snoop": ZERO,
     "deleted": FULL,  # the deleted test cells came back
