@@ -517,6 +517,11 @@ SNAPSHOT_NAME = "kernel.snap"  # static/pyodide/kernel.snap.gz and kernel.snap.f
 # What the kernel installs at start from its own wheel index (jupyterlite-pyodide-kernel 0.8.6's
 # worker: micropip, then piplite, then these with piplite); with a snapshot all are in it already.
 KERNEL_START_WHEELS = ("piplite", "ipykernel", "pyodide_kernel", "comm")
+# What the setup cell (first_cell.py) installs and imports goes into the snapshot too: the cell then
+# finds it installed and imported (a restored kernel runs its first Python slower, see README).
+SETUP_CELL_WHEELS = ("anywidget", "ipywidgets", "psygnal", "jupyterlab_widgets", "widgetsnbextension")
+SETUP_CELL_WHEELS += ("typing_extensions", "pytree_lab")
+SNAPSHOT_IMPORTS = "import piplite.piplite, pyodide_kernel, anywidget, ipywidgets, pytree_lab.compat.lite_kernel"
 KERNEL_START_PACKAGES = ["micropip", "piplite", "ipykernel", "comm", "pyodide-kernel", "jedi", "ipython"]
 # Pyodide 314.0.6's loadPyodide restores a snapshot into the memory the wasm module defines, which
 # is smaller than the snapshot (the INITIAL_MEMORY it sets is ignored: RangeError in restoreSnapshot):
@@ -596,18 +601,21 @@ def ship_snapshot(site: Path) -> dict:
     if not node:
         raise BuildError("node is needed to make the start snapshot with Pyodide's Python (Debian package `nodejs`)")
     pyodide_dir = site / "static" / "pyodide"
-    wheels = [
-        w
-        for folder in (site / PYODIDE_KERNEL_PYPI, site / "pypi")
-        for w in sorted(folder.glob("*.whl"))
-        if normalize(wheel_name_version(w)[0]) in {normalize(n) for n in KERNEL_START_WHEELS}
-    ]
-    found = sorted({normalize(wheel_name_version(w)[0]) for w in wheels})
-    if found != sorted(normalize(n) for n in KERNEL_START_WHEELS):
-        raise BuildError(f"--snapshot: the kernel's start wheels are {found}, expected {list(KERNEL_START_WHEELS)}")
+    from packaging.version import Version
+
+    wanted = {normalize(n) for n in KERNEL_START_WHEELS + SETUP_CELL_WHEELS}
+    newest: dict[str, Path] = {}  # the newest of each (the kernel's index has widgetsnbextension 3 and 4)
+    for folder in (site / PYODIDE_KERNEL_PYPI, site / "pypi", pyodide_dir):
+        for w in folder.glob("*.whl"):
+            name, version = wheel_name_version(w)
+            older = newest.get(name)
+            if name in wanted and (older is None or Version(version) > Version(wheel_name_version(older)[1])):
+                newest[name] = w
+    if set(newest) != wanted:
+        raise BuildError(f"--snapshot: the site has no wheel for {sorted(wanted - set(newest))}")
     proc = subprocess.run(
-        [node, str(HERE / "snapshot.mjs"), str(site), str(pyodide_dir / SNAPSHOT_NAME), *PRELOAD_PACKAGES, "--"]
-        + [str(w) for w in wheels],
+        [node, str(HERE / "snapshot.mjs"), str(site), str(pyodide_dir / SNAPSHOT_NAME), SNAPSHOT_IMPORTS]
+        + [*PRELOAD_PACKAGES, "--", *(str(newest[n]) for n in sorted(newest))],
         capture_output=True,
         text=True,
     )

@@ -1,11 +1,11 @@
 // Make the kernel's start snapshot with the site's own Pyodide, under node (build.py --snapshot).
 //
-//   node lite_build/snapshot.mjs SITE OUT PACKAGE... -- WHEEL...
+//   node lite_build/snapshot.mjs SITE OUT IMPORTS PACKAGE... -- WHEEL...
 //
 // Boots Pyodide from SITE/static/pyodide with the lock packages PACKAGE... (micropip, IPython,
-// jedi and their dependencies), unpacks the kernel's own wheels (piplite, the ipykernel shim,
-// comm, pyodide-kernel), imports the kernel (`import pyodide_kernel`: IPython's shell and the
-// kernel object) and writes, gzipped:
+// jedi and their dependencies), unpacks the wheels (the kernel's own: piplite, the ipykernel shim,
+// comm, pyodide-kernel; the setup cell's: the widgets, pytree-lab), runs IMPORTS (`import
+// pyodide_kernel` makes IPython's shell and the kernel object) and writes, gzipped:
 //   OUT.gz        the interpreter's memory (pyodide.makeMemorySnapshot), restored by loadPyodide
 //   OUT.files.gz  site-packages, as files: Emscripten's file system lives in JS, outside that
 //                 memory. Layout: u32 little-endian header length, JSON header
@@ -16,17 +16,18 @@ import { pathToFileURL } from "node:url";
 import path from "node:path";
 
 const args = process.argv.slice(2);
-const [site, out] = args;
+const [site, out, imports] = args;
 const split = args.indexOf("--");
-const packages = args.slice(2, split);
+const packages = args.slice(3, split);
 const wheels = args.slice(split + 1);
 const pyodideDir = path.join(site, "static", "pyodide");
 const { loadPyodide } = await import(pathToFileURL(path.join(pyodideDir, "pyodide.mjs")).href);
 const py = await loadPyodide({ indexURL: pyodideDir + "/", _makeSnapshot: true, packages });
-for (const wheel of wheels) py.unpackArchive(new Uint8Array(readFileSync(wheel)), "wheel");
-await py.runPythonAsync("import piplite.piplite, pyodide_kernel");
+// (sysconfig says "//lib/..."; unpackArchive's default folder is the working folder, not site-packages)
+const sitePackages = path.posix.normalize(py.runPython("import sysconfig; sysconfig.get_path('purelib')"));
+for (const wheel of wheels) py.unpackArchive(new Uint8Array(readFileSync(wheel)), "wheel", { extractDir: sitePackages });
+await py.runPythonAsync(imports);
 
-const sitePackages = py.runPython("import sysconfig; sysconfig.get_path('purelib')");
 const files = [];
 const chunks = [];
 const walk = (dir) => {
