@@ -56,6 +56,7 @@ class NetLog:
     refused: list[str] = field(default_factory=list)
     held: list = field(default_factory=list)  # black-holed requests still waiting
     outside: list[tuple[float, str, str]] = field(default_factory=list)  # (time, method, url) leaving 127.0.0.1
+    gets: list[str] = field(default_factory=list)  # URLs fetched with GET (the page's check sends HEADs)
 
     def local_paths(self) -> list[str]:
         return [urlsplit(url).path for _, url in self.requests if not LEAVES_LOOPBACK.match(url)]
@@ -95,7 +96,13 @@ def offline_context(browser, black_hole: bool = False, answer=None):
             route.abort("internetdisconnected")
 
     context.route(LEAVES_LOOPBACK, refuse)
-    context.on("request", lambda request: net.requests.append((time.monotonic(), request.url)))
+
+    def seen(request):
+        net.requests.append((time.monotonic(), request.url))
+        if request.method == "GET":
+            net.gets.append(request.url)
+
+    context.on("request", seen)
     return context, net
 
 

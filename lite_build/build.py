@@ -511,6 +511,137 @@ def fix_hashes(site: Path, wheels: list[Path]) -> None:
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True))
 
 
+# ---------------------------------------------------------------- start snapshot (--snapshot)
+
+SNAPSHOT_NAME = "kernel.snap"  # static/pyodide/kernel.snap.gz and kernel.snap.files.gz
+# What the kernel installs at start from its own wheel index (jupyterlite-pyodide-kernel 0.8.6's
+# worker: micropip, then piplite, then these with piplite); with a snapshot all are in it already.
+KERNEL_START_WHEELS = ("piplite", "ipykernel", "pyodide_kernel", "comm")
+# What the setup cell (first_cell.py) installs and imports goes into the snapshot too: the cell then
+# finds it installed and imported (a restored kernel runs its first Python slower, see README).
+SETUP_CELL_WHEELS = ("anywidget", "ipywidgets", "psygnal", "jupyterlab_widgets", "widgetsnbextension")
+SETUP_CELL_WHEELS += ("typing_extensions", "pytree_lab")
+SNAPSHOT_IMPORTS = "import piplite.piplite, pyodide_kernel, anywidget, ipywidgets, pytree_lab.compat.lite_kernel"
+KERNEL_START_PACKAGES = ["micropip", "piplite", "ipykernel", "comm", "pyodide-kernel", "jedi", "ipython"]
+# Pyodide 314.0.6's loadPyodide restores a snapshot into the memory the wasm module defines, which
+# is smaller than the snapshot (the INITIAL_MEMORY it sets is ignored: RangeError in restoreSnapshot):
+# grow it first.
+SNAPSHOT_PYODIDE_PATCH = (
+    "function Ae(e,t,n){let i=e.API,s;return t&&(s=i.restoreSnapshot(t))",
+    "function Ae(e,t,n){let i=e.API,s;return t&&(e.HEAP8.length<t.length&&e.growMemory(t.length),"
+    "s=i.restoreSnapshot(t))",
+)
+# The kernel's worker (jupyterlite-pyodide-kernel 0.8.6, minified): when loadPyodideOptions names
+# a snapshot, fetch it and site-packages while Pyodide's own files download, restore, write the
+# files back, bind the API functions the snapshot named (lite_build/snapshot.mjs) and reseed
+# `random` (its state was frozen with the snapshot). The worker's own start then finds every
+# package in loadPyodideOptions.packages and `import pyodide_kernel` done: it skips the installs.
+SNAPSHOT_WORKER = """\
+ptlSnapshot(o){
+  const name = (o.loadPyodideOptions || {}).ptlSnapshot;
+  if (!name) return {};
+  const base = new URL(name, o.pyodideUrl).href, held = {};
+  const get = (url) => fetch(url).then((r) => {
+    if (!r.ok) throw new Error(`${url}: ${r.status}`);
+    return new Response(r.body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
+  });
+  this._ptlSnapshot = { held, files: get(base + ".files.gz") };
+  return {
+    packages: [],
+    _loadSnapshot: get(base + ".gz"),
+    _snapshotDeserializer: (n) => n === "public_api"
+      ? new Proxy({}, { get: (_, k) => held.py[k], has: (_, k) => k in held.py })
+      : (...a) => (n === "install" || n === "loadBinaryFile" ? held.py._api : held.py)[n](...a),
+  };
+}
+async ptlRestore(){
+  if (!this._ptlSnapshot) return;
+  const py = this._pyodide, pack = new Uint8Array(await this._ptlSnapshot.files), made = new Set();
+  this._ptlSnapshot.held.py = py;
+  const size = new DataView(pack.buffer).getUint32(0, true);
+  const index = JSON.parse(new TextDecoder().decode(pack.subarray(4, 4 + size)));
+  let at = 4 + size;
+  for (const [file, length] of index.files) {
+    const dir = file.slice(0, file.lastIndexOf("/"));
+    if (!made.has(dir)) { py.FS.mkdirTree(dir); made.add(dir); }
+    py.FS.writeFile(file, pack.subarray(at, at + length), { canOwn: true });
+    at += length;
+  }
+  for (const p of index.loadedPackages) py.loadedPackages[p] = "default channel";
+  py.runPython("import importlib, random; importlib.invalidate_caches(); random.seed()");
+}
+"""
+SNAPSHOT_WORKER_PATCHES = (
+    ("async initialize(e){var t;", SNAPSHOT_WORKER + "async initialize(e){var t;"),
+    (
+        "...e.loadPyodideOptions}),this._pyodide._api.on_fatal=",
+        "...e.loadPyodideOptions,...this.ptlSnapshot(e)}),await this.ptlRestore(),this._pyodide._api.on_fatal=",
+    ),
+)
+
+
+def patch_text(path: Path, patches) -> None:
+    text = path.read_text()
+    for old, new in patches:
+        if text.count(old) != 1:
+            raise BuildError(
+                f"--snapshot: {path.name} is not the file it was made for (Pyodide {PYODIDE_VERSION}, "
+                f"jupyterlite-pyodide-kernel {JUPYTERLITE_VERSION}): {old[:50]!r} not found once"
+            )
+        text = text.replace(old, new)
+    path.write_text(text)
+
+
+def ship_snapshot(site: Path) -> dict:
+    """Make the kernel's start snapshot with the site's own Pyodide (node, lite_build/snapshot.mjs)
+    and switch the site's kernel to start from it: patch Pyodide's loader and the kernel's worker,
+    point loadPyodideOptions at the snapshot. Runs last on the site's Python files: the snapshot
+    holds the stdlib zip's table of contents and must match the zip the site serves."""
+    node = shutil.which("node")
+    if not node:
+        raise BuildError("node is needed to make the start snapshot with Pyodide's Python (Debian package `nodejs`)")
+    pyodide_dir = site / "static" / "pyodide"
+    from packaging.version import Version
+
+    wanted = {normalize(n) for n in KERNEL_START_WHEELS + SETUP_CELL_WHEELS}
+    newest: dict[str, Path] = {}  # the newest of each (the kernel's index has widgetsnbextension 3 and 4)
+    for folder in (site / PYODIDE_KERNEL_PYPI, site / "pypi", pyodide_dir):
+        for w in folder.glob("*.whl"):
+            name, version = wheel_name_version(w)
+            older = newest.get(name)
+            if name in wanted and (older is None or Version(version) > Version(wheel_name_version(older)[1])):
+                newest[name] = w
+    if set(newest) != wanted:
+        raise BuildError(f"--snapshot: the site has no wheel for {sorted(wanted - set(newest))}")
+    proc = subprocess.run(
+        [node, str(HERE / "snapshot.mjs"), str(site), str(pyodide_dir / SNAPSHOT_NAME), SNAPSHOT_IMPORTS]
+        + [*PRELOAD_PACKAGES, "--", *(str(newest[n]) for n in sorted(newest))],
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise BuildError(f"making the start snapshot under node failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    patch_text(pyodide_dir / "pyodide.mjs", [SNAPSHOT_PYODIDE_PATCH])
+    # the kernel's code is in each of the extension's bundles that may run it (comlink and coincident
+    # workers, a shared chunk): patch every one
+    bundles = sorted((site / "extensions" / PYODIDE_KERNEL_EXTENSION / "static").glob("*.js"))
+    patched = [b for b in bundles if "this.initRuntime(e)" in b.read_text()]
+    if not any(".worker." in b.name for b in patched):
+        raise BuildError(f"--snapshot: no kernel worker found in {PYODIDE_KERNEL_EXTENSION}")
+    for bundle in patched:
+        patch_text(bundle, SNAPSHOT_WORKER_PATCHES)
+    config_path = site / "jupyter-lite.json"
+    config = json.loads(config_path.read_text())
+    kernel = config["jupyter-config-data"]["litePluginSettings"][f"{PYODIDE_KERNEL_EXTENSION}:kernel"]
+    kernel["loadPyodideOptions"] = {"packages": KERNEL_START_PACKAGES, "ptlSnapshot": SNAPSHOT_NAME}
+    config_path.write_text(json.dumps(config, indent=2, sort_keys=True))
+    return {
+        **info,
+        "bytes": sum((pyodide_dir / f"{SNAPSHOT_NAME}{ext}").stat().st_size for ext in (".gz", ".files.gz")),
+    }
+
+
 # ---------------------------------------------------------------- the lock file
 
 
@@ -1015,6 +1146,7 @@ def build_site(
     lean: bool = False,
     site_name: str | None = None,
     stored_outputs: bool = False,
+    snapshot: bool = False,
 ) -> dict:
     """Build the site into a private staging folder and put it at output_dir only on success.
 
@@ -1023,6 +1155,7 @@ def build_site(
     lean: ship bytecode without the .py sources it was compiled from (README: the lean site).
     stored_outputs: run every notebook on the Lite engine and store its outputs (first_paint.py);
     the command line does it unless --no-stored-outputs.
+    snapshot: the kernel starts from a memory snapshot made at build time (README: start snapshot).
     """
     if lean and not fast_start:
         raise BuildError("--lean drops the sources the bytecode replaces: it needs the bytecode build")
@@ -1146,12 +1279,20 @@ def build_site(
                     "  lean: .py sources left out where bytecode replaces them "
                     "(tracebacks show no library source lines)"
                 )
+        snapshot_info = None
+        if snapshot:
+            snapshot_info = ship_snapshot(staged_output)
+            log(
+                f"  start snapshot: {human(snapshot_info['memory'])} of memory and {snapshot_info['files']} files "
+                f"of site-packages, {human(snapshot_info['bytes'])} gzipped; the kernel starts from it"
+            )
         manifest = verify_and_describe(staged_output, lock_info, wheels, project, notebooks, setup_cells, config_data)
         manifest["site_name"] = site_name
         log(f"  students' work is kept in their browser under {storage_name(site_name)!r} (--site-name {site_name})")
         if bytecode is not None:  # how much came from the cache varies by build: logged, not recorded
             bytecode = {k: v for k, v in bytecode.items() if k not in ("compiled_now", "from_cache")}
         manifest["bytecode"] = bytecode
+        manifest["snapshot"] = snapshot_info
         (staged_output / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
         add_site_check(staged_output)
         write_marker(staged_output)
@@ -1311,6 +1452,11 @@ def main(argv: list[str] | None = None) -> int:
         help="do not run the notebooks for their outputs (faster; the page shows empty outputs until "
         "the kernel runs them)",
     )
+    parser.add_argument(
+        "--snapshot",
+        action="store_true",
+        help="start the kernel from a memory snapshot made at build time (experimental; README: start snapshot)",
+    )
     args = parser.parse_args(argv)
     try:
         build_site(
@@ -1320,6 +1466,7 @@ def main(argv: list[str] | None = None) -> int:
             lean=args.lean,
             site_name=args.site_name,
             stored_outputs=not args.no_stored_outputs,
+            snapshot=args.snapshot,
         )
     except BuildError as err:
         print(f"error: {err}", file=sys.stderr)
