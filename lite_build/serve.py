@@ -14,6 +14,7 @@ as a school network would (the benchmark's slow-link condition).
 from __future__ import annotations
 
 import argparse
+import bisect
 import functools
 import json
 import re
@@ -90,6 +91,7 @@ class SiteHandler(SimpleHTTPRequestHandler):
             outputfile.write(chunk)
             with self.server.lock:
                 self.server.sent += len(chunk)
+                self.server.timeline.append((time.monotonic(), self.server.sent))
 
 
 class QuietServer(ThreadingHTTPServer):
@@ -99,6 +101,10 @@ class QuietServer(ThreadingHTTPServer):
     link: Link | None = None  # the slow link responses share, if any
     sent = 0  # bytes of file content sent (not headers), for the benchmark
     lock = threading.Lock()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.timeline: list[tuple[float, int]] = []  # (time.monotonic(), bytes sent so far) per chunk
 
     def handle_error(self, request, client_address):
         err = sys.exc_info()[1]
@@ -143,6 +149,13 @@ class SiteServer:
     def sent(self) -> int:
         """Bytes of file content sent so far (a 304 answer sends none)."""
         return self.httpd.sent
+
+    def sent_before(self, when: float) -> int:
+        """Bytes of file content sent before `when` (a time.monotonic())."""
+        with self.httpd.lock:
+            timeline = self.httpd.timeline[:]
+        i = bisect.bisect_right(timeline, (when, float("inf")))
+        return timeline[i - 1][1] if i else 0
 
     def start(self) -> SiteServer:
         self.thread.start()
