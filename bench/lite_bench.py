@@ -385,7 +385,7 @@ def report(r: dict) -> str:
     fmt_load = lambda load: ", ".join(f"{v:.2f}" for v in load) or "?"  # noqa: E731
     head = "  " + f"{'':46}" + "".join(f"{n:>12}" for n in names) + "".join(f"{n + '/old':>11}" for n in ratio_names)
     lines = [
-        "JupyterLite site (Debian Chromium, fresh profile per run, served on 127.0.0.1, outside requests refused;",
+        "JupyterLite site (Debian Chromium, a fresh profile on disk per run, served on 127.0.0.1, no outside requests;",
         f"  {', '.join(names)} opened in turn, order rotating, {r['runs_per_variant']} runs each, medians; "
         f"{r.get('cores') or os.cpu_count()} cores;",
         f"  load average (1, 5, 15 min) before: {fmt_load(r.get('load_average_before', []))}, "
