@@ -7,10 +7,12 @@
 
 Sections: 1 compute per update; 2a kernel websocket round trips without a browser; 2 slider ->
 chart round trip vs a no-op-kernel floor; 3 a 20-move burst; 4 big trees (Python model, first
-paint, select / fold) beside treescope; 5 the JupyterLite site (size, page open -> kernel
-ready, page open -> first diagram). Sections 2a, 2 and 3 run on two servers side by side:
-pytree-lab as installed (its jupyter_server extension sets TCP_NODELAY on kernel websockets)
-and stock (the extension switched off); targets are judged on the server as installed.
+paint, select / fold) beside treescope; 5 the JupyterLite site, old build vs new (size, page
+open -> first diagram, kernel ready, first slider move answered, a second visit; on this machine,
+with Chromium's CPU throttled 4x and with the server limited to 10 Mbit/s). Sections 2a, 2 and
+3 run on two servers side by side: pytree-lab as installed (its jupyter_server extension sets
+TCP_NODELAY on kernel websockets) and stock (the extension switched off); targets are judged on
+the server as installed.
 6 (training) 100 optimizer steps, compiled loop vs hand-written jitted optax loops.
 8 (devices) a slider move and step(100) on the host CPU and, where JAX sees one, the accelerator.
 7 (hub) a class of N = 5, 10, 20 students on a real JupyterHub on 127.0.0.1 (bench/hub.py):
@@ -31,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-from .stats import Table, fmt, verdict
+from .stats import Table, cpu_share, cpu_ticks, fmt, verdict
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "artifacts" / "bench.json"
@@ -55,21 +57,12 @@ _LAST_CPU: list[int] = []
 
 
 def _cpu_share() -> str:
-    """Since the last table: how busy both cores were, and how much of their time the host took
-    (steal: a shared virtual machine's CPUs are not all ours; timings stretch with it)."""
-    try:
-        with open("/proc/stat") as f:
-            ticks = [int(v) for v in f.readline().split()[1:9]]  # user nice system idle iowait irq softirq steal
-    except (OSError, ValueError):
-        return ""
+    """Since the last table: how busy both cores were, and how much of their time the host took."""
+    ticks = cpu_ticks()
     last = _LAST_CPU[:] or ticks
     _LAST_CPU[:] = ticks
-    d = [a - b for a, b in zip(ticks, last)]
-    total = sum(d)
-    if total <= 0:
-        return ""
-    busy = total - d[3] - d[4] - d[7]
-    return f"; since the last table, CPU busy {100 * busy / total:.0f}%, stolen by the host {100 * d[7] / total:.0f}%"
+    share = cpu_share(last, ticks)
+    return f"; since the last table, {share}" if share else ""
 
 
 def _load() -> list[float]:

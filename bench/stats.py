@@ -30,6 +30,26 @@ def summary(values: Sequence[float]) -> dict:
     }
 
 
+def cpu_ticks() -> list[int]:
+    """/proc/stat's whole-machine CPU ticks: user nice system idle iowait irq softirq steal ([] elsewhere)."""
+    try:
+        with open("/proc/stat") as f:
+            return [int(v) for v in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return []
+
+
+def cpu_share(before: list[int], after: list[int]) -> str:
+    """Between two `cpu_ticks()`: how busy the cores were, and how much of their time the host took
+    (steal: a shared virtual machine's CPUs are not all ours; timings stretch with it)."""
+    d = [a - b for a, b in zip(after, before)]
+    total = sum(d)
+    if len(d) < 8 or total <= 0:
+        return ""
+    busy = total - d[3] - d[4] - d[7]
+    return f"CPU busy {100 * busy / total:.0f}%, stolen by the host {100 * d[7] / total:.0f}%"
+
+
 def fmt(v: Any, unit: str = "", digits: int = 3) -> str:
     if v is None:
         return "—"

@@ -106,6 +106,24 @@ def offline_context(browser, black_hole: bool = False, answer=None):
     return context, net
 
 
+def cached_profile(playwright, folder):
+    """A fresh browser profile in `folder`, with the HTTP cache on disk as in a student's own
+    browser (for a second visit). Outside requests fail at the resolver (`--host-resolver-rules`)
+    and are recorded, not routed: Playwright turns the HTTP cache off in a context that routes."""
+    context = playwright.chromium.launch_persistent_context(
+        str(folder), executable_path=CHROMIUM, args=CHROMIUM_ARGS, viewport={"width": 1400, "height": 1000}
+    )
+    net = NetLog()
+
+    def seen(request):
+        net.requests.append((time.monotonic(), request.url))
+        if LEAVES_LOOPBACK.match(request.url):
+            net.refused.append(request.url)
+
+    context.on("request", seen)
+    return context, net
+
+
 def release(net: NetLog) -> None:
     """End the black-holed requests (so the context can close)."""
     while net.held:

@@ -117,6 +117,7 @@ _LITE_SITE_MODULES = {
     f"tests/lite/{name}.py"
     for name in (
         "test_lite_background",
+        "test_lite_bench_builds",
         "test_lite_mirror",
         "test_lite_offline",
         "test_lite_publish",
@@ -126,7 +127,7 @@ _LITE_SITE_MODULES = {
     )
 }
 _GROUP_SECONDS = {
-    "lite": 520,
+    "lite": 620,
     "tests/test_nbgrader.py": 630,
     "tests/lite/test_lean_site.py": 170,
     "tests/lite/test_bytecode_cache.py": 110,

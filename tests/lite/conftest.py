@@ -99,10 +99,15 @@ CELLS = [BOOT_CELL, ANYWIDGET_CELL, COUNTER_READ_CELL, DIAGRAM_CELL, DIAGRAM_REA
 SETUP, BOOT, COUNTER, COUNTER_READ, DIAGRAM, DIAGRAM_READ, BUDGET = range(7)
 
 
-def build_probe_site(tmp_path_factory, *options: str) -> Path:
+def build_probe_site(tmp_path_factory, *options: str, bench_notebook: bool = False) -> Path:
     work = tmp_path_factory.mktemp("lite")
     probe = work / "probe" / PROBE_NOTEBOOK
     probe.parent.mkdir()
+    extra = []
+    if bench_notebook:  # `make bench`'s notebook (bench/lite_bench.py), for the test of its runs
+        from bench import lite_bench
+
+        extra = ["--contents", str(lite_bench.write_notebook(probe.parent))]
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(src) for src in CELLS]
     nbformat.write(nb, probe)
@@ -117,6 +122,7 @@ def build_probe_site(tmp_path_factory, *options: str) -> Path:
             str(site),
             "--contents",
             str(probe),
+            *extra,
             *options,
         ],
         capture_output=True,
@@ -130,8 +136,9 @@ def build_probe_site(tmp_path_factory, *options: str) -> Path:
 
 @pytest.fixture(scope="session")
 def lite_site(tmp_path_factory) -> Path:
-    """The site, built from this checkout by lite_build/build.py (+ the probe notebook)."""
-    return build_probe_site(tmp_path_factory)
+    """The site, built from this checkout by lite_build/build.py (+ the probe notebook and the
+    benchmark's)."""
+    return build_probe_site(tmp_path_factory, bench_notebook=True)
 
 
 @pytest.fixture(scope="session")

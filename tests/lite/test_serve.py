@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -68,3 +69,50 @@ def test_make_lite_server_prints_the_first_lesson_and_no_traceback_on_reload(tmp
         proc.terminate()
         _out, err = proc.communicate(timeout=30)
     assert "Traceback" not in err and err == "", err
+
+
+def test_only_content_named_files_are_kept_without_asking_and_unchanged_ones_answer_304(tmp_path):
+    from lite_build.serve import SiteServer
+
+    site = fake_site(tmp_path / "site")
+    named = {
+        "build/1031.b91a70b.js": True,
+        "extensions/anywidget/static/remoteEntry.698dcaf7.js": True,
+        "extensions/@pytree-lab/stored-outputs/static/modules/" + "0a" * 32: True,
+        "build/bootstrap.js": False,  # no hash in the name
+        "pypi/pytree_lab-0.1.0-py3-none-any.whl": False,  # a rebuild keeps the name, not the bytes
+        "static/pyodide/pyodide.asm.wasm": False,
+    }
+    for path in named:
+        (site / path).parent.mkdir(parents=True, exist_ok=True)
+        (site / path).write_bytes(b"x")
+    with SiteServer(site) as server:
+        for path, kept in named.items():
+            with urllib.request.urlopen(f"{server.url}/{path}", timeout=30) as r:
+                assert r.headers["Cache-Control"] == ("public, max-age=31536000, immutable" if kept else "no-cache")
+                modified = r.headers["Last-Modified"]
+        again = urllib.request.Request(f"{server.url}/jupyter-lite.json", headers={"If-Modified-Since": modified})
+        try:
+            urllib.request.urlopen(again, timeout=30)
+            raise AssertionError("an unchanged file was sent again")
+        except urllib.error.HTTPError as err:
+            assert err.code == 304
+
+
+def test_a_limited_server_shares_its_rate_among_all_responses(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lite_build.serve import SiteServer
+
+    site = fake_site(tmp_path / "site")
+    (site / "half.bin").write_bytes(b"y" * 500_000)
+    with SiteServer(site, mbit=16) as server:  # 2 MB/s
+        started = time.monotonic()
+        with ThreadPoolExecutor(2) as pool:
+            sizes = list(pool.map(lambda _: len(urllib.request.urlopen(f"{server.url}/half.bin").read()), range(2)))
+        elapsed = time.monotonic() - started
+        assert sizes == [500_000, 500_000] and server.sent == 1_000_000
+        assert elapsed >= 0.49, elapsed  # 1 MB at 2 MB/s: half a second, however many connections
+        server.limit(None)
+        assert len(urllib.request.urlopen(f"{server.url}/big.bin").read()) == 30_000_000
+        assert server.sent == 31_000_000
