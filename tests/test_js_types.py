@@ -75,7 +75,8 @@ def test_every_module_is_checked_against_its_model():
         assert len(RENDER_TYPE.findall(text)) == 1, f"{module.name}: render is not typed as Render<Model>"
         # types only: the module never imports anything at run time (no build step, no CDN)
         assert not re.search(r"^\s*import\b", text, re.M), module.name
-    assert [m.name for m in SHARED] == ["_shared.js"]
+    # scripts, not widget modules: _shared.js goes into every module, _replay.js into the replay page
+    assert [m.name for m in SHARED] == ["_replay.js", "_shared.js"]
     for script in SHARED:  # a script: no import or export, so its declarations are global
         text = script.read_text(encoding="utf-8")
         assert text.startswith("// @ts-check\n") and not re.search(r"^\s*(import|export)\b", text, re.M)

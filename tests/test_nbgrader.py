@@ -6,11 +6,12 @@
 step (pytree_lab.course.autograde), which runs each exercise cell's code in a fresh sandboxed
 process; the submission's kernel runs under bubblewrap and decides nothing. The students:
 
-- ref:     the catalogue's reference solutions pasted into the exercise cells -> full marks;
-- wrong:   typical wrong answers -> partial credit, exercise by exercise (derived below);
-- rigged:  the same wrong answers, in a kernel rigged to pass them: numpy's comparisons patched
+- ref:     the catalogue's reference solutions pasted into the exercise cells, and one test cell
+           of each notebook deleted -> full marks (the deleted cells come back);
+- wrong:   typical wrong answers, in a kernel rigged to pass them: numpy's comparisons patched
            above the imports, display switched off, an input transformer, a pre_run_cell hook, the
-           practice checker replaced -> exactly the wrong answers' scores;
+           practice checker replaced -> exactly the wrong answers' partial credit, exercise by
+           exercise (derived below: the rigging changes nothing);
 - exit:    `sys.exit()` in every exercise (one of them outside `%%exercise`) -> 0 each;
 - loop:    endless loops, one outside `%%exercise` (nbgrader's own time-out interrupts it), and a
            function that never returns -> 0 each, and the next notebook is still graded;
@@ -19,7 +20,6 @@ process; the submission's kernel runs under bubblewrap and decides nothing. The 
 - snoop:   walks up to source/, copies the solutions, writes beside gradebook.db and a startup file
            into the grader's home, answers with the package's installed solutions -> 0 each, and
            nothing outside its scratch folder changes;
-- deleted: reference answers with two test cells deleted -> full marks (the cells come back);
 - hang:    an answer that freezes time's clocks and loops, one that loops around
            `except BaseException: pass`, a function that does both, and one right answer -> 0, 0,
            0 and full marks for the right one.
@@ -306,9 +306,9 @@ def course(tmp_path_factory):
     # sleeps, so its time-out leaves the CPU to the rest of the suite)
     raw_loop = "#raw\nimport time\nwhile True:\n    time.sleep(1)"
     submitted = course / "submitted"
-    submission(release, submitted / "ref" / "pytrees", solution)
-    submission(release, submitted / "wrong" / "pytrees", WRONG)
-    submission(release, submitted / "rigged" / "pytrees", WRONG, above_imports=RIG)
+    deleted = ("squared_norm", "grad_over_flat_params")  # one test cell of each notebook
+    submission(release, submitted / "ref" / "pytrees", solution, drop_tests=deleted)
+    submission(release, submitted / "wrong" / "pytrees", WRONG, above_imports=RIG)
     submission(release, submitted / "exit" / "pytrees", {**EXIT, "repair_update": raw_exit})
     loop = {**LOOP, "repair_update": raw_loop}
     submission(release, submitted / "loop" / "pytrees", lambda ex: loop[ex] or solution(ex))
@@ -320,9 +320,6 @@ def course(tmp_path_factory):
         submitted / "snoop" / "pytrees",
         lambda ex: snoop(course, home, ex),
         above_imports=snoop(course, home, port=grader.getsockname()[1]),
-    )
-    submission(
-        release, submitted / "deleted" / "pytrees", solution, drop_tests=("squared_norm", "grad_over_flat_params")
     )
     submission(release, submitted / "hang" / "pytrees", {**HANG, "repair_update": solution("repair_update")})
     # the course's config cuts a cell at 60 s; an instructor may set another time-out on the command
@@ -395,13 +392,11 @@ FULL = {ex: float(p) for ex, p in POINTS.items()}
 ZERO = dict.fromkeys(POINTS, 0.0)
 DESERVED = {
     "ref": FULL,
-    "wrong": WRONG_SCORES,
-    "rigged": WRONG_SCORES,  # the rigged kernel changes nothing
+    "wrong": WRONG_SCORES,  # its rigged kernel changes nothing
     "exit": ZERO,
     "loop": {**ZERO, "squared_norm": 2.0, "nested_scale_grad": 2.0},
     "hostile": ZERO,
     "snoop": ZERO,
-    "deleted": FULL,  # the deleted test cells came back
     "hang": {**ZERO, "repair_update": 2.0},
 }
 
@@ -449,7 +444,7 @@ def test_nothing_outside_the_scratch_folders_changed(course):
 
 def test_autograde_restores_deleted_test_cells_and_logs_no_checksum_noise(course):
     log = course["log"]
-    # the two test cells the "deleted" student removed, and no others
+    # the two test cells the "ref" student removed, and no others
     assert log.count("Missing grade cell") == 2, log[-3000:]
     assert "squared_norm-tests" in log and "grad_over_flat_params-tests" in log
     # test cells left as released differ from the source only by the hidden region: no warning

@@ -116,20 +116,22 @@ def check_axis_texts(nb, lab_page, width: int, must_show: list[str]) -> list[str
     every text of the axes lies inside the figure (nothing cut). Returns the x ticks."""
     lab_page.set_viewport_size({"width": width, "height": 900})
     bar_figure(nb).scroll_into_view_if_needed()  # the notebook lays out only what is near the view
-    # bqplot redraws on resize, and the row around it may lay out again after a theme change:
-    # read the boxes once the drawing is the figure's width and two readings 200 ms apart agree
+    # bqplot redraws 300 ms after its figure's last change of size (a debounced ResizeObserver), and
+    # the row around it may lay out again after a theme change or a note: read the boxes once two
+    # readings 400 ms apart agree, the figure's, its drawing's and where its last tick and bar are
     deadline = lab_page.evaluate("() => performance.now()") + Timeouts.ms(Timeouts.ROUND_TRIP)
     last = None
     while True:
         boxes = bar_figure(nb).evaluate(_AXIS_BOXES)
-        fig, svg = boxes["figure"], boxes["svg"]
-        shape = svg and (round(fig["left"]), round(fig["right"]), round(svg["left"]), round(svg["right"]))
-        if shape and abs((svg["right"] - svg["left"]) - (fig["right"] - fig["left"])) < 2 and shape == last:
+        fig, svg, bar = boxes["figure"], boxes["svg"], boxes["last_bar"]
+        ticks = [t for a in boxes["axes"] for t in a["ticks"]]
+        shape = [round(b[k]) for b in (fig, svg, bar, *ticks[-1:]) if b for k in ("left", "right")]
+        if svg and shape == last:
             break
         if lab_page.evaluate("() => performance.now()") > deadline:
             raise AssertionError(f"the chart never settled at {width} px: {fig} {svg}")
         last = shape
-        lab_page.wait_for_timeout(200)
+        lab_page.wait_for_timeout(400)
     x_axis = next(a for a in boxes["axes"] if a["title"] and a["title"][0]["text"] == "parameter element")
     y_axis = next(a for a in boxes["axes"] if a["title"] and a["title"][0]["text"] == "parameter value")
     ticks = x_axis["ticks"]
