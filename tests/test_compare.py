@@ -8,32 +8,15 @@ from __future__ import annotations
 import asyncio
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from test_play import X, Y, mlp_loss, mlp_params  # the flax-style 2-8-1 MLP the player is tested on
 
 import pytree_lab
 from pytree_lab import OptimizerComparison
 from pytree_lab.chart import LINE_COLORS
 from pytree_lab.formatting import fmt_number
-
-X = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], np.float32)
-Y = np.array([0, 1, 1, 0], np.float32)
-
-
-def mlp_params():
-    rng = np.random.default_rng(0)
-    return {
-        "Dense_0": {"kernel": rng.normal(size=(2, 8)).astype(np.float32), "bias": np.zeros(8, np.float32)},
-        "Dense_1": {"kernel": rng.normal(size=(8, 1)).astype(np.float32), "bias": np.zeros(1, np.float32)},
-    }
-
-
-def mlp_loss(p, x, y):
-    h = jnp.tanh(x @ p["Dense_0"]["kernel"] + p["Dense_0"]["bias"])
-    out = h @ p["Dense_1"]["kernel"] + p["Dense_1"]["bias"]
-    return jnp.mean((out[:, 0] - y) ** 2)
 
 
 def optimizers():
