@@ -156,3 +156,25 @@ def test_a_100_step_mlp_with_adam_stays_small(tmp_path):
     text = path.read_text(encoding="utf-8")
     assert "http://" not in text.replace("http://www.w3.org/2000/svg", "") and "https://" not in text
     assert len(read(path)["loss"]) == 101
+
+
+def test_a_loss_that_fails_when_the_run_is_computed_again_is_one_sentence_and_writes_nothing(tmp_path):
+    # the loss's host callback raises once the run is over: the export's step is the user's code again
+    over = {"now": False}
+
+    def check(v):
+        if over["now"]:
+            raise SystemExit("the lab machine was switched off")
+
+    def watched(p, x, y):
+        jax.debug.callback(check, p["b"])
+        return loss(p, x, y)
+
+    ex = StepExplorer(watched, start(), {"x": X, "y": Y}, learning_rate=0.1)
+    ex.step(2)
+    over["now"] = True
+    with pytest.raises(ValueError, match=r"^Point 0 of the run could not be computed again: ") as err:
+        ex.export_html(tmp_path / "run.html")
+    assert "\n" not in str(err.value) and not list(tmp_path.iterdir())
+    assert len(ex.history) == 3 and ex.session.good_now  # the record and the explorer are as they were
+    ex.close()

@@ -478,8 +478,8 @@ class LossLinesChart:
     """Several loss lines on one step axis (an optimizer comparison): one line per run (a bqplot
     Lines mark each, in `LINE_COLORS`), with a legend of their `names`. `show(histories)` draws
     each run's losses from step 0 (runs of other lengths end where they end), each point marked
-    while there are few (`MARKED` at most: a single point is a dot); past `MAX_DRAWN` steps every
-    k-th step is drawn (the last one always)."""
+    while there are few (`MARKED` at most: a single point is a dot); past `MAX_DRAWN` steps each
+    line is thinned as the explorer's loss line is (`thin_line`: every spike and dip kept)."""
 
     MARKED = 30
 
@@ -520,7 +520,6 @@ class LossLinesChart:
 
         ys = [np.asarray(h, dtype=np.float64).reshape(-1) for h in histories]
         n = max((y.size for y in ys), default=0)
-        stride = -(-n // MAX_DRAWN) if n > MAX_DRAWN else 1
         finite = np.concatenate([y[np.isfinite(y)] for y in ys] + [np.zeros(0)])
         lo, hi = (min(float(finite.min()), 0.0), max(float(finite.max()), 0.0)) if finite.size else (0.0, 1.0)
         pad = 0.08 * (hi - lo) or 1.0
@@ -530,9 +529,8 @@ class LossLinesChart:
             self.x_axis.tick_values = [float(k) for k in range(0, max(n - 1, 1) + 1, every)]
             self.y_scale.min, self.y_scale.max = (lo if lo == 0 else lo - pad), hi + pad
             for line, y in zip(self.lines, ys):
-                keep = np.unique(np.append(np.arange(0, y.size, stride), y.size - 1)) if y.size else np.zeros(0, int)
                 with line.hold_sync():
-                    line.x, line.y = keep.astype(np.float64), y[keep]
+                    line.x, line.y = thin_line(y, MAX_DRAWN)
                     line.marker = "circle" if n <= self.MARKED else None
 
     def close(self) -> None:

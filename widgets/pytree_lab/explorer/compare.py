@@ -36,6 +36,7 @@ from ..widget_common import TextForm, refuse_unknown, widget_keywords
 from . import record
 from .debug import DebugArea, captured
 from .lifetime import Lifetime
+from .messages import status_html
 from .play import Player
 from .playbar import PlayControl
 from .session import ExplorerSession
@@ -280,9 +281,8 @@ class OptimizerComparison(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
 
     def _draw_status(self, said: list[tuple[str, str]]) -> None:
         errors = [t for k, t in said if k == "error"]
-        role, cls = ("alert", "pytree-lab-alert") if errors else ("status", "pytree-lab-note")
         text = " ".join(errors or [t for _, t in said])
-        self.status.value = f'<div role="{role}" class="{cls}">{html.escape(text)}</div>' if text else ""
+        self.status.value = status_html(text, "error" if errors else "info") if text else ""
         self.diagram.show_message(text, kind="error" if errors else "info")
 
     def _draw(self, said: list[tuple[str, str]]) -> None:

@@ -23,7 +23,8 @@ import math
 import pathlib
 from typing import Any
 
-from ..formatting import fmt_number
+from ..budget import TimeBudgetExceeded
+from ..formatting import fmt_number, short_error
 from ..page import SHARED_JS, STATIC
 from . import record
 
@@ -54,26 +55,36 @@ def page_data(ex: Any) -> dict:
     state_def = eng.tree_structure(s.opt_state) if s.opt_state is not None else None
     _, inputs, _ = s.gather()
     steps, before, after, other = [], [], [], []
-    for t in range(points):
-        params_leaves, state_leaves = s.trail[t]
-        params = eng.tree_unflatten(s._param_def, list(params_leaves))
-        state = eng.tree_unflatten(state_def, list(state_leaves)) if state_def is not None else None
-        with s.on_device():
-            result = s.step_from(params, state, inputs, s.rates[t])
-        if not math.isclose(result.loss, s.history[t], rel_tol=1e-4, abs_tol=1e-7):
-            other.append(t)  # the inputs or the loss changed since this point
-        trees, extra = columns(s, result)
-        diagram.foldable = foldable(trees, extra)
-        diagram.set_trees(trees, order=s.param_summary, extra=extra, fold=False)
-        got = diagram.get_state(["rows", "panels", "counts"])
-        if t == 0:  # the first point's rows say the page's size: a run far too big stops here
-            _fits(points * (len(got["rows"]) + len(got["panels"]) + 64 * len(elements)))  # a bar: 4 numbers
-        steps.append({"rows": json.loads(got["rows"]), "panels": json.loads(got["panels"]), "counts": got["counts"]})
-        b, a = eng.tree_leaves(result.params), eng.tree_leaves(result.updated)
-        before.append([float(np.asarray(b[e.flat_index]).ravel()[e.position]) for e in elements])
-        after.append([float(np.asarray(a[e.flat_index]).ravel()[e.position]) for e in elements])
-    fixed = diagram.get_state(["columns", "foldable", "foldable_open", "message", "message_kind"])
-    diagram.close()
+    try:  # a step that fails, or a run too big, leaves no widget behind
+        for t in range(points):
+            params_leaves, state_leaves = s.trail[t]
+            params = eng.tree_unflatten(s._param_def, list(params_leaves))
+            state = eng.tree_unflatten(state_def, list(state_leaves)) if state_def is not None else None
+            try:
+                result = s.step_from(params, state, inputs, s.rates[t])
+            except TimeBudgetExceeded:
+                raise ValueError(f"Point {t} of the run could not be computed again within the time budget.") from None
+            except KeyboardInterrupt:
+                raise
+            except BaseException as err:  # the user's loss (SystemExit included): one sentence, not its traceback
+                raise ValueError(f"Point {t} of the run could not be computed again: {short_error(err)}") from None
+            if not math.isclose(result.loss, s.history[t], rel_tol=1e-4, abs_tol=1e-7):
+                other.append(t)  # the inputs or the loss changed since this point
+            trees, extra = columns(s, result)
+            diagram.foldable = foldable(trees, extra)
+            diagram.set_trees(trees, order=s.param_summary, extra=extra, fold=False)
+            got = diagram.get_state(["rows", "panels", "counts"])
+            if t == 0:  # the first point's rows say the page's size: a run far too big stops here
+                _fits(points * (len(got["rows"]) + len(got["panels"]) + 64 * len(elements)))  # a bar: 4 numbers
+            steps.append(
+                {"rows": json.loads(got["rows"]), "panels": json.loads(got["panels"]), "counts": got["counts"]}
+            )
+            b, a = eng.tree_leaves(result.params), eng.tree_leaves(result.updated)
+            before.append([float(np.asarray(b[e.flat_index]).ravel()[e.position]) for e in elements])
+            after.append([float(np.asarray(a[e.flat_index]).ravel()[e.position]) for e in elements])
+        fixed = diagram.get_state(["columns", "foldable", "foldable_open", "message", "message_kind"])
+    finally:
+        diagram.close()
     losses = list(s.history[:points])
     cut = (
         f" The trajectories kept the first {points:,} of {len(s.history):,} points (record.TRAIL_NUMBERS)."

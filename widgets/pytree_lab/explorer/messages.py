@@ -8,6 +8,7 @@ session decides when a sentence is said; the widget shows it.
 from __future__ import annotations
 
 import dataclasses
+import html
 import re
 import sys
 from typing import Any
@@ -290,3 +291,10 @@ def widened_note(path: str, value: float, lo: float, hi: float) -> str:
         f"{path} = {fmt_number(value)} was outside its slider's range "
         f"[{fmt_number(lo)}, {fmt_number(hi)}]: the value is kept and the range now reaches it."
     )
+
+
+def status_html(text: str, kind: str = "info") -> str:
+    """An explorer's status line: an alert for an error (`kind` "error"), else a polite status;
+    the text escaped (it holds the user's names and messages)."""
+    role, cls = ("alert", "pytree-lab-alert") if kind == "error" else ("status", "pytree-lab-note")
+    return f'<div role="{role}" class="{cls}">{html.escape(text)}</div>'

@@ -188,8 +188,10 @@ class ExplorerSession:
 
     def step_from(self, params: Any, state: Any, inputs: dict, lr: float) -> StepResult:
         """The step the explorer shows at a point of its record (params, optimizer state and rate
-        kept there): the same compiled step as `compute`, for a replay (export.py)."""
-        return replace(self._call_step(self.slider_step, params, inputs, lr, state), params=params)
+        kept there): the same compiled step as `compute`, under the same guard (its device, the
+        loss's callbacks quiet, the time budget), for a replay (export.py)."""
+        with self.on_device(), _quiet_callbacks(), user_code_budget(self.time_budget) as self.clock:
+            return replace(self._call_step(self.slider_step, params, inputs, lr, state), params=params)
 
     def runner(self) -> TrainingStep:
         """The engine of n steps for the current loss (and optimizer): with an optimizer the

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import html
 import inspect
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,7 @@ from ..widget_common import TextForm, refuse_unknown, widget_keywords
 from .controls import build_controls
 from .layout import arrange, check_layout, present
 from .lifetime import Lifetime
-from .messages import short_error, widened_note
+from .messages import short_error, status_html, widened_note
 from .play import PlayMixin
 from .schedule import Schedule
 from .session import ExplorerSession
@@ -420,8 +419,7 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
     def _note(self, text: str, kind: str = "info") -> None:
         """`text` in the status line and above the diagram: information beside a good step (the
         step is shown), or an error (`kind` "error")."""
-        role, cls = ("alert", "pytree-lab-alert") if kind == "error" else ("status", "pytree-lab-note")
-        self.status.value = f'<div role="{role}" class="{cls}">{html.escape(text)}</div>'
+        self.status.value = status_html(text, kind)
         self.diagram.show_message(text, kind=kind)
 
     # ------------------------------------------------------------------ text form, selection, close
