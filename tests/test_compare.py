@@ -17,6 +17,7 @@ import pytree_lab
 from pytree_lab import OptimizerComparison
 from pytree_lab.chart import LINE_COLORS
 from pytree_lab.formatting import fmt_number
+from pytree_lab.training import OptimizerError
 
 
 def optimizers():
@@ -175,6 +176,8 @@ def test_wrong_arguments_are_said():
         OptimizerComparison(mlp_loss, p, i, {"sgd": optax.sgd(0.1)}, columns=["update", "moments"])
     with pytest.raises(ValueError, match="At most 6 optimizers"):
         OptimizerComparison(mlp_loss, p, i, {str(k): optax.sgd(0.1) for k in range(7)})
+    with pytest.raises(OptimizerError, match=r"^'momentum': optimizer must be None, an optax GradientTransformation"):
+        OptimizerComparison(mlp_loss, p, i, {"sgd": optax.sgd(0.1), "momentum": "sgd with momentum"})
     with pytest.raises(TypeError, match="did you mean 'columns'"):
         OptimizerComparison(mlp_loss, p, i, {"sgd": optax.sgd(0.1)}, column=["update"])
     assert "OptimizerComparison" in pytree_lab.__all__

@@ -32,6 +32,7 @@ from ..engine import Engine
 from ..formatting import fmt_number
 from ..page import PageIntents
 from ..step import StepResult
+from ..training import OptimizerError
 from ..widget_common import TextForm, refuse_unknown, widget_keywords
 from . import record
 from .debug import DebugArea, captured
@@ -117,10 +118,13 @@ class OptimizerComparison(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
         self.lock = threading.RLock()  # one change at a time, for every session
         self.sessions: dict[str, ExplorerSession] = {}
         for name, opt in runs.items():
-            session = ExplorerSession(
-                loss_fn, params, inputs, learning_rate, optimizer=opt, static=static,
-                time_budget=time_budget, engine=engine, device=device,
-            )  # fmt: skip
+            try:
+                session = ExplorerSession(
+                    loss_fn, params, inputs, learning_rate, optimizer=opt, static=static,
+                    time_budget=time_budget, engine=engine, device=device,
+                )  # fmt: skip
+            except OptimizerError as err:  # which of the optimizers it is
+                raise OptimizerError(f"{name!r}: {err}") from None
             session.lock = self.lock
             self.sessions[name] = session
         self.status = ipywidgets.HTML(layout={"width": "100%"})
