@@ -88,10 +88,12 @@ class SiteHandler(SimpleHTTPRequestHandler):
         while chunk := source.read(16 * 1024):
             if link is not None:
                 link.send(len(chunk))
-            outputfile.write(chunk)
+            # Counted before the write: a client that has read every byte must find them all counted
+            # (counted after, the last chunk could still be missing when its reader returns)
             with self.server.lock:
                 self.server.sent += len(chunk)
                 self.server.timeline.append((time.monotonic(), self.server.sent))
+            outputfile.write(chunk)
 
 
 class QuietServer(ThreadingHTTPServer):
