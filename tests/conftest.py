@@ -164,6 +164,7 @@ _NOTEBOOK_MODULES = {
     for name in (
         "test_notebooks",
         "test_notebook_typed_answers",
+        "test_notebook_student",
         "test_static_export_execute",
         "test_nbgrader",
         "test_hub",
@@ -184,8 +185,9 @@ def _tier(item) -> str:
         return "browser"
     if path.startswith("tests/lite/"):
         return "lite"
-    if item.get_closest_marker("install") is not None:
-        return "install"
+    for tier in ("install", "notebook"):  # a test in a kernel-tier module that starts kernels or graders says so
+        if item.get_closest_marker(tier) is not None:
+            return tier
     return "notebook" if path in _NOTEBOOK_MODULES else "kernel"
 
 

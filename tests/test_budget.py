@@ -445,6 +445,42 @@ def test_a_student_who_freezes_the_clocks_swallows_the_stop_or_forks_is_stopped_
     assert lines[6] == "[]", done.stdout
 
 
+_RUNTIME_THREADS = r"""
+import builtins, ctypes, os, subprocess, threading, time
+from pytree_lab import interpreter
+
+libc = ctypes.CDLL(None)
+park = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(lambda _: libc.pause())
+for _ in range(300):  # an accelerator runtime's threads: made by pthread_create, never running Python
+    assert libc.pthread_create(ctypes.byref(ctypes.c_ulong()), None, park, None) == 0
+time.sleep(0.2)
+mine = subprocess.Popen(["sleep", "30"])
+kids = []
+helper = threading.Thread(target=lambda: (kids.append(subprocess.Popen(["sleep", "30"])), time.sleep(1)))
+helper.start()
+time.sleep(0.3)
+reads = []
+interpreter.open = lambda path, *a, **k: (reads.append(path), builtins.open(path, *a, **k))[1]
+found = interpreter._descendants()
+print(len(os.listdir("/proc/self/task")) > 300, found == {mine.pid, kids[0].pid}, len(reads) <= threading.active_count() + 3)
+for p in (mine, kids[0]):
+    p.kill()
+os._exit(0)
+"""
+
+
+def test_the_processes_a_guarded_call_started_are_found_without_reading_a_runtimes_threads(tmp_path):
+    """A TPU host's JAX keeps hundreds of threads that never run Python; a guard reads the children
+    of the threads that run Python (two per guard, four guards per slider move)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "threads.py"
+    script.write_text(_RUNTIME_THREADS)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["True", "True", "True"], done.stdout + done.stderr[-3000:]
+
+
 _WHOSE_CODE = r"""
 import os, sys
 from pytree_lab.budget import is_user_frame, _FILES

@@ -17,6 +17,7 @@ from pytree_lab.compat import jax as lite_jax
 from pytree_lab.compat.jax import numpy as lite_jnp
 
 ENGINES = [(real_jax, real_jnp), (lite_jax, lite_jnp)]
+pytestmark = pytest.mark.usefixtures("cpu_reference")  # a TPU's pow and exp are not the CPU's to 1e-6
 standard_promotion = pytest.mark.jax_promotion(
     dtype="the reference is JAX's standard promotion of an int or bool array with a Python scalar"
 )

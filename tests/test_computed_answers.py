@@ -479,6 +479,7 @@ def test_what_a_rerun_records_is_taken_out_of_the_evidence_again():
     del log.outputs[before:]
 
 
+@pytest.mark.notebook  # nbgrader's grader: answer runs in sandboxed processes
 @pytest.mark.parametrize("variant", list(HONEST))
 def test_an_honest_answer_earns_full_points_when_graded(variant, monkeypatch, tmp_path):
     """nbgrader's grading runs the same cell, outside the student's kernel, at the lesson's values
@@ -492,6 +493,7 @@ def test_an_honest_answer_earns_full_points_when_graded(variant, monkeypatch, tm
     assert share == 1.0, lines
 
 
+@pytest.mark.notebook  # nbgrader's grader: answer runs in sandboxed processes
 @pytest.mark.parametrize(
     ("exercise_id", "code"),
     [

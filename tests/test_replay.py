@@ -25,8 +25,9 @@ def start():
     return {"w": np.array([0.5, -0.5], np.float32), "b": np.float32(0.0)}
 
 
-def optax_points(opt, n):
-    """The hand-written loop, one jitted step: (loss, params leaves, state leaves) at each of the first n + 1 points."""
+def optax_points(opt, n, device=None):
+    """The hand-written loop, one jitted step: (loss, params leaves, state leaves) at each of the first n + 1 points,
+    computed on `device` (the explorer's promise is the user's own JAX on the device it ran on)."""
 
     @jax.jit
     def step(params, state):
@@ -34,12 +35,13 @@ def optax_points(opt, n):
         updates, new_state = opt.update(grads, state, params)
         return value, optax.apply_updates(params, updates), new_state
 
-    params, points = start(), []
-    state = opt.init(params)
-    for _ in range(n + 1):
-        value, new_params, new_state = step(params, state)
-        points.append((value, jax.tree.leaves(params), jax.tree.leaves(state)))
-        params, state = new_params, new_state
+    with jax.default_device(device or jax.devices()[0]):
+        params, points = start(), []
+        state = opt.init(params)
+        for _ in range(n + 1):
+            value, new_params, new_state = step(params, state)
+            points.append((value, jax.tree.leaves(params), jax.tree.leaves(state)))
+            params, state = new_params, new_state
     return points
 
 
@@ -54,7 +56,7 @@ def test_the_record_holds_every_parameter_and_moment_trajectory_bit_equal_to_opt
     moments = ["opt_state[0].count"] + [f"opt_state[0].{m}{n[6:]}" for m in ("mu", "nu") for n in names]
     assert list(df.columns) == ["loss", "learning_rate", *names, *moments] and list(df.index) == list(range(302))
     assert df["params['w'][0]"].dtype == np.float32 and df["opt_state[0].count"].dtype == np.int32
-    expected = optax_points(opt, 301)
+    expected = optax_points(opt, 301, ex.device)  # small trees step on the host CPU
     for step, (value, p, s) in enumerate(expected):
         assert df["loss"][step] == float(value), step
         got_p = [df[n][step] for n in names]
@@ -122,6 +124,7 @@ def fingerprint(ex):
 
 
 @optax_adam
+@pytest.mark.notebook  # a second, real kernel
 def test_a_saved_demo_loads_into_a_new_kernel_at_the_same_step_bit_for_bit(tmp_path):
     import json
     import os
