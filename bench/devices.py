@@ -100,7 +100,7 @@ def table(r: dict) -> Table:
         steps = "" if v["run_steps"] == 100 else f" (step({v['run_steps']}))"
         t.add(name, f"{v['params']:,}", v["device"], fmt(v["move_ms"], " ms"), fmt(v["run_ms"], " ms") + steps)
     t.notes.append(
-        f"JAX sees {', '.join(sorted({d.platform for d in jax.devices()}))}; by default a tree of "
+        f"measured on {', '.join(sorted({name.rsplit(' | ', 1)[1] for name in r}))}; by default a tree of "
         f"{ACCELERATOR_PARAMS:,} parameter elements or more runs on the accelerator (pytree_lab.engine)"
     )
     return t
