@@ -168,7 +168,7 @@ class Hub:
     def stop(self) -> None:
         for student in list(self.students.values()):
             try:
-                student.stop_server()
+                student.stop_server(wait=0)
             except Exception:  # noqa: BLE001 - the hub stops the servers it spawned too
                 pass
         if self.proc.poll() is None:
@@ -321,8 +321,14 @@ class Student:
                 raise HubError(f"{self.name}: server not ready after {timeout}s\n{self.hub.log_tail()}")
             time.sleep(0.25)
 
-    def stop_server(self) -> None:
+    def stop_server(self, wait: float = 120.0) -> None:
+        """Ask the hub to stop the student's server and wait until it has (`wait=0`: do not wait)."""
         request(f"{self.hub.url}/hub/api/users/{self.name}/server", self.hub.service_token, "DELETE", timeout=60)
+        deadline = time.perf_counter() + wait
+        while wait and self.hub.api("GET", f"/users/{self.name}").get("servers"):
+            if time.perf_counter() > deadline:
+                raise HubError(f"{self.name}: server not stopped after {wait}s\n{self.hub.log_tail()}")
+            time.sleep(0.25)
 
     def start_kernel(self) -> str:
         return self.api("POST", "/api/kernels", {"name": "python3"})["id"]

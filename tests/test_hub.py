@@ -172,15 +172,6 @@ def test_every_login_lands_on_the_first_lesson_even_the_first_and_after_a_home_r
             return exc.headers["Location"]
         raise AssertionError("the server did not send the student on")
 
-    def stop(student) -> None:
-        import time
-
-        student.stop_server()
-        deadline = time.monotonic() + 120
-        while h.api("GET", f"/users/{student.name}").get("servers"):
-            assert time.monotonic() < deadline, "the server did not stop"
-            time.sleep(0.5)
-
     try:
         carol = h.add_student("carol")
         home = tmp_path / "hub" / "home" / "carol"
@@ -192,10 +183,10 @@ def test_every_login_lands_on_the_first_lesson_even_the_first_and_after_a_home_r
         # her work is hers: a later login keeps it; after a home reset the course comes back
         (home / LESSON).write_text((home / LESSON).read_text().replace("Pytrees", "Pytrees (my notes)", 1))
         mine = (home / LESSON).read_text()
-        stop(carol)
+        carol.stop_server()
         carol.start_server()
         assert (home / LESSON).read_text() == mine
-        stop(carol)
+        carol.stop_server()
         shutil.rmtree(home / "pytree-lab")
         carol.start_server()
         assert landing(carol).split("?")[0].endswith(f"/user/carol/lab/tree/{LESSON}")
