@@ -88,8 +88,6 @@ def run(moves: int = 15, quick: bool = False) -> dict:
 
 
 def table(r: dict) -> Table:
-    import jax
-
     from pytree_lab.engine import ACCELERATOR_PARAMS
 
     t = Table(

@@ -462,7 +462,8 @@ time.sleep(0.3)
 reads = []
 interpreter.open = lambda path, *a, **k: (reads.append(path), builtins.open(path, *a, **k))[1]
 found = interpreter._descendants()
-print(len(os.listdir("/proc/self/task")) > 300, found == {mine.pid, kids[0].pid}, len(reads) <= threading.active_count() + 3)
+print(len(os.listdir("/proc/self/task")) > 300, found == {mine.pid, kids[0].pid})
+print(len(reads) <= threading.active_count() + 3)
 for p in (mine, kids[0]):
     p.kill()
 os._exit(0)

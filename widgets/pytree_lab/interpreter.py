@@ -329,22 +329,15 @@ def _allow_exits(state: InterpreterState) -> None:
 
 
 def _descendants() -> set[int]:
-    """This process's children and theirs (Linux's /proc; empty where it cannot be read).
-
-    In this process only the threads that run Python are read: code forks from one of those, and
-    an accelerator's runtime keeps hundreds of threads of its own (each read costs ~15 us; on a
-    TPU host reading them all was most of a slider move). A child whose Python thread has ended
-    is handed to another thread and may be missed."""
-    me = os.getpid()
-    found: set[int] = set()
+    """This process's children and theirs (Linux's /proc). Here only threads that run Python are read
+    (an accelerator runtime's hundreds cost ms a guard); a child whose Python thread ended may be missed."""
+    me, found = os.getpid(), set[int]()
+    mine = dict.fromkeys([str(me), *(str(t.native_id) for t in threading.enumerate() if t.native_id)])
     todo = [me]
     while todo:
         pid = todo.pop()
         try:
-            if pid == me:
-                tasks = list(dict.fromkeys([str(me)] + [str(t.native_id) for t in threading.enumerate() if t.native_id]))
-            else:
-                tasks = os.listdir(f"/proc/{pid}/task")
+            tasks = mine if pid == me else os.listdir(f"/proc/{pid}/task")
         except OSError:
             continue
         for task in tasks:
