@@ -20,8 +20,9 @@ from __future__ import annotations
 import contextlib
 import html
 import inspect
+import math
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import ipywidgets
@@ -35,10 +36,10 @@ from ..step import StepResult
 from ..training import OptimizerError
 from ..widget_common import TextForm, refuse_unknown, widget_keywords
 from . import record
-from .debug import DebugArea, captured
+from .debug import DebugArea
 from .lifetime import Lifetime
 from .messages import status_html
-from .play import Player
+from .play import Player, Playing
 from .playbar import PlayControl
 from .session import ExplorerSession
 
@@ -68,7 +69,7 @@ def _check(optimizers: Any, columns: Any) -> tuple[dict[str, Any], tuple[str, ..
     return dict(optimizers), cols
 
 
-class OptimizerComparison(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
+class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
     """Several optimizers side by side on one model: one Play, their loss lines overlaid, their
     updates per leaf aligned.
 
@@ -167,7 +168,7 @@ class OptimizerComparison(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
     def result(self) -> StepResult | None:
         """The step Play checks before stepping on: one whose next loss is NaN or Inf, else the first's."""
         found = [r for r in self.results.values() if r is not None]
-        return next((r for r in found if not _finite(r.loss_after)), found[0] if found else None)
+        return next((r for r in found if not math.isfinite(r.loss_after)), found[0] if found else None)
 
     @property
     def histories(self) -> dict[str, record.History]:
@@ -234,53 +235,14 @@ class OptimizerComparison(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
                     s.notes.append(failure)
             return self.recompute()
 
-    # ------------------------------------------------------------------ play (play.py's Player)
-    def play(self, steps_per_second: float | None = None, until: int | None = None) -> None:
-        """Step every optimizer one step at a time, as StepExplorer.play does (the page's pace,
-        at most `steps_per_second`, up to step `until`); stops on Pause, Reset, a failed step,
-        or an optimizer whose next loss would be NaN or Inf."""
-        with self.lock:
-            self.player.play(steps_per_second, until)
-
-    def pause(self) -> None:
-        """Stop playing (every optimizer stays at the step it reached)."""
-        self.player.stop("Paused.")
-
-    @property
-    def playing(self) -> bool:
-        return self.player.playing
-
-    def control_step(self) -> int:
-        """The step number shown: the most steps any optimizer has taken."""
-        return max(s.step_number for s in self.sessions.values())
-
-    def control_step_changed(self) -> None:
-        self.play_control.step = self.control_step()
-
-    @contextlib.contextmanager
-    def _from_page(self) -> Iterator[None]:
-        """A step the page asked for: its output to the output area, a failed step's traceback kept."""
-        for s in self.sessions.values():
-            s.last_traceback = ""
-        try:
-            with captured(self.debug.write):
-                yield
-        finally:
-            self.debug.failed(next((s.last_traceback for s in self.sessions.values() if not s.good_now), ""))
-
-    def _clicked(self, method: Callable, *args: Any) -> None:
-        with self._from_page():
-            method(*args)
-
-    @property
-    def output(self) -> str:
-        """What the steps run from the page (buttons, played steps) printed: the last lines kept."""
-        return self.debug.text
+    # ------------------------------------------------------------------ play (play.py's Playing)
+    def _sessions(self) -> list[ExplorerSession]:
+        return list(self.sessions.values())
 
     # ------------------------------------------------------------------ drawing
     def _note(self, text: str, kind: str = "info") -> None:
         """The player's alert (Play stopped before a step into NaN), with the optimizers it names."""
-        ahead = [n for n, r in self.results.items() if r is not None and not _finite(r.loss_after)]
+        ahead = [n for n, r in self.results.items() if r is not None and not math.isfinite(r.loss_after)]
         self._draw_status([(kind, f"{', '.join(ahead)}: {text}" if ahead and kind == "error" else text)])
 
     def _draw_status(self, said: list[tuple[str, str]]) -> None:
@@ -344,10 +306,6 @@ class OptimizerComparison(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
 
 
 SWATCH = "display:inline-block;width:14px;height:4px;vertical-align:middle;margin-right:4px;"
-
-
-def _finite(x: float) -> bool:
-    return x == x and abs(x) != float("inf")
 
 
 BUTTONS = (
