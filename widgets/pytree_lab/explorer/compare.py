@@ -36,11 +36,11 @@ from ..step import StepResult
 from ..training import OptimizerError
 from ..widget_common import TextForm, refuse_unknown, widget_keywords
 from . import record
+from .controls import step_controls
 from .debug import DebugArea
 from .lifetime import Lifetime
 from .messages import status_html
 from .play import Player, Playing
-from .playbar import PlayControl
 from .session import ExplorerSession
 
 __all__ = ["OptimizerComparison", "COLUMNS"]
@@ -128,18 +128,7 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
                 raise OptimizerError(f"{name!r}: {err}") from None
             session.lock = self.lock
             self.sessions[name] = session
-        self.status = ipywidgets.HTML(layout={"width": "100%"})
-        self.status.add_class("pytree-lab-status")
-        buttons = [ipywidgets.Button(description=d, tooltip=t) for d, t in BUTTONS]
-        self.step_button, self.step10_button, self.reset_button = buttons
-        for button, (method, args) in zip(buttons, ((self.step, (1,)), (self.step, (10,)), (self.reset, ()))):
-            button.add_class("pytree-lab-step-button")
-            button.on_click(lambda _, m=method, a=args: self._clicked(m, *a))
-        self.play_control = PlayControl()
-        controls = ipywidgets.HBox(
-            [*buttons, self.play_control], layout={"flex_flow": "row wrap", "align_items": "center"}
-        )
-        controls.add_class("pytree-lab-controls")
+        step_controls(self, self._clicked, TOOLTIPS)
         self.loss_chart = LossLinesChart(list(self.sessions), title="Loss at each step, per optimizer")
         self.table = ipywidgets.HTML()
         self.table.add_class("ptl-compare-table")
@@ -149,7 +138,7 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
         row = ipywidgets.HBox(
             [self.loss_chart.figure, self.table], layout={"flex_flow": "row wrap", "align_items": "center"}
         )
-        self.children = [self.status, controls, row, self.diagram, self.debug.widget]
+        self.children = [self.status, self.controls, row, self.diagram, self.debug.widget]
         self._start_lifetime()
         self.recompute()
 
@@ -308,10 +297,10 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
 SWATCH = "display:inline-block;width:14px;height:4px;vertical-align:middle;margin-right:4px;"
 
 
-BUTTONS = (
-    ("Step", "every optimizer takes one step"),
-    ("Step ×10", "every optimizer takes ten steps (one compiled loop each)"),
-    ("Reset", "every optimizer back to the starting params, with a fresh state"),
+TOOLTIPS = (  # of Step, Step ×10 and Reset
+    "every optimizer takes one step",
+    "every optimizer takes ten steps (one compiled loop each)",
+    "every optimizer back to the starting params, with a fresh state",
 )
 _OWN_KEYWORDS = [
     name for name in inspect.signature(OptimizerComparison.__init__).parameters if name not in ("self", "kwargs")
