@@ -40,8 +40,10 @@ def step_controls(ex: Any, clicked: Callable[..., None], tooltips: tuple[str, ..
     as one from the page."""
     ex.status = ipywidgets.HTML(layout={"width": "100%"})
     ex.status.add_class("pytree-lab-status")
-    buttons = [ipywidgets.Button(description=d, tooltip=t) for d, t in zip(("Step", "Step ×10", "Reset"), tooltips)]
-    ex.step_button, ex.step10_button, ex.reset_button = buttons
+    ex.step_button, ex.step10_button, ex.reset_button = (
+        ipywidgets.Button(description=d, tooltip=t) for d, t in zip(("Step", "Step ×10", "Reset"), tooltips)
+    )
+    buttons = [ex.step_button, ex.step10_button, ex.reset_button]
     for button, (method, *args) in zip(buttons, ((ex.step, 1), (ex.step, 10), (ex.reset,))):
         button.add_class("pytree-lab-step-button")
         button.on_click(lambda _, m=method, a=args: clicked(m, *a))
