@@ -17,6 +17,7 @@ from typing import Any
 import anywidget
 import traitlets
 
+from ..interpreter import ipython_shell
 from ..page import PageIntents, static_asset
 from ..widget_common import TextForm, refuse_unknown_widget_keywords
 from ._check import CheckContext, check
@@ -104,11 +105,7 @@ class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
 def _lookup_answer(get_answer) -> Any:
     if callable(get_answer):
         return get_answer()
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - ipywidgets brings IPython
-        get_ipython = None
-    shell = get_ipython() if get_ipython else None
+    shell = ipython_shell()
     namespace = shell.user_ns if shell is not None else {}
     if get_answer not in namespace:
         raise NameError(f"name {get_answer!r} is not defined")
