@@ -22,7 +22,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["TextForm", "refuse_unknown", "widget_keywords", "refuse_unknown_widget_keywords"]
+__all__ = ["TextForm", "refuse_unknown", "refuse_unknown_widget_keywords"]
 
 
 class TextForm:
@@ -121,18 +121,13 @@ def refuse_unknown(owner: str, given: Iterable[str], valid: Iterable[str]) -> No
         raise TypeError(f"{owner}() got an unexpected keyword argument {name!r}: {hint}")
 
 
-def widget_keywords(cls: Any, own: Iterable[str]) -> list[str]:
-    """The keywords a widget class takes: its own arguments, then its traits (ipywidgets passes
-    trait values such as layout= or tooltip= through to the widget)."""
-    return list(own) + sorted(cls.class_trait_names())
-
-
 def refuse_unknown_widget_keywords(widget: Any, kwargs: dict) -> None:
-    """`refuse_unknown` for a widget's constructor: its class's own arguments and its traits."""
+    """`refuse_unknown` for a widget's constructor: its class's own arguments, then its traits
+    (ipywidgets passes trait values such as layout= or tooltip= through to the widget)."""
     cls = type(widget)
     own = [
         name
         for name, p in inspect.signature(cls.__init__).parameters.items()
         if name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
-    refuse_unknown(cls.__name__, kwargs, widget_keywords(cls, own))
+    refuse_unknown(cls.__name__, kwargs, own + sorted(cls.class_trait_names()))

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import html
-import inspect
 import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -34,7 +33,7 @@ from ..formatting import fmt_number
 from ..page import PageIntents
 from ..step import StepResult
 from ..training import OptimizerError
-from ..widget_common import TextForm, refuse_unknown, widget_keywords
+from ..widget_common import TextForm, refuse_unknown_widget_keywords
 from . import record
 from .controls import step_controls
 from .debug import DebugArea
@@ -112,7 +111,7 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
         device: Any = None,
         **kwargs: Any,
     ):
-        refuse_unknown("OptimizerComparison", kwargs, widget_keywords(type(self), _OWN_KEYWORDS))
+        refuse_unknown_widget_keywords(self, kwargs)
         runs, self.columns = _check(optimizers, columns)
         super().__init__(**kwargs)
         self.add_class("pytree-lab-comparison")
@@ -302,6 +301,3 @@ TOOLTIPS = (  # of Step, Step ×10 and Reset
     "every optimizer takes ten steps (one compiled loop each)",
     "every optimizer back to the starting params, with a fresh state",
 )
-_OWN_KEYWORDS = [
-    name for name in inspect.signature(OptimizerComparison.__init__).parameters if name not in ("self", "kwargs")
-]
