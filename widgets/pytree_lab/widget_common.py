@@ -12,6 +12,7 @@ error that says what was meant.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import html
@@ -70,11 +71,8 @@ _PAGELESS_MODULES = frozenset({"nbconvert", "nbgrader"})
 
 def _parent_command_line() -> list[str]:
     ppid = os.getppid()
-    try:
-        with open(f"/proc/{ppid}/cmdline", "rb") as f:
-            return [part.decode(errors="replace") for part in f.read().split(b"\0") if part]
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open(f"/proc/{ppid}/cmdline", "rb") as f:
+        return [part.decode(errors="replace") for part in f.read().split(b"\0") if part]
     try:
         import psutil  # type: ignore[import-untyped]  # optional: where /proc is missing (macOS, Windows)
     except ImportError:

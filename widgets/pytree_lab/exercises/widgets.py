@@ -8,6 +8,7 @@ a page write to any other trait is refused (`pytree_lab.page.PageIntents`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import pathlib
 import threading
 import time
@@ -77,10 +78,8 @@ class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
         intent can overtake them): only the page's intent traits are taken, a wrong type is left out."""
         for name in self._page_intents:
             if name in content:
-                try:
+                with contextlib.suppress(traitlets.TraitError):
                     setattr(self, name, content[name])
-                except traitlets.TraitError:
-                    pass
 
     def _intents(self) -> dict[str, Callable[[], Any]]:
         return {}
