@@ -8,6 +8,7 @@ trees format in a kernel without it.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import re
@@ -318,10 +319,8 @@ def error_name(err: BaseException) -> str:
 def error_text(err: BaseException) -> str:
     """`str(err)`; when the exception's own __str__ raises (or returns no str) a sentence saying
     so: the message is then said in the widget, never a second error."""
-    try:
+    with contextlib.suppress(BaseException):  # the user's __str__ can raise anything
         text = str(err)
         if isinstance(text, str):
             return text
-    except BaseException:  # noqa: BLE001 - the user's __str__ can raise anything
-        pass
     return "(its message could not be shown: the exception's __str__ failed)"

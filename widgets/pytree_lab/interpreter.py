@@ -271,7 +271,7 @@ def _exit_refused(door: str):
     return refuse
 
 
-def _ipython_shell() -> Any:
+def ipython_shell() -> Any:
     ipython = sys.modules.get("IPython")
     get = getattr(ipython, "get_ipython", None)
     return get() if callable(get) else None
@@ -292,7 +292,7 @@ def _refuse_exits(state: InterpreterState) -> None:
         refuse = _exit_refused("os._exit()")
         for module in _exit_homes():
             module._exit = refuse
-        shell = _ipython_shell()
+        shell = ipython_shell()
         if shell is not None and hasattr(shell, "ask_exit"):
             doors["shell"] = shell
             doors["ask_exit"] = vars(shell).get("ask_exit", _ABSENT)

@@ -4,6 +4,7 @@ constants of the one Adam inside an optimizer, for the worked calculation."""
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -128,10 +129,8 @@ def _closure(fn: Any) -> dict:
     cells = getattr(fn, "__closure__", None) or ()
     out = {}
     for name, cell in zip(fn.__code__.co_freevars, cells):
-        try:
+        with contextlib.suppress(ValueError):  # an empty cell
             out[name] = cell.cell_contents
-        except ValueError:  # an empty cell
-            pass
     return out
 
 

@@ -16,6 +16,7 @@ the configured class does. On a jupyter_server without that setting it logs a wa
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 __all__ = ["nodelay_connection_class"]
@@ -115,12 +116,10 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
     )
     # Extensions load in name order: one loaded after this one may set its own class. Once
     # every extension has loaded (the loop's first callbacks), wrap that one too.
-    try:
+    with contextlib.suppress(Exception):
         from tornado.ioloop import IOLoop
 
         IOLoop.current().add_callback(_wrap_if_replaced, serverapp, settings)
-    except Exception:
-        pass
 
 
 def _wrap(serverapp: Any, settings: dict, configured: type) -> None:
@@ -128,10 +127,8 @@ def _wrap(serverapp: Any, settings: dict, configured: type) -> None:
     settings[SETTING] = wrapped
     # Keep the ServerApp option in step, so its shutdown (close_all) and any extension that
     # reads the option after this one see the class actually in use.
-    try:
+    with contextlib.suppress(Exception):
         serverapp.kernel_websocket_connection_class = wrapped
-    except Exception:
-        pass
 
 
 def _wrap_if_replaced(serverapp: Any, settings: dict) -> None:

@@ -31,6 +31,7 @@ composition: ``host.getWidget``). The `SliderModule` is one more widget to close
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import time
@@ -298,10 +299,8 @@ class Slider(PageIntents, anywidget.AnyWidget):
             self.ack = seq
             self.value = value
         self._last_flush_s = time.perf_counter() - started
-        try:
+        with contextlib.suppress(RuntimeError):
             self._last_flush_at = asyncio.get_running_loop().time()
-        except RuntimeError:
-            pass
 
     def __repr__(self) -> str:
         return (

@@ -8,6 +8,7 @@ is summarised: an array leaf means numpy is there.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from typing import Any
 
@@ -174,12 +175,10 @@ def _stack(objs: list, dtype: str, shape: tuple, size: int) -> Any:
     if dtype in _BUFFER_DTYPES:
         # One copy of every leaf's buffer, joined in C: no numpy array per leaf. Leaves whose
         # values are not one contiguous host buffer of that size refuse, and are read below.
-        try:
+        with contextlib.suppress(Exception):
             data = b"".join(objs)
             if len(data) == n * size * np.dtype(dtype).itemsize:
                 return np.frombuffer(data, dtype=dtype).reshape(n, size)
-        except Exception:
-            pass
     try:
         stacked = np.array([np.asarray(obj) for obj in objs])
     except Exception:  # a tracer or a deleted array among them: one at a time

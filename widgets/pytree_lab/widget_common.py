@@ -12,6 +12,7 @@ error that says what was meant.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import html
@@ -22,7 +23,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["TextForm", "refuse_unknown", "widget_keywords", "refuse_unknown_widget_keywords"]
+__all__ = ["TextForm", "refuse_unknown", "refuse_unknown_widget_keywords"]
 
 
 class TextForm:
@@ -70,11 +71,8 @@ _PAGELESS_MODULES = frozenset({"nbconvert", "nbgrader"})
 
 def _parent_command_line() -> list[str]:
     ppid = os.getppid()
-    try:
-        with open(f"/proc/{ppid}/cmdline", "rb") as f:
-            return [part.decode(errors="replace") for part in f.read().split(b"\0") if part]
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open(f"/proc/{ppid}/cmdline", "rb") as f:
+        return [part.decode(errors="replace") for part in f.read().split(b"\0") if part]
     try:
         import psutil  # type: ignore[import-untyped]  # optional: where /proc is missing (macOS, Windows)
     except ImportError:
@@ -121,18 +119,13 @@ def refuse_unknown(owner: str, given: Iterable[str], valid: Iterable[str]) -> No
         raise TypeError(f"{owner}() got an unexpected keyword argument {name!r}: {hint}")
 
 
-def widget_keywords(cls: Any, own: Iterable[str]) -> list[str]:
-    """The keywords a widget class takes: its own arguments, then its traits (ipywidgets passes
-    trait values such as layout= or tooltip= through to the widget)."""
-    return list(own) + sorted(cls.class_trait_names())
-
-
 def refuse_unknown_widget_keywords(widget: Any, kwargs: dict) -> None:
-    """`refuse_unknown` for a widget's constructor: its class's own arguments and its traits."""
+    """`refuse_unknown` for a widget's constructor: its class's own arguments, then its traits
+    (ipywidgets passes trait values such as layout= or tooltip= through to the widget)."""
     cls = type(widget)
     own = [
         name
         for name, p in inspect.signature(cls.__init__).parameters.items()
         if name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
-    refuse_unknown(cls.__name__, kwargs, widget_keywords(cls, own))
+    refuse_unknown(cls.__name__, kwargs, own + sorted(cls.class_trait_names()))

@@ -35,6 +35,7 @@ At the end, `setup` looks for newer versions of the course's notebooks (`lite_up
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from typing import Any
 
@@ -243,10 +244,8 @@ async def setup(probe_seconds: float = PROBE_SECONDS, install_seconds: float = I
         "a cell that needs numpy waits until they are loaded."
     )
     print(STORAGE_NOTE)
-    try:
+    with contextlib.suppress(Exception):  # the update check must never stop the setup
         await tell_of_updates()
-    except Exception:  # the update check must never stop the setup
-        pass
     return "loading"
 
 

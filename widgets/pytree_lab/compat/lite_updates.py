@@ -5,6 +5,7 @@ beside the copy, never over it. `lite_kernel.setup()` calls `tell_of_updates` at
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 
@@ -42,11 +43,9 @@ def _beside(copy: Any, version: str) -> Any:
         candidate = copy.with_name(f"{stem} ({suffix}).ipynb")
         if not candidate.exists():
             return candidate
-        try:
+        with contextlib.suppress(OSError, ValueError):
             if (_version_of(json.loads(candidate.read_text())) or ("", ""))[1] == version:
                 return candidate
-        except (OSError, ValueError):
-            pass
         n += 1
 
 

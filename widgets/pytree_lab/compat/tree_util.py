@@ -264,6 +264,7 @@ register_pytree_with_keys(
 
 # Node kinds. Custom nodes (registered types and namedtuples) carry their type and aux data.
 _LEAF, _NONE, _TUPLE, _LIST, _DICT, _NAMEDTUPLE, _CUSTOM = range(7)
+_BUILTIN = {_TUPLE: tuple, _LIST: list, _DICT: dict}  # the node types of these kinds
 
 
 def _sorted_keys(d: dict) -> tuple:
@@ -350,27 +351,21 @@ class PyTreeDef:
             if tree is not None:
                 return _Mismatch(path, "types", type(None), type(None), type(tree))
             return None
+        want = _BUILTIN.get(kind, self._type)  # the node's type
+        if type(tree) is not want:
+            return _Mismatch(path, "types", want, want, type(tree))
         if kind in (_TUPLE, _LIST):
-            want = tuple if kind == _TUPLE else list
-            if type(tree) is not want:
-                return _Mismatch(path, "types", want, want, type(tree))
             if len(tree) != len(self._children):
                 return _Mismatch(path, "length", want, len(self._children), len(tree))
             pairs = [(SequenceKey(i), c) for i, c in enumerate(tree)]
         elif kind == _DICT:
-            if type(tree) is not dict:
-                return _Mismatch(path, "types", dict, dict, type(tree))
             keys = _sorted_keys(tree)
             if keys != self._aux:
                 return _Mismatch(path, "keys", dict, self._aux, keys)
             pairs = [(DictKey(k), tree[k]) for k in keys]
         elif kind == _NAMEDTUPLE:
-            if type(tree) is not self._type:
-                return _Mismatch(path, "types", self._type, self._type, type(tree))
             pairs = [(GetAttrKey(f), c) for f, c in zip(self._type._fields, tree)]
         else:
-            if type(tree) is not self._type:
-                return _Mismatch(path, "types", self._type, self._type, type(tree))
             pairs, aux = _custom_children(tree, _registry[self._type])
             if len(pairs) != len(self._children):
                 return _Mismatch(path, "arity", self._type, len(self._children), len(pairs))

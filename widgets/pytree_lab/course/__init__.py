@@ -9,6 +9,7 @@ cells run guarded; see `pytree_lab.exercises.cells`) and the hook that notes eac
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -98,10 +99,7 @@ def _sentence(text: str) -> str:
 
 
 def _exercise_of(name: str) -> str | None:
-    for exercise_id in EXERCISES:
-        if name in _names(exercise_id):
-            return exercise_id
-    return None
+    return next((exercise_id for exercise_id in EXERCISES if name in _names(exercise_id)), None)
 
 
 def _not_one_array(value: Any, label: str, shape: tuple[int, ...]) -> str | None:
@@ -214,8 +212,6 @@ def load_ipython_extension(shell) -> None:  # `%load_ext pytree_lab.course`
 
 
 # Bind the checker's tools now and guard the checker's own functions against replacement.
-try:
+with contextlib.suppress(ImportError):  # no numpy/jax yet: bound at the first check
     bind_tools()
-except ImportError:  # no numpy/jax yet: bound at the first check
-    pass
 watch_modules(_catalogue, common, squared_norm, nested_scale_grad, repair_update, grad_over_flat_params, reruns)

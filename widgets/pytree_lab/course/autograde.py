@@ -20,6 +20,7 @@ file system. Answer runs also have no network. docs/grading.md says what is and 
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import csv
 import json
@@ -366,10 +367,8 @@ def _run_cases(job: dict, n_cases: int, *, start: float = START_BUDGET, per_case
                         result = {"error": "unreadable output"}
                     results.append(result if isinstance(result, dict) else {"error": "unreadable output"})
         finally:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             proc.wait()
             for pipe in (proc.stdin, proc.stdout):  # closed here, whatever ended the reading
                 if pipe is not None:

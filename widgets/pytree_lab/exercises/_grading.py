@@ -7,6 +7,7 @@ its path, a wrong shape, a swapped leaf, a value that belongs elsewhere).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import importlib
 import math
@@ -32,10 +33,8 @@ class _Frozen:
         # does) are bound too, so they are frozen like the rest
         for name in dir(module):
             if name not in self.__dict__:
-                try:
+                with contextlib.suppress(Exception):  # a lazy name that cannot load here (no numpy) stays absent
                     self.__dict__[name] = getattr(module, name)
-                except Exception:  # a lazy name that cannot load here (no numpy) stays absent
-                    pass
         for name in nested:
             sub = vars(module).get(name)
             if isinstance(sub, types.ModuleType):
@@ -59,10 +58,8 @@ def bind_tools() -> None:
     if _TOOLS.get("engine") is not engine:
         jax = engine.jax
         for sub in ("tree", "tree_util", "flatten_util"):
-            try:
+            with contextlib.suppress(ImportError):  # every engine has them
                 importlib.import_module(f"{jax.__name__}.{sub}")
-            except ImportError:  # pragma: no cover - every engine has them
-                pass
         _TOOLS.update(engine=engine, jax=_Frozen(jax, ("tree", "tree_util", "flatten_util")), jnp=_Frozen(engine.numpy))
     if (_TOOLS.get("np"), _TOOLS.get("engine")) != bound:
         # what was just bound is the reference every later check is compared with (only then:

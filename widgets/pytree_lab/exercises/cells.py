@@ -16,6 +16,7 @@ import ast
 import dataclasses
 from collections.abc import Callable
 
+from ..interpreter import ipython_shell
 from ._guard import DEFAULT_BUDGET, describe_failure, exception_text, notes_for, run_guarded
 
 __all__ = ["CellRun", "last_run", "run_exercise_cell", "register_magic", "forget"]
@@ -101,9 +102,7 @@ def run_exercise_cell(
 def ipython_python(code: str) -> str:
     """`code` with IPython's syntax (`%exit`, `!ls`) made Python, as the kernel's shell does."""
     try:
-        from IPython import get_ipython
-
-        shell = get_ipython()
+        shell = ipython_shell()
         return shell.transform_cell(code) if shell is not None else code
     except Exception:  # noqa: BLE001 - plain Python is compiled as it is
         return code
@@ -143,11 +142,7 @@ def _inputs(code: str, namespace: dict | None) -> dict:
 
 
 def _user_ns() -> dict | None:
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover
-        return None
-    shell = get_ipython()
+    shell = ipython_shell()
     return shell.user_ns if shell is not None else None
 
 
@@ -184,11 +179,7 @@ def register_magic(
     `known(exercise_id)` raises ValueError for an unknown id; `answer_names` maps exercise ids
     to the names their cells assign; `explain(error, code)` says under a cell what its error means."""
     if shell is None:
-        try:
-            from IPython import get_ipython
-        except ImportError:  # pragma: no cover
-            return False
-        shell = get_ipython()
+        shell = ipython_shell()
     if shell is None:
         return False
     _NAMES.update(answer_names or {})

@@ -265,10 +265,7 @@ class Evidence:
 
     def quiz_answer(self, quiz_id: str) -> dict | None:
         """The scored (first) answer to a question in this log, or None."""
-        for entry in self.quiz:
-            if entry.get("quiz_id", entry.get("question")) == quiz_id:
-                return entry
-        return None
+        return next((entry for entry in self.quiz if entry.get("quiz_id", entry.get("question")) == quiz_id), None)
 
     def add_reveal(self, exercise, solution: str) -> None:
         """A reference solution was shown: listed in the summary, its text kept as a key output."""
@@ -387,10 +384,8 @@ def _write_new(path: pathlib.Path, text: str) -> None:
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             tmp.unlink()
-        except OSError:
-            pass
         raise
 
 
@@ -448,10 +443,8 @@ def _folder_locked(folder: pathlib.Path):
     try:
         yield
     finally:
-        try:
+        with contextlib.suppress(OSError):
             lock.unlink()
-        except OSError:
-            pass
 
 
 _DEFAULT_EVIDENCE = Evidence()

@@ -8,6 +8,7 @@ a page write to any other trait is refused (`pytree_lab.page.PageIntents`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import pathlib
 import threading
 import time
@@ -17,6 +18,7 @@ from typing import Any
 import anywidget
 import traitlets
 
+from ..interpreter import ipython_shell
 from ..page import PageIntents, static_asset
 from ..widget_common import TextForm, refuse_unknown_widget_keywords
 from ._check import CheckContext, check
@@ -76,10 +78,8 @@ class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
         intent can overtake them): only the page's intent traits are taken, a wrong type is left out."""
         for name in self._page_intents:
             if name in content:
-                try:
+                with contextlib.suppress(traitlets.TraitError):
                     setattr(self, name, content[name])
-                except traitlets.TraitError:
-                    pass
 
     def _intents(self) -> dict[str, Callable[[], Any]]:
         return {}
@@ -104,11 +104,7 @@ class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
 def _lookup_answer(get_answer) -> Any:
     if callable(get_answer):
         return get_answer()
-    try:
-        from IPython import get_ipython
-    except ImportError:  # pragma: no cover - ipywidgets brings IPython
-        get_ipython = None
-    shell = get_ipython() if get_ipython else None
+    shell = ipython_shell()
     namespace = shell.user_ns if shell is not None else {}
     if get_answer not in namespace:
         raise NameError(f"name {get_answer!r} is not defined")

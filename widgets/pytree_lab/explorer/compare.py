@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import html
-import inspect
+import math
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import ipywidgets
@@ -33,13 +33,13 @@ from ..formatting import fmt_number
 from ..page import PageIntents
 from ..step import StepResult
 from ..training import OptimizerError
-from ..widget_common import TextForm, refuse_unknown, widget_keywords
+from ..widget_common import TextForm, refuse_unknown_widget_keywords
 from . import record
-from .debug import DebugArea, captured
+from .controls import step_controls
+from .debug import DebugArea
 from .lifetime import Lifetime
 from .messages import status_html
-from .play import Player
-from .playbar import PlayControl
+from .play import Player, Playing
 from .session import ExplorerSession
 
 __all__ = ["OptimizerComparison", "COLUMNS"]
@@ -68,7 +68,7 @@ def _check(optimizers: Any, columns: Any) -> tuple[dict[str, Any], tuple[str, ..
     return dict(optimizers), cols
 
 
-class OptimizerComparison(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
+class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.VBox):
     """Several optimizers side by side on one model: one Play, their loss lines overlaid, their
     updates per leaf aligned.
 
@@ -111,7 +111,7 @@ class OptimizerComparison(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
         device: Any = None,
         **kwargs: Any,
     ):
-        refuse_unknown("OptimizerComparison", kwargs, widget_keywords(type(self), _OWN_KEYWORDS))
+        refuse_unknown_widget_keywords(self, kwargs)
         runs, self.columns = _check(optimizers, columns)
         super().__init__(**kwargs)
         self.add_class("pytree-lab-comparison")
@@ -127,18 +127,7 @@ class OptimizerComparison(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
                 raise OptimizerError(f"{name!r}: {err}") from None
             session.lock = self.lock
             self.sessions[name] = session
-        self.status = ipywidgets.HTML(layout={"width": "100%"})
-        self.status.add_class("pytree-lab-status")
-        buttons = [ipywidgets.Button(description=d, tooltip=t) for d, t in BUTTONS]
-        self.step_button, self.step10_button, self.reset_button = buttons
-        for button, (method, args) in zip(buttons, ((self.step, (1,)), (self.step, (10,)), (self.reset, ()))):
-            button.add_class("pytree-lab-step-button")
-            button.on_click(lambda _, m=method, a=args: self._clicked(m, *a))
-        self.play_control = PlayControl()
-        controls = ipywidgets.HBox(
-            [*buttons, self.play_control], layout={"flex_flow": "row wrap", "align_items": "center"}
-        )
-        controls.add_class("pytree-lab-controls")
+        step_controls(self, self._clicked, TOOLTIPS)
         self.loss_chart = LossLinesChart(list(self.sessions), title="Loss at each step, per optimizer")
         self.table = ipywidgets.HTML()
         self.table.add_class("ptl-compare-table")
@@ -148,7 +137,7 @@ class OptimizerComparison(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
         row = ipywidgets.HBox(
             [self.loss_chart.figure, self.table], layout={"flex_flow": "row wrap", "align_items": "center"}
         )
-        self.children = [self.status, controls, row, self.diagram, self.debug.widget]
+        self.children = [self.status, self.controls, row, self.diagram, self.debug.widget]
         self._start_lifetime()
         self.recompute()
 
@@ -167,7 +156,7 @@ class OptimizerComparison(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
     def result(self) -> StepResult | None:
         """The step Play checks before stepping on: one whose next loss is NaN or Inf, else the first's."""
         found = [r for r in self.results.values() if r is not None]
-        return next((r for r in found if not _finite(r.loss_after)), found[0] if found else None)
+        return next((r for r in found if not math.isfinite(r.loss_after)), found[0] if found else None)
 
     @property
     def histories(self) -> dict[str, record.History]:
@@ -234,53 +223,14 @@ class OptimizerComparison(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
                     s.notes.append(failure)
             return self.recompute()
 
-    # ------------------------------------------------------------------ play (play.py's Player)
-    def play(self, steps_per_second: float | None = None, until: int | None = None) -> None:
-        """Step every optimizer one step at a time, as StepExplorer.play does (the page's pace,
-        at most `steps_per_second`, up to step `until`); stops on Pause, Reset, a failed step,
-        or an optimizer whose next loss would be NaN or Inf."""
-        with self.lock:
-            self.player.play(steps_per_second, until)
-
-    def pause(self) -> None:
-        """Stop playing (every optimizer stays at the step it reached)."""
-        self.player.stop("Paused.")
-
-    @property
-    def playing(self) -> bool:
-        return self.player.playing
-
-    def control_step(self) -> int:
-        """The step number shown: the most steps any optimizer has taken."""
-        return max(s.step_number for s in self.sessions.values())
-
-    def control_step_changed(self) -> None:
-        self.play_control.step = self.control_step()
-
-    @contextlib.contextmanager
-    def _from_page(self) -> Iterator[None]:
-        """A step the page asked for: its output to the output area, a failed step's traceback kept."""
-        for s in self.sessions.values():
-            s.last_traceback = ""
-        try:
-            with captured(self.debug.write):
-                yield
-        finally:
-            self.debug.failed(next((s.last_traceback for s in self.sessions.values() if not s.good_now), ""))
-
-    def _clicked(self, method: Callable, *args: Any) -> None:
-        with self._from_page():
-            method(*args)
-
-    @property
-    def output(self) -> str:
-        """What the steps run from the page (buttons, played steps) printed: the last lines kept."""
-        return self.debug.text
+    # ------------------------------------------------------------------ play (play.py's Playing)
+    def _sessions(self) -> list[ExplorerSession]:
+        return list(self.sessions.values())
 
     # ------------------------------------------------------------------ drawing
     def _note(self, text: str, kind: str = "info") -> None:
         """The player's alert (Play stopped before a step into NaN), with the optimizers it names."""
-        ahead = [n for n, r in self.results.items() if r is not None and not _finite(r.loss_after)]
+        ahead = [n for n, r in self.results.items() if r is not None and not math.isfinite(r.loss_after)]
         self._draw_status([(kind, f"{', '.join(ahead)}: {text}" if ahead and kind == "error" else text)])
 
     def _draw_status(self, said: list[tuple[str, str]]) -> None:
@@ -346,15 +296,8 @@ class OptimizerComparison(Lifetime, PageIntents, TextForm, ipywidgets.VBox):
 SWATCH = "display:inline-block;width:14px;height:4px;vertical-align:middle;margin-right:4px;"
 
 
-def _finite(x: float) -> bool:
-    return x == x and abs(x) != float("inf")
-
-
-BUTTONS = (
-    ("Step", "every optimizer takes one step"),
-    ("Step ×10", "every optimizer takes ten steps (one compiled loop each)"),
-    ("Reset", "every optimizer back to the starting params, with a fresh state"),
+TOOLTIPS = (  # of Step, Step ×10 and Reset
+    "every optimizer takes one step",
+    "every optimizer takes ten steps (one compiled loop each)",
+    "every optimizer back to the starting params, with a fresh state",
 )
-_OWN_KEYWORDS = [
-    name for name in inspect.signature(OptimizerComparison.__init__).parameters if name not in ("self", "kwargs")
-]

@@ -11,36 +11,44 @@ import ipywidgets
 
 from .playbar import PlayControl
 
-__all__ = ["build_controls"]
+__all__ = ["build_controls", "step_controls"]
+
+TOOLTIPS = (
+    "take one step: move to updated",
+    "take ten steps (one compiled loop)",
+    "back to the starting params, inputs and learning rate, and a fresh optimizer state",
+)
 
 
 def build_controls(ex: Any, fixed_range: bool, clicked: Callable[..., None]) -> None:
-    """Make the controls as the explorer's attributes (`status`, the line for messages;
-    `step_button`, `step10_button`, `reset_button`, `fixed_range_box`, `log_scale_box`, and `controls`, the row
-    holding the buttons; `play_control`, Play / Pause with its speed and step number), wired to it:
-    a button calls `clicked(method, *args)`, which runs the step as one from the page."""
-    ex.status = ipywidgets.HTML(layout={"width": "100%"})
-    ex.status.add_class("pytree-lab-status")
-    ex.step_button = ipywidgets.Button(description="Step", tooltip="take one step: move to updated")
-    ex.step10_button = ipywidgets.Button(description="Step ×10", tooltip="take ten steps (one compiled loop)")
-    ex.reset_button = ipywidgets.Button(
-        description="Reset",
-        tooltip="back to the starting params, inputs and learning rate, and a fresh optimizer state",
-    )
+    """Make the controls as the explorer's attributes (`step_controls`'s, and `fixed_range_box`
+    and `log_scale_box` at the end of the `controls` row)."""
     ex.fixed_range_box = ipywidgets.Checkbox(
         value=bool(fixed_range), description="fix the bars' y range", indent=False, layout={"width": "auto"}
     )
     ex.log_scale_box = ipywidgets.Checkbox(description="log-scale loss", indent=False, layout={"width": "auto"})
-    for button in (ex.step_button, ex.step10_button, ex.reset_button):
-        button.add_class("pytree-lab-step-button")
-    ex.step_button.on_click(lambda _: clicked(ex.step, 1))
-    ex.step10_button.on_click(lambda _: clicked(ex.step, 10))
-    ex.reset_button.on_click(lambda _: clicked(ex.reset))
-    ex.play_control = PlayControl()
+    step_controls(ex, clicked, TOOLTIPS, (ex.fixed_range_box, ex.log_scale_box))
     ex.fixed_range_box.observe(lambda change: setattr(ex.chart_view, "fixed_range", bool(change["new"])), "value")
     ex.log_scale_box.observe(lambda change: ex.history_view.set_log(change["new"]), "value")  # the page's intent
+
+
+def step_controls(ex: Any, clicked: Callable[..., None], tooltips: tuple[str, ...], boxes: tuple = ()) -> None:
+    """Make the controls an explorer and an OptimizerComparison share, as `ex`'s attributes (`status`,
+    the line for messages; `step_button`, `step10_button`, `reset_button`, with these `tooltips`;
+    `play_control`, Play / Pause with its speed and step number; and `controls`, the row holding
+    them and `boxes`), wired to it: a button calls `clicked(method, *args)`, which runs the step
+    as one from the page."""
+    ex.status = ipywidgets.HTML(layout={"width": "100%"})
+    ex.status.add_class("pytree-lab-status")
+    ex.step_button, ex.step10_button, ex.reset_button = (
+        ipywidgets.Button(description=d, tooltip=t) for d, t in zip(("Step", "Step ×10", "Reset"), tooltips)
+    )
+    buttons = [ex.step_button, ex.step10_button, ex.reset_button]
+    for button, (method, *args) in zip(buttons, ((ex.step, 1), (ex.step, 10), (ex.reset,))):
+        button.add_class("pytree-lab-step-button")
+        button.on_click(lambda _, m=method, a=args: clicked(m, *a))
+    ex.play_control = PlayControl()
     ex.controls = ipywidgets.HBox(
-        [ex.step_button, ex.step10_button, ex.reset_button, ex.play_control, ex.fixed_range_box, ex.log_scale_box],
-        layout={"flex_flow": "row wrap", "align_items": "center"},
+        [*buttons, ex.play_control, *boxes], layout={"flex_flow": "row wrap", "align_items": "center"}
     )
     ex.controls.add_class("pytree-lab-controls")

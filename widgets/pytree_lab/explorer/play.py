@@ -17,7 +17,8 @@ stops it *before* stepping there, with a message naming the loss. Played steps' 
 (`print`, `jax.debug.print`) goes to the explorer's output area (debug.py).
 
 `PlayMixin` gives StepExplorer its play / pause / history / output methods (kept out of
-widget.py, whose class has a line budget).
+widget.py, whose class has a line budget); `Playing`, the part of them OptimizerComparison
+shares.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from .debug import DebugArea, captured
 from .messages import fmt_number
 from .playbar import PlayControl
 
-__all__ = ["Player", "PlayMixin", "MAX_RATE"]
+__all__ = ["Player", "Playing", "PlayMixin", "MAX_RATE"]
 
 MAX_RATE = 60.0  # steps per second at most: a screen shows no more
 
@@ -208,28 +209,18 @@ class Player:
                 self.ex._note(alert, "error")
 
 
-class PlayMixin:
-    """StepExplorer's Play / Pause, run record and output area (see the module doc)."""
+class Playing:
+    """Play / Pause, the step number shown and the output of steps run from the page: what
+    StepExplorer (`PlayMixin`) and OptimizerComparison share. `_sessions()` gives the sessions a
+    step moves (the explorer's one, or one per optimizer); `lock` is theirs."""
 
-    # the widget this mixes into (StepExplorer, an ipywidgets.VBox) has these
-    session: Any
-    schedule: Any
+    lock: Any
     play_control: PlayControl
-    children: Any
-    observe: Any
-    recompute: Any
+    debug: DebugArea
+    player: Player
 
-    @property
-    def lock(self) -> Any:
-        """The lock of one change at a time (the session's), which the player takes for a step."""
-        return self.session.lock
-
-    def _start_play(self) -> None:
-        """Called once the explorer's children are set: the output area goes under them."""
-        self.debug = DebugArea()
-        self.player = Player(self, self.play_control)
-        self.children = [*self.children, self.debug.widget]
-        self.observe(lambda _: self.control_step_changed(), "result")
+    def _sessions(self) -> list:
+        raise NotImplementedError
 
     # ------------------------------------------------------------------ play
     def play(self, steps_per_second: float | None = None, until: int | None = None) -> None:
@@ -239,18 +230,78 @@ class PlayMixin:
         of what the page has drawn. Stops at step number `until` (see `history.steps`; None: goes
         on), on `pause()` or the Pause button, a slider moved by hand, Reset, or a step that
         fails; a loss that would become NaN or Inf stops it before that step, with a message.
-        Needs a running event loop (a Jupyter kernel has one)."""
-        with self.session.lock:
+        Needs a running event loop (a Jupyter kernel has one). An OptimizerComparison steps every
+        optimizer at once, and stops before a step where any one's next loss would be NaN or Inf."""
+        with self.lock:
             self.player.play(steps_per_second, until)
 
     def pause(self) -> None:
-        """Stop playing (the explorer stays at the step it reached)."""
+        """Stop playing (the explorer, or every optimizer compared, stays at the step it reached)."""
         self.player.stop("Paused.")
 
     @property
     def playing(self) -> bool:
         """Whether steps are being played (the kernel's; the page asks through Play / Pause)."""
         return self.player.playing
+
+    # ------------------------------------------------------------------ output of steps from the page
+    @property
+    def output(self) -> str:
+        """What the steps run from the page (sliders, buttons, played steps) printed: the last lines kept."""
+        return self.debug.text
+
+    @contextlib.contextmanager
+    def _from_page(self) -> Iterator[None]:
+        """A step the page asked for: its output to the output area, a failed step's traceback kept."""
+        for s in self._sessions():
+            s.last_traceback = ""
+        try:
+            with captured(self.debug.write):
+                yield
+        finally:
+            self.debug.failed(next((s.last_traceback for s in self._sessions() if not s.good_now), ""))
+
+    def _clicked(self, method: Any, *args: Any) -> None:
+        """A button's step (Step, Step ×10, Reset), run as a step from the page; Reset stops playing."""
+        if method.__name__ == "reset" and self.player.playing:
+            self.player.stop("Paused: reset.")
+        with self._from_page():
+            method(*args)
+
+    # ------------------------------------------------------------------ the step number shown
+    def control_step(self) -> int:
+        """The step number shown: that of the point the explorer stands on (the count in
+        `history.steps`); in a comparison, the most steps any optimizer has taken."""
+        return max(s.step_number for s in self._sessions())
+
+    def control_step_changed(self) -> None:
+        self.play_control.step = self.control_step()
+
+
+class PlayMixin(Playing):
+    """StepExplorer's Play / Pause, run record and output area (see the module doc)."""
+
+    # the widget this mixes into (StepExplorer, an ipywidgets.VBox) has these
+    session: Any
+    schedule: Any
+    children: Any
+    observe: Any
+    recompute: Any
+
+    @property
+    def lock(self) -> Any:
+        """The lock of one change at a time (the session's), which the player takes for a step."""
+        return self.session.lock
+
+    def _sessions(self) -> list:
+        return [self.session]
+
+    def _start_play(self) -> None:
+        """Called once the explorer's children are set: the output area goes under them."""
+        self.debug = DebugArea()
+        self.player = Player(self, self.play_control)
+        self.children = [*self.children, self.debug.widget]
+        self.observe(lambda _: self.control_step_changed(), "result")
 
     # ------------------------------------------------------------------ the record
     @property
@@ -293,39 +344,7 @@ class PlayMixin:
         to `StepExplorer`; the numbers, sliders and bars come from the file."""
         return record.load(cls, path, loss_fn, params, inputs, **kwargs)
 
-    # ------------------------------------------------------------------ output of steps from the page
-    @property
-    def output(self) -> str:
-        """What the steps run from the page (sliders, buttons, played steps) printed: the last lines kept."""
-        return self.debug.text
-
     @property
     def last_traceback(self) -> str:
         """The traceback of the last step from the page that failed ("" after a good one)."""
         return self.debug.traceback
-
-    @contextlib.contextmanager
-    def _from_page(self) -> Iterator[None]:
-        """A step the page asked for: its output to the output area, its traceback kept on failure."""
-        self.session.last_traceback = ""
-        try:
-            with captured(self.debug.write):
-                yield
-        finally:
-            failed = not self.session.good_now and self.session.last_traceback
-            self.debug.failed(self.session.last_traceback if failed else "")
-
-    def _clicked(self, method: Any, *args: Any) -> None:
-        """A button's step (Step, Step ×10, Reset), run as a step from the page; Reset stops playing."""
-        if method.__name__ == "reset" and self.player.playing:
-            self.player.stop("Paused: reset.")
-        with self._from_page():
-            method(*args)
-
-    # ------------------------------------------------------------------ the step number shown
-    def control_step(self) -> int:
-        """The step number of the point the explorer stands on (the count in `history.steps`)."""
-        return self.session.step_number
-
-    def control_step_changed(self) -> None:
-        self.play_control.step = self.control_step()

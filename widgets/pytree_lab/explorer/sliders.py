@@ -11,6 +11,7 @@ most the cap), keeping as many of the chosen ones as fit (`with_selection`).
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -71,15 +72,8 @@ def elements(
 ) -> list[Element]:
     """Float elements of a tree in display order, at most `limit` (labels made only for those).
     `moving` (leaf index -> flat positions): only those positions (`moving_positions`)."""
-    out: list[Element] = []
-    for leaf in walk_leaves(summary):
-        if not leaf.differentiable or not keep(leaf):
-            continue
-        for pos in range(leaf.size) if moving is None else moving.get(leaf.index, ()):
-            if len(out) >= limit:
-                return out
-            out.append(Element(tree, leaf, pos))
-    return out
+    floats = (leaf for leaf in walk_leaves(summary) if leaf.differentiable and keep(leaf))
+    return elements_of(floats, tree, limit, moving)
 
 
 def moving_positions(eng: Any, grads: Any) -> dict[int, list[int]]:
@@ -174,15 +168,14 @@ def find(name: str, limit: int, params: TreeSummary, inputs: TreeSummary, keywor
     return out
 
 
-def elements_of(leaves: Iterable[Leaf], tree: str, limit: int) -> list[Element]:
-    """The elements of these leaves in order, at most `limit`."""
-    out: list[Element] = []
-    for leaf in leaves:
-        for pos in range(min(leaf.size, limit - len(out))):
-            out.append(Element(tree, leaf, pos))
-        if len(out) >= limit:
-            break
-    return out
+def elements_of(leaves: Iterable[Leaf], tree: str, limit: int, moving: dict[int, Any] | None = None) -> list[Element]:
+    """The elements of these leaves in order, at most `limit` (`moving`: as `elements`')."""
+    found = (
+        Element(tree, leaf, pos)
+        for leaf in leaves
+        for pos in (range(leaf.size) if moving is None else moving.get(leaf.index, ()))
+    )
+    return list(itertools.islice(found, max(limit, 0)))
 
 
 def check_names(keyword: str, names: Any) -> list[str]:

@@ -17,7 +17,7 @@ from ..formatting import short_labels
 from ..page import PageIntents
 from ..slider import Slider, SliderModule
 from ..step import StepResult
-from ..widget_common import TextForm, refuse_unknown, widget_keywords
+from ..widget_common import TextForm, refuse_unknown_widget_keywords
 from .controls import build_controls
 from .layout import arrange, check_layout, present
 from .lifetime import Lifetime
@@ -300,7 +300,7 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         layout: Any = "compact",
         **kwargs: Any,
     ):
-        refuse_unknown("StepExplorer", kwargs, widget_keywords(type(self), _OWN_KEYWORDS))
+        refuse_unknown_widget_keywords(self, kwargs)
         self.layout_form = check_layout(layout, kwargs)  # "compact" or "long" (layout.py)
         super().__init__(**kwargs)
         self.add_class("pytree-lab-explorer")
@@ -462,5 +462,4 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         super().close()
 
 
-_OWN_KEYWORDS = [name for name in inspect.signature(StepExplorer.__init__).parameters if name not in ("self", "kwargs")]
 _SESSION_KEYWORDS = [name for name in inspect.signature(ExplorerSession.__init__).parameters if name != "self"]

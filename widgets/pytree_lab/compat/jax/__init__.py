@@ -116,22 +116,4 @@ def __dir__() -> list[str]:
 
 _check_importable()
 
-__all__ = [
-    "Array",
-    "block_until_ready",
-    "config",
-    "flatten_util",
-    "grad",
-    "hessian",
-    "jacfwd",
-    "jacrev",
-    "jit",
-    "lax",
-    "nn",
-    "numpy",
-    "random",
-    "tree",
-    "tree_util",
-    "value_and_grad",
-    "vmap",
-]
+__all__ = ["config", "tree", "tree_util", *_ARRAY_PARTS]  # (_ARRAY_PARTS: imported on first use)

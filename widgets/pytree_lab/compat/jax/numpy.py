@@ -434,13 +434,23 @@ class _At:
 
 
 class _JaxArrayMethods:
-    """JAX's ``.at`` and JAX's ``@`` errors, for the engine's arrays and for traced values."""
+    """JAX's ``.at``, JAX's ``@`` errors and JAX's clamped reads, for the engine's arrays and for
+    traced values."""
 
     __slots__ = ()
+    shape: tuple
 
     @property
     def at(self) -> _At:
         return _At(self)
+
+    def __getitem__(self, idx: Any) -> Any:
+        return super().__getitem__(_clamped(_concrete_index(idx), self.shape))  # type: ignore[misc]
+
+    def __iter__(self) -> Any:  # its own: iterating by __getitem__ would never reach an end (reads clamp)
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (super(_JaxArrayMethods, self).__getitem__(i) for i in range(self.shape[0]))  # type: ignore[misc]
 
     def __matmul__(self, other: Any) -> Any:
         return matmul(self, other)
@@ -464,19 +474,11 @@ class ArrayImpl(_JaxArrayMethods, _np.ndarray):
     def __repr__(self) -> str:
         return repr(self.view(_np.ndarray))
 
-    def __getitem__(self, idx: Any) -> Any:
-        return super().__getitem__(_clamped(_concrete_index(idx), self.shape))
-
     def __pow__(self, other: Any, mod: Any = None) -> Any:  # numpy's x ** 2 is square(x): bool ** 2 stays bool
         return _np.power(self, other) if mod is None else NotImplemented
 
     def __rpow__(self, other: Any, mod: Any = None) -> Any:
         return _np.power(other, self) if mod is None else NotImplemented
-
-    def __iter__(self) -> Any:  # its own: iterating by __getitem__ would never reach an end (reads clamp)
-        if not self.shape:
-            raise TypeError("iteration over a 0-d array")
-        return (super(ArrayImpl, self).__getitem__(i) for i in range(self.shape[0]))
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         with _np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):  # JAX: inf, nan
@@ -512,14 +514,6 @@ class _TracedArray(_JaxArrayMethods, _ArrayBox):
     names its tracer inside `grad`."""
 
     __slots__: list = []
-
-    def __getitem__(self, idx: Any) -> Any:
-        return super().__getitem__(_clamped(_concrete_index(idx), self.shape))
-
-    def __iter__(self) -> Any:
-        if not self.shape:
-            raise TypeError("iteration over a 0-d array")
-        return (self[i] for i in range(self.shape[0]))
 
     def __setitem__(self, idx: Any, value: Any) -> None:
         raise TypeError(

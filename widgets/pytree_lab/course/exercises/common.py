@@ -131,10 +131,7 @@ def jax_hint(error: BaseException | str | None) -> str:
             f" The dictionary it was read from has no key {text.removeprefix('KeyError: ')}: check the name, "
             "and the level of the tree it sits at (describe(tree) lists every path)."
         )
-    for needles, hint in _JAX_HINTS:
-        if any(needle in text for needle in needles):
-            return " " + hint
-    return ""
+    return next((" " + hint for needles, hint in _JAX_HINTS if any(needle in text for needle in needles)), "")
 
 
 def cell_hint(error: BaseException | str | None, code: str) -> str:

@@ -3,6 +3,7 @@ gradient tree."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 from ... import lesson
@@ -76,7 +77,7 @@ def _grade_repair_update(answer) -> Outcome:
         return Outcome(0, 2, ["0 of 2 leaves of the updated parameter tree are right.", f"- {whole}"])
     outcome = grade_tree(answer, spec)
     # The loss at the student's tree: the lesson's evidence that the repair worked.
-    try:
+    with contextlib.suppress(Exception):  # a malformed tree already has its feedback above
         leaves = {k: as_number_array(v) for k, v in answer.items()} if isinstance(answer, dict) else {}
         if set(leaves) == {"weight", "bias"} and all(v is not None for v in leaves.values()):
             _, x, target, _ = _lesson_setup()
@@ -86,8 +87,6 @@ def _grade_repair_update(answer) -> Outcome:
                 f"Loss at your updated tree: {fmt_num(loss)} (before the step: "
                 f"{fmt_num(loss_before)}; the repaired update gives {fmt_num(loss_after)})."
             )
-    except Exception:  # a malformed tree already has its feedback above
-        pass
     return outcome
 
 
