@@ -548,3 +548,18 @@ def test_the_interpreter_repairs_find_what_they_mend_on_this_python():
     if sys.implementation.name == "cpython" and (3, 12) <= sys.version_info[:2] <= (3, 13):
         counter = interpreter._c_counter()
         assert counter is not None and 0 < counter.value - interpreter._inner(counter) <= 16
+
+
+def test_the_processes_started_are_looked_for_where_threads_have_no_native_id(monkeypatch):
+    """Pyodide's threading has no native_id (its Python is single-threaded): a guard still runs."""
+    import threading
+
+    from pytree_lab import interpreter
+
+    class PyodideMainThread:  # threading._MainThread there: name and ident, no native_id
+        name, ident = "MainThread", 1
+
+    monkeypatch.setattr(threading, "enumerate", lambda: [PyodideMainThread()])
+    assert interpreter._descendants() == set()  # this test's process started none
+    run = interpreter.InterpreterState.capture()
+    assert run.restore() == ()

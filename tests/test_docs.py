@@ -81,6 +81,13 @@ def test_api_page_shows_the_widgets_docstrings(site):
     for name in ("StepExplorer", "OptimizerComparison", "PytreeDiagram", "PackedView", "describe", "diagnose"):
         first = _first_paragraph(getattr(pytree_lab, name))
         assert first in api, f"api.html lacks {name}'s docstring: {first!r}"
+    from pytree_lab.explorer.play import Playing  # play / pause / playing, inherited by both
+
+    page = (site / "api.html").read_text(encoding="utf-8")
+    for cls in ("StepExplorer", "OptimizerComparison"):
+        for member in ("play", "pause", "playing"):
+            assert f'id="pytree_lab.{cls}.{member}"' in page, f"api.html lacks {cls}.{member}"
+    assert _first_paragraph(Playing.play) in api
     import pytree_lab.course
 
     for name in ("check", "check_cell", "save_evidence"):

@@ -332,7 +332,7 @@ def _descendants() -> set[int]:
     """This process's children and theirs (Linux's /proc). Here only threads that run Python are read
     (an accelerator runtime's hundreds cost ms a guard); a child whose Python thread ended may be missed."""
     me, found = os.getpid(), set[int]()
-    mine = dict.fromkeys([str(me), *(str(t.native_id) for t in threading.enumerate() if t.native_id)])
+    mine = dict.fromkeys([str(me), *(str(t.native_id) for t in threading.enumerate() if getattr(t, "native_id", 0))])
     todo = [me]
     while todo:
         pid = todo.pop()
