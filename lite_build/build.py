@@ -83,6 +83,9 @@ CDN_PACKAGES = ("numpy", "pandas")
 # The wheels whose front ends (share/jupyter/labextensions) go into the site.
 FRONT_END_WHEELS = ("jupyterlab-widgets", "anywidget", "bqplot", "bqscales")
 PYODIDE_KERNEL_EXTENSION = "@jupyterlite/pyodide-kernel-extension"
+# JupyterLab's widget manager; its saveState (on in jupyter-lite.json) keeps a saved notebook's widget
+# models, which the next visit draws before the kernel starts (README: "Every diagram on first paint")
+WIDGETS_PLUGIN = "@jupyter-widgets/jupyterlab-manager:plugin"
 # Where students' work is kept (README: "How students' work is kept"): a name derived from the
 # site's identity (--site-name), so the site's path on its host does not decide which copy a
 # student sees and two sites on one host never mix their files; memory-only storage off.
@@ -1322,6 +1325,8 @@ def verify_and_describe(output_dir, lock_info, wheels, project, notebooks, setup
             )
     if kernel.get("disablePyPIFallback") is not True:
         problems.append("disablePyPIFallback is not on")
+    if config.get("settingsOverrides", {}).get(WIDGETS_PLUGIN, {}).get("saveState") is not True:
+        problems.append("the widget manager's saveState is not on (a student's saved widgets would come back blank)")
     if not any(u.startswith("./pypi/all.json") for u in kernel.get("pipliteUrls", [])):
         problems.append("the site's wheel index ./pypi/all.json is not in pipliteUrls")
     index = json.loads((output_dir / "pypi" / "all.json").read_text())

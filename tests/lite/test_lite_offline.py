@@ -388,3 +388,178 @@ def test_the_lessons_outputs_are_on_first_paint_and_equal_the_live_run(refused_r
         assert numbers(before) == numbers(after), (i, run.sources[i], before, after)
         compared += 1
     assert compared >= 5, compared
+
+
+# ---------------------------------------------------------------- the second visit: the student's own outputs
+
+SAVED_NOTE = "saved with your notebook: run the cell to make it live"
+DIAGRAM_SOURCE = "PytreeDiagram(params)"
+VIEW, STORED_MIME = "application/vnd.jupyter.widget-view+json", "application/vnd.pytree-lab.stored-widget+json"
+# a code cell's place among all the page's cells, by its source (the site's notebook, setup cell first)
+CELL_INDEX = """async ([url, source]) => (await (await fetch(url)).json()).cells
+    .findIndex(c => [].concat(c.source).join('').trim() === source)"""
+CODE_BEFORE = """async ([url, upto]) => (await (await fetch(url)).json()).cells
+    .map((c, i) => c.cell_type === 'code' && i <= upto ? i : -1).filter(i => i >= 0)"""
+
+
+# The student's copy of a notebook as the browser stores it (JupyterLite's IndexedDB): one cell's
+# outputs (their MIME types) and how many saved widget models carry their anywidget module.
+SAVED_COPY = """async ([name, source]) => {
+    const request = r => new Promise((ok, no) => { r.onsuccess = () => ok(r.result); r.onerror = no; });
+    for (const { name: db } of await indexedDB.databases()) {
+        const open = await request(indexedDB.open(db));
+        const file = open.objectStoreNames.contains('files')
+            ? await request(open.transaction('files').objectStore('files').get(name)) : null;
+        open.close();
+        const nb = file && file.content;
+        if (!nb || !nb.cells) continue;
+        const cell = nb.cells.find(c => [].concat(c.source).join('').trim() === source);
+        const state = ((nb.metadata.widgets || {})['application/vnd.jupyter.widget-state+json'] || {}).state || {};
+        return { mimes: cell.outputs.map(o => Object.keys(o.data || {}).sort().join(' ')),
+                 modules: Object.values(state).filter(m => typeof m.state._esm === 'string').length };
+    }
+    return null;
+}"""
+
+
+def saved_copy(page, source: str, until=lambda copy: copy is not None) -> dict:
+    """The stored copy once `until` holds for it (a save that is not shown on the page: the tab was clean)."""
+    for _ in range(int(browse.Timeouts.WIDGET * 2)):
+        copy = page.evaluate(SAVED_COPY, [LESSON, source])
+        if until(copy):
+            return copy
+        page.wait_for_timeout(500)
+    raise AssertionError(f"the stored copy is still {copy}")
+
+
+def reopen(page, url: str, at: int, ran: list[int], shot: str) -> dict:
+    """Open the student's copy by the lesson's link (its kernel starts from nothing): what the
+    diagram cell shows before the kernel is ready, then after its cells ran again."""
+    seen: dict = {}
+    browse.open_notebook(page, url, LESSON)
+    cell = browse.cell(page, at)
+    seen["kernel_status"] = page.wait_for_function(
+        """(at) => {
+            const panel = '.jp-NotebookPanel:not(.lm-mod-hidden)';
+            const cell = document.querySelectorAll(panel + ' .jp-Notebook .jp-Cell')[at];
+            return cell && cell.querySelector('.ptl-stored[data-ptl-drawn] [role=tree] [data-path]') && (
+                document.querySelector(panel + ' .jp-Notebook-ExecutionIndicator')?.dataset.status || 'none');
+        }""",
+        arg=at,
+        timeout=browse.Timeouts.ms(browse.Timeouts.PAGE),
+        polling=50,
+    ).json_value()
+    seen["stored"] = cell.evaluate_all(READ_DIAGRAMS)[0]
+    seen["note"] = cell.locator(".ptl-stored-note").all_text_contents()
+    seen["outputs"] = [browse.cell_output(page, i) for i in ran]
+    seen["dirty"] = page.locator(".lm-TabBar-tab.jp-mod-current.jp-mod-dirty").count()
+    path = ROOT / "artifacts" / "screenshots" / shot
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cell.scroll_into_view_if_needed()
+    page.screenshot(path=str(path))
+    browse.wait_kernel_ready(page)
+    return seen
+
+
+def rerun(page, cell, ran: list[int]) -> dict:
+    for i in ran:
+        browse.run_cell(page, i)
+    seen = {
+        "stored": cell.locator(".ptl-stored").count(),
+        "outputs": cell.locator(".jp-OutputArea-output").count(),
+        "live": cell.evaluate_all(READ_DIAGRAMS)[0],
+    }
+    bias = cell.locator("""[role=tree] [data-path="['bias']"]""").first
+    bias.click()
+    page.wait_for_function(  # the live diagram reacts (a stored one is inert)
+        "(el) => el.getAttribute('aria-selected') === 'true'",
+        arg=bias.element_handle(),
+        timeout=browse.Timeouts.ms(browse.Timeouts.ROUND_TRIP),
+    )
+    seen["reacts"] = True
+    return seen
+
+
+def revisit_lesson(pw, url: str) -> dict:
+    """A student runs lesson 01 up to its first diagram and saves; comes back (the second visit),
+    saves once the kernel is ready without running anything, comes back again (the third), runs
+    the cells."""
+    seen: dict = {}
+    browser = browse.launch(pw)
+    try:
+        context, net = browse.offline_context(browser)
+        page = context.new_page()
+        try:
+            browse.open_notebook(page, url, LESSON, net)
+            site_file = f"{url}/files/{LESSON}"
+            at = page.evaluate(CELL_INDEX, [site_file, DIAGRAM_SOURCE])
+            ran = page.evaluate(CODE_BEFORE, [site_file, at])
+            cell = browse.cell(page, at)
+            cell.locator(".ptl-stored [role=tree] [data-path]").first.wait_for(
+                timeout=browse.Timeouts.ms(browse.Timeouts.PAGE)
+            )
+            seen["site_stored"] = cell.evaluate_all(READ_DIAGRAMS)[0]
+            browse.wait_kernel_ready(page)
+            seen["first_outputs"] = [browse.run_cell(page, i) for i in ran]
+            seen["first_live"] = cell.evaluate_all(READ_DIAGRAMS)[0]
+            page.keyboard.press("Escape")
+            page.keyboard.press("Control+s")  # or JupyterLab's autosave: the same stored copy
+            page.wait_for_function(
+                "() => !document.querySelector('.lm-TabBar-tab.jp-mod-dirty')",
+                timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET),
+                polling=200,
+            )
+            seen["first_saved"] = saved_copy(page, DIAGRAM_SOURCE)
+
+            seen["second"] = reopen(page, url, at, ran, "lite-revisit-before-kernel.png")
+            page.keyboard.press("Escape")
+            page.keyboard.press("Control+s")  # the widget manager now saves its live models: none
+            seen["second_saved"] = saved_copy(
+                page, DIAGRAM_SOURCE, until=lambda copy: copy is not None and copy["modules"] == 0
+            )
+
+            seen["third"] = reopen(page, url, at, ran, "lite-revisit-third-visit.png")
+            seen["rerun"] = rerun(page, browse.cell(page, at), ran)
+        except Exception as err:
+            shot = ROOT / "artifacts" / "screenshots" / "lite-revisit-failure.png"
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(shot))
+            seen["failure"] = f"{type(err).__name__}: {err}\nseen so far: {seen}"
+        (ROOT / "artifacts" / "lite-revisit.json").write_text(json.dumps(seen, indent=1))
+        context.close()
+    finally:
+        browser.close()
+    return seen
+
+
+def test_a_students_saved_widgets_are_on_screen_again_before_the_kernel_on_the_next_visit(lite_server, pw):
+    """Lesson 01 run to its first diagram and saved (the widget manager saves its models with the
+    notebook): the next visit shows the student's diagram, with the numbers they saw, before the
+    kernel is ready, saying it is the saved one; a save then (the kernel ready, nothing run) keeps
+    it for the visit after; running the cells replaces it with one live diagram that reacts."""
+    seen = revisit_lesson(pw, lite_server.url)
+    assert "failure" not in seen, seen.get("failure")
+    # the first save: the live widget's output, its models (modules included) in the notebook's metadata
+    assert [VIEW in m for m in seen["first_saved"]["mimes"]] == [True], seen["first_saved"]
+    assert seen["first_saved"]["modules"] >= 1, seen["first_saved"]
+    for visit in ("second", "third"):
+        shown = seen[visit]
+        assert shown["kernel_status"] != "idle", (visit, shown["kernel_status"])
+        (diagram,) = shown["stored"]  # one diagram in the cell
+        weight, bias = one_leaf(diagram, "['weight']"), one_leaf(diagram, "['bias']")
+        assert (weight["type"], weight["value"], bias["type"], bias["value"]) == (
+            "float32[2]",
+            "[1, -1]",
+            "float32[]",
+            "0",
+        )
+        assert diagram["counts"] == ["2 leaves, 3 numerical parameter values"]
+        assert shown["stored"] == seen["first_live"] == seen["site_stored"], (visit, seen)
+        assert shown["note"] == [SAVED_NOTE], (visit, shown["note"])
+        assert shown["outputs"][:-1] == seen["first_outputs"][:-1], visit  # the text outputs, as the student left them
+        assert shown["dirty"] == 0, visit  # opening changed nothing the student would have to save
+    # saved once more with nothing run: the output kept as a stored widget, no model left in the metadata
+    assert [STORED_MIME in m and VIEW not in m for m in seen["second_saved"]["mimes"]] == [True], seen["second_saved"]
+    rerun = seen["rerun"]
+    assert rerun["stored"] == 0 and rerun["outputs"] == 1, rerun  # one output: the live widget
+    assert rerun["live"] == seen["first_live"] and rerun["reacts"], rerun

@@ -48,6 +48,8 @@ def test_site_config_points_the_kernel_at_the_site_itself(lite_site):
     for key in ("contentsStorageName", "workspacesStorageName", "settingsStorageName"):
         assert config[key] == "pytree-lab: " + build.default_site_name()
     assert config["enableMemoryStorage"] is False
+    # a notebook saved keeps its widgets' models: a student's next visit shows them before the kernel starts
+    assert config["settingsOverrides"]["@jupyter-widgets/jupyterlab-manager:plugin"] == {"saveState": True}
     kernel = config["litePluginSettings"]["@jupyterlite/pyodide-kernel-extension:kernel"]
     assert kernel["pyodideUrl"] == "./static/pyodide/pyodide.mjs"
     assert kernel["disablePyPIFallback"] is True

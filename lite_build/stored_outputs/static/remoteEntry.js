@@ -4,12 +4,22 @@
 // shared modules and brings nothing else. A stored widget is drawn from its saved state by the
 // site's own modules (named by sha256, fetched from static/modules/: a notebook cannot bring
 // code of its own), inert, with a quiet line saying it is not live yet; running the cell
-// replaces it like any output.
+// replaces it like any output. A student's notebook reopened (a second visit) shows its widget
+// outputs the same way: JupyterLab's widget manager saved their models into the notebook's
+// metadata (its saveState setting, on in the site), and the plugin below turns each widget output
+// whose models are there into a stored one as the notebook opens, before any kernel exists.
 (function () {
   "use strict";
   var NAME = "@pytree-lab/stored-outputs";
   var MIME = "application/vnd.pytree-lab.stored-widget+json";
-  var NOTE = "saved with the site: run the cell to make it live";
+  var WIDGET_VIEW = "application/vnd.jupyter.widget-view+json";
+  var WIDGET_STATE = "application/vnd.jupyter.widget-state+json";
+  var REF = /(?:IPY_MODEL_|anywidget:)([0-9a-f]{32})\b/g; // a model named in another's state
+  var NOTES = {
+    site: "saved with the site: run the cell to make it live",
+    notebook: "saved with your notebook: run the cell to make it live",
+  };
+  var NOTE = NOTES.site;
   var script = document.currentScript;
   var modulesUrl = new URL("modules/", script ? script.src : location.href).href;
   var scope = null;
@@ -198,7 +208,7 @@
         }
         var note = child("div", "ptl-stored-note", node);
         note.setAttribute("role", "note");
-        note.textContent = NOTE;
+        note.textContent = NOTES[data.from === "notebook" ? "notebook" : "site"];
         var body = child("div", "ptl-stored-body", node);
         body.inert = true; // a control needs the kernel: none reacts until the cell runs
         return draw(data, data.model_id, body, this.sanitizer).catch(function (err) {
@@ -220,10 +230,99 @@
     };
   }
 
+  function sha256(text) {
+    return crypto.subtle.digest("SHA-256", new TextEncoder().encode(text)).then(function (digest) {
+      return Array.from(new Uint8Array(digest), function (b) { return b.toString(16).padStart(2, "0"); }).join("");
+    });
+  }
+
+  // The models one widget output shows, from the notebook's saved widget state, as the build
+  // stores them (first_paint.store): its view traits left out, modules named by sha256.
+  function storedFromState(state, rootId) {
+    var models = {};
+    var hashed = [];
+    var todo = [rootId];
+    while (todo.length) {
+      var id = todo.shift();
+      if (models[id] || !state[id]) continue;
+      var saved = state[id].state || {};
+      var kept = {};
+      Object.keys(saved).forEach(function (key) { if (key.indexOf("_view") !== 0) kept[key] = saved[key]; });
+      models[id] = { name: state[id].model_name, state: kept };
+      var refs = JSON.stringify(saved).matchAll(REF);
+      for (var ref of refs) todo.push(ref[1]);
+      ["_esm", "_css"].forEach(function (trait) {
+        var owner = kept;
+        if (typeof owner[trait] === "string") {
+          hashed.push(sha256(owner[trait]).then(function (sha) { owner[trait] = { sha256: sha }; }));
+        }
+      });
+    }
+    return Promise.all(hashed).then(function () { return { model_id: rootId, models: models, from: "notebook" }; });
+  }
+
+  // A notebook as it opens: each widget output whose models the notebook saved becomes a stored
+  // one (the cell's other outputs and everything the student wrote stay as they are). The saved
+  // state is then taken out of the open notebook, so that the widget manager does not restore it
+  // as models without a kernel behind them once the kernel starts; the next save writes the live
+  // widgets' state again. Opening changes nothing the student would have to save.
+  function revisit(model) {
+    var saved = model.getMetadata("widgets");
+    var state = saved && saved[WIDGET_STATE] && saved[WIDGET_STATE].state;
+    if (!state || !(window.crypto && crypto.subtle)) return Promise.resolve();
+    var clean = !model.dirty;
+    var jobs = [];
+    for (var c = 0; c < model.cells.length; c++) {
+      var cell = model.cells.get(c);
+      if (cell.type !== "code") continue;
+      for (var i = 0; i < cell.outputs.length; i++) {
+        var view = cell.outputs.get(i).data[WIDGET_VIEW];
+        if (view && state[view.model_id]) jobs.push(restore(cell.outputs, cell.outputs.get(i), state));
+      }
+    }
+    model.deleteMetadata("widgets");
+    return Promise.all(jobs).then(function () { if (clean) model.dirty = false; });
+  }
+
+  function restore(outputs, output, state) {
+    return storedFromState(state, output.data[WIDGET_VIEW].model_id).then(function (stored) {
+      for (var i = 0; i < outputs.length; i++) {
+        if (outputs.get(i) !== output) continue; // (gone: the cell ran meanwhile)
+        var json = output.toJSON();
+        json.data = Object.assign({}, json.data);
+        delete json.data[WIDGET_VIEW];
+        json.data[MIME] = stored;
+        outputs.set(i, json);
+      }
+    });
+  }
+
+  function plugin(notebook) {
+    return {
+      id: NAME + ":revisit",
+      description: "Draws a reopened notebook's saved widget outputs before the kernel starts",
+      autoStart: true,
+      requires: [notebook.INotebookTracker],
+      activate: function (app, tracker) {
+        tracker.widgetAdded.connect(function (_, panel) {
+          panel.context.ready
+            .then(function () { return revisit(panel.context.model); })
+            .catch(function (err) { console.warn(NAME, err); });
+        });
+      },
+    };
+  }
+
   window._JUPYTERLAB = window._JUPYTERLAB || {};
   window._JUPYTERLAB[NAME] = {
     init: function (shareScope) { scope = shareScope; },
     get: function (name) {
+      if (name === "./extension") {
+        return shared("@jupyterlab/notebook").then(function (notebook) {
+          var ext = plugin(notebook);
+          return function () { return { __esModule: true, default: ext }; };
+        });
+      }
       if (name !== "./mimeExtension") return Promise.reject(new Error(NAME + " has no " + name));
       return shared("@lumino/widgets").then(function (lumino) {
         var ext = extension(lumino.Widget);
