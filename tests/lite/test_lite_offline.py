@@ -563,3 +563,48 @@ def test_a_students_saved_widgets_are_on_screen_again_before_the_kernel_on_the_n
     rerun = seen["rerun"]
     assert rerun["stored"] == 0 and rerun["outputs"] == 1, rerun  # one output: the live widget
     assert rerun["live"] == seen["first_live"] and rerun["reacts"], rerun
+
+
+# ---------------------------------------------------------------- a stored chart takes the room the chart will
+
+# The charts of the cell showing `explorer` as the site stored them: each figure's title and height
+STORED_FIGURES = """async ([url, source]) => {
+    const cell = (await (await fetch(url)).json()).cells.find(c => [].concat(c.source).join('').trim() === source);
+    const stored = cell.outputs.map(o => (o.data || {})['application/vnd.pytree-lab.stored-widget+json']).find(Boolean);
+    return Object.values(stored.models).filter(m => m.name === 'FigureModel').map(m => [
+        m.state.title, stored.models[m.state.layout.replace('IPY_MODEL_', '')].state.height]);
+}"""
+PLACEHOLDERS = """(cell) => [...cell.querySelectorAll('.ptl-stored-later')].map(e => [
+    e.textContent, Math.round(e.getBoundingClientRect().height)])"""
+BUTTON_TOPS = """(cell) => [...cell.querySelectorAll('.ptl-stored button.pytree-lab-step-button')].map(
+    b => Math.round(b.getBoundingClientRect().top))"""
+
+
+def test_a_stored_explorer_keeps_its_charts_room_and_its_layout_before_the_kernel(lite_server, pw):
+    """Lesson 01's explorer as stored: each chart (bqplot needs the kernel) is a placeholder named by
+    its title, as high as the chart will be (its layout, applied as ipywidgets applies it), and the
+    Step / Step x10 / Reset buttons sit in one row as in the live explorer."""
+    browser = browse.launch(pw)
+    try:
+        context, net = browse.offline_context(browser)
+        page = context.new_page()
+        page.set_viewport_size({"width": 1440, "height": 900})
+        browse.open_notebook(page, lite_server.url, LESSON, net)
+        at = page.evaluate(CELL_INDEX, [f"{lite_server.url}/files/{LESSON}", "explorer"])
+        figures = page.evaluate(STORED_FIGURES, [f"{lite_server.url}/files/{LESSON}", "explorer"])
+        cell = browse.cell(page, at)
+        cell.locator(".ptl-stored-later").first.wait_for(timeout=browse.Timeouts.ms(browse.Timeouts.PAGE))
+        status = page.evaluate("() => document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status")
+        shown, tops = cell.evaluate(PLACEHOLDERS), cell.evaluate(BUTTON_TOPS)
+        cell.scroll_into_view_if_needed()
+        shot = ROOT / "artifacts" / "screenshots" / "lite-stored-explorer.png"
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shot))
+        context.close()
+    finally:
+        browser.close()
+    assert status != "idle", status  # the stored output, not a live one
+    assert sorted(title for title, _ in figures) == ["A gradient tree matches parameter leaves", "Loss at each step"]
+    expected = [[f"{title}: drawn when the cell runs", int(height.removesuffix("px"))] for title, height in figures]
+    assert sorted(shown) == sorted(expected), (shown, figures)
+    assert len(tops) == 3 and len(set(tops)) == 1, tops

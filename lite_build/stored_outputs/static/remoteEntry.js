@@ -131,14 +131,17 @@
     var s = model.state;
     var box = child("div", "jupyter-widgets", el);
     (s._dom_classes || []).forEach(function (c) { box.classList.add(c); });
+    var layout = (data.models[refId(s.layout)] || {}).state || {};
+    Object.keys(layout).forEach(function (key) { // as ipywidgets' LayoutView: each trait a CSS property
+      if (key.charAt(0) !== "_" && layout[key] !== null && layout[key] !== "") {
+        box.style.setProperty(key.replace(/_/g, "-"), String(layout[key]));
+      }
+    });
     var kids = function (direction) {
       box.classList.add("widget-container", "widget-box", direction === "row" ? "widget-hbox" : "widget-vbox");
       box.style.display = "flex";
       box.style.flexDirection = direction;
-      return Promise.all((s.children || []).map(function (ref) {
-        var slot = child("div", "", box);
-        return draw(data, refId(ref), slot, sanitizer);
-      }));
+      return Promise.all((s.children || []).map(function (ref) { return draw(data, refId(ref), box, sanitizer); }));
     };
     switch (model.name) {
       case "AnyModel":
@@ -159,6 +162,9 @@
         return Promise.resolve();
       case "ButtonModel":
         var button = child("button", "jupyter-widgets jupyter-button widget-button", box);
+        button.className += " " + box.className.replace("jupyter-widgets", ""); // its own classes and layout,
+        button.style.cssText = box.style.cssText; // as ipywidgets puts them on the button itself
+        box.style.display = "contents";
         button.disabled = true;
         button.textContent = String(s.description || "");
         return Promise.resolve();
@@ -176,8 +182,9 @@
         input.disabled = true;
         return Promise.resolve();
       default:
+        // a chart: the room it will take (its layout, above), so that running the cell moves nothing
         box.classList.add("ptl-stored-later");
-        box.textContent = "(drawn when the cell runs)";
+        box.textContent = (s.title ? String(s.title) + ": " : "") + "drawn when the cell runs";
         return Promise.resolve();
     }
   }
@@ -187,7 +194,8 @@
     ".ptl-stored-note{position:absolute;top:0;right:0;z-index:1;padding:0 6px;font-size:var(--jp-ui-font-size0,11px);" +
     "color:var(--jp-ui-font-color2,#616161);background:var(--jp-layout-color1,#fff);opacity:.9}" +
     ".ptl-stored-body button,.ptl-stored-body input,.ptl-stored-body select{opacity:.55}" +
-    ".ptl-stored-later{padding:8px;color:var(--jp-ui-font-color2,#616161);font-style:italic}";
+    ".ptl-stored-later{box-sizing:border-box;padding:8px;color:var(--jp-ui-font-color2,#616161);font-style:italic;" +
+    "border:1px dashed var(--jp-border-color2,#e0e0e0)}";
 
   function extension(Widget) {
     class StoredOutput extends Widget {
