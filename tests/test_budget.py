@@ -552,6 +552,7 @@ def test_the_interpreter_repairs_find_what_they_mend_on_this_python():
 
 def test_the_processes_started_are_looked_for_where_threads_have_no_native_id(monkeypatch):
     """Pyodide's threading has no native_id (its Python is single-threaded): a guard still runs."""
+    import subprocess
     import threading
 
     from pytree_lab import interpreter
@@ -560,6 +561,12 @@ def test_the_processes_started_are_looked_for_where_threads_have_no_native_id(mo
         name, ident = "MainThread", 1
 
     monkeypatch.setattr(threading, "enumerate", lambda: [PyodideMainThread()])
-    assert interpreter._descendants() == set()  # this test's process started none
+    before = interpreter._descendants()  # a test worker may hold servers of other tests
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert interpreter._descendants() - before == {child.pid}
+    finally:
+        child.kill()
+        child.wait()
     run = interpreter.InterpreterState.capture()
     assert run.restore() == ()
