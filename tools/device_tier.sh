@@ -7,6 +7,7 @@
 #
 #   tools/device_tier.sh [WHEELS [PYTEST ARGS]]  # WHEELS: a folder of wheels (default .whl-tpu), made
 #                                   # with tools/device_tier.sh --download [WHEELS] where pip has a network
+#                                   # (DEVICE_JAX=0.10.2: the accelerator's JAX, when this machine has none)
 #
 # The summary, failures, the JUnit XML and the bench table go to $OUT (default artifacts/device).
 set -uo pipefail
