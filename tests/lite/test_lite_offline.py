@@ -608,3 +608,44 @@ def test_a_stored_explorer_keeps_its_charts_room_and_its_layout_before_the_kerne
     expected = [[f"{title}: drawn when the cell runs", int(height.removesuffix("px"))] for title, height in figures]
     assert sorted(shown) == sorted(expected), (shown, figures)
     assert len(tops) == 3 and len(set(tops)) == 1, tops
+
+
+# ---------------------------------------------------------------- the kernel starts before the notebook is drawn
+
+
+def test_the_lessons_kernel_starts_before_its_notebook_is_fetched_and_is_the_notebooks_only_kernel(lite_server, pw):
+    """The address names the notebook (`?path=`), so the page starts its kernel as soon as its
+    plugins are active: with the notebook's file held back, the kernel's worker still starts; once
+    the file comes, the notebook joins that kernel (one worker, no second kernel) and runs."""
+    browser = browse.launch(pw)
+    try:
+        context, net = browse.offline_context(browser)
+        held, workers = [], []
+
+        def hold_first(route):
+            if held:
+                route.continue_()
+            else:
+                held.append(route)
+
+        context.route(f"**/files/{LESSON}", hold_first)
+        page = context.new_page()
+        page.on("worker", lambda worker: workers.append(worker))
+        page.goto(f"{lite_server.url}/lab/index.html?path={LESSON}", timeout=browse.Timeouts.ms(browse.Timeouts.PAGE))
+        deadline = time.monotonic() + browse.Timeouts.KERNEL
+        while not (held and workers) and time.monotonic() < deadline:
+            page.wait_for_timeout(100)
+        started_while_held = (len(held), len(workers))
+        for route in held:
+            route.continue_()
+        browse.show_notebook(page, LESSON)
+        browse.wait_kernel_ready(page)
+        first = browse.run_cell(page, 0)
+        errors = browse.cell_errors(page, 0)
+        kernels = len(workers)
+        context.close()
+    finally:
+        browser.close()
+    assert started_while_held == (1, 1), started_while_held  # the file still held, the kernel's worker running
+    assert kernels == 1, kernels  # the notebook joined the kernel the page started: no second one
+    assert first.strip() and not errors, (first, errors)

@@ -20,6 +20,7 @@
     notebook: "saved with your notebook: run the cell to make it live",
   };
   var NOTE = NOTES.site;
+  var KERNEL = "python"; // the Pyodide kernel's name in the site's kernelspecs
   var script = document.currentScript;
   var modulesUrl = new URL("modules/", script ? script.src : location.href).href;
   var scope = null;
@@ -305,13 +306,38 @@
     });
   }
 
+  // The kernel of the notebook the address opens (lab/index.html?path=...) is started as soon as
+  // the page's plugins are active, not after the notebook has been fetched and drawn (seconds of
+  // a start): the notebook then finds its session by path and joins that kernel. Only where the
+  // site's default kernel is the Pyodide one and no session has that path yet. This page's own
+  // connection to the kernel is closed at once: a second client would take the kernel's messages
+  // (a widget's comm_open) that belong to the notebook.
+  function startEarly(app) {
+    var path = new URLSearchParams(location.search).get("path");
+    if (!path || !/\.ipynb$/.test(path)) return Promise.resolve();
+    var sessions = app.serviceManager.sessions;
+    var specs = app.serviceManager.kernelspecs;
+    var known = function () { return specs.specs && specs.specs.default; };
+    return Promise.all([sessions.ready, specs.ready])
+      .then(function () { return known() || specs.refreshSpecs(); })
+      .then(function () {
+      var kernel = known();
+      if (kernel !== KERNEL) return;
+      for (var model of sessions.running()) if (model.path === path) return;
+      return sessions
+        .startNew({ path: path, name: path.split("/").pop(), type: "notebook", kernel: { name: kernel } })
+        .then(function (session) { session.dispose(); }); // the kernel stays; the notebook's own connection alone hears it
+    });
+  }
+
   function plugin(notebook) {
     return {
       id: NAME + ":revisit",
-      description: "Draws a reopened notebook's saved widget outputs before the kernel starts",
+      description: "Starts the opened notebook's kernel early; draws a reopened notebook's saved widgets before it",
       autoStart: true,
       requires: [notebook.INotebookTracker],
       activate: function (app, tracker) {
+        startEarly(app).catch(function (err) { console.warn(NAME, err); });
         tracker.widgetAdded.connect(function (_, panel) {
           panel.context.ready
             .then(function () { return revisit(panel.context.model); })
