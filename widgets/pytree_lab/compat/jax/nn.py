@@ -11,7 +11,9 @@ from typing import Any
 import autograd.numpy as _anp
 
 from . import numpy as _jnp
-from ._config import missing as _missing
+from ._config import refusing as _refusing
+
+__getattr__ = _refusing(__name__, globals())  # a name JAX has and this engine lacks: says so
 
 __all__ = [
     "relu",
@@ -193,15 +195,8 @@ def _make_initializers() -> Any:
         kaiming_uniform=module.he_uniform,
     )
 
-    def __getattr__(name: str) -> Any:
-        raise _missing(module.__name__, name, list(module.__dict__))
-
-    module.__getattr__ = __getattr__  # type: ignore[method-assign]
+    module.__getattr__ = _refusing(module.__name__, module.__dict__)  # type: ignore[method-assign]
     return module
 
 
 initializers = _make_initializers()
-
-
-def __getattr__(name: str) -> Any:
-    raise _missing(__name__, name, list(globals()))
