@@ -21,6 +21,7 @@ from autograd.tracer import getval as _getval
 from .. import tree_util as _tu
 from . import numpy as _jnp
 from ._config import config  # noqa: F401  (jax.config, re-exported)
+from .lax import _stacked
 
 
 def _as_primal(leaf: Any) -> Any:
@@ -69,18 +70,16 @@ def _unbox(tree: Any) -> Any:
     return _tu.tree_map(_getval, tree)
 
 
-def _check_argnums(argnums: Any, positions: tuple, args: tuple) -> None:
+def _traced(fun: Callable, argnums: Any, has_aux: bool, args: tuple, kwargs: dict, flat_out: Any = None) -> tuple:
+    """Trace ``fun`` at `args` with respect to the arguments at `argnums`: (vjp, out, primals,
+    their treedef, aux). `flat_out` turns the output into what is differentiated."""
+    positions: tuple[int, ...] = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     if positions and max(positions) >= len(args):
         raise TypeError(
             f"differentiating with respect to argnums={argnums} requires at least "
             f"{max(positions) + 1} positional arguments to be passed by the caller, "
             f"but got only {len(args)} positional arguments."
         )
-
-
-def _traced(fun: Callable, positions: tuple, has_aux: bool, args: tuple, kwargs: dict, flat_out: Any = None) -> tuple:
-    """Trace ``fun`` at `args` with respect to the arguments at `positions`: (vjp, out, primals,
-    their treedef, aux). `flat_out` turns the output into what is differentiated."""
     leaves, treedef = _tu.tree_flatten(tuple(args[i] for i in positions))
     primals = tuple(_as_primal(leaf) for leaf in leaves)
     aux_out: list = []
@@ -128,12 +127,10 @@ def value_and_grad(
 ) -> Callable:
     """``fun``'s value and its gradient with respect to the arguments at `argnums`."""
     several = not isinstance(argnums, int)
-    positions: tuple[int, ...] = (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
     @functools.wraps(fun)
     def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
-        _check_argnums(argnums, positions, args)
-        vjp, out, primals, treedef, aux = _traced(fun, positions, has_aux, args, kwargs)
+        vjp, out, primals, treedef, aux = _traced(fun, argnums, has_aux, args, kwargs)
         value = _check_output(out)
         if isinstance(out, _ArrayBox):  # inside an outer grad: keep the outer trace
             value = _jnp.asarray(out)
@@ -143,9 +140,7 @@ def value_and_grad(
         grad_tree = _tu.tree_unflatten(treedef, _pull(vjp, _vspace(out).ones(), primals))
         if not several:
             grad_tree = grad_tree[0]
-        if has_aux:
-            return (value, aux), grad_tree
-        return value, grad_tree
+        return ((value, aux) if has_aux else value), grad_tree
 
     return value_and_grad_f
 
@@ -163,11 +158,9 @@ def jacrev(
     import autograd.numpy as anp
 
     several = not isinstance(argnums, int)
-    positions: tuple[int, ...] = (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
     @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
-        _check_argnums(argnums, positions, args)
         layout: list = []
 
         def flat_out(out: Any) -> Any:
@@ -184,7 +177,7 @@ def jacrev(
             layout[:] = [out_def, [tuple(leaf.shape) for leaf in leaves]]
             return anp.concatenate([anp.ravel(leaf) for leaf in leaves]) if leaves else _np.zeros(0, _np.float32)
 
-        vjp, out, primals, treedef, aux = _traced(fun, positions, has_aux, args, kwargs, flat_out)
+        vjp, out, primals, treedef, aux = _traced(fun, argnums, has_aux, args, kwargs, flat_out)
         out_def, shapes = layout
         n = int(_np.shape(_getval(out))[0])
         basis = _np.eye(n, dtype=_getval(out).dtype)
@@ -209,15 +202,7 @@ def jacrev(
     return jacfun
 
 
-def jacfwd(
-    fun: Callable,
-    argnums: int | Sequence[int] = 0,
-    has_aux: bool = False,
-    holomorphic: bool = False,
-) -> Callable:
-    """The Jacobian, as `jax.jacfwd` gives it; computed here by reverse mode (`jacrev`): the
-    same values, another cost."""
-    return jacrev(fun, argnums, has_aux=has_aux)
+jacfwd = jacrev  # the Jacobian as jax.jacfwd gives it, computed by reverse mode: the same values, another cost
 
 
 def hessian(
@@ -228,10 +213,7 @@ def hessian(
 ) -> Callable:
     """The Hessian of a scalar `fun`: the Jacobian of its gradient (JAX's layout: for an
     argument of shape P, an array of shape P + P)."""
-    if has_aux:
-        inner = jacrev(fun, argnums, has_aux=True)
-        return jacrev(lambda *a, **k: inner(*a, **k), argnums, has_aux=True)
-    return jacrev(jacrev(fun, argnums), argnums)
+    return jacrev(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
 
 
 def grad(
@@ -328,6 +310,8 @@ def vmap(
         if len(sizes) > 1:
             raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped: {sorted(sizes)}")
         n = sizes.pop()
+        if n == 0:
+            raise ValueError("vmap over an axis of size 0 is not supported by the Lite engine")
 
         def pick(leaf: Any, ax: Any, i: int) -> Any:
             if ax is None:
@@ -342,19 +326,6 @@ def vmap(
                 for leaves, td, leaf_axes in flat
             ]
             results.append(fun(*call, **kwargs))
-        if n == 0:
-            raise ValueError("vmap over an axis of size 0 is not supported by the Lite engine")
-        out_leaves = [_tu.tree_flatten(r)[0] for r in results]
-        out_def = _tu.tree_flatten(results[0])[1]
-        import autograd.numpy as anp
-
-        if out_axes is None:
-            stacked = out_leaves[0]
-        else:
-            stacked = [
-                _jnp._canon(anp.stack([_jnp.asarray(row[j]) for row in out_leaves], axis=out_axes))
-                for j in range(len(out_leaves[0]))
-            ]
-        return _tu.tree_unflatten(out_def, stacked)
+        return results[0] if out_axes is None else _stacked(results, out_axes)
 
     return vmapped
