@@ -25,21 +25,10 @@ __version__ = f"{_package_version}+pytree-lab-lite"
 __pytree_lab_lite__ = True
 
 # name -> (module, attribute or None for the module itself); these need numpy (+ autograd)
-_ARRAY_PARTS = {
-    "numpy": ("numpy", None),
-    "flatten_util": ("flatten_util", None),
+_ARRAY_PARTS: dict[str, tuple[str, str | None]] = {
+    **{module: (module, None) for module in ("numpy", "flatten_util", "nn", "random", "lax")},
     "Array": ("numpy", "Array"),
-    "grad": ("_autodiff", "grad"),
-    "value_and_grad": ("_autodiff", "value_and_grad"),
-    "jit": ("_autodiff", "jit"),
-    "block_until_ready": ("_autodiff", "block_until_ready"),
-    "vmap": ("_autodiff", "vmap"),
-    "jacrev": ("_autodiff", "jacrev"),
-    "jacfwd": ("_autodiff", "jacfwd"),
-    "hessian": ("_autodiff", "hessian"),
-    "nn": ("nn", None),
-    "random": ("random", None),
-    "lax": ("lax", None),
+    **{f: ("_autodiff", f) for f in "grad value_and_grad jit block_until_ready vmap jacrev jacfwd hessian".split()},
 }
 _MISSING = ("numpy", "autograd")
 # Where numpy is missing, each name's stand-in, made once: the same object at every access (the
@@ -97,14 +86,10 @@ def __getattr__(name: str) -> Any:
 def _stand_in(name: str) -> Any:
     from .. import _without_numpy as stand_in
 
-    if name == "numpy":
-        return stand_in.numpy_module()
-    if name == "flatten_util":
-        return stand_in.flatten_util_module()
     if name == "Array":
         return stand_in.Array
-    if name in ("nn", "random", "lax"):
-        return stand_in.plain_module(f"jax.{name}")
+    if _ARRAY_PARTS[name][1] is None:  # a module
+        return stand_in.module(f"jax.{name}")
     if name in ("grad", "value_and_grad"):
         return stand_in.needs_numpy_gradient(f"jax.{name}")
     return stand_in.needs_numpy(f"jax.{name}")
