@@ -350,11 +350,8 @@ def _wait_in_cells_that_need_numpy() -> None:
         return
 
     async def load_packages_from_imports(code: str, *args: Any, **kwargs: Any) -> Any:
-        needs = cell_needs_numpy(code)
-        if needs and LOAD.outcome is None and LOAD.task is not None:
-            await wait_for_numpy()
-        elif needs and LOAD.outcome == "trees-only" and not LOAD.told:
-            await wait_for_numpy()  # says once what happened
+        if cell_needs_numpy(code):
+            await wait_for_numpy()  # waits for a load under way; says once what a failed one found
         if DEGRADED["on"] and {m.split(".")[0] for m in imported_modules(code) or ()} & NEEDS_NUMPY_MODULES:
             return None
         return await original(code, *args, **kwargs)
@@ -441,8 +438,7 @@ def _stand_ins_for_pytree_lab() -> None:
         try:
             getattr(pytree_lab, name)
         except ImportError:
-            module = sys.modules.get("pytree_lab")
-            setattr(module, name, _without_numpy.needs_numpy(f"pytree_lab.{name}"))
+            setattr(pytree_lab, name, _without_numpy.needs_numpy(f"pytree_lab.{name}"))
 
 
 def short_message(etype: type, value: BaseException) -> str | None:
