@@ -257,10 +257,10 @@ def block_until_ready(x: Any) -> Any:
     return x
 
 
-def _axis_leaves(axis: Any, arg: Any, n_leaves: int) -> list:
+def _axis_leaves(axis: Any, arg: Any) -> list:
     """One axis (int or None) per leaf of `arg`, from an int/None or a tree prefix of it."""
     if axis is None or isinstance(axis, int):
-        return [axis] * n_leaves
+        return [axis] * len(_tu.tree_leaves(arg))
     axes, axes_def = _tu.tree_flatten(axis, is_leaf=lambda x: x is None)
     return [ax for ax, child in zip(axes, axes_def.flatten_up_to(arg)) for _ in _tu.tree_leaves(child)]
 
@@ -287,24 +287,19 @@ def vmap(
                 "positional arguments passed to the function, but got "
                 f"len(in_axes)={len(axes)}, len(args)={len(args)}"
             )
-        flat = []
-        sizes = set()
-        for arg, axis in zip(args, axes):
-            leaves, treedef = _tu.tree_flatten(arg)
-            leaf_axes = _axis_leaves(axis, arg, len(leaves))
-            for leaf, ax in zip(leaves, leaf_axes):
-                if ax is not None:
-                    rank = _np.ndim(_getval(leaf))
-                    if not -rank <= ax < rank:
-                        raise ValueError(
-                            f"vmap was requested to map its argument along axis {ax}, which implies "
-                            f"that its rank should be at least {ax + 1 if ax >= 0 else -ax}, "
-                            f"but is only {rank} (its shape is {_np.shape(_getval(leaf))})"
-                        )
-                    sizes.add(_np.shape(_getval(leaf))[ax])
-            flat.append((leaves, treedef, leaf_axes))
-        if axis_size is not None:
-            sizes.add(axis_size)
+        leaves, treedef = _tu.tree_flatten(args)
+        leaf_axes = [ax for arg, axis in zip(args, axes) for ax in _axis_leaves(axis, arg)]
+        sizes = set() if axis_size is None else {axis_size}
+        for leaf, ax in zip(leaves, leaf_axes):
+            if ax is not None:
+                shape = _np.shape(_getval(leaf))
+                if not -len(shape) <= ax < len(shape):
+                    raise ValueError(
+                        f"vmap was requested to map its argument along axis {ax}, which implies "
+                        f"that its rank should be at least {ax + 1 if ax >= 0 else -ax}, "
+                        f"but is only {len(shape)} (its shape is {shape})"
+                    )
+                sizes.add(shape[ax])
         if not sizes:
             raise ValueError("vmap must have at least one non-None value in in_axes")
         if len(sizes) > 1:
@@ -314,18 +309,12 @@ def vmap(
             raise ValueError("vmap over an axis of size 0 is not supported by the Lite engine")
 
         def pick(leaf: Any, ax: Any, i: int) -> Any:
-            if ax is None:
-                return leaf
-            ax = ax % _np.ndim(_getval(leaf))
-            return leaf[(slice(None),) * ax + (i,)]
+            return leaf if ax is None else leaf[(slice(None),) * (ax % _np.ndim(_getval(leaf))) + (i,)]
 
-        results = []
-        for i in range(n):
-            call = [
-                _tu.tree_unflatten(td, [pick(leaf, ax, i) for leaf, ax in zip(leaves, leaf_axes)])
-                for leaves, td, leaf_axes in flat
-            ]
-            results.append(fun(*call, **kwargs))
+        results = [
+            fun(*_tu.tree_unflatten(treedef, [pick(leaf, ax, i) for leaf, ax in zip(leaves, leaf_axes)]), **kwargs)
+            for i in range(n)
+        ]
         return results[0] if out_axes is None else _stacked(results, out_axes)
 
     return vmapped

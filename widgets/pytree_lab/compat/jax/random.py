@@ -46,7 +46,8 @@ def key_data(keys: Any) -> _np.ndarray:
     return _np.asarray(keys, dtype=_np.uint32)
 
 
-def _check_key(k: Any, name: str) -> _np.ndarray:
+def _rng(k: Any, name: str, salt: int = 0) -> _np.random.Generator:
+    """numpy's generator, seeded by a single key and `salt` (one per function)."""
     k = _np.asarray(_jnp._getval(k))
     valid = k.dtype == _np.uint32 and k.shape[-1:] == (2,)
     if k.ndim > 1:  # a batch of keys (JAX names its shape without the key's own axis)
@@ -56,11 +57,6 @@ def _check_key(k: Any, name: str) -> _np.ndarray:
         )
     if not valid:
         raise TypeError(f"JAX encountered invalid PRNG key data: expected key_data.dtype = uint32; got dtype={k.dtype}")
-    return k
-
-
-def _rng(k: Any, name: str, salt: int = 0) -> _np.random.Generator:
-    k = _check_key(k, name)
     return _np.random.default_rng([int(k[0]), int(k[1]), salt])
 
 
