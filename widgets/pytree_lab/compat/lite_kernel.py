@@ -199,11 +199,8 @@ def _on_done(task: asyncio.Task) -> None:
 
 
 async def setup(probe_seconds: float = PROBE_SECONDS, install_seconds: float = INSTALL_SECONDS) -> str:
-    """Start loading numpy, autograd and bqplot (+ pandas) in the background; return "loading".
-
-    Prints one line. The cells that follow run at once; one that imports what needs numpy
-    waits for this same load (see `wait_for_numpy`); nothing else does.
-    """
+    """Start the background load (see the module docstring) and say so in one line; "loading",
+    or the load's outcome when it has ended."""
     if LOAD.task is None:
         loop = asyncio.get_event_loop()
         LOAD.bound = probe_seconds + install_seconds

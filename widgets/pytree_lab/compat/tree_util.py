@@ -170,13 +170,9 @@ def register_dataclass(
             )
         if (data_fields is None) != (meta_fields is None):
             raise TypeError("register_dataclass: give both data_fields and meta_fields, or neither")
-        data: list[str] = []
-        meta: list[str] = []
-        for f in dataclasses.fields(nodetype):
-            if not f.init or f.name in drop:
-                continue
-            (meta if f.metadata.get("static", False) else data).append(f.name)
-        data_fields, meta_fields = data, meta
+        fields = [f for f in dataclasses.fields(nodetype) if f.init and f.name not in drop]
+        data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
+        meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
     data_names = tuple(data_fields)
     meta_names = tuple(meta_fields)
     if dataclasses.is_dataclass(nodetype):
@@ -431,10 +427,7 @@ def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tup
 def tree_flatten_with_path(
     tree: Any, is_leaf: Callable[..., bool] | None = None, is_leaf_takes_path: bool = False
 ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
-    """Like `tree_flatten`, each leaf paired with its key path.
-
-    With `is_leaf_takes_path`, `is_leaf` is called as ``is_leaf(path, node)``.
-    """
+    """Like `tree_flatten`, each leaf paired with its key path (`is_leaf_takes_path`: ``is_leaf(path, node)``)."""
     leaves: list = []
     paths: list = []
     treedef = _flatten(tree, is_leaf, leaves, paths, (), is_leaf_takes_path)

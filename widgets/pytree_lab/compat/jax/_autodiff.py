@@ -238,10 +238,8 @@ def grad(
 def jit(
     fun: Callable | None = None, /, *, static_argnums: Any = None, static_argnames: Any = None, **options: Any
 ) -> Any:
-    """No compiler here: the function runs as written (numpy is already vectorised).
-
-    Accepts the same arguments as `jax.jit` so lesson code runs unchanged.
-    """
+    """No compiler here: `fun` runs as written (numpy is already vectorised); `jax.jit`'s
+    arguments are accepted, so lesson code runs unchanged."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames, **options)
 
