@@ -17,6 +17,7 @@ import importlib
 from typing import Any
 
 from ... import __version__ as _package_version
+from .. import _without_numpy
 from . import tree, tree_util
 from ._config import config, missing
 
@@ -56,15 +57,6 @@ def engine_detail() -> str:
     return "numpy + autograd"
 
 
-def _check_importable() -> None:
-    """Outside the browser kernel the Lite engine needs numpy and autograd, as it always did."""
-    from .._without_numpy import ALLOWED
-
-    if not ALLOWED["on"]:
-        importlib.import_module(".numpy", __name__)
-        importlib.import_module("._autodiff", __name__)
-
-
 def __getattr__(name: str) -> Any:
     part = _ARRAY_PARTS.get(name)
     if part is None:
@@ -84,21 +76,21 @@ def __getattr__(name: str) -> Any:
 
 
 def _stand_in(name: str) -> Any:
-    from .. import _without_numpy as stand_in
-
     if name == "Array":
-        return stand_in.Array
+        return _without_numpy.Array
     if _ARRAY_PARTS[name][1] is None:  # a module
-        return stand_in.module(f"jax.{name}")
+        return _without_numpy.module(f"jax.{name}")
     if name in ("grad", "value_and_grad"):
-        return stand_in.needs_numpy_gradient(f"jax.{name}")
-    return stand_in.needs_numpy(f"jax.{name}")
+        return _without_numpy.needs_numpy_gradient(f"jax.{name}")
+    return _without_numpy.needs_numpy(f"jax.{name}")
 
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_ARRAY_PARTS))
 
 
-_check_importable()
+if not _without_numpy.ALLOWED["on"]:  # outside the browser kernel, the Lite engine needs numpy and autograd
+    importlib.import_module(".numpy", __name__)
+    importlib.import_module("._autodiff", __name__)
 
 __all__ = ["config", "tree", "tree_util", *_ARRAY_PARTS]  # (_ARRAY_PARTS: imported on first use)
