@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from pytree_lab.compat import lite_kernel
+from pytree_lab.compat import lite_updates
 
 BASE = "https://teacher.example.org/ml-2026/"
 
@@ -31,7 +31,7 @@ def run(root, site: dict):
         asked.append(url)
         return site.get(url)
 
-    return asyncio.run(lite_kernel.find_updates(str(root), BASE, fetch_text)), asked
+    return asyncio.run(lite_updates.find_updates(str(root), BASE, fetch_text)), asked
 
 
 def test_publish_v1_student_works_publish_v2_the_student_is_told_and_keeps_the_copy(tmp_path):
@@ -49,7 +49,7 @@ def test_publish_v1_student_works_publish_v2_the_student_is_told_and_keeps_the_c
     ]
     assert copy.read_bytes() == before  # the student's copy is untouched
     assert (tmp_path / "01_pytrees (new version v2bbbb).ipynb").read_text() == site[BASE + "files/01_pytrees.ipynb"]
-    html = lite_kernel.update_message(updates, BASE)
+    html = lite_updates.update_message(updates, BASE)
     assert (
         '<a href="https://teacher.example.org/ml-2026/lab/index.html?path=01_pytrees%20%28new%20version%20'
         'v2bbbb%29.ipynb" target="_blank">Open the new version beside your copy</a>'
@@ -81,7 +81,7 @@ def test_notebooks_not_from_the_site_and_unreadable_sites_say_nothing(tmp_path):
 
 
 def test_names_are_text_in_the_message_never_html():
-    html = lite_kernel.update_message(
+    html = lite_updates.update_message(
         [
             {
                 "site_path": "<img src=x onerror=alert(1)>.ipynb",
@@ -96,11 +96,12 @@ def test_names_are_text_in_the_message_never_html():
 
 
 def test_the_sites_root_from_a_page_address():
-    assert lite_kernel.site_base_url(BASE + "lab/index.html?path=01_pytrees.ipynb") == BASE
+    assert lite_updates.site_base_url(BASE + "lab/index.html?path=01_pytrees.ipynb") == BASE
     assert (
-        lite_kernel.site_base_url("http://127.0.0.1:8000/notebooks/index.html?path=a.ipynb") == "http://127.0.0.1:8000/"
+        lite_updates.site_base_url("http://127.0.0.1:8000/notebooks/index.html?path=a.ipynb")
+        == "http://127.0.0.1:8000/"
     )
     # what the kernel sees: its worker's script (measured in the built site, JupyterLite 0.8)
     worker = "extensions/@jupyterlite/pyodide-kernel-extension/static/comlink.worker.c654f1f92d96ff96.js"
-    assert lite_kernel.site_base_url(BASE + worker) == BASE
-    assert lite_kernel.site_base_url("http://127.0.0.1:8000/term-a/" + worker) == "http://127.0.0.1:8000/term-a/"
+    assert lite_updates.site_base_url(BASE + worker) == BASE
+    assert lite_updates.site_base_url("http://127.0.0.1:8000/term-a/" + worker) == "http://127.0.0.1:8000/term-a/"

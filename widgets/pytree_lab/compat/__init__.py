@@ -47,11 +47,8 @@ def active_engine() -> str | None:
 
 
 def install_as_jax() -> str:
-    """Make ``import jax`` work: real JAX if it can be imported, else the Lite engine.
-
-    Returns the engine now behind ``import jax``: "jax" or "lite". Real JAX always wins;
-    the Lite engine is put in ``sys.modules`` only when real JAX cannot be imported.
-    """
+    """Make ``import jax`` work: real JAX if it can be imported, else the Lite engine (put in
+    ``sys.modules``). Returns the engine now behind ``import jax``: "jax" or "lite"."""
     current = active_engine()
     if current is not None:
         return current

@@ -16,7 +16,7 @@ import types
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["NumpyUnavailable", "numpy_module", "flatten_util_module", "needs_numpy"]
+__all__ = ["NumpyUnavailable", "module", "needs_numpy"]
 
 # Why numpy is missing, as the setup cell found out (set by pytree_lab.compat.lite_kernel).
 REASON = {"text": "numpy could not be loaded in this kernel"}
@@ -97,13 +97,10 @@ def _dtype_of(flat: list) -> str:
 
 
 def _convert(v: Any, dtype: str) -> Any:
-    if dtype == float32:
-        return float(v.real) if isinstance(v, complex) else float(v)
-    if dtype == int32:
-        return int(v.real) if isinstance(v, complex) else int(v)
-    if dtype == bool_:
-        return bool(v)
-    return complex(v)
+    if dtype in (bool_, complex64):
+        return bool(v) if dtype == bool_ else complex(v)
+    v = v.real if isinstance(v, complex) else v  # a real dtype keeps the real part (numpy's cast)
+    return float(v) if dtype == float32 else int(v)
 
 
 def _flatten_values(value: Any, what: str) -> tuple[tuple, list]:
@@ -261,9 +258,16 @@ def _asarray(a: Any, dtype: Any = None) -> Any:
     return _make(a, dtype, "jax.numpy.asarray")
 
 
-def _module(name: str, doc: str, members: dict[str, Any]) -> types.ModuleType:
-    module = types.ModuleType(name, doc)
-    module.__dict__.update(members, __pytree_lab_lite__=True, __pytree_lab_without_numpy__=True)
+def module(name: str) -> types.ModuleType:
+    """`jax.numpy`, `jax.flatten_util`, `jax.nn`, `jax.random` or `jax.lax` without numpy: in
+    `jax.numpy`, `array`/`asarray` give plain values; every other name needs numpy."""
+    numpy = name == "jax.numpy"
+    doc = "array() and asarray() give plain Python numbers and lists; every other name" if numpy else "every name"
+    stand_in = types.ModuleType(name, f"{name} of the pytree-lab Lite engine without numpy: {doc} needs numpy.")
+    stand_in.__dict__.update(__pytree_lab_lite__=True, __pytree_lab_without_numpy__=True)
+    if numpy:
+        members = {"array": _array, "asarray": _asarray, "ndarray": Array}
+        stand_in.__dict__.update(members, float32=float32, int32=int32, bool_=bool_, complex64=complex64)
 
     def __getattr__(attr: str) -> Any:
         # Every other name is there, as in JAX, and says when called that it needs numpy (so
@@ -271,40 +275,9 @@ def _module(name: str, doc: str, members: dict[str, Any]) -> types.ModuleType:
         # Made once: the same object on every access.
         if attr.startswith("__"):
             raise AttributeError(attr)
-        stand_in = needs_numpy(f"{name}.{attr}")
-        setattr(module, attr, stand_in)
-        return stand_in
+        refuse = needs_numpy(f"{name}.{attr}")
+        setattr(stand_in, attr, refuse)
+        return refuse
 
-    module.__dict__["__getattr__"] = __getattr__
-    return module
-
-
-def numpy_module() -> types.ModuleType:
-    """`jax.numpy` without numpy: `array`/`asarray` give plain values; the rest refuses."""
-    return _module(
-        "jax.numpy",
-        "jax.numpy of the pytree-lab Lite engine without numpy: array() and asarray() give plain "
-        "Python numbers and lists; every other name needs numpy.",
-        {
-            "array": _array,
-            "asarray": _asarray,
-            "float32": float32,
-            "int32": int32,
-            "bool_": bool_,
-            "complex64": complex64,
-            "ndarray": Array,
-        },
-    )
-
-
-def flatten_util_module() -> types.ModuleType:
-    return _module(
-        "jax.flatten_util",
-        "jax.flatten_util of the pytree-lab Lite engine without numpy: ravel_pytree needs numpy.",
-        {"ravel_pytree": needs_numpy("jax.flatten_util.ravel_pytree")},
-    )
-
-
-def plain_module(name: str) -> types.ModuleType:
-    """`jax.nn`, `jax.random`, `jax.lax` without numpy: every name says it needs numpy."""
-    return _module(name, f"{name} of the pytree-lab Lite engine without numpy: every name needs numpy.", {})
+    stand_in.__dict__["__getattr__"] = __getattr__
+    return stand_in

@@ -40,14 +40,7 @@ import sys
 from typing import Any
 
 from . import _without_numpy
-
-# the notebooks' updates, also reachable here (lite_kernel.find_updates, .update_message, .site_base_url)
-from .lite_updates import (
-    find_updates as find_updates,
-    site_base_url as site_base_url,
-    tell_of_updates,
-    update_message as update_message,
-)
+from .lite_updates import tell_of_updates
 
 __all__ = [
     "setup",
@@ -146,12 +139,6 @@ def host(url: str) -> str:
     return urlsplit(url).netloc or url
 
 
-async def _load_from_lock(names: list[str]) -> None:
-    import pyodide_js
-
-    await pyodide_js.loadPackage(names)  # a failed download is logged, not raised: checked by importing
-
-
 async def _load_array_packages(probe_seconds: float, install_seconds: float) -> str | None:
     """Probe, then download and install numpy, autograd and bqplot (+ pandas); None when they
     arrived, else why not (one phrase). Runs in the background; prints nothing."""
@@ -168,9 +155,11 @@ async def _load_array_packages(probe_seconds: float, install_seconds: float) -> 
         # numpy and pandas (the big downloads) by Pyodide's own loader, once; only when numpy
         # arrived does micropip install autograd and bqplot from the site (it then finds numpy
         # loaded: a failed or stalled numpy download is never fetched a second time)
-        await _load_from_lock(LOCK_PACKAGES)
+        import pyodide_js
+
+        await pyodide_js.loadPackage(LOCK_PACKAGES)
         try:
-            import numpy  # noqa: F401  (a failed download is only logged by the loader)
+            import numpy  # noqa: F401  (a failed download is only logged by the loader, not raised)
         except ImportError:
             raise RuntimeError("numpy did not arrive") from None
         await piplite.install(ARRAY_PACKAGES)
@@ -181,7 +170,7 @@ async def _load_array_packages(probe_seconds: float, install_seconds: float) -> 
     except TimeoutError:
         return f"the download did not finish within {install_seconds:.0f} s"
     except Exception as err:  # anything the installer raises
-        return f"the download failed ({type(err).__name__}: {first_line(err)})"
+        return _failed(err)
     return None
 
 
@@ -204,17 +193,14 @@ def _on_done(task: asyncio.Task) -> None:
     if task.cancelled():
         _settle("the download was cancelled")
     elif (err := task.exception()) is not None:
-        _settle(f"the download failed ({type(err).__name__}: {first_line(err)})")
+        _settle(_failed(err))
     else:
         _settle(task.result())
 
 
 async def setup(probe_seconds: float = PROBE_SECONDS, install_seconds: float = INSTALL_SECONDS) -> str:
-    """Start loading numpy, autograd and bqplot (+ pandas) in the background; return "loading".
-
-    Prints one line. The cells that follow run at once; one that imports what needs numpy
-    waits for this same load (see `wait_for_numpy`); nothing else does.
-    """
+    """Start the background load (see the module docstring) and say so in one line; "loading",
+    or the load's outcome when it has ended."""
     if LOAD.task is None:
         loop = asyncio.get_event_loop()
         LOAD.bound = probe_seconds + install_seconds
@@ -233,29 +219,19 @@ async def setup(probe_seconds: float = PROBE_SECONDS, install_seconds: float = I
             LOAD.told = True
             print(f"numpy could not be downloaded from Pyodide's CDN: {LOAD.reason}.\n{STILL_WORKS}")
         return LOAD.outcome
-    try:
-        where = host(numpy_url())
-    except Exception:
-        where = "Pyodide's CDN"
-    where = "this site" if where == _site_host() else where
-    LOAD.where = where
+    with contextlib.suppress(Exception):  # no lock entry, no browser: said as Pyodide's CDN
+        LOAD.where = host(numpy_url())
+        import js
+
+        LOAD.where = "this site" if LOAD.where == str(js.location.host) else LOAD.where
     print(
-        f"numpy and pandas are loading in the background (from {where}): tree diagrams work now; "
+        f"numpy and pandas are loading in the background (from {LOAD.where}): tree diagrams work now; "
         "a cell that needs numpy waits until they are loaded."
     )
     print(STORAGE_NOTE)
     with contextlib.suppress(Exception):  # the update check must never stop the setup
         await tell_of_updates()
     return "loading"
-
-
-def _site_host() -> str | None:
-    try:
-        import js
-
-        return str(js.location.host)
-    except Exception:
-        return None
 
 
 async def wait_for_numpy() -> str:
@@ -275,7 +251,7 @@ async def wait_for_numpy() -> str:
         except TimeoutError:
             _settle(f"the download did not finish within {LOAD.bound:.0f} s")
         except Exception as err:
-            _settle(f"the download failed ({type(err).__name__}: {first_line(err)})")
+            _settle(_failed(err))
         if LOAD.outcome is None:  # the task ended; its callback may not have run yet
             _on_done(LOAD.task)
     if LOAD.outcome == "trees-only" and not LOAD.told:
@@ -285,15 +261,6 @@ async def wait_for_numpy() -> str:
 
 
 PROGRESS_SECONDS = 2.0  # how often the waiting cell's progress line is rewritten
-
-
-def progress_line(waited: float) -> str:
-    """What a cell that waits for numpy shows: what is downloading, how big, for how long."""
-    size = f" ({LOAD.numpy_bytes / 1e6:.1f} MB)" if LOAD.numpy_bytes else ""
-    return (
-        f"Waiting for numpy{size} and pandas from {LOAD.where}: {waited:.0f} s so far, "
-        f"at most {LOAD.bound:.0f} s in all; this cell runs when they are loaded."
-    )
 
 
 async def _with_progress(waiting: Any, started: float) -> Any:
@@ -307,7 +274,12 @@ async def _with_progress(waiting: Any, started: float) -> Any:
             done, _ = await asyncio.wait({task}, timeout=PROGRESS_SECONDS)
             if done:
                 break
-            print("\r" + (line := progress_line(loop.time() - started)), end="", flush=True)
+            size = f" ({LOAD.numpy_bytes / 1e6:.1f} MB)" if LOAD.numpy_bytes else ""
+            line = (
+                f"Waiting for numpy{size} and pandas from {LOAD.where}: {loop.time() - started:.0f} s so far, "
+                f"at most {LOAD.bound:.0f} s in all; this cell runs when they are loaded."
+            )
+            print("\r" + line, end="", flush=True)
             shown = max(shown, len(line))
         return task.result()
     finally:
@@ -362,31 +334,21 @@ def cell_needs_numpy(code: str) -> bool:
     return False
 
 
-def _kernel_module() -> Any:
-    try:
-        import pyodide_kernel.kernel as kernel_module
-    except ImportError:
-        return None
-    return kernel_module
-
-
 def _wait_in_cells_that_need_numpy() -> None:
     """Before each cell the Pyodide kernel loads the lock packages the cell imports. Wrap that
     step: a cell that needs numpy first waits for the background load; once numpy could not be
     loaded, cells that import what needs it skip the fetch (it would fail or hang again)."""
-    kernel_module = _kernel_module()
-    if kernel_module is None:
+    try:
+        import pyodide_kernel.kernel as kernel_module
+    except ImportError:
         return
     original = getattr(kernel_module, "_load_packages_from_imports", None)
     if original is None or getattr(original, "__pytree_lab__", False):
         return
 
     async def load_packages_from_imports(code: str, *args: Any, **kwargs: Any) -> Any:
-        needs = cell_needs_numpy(code)
-        if needs and LOAD.outcome is None and LOAD.task is not None:
-            await wait_for_numpy()
-        elif needs and LOAD.outcome == "trees-only" and not LOAD.told:
-            await wait_for_numpy()  # says once what happened
+        if cell_needs_numpy(code):
+            await wait_for_numpy()  # waits for a load under way; says once what a failed one found
         if DEGRADED["on"] and {m.split(".")[0] for m in imported_modules(code) or ()} & NEEDS_NUMPY_MODULES:
             return None
         return await original(code, *args, **kwargs)
@@ -395,9 +357,9 @@ def _wait_in_cells_that_need_numpy() -> None:
     kernel_module._load_packages_from_imports = load_packages_from_imports
 
 
-def first_line(err: BaseException) -> str:
+def _failed(err: BaseException) -> str:
     text = str(err).strip()
-    return text.splitlines()[0][:200] if text else "no message"
+    return f"the download failed ({type(err).__name__}: {text.splitlines()[0][:200] if text else 'no message'})"
 
 
 # ---------------------------------------------------------------- without numpy
@@ -445,41 +407,22 @@ def names_bound(code: str) -> set[str]:
     except SyntaxError:
         return set()
     names: set[str] = set()
-
-    def targets(node: Any) -> None:
-        for sub in ast.walk(node):
-            if isinstance(sub, ast.Name):
-                names.add(sub.id)
-
-    def visit(statements: list) -> None:
-        for node in statements:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    todo: list[ast.AST] = [tree]
+    while todo:
+        for node in ast.iter_child_nodes(todo.pop()):
+            if isinstance(node, scopes):
+                names.add(node.name)  # what its body binds is its own
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+            elif isinstance(node, ast.alias) and node.name != "*":
+                names.add(node.asname or node.name.split(".")[0])
+            elif isinstance(node, ast.ExceptHandler) and node.name:
                 names.add(node.name)
-                continue
-            if isinstance(node, ast.Assign):
-                for t in node.targets:
-                    targets(t)
-            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-                targets(node.target)
-            elif isinstance(node, (ast.For, ast.AsyncFor)):
-                targets(node.target)
-            elif isinstance(node, (ast.With, ast.AsyncWith)):
-                for item in node.items:
-                    if item.optional_vars is not None:
-                        targets(item.optional_vars)
-            elif isinstance(node, ast.Import):
-                names.update((a.asname or a.name.split(".")[0]) for a in node.names)
-            elif isinstance(node, ast.ImportFrom):
-                names.update((a.asname or a.name) for a in node.names if a.name != "*")
-            for sub in ast.walk(node):
-                if isinstance(sub, ast.NamedExpr):
-                    targets(sub.target)
-            for field in ("body", "orelse", "finalbody", "handlers"):
-                visit([n for n in getattr(node, field, []) if isinstance(n, ast.AST)])
-            if isinstance(node, ast.ExceptHandler) and node.name:
-                names.add(node.name)
-
-    visit(tree.body)
+            if isinstance(node, ast.comprehension):
+                todo.extend([node.iter, *node.ifs])  # its target is the comprehension's own
+            elif not isinstance(node, scopes):
+                todo.append(node)
     return names
 
 
@@ -492,8 +435,7 @@ def _stand_ins_for_pytree_lab() -> None:
         try:
             getattr(pytree_lab, name)
         except ImportError:
-            module = sys.modules.get("pytree_lab")
-            setattr(module, name, _without_numpy.needs_numpy(f"pytree_lab.{name}"))
+            setattr(pytree_lab, name, _without_numpy.needs_numpy(f"pytree_lab.{name}"))
 
 
 def short_message(etype: type, value: BaseException) -> str | None:

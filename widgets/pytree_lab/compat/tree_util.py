@@ -13,7 +13,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 __all__ = [
@@ -50,59 +50,34 @@ __all__ = [
 # --------------------------------------------------------------------------- key entries
 
 
-@dataclasses.dataclass(frozen=True)
-class DictKey:
-    """A dict key on a path; prints as ``['weight']``."""
-
-    key: Hashable
-
-    def __str__(self) -> str:
-        return f"[{self.key!r}]"
+def _key_class(name: str, field: str, text: str, doc: str) -> Any:
+    """A key entry class as JAX's: a frozen dataclass of one field, printed on a path as `text`."""
+    str_ = lambda self: text.format(getattr(self, field))  # noqa: E731
+    namespace = {"__doc__": doc, "__module__": __name__, "__str__": str_, "_field": field}
+    return dataclasses.make_dataclass(name, [(field, Any)], frozen=True, namespace=namespace)
 
 
-@dataclasses.dataclass(frozen=True)
-class SequenceKey:
-    """A list/tuple position on a path; prints as ``[0]``."""
-
-    idx: int
-
-    def __str__(self) -> str:
-        return f"[{self.idx}]"
-
-
-@dataclasses.dataclass(frozen=True)
-class GetAttrKey:
-    """An attribute (namedtuple or dataclass field) on a path; prints as ``.name``."""
-
-    name: str
-
-    def __str__(self) -> str:
-        return f".{self.name}"
-
-
-@dataclasses.dataclass(frozen=True)
-class FlattenedIndexKey:
-    """A child of a custom node registered without keys; prints as ``[<flat index 0>]``."""
-
-    key: int
-
-    def __str__(self) -> str:
-        return f"[<flat index {self.key}>]"
-
-
+DictKey = _key_class("DictKey", "key", "[{!r}]", "A dict key on a path; prints as ``['weight']``.")
+SequenceKey = _key_class("SequenceKey", "idx", "[{}]", "A list/tuple position on a path; prints as ``[0]``.")
+GetAttrKey = _key_class(
+    "GetAttrKey", "name", ".{}", "An attribute (namedtuple or dataclass field) on a path; prints as ``.name``."
+)
+FlattenedIndexKey = _key_class(
+    "FlattenedIndexKey",
+    "key",
+    "[<flat index {}>]",
+    "A child of a custom node registered without keys; prints as ``[<flat index 0>]``.",
+)
+_KEY_CLASSES = (DictKey, SequenceKey, GetAttrKey, FlattenedIndexKey)
 KeyEntry = Any
 KeyPath = tuple
 
 
-def _simple_str(key: Any) -> str:
-    if isinstance(key, (DictKey, FlattenedIndexKey)):
-        return str(key.key)
-    return str(key.idx) if isinstance(key, SequenceKey) else key.name if isinstance(key, GetAttrKey) else str(key)
-
-
 def keystr(keys: KeyPath, *, simple: bool = False, separator: str = "") -> str:
     """A key path as text: ``['layer']['weight']`` (or ``layer/weight`` with simple, '/')."""
-    return separator.join(map(_simple_str if simple else str, keys))
+    if not simple:
+        return separator.join(map(str, keys))
+    return separator.join(str(getattr(k, k._field)) if isinstance(k, _KEY_CLASSES) else str(k) for k in keys)
 
 
 # --------------------------------------------------------------------------- registry
@@ -118,12 +93,6 @@ class _Registration(NamedTuple):
 _registry: dict[type, _Registration] = {}
 
 
-def _register(nodetype: type, reg: _Registration) -> None:
-    if nodetype in _registry or nodetype in (tuple, list, dict, type(None)):
-        raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
-    _registry[nodetype] = reg
-
-
 def register_pytree_node(
     nodetype: type,
     flatten_func: Callable[[Any], tuple[Iterable, Any]],
@@ -131,7 +100,9 @@ def register_pytree_node(
     flatten_with_keys_func: Callable | None = None,
 ) -> None:
     """Make `nodetype` a tree node: ``flatten_func(x) -> (children, aux)``."""
-    _register(nodetype, _Registration(flatten_func, unflatten_func, flatten_with_keys_func))
+    if nodetype in _registry or nodetype in (tuple, list, dict, type(None)):
+        raise ValueError(f"Duplicate custom PyTreeDef type registration for {nodetype}.")
+    _registry[nodetype] = _Registration(flatten_func, unflatten_func, flatten_with_keys_func)
 
 
 def register_pytree_with_keys(
@@ -147,7 +118,7 @@ def register_pytree_with_keys(
             pairs, aux = flatten_with_keys(node)
             return [child for _, child in pairs], aux
 
-    _register(nodetype, _Registration(flatten_func, unflatten_func, flatten_with_keys))
+    register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
 
 
 def register_pytree_node_class(cls: type) -> type:
@@ -199,13 +170,9 @@ def register_dataclass(
             )
         if (data_fields is None) != (meta_fields is None):
             raise TypeError("register_dataclass: give both data_fields and meta_fields, or neither")
-        data: list[str] = []
-        meta: list[str] = []
-        for f in dataclasses.fields(nodetype):
-            if not f.init or f.name in drop:
-                continue
-            (meta if f.metadata.get("static", False) else data).append(f.name)
-        data_fields, meta_fields = data, meta
+        fields = [f for f in dataclasses.fields(nodetype) if f.init and f.name not in drop]
+        data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
+        meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
     data_names = tuple(data_fields)
     meta_names = tuple(meta_fields)
     if dataclasses.is_dataclass(nodetype):
@@ -223,9 +190,6 @@ def register_dataclass(
     if overlap:
         raise ValueError(f"data_fields and meta_fields must not overlap. Overlapping fields: {overlap}.")
 
-    def flatten(node: Any) -> tuple:
-        return [getattr(node, n) for n in data_names], tuple(getattr(node, n) for n in meta_names)
-
     def keyed(node: Any) -> tuple:
         pairs = tuple((GetAttrKey(n), getattr(node, n)) for n in data_names)
         return pairs, tuple(getattr(node, n) for n in meta_names)
@@ -235,7 +199,7 @@ def register_dataclass(
         kwargs.update(zip(data_names, children))
         return nodetype(**kwargs)
 
-    _register(nodetype, _Registration(flatten, unflatten, keyed))
+    register_pytree_with_keys(nodetype, keyed, unflatten)
     return nodetype
 
 
@@ -289,10 +253,7 @@ class PyTreeDef:
         self._type = node_type
         self._aux = aux
         self._children = children
-        if kind == _LEAF:
-            self.num_leaves = 1
-        else:
-            self.num_leaves = sum(c.num_leaves for c in children)
+        self.num_leaves = 1 if kind == _LEAF else sum(c.num_leaves for c in children)
         self.num_nodes = 1 + sum(c.num_nodes for c in children)
 
     # -- structure
@@ -301,22 +262,16 @@ class PyTreeDef:
 
     def unflatten(self, leaves: Iterable) -> Any:
         leaves = list(leaves)
-        it = iter(leaves)
-        try:
-            tree = self._build(it)
-        except _TooFew:
-            raise ValueError(f"Too few leaves for PyTreeDef; expected {self.num_leaves}, got {len(leaves)}") from None
-        if next(it, _END) is not _END:
+        if len(leaves) < self.num_leaves:
+            raise ValueError(f"Too few leaves for PyTreeDef; expected {self.num_leaves}, got {len(leaves)}")
+        if len(leaves) > self.num_leaves:
             raise ValueError(f"Too many leaves for PyTreeDef; expected {self.num_leaves}.")
-        return tree
+        return self._build(iter(leaves))
 
     def _build(self, it: Any) -> Any:
         kind = self._kind
         if kind == _LEAF:
-            leaf = next(it, _END)
-            if leaf is _END:
-                raise _TooFew()
-            return leaf
+            return next(it)
         if kind == _NONE:
             return None
         children = [c._build(it) for c in self._children]
@@ -335,42 +290,26 @@ class PyTreeDef:
         out: list = []
         error = self._up_to(tree, out, ())
         if error is not None:
-            err = ValueError(error.message("tree", "this PyTreeDef", "the tree"))
-            err.key_path = error.path  # type: ignore[attr-defined]  # as JAX's error has
-            raise err
+            raise error.error("tree", "this PyTreeDef", "the tree")
         return out
 
     def _up_to(self, tree: Any, out: list, path: tuple) -> _Mismatch | None:
         # Walks this treedef and `tree` together; the first difference found is returned.
         kind = self._kind
-        pairs: list[tuple[Any, Any]]
         if kind == _LEAF:
             out.append(tree)
             return None
-        if kind == _NONE:
-            if tree is not None:
-                return _Mismatch(path, "types", type(None), type(None), type(tree))
-            return None
-        want = _BUILTIN.get(kind, self._type)  # the node's type
+        want = type(None) if kind == _NONE else _BUILTIN.get(kind, self._type)  # the node's type
         if type(tree) is not want:
             return _Mismatch(path, "types", want, want, type(tree))
-        if kind in (_TUPLE, _LIST):
-            if len(tree) != len(self._children):
-                return _Mismatch(path, "length", want, len(self._children), len(tree))
-            pairs = [(SequenceKey(i), c) for i, c in enumerate(tree)]
-        elif kind == _DICT:
-            keys = _sorted_keys(tree)
-            if keys != self._aux:
-                return _Mismatch(path, "keys", dict, self._aux, keys)
-            pairs = [(DictKey(k), tree[k]) for k in keys]
-        elif kind == _NAMEDTUPLE:
-            pairs = [(GetAttrKey(f), c) for f, c in zip(self._type._fields, tree)]
-        else:
-            pairs, aux = _custom_children(tree, _registry[self._type])
-            if len(pairs) != len(self._children):
-                return _Mismatch(path, "arity", self._type, len(self._children), len(pairs))
-            if not _aux_equal(aux, self._aux):
-                return _Mismatch(path, "metadata", self._type, self._aux, aux)
+        _, _, aux, pairs = _node(tree, keyed=True)
+        if kind == _DICT and aux != self._aux:
+            return _Mismatch(path, "keys", dict, self._aux, aux)
+        if len(pairs) != len(self._children):
+            what = "arity" if kind == _CUSTOM else "length"
+            return _Mismatch(path, what, want, len(self._children), len(pairs))
+        if kind == _CUSTOM and not _aux_equal(aux, self._aux):
+            return _Mismatch(path, "metadata", want, self._aux, aux)
         for child_def, (key, child) in zip(self._children, pairs):
             error = child_def._up_to(child, out, path + (key,))
             if error is not None:
@@ -389,10 +328,6 @@ class PyTreeDef:
         if self._kind in (_DICT, _CUSTOM) and not _aux_equal(self._aux, other._aux):
             return False
         return all(a == b for a, b in zip(self._children, other._children))
-
-    def __ne__(self, other: object) -> bool:
-        result = self.__eq__(other)
-        return result if result is NotImplemented else not result
 
     def __hash__(self) -> int:
         aux = self._aux if self._kind in (_DICT, _CUSTOM) else None
@@ -422,15 +357,6 @@ class PyTreeDef:
     def __repr__(self) -> str:
         return f"PyTreeDef({self._text()})"
 
-    __str__ = __repr__
-
-
-_END = object()
-
-
-class _TooFew(Exception):
-    pass
-
 
 def _aux_equal(a: Any, b: Any) -> bool:
     try:
@@ -440,16 +366,29 @@ def _aux_equal(a: Any, b: Any) -> bool:
 
 
 _LEAF_DEF = PyTreeDef(_LEAF, None, None, ())
-_NONE_DEF = PyTreeDef(_NONE, None, None, ())
 
 
-def _custom_children(node: Any, reg: _Registration) -> tuple[list, Any]:
-    """(key, child) pairs and aux data of a registered node."""
-    if reg.keyed is not None:
-        pairs, aux = reg.keyed(node)
-        return [(k, c) for k, c in pairs], aux
-    children, aux = reg.flatten(node)
-    return [(FlattenedIndexKey(i), c) for i, c in enumerate(children)], aux
+def _node(tree: Any, keyed: bool) -> tuple[int, Any, Any, list]:
+    """(kind, node type, aux, [(key, child), ...]) of the top of `tree`. Unless `keyed`, a custom
+    node is split by its plain flatten function and its keys are None."""
+    node_type: Any = type(tree)
+    if tree is None:
+        return _NONE, None, None, []
+    if node_type is tuple or node_type is list:  # the treedef of a tuple, list or dict keeps no type
+        return (_TUPLE if node_type is tuple else _LIST), None, None, [(SequenceKey(i), c) for i, c in enumerate(tree)]
+    if node_type is dict:
+        keys = _sorted_keys(tree)
+        return _DICT, None, keys, [(DictKey(k), tree[k]) for k in keys]
+    reg = _registry.get(node_type)
+    if reg is not None:
+        if keyed and reg.keyed is not None:
+            pairs, aux = reg.keyed(tree)
+            return _CUSTOM, node_type, aux, list(pairs)
+        children, aux = reg.flatten(tree)
+        return _CUSTOM, node_type, aux, [(FlattenedIndexKey(i) if keyed else None, c) for i, c in enumerate(children)]
+    if _is_namedtuple(tree):
+        return _NAMEDTUPLE, node_type, None, [(GetAttrKey(f), c) for f, c in zip(node_type._fields, tree)]
+    return _LEAF, None, None, []
 
 
 # --------------------------------------------------------------------------- flattening
@@ -463,36 +402,10 @@ def _flatten(
     path: tuple,
     leaf_takes_path: bool = False,
 ) -> PyTreeDef:
-    if is_leaf is not None and (is_leaf(path, tree) if leaf_takes_path else is_leaf(tree)):
-        leaves.append(tree)
-        if paths is not None:
-            paths.append(path)
-        return _LEAF_DEF
-    if tree is None:
-        return _NONE_DEF
-    node_type: Any = type(tree)  # None in the treedef of a tuple, list or dict
-    pairs: list[tuple[Any, Any]]
-    reg = None
-    if node_type is tuple or node_type is list:
-        kind, aux = (_TUPLE if node_type is tuple else _LIST), None
-        pairs = [(SequenceKey(i), c) for i, c in enumerate(tree)]
-        node_type = None
-    elif node_type is dict:
-        kind = _DICT
-        aux = _sorted_keys(tree)
-        pairs = [(DictKey(k), tree[k]) for k in aux]
-        node_type = None
-    elif (reg := _registry.get(node_type)) is not None:
-        kind = _CUSTOM
-        if paths is None:
-            children, aux = reg.flatten(tree)
-            pairs = [(None, c) for c in children]
-        else:
-            pairs, aux = _custom_children(tree, reg)
-    elif _is_namedtuple(tree):
-        kind, aux = _NAMEDTUPLE, None
-        pairs = [(GetAttrKey(f), c) for f, c in zip(node_type._fields, tree)]
-    else:
+    kind = _LEAF
+    if is_leaf is None or not (is_leaf(path, tree) if leaf_takes_path else is_leaf(tree)):
+        kind, node_type, aux, pairs = _node(tree, keyed=paths is not None)
+    if kind == _LEAF:
         leaves.append(tree)
         if paths is not None:
             paths.append(path)
@@ -514,10 +427,7 @@ def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tup
 def tree_flatten_with_path(
     tree: Any, is_leaf: Callable[..., bool] | None = None, is_leaf_takes_path: bool = False
 ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
-    """Like `tree_flatten`, each leaf paired with its key path.
-
-    With `is_leaf_takes_path`, `is_leaf` is called as ``is_leaf(path, node)``.
-    """
+    """Like `tree_flatten`, each leaf paired with its key path (`is_leaf_takes_path`: ``is_leaf(path, node)``)."""
     leaves: list = []
     paths: list = []
     treedef = _flatten(tree, is_leaf, leaves, paths, (), is_leaf_takes_path)
@@ -559,51 +469,56 @@ def all_leaves(iterable: Iterable, is_leaf: Callable[[Any], bool] | None = None)
 # --------------------------------------------------------------------------- mapping
 
 
-class _Mismatch:
-    """Where and how a second tree departs from the first one's structure.
+# What differs -> (the heading's words, what each tree has at the key path).
+_MISMATCH_TEXT = {
+    "types": (
+        "types",
+        "{first} has a subtree of type\n    {ours}\nbut {other} has a subtree of different type\n    {theirs}.",
+    ),
+    "length": (
+        "lengths of {name}",
+        "{first} has a {name} of length {ours}, but {other} has a {name} of length {theirs}.",
+    ),
+    "keys": ("dict keys", "{first} has a dict with keys\n    {ours}\nbut {other} has a dict with keys\n    {theirs}"),
+    "arity": (
+        "numbers of pytree children",
+        "{first} has a node of type {name} with {ours} children, but {other} has one with {theirs} children.",
+    ),
+    "metadata": (
+        "pytree metadata",
+        "{first} has a node of type {name} with metadata\n    {ours!r}\n"
+        "but {other} has one with metadata\n    {theirs!r}.",
+    ),
+}
 
-    `ours` is what the first tree has at `path` (a type, a length, keys or metadata) and
-    `theirs` what the other tree has there; `node_type` is the first tree's node type.
-    """
 
-    def __init__(self, path: tuple, what: str, node_type: type, ours: Any, theirs: Any):
-        self.path, self.what, self.node_type = path, what, node_type
-        self.ours, self.theirs = ours, theirs
+class _Mismatch(NamedTuple):
+    """Where and how a second tree departs from the first one's structure: `ours` is what the
+    first tree has at `path` (a type, a length, keys or metadata), `theirs` what the other has."""
 
-    def message(self, label: str, first: str, other: str) -> str:
-        head = f"pytree structure error: different {{}} at key path\n    {label}{keystr(self.path)}\n"
+    path: tuple
+    what: str
+    node_type: Any  # the first tree's node type
+    ours: Any
+    theirs: Any
+
+    def error(self, label: str, first: str, other: str) -> ValueError:
+        heading, body = _MISMATCH_TEXT[self.what]
+        ours, theirs = (list(self.ours), list(self.theirs)) if self.what == "keys" else (self.ours, self.theirs)
         name = getattr(self.node_type, "__name__", str(self.node_type))
-        if self.what == "types":
-            return head.format("types") + (
-                f"At that key path, {first} has a subtree of type\n    {self.ours}\n"
-                f"but {other} has a subtree of different type\n    {self.theirs}."
-            )
-        if self.what == "length":
-            return head.format(f"lengths of {name}") + (
-                f"At that key path, {first} has a {name} of length {self.ours}, "
-                f"but {other} has a {name} of length {self.theirs}."
-            )
+        words = {"first": first, "other": other, "name": name, "ours": ours, "theirs": theirs}
+        lines = [
+            f"pytree structure error: different {heading.format(**words)} at key path\n    {label}{keystr(self.path)}\n"
+            f"At that key path, {body.format(**words)}"
+        ]
         if self.what == "keys":
-            missing = [k for k in self.ours if k not in self.theirs]
-            extra = [k for k in self.theirs if k not in self.ours]
-            lines = [
-                head.format("dict keys") + f"At that key path, {first} has a dict with keys\n    {list(self.ours)}",
-                f"but {other} has a dict with keys\n    {list(self.theirs)}",
-            ]
-            if missing:
+            if missing := [k for k in ours if k not in theirs]:
                 lines.append(f"missing from {other}: {', '.join(map(repr, missing))}")
-            if extra:
+            if extra := [k for k in theirs if k not in ours]:
                 lines.append(f"not in {first}: {', '.join(map(repr, extra))}")
-            return "\n".join(lines)
-        if self.what == "arity":
-            return head.format("numbers of pytree children") + (
-                f"At that key path, {first} has a node of type {name} with {self.ours} children, "
-                f"but {other} has one with {self.theirs} children."
-            )
-        return head.format("pytree metadata") + (
-            f"At that key path, {first} has a node of type {name} with metadata\n    {self.ours!r}\n"
-            f"but {other} has one with metadata\n    {self.theirs!r}."
-        )
+        err = ValueError("\n".join(lines))
+        err.key_path = self.path  # type: ignore[attr-defined]  # as JAX's error has: tools point at the place
+        return err
 
 
 def _broadcast(treedef: PyTreeDef, rest: tuple, label: str) -> list[list]:
@@ -612,9 +527,7 @@ def _broadcast(treedef: PyTreeDef, rest: tuple, label: str) -> list[list]:
         out: list = []
         error = treedef._up_to(other, out, ())
         if error is not None:
-            err = ValueError(error.message(label, "the first tree", f"tree {i} of the others"))
-            err.key_path = error.path  # type: ignore[attr-defined]  # for tools that point at the place, e.g. a diagram
-            raise err from None
+            raise error.error(label, "the first tree", f"tree {i} of the others") from None
         columns.append(out)
     return columns
 

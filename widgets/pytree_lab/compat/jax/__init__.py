@@ -17,6 +17,7 @@ import importlib
 from typing import Any
 
 from ... import __version__ as _package_version
+from .. import _without_numpy
 from . import tree, tree_util
 from ._config import config, missing
 
@@ -25,21 +26,10 @@ __version__ = f"{_package_version}+pytree-lab-lite"
 __pytree_lab_lite__ = True
 
 # name -> (module, attribute or None for the module itself); these need numpy (+ autograd)
-_ARRAY_PARTS = {
-    "numpy": ("numpy", None),
-    "flatten_util": ("flatten_util", None),
+_ARRAY_PARTS: dict[str, tuple[str, str | None]] = {
+    **{module: (module, None) for module in ("numpy", "flatten_util", "nn", "random", "lax")},
     "Array": ("numpy", "Array"),
-    "grad": ("_autodiff", "grad"),
-    "value_and_grad": ("_autodiff", "value_and_grad"),
-    "jit": ("_autodiff", "jit"),
-    "block_until_ready": ("_autodiff", "block_until_ready"),
-    "vmap": ("_autodiff", "vmap"),
-    "jacrev": ("_autodiff", "jacrev"),
-    "jacfwd": ("_autodiff", "jacfwd"),
-    "hessian": ("_autodiff", "hessian"),
-    "nn": ("nn", None),
-    "random": ("random", None),
-    "lax": ("lax", None),
+    **{f: ("_autodiff", f) for f in "grad value_and_grad jit block_until_ready vmap jacrev jacfwd hessian".split()},
 }
 _MISSING = ("numpy", "autograd")
 # Where numpy is missing, each name's stand-in, made once: the same object at every access (the
@@ -67,15 +57,6 @@ def engine_detail() -> str:
     return "numpy + autograd"
 
 
-def _check_importable() -> None:
-    """Outside the browser kernel the Lite engine needs numpy and autograd, as it always did."""
-    from .._without_numpy import ALLOWED
-
-    if not ALLOWED["on"]:
-        importlib.import_module(".numpy", __name__)
-        importlib.import_module("._autodiff", __name__)
-
-
 def __getattr__(name: str) -> Any:
     part = _ARRAY_PARTS.get(name)
     if part is None:
@@ -95,25 +76,21 @@ def __getattr__(name: str) -> Any:
 
 
 def _stand_in(name: str) -> Any:
-    from .. import _without_numpy as stand_in
-
-    if name == "numpy":
-        return stand_in.numpy_module()
-    if name == "flatten_util":
-        return stand_in.flatten_util_module()
     if name == "Array":
-        return stand_in.Array
-    if name in ("nn", "random", "lax"):
-        return stand_in.plain_module(f"jax.{name}")
+        return _without_numpy.Array
+    if _ARRAY_PARTS[name][1] is None:  # a module
+        return _without_numpy.module(f"jax.{name}")
     if name in ("grad", "value_and_grad"):
-        return stand_in.needs_numpy_gradient(f"jax.{name}")
-    return stand_in.needs_numpy(f"jax.{name}")
+        return _without_numpy.needs_numpy_gradient(f"jax.{name}")
+    return _without_numpy.needs_numpy(f"jax.{name}")
 
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_ARRAY_PARTS))
 
 
-_check_importable()
+if not _without_numpy.ALLOWED["on"]:  # outside the browser kernel, the Lite engine needs numpy and autograd
+    importlib.import_module(".numpy", __name__)
+    importlib.import_module("._autodiff", __name__)
 
 __all__ = ["config", "tree", "tree_util", *_ARRAY_PARTS]  # (_ARRAY_PARTS: imported on first use)

@@ -21,6 +21,7 @@ from autograd.tracer import getval as _getval
 from .. import tree_util as _tu
 from . import numpy as _jnp
 from ._config import config  # noqa: F401  (jax.config, re-exported)
+from .lax import _stacked
 
 
 def _as_primal(leaf: Any) -> Any:
@@ -69,18 +70,16 @@ def _unbox(tree: Any) -> Any:
     return _tu.tree_map(_getval, tree)
 
 
-def _check_argnums(argnums: Any, positions: tuple, args: tuple) -> None:
+def _traced(fun: Callable, argnums: Any, has_aux: bool, args: tuple, kwargs: dict, flat_out: Any = None) -> tuple:
+    """Trace ``fun`` at `args` with respect to the arguments at `argnums`: (vjp, out, primals,
+    their treedef, aux). `flat_out` turns the output into what is differentiated."""
+    positions: tuple[int, ...] = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     if positions and max(positions) >= len(args):
         raise TypeError(
             f"differentiating with respect to argnums={argnums} requires at least "
             f"{max(positions) + 1} positional arguments to be passed by the caller, "
             f"but got only {len(args)} positional arguments."
         )
-
-
-def _traced(fun: Callable, positions: tuple, has_aux: bool, args: tuple, kwargs: dict, flat_out: Any = None) -> tuple:
-    """Trace ``fun`` at `args` with respect to the arguments at `positions`: (vjp, out, primals,
-    their treedef, aux). `flat_out` turns the output into what is differentiated."""
     leaves, treedef = _tu.tree_flatten(tuple(args[i] for i in positions))
     primals = tuple(_as_primal(leaf) for leaf in leaves)
     aux_out: list = []
@@ -128,12 +127,10 @@ def value_and_grad(
 ) -> Callable:
     """``fun``'s value and its gradient with respect to the arguments at `argnums`."""
     several = not isinstance(argnums, int)
-    positions: tuple[int, ...] = (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
     @functools.wraps(fun)
     def value_and_grad_f(*args: Any, **kwargs: Any) -> Any:
-        _check_argnums(argnums, positions, args)
-        vjp, out, primals, treedef, aux = _traced(fun, positions, has_aux, args, kwargs)
+        vjp, out, primals, treedef, aux = _traced(fun, argnums, has_aux, args, kwargs)
         value = _check_output(out)
         if isinstance(out, _ArrayBox):  # inside an outer grad: keep the outer trace
             value = _jnp.asarray(out)
@@ -143,9 +140,7 @@ def value_and_grad(
         grad_tree = _tu.tree_unflatten(treedef, _pull(vjp, _vspace(out).ones(), primals))
         if not several:
             grad_tree = grad_tree[0]
-        if has_aux:
-            return (value, aux), grad_tree
-        return value, grad_tree
+        return ((value, aux) if has_aux else value), grad_tree
 
     return value_and_grad_f
 
@@ -163,11 +158,9 @@ def jacrev(
     import autograd.numpy as anp
 
     several = not isinstance(argnums, int)
-    positions: tuple[int, ...] = (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
     @functools.wraps(fun)
     def jacfun(*args: Any, **kwargs: Any) -> Any:
-        _check_argnums(argnums, positions, args)
         layout: list = []
 
         def flat_out(out: Any) -> Any:
@@ -184,7 +177,7 @@ def jacrev(
             layout[:] = [out_def, [tuple(leaf.shape) for leaf in leaves]]
             return anp.concatenate([anp.ravel(leaf) for leaf in leaves]) if leaves else _np.zeros(0, _np.float32)
 
-        vjp, out, primals, treedef, aux = _traced(fun, positions, has_aux, args, kwargs, flat_out)
+        vjp, out, primals, treedef, aux = _traced(fun, argnums, has_aux, args, kwargs, flat_out)
         out_def, shapes = layout
         n = int(_np.shape(_getval(out))[0])
         basis = _np.eye(n, dtype=_getval(out).dtype)
@@ -209,15 +202,7 @@ def jacrev(
     return jacfun
 
 
-def jacfwd(
-    fun: Callable,
-    argnums: int | Sequence[int] = 0,
-    has_aux: bool = False,
-    holomorphic: bool = False,
-) -> Callable:
-    """The Jacobian, as `jax.jacfwd` gives it; computed here by reverse mode (`jacrev`): the
-    same values, another cost."""
-    return jacrev(fun, argnums, has_aux=has_aux)
+jacfwd = jacrev  # the Jacobian as jax.jacfwd gives it, computed by reverse mode: the same values, another cost
 
 
 def hessian(
@@ -228,10 +213,7 @@ def hessian(
 ) -> Callable:
     """The Hessian of a scalar `fun`: the Jacobian of its gradient (JAX's layout: for an
     argument of shape P, an array of shape P + P)."""
-    if has_aux:
-        inner = jacrev(fun, argnums, has_aux=True)
-        return jacrev(lambda *a, **k: inner(*a, **k), argnums, has_aux=True)
-    return jacrev(jacrev(fun, argnums), argnums)
+    return jacrev(jacrev(fun, argnums, has_aux=has_aux), argnums, has_aux=has_aux)
 
 
 def grad(
@@ -256,10 +238,8 @@ def grad(
 def jit(
     fun: Callable | None = None, /, *, static_argnums: Any = None, static_argnames: Any = None, **options: Any
 ) -> Any:
-    """No compiler here: the function runs as written (numpy is already vectorised).
-
-    Accepts the same arguments as `jax.jit` so lesson code runs unchanged.
-    """
+    """No compiler here: `fun` runs as written (numpy is already vectorised); `jax.jit`'s
+    arguments are accepted, so lesson code runs unchanged."""
     if fun is None:
         return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames, **options)
 
@@ -275,10 +255,10 @@ def block_until_ready(x: Any) -> Any:
     return x
 
 
-def _axis_leaves(axis: Any, arg: Any, n_leaves: int) -> list:
+def _axis_leaves(axis: Any, arg: Any) -> list:
     """One axis (int or None) per leaf of `arg`, from an int/None or a tree prefix of it."""
     if axis is None or isinstance(axis, int):
-        return [axis] * n_leaves
+        return [axis] * len(_tu.tree_leaves(arg))
     axes, axes_def = _tu.tree_flatten(axis, is_leaf=lambda x: x is None)
     return [ax for ax, child in zip(axes, axes_def.flatten_up_to(arg)) for _ in _tu.tree_leaves(child)]
 
@@ -305,56 +285,34 @@ def vmap(
                 "positional arguments passed to the function, but got "
                 f"len(in_axes)={len(axes)}, len(args)={len(args)}"
             )
-        flat = []
-        sizes = set()
-        for arg, axis in zip(args, axes):
-            leaves, treedef = _tu.tree_flatten(arg)
-            leaf_axes = _axis_leaves(axis, arg, len(leaves))
-            for leaf, ax in zip(leaves, leaf_axes):
-                if ax is not None:
-                    rank = _np.ndim(_getval(leaf))
-                    if not -rank <= ax < rank:
-                        raise ValueError(
-                            f"vmap was requested to map its argument along axis {ax}, which implies "
-                            f"that its rank should be at least {ax + 1 if ax >= 0 else -ax}, "
-                            f"but is only {rank} (its shape is {_np.shape(_getval(leaf))})"
-                        )
-                    sizes.add(_np.shape(_getval(leaf))[ax])
-            flat.append((leaves, treedef, leaf_axes))
-        if axis_size is not None:
-            sizes.add(axis_size)
+        leaves, treedef = _tu.tree_flatten(args)
+        leaf_axes = [ax for arg, axis in zip(args, axes) for ax in _axis_leaves(axis, arg)]
+        sizes = set() if axis_size is None else {axis_size}
+        for leaf, ax in zip(leaves, leaf_axes):
+            if ax is not None:
+                shape = _np.shape(_getval(leaf))
+                if not -len(shape) <= ax < len(shape):
+                    raise ValueError(
+                        f"vmap was requested to map its argument along axis {ax}, which implies "
+                        f"that its rank should be at least {ax + 1 if ax >= 0 else -ax}, "
+                        f"but is only {len(shape)} (its shape is {shape})"
+                    )
+                sizes.add(shape[ax])
         if not sizes:
             raise ValueError("vmap must have at least one non-None value in in_axes")
         if len(sizes) > 1:
             raise ValueError(f"vmap got inconsistent sizes for array axes to be mapped: {sorted(sizes)}")
         n = sizes.pop()
-
-        def pick(leaf: Any, ax: Any, i: int) -> Any:
-            if ax is None:
-                return leaf
-            ax = ax % _np.ndim(_getval(leaf))
-            return leaf[(slice(None),) * ax + (i,)]
-
-        results = []
-        for i in range(n):
-            call = [
-                _tu.tree_unflatten(td, [pick(leaf, ax, i) for leaf, ax in zip(leaves, leaf_axes)])
-                for leaves, td, leaf_axes in flat
-            ]
-            results.append(fun(*call, **kwargs))
         if n == 0:
             raise ValueError("vmap over an axis of size 0 is not supported by the Lite engine")
-        out_leaves = [_tu.tree_flatten(r)[0] for r in results]
-        out_def = _tu.tree_flatten(results[0])[1]
-        import autograd.numpy as anp
 
-        if out_axes is None:
-            stacked = out_leaves[0]
-        else:
-            stacked = [
-                _jnp._canon(anp.stack([_jnp.asarray(row[j]) for row in out_leaves], axis=out_axes))
-                for j in range(len(out_leaves[0]))
-            ]
-        return _tu.tree_unflatten(out_def, stacked)
+        def pick(leaf: Any, ax: Any, i: int) -> Any:
+            return leaf if ax is None else leaf[(slice(None),) * (ax % _np.ndim(_getval(leaf))) + (i,)]
+
+        results = [
+            fun(*_tu.tree_unflatten(treedef, [pick(leaf, ax, i) for leaf, ax in zip(leaves, leaf_axes)]), **kwargs)
+            for i in range(n)
+        ]
+        return results[0] if out_axes is None else _stacked(results, out_axes)
 
     return vmapped

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
 
@@ -62,3 +63,12 @@ def missing(module: str, attr: str, present: list[str]) -> NotInLiteEngine:
     else:
         tip = f" dir({short}) lists what is here."
     return NotInLiteEngine(where + tip, name=attr)
+
+
+def refusing(module: str, names: Mapping[str, Any]) -> Callable[[str], Any]:
+    """A module's ``__getattr__`` (`names`: its namespace): a name it lacks raises `missing`."""
+
+    def __getattr__(attr: str) -> Any:
+        raise missing(module, attr, list(names))
+
+    return __getattr__

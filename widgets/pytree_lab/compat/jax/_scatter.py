@@ -106,12 +106,6 @@ def _clamped(idx: Any, shape: tuple) -> Any:
     return tuple(out) if type(idx) is tuple else out[0]
 
 
-def _canonical(dt: Any) -> Any:
-    from .numpy import canonicalize_dtype
-
-    return canonicalize_dtype(dt)
-
-
 _KIND_ORDER = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 _WEAK = {
     bool: _np.dtype(bool),
@@ -124,11 +118,13 @@ _WEAK = {
 def _warn_unsafe_scatter(x: Any, values: Any) -> None:
     """JAX's FutureWarning for an update whose values its array cannot hold safely (a float put
     into an int array; JAX casts, and says the cast will become an error)."""
+    from .numpy import canonicalize_dtype  # (numpy.py imports this module)
+
     v = _getval(values)
     weak = _WEAK.get(type(v))
     try:  # asarray, not result_type: a string value is a value here, not a dtype's name
-        target = _canonical(_np.asarray(_getval(x)).dtype)
-        source = weak if weak is not None else _canonical(_np.asarray(v).dtype)
+        target = canonicalize_dtype(_np.asarray(_getval(x)).dtype)
+        source = weak if weak is not None else canonicalize_dtype(_np.asarray(v).dtype)
     except (TypeError, ValueError):  # not an array's values: the update itself says what is wrong
         return
     s, t = _KIND_ORDER.get(source.kind), _KIND_ORDER.get(target.kind)

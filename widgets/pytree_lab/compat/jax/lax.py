@@ -11,7 +11,9 @@ from autograd.extend import defvjp as _defvjp, primitive as _primitive
 
 from .. import tree_util as _tu
 from . import numpy as _jnp
-from ._config import missing as _missing
+from ._config import refusing as _refusing
+
+__getattr__ = _refusing(__name__, globals())  # a name JAX has and this engine lacks: says so
 
 __all__ = ["cond", "select", "stop_gradient", "switch", "fori_loop", "while_loop", "scan", "map"]
 
@@ -81,12 +83,12 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     carry, ys = init, [None] * n
     for i in order:
         carry, ys[i] = f(carry, items[i])
-    if n == 0 or ys[0] is None:
-        return carry, None
-    y_leaves = [_tu.tree_flatten(y)[0] for y in ys]
-    y_def = _tu.tree_flatten(ys[0])[1]
-    stacked = [_jnp._canon(_anp.stack([row[j] for row in y_leaves])) for j in range(len(y_leaves[0]))]
-    return carry, _tu.tree_unflatten(y_def, stacked)
+    return carry, (None if n == 0 or ys[0] is None else _stacked(ys))
+
+
+def _stacked(trees: list, axis: int = 0) -> Any:
+    """Trees of one structure stacked leaf by leaf along `axis` (scan's outputs, vmap's results)."""
+    return _tu.tree_map(lambda *xs: _jnp._canon(_anp.stack([_jnp.asarray(x) for x in xs], axis=axis)), *trees)
 
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any) -> Any:
@@ -102,7 +104,3 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None) -> Any:  # noqa:
     changes only how JAX schedules it, not the result)."""
     del batch_size
     return scan(lambda carry, x: (carry, f(x)), None, xs)[1]
-
-
-def __getattr__(name: str) -> Any:
-    raise _missing(__name__, name, list(globals()))

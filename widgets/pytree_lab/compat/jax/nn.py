@@ -11,7 +11,9 @@ from typing import Any
 import autograd.numpy as _anp
 
 from . import numpy as _jnp
-from ._config import missing as _missing
+from ._config import refusing as _refusing
+
+__getattr__ = _refusing(__name__, globals())  # a name JAX has and this engine lacks: says so
 
 __all__ = [
     "relu",
@@ -113,6 +115,7 @@ def _make_initializers() -> Any:
     """`jax.nn.initializers`: each makes ``init(key, shape, dtype=float32)``, with JAX's scales
     (fan-in / fan-out from the last two axes); the numbers are drawn by this engine's
     `jax.random`, so they differ from JAX's, with the same distribution."""
+    import functools
     import types
 
     import numpy as np
@@ -166,11 +169,6 @@ def _make_initializers() -> Any:
     def uniform(scale: float = 1e-2, dtype: Any = None) -> Any:
         return lambda key, shape, dtype=dtype: random.uniform(key, shape, dtype=dtype, maxval=scale)
 
-    def scaled(scale: float, mode: str, distribution: str) -> Any:
-        return lambda in_axis=-2, out_axis=-1, batch_axis=(), dtype=None: variance_scaling(
-            scale, mode, distribution, in_axis, out_axis, batch_axis, dtype
-        )
-
     module = types.ModuleType("jax.nn.initializers", _make_initializers.__doc__)
     module.__dict__.update(
         zeros=lambda key, shape, dtype=None: _jnp.zeros(shape, dtype),
@@ -178,13 +176,13 @@ def _make_initializers() -> Any:
         constant=constant,
         normal=normal,
         uniform=uniform,
-        variance_scaling=variance_scaling,
-        glorot_normal=scaled(1.0, "fan_avg", "truncated_normal"),
-        glorot_uniform=scaled(1.0, "fan_avg", "uniform"),
-        he_normal=scaled(2.0, "fan_in", "truncated_normal"),
-        he_uniform=scaled(2.0, "fan_in", "uniform"),
-        lecun_normal=scaled(1.0, "fan_in", "truncated_normal"),
-        lecun_uniform=scaled(1.0, "fan_in", "uniform"),
+        variance_scaling=variance_scaling,  # the named ones are partials of it, as in JAX
+        glorot_normal=functools.partial(variance_scaling, 1.0, "fan_avg", "truncated_normal"),
+        glorot_uniform=functools.partial(variance_scaling, 1.0, "fan_avg", "uniform"),
+        he_normal=functools.partial(variance_scaling, 2.0, "fan_in", "truncated_normal"),
+        he_uniform=functools.partial(variance_scaling, 2.0, "fan_in", "uniform"),
+        lecun_normal=functools.partial(variance_scaling, 1.0, "fan_in", "truncated_normal"),
+        lecun_uniform=functools.partial(variance_scaling, 1.0, "fan_in", "uniform"),
     )
     module.__dict__.update(
         xavier_normal=module.glorot_normal,
@@ -193,15 +191,8 @@ def _make_initializers() -> Any:
         kaiming_uniform=module.he_uniform,
     )
 
-    def __getattr__(name: str) -> Any:
-        raise _missing(module.__name__, name, list(module.__dict__))
-
-    module.__getattr__ = __getattr__  # type: ignore[method-assign]
+    module.__getattr__ = _refusing(module.__name__, module.__dict__)  # type: ignore[method-assign]
     return module
 
 
 initializers = _make_initializers()
-
-
-def __getattr__(name: str) -> Any:
-    raise _missing(__name__, name, list(globals()))

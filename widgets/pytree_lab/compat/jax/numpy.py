@@ -25,8 +25,10 @@ from autograd.extend import VSpace as _VSpace, defvjp as _defvjp, primitive as _
 from autograd.numpy.numpy_boxes import ArrayBox as _ArrayBox
 from autograd.tracer import Box as _Box, getval as _getval
 
-from ._config import missing as _missing
+from ._config import refusing as _refusing
 from ._scatter import _clamped, _concrete_index, _drops_update, _scatter_add, _scatter_set, _warn_unsafe_scatter
+
+__getattr__ = _refusing(__name__, globals())  # a name JAX has and this engine lacks: says so
 
 
 class _ArrayType(type):
@@ -40,9 +42,8 @@ class Array(metaclass=_ArrayType):
 
 
 ndarray = Array
-for (
-    _name
-) in "dtype issubdtype generic number inexact floating integer signedinteger unsignedinteger complexfloating".split():
+_NUMPY_TYPES = "dtype issubdtype generic number inexact floating integer signedinteger unsignedinteger complexfloating"
+for _name in _NUMPY_TYPES.split():
     globals()[_name] = getattr(_np, _name)  # numpy's, as jax.numpy's are
 pi, e, inf, nan, newaxis = math.pi, math.e, math.inf, math.nan, None
 
@@ -62,7 +63,9 @@ def canonicalize_dtype(dt: Any) -> _np.dtype:
 
 
 def _canon(x: Any) -> Any:
-    """Bring a result (array, numpy scalar, traced value, or tuple of them) to JAX dtypes."""
+    """Bring a value (array, numpy scalar, traced value, or tuple of them) to JAX dtypes. Arguments
+    are narrowed too (as JAX would have stored them); Python scalars stay weakly typed, so they
+    adopt the other operand's dtype."""
     if isinstance(x, (_np.ndarray, _np.generic, _ArrayBox)):
         target = _CANONICAL.get(x.dtype)
         return _lite(x if target is None else x.astype(target))
@@ -76,28 +79,14 @@ def _lite(x: Any) -> Any:
     return x.view(ArrayImpl) if type(x) is _np.ndarray else x
 
 
-def _canon_arg(x: Any) -> Any:
-    # Arrays are narrowed before the op (as JAX would have stored them); Python scalars stay
-    # weakly typed so they adopt the other operand's dtype.
-    if isinstance(x, (_np.ndarray, _np.generic, _ArrayBox)):
-        return _canon(x)
-    if type(x) is list or type(x) is tuple:
-        return type(x)(_canon_arg(v) for v in x)
-    return x
-
-
-def _fix_kwargs(kwargs: dict) -> dict:
-    if kwargs.get("dtype") is not None:
-        kwargs["dtype"] = canonicalize_dtype(kwargs["dtype"])
-    return kwargs
-
-
 def _wrap(fn: Any) -> Any:
     @functools.wraps(fn)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("dtype") is not None:
+            kwargs["dtype"] = canonicalize_dtype(kwargs["dtype"])
         # JAX computes inf and nan silently (log(0), sqrt at 0 in a gradient): so does this engine
         with _np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            return _canon(fn(*(_canon_arg(a) for a in args), **_fix_kwargs(kwargs)))
+            return _canon(fn(*(_canon(a) for a in args), **kwargs))
 
     return wrapped
 
@@ -167,8 +156,6 @@ def array(object: Any, dtype: Any = None, copy: bool = True, order: Any = None, 
         dtype = canonicalize_dtype(dtype)
     if isinstance(object, (_np.ndarray, _np.generic)) and dtype is None and not copy:
         out = object
-    elif dtype is None:
-        out = _anp.array(object)
     else:
         out = _anp.array(object, dtype=dtype)
     if ndmin and _anp.ndim(out) < ndmin:
@@ -208,25 +195,21 @@ def full(shape: Any, fill_value: Any, dtype: Any = None) -> _np.ndarray:
     return _lite(_np.full(shape, _getval(fill_value), dtype=canonicalize_dtype(dtype)))
 
 
-def _like(fn: Any) -> Any:
-    def like(a: Any, dtype: Any = None, shape: Any = None) -> _np.ndarray:
-        base = _np.asarray(_getval(a))
-        dt = canonicalize_dtype(base.dtype if dtype is None else dtype)
-        return _lite(fn(base.shape if shape is None else shape, dtype=dt))
-
-    like.__name__ = fn.__name__ + "_like"
-    return like
-
-
-zeros_like = _like(_np.zeros)
-ones_like = _like(_np.ones)
-empty_like = zeros_like
-
-
 def full_like(a: Any, fill_value: Any, dtype: Any = None, shape: Any = None) -> _np.ndarray:
     base = _np.asarray(_getval(a))
     dt = canonicalize_dtype(base.dtype if dtype is None else dtype)
     return _lite(_np.full(base.shape if shape is None else shape, _getval(fill_value), dtype=dt))
+
+
+def zeros_like(a: Any, dtype: Any = None, shape: Any = None) -> _np.ndarray:
+    return full_like(a, 0, dtype, shape)
+
+
+def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> _np.ndarray:
+    return full_like(a, 1, dtype, shape)
+
+
+empty_like = zeros_like
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> _np.ndarray:
@@ -248,35 +231,27 @@ def identity(n: int, dtype: Any = None) -> _np.ndarray:
     return eye(n, dtype=dtype)
 
 
-# --------------------------------------------------------------------------- comparisons (never traced)
+# --------------------------------------------------------------------------- comparisons and shapes (never traced)
 
 
-def _concrete(x: Any) -> Any:
-    return asarray(_getval(x))
+def _untraced(fn: Any, compare: bool) -> Any:
+    """numpy's `fn` on the values of traced arguments; a comparison's operands in JAX dtypes first
+    (the values JAX would compare), its answer an array."""
+
+    @functools.wraps(fn)
+    def untraced(a: Any, *args: Any, **kwargs: Any) -> Any:
+        if not compare:
+            return fn(_getval(a), *args, **kwargs)
+        b, *rest = args
+        return _np.asarray(fn(asarray(_getval(a)), asarray(_getval(b)), *rest, **kwargs))
+
+    return untraced
 
 
-def allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> _np.ndarray:
-    return _np.asarray(_np.allclose(_concrete(a), _concrete(b), rtol=rtol, atol=atol, equal_nan=equal_nan))
-
-
-def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> _np.ndarray:
-    return _np.asarray(_np.isclose(_concrete(a), _concrete(b), rtol=rtol, atol=atol, equal_nan=equal_nan))
-
-
-def array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> _np.ndarray:
-    return _np.asarray(_np.array_equal(_concrete(a1), _concrete(a2), equal_nan=equal_nan))
-
-
-def shape(a: Any) -> tuple:
-    return _np.shape(_getval(a))
-
-
-def ndim(a: Any) -> int:
-    return _np.ndim(_getval(a))
-
-
-def size(a: Any, axis: int | None = None) -> int:
-    return _np.size(_getval(a), axis)
+for _name in "allclose isclose array_equal".split():
+    globals()[_name] = _untraced(getattr(_np, _name), compare=True)
+for _name in "shape ndim size".split():
+    globals()[_name] = _untraced(getattr(_np, _name), compare=False)
 
 
 # --------------------------------------------------------------------------- traced functions
@@ -287,7 +262,7 @@ abs absolute add subtract multiply divide true_divide floor_divide power negativ
 square sqrt cbrt exp exp2 expm1 log log1p log2 log10 logaddexp reciprocal sign
 sin cos tan arcsin arccos arctan arctan2 sinh cosh tanh hypot sinc deg2rad rad2deg
 maximum minimum clip where floor ceil round nan_to_num real imag conj fabs
-dot matmul vdot outer inner tensordot einsum cross
+dot vdot outer inner tensordot einsum cross
 sum mean prod max min amax amin var std cumsum cumprod average
 argmax argmin sort
 reshape ravel transpose swapaxes moveaxis squeeze expand_dims broadcast_to atleast_1d
@@ -320,11 +295,6 @@ def _abs(x: Any) -> Any:
 abs = absolute = _wrap(_abs)  # noqa: A001 - numpy's names
 
 
-def _contracting(a: Any, b: Any) -> tuple:
-    sa, sb = _np.shape(_getval(a)), _np.shape(_getval(b))
-    return sa[-1:], (sb[-2:-1] if len(sb) >= 2 else sb[-1:])
-
-
 def _jax_shape_errors(fn: Any, name: str) -> Any:
     """numpy's ValueError for operands that do not line up, as JAX's TypeError (and its words)."""
 
@@ -338,7 +308,8 @@ def _jax_shape_errors(fn: Any, name: str) -> Any:
                 raise ValueError(
                     f"matmul input operand {operand} must have ndim at least 1, but it has ndim 0"
                 ) from None
-            left, right = _contracting(a, b)
+            sa, sb = _np.shape(_getval(a)), _np.shape(_getval(b))
+            left, right = sa[-1:], (sb[-2:-1] if len(sb) >= 2 else sb[-1:])
             raise TypeError(
                 f"dot_general requires contracting dimensions to have the same shape, got {left} and {right}."
             ) from err
@@ -346,18 +317,11 @@ def _jax_shape_errors(fn: Any, name: str) -> Any:
     return checked
 
 
-dot = _jax_shape_errors(dot, "dot")  # type: ignore[has-type]  # noqa: F821 - defined in the loop above
-matmul = _jax_shape_errors(matmul, "matmul")  # type: ignore[has-type]  # noqa: F821
-inner = _jax_shape_errors(inner, "inner")  # type: ignore[has-type]  # noqa: F821
-vdot = _jax_shape_errors(vdot, "vdot")  # type: ignore[has-type]  # noqa: F821
-
-
-def _linalg_namespace() -> SimpleNamespace:
-    names = ["norm", "inv", "det", "solve", "slogdet", "cholesky", "eigh", "svd"]
-    return SimpleNamespace(**{n: _wrap(getattr(_anp.linalg, n)) for n in names if hasattr(_anp.linalg, n)})
-
-
-linalg = _linalg_namespace()
+for _name in ("dot", "inner", "vdot"):
+    globals()[_name] = _jax_shape_errors(globals()[_name], _name)
+matmul = _jax_shape_errors(_wrap(_anp.matmul), "matmul")
+_LINALG = "norm inv det solve slogdet cholesky eigh svd".split()
+linalg = SimpleNamespace(**{n: _wrap(getattr(_anp.linalg, n)) for n in _LINALG if hasattr(_anp.linalg, n)})
 
 
 # --------------------------------------------------------------------------- x.at[i]: functional updates
@@ -383,7 +347,8 @@ class _AtIndex:
                 return self._x if isinstance(self._x, _ArrayBox) else _lite(_np.array(self._x))
             return _canon(kind(self._x, self._idx, values))
 
-    def _combine(self, op: Any, values: Any) -> Any:
+    def _combine(self, op: Any, values: Any, **_: Any) -> Any:
+        """``x`` with ``x[idx]`` replaced by ``op(x[idx], values)``: multiply, divide, power, min, max."""
         return self._update(lambda x, idx, v: _scatter_set(x, idx, op(x[idx], v)), values)
 
     def set(
@@ -399,22 +364,11 @@ class _AtIndex:
     def subtract(self, values: Any, **_: Any) -> Any:
         return self._update(lambda x, idx, v: _scatter_add(x, idx, _anp.negative(v)), values)
 
-    def multiply(self, values: Any, **_: Any) -> Any:
-        return self._combine(_anp.multiply, values)
-
-    mul = multiply
-
-    def divide(self, values: Any, **_: Any) -> Any:
-        return self._combine(_anp.true_divide, values)
-
-    def power(self, values: Any, **_: Any) -> Any:
-        return self._combine(_anp.power, values)
-
-    def min(self, values: Any, **_: Any) -> Any:
-        return self._combine(_anp.minimum, values)
-
-    def max(self, values: Any, **_: Any) -> Any:
-        return self._combine(_anp.maximum, values)
+    multiply = mul = functools.partialmethod(_combine, _anp.multiply)
+    divide = functools.partialmethod(_combine, _anp.true_divide)
+    power = functools.partialmethod(_combine, _anp.power)
+    min = functools.partialmethod(_combine, _anp.minimum)
+    max = functools.partialmethod(_combine, _anp.maximum)
 
     def apply(self, func: Any, **_: Any) -> Any:
         return self._update(lambda x, idx, v: _scatter_set(x, idx, func(x[idx])), None)
@@ -459,11 +413,6 @@ class _JaxArrayMethods:
         return matmul(other, self)
 
 
-def _jax_broadcast_error(name: str, inputs: tuple) -> TypeError:
-    shapes = ", ".join(str(_np.shape(_getval(x))) for x in inputs)
-    return TypeError(f"{name} got incompatible shapes for broadcasting: {shapes}.")
-
-
 class ArrayImpl(_JaxArrayMethods, _np.ndarray):
     """The arrays this engine makes: numpy arrays with JAX's ``.at`` and JAX's ``@`` errors.
     Named as JAX's concrete array type is (``type(x).__name__`` reads the same); they print as
@@ -496,7 +445,8 @@ class ArrayImpl(_JaxArrayMethods, _np.ndarray):
             result = getattr(ufunc, method)(*plain, **kwargs)
         except ValueError as err:
             if "could not be broadcast" in str(err):
-                raise _jax_broadcast_error(ufunc.__name__, inputs) from None
+                shapes = ", ".join(str(_np.shape(_getval(x))) for x in inputs)
+                raise TypeError(f"{ufunc.__name__} got incompatible shapes for broadcasting: {shapes}.") from None
             raise
         if type(result) is tuple:
             return _canon(tuple(_np.asarray(r) for r in result))
@@ -529,14 +479,9 @@ class _TracedArray(_JaxArrayMethods, _ArrayBox):
             "off from the gradient. Keep it an array (jnp functions), or use jax.lax.stop_gradient."
         )
 
-    def __float__(self) -> float:
-        return self._concrete("float")
-
-    def __int__(self) -> int:
-        return self._concrete("int")
-
-    def __complex__(self) -> complex:
-        return self._concrete("complex")
+    __float__ = functools.partialmethod(_concrete, "float")
+    __int__ = functools.partialmethod(_concrete, "int")
+    __complex__ = functools.partialmethod(_concrete, "complex")
 
     def __repr__(self) -> str:
         return f"Traced<{self.dtype}{list(self.shape)}>(value={_np.asarray(_getval(self)).tolist()!r})"
@@ -548,17 +493,9 @@ class _TracedArray(_JaxArrayMethods, _ArrayBox):
 _TracedArray.__name__ = _TracedArray.__qualname__ = "LinearizeTracer"
 
 
-def _register_with_autograd() -> None:
-    # autograd picks a box class by the exact type of the value it traces
-    for value_type, box in list(_Box.type_mappings.items()):
-        if box is _ArrayBox and value_type is not _ArrayBox:
-            _Box.type_mappings[value_type] = _TracedArray
-    _TracedArray.register(ArrayImpl)
-    _VSpace.mappings[ArrayImpl] = _VSpace.mappings[_np.ndarray]
-
-
-_register_with_autograd()
-
-
-def __getattr__(name: str) -> Any:
-    raise _missing(__name__, name, list(globals()))
+# autograd picks a box class by the exact type of the value it traces
+for _value_type, _box in list(_Box.type_mappings.items()):
+    if _box is _ArrayBox and _value_type is not _ArrayBox:
+        _Box.type_mappings[_value_type] = _TracedArray
+_TracedArray.register(ArrayImpl)
+_VSpace.mappings[ArrayImpl] = _VSpace.mappings[_np.ndarray]

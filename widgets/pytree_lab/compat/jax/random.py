@@ -15,7 +15,9 @@ from typing import Any
 import numpy as _np
 
 from . import numpy as _jnp
-from ._config import missing as _missing
+from ._config import refusing as _refusing
+
+__getattr__ = _refusing(__name__, globals())  # a name JAX has and this engine lacks: says so
 
 __all__ = [
     "PRNGKey",
@@ -40,38 +42,21 @@ def PRNGKey(seed: int) -> _np.ndarray:  # noqa: N802 - JAX's name
     return _np.array([0, seed & 0xFFFFFFFF], dtype=_np.uint32)
 
 
-def key(seed: int) -> _np.ndarray:
-    """The new-style key of JAX; here the same uint32[2] as `PRNGKey` (JAX's is a typed scalar)."""
-    return PRNGKey(seed)
-
-
 def key_data(keys: Any) -> _np.ndarray:
     return _np.asarray(keys, dtype=_np.uint32)
 
 
-def _check_key(k: Any, name: str) -> _np.ndarray:
-    k = _np.asarray(_jnp._getval(k))
-    if k.dtype != _np.uint32 or k.shape[-1:] != (2,):
-        raise (
-            TypeError(
-                f"{name} accepts a single key, but was given a key array of shape {k.shape} != (). "
-                "Use jax.vmap for batching."
-            )
-            if k.ndim > 1
-            else TypeError(
-                f"JAX encountered invalid PRNG key data: expected key_data.dtype = uint32; got dtype={k.dtype}"
-            )
-        )
-    if k.ndim != 1:
-        raise TypeError(
-            f"{name} accepts a single key, but was given a key array of shape {k.shape[:-1]} != (). "
-            "Use jax.vmap for batching."
-        )
-    return k
-
-
 def _rng(k: Any, name: str, salt: int = 0) -> _np.random.Generator:
-    k = _check_key(k, name)
+    """numpy's generator, seeded by a single key and `salt` (one per function)."""
+    k = _np.asarray(_jnp._getval(k))
+    valid = k.dtype == _np.uint32 and k.shape[-1:] == (2,)
+    if k.ndim > 1:  # a batch of keys (JAX names its shape without the key's own axis)
+        raise TypeError(
+            f"{name} accepts a single key, but was given a key array of shape {k.shape[:-1] if valid else k.shape} "
+            "!= (). Use jax.vmap for batching."
+        )
+    if not valid:
+        raise TypeError(f"JAX encountered invalid PRNG key data: expected key_data.dtype = uint32; got dtype={k.dtype}")
     return _np.random.default_rng([int(k[0]), int(k[1]), salt])
 
 
@@ -148,9 +133,5 @@ def categorical(k: Any, logits: Any, axis: int = -1, shape: Sequence[int] | None
 for _name in set(__all__) - {"key", "choice"}:  # as the engine's arrays (``.at``, JAX's ``@`` errors), as jnp's
     _fn = globals()[_name]
     globals()[_name] = functools.wraps(_fn)(lambda *a, _f=_fn, **k: _jnp._lite(_f(*a, **k)))
-key = PRNGKey  # noqa: F811 - the same key maker, wrapped
+key = PRNGKey  # JAX's new-style key maker; here the same uint32[2] (JAX's key is a typed scalar)
 del _name, _fn
-
-
-def __getattr__(name: str) -> Any:
-    raise _missing(__name__, name, list(globals()))
