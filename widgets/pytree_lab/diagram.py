@@ -424,8 +424,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         """
         order = self._order
         if len(self._summaries) == 1:
-            shown = [s.in_order_of(order) if order is not None else s for s in self._summaries]
-            parts = [s.text(max_lines) for s in shown]
+            parts = [(s.in_order_of(order) if order is not None else s).text(max_lines) for s in self._summaries]
         elif self._summaries:
             parts = [self._aligned_text(max_lines)]
         else:

@@ -221,17 +221,15 @@ def _structure(summaries: list[TreeSummary]) -> tuple[set, list]:
     """Every path of the aligned trees (whether its row is sent or not), and the containers
     among them (the root is a row only when it is a leaf)."""
     paths: set = set()
-    containers: list = []
+    containers: dict = {}  # in order, each once
     for summary in summaries:
         nodes = summary.nodes or list(summary.root.walk())
-        root = nodes[0]
-        if root.leaf is not None:
-            paths.add(root.path)
+        if nodes[0].leaf is not None:
+            paths.add(nodes[0].path)
             continue
         paths.update([n.path for n in nodes[1:]])
-        known = set(containers)
-        containers += [n.path for n in nodes[1:] if n.leaf is None and n.path not in known]
-    return paths, containers
+        containers.update(dict.fromkeys(n.path for n in nodes[1:] if n.leaf is None))
+    return paths, list(containers)
 
 
 def _ancestors(summaries: list[TreeSummary], path: str) -> list[str]:

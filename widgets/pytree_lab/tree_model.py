@@ -13,7 +13,7 @@ import functools
 import gc
 import operator
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from .formatting import index_text, short_error
@@ -92,11 +92,10 @@ class Node:
     leaf: Leaf | None = None
 
     def walk(self) -> Iterator[Node]:
-        stack = [self]
-        while stack:
-            node = stack.pop()
+        """This node and every node under it, in display order."""
+        yield self
+        for node, _, _ in self.below():
             yield node
-            stack.extend(reversed(node.children))
 
     def below(self, opened: Container[str] | None = None) -> Iterator[tuple[Node, str, bool]]:
         """(node, parent path, last of its parent's children) of the nodes under this one, in
@@ -211,18 +210,12 @@ class TreeSummary:
             for i, child in enumerate(node.children):
                 rank[child.path] = i
         big = len(rank) + 1
-
-        def copy(node: Node) -> Node:
-            return Node(node.path, node.label, node.kind, node.type_name, node.depth, list(node.children), node.leaf)
-
-        root = copy(self.root)
+        root = replace(self.root)
         stack = [root]
-        while stack:
+        while stack:  # copies, sorted stably: unknown paths keep their place at the end
             node = stack.pop()
-            kids = [copy(c) for c in node.children]
-            kids.sort(key=lambda c: rank.get(c.path, big))  # stable: unknown paths keep their place at the end
-            node.children = kids
-            stack.extend(kids)
+            node.children = sorted((replace(c) for c in node.children), key=lambda c: rank.get(c.path, big))
+            stack.extend(node.children)
         return TreeSummary(self.name, root, self.leaves)
 
 
