@@ -158,9 +158,8 @@ def fmt_small_rows(rows: list[tuple], shape: tuple) -> list[tuple[str, str | Non
 
 
 def fmt_small(flat: list, shape: tuple) -> tuple[str, str | None]:
-    """A small array (Python floats, row-major) as (one-line text, grid text or None), the same
-    numbers `fmt_number` gives. The grid text has the values of a row separated by spaces and
-    the rows by newlines (the diagram lays it out as a grid)."""
+    """A small array (Python floats, row-major) as (one-line text, grid text or None), the
+    numbers `fmt_number` gives (`small_templates`)."""
     if 0.0 in flat:  # -0.0 shows as 0 (adding +0.0 turns -0.0 into 0.0, nothing else changes)
         flat = [v + 0.0 for v in flat]
     return fmt_small_rows([tuple(flat)], shape)[0]

@@ -20,8 +20,7 @@ __all__ = ["SMALL_LEAF", "summarise_array", "summarise_arrays", "summarise_group
 # bigger ones are summarised.
 SMALL_LEAF = GRID_MAX
 
-# (summary text, values or None, grid text or None: a small matrix's formatted values, a row's
-# values separated by spaces, rows by newlines)
+# (summary text, values or None, grid text or None): a Leaf's summary, values and grid
 Found = tuple  # tuple[str, tuple | None, str | None]
 
 _NUMERIC_KINDS = ("f", "i", "u", "b")
@@ -56,8 +55,6 @@ def _as_floats(a: Any, dtype: str) -> list:
 
 
 def _small(flat: list, shape: tuple) -> Found:
-    """A small leaf shown whole: one line of text, its values, and for a matrix (or more
-    dimensions) its grid text."""
     text, grid = fmt_small(flat, shape)
     return text, tuple(flat), grid
 
