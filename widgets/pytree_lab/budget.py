@@ -44,7 +44,7 @@ import sys
 import sysconfig
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from types import FrameType
 from typing import Protocol
 
@@ -192,39 +192,33 @@ def _holds_a_package(folder: str) -> bool:
         return False
 
 
+def _frames(frame: FrameType | None, outside: Container[int] = ()) -> Iterator[FrameType]:
+    """The frames from `frame` outwards, up to the first whose id is in `outside`."""
+    while frame is not None and id(frame) not in outside:
+        yield frame
+        frame = frame.f_back
+
+
 def _user_code_running(frame: FrameType | None, outside: set[int]) -> bool:
     """A user frame between the running frame and the frames that were already on the stack when
     the budget began (the notebook cell that built the explorer is the user's code too, but it is
     only waiting for the step: it must not count)."""
-    while frame is not None and id(frame) not in outside:
-        if is_user_frame(frame):
-            return True
-        frame = frame.f_back
-    return False
+    return any(is_user_frame(f) for f in _frames(frame, outside))
 
 
 def _in_cleanup(frame: FrameType | None, outside: set[int]) -> bool:
     """A `__del__`, a weakref finalizer or a GC callback runs between here and the user's code:
     an exception raised there is printed and dropped ("Exception ignored in ...")."""
-    while frame is not None and id(frame) not in outside:
-        code = frame.f_code
+    for f in _frames(frame, outside):
+        code = f.f_code
         if code.co_name in _CLEANUP_NAMES or (code.co_name == "__call__" and code.co_filename.endswith("weakref.py")):
             return True
-        if is_user_frame(frame):
+        if is_user_frame(f):
             return False
-        frame = frame.f_back
     return False
 
 
 _CLEANUP_NAMES = frozenset({"__del__", "_xla_gc_callback", "_remove_dead_weakref", "_remove"})
-
-
-def _stack_ids(frame: FrameType | None) -> set[int]:
-    ids: set[int] = set()
-    while frame is not None:
-        ids.add(id(frame))
-        frame = frame.f_back
-    return ids
 
 
 def _caller(frame: FrameType | None) -> FrameType | None:
@@ -258,13 +252,7 @@ class _Budget:
     def over(self, frame: FrameType | None) -> bool:
         """The body has ended, its cleanup run or not: ended, or the frame that began the budget is
         no longer on the stack (a body that left no recursion depth keeps the cleanup from running)."""
-        if self.ended:
-            return True
-        while frame is not None:
-            if id(frame) == self.begun:
-                return False
-            frame = frame.f_back
-        return True
+        return self.ended or all(id(f) != self.begun for f in _frames(frame))
 
     def spent(self, frame: FrameType | None, now: float) -> bool:
         """Look at `frame` if a look is due: True when the code must stop now."""
@@ -329,9 +317,8 @@ def _arm(budget: _Budget, frame: FrameType | None) -> None:
         if budget.ended or sys.gettrace() is ask:
             return
         sys.settrace(ask)
-        while code_frame is not None and id(code_frame) not in budget.outside:
-            code_frame.f_trace = ask
-            code_frame = code_frame.f_back
+        for f in _frames(code_frame, budget.outside):
+            f.f_trace = ask
 
     budget.armed = True
     put_back(frame, "", None)
@@ -505,7 +492,7 @@ def _budget(rule: Rule, seconds: float | None) -> Iterator[None]:
             yield
             return
         caller = _caller(sys._getframe(1))
-        budget = _Budget(rule, _stack_ids(caller), id(caller))
+        budget = _Budget(rule, {id(f) for f in _frames(caller)}, id(caller))
         with contextlib.ExitStack() as stack:
             stack.enter_context(_DRIVERS[how](budget))
             if how == "itimer" and rule.tamper_proof and hasattr(ctypes, "pythonapi"):

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .formatting import isolate_rtl, visible
-from .trees import TreeSummary, _fatal, describe, leaf_objects
+from .trees import TreeSummary, _describe, _fatal, gc_paused
 
 __all__ = ["Diagnosis", "diagnose", "diagnose_summaries"]
 
@@ -99,12 +99,13 @@ def diagnose(
     ``values=True`` with such a reference (e.g. the hand-derived gradients) to compare leaf
     values last (kind ``"value"``); the message says when a value belongs at another path.
     """
-    ref = describe(reference, reference_name, values=values)
-    cand = describe(candidate, candidate_name, values=values)
+    with gc_paused():
+        ref, ref_leaves = _describe(reference, reference_name, values)
+        cand, cand_leaves = _describe(candidate, candidate_name, values)
     found = diagnose_summaries(ref, cand, reference_name, candidate_name)
     if not found.ok or not values:
         return found
-    return _compare_values(reference, candidate, ref, cand, reference_name, candidate_name)
+    return _compare_values(ref_leaves, cand_leaves, ref, cand, reference_name, candidate_name)
 
 
 def diagnose_summaries(ref: TreeSummary, cand: TreeSummary, ref_name: str, cand_name: str) -> Diagnosis:
@@ -223,8 +224,7 @@ def _scale(leaves: list) -> float:
     return top
 
 
-def _compare_values(reference, candidate, ref: TreeSummary, cand: TreeSummary, ref_name, cand_name) -> Diagnosis:
-    ra, ca = leaf_objects(reference), leaf_objects(candidate)
+def _compare_values(ra: list, ca: list, ref: TreeSummary, cand: TreeSummary, ref_name, cand_name) -> Diagnosis:
     # the absolute tolerance follows the trees' own scale below 1: gradients of 1e-7 swapped
     # between two leaves are as wrong as gradients of 1 swapped
     atol = 1e-6 * min(1.0, _scale(ra + ca))

@@ -160,11 +160,10 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         self._panel_summaries: list[TreeSummary] = []
         self._paths: set[str] = set()
         self._containers: set[str] = set()
-        # the aligned trees' containers; each side panel's; the panels' paths and containers
+        # the aligned trees' containers; each side panel's; the panels' paths
         self._boxes: list[str] = []
         self._panel_boxes: list[list[str]] = []
         self._panel_paths: set[str] = set()
-        self._panel_containers: set[str] = set()
         # A big tree (the aligned trees, or a panel, of more than FOLD_ABOVE rows) sends only the
         # rows below the containers in `_opened` (and the top level): the rest when opened.
         self._lazy_main = False
@@ -215,20 +214,17 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     def _set_trees(self, trees: dict, extra: Any, fold: bool | None, order: Any, expected: dict | None) -> None:
         # values copied now, formatted for the rows sent (a folded 10k-leaf model sends none)
         summaries = [describe(tree, name, values="later") for name, tree in trees.items()]
-        found = None
-        for column, reference in (expected or {}).items():
+        expected = expected or {}
+        for column in expected:
             if column not in trees:
                 raise ValueError(f"expected= names {column!r}, which is not one of the trees {list(trees)}")
-            verdict = diagnose(
-                reference,
-                trees[column],
-                reference_name=f"the expected {column}",
-                candidate_name=f"the {column} tree",
-                values=True,
+        verdicts = (
+            diagnose(
+                reference, trees[c], reference_name=f"the expected {c}", candidate_name=f"the {c} tree", values=True
             )
-            if not verdict.ok:
-                found = verdict
-                break
+            for c, reference in expected.items()
+        )
+        found = next((v for v in verdicts if not v.ok), None)
         panels = []
         if extra is not _MISSING and extra is not None:
             if not isinstance(extra, dict) or not all(isinstance(k, str) for k in extra):
@@ -256,15 +252,11 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         self._order = order
         if self.compare and len(summaries) > 1:
             # structure first, then values (`diagnosis` from expected=): the lesson's order
-            for other in summaries[1:]:
-                verdict = diagnose_summaries(
-                    summaries[0], other, f"the {summaries[0].name} tree", f"the {other.name} tree"
-                )
-                if not verdict.ok:
-                    diagnosis = verdict
-                    break
-            else:
-                diagnosis = verdict if diagnosis is None else diagnosis
+            first = summaries[0]
+            verdicts = (
+                diagnose_summaries(first, s, f"the {first.name} tree", f"the {s.name} tree") for s in summaries[1:]
+            )
+            diagnosis = next((v for v in verdicts if not v.ok), Diagnosis(True) if diagnosis is None else diagnosis)
         self._summaries = summaries
         paths, boxes = _structure(summaries)
         self._boxes = boxes
@@ -288,18 +280,17 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         if panels is not None:
             self._panel_summaries = panels
             self._panel_boxes, self._lazy_panels = [], []
-            self._panel_paths, self._panel_containers = set(), set()
+            self._panel_paths = set()
             for panel in panels:
                 panel.role = "state"  # optimizer state and metadata: integer counts are expected
                 p_paths, p_boxes = _structure([panel])
                 self._panel_boxes.append(p_boxes)
                 self._lazy_panels.append(len(p_paths) > FOLD_ABOVE)
                 self._panel_paths |= p_paths
-                self._panel_containers.update(p_boxes)
                 if self._lazy_panels[-1]:  # a big panel's containers start folded, the first time
                     folding += [p for p in p_boxes if p not in known]
         paths |= self._panel_paths
-        containers = set(self._boxes) | self._panel_containers
+        containers = set(self._boxes).union(*self._panel_boxes)
         self._paths, self._containers = paths, containers
         self.columns = [s.name for s in summaries]
         self.counts = [s.counts_line(_column_noun(s.name)) for s in summaries]
@@ -352,7 +343,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         if "selected_path" in self._property_lock:
             return ""  # a stale page (the tree changed under it) selects nothing
         # From Python: say so, and keep the selection that was there.
-        self._selection_note = _unknown_path_message(path, self._paths, self._summaries)
+        self._selection_note = self.unknown_path_message(path)
         self.show_message(self._selection_note, kind="warning")
         return self.selected_path
 
@@ -433,8 +424,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         """
         order = self._order
         if len(self._summaries) == 1:
-            shown = [s.in_order_of(order) if order is not None else s for s in self._summaries]
-            parts = [s.text(max_lines) for s in shown]
+            parts = [(s.in_order_of(order) if order is not None else s).text(max_lines) for s in self._summaries]
         elif self._summaries:
             parts = [self._aligned_text(max_lines)]
         else:

@@ -98,19 +98,8 @@ def _walk(summary: TreeSummary, opened: set | None, values: bool = True) -> list
     """(node, parent path) in display order: the rows of one tree, below the opened containers;
     the values of their leaves formatted if they were left for later."""
     root = summary.root
-    if root.leaf is not None:
-        walk: list[tuple[Node, str | None]] = [(root, None)]
-    else:
-        walk = []
-        append = walk.append
-        stack = [(c, "") for c in reversed(root.children)]
-        pop, extend = stack.pop, stack.extend
-        while stack:
-            node, parent = pop()
-            append((node, parent))
-            if node.children and (opened is None or node.path in opened):
-                path = node.path
-                extend([(c, path) for c in reversed(node.children)])
+    walk: list[tuple[Node, str | None]]
+    walk = [(root, None)] if root.leaf is not None else [(node, parent) for node, parent, _ in root.below(opened)]
     if values and summary.later:
         summary.show_values([node.leaf.index for node, _ in walk if node.leaf is not None])
     return walk
@@ -181,53 +170,39 @@ def _head_rows(
     if not all(lists) or any(len(nodes) != len(base) for nodes in lists) or base[0].leaf is not None:
         return None
     key = (first, *summaries)  # held by the cache, so these summaries stay what the key means
-    cached = cache.get("key") if cache is not None else None
-    if (
-        cache is not None
-        and cached is not None
-        and len(cached) == len(key)
-        and all(a is b for a, b in zip(cached, key))
-    ):
+    cache = {} if cache is None else cache
+    cached = cache.get("key", ())
+    if len(cached) == len(key) and all(a is b for a, b in zip(cached, key)):
         index = cache["index"]
     else:
         path_of = operator.attrgetter("path")
         paths = list(map(path_of, base))
         leafy = [node.leaf is not None for node in base]
-        for nodes in lists[1:]:
-            # the same paths, each a leaf in every tree or in none (a leaf 0.0 in params and
-            # an empty None at that path in grads print alike but are not the same row)
-            if nodes is not base and (
-                list(map(path_of, nodes)) != paths or [node.leaf is not None for node in nodes] != leafy
-            ):
-                index = None
-                break
-        else:
-            index = dict(zip(paths, range(len(paths))))
-            if len(index) != len(paths):  # two nodes print alike: the general merge
-                index = None
-        if cache is not None:
-            cache.clear()
-            cache.update(key=key, index=index)
+        # the same paths, each a leaf in every tree or in none (a leaf 0.0 in params and an empty
+        # None at that path in grads print alike but are not the same row)
+        same = all(
+            nodes is base or (list(map(path_of, nodes)) == paths and [n.leaf is not None for n in nodes] == leafy)
+            for nodes in lists[1:]
+        )
+        index = dict(zip(paths, range(len(paths)))) if same else None
+        if index is not None and len(index) != len(paths):  # two nodes print alike: the general merge
+            index = None
+        cache.update(key=key, index=index)
     if index is None:
         return None
     flags = [s.role == "params" for s in summaries]
-    many = len(summaries) > 1
     rows: list[dict] = []
     lasts: list[bool] = []
-    root = first.root
-    stack = [(child, "", k == len(root.children) - 1) for k, child in enumerate(root.children)][::-1]
-    while stack and len(rows) < limit:
-        node, parent, last = stack.pop()
+    for node, parent, last in first.root.below():
+        if len(rows) >= limit:
+            break
         k = index.get(node.path)
         if k is None:  # a node the walk order does not know (a summary made another way)
             return None
         cells = [_cell(s.nodes[k], flag) for s, flag in zip(summaries, flags)]
         is_leaf = int(all(s.nodes[k].leaf is not None for s in summaries))
-        rows.append(_row(node, parent, is_leaf, cells, _status(cells, is_leaf) if many else "ok"))
+        rows.append(_row(node, parent, is_leaf, cells, _status(cells, is_leaf)))
         lasts.append(last)
-        children = node.children
-        if children:
-            stack.extend((child, node.path, j == len(children) - 1) for j, child in reversed(list(enumerate(children))))
     return rows, lasts, len(base) - 1
 
 
@@ -246,17 +221,15 @@ def _structure(summaries: list[TreeSummary]) -> tuple[set, list]:
     """Every path of the aligned trees (whether its row is sent or not), and the containers
     among them (the root is a row only when it is a leaf)."""
     paths: set = set()
-    containers: list = []
+    containers: dict = {}  # in order, each once
     for summary in summaries:
         nodes = summary.nodes or list(summary.root.walk())
-        root = nodes[0]
-        if root.leaf is not None:
-            paths.add(root.path)
+        if nodes[0].leaf is not None:
+            paths.add(nodes[0].path)
             continue
         paths.update([n.path for n in nodes[1:]])
-        known = set(containers)
-        containers += [n.path for n in nodes[1:] if n.leaf is None and n.path not in known]
-    return paths, containers
+        containers.update(dict.fromkeys(n.path for n in nodes[1:] if n.leaf is None))
+    return paths, list(containers)
 
 
 def _ancestors(summaries: list[TreeSummary], path: str) -> list[str]:

@@ -56,11 +56,8 @@ def visible(text: str) -> str:
 
 # A run of right-to-left letters (Hebrew, Arabic, Syriac, Thaana, N'Ko, ...) with the spaces
 # and marks inside it: the part of a name to isolate.
-_RTL_RUN = re.compile(
-    "[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\U00010800-\U00010fff\U0001e800-\U0001efff]"
-    "(?:[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\U00010800-\U00010fff\U0001e800-\U0001efff ]*"
-    "[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\U00010800-\U00010fff\U0001e800-\U0001efff])?"
-)
+_RTL = "\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufefc\U00010800-\U00010fff\U0001e800-\U0001efff"
+_RTL_RUN = re.compile(f"[{_RTL}](?:[{_RTL} ]*[{_RTL}])?")
 
 
 def isolate_rtl(text: str) -> str:
@@ -141,7 +138,7 @@ def small_templates(shape: tuple) -> tuple[str, str | None]:
     for 2+ dimensions, its grid text (values by spaces, rows by newlines). One ``%`` on a tuple
     per leaf (a quarter faster than str.format, the same text: both are `format(v, ".4g")`)
     instead of a call per value: a 10k-leaf model has 80,000 values to show."""
-    slots = ["%.4g"] * _size(shape)
+    slots = ["%.4g"] * math.prod(shape)
     line = nested_text(slots, shape) if shape else slots[0]
     grid = "\n".join(" ".join(r) for r in grid_rows(slots, shape)) if len(shape) >= 2 else None
     return line, grid
@@ -161,9 +158,8 @@ def fmt_small_rows(rows: list[tuple], shape: tuple) -> list[tuple[str, str | Non
 
 
 def fmt_small(flat: list, shape: tuple) -> tuple[str, str | None]:
-    """A small array (Python floats, row-major) as (one-line text, grid text or None), the same
-    numbers `fmt_number` gives. The grid text has the values of a row separated by spaces and
-    the rows by newlines (the diagram lays it out as a grid)."""
+    """A small array (Python floats, row-major) as (one-line text, grid text or None), the
+    numbers `fmt_number` gives (`small_templates`)."""
     if 0.0 in flat:  # -0.0 shows as 0 (adding +0.0 turns -0.0 into 0.0, nothing else changes)
         flat = [v + 0.0 for v in flat]
     return fmt_small_rows([tuple(flat)], shape)[0]
@@ -200,10 +196,6 @@ def _values(a: Any) -> tuple[tuple, list]:
     return tuple(arr.shape), arr.ravel().tolist() if arr.size <= GRID_MAX else arr.ravel()[:HEAD].tolist()
 
 
-def _size(shape: tuple) -> int:
-    return math.prod(shape)
-
-
 def fmt_array(a: Any, limit: int = HEAD) -> str:
     """An array on one line: a number for a scalar, ``[1, -1]``, ``[[1, 2], [3, 4]]`` for small
     arrays (at most GRID_MAX elements, shown whole), the first `limit` values and a count for
@@ -211,7 +203,7 @@ def fmt_array(a: Any, limit: int = HEAD) -> str:
     shape, flat = _values(a)
     if not shape:
         return fmt_number(flat[0])
-    size = _size(shape)
+    size = math.prod(shape)
     if size <= GRID_MAX:
         return nested_text([fmt_number(v) for v in flat], shape)
     head = ", ".join(fmt_number(v) for v in flat[:limit])
@@ -231,7 +223,7 @@ def fmt_value(a: Any) -> tuple[str, tuple]:
     if arr.size <= GRID_MAX:
         texts = [fmt_number(v) for v in arr.ravel().tolist()]
         grid = tuple(map(tuple, grid_rows(texts, arr.shape))) if arr.ndim >= 2 else ()
-        return (nested_text(texts, arr.shape) if arr.ndim else texts[0]), grid
+        return nested_text(texts, arr.shape), grid
     flat = arr.ravel()
     finite = flat[np.isfinite(flat)]
     mean = fmt_number(float(finite.mean())) if finite.size else "nan"

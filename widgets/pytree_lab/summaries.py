@@ -20,8 +20,7 @@ __all__ = ["SMALL_LEAF", "summarise_array", "summarise_arrays", "summarise_group
 # bigger ones are summarised.
 SMALL_LEAF = GRID_MAX
 
-# (summary text, values or None, grid text or None: a small matrix's formatted values, a row's
-# values separated by spaces, rows by newlines)
+# (summary text, values or None, grid text or None): a Leaf's summary, values and grid
 Found = tuple  # tuple[str, tuple | None, str | None]
 
 _NUMERIC_KINDS = ("f", "i", "u", "b")
@@ -56,8 +55,6 @@ def _as_floats(a: Any, dtype: str) -> list:
 
 
 def _small(flat: list, shape: tuple) -> Found:
-    """A small leaf shown whole: one line of text, its values, and for a matrix (or more
-    dimensions) its grid text."""
     text, grid = fmt_small(flat, shape)
     return text, tuple(flat), grid
 
@@ -142,20 +139,7 @@ def summarise_arrays(items: list[tuple[Any, str, tuple, int]], later: bool = Fal
         groups.setdefault((dtype, shape), []).append(k)
     for (dtype, shape), members in groups.items():
         objs, size = [items[k][0] for k in members], items[members[0]][3]
-        if (
-            later
-            and len(objs) > 1
-            and 0 < size <= SMALL_LEAF
-            and _numeric(dtype)
-            and not any(getattr(type(obj), "__pytree_lab_plain_array__", False) for obj in objs)
-        ):
-            stacked = _stack(objs, dtype, shape, size)
-            if stacked is not None:
-                group = Copied(stacked, dtype, shape)
-                for row, k in enumerate(members):
-                    out[k] = Later(group, row)
-                continue
-        for k, summary in zip(members, summarise_group(objs, dtype, shape, size)):
+        for k, summary in zip(members, summarise_group(objs, dtype, shape, size, later)):
             out[k] = summary
     return out
 
@@ -188,19 +172,22 @@ def _stack(objs: list, dtype: str, shape: tuple, size: int) -> Any:
     return stacked.reshape(n, size)
 
 
-def summarise_group(objs: list, dtype: str, shape: tuple, size: int) -> list[Found]:
+def summarise_group(objs: list, dtype: str, shape: tuple, size: int, later: bool = False) -> list:
     """(summary, values, grid) of leaves that share a dtype and shape, in order: stacked and
-    reduced together, small ones formatted with one template per shape."""
+    reduced together, small ones formatted with one template per shape (with `later`, copied
+    and left for later: a `Later` each)."""
     stacked = None
-    if any(getattr(type(obj), "__pytree_lab_plain_array__", False) for obj in objs):  # no numpy here
-        return [_summarise_one(obj, size, dtype) for obj in objs]
-    if len(objs) > 1 and 0 < size <= _STACK_MAX and _numeric(dtype):
+    plain = any(getattr(type(obj), "__pytree_lab_plain_array__", False) for obj in objs)  # no numpy here
+    if not plain and len(objs) > 1 and 0 < size <= _STACK_MAX and _numeric(dtype):
         stacked = _stack(objs, dtype, shape, size)
     if stacked is None:
         return [_summarise_one(obj, size, dtype) for obj in objs]
-    if size <= SMALL_LEAF:
-        return _small_summaries(stacked, dtype, shape)
-    return _big_summaries(stacked, dtype, objs)
+    if size > SMALL_LEAF:
+        return _big_summaries(stacked, dtype, objs)
+    if later:
+        group = Copied(stacked, dtype, shape)
+        return [Later(group, row) for row in range(len(objs))]
+    return _small_summaries(stacked, dtype, shape)
 
 
 def _small_summaries(stacked: Any, dtype: str, shape: tuple) -> list[Found]:

@@ -1,4 +1,6 @@
-"""The tree model's types: `Leaf`, `Node`, `TreeSummary` and `TreeError`.
+"""The tree model's types: `Leaf`, `Node`, `TreeSummary` and `TreeError`; paths and labels:
+`path_label` (``['layer']['w']`` -> ``layer/w``), `_split_path`, and the labels of a leaf's
+elements (`element_labels`, ``w[0,1]``).
 
 Pure Python, no jax or numpy. `describe` (trees.py) builds them; the diagram, the chart and the
 worked calculation read them.
@@ -9,11 +11,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+import operator
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
-from .formatting import short_error
+from .formatting import index_text, short_error
 
 # Text diagrams indent at most this many characters (a 1,000-level tree stays readable).
 _MAX_INDENT = 4 * 24
@@ -89,11 +92,23 @@ class Node:
     leaf: Leaf | None = None
 
     def walk(self) -> Iterator[Node]:
-        stack = [self]
-        while stack:
-            node = stack.pop()
+        """This node and every node under it, in display order."""
+        yield self
+        for node, _, _ in self.below():
             yield node
-            stack.extend(reversed(node.children))
+
+    def below(self, opened: Container[str] | None = None) -> Iterator[tuple[Node, str, bool]]:
+        """(node, parent path, last of its parent's children) of the nodes under this one, in
+        display order; with `opened`, only the top level and the children of containers in it."""
+        stack: list[tuple[Node, str | None, bool]] = [(self, None, True)]
+        while stack:
+            node, parent, last = stack.pop()
+            if parent is not None:
+                yield node, parent, last
+            kids = node.children
+            if kids and (parent is None or opened is None or node.path in opened):
+                end = len(kids) - 1
+                stack.extend([(kid, node.path, k == end) for k, kid in enumerate(kids)][::-1])
 
 
 @dataclass
@@ -169,27 +184,19 @@ class TreeSummary:
         if self.root.leaf is not None:
             lines[0] = f"{self.name}: {self.root.leaf.type_label}"
         else:
-
-            def items() -> Iterator[tuple[str, str | None, bool, str]]:
-                stack: list[tuple[Node, str, bool]] = [(self.root, "", True)]  # depth-first, as written
-                while stack:
-                    node, parent, last = stack.pop()
-                    kids = node.children
-                    stack.extend((c, node.path, i == len(kids) - 1) for i, c in reversed(list(enumerate(kids))))
-                    if node is self.root:
-                        continue
-                    if node.leaf is not None:
-                        nd = "" if node.leaf.differentiable or self.role != "params" else " (not differentiable)"
-                        yield node.path, parent, last, f"{node.label}: {node.leaf.type_label}{nd}"
-                    else:
-                        yield node.path, parent, last, node.label + ("" if kids else " (empty)")
-
-            lines += tree_lines(items(), max_lines)
+            rows = self.root.below()
+            lines += tree_lines(((n.path, parent, last, self._line(n)) for n, parent, last in rows), max_lines)
         if len(lines) > max_lines:
             n = self.num_leaves
             lines = lines[:max_lines] + [f"… ({n} {'leaf' if n == 1 else 'leaves'} in all)"]
         lines.append(self.counts_line())
         return "\n".join(lines)
+
+    def _line(self, node: Node) -> str:
+        if node.leaf is None:
+            return node.label + ("" if node.children else " (empty)")
+        nd = "" if node.leaf.differentiable or self.role != "params" else " (not differentiable)"
+        return f"{node.label}: {node.leaf.type_label}{nd}"
 
     def __str__(self) -> str:
         return self.text()
@@ -203,18 +210,12 @@ class TreeSummary:
             for i, child in enumerate(node.children):
                 rank[child.path] = i
         big = len(rank) + 1
-
-        def copy(node: Node) -> Node:
-            return Node(node.path, node.label, node.kind, node.type_name, node.depth, list(node.children), node.leaf)
-
-        root = copy(self.root)
+        root = replace(self.root)
         stack = [root]
-        while stack:
+        while stack:  # copies, sorted stably: unknown paths keep their place at the end
             node = stack.pop()
-            kids = [copy(c) for c in node.children]
-            kids.sort(key=lambda c: rank.get(c.path, big))  # stable: unknown paths keep their place at the end
-            node.children = kids
-            stack.extend(kids)
+            node.children = sorted((replace(c) for c in node.children), key=lambda c: rank.get(c.path, big))
+            stack.extend(node.children)
         return TreeSummary(self.name, root, self.leaves)
 
 
@@ -226,14 +227,13 @@ def gc_paused():
     trigger full collections, which in a kernel holding jax walk every object it has: for 10,000
     leaves that costs as much as the build itself.
     """
-    if not gc.isenabled():
-        yield
-        return
+    enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        gc.enable()
+        if enabled:
+            gc.enable()
 
 
 class TreeError(ValueError):
@@ -252,21 +252,20 @@ class TreeError(ValueError):
 MAX_DEPTH = 10_000
 
 
+# what `_Unreadable.stage` was doing, said after "{where}: "
+_UNREADABLE = {
+    "flatten": "flattening this {kind} raised {err}; its registered flatten function failed.",
+    "attributes": "this {kind} raised {err} when its attributes were read (a __getattr__ that raises).",
+    "leaf": "this {kind} leaf raised {err} when its shape and dtype were read.",
+    "sort": "this {kind}'s keys cannot be sorted ({err}). JAX sorts a dict's keys to flatten it, so it "
+    "refuses this one: use keys of one type (all strings, say).",
+    "keys": "a key of this {kind} raised {err} when it was written as a path (its repr or ordering).",
+}
+
+
 def _unreadable_message(where: str, obj: Any, problem: _Unreadable) -> str:
-    kind = type(obj).__name__
-    err = short_error(problem.error, 200)
-    if problem.stage == "flatten":
-        return f"{where}: flattening this {kind} raised {err}; its registered flatten function failed."
-    if problem.stage == "attributes":
-        return f"{where}: this {kind} raised {err} when its attributes were read (a __getattr__ that raises)."
-    if problem.stage == "leaf":
-        return f"{where}: this {kind} leaf raised {err} when its shape and dtype were read."
-    if problem.stage == "sort":
-        return (
-            f"{where}: this {kind}'s keys cannot be sorted ({err}). JAX sorts a dict's keys to flatten "
-            "it, so it refuses this one: use keys of one type (all strings, say)."
-        )
-    return f"{where}: a key of this {kind} raised {err} when it was written as a path (its repr or ordering)."
+    text = _UNREADABLE.get(problem.stage, _UNREADABLE["keys"])
+    return f"{where}: " + text.format(kind=type(obj).__name__, err=short_error(problem.error, 200))
 
 
 class _Unreadable(Exception):
@@ -306,3 +305,111 @@ def _fatal(err: BaseException) -> bool:
     """Errors that must not be caught: the person interrupted the kernel. Everything else a
     tree's own code raises (SystemExit and other BaseExceptions included) is reported."""
     return isinstance(err, KeyboardInterrupt)
+
+
+def path_label(path: str) -> str:
+    """A short label from a keystr: `['layer']['weight']` -> `layer/weight`, `[0]['w']` -> `[0]/w`."""
+    out = []
+    for piece in _split_path(path):
+        if piece.startswith(("['", '["')):
+            out.append("/" + piece[2:-2])
+        elif piece.startswith("."):
+            out.append("/" + piece[1:])
+        elif piece.startswith("["):
+            out.append(piece)
+        else:
+            out.append("/" + piece)
+    text = "".join(out)
+    return text[1:] if text.startswith("/") else text
+
+
+def _split_path(path: str) -> list[str]:
+    """Split a keystr into its pieces, respecting quotes inside brackets."""
+    pieces, i, n = [], 0, len(path)
+    while i < n:
+        c = path[i]
+        if c == "[":
+            j, quote, depth = i + 1, None, 1
+            while j < n:
+                ch = path[j]
+                if quote:
+                    if ch == "\\":
+                        j += 1
+                    elif ch == quote:
+                        quote = None
+                elif ch in "'\"":
+                    quote = ch
+                elif ch == "[":
+                    depth += 1
+                elif ch == "]":
+                    depth -= 1
+                    if depth == 0:
+                        break
+                j += 1
+            pieces.append(path[i : j + 1])
+            i = j + 1
+        elif c == ".":
+            j = i + 1
+            while j < n and path[j] not in ".[":
+                j += 1
+            pieces.append(path[i:j])
+            i = j
+        else:
+            pieces.append(path[i:])
+            break
+    return pieces
+
+
+class ElementLabels(Sequence):
+    """The labels of a leaf's elements, made on demand: `weight[0]`, `w[0,1]`, `bias`.
+
+    A 10^7-element leaf has 10^7 labels, and a view shows a couple of dozen: iterating,
+    indexing or slicing makes only the labels asked for. Equal to the list of all labels.
+    """
+
+    __slots__ = ("base", "shape", "size")
+
+    def __init__(self, base: str, shape: tuple, size: int):
+        self.base, self.shape, self.size = base, shape, size
+
+    def __len__(self) -> int:
+        return self.size if self.shape else 1
+
+    def _label(self, flat: int) -> str:
+        if not self.shape:
+            return self.base
+        return f"{self.base}[{index_text(flat, self.shape)}]"
+
+    def __getitem__(self, k):
+        n = len(self)
+        if isinstance(k, slice):
+            return [self._label(i) for i in range(*k.indices(n))]
+        k = operator.index(k)
+        if k < 0:
+            k += n
+        if not 0 <= k < n:
+            raise IndexError(f"element {k} of {n}")
+        return self._label(k)
+
+    def __iter__(self) -> Iterator[str]:
+        return map(self._label, range(len(self)))
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, ElementLabels)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        head = ", ".join(repr(x) for x in self[:3])
+        return f"ElementLabels([{head}{', …' if len(self) > 3 else ''}], {len(self)} labels)"
+
+
+def element_labels(leaf: Leaf, limit: int | None = None) -> ElementLabels | list[str]:
+    """One label per element of a leaf: `weight[0]`, `weight[1]`, `bias`, `w[0,1]`.
+
+    Lazy (labels are made as they are read); `limit` gives a list of at most that many.
+    """
+    labels = ElementLabels(path_label(leaf.path), leaf.shape, leaf.size)
+    return labels if limit is None else labels[:limit]

@@ -25,12 +25,14 @@ from .tree_model import (  # noqa: F401 - the model's types, importable from her
     TreeSummary,
     _fatal,
     _NewLeaf,
+    _split_path,
     _type_label,
     _Unreadable,
     _unreadable_message,
+    element_labels,
     gc_paused,
+    path_label,
 )
-from .tree_paths import _split_path, element_labels, path_label  # noqa: F401 - importable here
 
 __all__ = [
     "Leaf",
@@ -42,7 +44,6 @@ __all__ = [
     "jax_depth_limit",
     "describe",
     "element_labels",
-    "leaf_objects",
     "path_label",
 ]
 
@@ -51,10 +52,8 @@ __all__ = [
 
 
 def active_tree_util() -> Any:
-    """The tree library already in use in this kernel, imported by nobody here: real
-    `jax.tree_util` (or the Lite engine installed as ``jax``), else the Lite `tree_util` if it
-    was imported, else None. The tree model asks this for custom nodes, so a plain-Python
-    diagram never loads jax, numpy or autograd."""
+    """The tree library already imported in this kernel (never imported here): `jax.tree_util`
+    (or the Lite engine installed as ``jax``), else the Lite `tree_util`, else None."""
     jax = sys.modules.get("jax")
     if jax is not None:
         return getattr(jax, "tree_util", None) or sys.modules.get("jax.tree_util")
@@ -152,12 +151,8 @@ def _flatten_one_level_with_path(tu: Any, node: Any) -> list[tuple[tuple, Any]]:
 
 def _dict_children(node: dict, type_name: str) -> tuple[str, str, list[tuple[str, str, int, Any]]]:
     """A dict's children in JAX's order (sorted keys), each with its rank as written."""
-    keys = _sorted_keys(node)
-    written = list(node)
-    if keys == written:  # already in JAX's order: display rank = position
-        return "dict", type_name, [(*_key_texts(k), i, node[k]) for i, k in enumerate(keys)]
-    rank = {k: i for i, k in enumerate(written)}
-    return "dict", type_name, [(*_key_texts(k), rank[k], node[k]) for k in keys]
+    rank = {k: i for i, k in enumerate(node)}
+    return "dict", type_name, [(*_key_texts(k), rank[k], node[k]) for k in _sorted_keys(node)]
 
 
 def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | None:
@@ -187,9 +182,6 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
         stage = "keys"
         if tu is None:
             return _dict_children(node, t.__name__) if isinstance(node, dict) else None  # a dict subclass
-        # One level of any registered node: every child is treated as a leaf (the node itself
-        # too, if it is its own child: that cycle is found by the walk, not inside JAX's flatten,
-        # whose recursion would exhaust the interpreter).
         stage = "flatten"
         flat = _flatten_one_level_with_path(tu, node)
         if len(flat) == 1 and flat[0][0] == () and flat[0][1] is node:
@@ -197,6 +189,7 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
         stage = "keys"
         pieces = []
         kind = "namedtuple" if _is_namedtuple(node) else ("dict" if isinstance(node, dict) else "custom")
+        rank = {k: i for i, k in enumerate(node)} if kind == "dict" else None  # a dict is shown as written
         for i, (keypath, child) in enumerate(flat):
             piece = tu.keystr(keypath)
             key: Any = keypath[-1] if keypath else None
@@ -205,12 +198,7 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
                 label = _display_key(key.key)
             elif hasattr(key, "name"):  # a field name, shown escaped: a newline would draw a fake row
                 label = visible(str(key.name))
-            pieces.append((piece, label, i, child))
-        if kind == "dict":
-            rank = {k: i for i, k in enumerate(node)}
-            pieces = [
-                (p, lab, rank.get(getattr(kp[-1], "key", None), i), c) for (p, lab, i, c), (kp, _) in zip(pieces, flat)
-            ]
+            pieces.append((piece, label, rank.get(getattr(key, "key", None), i) if rank else i, child))
         return kind, t.__name__, pieces
     except _Unreadable:
         raise
@@ -223,16 +211,15 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
 # --------------------------------------------------------------------------- leaves
 
 
+_SCALAR_DTYPES = ((bool, "bool", "bool"), (int, "int32", "int64"), (float, "float32", "float64"))
+
+
 def _scalar_dtype(x: Any) -> str:
-    if isinstance(x, bool):
-        return "bool"
-    if isinstance(x, int):
-        return "int64" if x64_enabled() else "int32"
-    if isinstance(x, float):
-        return "float64" if x64_enabled() else "float32"
-    if isinstance(x, complex):
-        return "complex128" if x64_enabled() else "complex64"
-    return type(x).__name__
+    """JAX's dtype of a Python number (`jax_enable_x64` decides the width)."""
+    for t, narrow, wide in _SCALAR_DTYPES:
+        if isinstance(x, t):
+            return wide if x64_enabled() else narrow
+    return "complex128" if x64_enabled() else "complex64"
 
 
 _DTYPE_NAMES: dict = {}
@@ -251,11 +238,9 @@ def _dtype_name(dtype: Any) -> str:
 
 def _leaf(path: str, x: Any, index: int, with_values: bool = True) -> Leaf:
     if isinstance(x, (bool, int, float, complex)):
-        dtype = _scalar_dtype(x)
-        diff = isinstance(x, float)
-        values = (float(x.real) if isinstance(x, complex) else float(x),) if with_values else None
-        summary = repr(x) if isinstance(x, complex) else fmt_number(float(x)) if not isinstance(x, bool) else str(x)
-        return Leaf(path, (), dtype, 1, diff, summary, index, values if not isinstance(x, complex) else None)
+        summary = str(x) if isinstance(x, bool) else fmt_number(x)
+        values = None if isinstance(x, complex) or not with_values else (float(x),)
+        return Leaf(path, (), _scalar_dtype(x), 1, isinstance(x, float), summary, index, values)
     if isinstance(x, (str, bytes)):
         text = repr(x)
         if len(text) > 40:
@@ -290,13 +275,15 @@ def describe(tree: Any, name: str = "params", *, values: bool | str = True) -> T
     3 leaves, 3 numerical parameter values
     """
     with gc_paused():
-        return _describe(tree, name, values)
+        return _describe(tree, name, values)[0]
 
 
-def _describe(tree: Any, name: str, values: bool | str) -> TreeSummary:
+def _describe(tree: Any, name: str, values: bool | str) -> tuple[TreeSummary, list]:
+    """`describe`, and the leaves themselves (in the same order as its `leaves`)."""
     later = values == "later"
     values = bool(values)
     leaves: list = []
+    objects: list = []
     root = Node("", name, "leaf", type(tree).__name__, 0)
 
     # Iterative depth-first walk in JAX order (deep trees must not hit the recursion limit).
@@ -319,6 +306,7 @@ def _describe(tree: Any, name: str, values: bool | str) -> TreeSummary:
             continue
         seen(node)
         if type(obj) in array_types:  # a numpy or jax array: a leaf, no questions to ask it
+            objects.append(obj)
             shape, dtype = obj.shape, _dtype_name(obj.dtype)
             if values:
                 pending.append((node, obj, shape, dtype, len(leaves)))
@@ -337,11 +325,11 @@ def _describe(tree: Any, name: str, values: bool | str) -> TreeSummary:
             raise TreeError(_unreadable_message(name + node.path, obj, problem), node.path) from problem.error
         if kids is None:
             node.kind = "leaf"
+            objects.append(obj)
             try:
                 if values and _has_array_attrs(obj):
                     if isinstance(obj, (bool, int, float, complex)):  # np.float64: a Python number too
-                        typed = _leaf(node.path, obj, len(leaves), False)
-                        shape, dtype = typed.shape, typed.dtype
+                        shape, dtype = (), _scalar_dtype(obj)
                     else:
                         shape, dtype = _array_leaf_type(obj)
                     pending.append((node, obj, shape, dtype, len(leaves)))
@@ -362,32 +350,27 @@ def _describe(tree: Any, name: str, values: bool | str) -> TreeSummary:
         node.kind, node.type_name, pieces = kids
         if not pieces:
             continue
-        key = _refuse_cycle_or_depth(node, obj, open_, name)
         path, depth = node.path, node.depth + 1
         made = [
-            (rank, Node(path + piece, label, "leaf", type(child).__name__, depth), child)
-            for piece, label, rank, child in pieces
+            (Node(path + piece, label, "leaf", type(child).__name__, depth), child) for piece, label, _, child in pieces
         ]
-        # Only a container with containers inside can be part of a cycle: one holding arrays
-        # and numbers only (a layer's {"weight", "bias"}) is not kept open.
-        if not all(type(child) in array_types or type(child) in _ATOMS or child is None for *_, child in pieces):
-            open_[key] = (path, obj)
-            push((None, key))
-        # Children are walked in JAX order (for flatten indices) but displayed as written.
-        if all(made[k][0] < made[k + 1][0] for k in range(len(made) - 1)):
-            node.children = [n for _, n, _ in made]
-        else:
-            node.children = [n for _, n, _ in sorted(made, key=lambda item: item[0])]
-        for k in range(len(made) - 1, -1, -1):
-            push((made[k][1], made[k][2]))
+        ranks = [rank for _, _, rank, _ in pieces]
+        shown = (
+            [n for _, (n, _) in sorted(zip(ranks, made), key=lambda item: item[0])] if ranks != sorted(ranks) else None
+        )
+        leafy = all(type(child) in array_types or type(child) in _ATOMS or child is None for _, child in made)
+        _step_in(node, obj, made, shown, leafy, open_, push, name)
     summary = TreeSummary(name, root, leaves, nodes=nodes)
     if pending:
         _fill_summaries(pending, leaves, summary.later if later else None)
-    return summary
+    return summary, objects
 
 
-def _refuse_cycle_or_depth(node: Node, obj: Any, open_: dict, name: str) -> int:
-    """The container's id; TreeError when it is open on the way down (a cycle) or too deep."""
+def _step_in(node: Node, obj: Any, made: list, shown: list | None, leafy: bool, open_: dict, push, name: str) -> None:
+    """The walk's step into a container whose child nodes `made` are (node, child) in JAX order
+    (flatten indices follow it), displayed in the order `shown` (None: the same). TreeError when
+    the container is open on the way down (a cycle) or too deep. Only a container with containers
+    inside can be part of a cycle: one of arrays and numbers only (`leafy`) is not kept open."""
     key = id(obj)
     if key in open_:
         raise TreeError(
@@ -401,17 +384,22 @@ def _refuse_cycle_or_depth(node: Node, obj: Any, open_: dict, name: str) -> int:
             "new children without end?",
             node.path,
         )
-    return key
+    node.children = [n for n, _ in made] if shown is None else shown
+    if not leafy:
+        open_[key] = (node.path, obj)
+        push((None, key))
+    for item in reversed(made):
+        push(item)
 
 
 def _walk_str_dict(node: Node, obj: dict, push: Any, open_: dict, name: str) -> bool:
-    """The walk's step for a plain dict with string keys (most of a model): the same children,
-    order and cycle check as `_children` and the general step, with less asked per key.
-    False (nothing done) for any other dict."""
+    """The walk's step for a plain dict with string keys (most of a model): the same as
+    `_children` and the general step, with less asked per key. False (nothing done) for any
+    other dict."""
     texts = _KEY_TEXTS
     path, depth = node.path, node.depth + 1
     made = []  # (child node, child) in JAX order: sorted keys
-    leafy = True  # only arrays, numbers, strings and None inside: cannot be part of a cycle
+    leafy = True
     for k in obj:
         if type(k) is not str:  # other keys (their ordering and repr are user code): the general step
             return False
@@ -426,18 +414,9 @@ def _walk_str_dict(node: Node, obj: dict, push: Any, open_: dict, name: str) -> 
             leafy = False
         made.append((Node(path + kt[0], kt[1], "leaf", ct.__name__, depth), child))
     node.kind, node.type_name = "dict", "dict"
-    key = _refuse_cycle_or_depth(node, obj, open_, name)
     written = list(obj)
-    if keys == written:  # displayed as written: here the same order
-        node.children = [n for n, _ in made]
-    else:
-        at = {k: i for i, k in enumerate(keys)}
-        node.children = [made[at[k]][0] for k in written]
-    if not leafy:
-        open_[key] = (path, obj)
-        push((None, key))
-    for item in reversed(made):
-        push(item)
+    at = {k: i for i, k in enumerate(keys)} if keys != written else None  # displayed as written
+    _step_in(node, obj, made, None if at is None else [made[at[k]][0] for k in written], leafy, open_, push, name)
     return True
 
 
@@ -473,23 +452,6 @@ def _fill_summaries(pending: list[tuple[Node, Any, tuple, str, int]], leaves: li
         )
 
 
-def leaf_objects(tree: Any) -> list:
-    """The leaves themselves, in JAX flatten order (the same walk as `describe`, on a tree
-    `describe` accepted)."""
-    out, stack = [], [tree]
-    while stack:
-        obj = stack.pop()
-        try:
-            kids = _children(obj)
-        except _Unreadable as problem:  # it read once and not now: a node that lies
-            raise TreeError(_unreadable_message("a leaf's container", obj, problem)) from problem.error
-        if kids is None:
-            out.append(obj)
-        else:
-            stack.extend(child for _, _, _, child in reversed(kids[2]))
-    return out
-
-
 class TreeTooDeepError(TreeError, RecursionError):
     """A tree nested deeper than JAX's tree functions can flatten from here (they recurse, and
     stop at Python's recursion limit). A RecursionError too: that is what JAX would have raised."""
@@ -522,7 +484,7 @@ def check_tree(tree: Any, name: str = "params") -> None:
     JAX's tree functions can flatten from here (`TreeTooDeepError`). Every entry point that gives
     a user's tree to JAX calls it first: JAX's own recursion on such a tree exhausts the
     interpreter instead of failing."""
-    summary = _describe(tree, name, values=False)
+    summary = _describe(tree, name, values=False)[0]
     limit = jax_depth_limit()
     deepest = max(summary.nodes, key=lambda node: node.depth, default=None)
     if deepest is not None and deepest.depth > limit:

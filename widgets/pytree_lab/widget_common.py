@@ -20,10 +20,9 @@ import inspect
 import ntpath
 import os
 import sys
-from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["TextForm", "refuse_unknown", "refuse_unknown_widget_keywords"]
+__all__ = ["TextForm", "refuse_unknown_widget_keywords"]
 
 
 class TextForm:
@@ -106,26 +105,20 @@ def _run_without_a_page() -> bool:
     return _names_a_pageless_runner(_parent_command_line())
 
 
-def refuse_unknown(owner: str, given: Iterable[str], valid: Iterable[str]) -> None:
-    """Raise TypeError for the first name in `given` that is not in `valid`, with the closest
-    valid name (difflib) or the list of valid names."""
-    valid = list(dict.fromkeys(valid))
-    for name in given:
-        if name in valid:
-            continue
-        shown = [v for v in valid if not v.startswith("_")]
-        close = difflib.get_close_matches(str(name), shown, n=1)
-        hint = f"did you mean {close[0]!r}?" if close else f"it takes {', '.join(map(repr, shown))}."
-        raise TypeError(f"{owner}() got an unexpected keyword argument {name!r}: {hint}")
-
-
 def refuse_unknown_widget_keywords(widget: Any, kwargs: dict) -> None:
-    """`refuse_unknown` for a widget's constructor: its class's own arguments, then its traits
-    (ipywidgets passes trait values such as layout= or tooltip= through to the widget)."""
+    """TypeError for the first keyword in `kwargs` the widget's constructor does not take, with
+    the closest valid name (difflib) or the list of them. Valid: its class's own arguments, then
+    its traits (ipywidgets passes trait values such as layout= or tooltip= through to the widget)."""
     cls = type(widget)
     own = [
         name
         for name, p in inspect.signature(cls.__init__).parameters.items()
         if name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
     ]
-    refuse_unknown(cls.__name__, kwargs, own + sorted(cls.class_trait_names()))
+    valid = list(dict.fromkeys(own + sorted(cls.class_trait_names())))
+    for name in kwargs:
+        if name not in valid:
+            shown = [v for v in valid if not v.startswith("_")]
+            close = difflib.get_close_matches(str(name), shown, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"it takes {', '.join(map(repr, shown))}."
+            raise TypeError(f"{cls.__name__}() got an unexpected keyword argument {name!r}: {hint}")
