@@ -152,9 +152,8 @@ def sandbox(scratch: str, *, cwd: str | None = None, share: tuple = (), env: dic
             args += ["--symlink", os.readlink(target), target]
         elif os.path.isdir(target):
             args += ["--ro-bind", target, target]
-    for name in ("ld.so.cache", "localtime", "alternatives"):
-        if os.path.exists(f"/etc/{name}"):
-            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    etc = [f"/etc/{name}" for name in ("ld.so.cache", "localtime", "alternatives")]
+    args += [arg for path in etc for arg in ("--ro-bind-try", path, path)]  # each where it exists
     links: dict[str, str] = {}
     bound: list[str] = []
     folders: set[str] = set()
