@@ -79,10 +79,9 @@ def check_cell(exercise_id: str, *, evidence: Evidence | None = None, rng=None) 
     result = button.check()
     print(PRACTICE)  # a note about the check, not its verdict: that is on the card, kept current
     if result is not None and result.passed:
-        try:
+        answer = None
+        with contextlib.suppress(Exception):  # the answer was readable a moment ago
             answer = button._answer()
-        except Exception:  # noqa: BLE001 - the answer was readable a moment ago
-            answer = None
         if answer is not None:
             (evidence or default_evidence()).add_output(f"{exercise(exercise_id).title}: my answer", answer)
     return button

@@ -111,15 +111,8 @@ def find_content(content: str | pathlib.Path | None = None) -> pathlib.Path:
     """The folder holding the course notebooks: `content`, else the ones the package ships, else
     a checkout's content/."""
     here = pathlib.Path(__file__).resolve()
-    candidates = (
-        [pathlib.Path(content)]
-        if content is not None
-        else [
-            here.parent / "notebooks",
-            here.parents[3] / "content",
-            pathlib.Path.cwd() / "content",
-        ]
-    )
+    defaults = [here.parent / "notebooks", here.parents[3] / "content", pathlib.Path.cwd() / "content"]
+    candidates = [pathlib.Path(content)] if content is not None else defaults
     for folder in candidates:
         if all((folder / name).is_file() for name in NOTEBOOKS):
             return folder

@@ -8,9 +8,6 @@ from .. import lesson
 from ..exercises import Evidence, PredictionPrompt, Quiz, fmt, fmt_num, tools
 from .exercises.common import _lesson_step
 
-# --------------------------------------------------------------------------- the lessons' prompts
-
-
 # Each question: id -> (question, choices, right index, explanation, why each wrong choice is wrong)
 QUIZ: dict[str, tuple[str, list[str], int, str, dict[int, str]]] = {
     "grad_structure": (

@@ -40,9 +40,6 @@ def _flat_loss(flat_params, x):
     return jnp.sum((x @ flat_params[:-1] + flat_params[-1]) ** 2)
 
 
-# --------------------------------------------------------------------------- function answers
-
-
 @dataclasses.dataclass(frozen=True)
 class _FlatCase:
     flat_params: Any  # numpy float32 (d + 1,)
