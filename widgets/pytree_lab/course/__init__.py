@@ -31,7 +31,7 @@ from ..exercises import (
 )
 from . import catalogue as _catalogue
 from .catalogue import EXERCISES as EXERCISES, check as check, exercise as exercise
-from .exercises import common, grad_over_flat_params, nested_scale_grad, repair_update, reruns, squared_norm
+from .exercises import common, reruns
 from .prompts import (
     PREDICTIONS as PREDICTIONS,
     QUIZ as QUIZ,
@@ -62,10 +62,6 @@ __all__ = [
 PRACTICE = "Practice check: feedback for you while you work; it does not count toward a grade."
 
 
-def _names(exercise_id: str) -> tuple[str, ...]:
-    return tuple(n.strip() for n in exercise(exercise_id).answer_name.split(",") if n.strip())
-
-
 def check_button(
     exercise_id: str, get_answer: Callable[[], Any] | str | None = None, *, evidence: Evidence | None = None, rng=None
 ) -> CheckButton:
@@ -83,10 +79,9 @@ def check_cell(exercise_id: str, *, evidence: Evidence | None = None, rng=None) 
     result = button.check()
     print(PRACTICE)  # a note about the check, not its verdict: that is on the card, kept current
     if result is not None and result.passed:
-        try:
+        answer = None
+        with contextlib.suppress(Exception):  # the answer was readable a moment ago
             answer = button._answer()
-        except Exception:  # noqa: BLE001 - the answer was readable a moment ago
-            answer = None
         if answer is not None:
             (evidence or default_evidence()).add_output(f"{exercise(exercise_id).title}: my answer", answer)
     return button
@@ -96,10 +91,6 @@ def _sentence(text: str) -> str:
     """`text` ending in exactly one full stop (an error message may bring its own)."""
     text = text.rstrip()
     return text if text.endswith((".", "!", "?", "…")) else text + "."
-
-
-def _exercise_of(name: str) -> str | None:
-    return next((exercise_id for exercise_id in EXERCISES if name in _names(exercise_id)), None)
 
 
 def _not_one_array(value: Any, label: str, shape: tuple[int, ...]) -> str | None:
@@ -134,7 +125,7 @@ def try_function(
     failed, if the exercise cell's last run failed (the function left over is an earlier one),
     or if it did not return one array of `shape` (by default, for a function exercise: the shape
     of its first argument)."""
-    exercise_id = exercise_id or _exercise_of(label)
+    exercise_id = exercise_id or next((k for k, ex in EXERCISES.items() if label in common.answer_names(ex)), None)
     if exercise_id is not None:
         last = last_run(exercise_id)
         if last is not None and last.error_text:
@@ -200,7 +191,7 @@ def setup(shell=None) -> bool:
     False outside IPython. In a kernel, each check, prediction, quiz answer and key output is then
     merged into the evidence file as it happens (`pytree-lab-evidence.md` until a lesson names its
     own with `keep_evidence`): a kernel restart loses none of them."""
-    names = {k: _names(k) for k in EXERCISES}
+    names = {k: common.answer_names(ex) for k, ex in EXERCISES.items()}
     registered = register_magic(shell, known=exercise, answer_names=names, explain=common.cell_hint)
     if registered and default_evidence().autosave is None:
         default_evidence().autosave = "pytree-lab-evidence.md"
@@ -214,4 +205,4 @@ def load_ipython_extension(shell) -> None:  # `%load_ext pytree_lab.course`
 # Bind the checker's tools now and guard the checker's own functions against replacement.
 with contextlib.suppress(ImportError):  # no numpy/jax yet: bound at the first check
     bind_tools()
-watch_modules(_catalogue, common, squared_norm, nested_scale_grad, repair_update, grad_over_flat_params, reruns)
+watch_modules(_catalogue, common, reruns, *_catalogue.MODULES)

@@ -111,15 +111,8 @@ def find_content(content: str | pathlib.Path | None = None) -> pathlib.Path:
     """The folder holding the course notebooks: `content`, else the ones the package ships, else
     a checkout's content/."""
     here = pathlib.Path(__file__).resolve()
-    candidates = (
-        [pathlib.Path(content)]
-        if content is not None
-        else [
-            here.parent / "notebooks",
-            here.parents[3] / "content",
-            pathlib.Path.cwd() / "content",
-        ]
-    )
+    defaults = [here.parent / "notebooks", here.parents[3] / "content", pathlib.Path.cwd() / "content"]
+    candidates = [pathlib.Path(content)] if content is not None else defaults
     for folder in candidates:
         if all((folder / name).is_file() for name in NOTEBOOKS):
             return folder
@@ -146,21 +139,6 @@ def _meta(cell, **fields) -> None:
     cell.setdefault("metadata", {})["nbgrader"] = {"schema_version": NBGRADER_SCHEMA, **fields}
 
 
-def _answer_source(starter: str, solution: str) -> str:
-    return f"{starter.rstrip()}\n### BEGIN SOLUTION\n{solution.rstrip()}\n### END SOLUTION"
-
-
-def _test_source(practice: str, exercise_id: str, seed: int) -> str:
-    return (
-        "from pytree_lab.course import check_cell  # the practice check: feedback only, it does not count\n"
-        f"{practice.rstrip()}\n"
-        "### BEGIN HIDDEN TESTS\n"
-        f"# graded outside the student's kernel: exercise {exercise_id}, seed {seed}\n"
-        "# (pytree_lab.course.autograde.IsolatedGrades writes this cell's points; nothing here runs)\n"
-        "### END HIDDEN TESTS"
-    )
-
-
 def make_source_notebook(notebook: dict, *, seeds: dict[str, int] | None = None) -> tuple[dict, list[str]]:
     """The nbgrader source version of one course notebook, and the exercise ids it grades."""
     nb = copy.deepcopy(notebook)
@@ -171,10 +149,10 @@ def make_source_notebook(notebook: dict, *, seeds: dict[str, int] | None = None)
             continue
         exercise_id = _exercise_id(cell)
         if exercise_id is not None:
-            ex = EXERCISES[exercise_id]
-            if not ex.solutions:
+            solutions = EXERCISES[exercise_id].solutions
+            if not solutions:
                 raise ValueError(f"exercise {exercise_id!r} has no reference solution to put in the source")
-            cell["source"] = _answer_source(_source(cell), ex.solutions[0])
+            cell["source"] = f"{_source(cell).rstrip()}\n### BEGIN SOLUTION\n{solutions[0].rstrip()}\n### END SOLUTION"
             _meta(cell, grade=False, solution=True, locked=False, grade_id=f"{exercise_id}-answer")
             cell["outputs"], cell["execution_count"] = [], None
             continue
@@ -183,7 +161,13 @@ def make_source_notebook(notebook: dict, *, seeds: dict[str, int] | None = None)
             exercise_id = match.group(1)
             seed = seeds.setdefault(exercise_id, secrets.randbits(63))
             points = EXERCISES[exercise_id].points
-            cell["source"] = _test_source(_source(cell), exercise_id, seed)
+            cell["source"] = (
+                "from pytree_lab.course import check_cell  # the practice check: feedback only, it does not count\n"
+                f"{_source(cell).rstrip()}\n### BEGIN HIDDEN TESTS\n"
+                f"# graded outside the student's kernel: exercise {exercise_id}, seed {seed}\n"
+                "# (pytree_lab.course.autograde.IsolatedGrades writes this cell's points; nothing here runs)\n"
+                "### END HIDDEN TESTS"
+            )
             _meta(cell, grade=True, solution=False, locked=True, points=points, grade_id=f"{exercise_id}-tests")
             cell["outputs"], cell["execution_count"] = [], None
             graded.append(exercise_id)

@@ -44,9 +44,11 @@ from nbgrader.preprocessors import Execute, NbGraderPreprocessor, OverwriteCells
 from traitlets import Float
 
 from .. import lesson
+from ..exercises import tools
 from ..formatting import clip
 from .catalogue import EXERCISES
-from .exercises.common import _same_tree
+from .exercises import grad_over_flat_params as flat
+from .exercises.common import _same_tree, answer_names, lesson_point
 
 __all__ = [
     "ExerciseScores",
@@ -58,14 +60,7 @@ __all__ = [
     "sandbox",
 ]
 
-ANSWERS = {
-    "squared_norm": ("norm_squared", "manual"),
-    "nested_scale_grad": ("g",),
-    "repair_update": ("fixed",),
-    "grad_over_flat_params": ("grad_over_flat_params",),
-}
 HIDDEN_RERUNS = 2  # hidden cases per value exercise, after the lesson's own values
-FLAT_SIZES = ((3, 1), (5, 2), (6, 3), (8, 4))  # (N, d) of the packed-gradient hidden cases
 _MARKER = re.compile(r"graded outside the student's kernel: exercise (\w+), seed (\d+)")
 _HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.M | re.S)
 
@@ -152,9 +147,8 @@ def sandbox(scratch: str, *, cwd: str | None = None, share: tuple = (), env: dic
             args += ["--symlink", os.readlink(target), target]
         elif os.path.isdir(target):
             args += ["--ro-bind", target, target]
-    for name in ("ld.so.cache", "localtime", "alternatives"):
-        if os.path.exists(f"/etc/{name}"):
-            args += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    etc = [f"/etc/{name}" for name in ("ld.so.cache", "localtime", "alternatives")]
+    args += [arg for path in etc for arg in ("--ro-bind-try", path, path)]  # each where it exists
     links: dict[str, str] = {}
     bound: list[str] = []
     folders: set[str] = set()
@@ -281,14 +275,11 @@ class NoAsserts(ast.NodeTransformer):
 tree = ast.fix_missing_locations(NoAsserts().visit(ast.parse(job["code"])))
 code = compile(tree, "<exercise cell>", "exec")
 def plain(v, depth=0):
-    if depth > 8:
+    if depth > 8 or isinstance(v, (str, bytes)) or v is None or callable(v):
         return None
     if isinstance(v, dict):
-        return {"dict": {str(k): plain(x, depth + 1) for k, x in v.items()}}
-    if isinstance(v, (str, bytes)) or v is None or callable(v):
-        return None
-    a = np.asarray(v, dtype=np.float64)
-    return {"array": a.tolist(), "shape": list(a.shape)}
+        return {str(k): plain(x, depth + 1) for k, x in v.items()}
+    return np.asarray(v, dtype=np.float64).tolist()
 inputs = job["inputs"]
 x = jnp.asarray(inputs["x"], dtype=jnp.float32)
 target = jnp.float32(inputs["target"])
@@ -380,25 +371,23 @@ def _run_cases(job: dict, n_cases: int, *, start: float = START_BUDGET, per_case
 
 
 def _tree(got: Any) -> Any:
-    """The runner's plain numbers as a tree of arrays, for the practice check's own comparison."""
+    """The runner's plain numbers (a dict, or an array's nested lists) as a tree of arrays, for
+    the practice check's own comparison."""
     import numpy as np
 
-    if not isinstance(got, dict):
-        return None
-    if isinstance(got.get("dict"), dict):
-        return {k: _tree(v) for k, v in got["dict"].items()}
+    if isinstance(got, dict):
+        return {k: _tree(v) for k, v in got.items()}
     try:
-        return np.asarray(got["array"], dtype=float)
-    except (KeyError, TypeError, ValueError):
+        return None if got is None else np.asarray(got, dtype=float)
+    except (TypeError, ValueError):
         return None
 
 
 def _numbers(tree: Any) -> Any:
+    """A tree of arrays as the runner's plain numbers (nested lists)."""
     import numpy as np
 
-    if isinstance(tree, dict):
-        return {k: _numbers(v) for k, v in tree.items()}
-    return np.asarray(tree, dtype=np.float64).tolist()
+    return tools.jax.tree.map(lambda leaf: np.asarray(leaf, dtype=np.float64).tolist(), tree)
 
 
 def _value_cases(exercise_id: str, rng) -> tuple[list[dict], list[dict]]:
@@ -410,30 +399,19 @@ def _value_cases(exercise_id: str, rng) -> tuple[list[dict], list[dict]]:
     from .exercises import reruns
 
     right_at = importlib.import_module(f"{__package__}.exercises.{exercise_id}").right_at
-    lesson_point = reruns.lesson_point(lesson.lesson_params())
-    points = [lesson_point]
+    points = [lesson_point(lesson.lesson_params())]
     for _ in range(HIDDEN_RERUNS):
-        points.append(reruns.other_point(rng, right_at(lesson_point), right_at))
+        points.append(reruns.other_point(rng, right_at(points[0]), right_at))
     cases = [{k: _numbers(p[k]) for k in ("params", "grads")} | {"value": float(p["value"])} for p in points]
     return cases, [right_at(p) for p in points]
 
 
 def _flat_cases(rng) -> tuple[list, list[dict]]:
-    """The worked example, then hidden (N, d) cases: the runner's inputs and the right answers."""
-    import jax
-    import jax.numpy as jnp
-    import numpy as np
-
-    def flat_loss(flat, x):
-        return jnp.sum((x @ flat[:-1] + flat[-1]) ** 2)
-
-    points = [(np.array([1.0, 0.0, 0.0], np.float32), np.array([[2.0, 3.0]], np.float32))]
-    for n, d in FLAT_SIZES:
-        points.append((rng.normal(size=d + 1).astype(np.float32), rng.normal(size=(n, d)).astype(np.float32)))
-    grad = jax.grad(flat_loss)
-    cases = [[p.tolist(), xs.tolist()] for p, xs in points]
-    expected = [{"grad_over_flat_params": [grad(jnp.asarray(p), jnp.asarray(xs))]} for p, xs in points]
-    return cases, expected
+    """The practice check's worked example, then its hidden (N, d) sizes with values drawn here:
+    the runner's inputs and the right answers."""
+    points = [flat._worked_case(), *(flat._hidden_case(rng, n, d) for n, d in flat._HIDDEN_SIZES)]
+    cases = [[p.flat_params.tolist(), p.x.tolist()] for p in points]
+    return cases, [{"grad_over_flat_params": [flat._FlatReferences(p).grad]} for p in points]
 
 
 def _cell_code(source: str) -> str:
@@ -448,7 +426,6 @@ def grade_exercise(exercise_id: str, source: str | None, seed: int, **budgets: f
     (sizes only, never a hidden case's values). `source` is the exercise cell as submitted."""
     import numpy as np
 
-    names = ANSWERS[exercise_id]
     if source is None:
         return 0.0, ["no exercise cell in the submission: 0."]
     code = _cell_code(source)
@@ -457,24 +434,23 @@ def grade_exercise(exercise_id: str, source: str | None, seed: int, **budgets: f
     except (SyntaxError, ValueError) as exc:
         return 0.0, [f"the exercise cell does not compile ({getattr(exc, 'msg', exc)}): 0."]
     rng = np.random.default_rng(seed)
-    function = exercise_id == "grad_over_flat_params"
+    ex = EXERCISES[exercise_id]
+    function = ex.answer_kind == "function"
     cases, expected = _flat_cases(rng) if function else _value_cases(exercise_id, rng)
-    inputs = {k: _numbers(v) for k, v in lesson.lesson_inputs().items()}
-    job = {"code": code, "names": list(names), "function": function, "cases": cases, "inputs": inputs}
+    inputs = _numbers(lesson.lesson_inputs())
+    job = {"code": code, "names": list(answer_names(ex)), "function": function, "cases": cases, "inputs": inputs}
     results = _run_cases(job, len(cases), **budgets)
     scores, lines = [], []
     for index, (result, want) in enumerate(zip(results, expected)):
-        if function:
-            label = "the worked example" if index == 0 else f"hidden case {index} (N = {len(cases[index][1])})"
-        else:
-            label = "the lesson's values" if index == 0 else f"hidden case {index} (other lesson parameters)"
-        if result is None:
+        size = f"N = {len(cases[index][1])}" if function else "other lesson parameters"
+        label = (
+            f"hidden case {index} ({size})" if index else "the worked example" if function else "the lesson's values"
+        )
+        if result is None or "error" in result:
+            why = "no answer within the time budget (or the run crashed)"
+            why = f"the code raised {clip(str(result['error']), 80)}" if result else why
             scores.append(0.0)
-            lines.append(f"{label}: no answer within the time budget (or the run crashed): 0.")
-            continue
-        if "error" in result:
-            scores.append(0.0)
-            lines.append(f"{label}: the code raised {clip(str(result['error']), 80)}: 0.")
+            lines.append(f"{label}: {why}: 0.")
             continue
         answers = result.get("answers") if isinstance(result.get("answers"), dict) else {}
         wrong = [

@@ -3,12 +3,8 @@
 Every expected value is computed when a check runs, with `jax.grad` of a reference loss (real
 JAX; the Lite engine in a JupyterLite kernel) from the lesson model in `pytree_lab.lesson`:
 nothing here is a typed-in answer. Only `common.self_check` holds the lesson's hand-derived
-numbers, to catch a kernel whose jax / numpy was replaced under the checker.
-
-Function answers run on the task's worked example plus hidden cases whose values are drawn,
-one case at a time and only after the previous case was graded, from a generator seeded by the
-operating system; feedback may describe a hidden case's size (N examples, d features) but never
-its inputs or its expected output. Each case runs guarded (`exercises.run_guarded`).
+numbers, to catch a kernel whose jax / numpy was replaced under the checker. Function answers
+also run on hidden cases (`exercises/grad_over_flat_params.py`), each guarded.
 """
 
 from __future__ import annotations
@@ -18,18 +14,17 @@ from typing import Any
 from .. import lesson as lesson  # the lesson model the graders use (catalogue.lesson)
 from ..exercises import CheckContext, CheckResult, Evidence, Exercise, check as check_answer, seal_mapping
 from .exercises import grad_over_flat_params, nested_scale_grad, repair_update, squared_norm
+from .exercises.common import answer_names
 
 __all__ = ["EXERCISES", "check", "exercise"]
 
-EXERCISES: dict[str, Exercise] = {
-    module.EXERCISE.id: module.EXERCISE
-    for module in (
-        squared_norm,
-        nested_scale_grad,
-        repair_update,
-        grad_over_flat_params,
-    )
-}
+MODULES = (  # one per exercise, in the course's order
+    squared_norm,
+    nested_scale_grad,
+    repair_update,
+    grad_over_flat_params,
+)
+EXERCISES: dict[str, Exercise] = {module.EXERCISE.id: module.EXERCISE for module in MODULES}
 
 
 seal_mapping("the exercise catalogue", EXERCISES)  # an entry replaced later is put back
@@ -61,5 +56,5 @@ def check(
     """
     ex = exercise(exercise_id)
     if named:
-        answer = {**({ex.answer_name.split(",")[0].strip(): answer} if answer is not None else {}), **named}
+        answer = {**({answer_names(ex)[0]: answer} if answer is not None else {}), **named}
     return check_answer(ex, answer, CheckContext(rng=rng, cell=cell, stale=stale, code=code, evidence=evidence))

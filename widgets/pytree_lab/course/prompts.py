@@ -8,13 +8,9 @@ from .. import lesson
 from ..exercises import Evidence, PredictionPrompt, Quiz, fmt, fmt_num, tools
 from .exercises.common import _lesson_step
 
-# --------------------------------------------------------------------------- the lessons' prompts
-
-
-# Each question: (id, question, choices, right index, explanation, why each wrong choice is wrong)
-QUIZ = [
-    (
-        "grad_structure",
+# Each question: id -> (question, choices, right index, explanation, why each wrong choice is wrong)
+QUIZ: dict[str, tuple[str, list[str], int, str, dict[int, str]]] = {
+    "grad_structure": (
         "What structure does grad(loss)(params) have?",
         [
             "One scalar regardless of parameters",
@@ -33,8 +29,7 @@ QUIZ = [
             "them); grad keeps params' containers and keys.",
         },
     ),
-    (
-        "leaves_vs_values",
+    "leaves_vs_values": (
         "params = {'weight': jnp.array([1., -1.]), 'bias': jnp.array(0.)}. "
         "How many leaves and how many numerical parameter values?",
         ["2 leaves, 3 values", "3 leaves, 3 values", "2 leaves, 2 values", "1 leaf, 3 values"],
@@ -46,8 +41,7 @@ QUIZ = [
             3: "the dict is a container, not a leaf; its two arrays are the leaves.",
         },
     ),
-    (
-        "swap_same_shape",
+    "swap_same_shape": (
         "Two parameter leaves have the same shape. Is it safe to swap their gradients?",
         [
             "Yes: the shapes match, so tree.map accepts it",
@@ -64,8 +58,7 @@ QUIZ = [
             3: "no optimizer can tell swapped gradients apart; they are wrong for every optimizer.",
         },
     ),
-    (
-        "optimizer_count",
+    "optimizer_count": (
         "optax.adam's state holds mu, nu and an int count. Which of these is a trainable parameter?",
         [
             "count, because it is a leaf of the state",
@@ -83,8 +76,7 @@ QUIZ = [
             3: "none is a parameter; the parameters live in params.",
         },
     ),
-    (
-        "metadata_leaf",
+    "metadata_leaf": (
         "You put a model name 'tiny' into params and call jax.grad(loss)(params). What happens?",
         [
             "JAX skips the string",
@@ -101,13 +93,8 @@ QUIZ = [
             3: "JAX never converts text to numbers.",
         },
     ),
-]
-
-
-# The packed-parameters lesson's question (02): the order ravel_pytree packs a dict in.
-QUIZ.append(
-    (
-        "ravel_order",
+    # the packed-parameters lesson's question (02): the order ravel_pytree packs a dict in
+    "ravel_order": (
         "ravel_pytree({'w': jnp.array([1., 2.]), 'b': jnp.array([0.5])}) packs which vector?",
         [
             "[1, 2, 0.5]: the keys in the order written",
@@ -123,25 +110,25 @@ QUIZ.append(
             2: "each leaf's values stay together, in the leaf's own order; leaves are never interleaved.",
             3: "ravel_pytree returns one flat 1-D array, not a nested list.",
         },
-    )
-)
+    ),
+}
 
 
 def quiz(question_id: str = "grad_structure", *, evidence: Evidence | None = None) -> Quiz:
     """One of the lesson's "Check your understanding" questions (ids: see QUIZ)."""
-    for qid, question, choices, answer, explanation, why_not in QUIZ:
-        if qid == question_id:
-            return Quiz(
-                question,
-                choices,
-                answer,
-                explanation,
-                why_not=why_not,
-                quiz_id=qid,
-                title="Check your understanding",
-                evidence=evidence,
-            )
-    raise ValueError(f"unknown question {question_id!r}; the questions are: {', '.join(q[0] for q in QUIZ)}")
+    if question_id not in QUIZ:
+        raise ValueError(f"unknown question {question_id!r}; the questions are: {', '.join(QUIZ)}")
+    question, choices, answer, explanation, why_not = QUIZ[question_id]
+    return Quiz(
+        question,
+        choices,
+        answer,
+        explanation,
+        why_not=why_not,
+        quiz_id=question_id,
+        title="Check your understanding",
+        evidence=evidence,
+    )
 
 
 def grad_structure_quiz(*, evidence: Evidence | None = None) -> Quiz:

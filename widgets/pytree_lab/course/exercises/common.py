@@ -7,7 +7,12 @@ import os
 import pathlib
 
 from ... import lesson
-from ...exercises import as_number_array, close, exception_text, run_guarded, tools
+from ...exercises import Exercise, as_number_array, close, exception_text, run_guarded, tools
+
+
+def answer_names(ex) -> tuple[str, ...]:
+    """The notebook names an exercise's answer is read from ("norm_squared, manual": two)."""
+    return tuple(n.strip() for n in ex.answer_name.split(",") if n.strip())
 
 
 def _lesson_setup():
@@ -16,23 +21,21 @@ def _lesson_setup():
     return lesson.lesson_params(), inputs["x"], inputs["target"], lesson.LEARNING_RATE
 
 
-def _nested_params():
-    return {"layer": lesson.lesson_params(), "scale": tools.jnp.array(1.0)}
-
-
-def _nested_loss(p, x, target):
-    jnp = tools.jnp
-    prediction = p["scale"] * (jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"])
-    return (prediction - target) ** 2
+def lesson_point(params) -> dict:
+    """The lesson's trees at a parameter point (computed with jax): what the notebook's names hold there."""
+    jax = tools.jax
+    _, x, target, lr = _lesson_setup()
+    value, grads = jax.value_and_grad(lesson.lesson_loss)(params, x, target)
+    updated = jax.tree.map(lambda p, g: p - lr * g, params, grads)
+    return {"params": params, "grads": grads, "value": value, "updated": updated}
 
 
 def _lesson_step():
-    """params, grads, updated and both losses for the lesson's model, computed with jax."""
-    jax = tools.jax
-    params, x, target, lr = _lesson_setup()
-    loss, grads = jax.value_and_grad(lesson.lesson_loss)(params, x, target)
-    updated = jax.tree.map(lambda p, g: p - lr * g, params, grads)
-    return params, grads, updated, float(loss), float(lesson.lesson_loss(updated, x, target))
+    """params, grads, updated and both losses (before and after the step) at the lesson's parameters."""
+    _, x, target, _ = _lesson_setup()
+    point = lesson_point(lesson.lesson_params())
+    after = float(lesson.lesson_loss(point["updated"], x, target))
+    return point["params"], point["grads"], point["updated"], float(point["value"]), after
 
 
 def _same_tree(a, b) -> bool:
@@ -58,22 +61,12 @@ def self_check() -> str | None:
 
     try:
         _, grads, _, loss, loss_after = _lesson_step()
-        weight = [float(v) for v in grads["weight"]]
-        bias = float(grads["bias"])
         flat = _flat_grad_fn()(tools.jnp.array(_FLAT_EXAMPLE_PARAMS), tools.jnp.array(_FLAT_EXAMPLE_X))
-        flat = [float(v) for v in flat]
+        got = [loss, *tools.np.ravel(grads["weight"]), float(grads["bias"]), loss_after, *tools.np.ravel(flat)]
     except BaseException as exc:  # noqa: BLE001
         return f"computing the lesson's worked example failed ({exception_text(exc)})."
-    ok = (
-        abs(loss - 4.0) < 1e-6
-        and abs(weight[0] + 8) < 1e-5
-        and abs(weight[1] + 4) < 1e-5
-        and abs(bias + 4) < 1e-5
-        and abs(loss_after - 0.64) < 1e-5
-        and len(flat) == 3
-        and all(abs(a - b) < 1e-4 for a, b in zip(flat, (8.0, 12.0, 4.0)))
-    )
-    if not ok:
+    want = (4.0, -8.0, -4.0, -4.0, 0.64, 8.0, 12.0, 4.0)
+    if len(got) != len(want) or any(not abs(float(a) - b) < 1e-4 for a, b in zip(got, want)):
         return (
             "jax or numpy in this kernel no longer computes the lesson's worked example "
             "(loss 4, gradients [-8, -4] and -4): something replaced one of their functions."
@@ -91,6 +84,23 @@ def reference_solution(exercise_id: str) -> tuple[str, ...]:
     an installed package holds none."""
     path = pathlib.Path(os.environ.get("PYTREE_LAB_SOLUTIONS") or SOLUTIONS) / f"{exercise_id}.py"
     return (path.read_text(encoding="utf-8").rstrip("\n"),) if path.is_file() else ()
+
+
+def graded_exercise(exercise_id: str, title: str, task: str, answer_kind: str, grade, **fields) -> Exercise:
+    """An exercise nbgrader grades (`fields`: its points, unit...), with its reference solution,
+    the checker's self-check and the feedback said plainly."""
+    return Exercise(
+        exercise_id,
+        title,
+        task,
+        answer_kind,
+        grade,
+        solutions=reference_solution(exercise_id),
+        graded=True,
+        self_check=self_check,
+        explain=said_plainly,
+        **fields,
+    )
 
 
 _JAX_HINTS = (
@@ -161,8 +171,7 @@ def said_plainly(ex, result, context) -> str | None:
         hint = cell_hint(context.stale, code)
         return f"{result.feedback}\n{hint}" if hint else None
     namespace = getattr(cell, "namespace", None) or {}
-    names = [n.strip() for n in ex.answer_name.split(",") if n.strip()]
-    held = [n for n in names if n in namespace and namespace[n] is None]
+    held = [n for n in answer_names(ex) if n in namespace and namespace[n] is None]
     if not held or ex.answer_kind == "function":
         return None
     lines = result.feedback.splitlines()

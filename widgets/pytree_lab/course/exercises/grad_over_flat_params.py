@@ -8,12 +8,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import secrets
 from typing import Any
 
 from ...exercises import (
     CheckContext,
-    Exercise,
     Outcome,
     all_finite,
     as_number_array,
@@ -29,7 +27,7 @@ from ...exercises import (
     tree_problem,
     type_name,
 )
-from .common import jax_hint, reference_solution, said_plainly, self_check
+from .common import graded_exercise, jax_hint
 
 # The packed-parameters task's worked example (shown to students, so it may appear in feedback).
 _FLAT_EXAMPLE_PARAMS = (1.0, 0.0, 0.0)
@@ -42,27 +40,15 @@ def _flat_loss(flat_params, x):
     return jnp.sum((x @ flat_params[:-1] + flat_params[-1]) ** 2)
 
 
-# --------------------------------------------------------------------------- function answers
-
-
 @dataclasses.dataclass(frozen=True)
 class _FlatCase:
     flat_params: Any  # numpy float32 (d + 1,)
     x: Any  # numpy float32 (N, d)
     hidden: bool
 
-    @property
-    def n(self) -> int:
-        return int(self.x.shape[0])
-
-    @property
-    def d(self) -> int:
-        return int(self.x.shape[1])
-
-    def label(self, index: int) -> str:
-        if not self.hidden:
-            return f"Worked example (flat_params = {fmt(self.flat_params)}, x = {fmt(self.x)})"
-        return f"Hidden case {index} (N = {self.n}, d = {self.d})"
+    def args(self) -> tuple:
+        """Fresh arrays per call: a function that changes its inputs cannot affect later cases."""
+        return tools.jnp.asarray(self.flat_params.copy()), tools.jnp.asarray(self.x.copy())
 
 
 # (N, d) of the hidden cases: several sizes; N >= 2 so a mean differs from a sum, d != 2 in most
@@ -89,17 +75,15 @@ class _FlatReferences:
     gradients of typical wrong losses that explain it. All from jax.grad."""
 
     def __init__(self, case: _FlatCase) -> None:
-        jnp = tools.jnp
-        self._args = (jnp.asarray(case.flat_params), jnp.asarray(case.x))
+        self._args = case.args()
         self.grad = _flat_grad_fn()(*self._args)
-        self._variants: dict[str, Any] | None = None
+
+    @functools.cached_property
+    def _variants(self) -> dict[str, Any]:
+        return _flat_variants_fn()(*self._args)
 
     def __getitem__(self, name: str):
-        if name == "grad":
-            return self.grad
-        if self._variants is None:
-            self._variants = _flat_variants_fn()(*self._args)
-        return self._variants[name]
+        return self.grad if name == "grad" else self._variants[name]
 
 
 # Compiled once per (N, d). Run op by op, each new shape costs a compile per primitive: seconds.
@@ -146,18 +130,9 @@ _BIAS_FIRST = (
 
 def _shape_text(shape, case: _FlatCase) -> str:
     """A shape in the exercise's symbols, (N, d + 1); the worked example also gets numbers."""
-    names = []
-    for size in shape:
-        if size == case.d + 1:
-            names.append("d + 1")
-        elif size == 1:
-            names.append("1")
-        elif size == case.d:
-            names.append("d")
-        elif size == case.n:
-            names.append("N")
-        else:
-            names.append(str(size))
+    n, d = case.x.shape
+    symbols = {n: "N", d: "d", 1: "1", d + 1: "d + 1"}  # a later key wins: d + 1 first, then 1, d, N
+    names = [symbols.get(size, str(size)) for size in shape]
     symbolic = "(" + ", ".join(names) + ("," if len(names) == 1 else "") + ")"
     if case.hidden or symbolic == fmt_shape(shape):
         return symbolic
@@ -169,7 +144,7 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
     it never quotes values, only sizes in the exercise's symbols (N, d)."""
     np = tools.np
     grad = np.asarray(refs["grad"])
-    d, n = case.d, case.n
+    n, d = case.x.shape
     want = f"one array of shape {_shape_text(grad.shape, case)}"
     if out is None:
         return "your function returned None. Did it forget to `return` the gradient?"
@@ -264,16 +239,15 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
     return "the values are not the gradient of the sum of squared predictions."
 
 
-def _cases_label(indices: list[int], cases: list[_FlatCase]) -> str:
-    if len(indices) == len(cases):
+def _cases_label(indices: list[int], sizes: list) -> str:
+    """The cases `indices` name, by their sizes (None: the worked example, else (N, d))."""
+    if len(indices) == len(sizes):
         return "Every case"
-    parts = []
-    if 0 in indices:
-        parts.append(cases[0].label(0))
-    hidden = [i for i in indices if cases[i].hidden]
+    worked = _worked_case()
+    parts = [f"Worked example (flat_params = {fmt(worked.flat_params)}, x = {fmt(worked.x)})"] if 0 in indices else []
+    hidden = [f"{i} (N = {sizes[i][0]}, d = {sizes[i][1]})" for i in indices if sizes[i] is not None]
     if hidden:
-        sizes = [f"{i} (N = {cases[i].n}, d = {cases[i].d})" for i in hidden]
-        parts.append(("hidden case " if len(hidden) == 1 else "hidden cases ") + ", ".join(sizes))
+        parts.append(("hidden case " if len(hidden) == 1 else "hidden cases ") + ", ".join(hidden))
     text = "; ".join(parts)
     return text[0].upper() + text[1:]
 
@@ -283,7 +257,6 @@ CASE_BUDGET = 10.0  # seconds of student code per case (first calls compile: gen
 
 def _grade_grad_over_flat_params(answer, context: CheckContext) -> Outcome:
     np = tools.np
-    jnp = tools.jnp
     if not callable(answer):
         arr = as_number_array(answer)
         line = f"Pass your function grad_over_flat_params itself, not {type_name(answer)}."
@@ -293,26 +266,15 @@ def _grade_grad_over_flat_params(answer, context: CheckContext) -> Outcome:
                 "grad_over_flat_params), without parentheses after the name."
             )
         return Outcome(0, 1, [line])
-    # seeded by the operating system, never by numpy's global state: not predictable in the kernel
-    rng = np.random.default_rng(secrets.randbits(128)) if context.rng is None else context.rng
     sizes = [None, *_HIDDEN_SIZES]
-    cases: list[_FlatCase] = []
     passed = 0
     problems: dict[str, list[int]] = {}
     notes: list[str] = []
     outputs: list = []  # what the function returned, case by case (to see an answer written in)
     for index, size in enumerate(sizes):
         # each case exists only from here on: earlier answers cannot see later inputs
-        case = _worked_case() if size is None else _hidden_case(rng, *size)
-        cases.append(case)
-        # fresh arrays per call: a function that changes its inputs cannot affect later cases
-        run = run_guarded(
-            answer,
-            jnp.asarray(case.flat_params.copy()),
-            jnp.asarray(case.x.copy()),
-            budget=CASE_BUDGET,
-            once_stuck=True,
-        )
+        case = _worked_case() if size is None else _hidden_case(context.rng, *size)
+        run = run_guarded(answer, *case.args(), budget=CASE_BUDGET, once_stuck=True)
         tampered = [n for n in run.replaced if n.split(".")[0] not in ("jax", "numpy", "builtins")]
         if tampered:
             return Outcome(
@@ -337,31 +299,19 @@ def _grade_grad_over_flat_params(answer, context: CheckContext) -> Outcome:
             out = as_number_array(run.value)
             if out is not None:
                 outputs.append(out)
-        for note in notes_for(run):
-            if note not in notes:
-                notes.append(note)
+        notes += [note for note in notes_for(run) if note not in notes]
         if problem is None:
             passed += 1
         else:
             problems.setdefault(problem, []).append(index)
         if run.timed_out:  # one endless loop is enough: do not wait for it once per case
-            for rest in range(index + 1, len(sizes)):
-                size = sizes[rest]
-                cases.append(
-                    _worked_case()
-                    if size is None
-                    else _FlatCase(np.zeros(size[1] + 1, np.float32), np.zeros(size, np.float32), True)
-                )
-                problems[problem].append(rest)  # type: ignore[index]  # a timed-out case has a problem
+            problems[problem].extend(range(index + 1, len(sizes)))  # type: ignore[index]  # it has a problem
             break
     total = len(sizes)
     hidden = total - 1
     if passed == total:
         # right numbers; the exercise asks for them from jax.grad, not from a derivation by hand
-        case = _worked_case()
-        run, differentiated = differentiates(
-            answer, jnp.asarray(case.flat_params.copy()), jnp.asarray(case.x.copy()), budget=CASE_BUDGET
-        )
+        run, differentiated = differentiates(answer, *_worked_case().args(), budget=CASE_BUDGET)
         if run.ok and not differentiated:
             return Outcome(
                 passed,
@@ -390,11 +340,11 @@ def _grade_grad_over_flat_params(answer, context: CheckContext) -> Outcome:
                 "written into it?)."
             )
         for problem, indices in problems.items():
-            lines.append(f"- {_cases_label(indices, cases)}: {problem}")
+            lines.append(f"- {_cases_label(indices, sizes)}: {problem}")
     return Outcome(passed, total, lines + notes)
 
 
-EXERCISE = Exercise(
+EXERCISE = graded_exercise(
     "grad_over_flat_params",
     "Gradient of packed parameters",
     "A function grad_over_flat_params(flat_params, x) returning the gradient of the sum of "
@@ -403,10 +353,6 @@ EXERCISE = Exercise(
     _grade_grad_over_flat_params,
     lesson="Gradient of packed parameters",
     answer_name="grad_over_flat_params",
-    solutions=reference_solution("grad_over_flat_params"),
-    graded=True,
     points=4,
-    self_check=self_check,
-    explain=said_plainly,
     unit="cases",
 )

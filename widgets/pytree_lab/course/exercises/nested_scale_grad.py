@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from ... import lesson
 from ...exercises import (
     CheckContext,
-    Exercise,
     Outcome,
     TreeSpec,
     as_number_array,
@@ -18,22 +18,21 @@ from ...exercises import (
     tools,
     type_name,
 )
-from .common import (
-    _lesson_setup,
-    _nested_loss,
-    _nested_params,
-    _same_tree,
-    _whole_tree,
-    reference_solution,
-    said_plainly,
-    self_check,
-)
+from .common import _lesson_setup, _same_tree, _whole_tree, graded_exercise
 from .reruns import RERUN_BUDGET, follows_the_lesson, passed
+
+
+def _nested_params():
+    return {"layer": lesson.lesson_params(), "scale": tools.jnp.array(1.0)}
 
 
 def _residual_loss(p, x, target):
     jnp = tools.jnp
     return p["scale"] * (jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"]) - target
+
+
+def _nested_loss(p, x, target):
+    return _residual_loss(p, x, target) ** 2
 
 
 def _grade_nested_scale_grad(answer) -> Outcome:
@@ -146,8 +145,7 @@ def _nested_evidence(namespace) -> str | None:
     value = float(value.reshape(()))
     right = float(_nested_loss(want, x, target))
     if not close(value, right):
-        residual = float(_nested_loss(want, x, target) ** 0.5) * -1.0
-        if close(value, residual):
+        if close(value, float(_residual_loss(want, x, target))):
             return (
                 f"nested_loss returns {fmt_num(value)} at the start: that is the residual pred − 3, not the "
                 "squared error. Square it: return (pred - 3.) ** 2."
@@ -164,16 +162,9 @@ def _nested_evidence(namespace) -> str | None:
             f"(pred - 3.) ** 2, your prediction is {fmt_num(low)} (or {fmt_num(high)}), not 1: check how pred "
             "uses scale, weight, bias and x, each read through p."
         )
-    theirs = jax.grad(nested_loss)(nested)
-    reference = jax.grad(_nested_loss)(want, x, target)
-    flat_theirs, flat_ref = _leaves_paths(theirs), _leaves_paths(reference)
-    unused = [
-        path
-        for path, ref in flat_ref.items()
-        if path in flat_theirs
-        and not tools.np.any(tools.np.asarray(flat_theirs[path]))
-        and tools.np.any(tools.np.asarray(ref))
-    ]
+    np, theirs = tools.np, jax.grad(nested_loss)(nested)
+    paths, reference = _leaves_paths(theirs), _leaves_paths(jax.grad(_nested_loss)(want, x, target))
+    unused = [path for path, ref in reference.items() if path in paths and not np.any(paths[path]) and np.any(ref)]
     if unused:
         reads = ", ".join(f"p{path}" for path in unused)
         return (
@@ -188,12 +179,11 @@ def _nested_evidence(namespace) -> str | None:
 
 
 def _leaves_paths(tree) -> dict[str, Any]:
-    jax = tools.jax
-    flat, _ = jax.tree_util.tree_flatten_with_path(tree)
-    return {jax.tree_util.keystr(path): leaf for path, leaf in flat}
+    tree_util = tools.jax.tree_util
+    return {tree_util.keystr(path): leaf for path, leaf in tree_util.tree_leaves_with_path(tree)}
 
 
-EXERCISE = Exercise(
+EXERCISE = graded_exercise(
     "nested_scale_grad",
     "Extend to a nested model",
     'The gradient tree g of nested_loss at {"layer": params, "scale": 1.0}.',
@@ -201,10 +191,6 @@ EXERCISE = Exercise(
     grade,
     lesson="Pytrees and structured parameters",
     answer_name="g",
-    solutions=reference_solution("nested_scale_grad"),
-    graded=True,
     points=2,
-    self_check=self_check,
-    explain=said_plainly,
     unit="leaves",
 )

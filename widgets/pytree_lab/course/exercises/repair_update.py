@@ -7,35 +7,31 @@ import contextlib
 import dataclasses
 
 from ... import lesson
-from ...exercises import CheckContext, Exercise, Outcome, TreeSpec, as_number_array, fmt_num, grade_tree, tools
-from .common import _lesson_setup, _lesson_step, _whole_tree, reference_solution, said_plainly, self_check
+from ...exercises import CheckContext, Outcome, TreeSpec, as_number_array, fmt_num, grade_tree, tools
+from .common import _lesson_setup, _lesson_step, _whole_tree, graded_exercise
 from .reruns import follows_the_lesson, passed
 
 _LR = fmt_num(lesson.LEARNING_RATE)  # the lesson's learning rate, as the sentences write it
+_BY_PATH = f"jax.tree.map(lambda p, g: p - {_LR} * g, params, grads)"
 _SWAPPED = (
-    f"the gradient leaves are swapped: weight was stepped with the bias gradient and bias with the "
-    f"weight gradient (so bias became an array of 2 values). Pair each parameter with its own gradient "
-    f"by path: jax.tree.map(lambda p, g: p - {_LR} * g, params, grads)."
+    "the gradient leaves are swapped: weight was stepped with the bias gradient and bias with the weight "
+    f"gradient (so bias became an array of 2 values). Pair each parameter with its own gradient by path: {_BY_PATH}."
 )
 _ZIP = (
-    f"your zip pairs leaves by position, and the positions disagree: params' values come in the order "
-    f"written (weight, bias), the gradients in flatten order (bias, weight: keys sorted, as "
-    f"jax.tree.leaves(grads) and JAX's gradient dict give them). So weight was stepped with the bias gradient "
-    f"and bias with the weight gradient. Pair by path instead: jax.tree.map(lambda p, g: p - {_LR} * g, "
-    f"params, grads)."
+    "your zip pairs leaves by position, and the positions disagree: params' values come in the order "
+    "written (weight, bias), the gradients in flatten order (bias, weight: keys sorted, as "
+    "jax.tree.leaves(grads) and JAX's gradient dict give them). So weight was stepped with the bias gradient "
+    f"and bias with the weight gradient. Pair by path instead: {_BY_PATH}."
 )
 _KEYS_SWAPPED = (
-    f"the updated values are right but under each other's keys: weight holds the updated bias and "
-    f"bias the updated weight, as zipping params' keys (weight, bias: the order written) with "
-    f"leaves in flatten order (bias, weight) does. Keep the structure: jax.tree.map(lambda p, g: "
-    f"p - {_LR} * g, params, grads)."
+    "the updated values are right but under each other's keys: weight holds the updated bias and "
+    "bias the updated weight, as zipping params' keys (weight, bias: the order written) with "
+    f"leaves in flatten order (bias, weight) does. Keep the structure: {_BY_PATH}."
 )
-
 _ZIP_KEYS = (
-    f"your zip put the updated values under each other's keys: it pairs params' keys in the order "
-    f"written (weight, bias) with leaves in flatten order (bias, weight: keys sorted), so weight holds "
-    f"the updated bias and bias the updated weight. Keep the structure: jax.tree.map(lambda p, g: "
-    f"p - {_LR} * g, params, grads)."
+    "your zip put the updated values under each other's keys: it pairs params' keys in the order "
+    "written (weight, bias) with leaves in flatten order (bias, weight: keys sorted), so weight holds "
+    f"the updated bias and bias the updated weight. Keep the structure: {_BY_PATH}."
 )
 
 
@@ -105,7 +101,7 @@ def right_at(point) -> dict:
     return {"fixed": [point["updated"]]}
 
 
-EXERCISE = Exercise(
+EXERCISE = graded_exercise(
     "repair_update",
     "Repair a mismatched update tree",
     "The updated parameter tree (fixed) after restoring bias in the gradient tree.",
@@ -113,10 +109,6 @@ EXERCISE = Exercise(
     grade,
     lesson="Pytrees and structured parameters",
     answer_name="fixed",
-    solutions=reference_solution("repair_update"),
-    graded=True,
     points=2,
-    self_check=self_check,
-    explain=said_plainly,
     unit="leaves",
 )

@@ -4,30 +4,15 @@ copy of the notebook's namespace (`CheckContext.rerun`), and must follow them.""
 from __future__ import annotations
 
 import dataclasses
-import secrets
 from collections.abc import Callable
 from typing import Any
 
 from ... import lesson
 from ...exercises import CheckContext, Exercise, Outcome, cell_python, describe_failure, run_guarded, tools
-from .common import _lesson_setup, _same_tree
-
-# --------------------------------------------------------------------------- evidence from the cell
-# A value answer (norm_squared, g, fixed) must be computed: the exercise cell is run again, in a
-# copy of the notebook's namespace, at other lesson parameters (with their own gradients), and
-# the answer must follow them.
+from .common import _same_tree, answer_names, lesson_point
 
 RERUNS = 2  # other parameter points per check
 RERUN_BUDGET = 10.0
-
-
-def lesson_point(params) -> dict[str, Any]:
-    """The lesson's trees at a parameter point: what the notebook's names hold there."""
-    jax = tools.jax
-    _, x, target, lr = _lesson_setup()
-    value, grads = jax.value_and_grad(lesson.lesson_loss)(params, x, target)
-    updated = jax.tree.map(lambda p, g: p - lr * g, params, grads)
-    return {"params": params, "grads": grads, "value": value, "updated": updated}
 
 
 def variant_changes(namespace: dict, code: str, point: dict, lesson_trees: dict) -> dict:
@@ -143,18 +128,17 @@ def _rerun_problems(ex: Exercise, answer, context: CheckContext, changes, move, 
         assigned = {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     except SyntaxError:
         return {}
-    names = [n.strip() for n in ex.answer_name.split(",") if n.strip()]
-    answers = answer if isinstance(answer, dict) and len(names) > 1 else {names[0]: answer}
-    names = [n for n in names if n in assigned]
+    every = answer_names(ex)
+    answers = answer if isinstance(answer, dict) and len(every) > 1 else {every[0]: answer}
+    names = [n for n in every if n in assigned]
     if not names:
         return {}
-    rng = tools.np.random.default_rng(secrets.randbits(128)) if context.rng is None else context.rng
     lesson_trees = lesson_point(lesson.lesson_params())
     trees = {k: lesson_trees[k] for k in ("params", "grads", "updated")}
     lesson_expected = expected(lesson_trees)
     problems: dict[str, str] = {}
     for _ in range(RERUNS):
-        point = other_point(rng, lesson_expected, expected)
+        point = other_point(context.rng, lesson_expected, expected)
         rerun = context.rerun(variant_changes(context.cell.names(), code, point, trees), budget=RERUN_BUDGET)
         if rerun is None:
             break

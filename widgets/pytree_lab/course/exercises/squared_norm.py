@@ -7,7 +7,6 @@ import math
 
 from ...exercises import (
     CheckContext,
-    Exercise,
     Outcome,
     as_number_array,
     close,
@@ -17,7 +16,7 @@ from ...exercises import (
     tools,
     type_name,
 )
-from .common import _lesson_step, reference_solution, said_plainly, self_check
+from .common import _lesson_step, graded_exercise
 from .reruns import follows_the_lesson
 
 
@@ -140,7 +139,7 @@ def grade(answer, context: CheckContext) -> Outcome:
     return follows_the_lesson(EXERCISE, outcome, answer, context, "grads", "compute it from `grads`", right_at)
 
 
-EXERCISE = Exercise(
+EXERCISE = graded_exercise(
     "squared_norm",
     "Make it yours",
     "Compute the squared norm of all gradient leaves (norm_squared), and again by adding the "
@@ -149,10 +148,6 @@ EXERCISE = Exercise(
     grade,
     lesson="Pytrees and structured parameters",
     answer_name="norm_squared, manual",
-    solutions=reference_solution("squared_norm"),
-    graded=True,
     points=2,
-    self_check=self_check,
-    explain=said_plainly,
     unit="values",
 )
