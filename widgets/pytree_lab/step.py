@@ -15,12 +15,14 @@ in the background; from `INTERPRET_EQNS` on it is never compiled (`Staged`).
 from __future__ import annotations
 
 import atexit
+import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .engine import Engine, get_engine
+from .trees import x64_enabled
 
 if TYPE_CHECKING:  # loaded on first use by __getattr__ below (training imports this module)
     from .training import CompiledStep
@@ -94,7 +96,6 @@ def gradient_step(
     return StepResult(params, float(value), grads, updated, float(loss_after), float(learning_rate))
 
 
-_MALLOC_TRIM: Any = None  # glibc's malloc_trim, False where there is none
 TRIMS = 0  # how many times freed heap memory was given back (tests read it)
 
 
@@ -106,24 +107,29 @@ def return_freed_memory() -> bool:
     held for the kernel's life. `malloc_trim(0)` returns it. Linux with glibc only; elsewhere
     (macOS, Windows, Pyodide) nothing happens and False is returned.
     """
-    global _MALLOC_TRIM, TRIMS
-    if _MALLOC_TRIM is None:
-        _MALLOC_TRIM = False
-        if sys.platform.startswith("linux"):
-            try:
-                import ctypes
-
-                _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
-            except (OSError, AttributeError):  # musl, or no libc.so.6
-                _MALLOC_TRIM = False
-    if not _MALLOC_TRIM:
+    global TRIMS
+    trim = _malloc_trim()
+    if trim is None:
         return False
     try:
-        _MALLOC_TRIM(0)
+        trim(0)
     except Exception:  # noqa: BLE001 - never let housekeeping break a step
         return False
     TRIMS += 1
     return True
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    """glibc's malloc_trim, None where there is none (musl, no libc.so.6, not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 class Staged:
@@ -345,7 +351,7 @@ def pin_dtypes(tree: Any, engine: Engine | None = None) -> Any:
 
     eng = engine or get_engine()
     eng.check_tree(tree, "the tree")  # a cyclic tree: a message now, not JAX recursing until the interpreter breaks
-    x64 = _x64(eng)
+    x64 = x64_enabled()
 
     def pin(x):
         if isinstance(x, bool):
@@ -370,13 +376,6 @@ def pin_dtypes(tree: Any, engine: Engine | None = None) -> Any:
         return x
 
     return eng.tree_map(pin, tree)
-
-
-def _x64(eng: Engine) -> bool:
-    try:
-        return bool(eng.jax.config.jax_enable_x64)
-    except AttributeError:
-        return False
 
 
 def __getattr__(name: str) -> Any:
