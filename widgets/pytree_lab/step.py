@@ -146,7 +146,7 @@ class Staged:
         self._engine = engine
         self._signature: Any = None
         self._call: Callable = jitted
-        self._first: Callable = lambda *args: jitted(*args)[0]
+        self._first: Callable | None = None  # None: the first output of `_call`
         self._generation = 0
         self._compiled_event = threading.Event()
         self._compiled_event.set()
@@ -161,7 +161,7 @@ class Staged:
 
     def first(self, *args: Any) -> Any:
         self._stage(args)
-        return self._first(*args)
+        return self._first(*args) if self._first is not None else self._call(*args)[0]
 
     def wait_compiled(self, timeout: float | None = None) -> bool:
         """Wait for a background compile to end (True when none is running any more)."""
@@ -195,8 +195,7 @@ class Staged:
 
     def _use_compiled(self, compiled: Any) -> None:
         return_freed_memory()  # what the compiler freed goes back to the operating system
-        self._call = compiled
-        self._first = lambda *a: compiled(*a)[0]
+        self._call, self._first = compiled, None
         self.interpreted = False
 
     def _compile_in_background(self, traced: Any, generation: int) -> None:
@@ -207,8 +206,7 @@ class Staged:
 
         def compile_() -> None:
             try:
-                lowered = traced.lower()
-                compiled = lowered.compile()
+                compiled = traced.lower().compile()
                 if generation == self._generation:  # still the program the arguments need
                     self._use_compiled(compiled)
             except BaseException as err:  # noqa: BLE001 - XLA can fail (memory): stay op by op
@@ -223,7 +221,7 @@ class Staged:
         _wait_at_exit(thread)
         thread.start()
 
-    def _interpreters(self, closed: Any, out_tree: Any) -> tuple[Callable, Callable]:
+    def _interpreters(self, closed: Any, out_tree: Any) -> tuple[Callable, Callable | None]:
         import importlib
 
         eng = self._engine
@@ -232,9 +230,6 @@ class Staged:
 
         def call(*args):
             return eng.tree_unflatten(out_tree, run_all(*eng.tree_leaves(args)))
-
-        def first(*args):
-            return call(*args)[0]
 
         try:  # what the first output needs, the rest dropped (JAX's own dead-code pass)
             from jax._src.interpreters import partial_eval as pe
@@ -245,13 +240,13 @@ class Staged:
             run_first = core.jaxpr_as_fun(core.ClosedJaxpr(kept, closed.consts))
             first_tree = eng.tree_structure(eng.tree_unflatten(out_tree, [0] * n_out)[0])
 
-            def first(*args):  # the leaner one, where JAX's pass is there
+            def first(*args):
                 leaves = eng.tree_leaves(args)
                 return eng.tree_unflatten(first_tree, run_first(*[x for x, keep in zip(leaves, used) if keep]))
-        except Exception:  # noqa: BLE001 - an internal API moved: the whole program gives it too
-            pass
 
-        return call, first
+            return call, first
+        except Exception:  # noqa: BLE001 - an internal API moved: the whole program gives it too
+            return call, None
 
 
 # A compile still running when Python exits is waited for, up to this many seconds: a daemon
