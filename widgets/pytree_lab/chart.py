@@ -188,8 +188,7 @@ class BeforeAfterChart:
     @plot_px.setter
     def plot_px(self, value: int) -> None:
         self._plot_px = int(value)
-        with self.figure.hold_sync(), self.x_axis.hold_sync():
-            self._fit_axis()
+        self._fit_axis()
 
     @property
     def scale(self) -> float:
@@ -204,8 +203,7 @@ class BeforeAfterChart:
         # two lines would overlap, so the x axis's title says it instead
         self.bars.display_legend = self._scale == 1
         self.x_axis.label = "parameter element" if self._scale == 1 else "blue: before, orange: after"
-        with self.figure.hold_sync(), self.x_axis.hold_sync():
-            self._fit_axis()
+        self._fit_axis()
 
     def _fit_axis(self) -> None:
         """Upright ticks when there are many or long ones (in presenter mode, also when side by
@@ -217,16 +215,17 @@ class BeforeAfterChart:
         upright = upright or (s > 1 and sum(tick_width(t, font) + font for t in shown) > 360)
         below = TICK_GAP + math.ceil(max((tick_width(t, font) for t in shown), default=1.0)) if upright else 0
         title_at = round(below + TITLE_GAP if upright else 35 * s)
-        self.x_axis.tick_rotate = -90 if upright else 0
-        self.x_axis.tick_style = (
-            {"text-anchor": "end", "dominant-baseline": "central", "font-size": f"{font}px"} if upright else {}
-        )
-        self.x_axis.label_offset = f"{title_at}px"
-        self.y_axis.label_offset = f"{round(45 * s)}px"
         top, left = round(40 * s), round(70 * s)
-        self.figure.fig_margin = {"top": top, "bottom": title_at + 12, "left": left, "right": 20}
-        self.y_axis.num_ticks = 5 if s > 1 else None  # larger ticks: fewer, on a taller plot
-        self.figure.layout.height = f"{round(self._plot_px * min(s, 1.5)) + top + title_at + 12}px"
+        with self.figure.hold_sync(), self.x_axis.hold_sync():
+            self.x_axis.tick_rotate = -90 if upright else 0
+            self.x_axis.tick_style = (
+                {"text-anchor": "end", "dominant-baseline": "central", "font-size": f"{font}px"} if upright else {}
+            )
+            self.x_axis.label_offset = f"{title_at}px"
+            self.y_axis.label_offset = f"{round(45 * s)}px"
+            self.figure.fig_margin = {"top": top, "bottom": title_at + 12, "left": left, "right": 20}
+            self.y_axis.num_ticks = 5 if s > 1 else None  # larger ticks: fewer, on a taller plot
+            self.figure.layout.height = f"{round(self._plot_px * min(s, 1.5)) + top + title_at + 12}px"
 
     def _rows(self) -> list[list[str]]:
         return [
