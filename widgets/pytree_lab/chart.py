@@ -13,6 +13,7 @@ import traitlets
 
 from .formatting import fmt_number, isolate_rtl, short_labels, visible
 from .page import PageIntents, static_asset
+from .ranges import nice
 from .tree_model import under
 
 __all__ = [
@@ -60,6 +61,13 @@ BEFORE = "#1f77b4"
 AFTER = "#ff7f0e"
 
 
+def _value_axis(scale: bqplot.Scale, label: str) -> bqplot.Axis:
+    """The vertical axis of every chart here: numbers to three figures, dashed grid lines."""
+    return bqplot.Axis(
+        scale=scale, side="left", label=label, tick_format=".3~g", label_offset="45px", grid_lines="dashed"
+    )
+
+
 class BeforeAfterChart:
     """A grouped bar chart: one pair of bars (before, after) per parameter element.
 
@@ -100,14 +108,7 @@ class BeforeAfterChart:
             tooltip=bqplot.Tooltip(fields=["x", "y"], labels=["path", "value"], formats=["", ".4g"]),
         )
         self.x_axis = bqplot.Axis(scale=self.x_scale, label="parameter element")
-        self.y_axis = bqplot.Axis(
-            scale=self.y_scale,
-            side="left",
-            label="parameter value",
-            tick_format=".3~g",
-            label_offset="45px",
-            grid_lines="dashed",
-        )
+        self.y_axis = _value_axis(self.y_scale, "parameter value")
         figure_class = f"ptl-bars-figure-{next(_figure_ids)}"  # how the table finds its chart in the page
         self.figure = bqplot.Figure(
             marks=[self.bars],
@@ -187,8 +188,7 @@ class BeforeAfterChart:
     @plot_px.setter
     def plot_px(self, value: int) -> None:
         self._plot_px = int(value)
-        with self.figure.hold_sync(), self.x_axis.hold_sync():
-            self._fit_axis()
+        self._fit_axis()
 
     @property
     def scale(self) -> float:
@@ -203,8 +203,7 @@ class BeforeAfterChart:
         # two lines would overlap, so the x axis's title says it instead
         self.bars.display_legend = self._scale == 1
         self.x_axis.label = "parameter element" if self._scale == 1 else "blue: before, orange: after"
-        with self.figure.hold_sync(), self.x_axis.hold_sync():
-            self._fit_axis()
+        self._fit_axis()
 
     def _fit_axis(self) -> None:
         """Upright ticks when there are many or long ones (in presenter mode, also when side by
@@ -216,16 +215,17 @@ class BeforeAfterChart:
         upright = upright or (s > 1 and sum(tick_width(t, font) + font for t in shown) > 360)
         below = TICK_GAP + math.ceil(max((tick_width(t, font) for t in shown), default=1.0)) if upright else 0
         title_at = round(below + TITLE_GAP if upright else 35 * s)
-        self.x_axis.tick_rotate = -90 if upright else 0
-        self.x_axis.tick_style = (
-            {"text-anchor": "end", "dominant-baseline": "central", "font-size": f"{font}px"} if upright else {}
-        )
-        self.x_axis.label_offset = f"{title_at}px"
-        self.y_axis.label_offset = f"{round(45 * s)}px"
         top, left = round(40 * s), round(70 * s)
-        self.figure.fig_margin = {"top": top, "bottom": title_at + 12, "left": left, "right": 20}
-        self.y_axis.num_ticks = 5 if s > 1 else None  # larger ticks: fewer, on a taller plot
-        self.figure.layout.height = f"{round(self._plot_px * min(s, 1.5)) + top + title_at + 12}px"
+        with self.figure.hold_sync(), self.x_axis.hold_sync():
+            self.x_axis.tick_rotate = -90 if upright else 0
+            self.x_axis.tick_style = (
+                {"text-anchor": "end", "dominant-baseline": "central", "font-size": f"{font}px"} if upright else {}
+            )
+            self.x_axis.label_offset = f"{title_at}px"
+            self.y_axis.label_offset = f"{round(45 * s)}px"
+            self.figure.fig_margin = {"top": top, "bottom": title_at + 12, "left": left, "right": 20}
+            self.y_axis.num_ticks = 5 if s > 1 else None  # larger ticks: fewer, on a taller plot
+            self.figure.layout.height = f"{round(self._plot_px * min(s, 1.5)) + top + title_at + 12}px"
 
     def _rows(self) -> list[list[str]]:
         return [
@@ -256,7 +256,7 @@ class BeforeAfterChart:
             lo, hi = min(lo, self.y_scale.min), max(hi, self.y_scale.max)
         # headroom above the tallest bar keeps the legend (top right) clear of every bar
         top = hi + max(0.35 * (hi - lo), 0.3)
-        step = _nice_step((top - lo) / 7)
+        step = nice((top - lo) / 7)
         y_min = math.floor(lo / step) * step
         y_max = math.ceil(top / step) * step
         n_steps = int(round((y_max - y_min) / step))  # noqa: RUF046 - the values may be numpy floats
@@ -322,18 +322,51 @@ def tick_width(text: str, font_px: float = TICK_FONT_PX) -> float:
     return sum(_ASCII_WIDTH[ord(c) - 32] if 32 <= ord(c) < 127 else 1000 for c in text) * font_px / 1000
 
 
-def _nice_step(raw: float) -> float:
-    """1, 2 or 5 times a power of ten: ticks a reader can add up."""
-    if not math.isfinite(raw) or raw <= 0:
-        return 1.0
-    power = 10.0 ** math.floor(math.log10(raw))  # a float: an int power of 1e20 would make object-dtype ticks
-    for m in (1, 2, 5, 10):
-        if raw <= m * power:
-            return m * power
-    return 10 * power
+def _padded(lo: float, hi: float) -> tuple[float, float]:
+    """A linear loss range: 0 and every value, with a margin on the side that is not 0."""
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    pad = 0.08 * (hi - lo) or 1.0
+    return (lo if lo == 0 else lo - pad), hi + pad
 
 
-class LossHistoryChart:
+class _LossChart:
+    """What the loss charts share: a step axis (whole steps only), a linear loss axis, and the
+    figure holding them with the marks `_marks` makes on those scales."""
+
+    def __init__(self, title: str, layout: dict, **figure: object):
+        self.x_scale = bqplot.LinearScale(min=0.0, max=1.0)
+        self.y_linear = bqplot.LinearScale(min=0.0, max=1.0)
+        self.x_axis = bqplot.Axis(scale=self.x_scale, label="step", tick_format="d", tick_values=[0.0, 1.0])
+        self.y_axis = _value_axis(self.y_linear, "loss")
+        self.figure = bqplot.Figure(
+            marks=self._marks({"x": self.x_scale, "y": self.y_linear}),
+            axes=[self.x_axis, self.y_axis],
+            title=title,
+            fig_margin={"top": 40, "bottom": 50, "left": 70, "right": 20},
+            layout=layout,
+            animation_duration=0,
+            **figure,
+        )
+
+    def _marks(self, scales: dict) -> list:
+        raise NotImplementedError
+
+    def _steps(self, n: int) -> None:
+        """The step axis for `n` points: from 0, at most about eight whole-number ticks."""
+        last = max(n - 1, 1)
+        self.x_scale.min, self.x_scale.max = 0.0, float(last)
+        self.x_axis.tick_values = [float(k) for k in range(0, last + 1, int(nice(last / 8)) or 1)]
+
+    def close(self) -> None:
+        """Close every widget of the chart, a scale not on screen included."""
+        marks = self.figure.marks
+        scales = (self.x_scale, self.y_linear, getattr(self, "y_log", None))
+        for w in (self.figure, *marks, *[m.tooltip for m in marks], self.x_axis, self.y_axis, *scales):
+            if w is not None:
+                w.close()
+
+
+class LossHistoryChart(_LossChart):
     """The loss at every point visited, one point per step (bqplot line + the current point).
 
     `show(history)` draws `history[0]` (the start) through `history[-1]` (where the explorer
@@ -347,38 +380,21 @@ class LossHistoryChart:
         self.on_new_widget: Callable | None = None  # told of a widget made later (the log scale)
         self.history: Sequence[float] = []
         self._few_ticks = False  # presenter mode (set_scale): about five round loss ticks
-        self.x_scale = bqplot.LinearScale(min=0.0, max=1.0)
-        self.y_linear = bqplot.LinearScale(min=0.0, max=1.0)
         self.y_log: bqplot.LogScale | None = None  # made when first needed
+        super().__init__(title, {"flex": "1 1 320px", "min_width": "260px", "max_width": "560px", "height": "300px"})
+
+    def _marks(self, scales: dict) -> list:
         # no point until a step worked: a point at loss 0 would be a step that did not happen
-        self.line = bqplot.Lines(
-            x=[],
-            y=[],
-            scales={"x": self.x_scale, "y": self.y_linear},
-            colors=[BEFORE],
-            stroke_width=2,
-            labels=["loss"],
-        )
+        self.line = bqplot.Lines(x=[], y=[], scales=scales, colors=[BEFORE], stroke_width=2, labels=["loss"])
         self.point = bqplot.Scatter(
             x=[],
             y=[],
-            scales={"x": self.x_scale, "y": self.y_linear},
+            scales=scales,
             colors=[AFTER],
             default_size=48,
             tooltip=bqplot.Tooltip(fields=["x", "y"], labels=["step", "loss"], formats=["", ".4g"]),
         )
-        self.x_axis = bqplot.Axis(scale=self.x_scale, label="step", tick_format="d", tick_values=[0.0, 1.0])
-        self.y_axis = bqplot.Axis(
-            scale=self.y_linear, side="left", label="loss", tick_format=".3~g", label_offset="45px", grid_lines="dashed"
-        )
-        self.figure = bqplot.Figure(
-            marks=[self.line, self.point],
-            axes=[self.x_axis, self.y_axis],
-            title=title,
-            fig_margin={"top": 40, "bottom": 50, "left": 70, "right": 20},
-            layout={"flex": "1 1 320px", "min_width": "260px", "max_width": "560px", "height": "300px"},
-            animation_duration=0,
-        )
+        return [self.line, self.point]
 
     def set_scale(self, scale: float) -> None:
         """1, or presenter mode's: its text is drawn larger (chart.css), its margins and its height
@@ -397,13 +413,6 @@ class LossHistoryChart:
     def on_log_scale(self) -> bool:
         return self.y_log is not None and self.y_axis.scale is self.y_log
 
-    def close(self) -> None:
-        """Close every widget of the chart, the scale not on screen included."""
-        parts = (self.figure, self.line, self.point, self.point.tooltip, self.x_axis, self.y_axis, self.x_scale)
-        for w in (*parts, self.y_linear, self.y_log):
-            if w is not None:
-                w.close()
-
     def set_log(self, log: bool) -> None:
         self.log = bool(log)
         self.show(self.history)
@@ -418,12 +427,10 @@ class LossHistoryChart:
         self.history = history
         if ys_all.size == 0:  # nothing happened yet: no point, whole-number ticks, the scales as built
             with self.figure.hold_sync(), self.line.hold_sync(), self.point.hold_sync():
-                self.x_scale.min, self.x_scale.max = 0.0, 1.0
-                self.x_axis.tick_values = [0.0, 1.0]
+                self._steps(0)
                 self.line.x, self.line.y = np.zeros(0), np.zeros(0)
                 self.point.x, self.point.y = np.zeros(0), np.zeros(0)
             return
-        n = int(ys_all.size)
         xs, ys = thin_line(ys_all, MAX_DRAWN)
         finite = ys_all[np.isfinite(ys_all)]
         if finite.size == 0:
@@ -441,19 +448,12 @@ class LossHistoryChart:
             if y_max <= y_min:
                 y_max = y_min * 10
         else:
-            lo, hi = min(lo, 0.0), max(hi, 0.0)
-            pad = 0.08 * (hi - lo) or 1.0
-            y_min = lo if lo == 0 else lo - pad
-            y_max = hi + pad
+            y_min, y_max = _padded(lo, hi)
         with self.figure.hold_sync(), self.line.hold_sync(), self.point.hold_sync():
-            self.x_scale.min = 0.0
-            self.x_scale.max = float(max(n - 1, 1))
-            # whole steps only, at most about eight ticks
-            every = int(_nice_step(max(n - 1, 1) / 8)) or 1
-            self.x_axis.tick_values = [float(k) for k in range(0, max(n - 1, 1) + 1, every)]
+            self._steps(int(ys_all.size))
             scale.min, scale.max = float(y_min), float(y_max)
             if self._few_ticks and not use_log:
-                gap = _nice_step((y_max - y_min) / 5)
+                gap = nice((y_max - y_min) / 5)
                 self.y_axis.tick_values = [k * gap for k in range(math.ceil(y_min / gap), math.floor(y_max / gap) + 1)]
             elif self.y_axis.tick_values is not None:
                 self.y_axis.tick_values = None
@@ -474,7 +474,7 @@ class LossHistoryChart:
 LINE_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 
 
-class LossLinesChart:
+class LossLinesChart(_LossChart):
     """Several loss lines on one step axis (an optimizer comparison): one line per run (a bqplot
     Lines mark each, in `LINE_COLORS`), with a legend of their `names`. `show(histories)` draws
     each run's losses from step 0 (runs of other lengths end where they end), each point marked
@@ -485,35 +485,16 @@ class LossLinesChart:
 
     def __init__(self, names: Sequence[str], title: str = "Loss at each step"):
         self.names = list(names)
-        self.x_scale = bqplot.LinearScale(min=0.0, max=1.0)
-        self.y_scale = bqplot.LinearScale(min=0.0, max=1.0)
+        layout = {"flex": "1 1 360px", "min_width": "280px", "max_width": "640px", "height": "320px"}
+        super().__init__(title, layout, legend_location="top-right")
+
+    def _marks(self, scales: dict) -> list:
+        style = {"display_legend": True, "stroke_width": 2, "marker": "circle", "marker_size": 24}
         self.lines = [
-            bqplot.Lines(
-                x=[],
-                y=[],
-                scales={"x": self.x_scale, "y": self.y_scale},
-                colors=[color],
-                labels=[name],
-                display_legend=True,
-                stroke_width=2,
-                marker="circle",
-                marker_size=24,
-            )
+            bqplot.Lines(x=[], y=[], scales=scales, colors=[color], labels=[name], **style)
             for name, color in zip(self.names, LINE_COLORS)
         ]
-        self.x_axis = bqplot.Axis(scale=self.x_scale, label="step", tick_format="d", tick_values=[0.0, 1.0])
-        self.y_axis = bqplot.Axis(
-            scale=self.y_scale, side="left", label="loss", tick_format=".3~g", label_offset="45px", grid_lines="dashed"
-        )
-        self.figure = bqplot.Figure(
-            marks=self.lines,
-            axes=[self.x_axis, self.y_axis],
-            title=title,
-            legend_location="top-right",
-            fig_margin={"top": 40, "bottom": 50, "left": 70, "right": 20},
-            layout={"flex": "1 1 360px", "min_width": "280px", "max_width": "640px", "height": "320px"},
-            animation_duration=0,
-        )
+        return list(self.lines)
 
     def show(self, histories: Sequence[Sequence[float]]) -> None:
         import numpy as np
@@ -521,21 +502,14 @@ class LossLinesChart:
         ys = [np.asarray(h, dtype=np.float64).reshape(-1) for h in histories]
         n = max((y.size for y in ys), default=0)
         finite = np.concatenate([y[np.isfinite(y)] for y in ys] + [np.zeros(0)])
-        lo, hi = (min(float(finite.min()), 0.0), max(float(finite.max()), 0.0)) if finite.size else (0.0, 1.0)
-        pad = 0.08 * (hi - lo) or 1.0
-        every = int(_nice_step(max(n - 1, 1) / 8)) or 1
         with self.figure.hold_sync():
-            self.x_scale.min, self.x_scale.max = 0.0, float(max(n - 1, 1))
-            self.x_axis.tick_values = [float(k) for k in range(0, max(n - 1, 1) + 1, every)]
-            self.y_scale.min, self.y_scale.max = (lo if lo == 0 else lo - pad), hi + pad
+            self._steps(n)
+            lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+            self.y_linear.min, self.y_linear.max = _padded(lo, hi)
             for line, y in zip(self.lines, ys):
                 with line.hold_sync():
                     line.x, line.y = thin_line(y, MAX_DRAWN)
                     line.marker = "circle" if n <= self.MARKED else None
-
-    def close(self) -> None:
-        for w in (self.figure, *self.lines, self.x_axis, self.y_axis, self.x_scale, self.y_scale):
-            w.close()
 
 
 # The most points the loss line sends to the page: a chart is a few hundred pixels wide.

@@ -9,9 +9,9 @@ Real JAX always wins where it exists.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
-from functools import cached_property
 from typing import Any
 
 from .compat import is_lite
@@ -57,11 +57,11 @@ class Engine:
             return f"pytree-lab Lite engine {self.version} ({detail}; JAX cannot run in the browser)"
         return f"JAX {self.version}"
 
-    @cached_property
+    @functools.cached_property
     def numpy(self) -> Any:
         return importlib.import_module(self.jax.__name__ + ".numpy")
 
-    @cached_property
+    @functools.cached_property
     def tree_util(self) -> Any:
         return importlib.import_module(self.jax.__name__ + ".tree_util")
 
@@ -135,19 +135,14 @@ def device_label(device: Any) -> str:
     return f"{name} ({kind})" if kind and kind.lower() != device.platform else name
 
 
-_ENGINE: Engine | None = None
-
-
+@functools.cache
 def get_engine() -> Engine:
     """The engine for this kernel: real JAX if importable, else the JupyterLite engine."""
-    global _ENGINE
-    if _ENGINE is None:
+    try:
+        import jax
+    except ImportError:
         try:
-            import jax
-        except ImportError:
-            try:
-                from .compat import jax
-            except ImportError as err:  # pragma: no cover - depends on the kernel
-                raise ImportError("pytree-lab needs JAX to compute gradients: `pip install pytree-lab[jax]`") from err
-        _ENGINE = Engine(jax)
-    return _ENGINE
+            from .compat import jax
+        except ImportError as err:  # pragma: no cover - depends on the kernel
+            raise ImportError("pytree-lab needs JAX to compute gradients: `pip install pytree-lab[jax]`") from err
+    return Engine(jax)

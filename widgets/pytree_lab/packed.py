@@ -37,17 +37,11 @@ class _Layout:
         flat, _ = eng.tree_flatten_with_path(tree)
         self.owner: dict[int, tuple[str, tuple | None]] = {}
         self.leaves: list[dict] = []
-        position = 0
-        for path, leaf in flat:
-            arr = np.asarray(leaf)
-            key = eng.keystr(path)
-            elements = []
-            for index in np.ndindex(arr.shape):
-                self.owner[position] = (key, index if arr.ndim else None)
-                elements.append(position)
-                position += 1
-            self.leaves.append({"path": key, "shape": list(arr.shape), "positions": elements})
-        if position != int(packed.size):  # pragma: no cover - ravel_pytree packs leaf by leaf
+        for path, leaf in flat:  # ravel_pytree packs leaf after leaf, each in row-major order
+            shape, key, start = np.shape(leaf), eng.keystr(path), len(self.owner)
+            self.owner.update((start + i, (key, index if shape else None)) for i, index in enumerate(np.ndindex(shape)))
+            self.leaves.append({"path": key, "shape": list(shape), "positions": list(range(start, len(self.owner)))})
+        if len(self.owner) != int(packed.size):  # pragma: no cover - ravel_pytree packs leaf by leaf
             raise ValueError("the packed vector does not match the tree's leaves")
 
     def label(self, position: int) -> str:

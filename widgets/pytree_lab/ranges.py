@@ -1,15 +1,17 @@
-"""Slider ranges that follow a value's scale (no widgets here: the slider plan uses them
-without importing anywidget); `slider` re-exports `span`."""
+"""Slider ranges that follow a value's scale, and the charts' round steps (no widgets here: the
+slider plan uses them without importing anywidget); `slider` re-exports `span`."""
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["span"]
+__all__ = ["span", "nice"]
 
 
-def _nice(x: float) -> float:
-    """1, 2 or 5 times a power of ten, at least `x`."""
+def nice(x: float) -> float:
+    """1, 2 or 5 times a power of ten, at least `x` (a step a reader can add up; 1 for no number)."""
+    if not math.isfinite(x) or x <= 0:
+        return 1.0
     power = 10.0 ** math.floor(math.log10(x))
     for m in (1, 2, 5, 10):
         if x <= m * power * (1 + 1e-12):
@@ -36,7 +38,7 @@ def span(value: float) -> tuple[float, float, float]:
     m = abs(v)
     if m == 0 or m >= 0.1:
         width = max(2.0, 2 * m)
-        step = 0.01 if width <= 10 else _nice(width / 500)
+        step = 0.01 if width <= 10 else nice(width / 500)
         return float(math.floor(v - width)), float(math.ceil(v + width)), step
     top = _round(10.0 ** math.ceil(math.log10(m) + 1e-12))
     if top < 2 * m:  # keep the value away from the ends

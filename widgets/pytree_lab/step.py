@@ -15,12 +15,14 @@ in the background; from `INTERPRET_EQNS` on it is never compiled (`Staged`).
 from __future__ import annotations
 
 import atexit
+import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .engine import Engine, get_engine
+from .trees import x64_enabled
 
 if TYPE_CHECKING:  # loaded on first use by __getattr__ below (training imports this module)
     from .training import CompiledStep
@@ -94,7 +96,6 @@ def gradient_step(
     return StepResult(params, float(value), grads, updated, float(loss_after), float(learning_rate))
 
 
-_MALLOC_TRIM: Any = None  # glibc's malloc_trim, False where there is none
 TRIMS = 0  # how many times freed heap memory was given back (tests read it)
 
 
@@ -106,24 +107,29 @@ def return_freed_memory() -> bool:
     held for the kernel's life. `malloc_trim(0)` returns it. Linux with glibc only; elsewhere
     (macOS, Windows, Pyodide) nothing happens and False is returned.
     """
-    global _MALLOC_TRIM, TRIMS
-    if _MALLOC_TRIM is None:
-        _MALLOC_TRIM = False
-        if sys.platform.startswith("linux"):
-            try:
-                import ctypes
-
-                _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
-            except (OSError, AttributeError):  # musl, or no libc.so.6
-                _MALLOC_TRIM = False
-    if not _MALLOC_TRIM:
+    global TRIMS
+    trim = _malloc_trim()
+    if trim is None:
         return False
     try:
-        _MALLOC_TRIM(0)
+        trim(0)
     except Exception:  # noqa: BLE001 - never let housekeeping break a step
         return False
     TRIMS += 1
     return True
+
+
+@functools.cache
+def _malloc_trim() -> Any:
+    """glibc's malloc_trim, None where there is none (musl, no libc.so.6, not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 class Staged:
@@ -140,7 +146,7 @@ class Staged:
         self._engine = engine
         self._signature: Any = None
         self._call: Callable = jitted
-        self._first: Callable = lambda *args: jitted(*args)[0]
+        self._first: Callable | None = None  # None: the first output of `_call`
         self._generation = 0
         self._compiled_event = threading.Event()
         self._compiled_event.set()
@@ -155,7 +161,7 @@ class Staged:
 
     def first(self, *args: Any) -> Any:
         self._stage(args)
-        return self._first(*args)
+        return self._first(*args) if self._first is not None else self._call(*args)[0]
 
     def wait_compiled(self, timeout: float | None = None) -> bool:
         """Wait for a background compile to end (True when none is running any more)."""
@@ -189,8 +195,7 @@ class Staged:
 
     def _use_compiled(self, compiled: Any) -> None:
         return_freed_memory()  # what the compiler freed goes back to the operating system
-        self._call = compiled
-        self._first = lambda *a: compiled(*a)[0]
+        self._call, self._first = compiled, None
         self.interpreted = False
 
     def _compile_in_background(self, traced: Any, generation: int) -> None:
@@ -201,8 +206,7 @@ class Staged:
 
         def compile_() -> None:
             try:
-                lowered = traced.lower()
-                compiled = lowered.compile()
+                compiled = traced.lower().compile()
                 if generation == self._generation:  # still the program the arguments need
                     self._use_compiled(compiled)
             except BaseException as err:  # noqa: BLE001 - XLA can fail (memory): stay op by op
@@ -217,7 +221,7 @@ class Staged:
         _wait_at_exit(thread)
         thread.start()
 
-    def _interpreters(self, closed: Any, out_tree: Any) -> tuple[Callable, Callable]:
+    def _interpreters(self, closed: Any, out_tree: Any) -> tuple[Callable, Callable | None]:
         import importlib
 
         eng = self._engine
@@ -226,9 +230,6 @@ class Staged:
 
         def call(*args):
             return eng.tree_unflatten(out_tree, run_all(*eng.tree_leaves(args)))
-
-        def first(*args):
-            return call(*args)[0]
 
         try:  # what the first output needs, the rest dropped (JAX's own dead-code pass)
             from jax._src.interpreters import partial_eval as pe
@@ -239,13 +240,13 @@ class Staged:
             run_first = core.jaxpr_as_fun(core.ClosedJaxpr(kept, closed.consts))
             first_tree = eng.tree_structure(eng.tree_unflatten(out_tree, [0] * n_out)[0])
 
-            def first(*args):  # the leaner one, where JAX's pass is there
+            def first(*args):
                 leaves = eng.tree_leaves(args)
                 return eng.tree_unflatten(first_tree, run_first(*[x for x, keep in zip(leaves, used) if keep]))
-        except Exception:  # noqa: BLE001 - an internal API moved: the whole program gives it too
-            pass
 
-        return call, first
+            return call, first
+        except Exception:  # noqa: BLE001 - an internal API moved: the whole program gives it too
+            return call, None
 
 
 # A compile still running when Python exits is waited for, up to this many seconds: a daemon
@@ -345,7 +346,7 @@ def pin_dtypes(tree: Any, engine: Engine | None = None) -> Any:
 
     eng = engine or get_engine()
     eng.check_tree(tree, "the tree")  # a cyclic tree: a message now, not JAX recursing until the interpreter breaks
-    x64 = _x64(eng)
+    x64 = x64_enabled()
 
     def pin(x):
         if isinstance(x, bool):
@@ -370,13 +371,6 @@ def pin_dtypes(tree: Any, engine: Engine | None = None) -> Any:
         return x
 
     return eng.tree_map(pin, tree)
-
-
-def _x64(eng: Engine) -> bool:
-    try:
-        return bool(eng.jax.config.jax_enable_x64)
-    except AttributeError:
-        return False
 
 
 def __getattr__(name: str) -> Any:

@@ -24,23 +24,24 @@ JupyterLite kernel the optimizers of `pytree_lab.compat.optax` run in a plain Py
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
-from ._optimizer import (
+from .engine import Engine, get_engine
+from .optimizer_state import (
     OptimizerError,
+    StateView,
     _bad_state_leaf,
-    _get,
     _Optimizer,
-    _replace_at,
+    adam_hyperparameters,
     blamed,
+    decompose_state,
     is_transformation,
     optimizer_name,
 )
-from .engine import Engine, get_engine
-from .optimizer_state import StateView, adam_hyperparameters, decompose_state
 from .step import Staged, StepResult, fresh, is_big_tree, pin_dtypes, return_freed_memory, sgd_update
 
 __all__ = [
@@ -119,15 +120,17 @@ class TrainingStep:
         self._after_fn = eng.jit(self._traced_after)
         self._run_fn = None if eng.is_lite else eng.jit(self._traced_run)
         # A big tree: value_and_grad staged (step.Staged), the new loss its first output at the
-        # updated params, the plain update in numpy. None: decided at the first step.
+        # updated params, the plain update in numpy, the optimizer's update and the extras as
+        # programs of their own (each traced once, then compiled, or run operation by operation
+        # when too big to compile). None: decided at the first step.
         self.lean = lean
         self._lean_fns: dict = {"vg": Staged(self._forward_backward, eng)}
+        if self._opt.kind != "plain":
+            self._lean_fns["update"] = Staged(eng.jit(self._traced_update), eng)
+        if extras_fn is not None:
+            self._lean_fns["extras"] = eng.jit(lambda p, u, i: extras_fn(p, u, {**i, **self.static}))
 
     # ---- what the optimizer allows
-    @property
-    def has_optimizer(self) -> bool:
-        return self._opt.kind != "plain"
-
     @property
     def lr_adjustable(self) -> bool:
         """Whether the learning rate given to `step`/`run` changes the step (see the module doc).
@@ -148,8 +151,7 @@ class TrainingStep:
             return None
         import numpy as np
 
-        hp = _get(state, self._opt.inject_paths[0]).hyperparams
-        return float(np.asarray(hp["learning_rate"]))
+        return float(np.asarray(self._opt.rate_in(state)))
 
     # ---- state
     def init(self, params: Any, learning_rate: float | None = None) -> Any:
@@ -157,12 +159,9 @@ class TrainingStep:
         opt = self._opt
         if opt.kind == "plain":
             return None
-        if opt.kind == "factory":
-            if learning_rate is None:
-                raise OptimizerError("optimizer=<function of the learning rate> needs a learning rate to start from.")
-            transformation = opt.make(learning_rate)
-        else:
-            transformation = opt.transformation
+        if opt.kind == "factory" and learning_rate is None:
+            raise OptimizerError("optimizer=<function of the learning rate> needs a learning rate to start from.")
+        transformation = opt.make(learning_rate)
         with blamed(f"The optimizer's init ({opt.name}) failed: ", _AT_FAULT):
             state = transformation.init(params)
         bad = _bad_state_leaf(state, self.engine)
@@ -172,25 +171,12 @@ class TrainingStep:
                 "state is a tree of arrays (as optax's init returns), which the compiled step "
                 "can carry from one step to the next."
             )
-        state = self._strong(state)
+        # every number an array of a fixed dtype: JAX's weakly typed scalars in a fresh state
+        # would otherwise make the second step compile again
+        state = pin_dtypes(state, self.engine)
         if opt.kind == "transformation":
             opt.inspect(state)
         return state
-
-    def _strong(self, tree: Any) -> Any:
-        """The tree with every number an array of a fixed dtype: JAX's weakly typed scalars in a
-        fresh state would otherwise make the second step compile again."""
-        if self.engine.is_lite:
-            return pin_dtypes(tree, self.engine)
-        import jax.numpy as jnp
-
-        def strong(x):
-            if isinstance(x, (bool, int, float, complex)) or hasattr(x, "dtype"):
-                a = jnp.asarray(x)
-                return jnp.asarray(a, dtype=a.dtype)
-            return x
-
-        return self.engine.tree_map(strong, tree)
 
     # ---- the traced functions
     def _lr_like(self, lr: Any, leaf: Any) -> Any:
@@ -207,19 +193,12 @@ class TrainingStep:
             return updates, updated, state
         transformation = opt.make(lr)
         if opt.kind == "transformation" and opt.lr_adjustable:
-
-            def set_lr(inject):
-                hp = dict(inject.hyperparams)
-                old = hp["learning_rate"]
-                hp["learning_rate"] = lr.astype(old.dtype) if hasattr(old, "dtype") and hasattr(lr, "astype") else lr
-                return inject._replace(hyperparams=hp)
-
-            state = _replace_at(state, opt.inject_paths[0], set_lr)
+            state = opt.with_rate(state, lr)
         with blamed(f"The optimizer's update ({opt.name}) failed: ", _AT_FAULT):
             updates, new_state = transformation.update(grads, state, params)
         self._check_updates(params, updates)
-        updated = self._apply_updates(params, updates)
-        return updates, updated, new_state
+        optax = importlib.import_module(".compat.optax" if eng.is_lite else "optax", __package__)
+        return updates, optax.apply_updates(params, updates), new_state
 
     def _check_updates(self, params: Any, updates: Any) -> None:
         """Updates must have the params' structure and shapes (apply_updates would broadcast)."""
@@ -242,15 +221,6 @@ class TrainingStep:
                     f"has shape {tuple(np.shape(u))} where the parameter has {tuple(np.shape(p))}. Updates must "
                     "have the params' shapes (optax.apply_updates would broadcast them into new parameters)."
                 )
-
-    def _apply_updates(self, params: Any, updates: Any) -> Any:
-        if self.engine.is_lite:
-            from .compat import optax as lite_optax
-
-            return lite_optax.apply_updates(params, updates)
-        import optax
-
-        return optax.apply_updates(params, updates)
 
     def _traced_value_and_grad(self, params, inputs):
         self.trace_counts["step"] += 1  # runs while tracing only
@@ -275,21 +245,20 @@ class TrainingStep:
         return self.loss_fn(fresh(params, eng), **fresh(inputs, eng), **self.static)
 
     def _one(self, params, state, inputs, lr):
-        """One step of the loop: the loss where it starts, new params and state."""
+        """One step of the loop: the loss where it starts, new params and state (a big tree's
+        from the lean step's staged programs)."""
+        if self.lean:
+            value, _, _, updated, new_state = self._lean_update(params, state, inputs, lr)
+            return value, updated, new_state
         value, grads = self.engine.value_and_grad(lambda p: self._loss(p, inputs))(params)
         _, updated, new_state = self._update(params, state, grads, lr)
-        return value, updated, new_state
-
-    def _lean_one(self, params, state, inputs, lr):
-        """`_one` from the lean step's staged programs."""
-        value, _, _, updated, new_state = self._lean_update(params, state, inputs, lr)
         return value, updated, new_state
 
     def _lean_update(self, params, state, inputs, lr):
         """The loss, grads, updates, updated params and state from the staged programs; the plain
         update in numpy (`sgd_update`: jax.tree.map's numbers, milliseconds for 10k leaves where
         20k eager JAX operations take seconds; its `updates` are not kept)."""
-        fns = self._lean_functions()
+        fns = self._lean_fns
         value, grads = fns["vg"](params, inputs)
         if self._opt.kind == "plain":
             return value, grads, None, sgd_update(params, grads, float(lr), self.engine), state
@@ -327,13 +296,15 @@ class TrainingStep:
     def _lr_value(self, learning_rate: Any, params: Any, opt_state: Any) -> Any:
         import numpy as np
 
+        if self.lean is None:
+            self.lean = is_big_tree(params, self.engine)
         if self._opt.kind == "transformation" and not self._opt.inspected:
             self._opt.inspect(opt_state)  # a state not made by `init`: find its learning rate
         if learning_rate is None:
             if self.lr_source == "argument":
                 raise OptimizerError("This step needs a learning rate.")
             if self.lr_source == "state":  # the rate already in the state stays
-                return np.asarray(_get(opt_state, self._opt.inject_paths[0]).hyperparams["learning_rate"])
+                return np.asarray(self._opt.rate_in(opt_state))
             return np.float32(0)  # unused: the rate is fixed inside the optimizer
         if self.lr_source == "fixed":
             raise OptimizerError(
@@ -355,21 +326,9 @@ class TrainingStep:
         extras = fns["extras"](params, updated, inputs) if "extras" in fns else {}
         return value, grads, updates, updated, new_state, loss_after, extras
 
-    def _lean_functions(self) -> dict:
-        """The optimizer's update and the extras as staged programs beside value_and_grad."""
-        eng, fns = self.engine, self._lean_fns
-        # each traced once, then compiled, or run operation by operation when too big to compile
-        if "update" not in fns and self._opt.kind != "plain":
-
-            def update(p, s, g, rate):
-                self.trace_counts["update"] = self.trace_counts.get("update", 0) + 1
-                return self._update(p, s, g, rate)
-
-            fns["update"] = Staged(eng.jit(update), eng)
-        extras_fn = self._extras_fn
-        if "extras" not in fns and extras_fn is not None:
-            fns["extras"] = eng.jit(lambda p, u, i: extras_fn(p, u, {**i, **self.static}))
-        return fns
+    def _traced_update(self, p, s, g, rate):
+        self.trace_counts["update"] = self.trace_counts.get("update", 0) + 1
+        return self._update(p, s, g, rate)
 
     @property
     def traces(self) -> dict:
@@ -396,8 +355,6 @@ class TrainingStep:
     def step(self, params: Any, opt_state: Any, inputs: dict, learning_rate: Any = None) -> TrainingResult:
         """One step from `params` with every intermediate value."""
         lr = self._lr_value(learning_rate, params, opt_state)
-        if self.lean is None:
-            self.lean = is_big_tree(params, self.engine)
         step_fn = self._lean_step if self.lean else self._compiled_step
         traces = dict(self.trace_counts)
         value, grads, updates, updated, new_state, loss_after, extras = step_fn(params, opt_state, inputs, lr)
@@ -453,11 +410,31 @@ class TrainingStep:
             raise ValueError(f"n must be 0 or more, got {n}")
 
         lr = self._lr_value(learning_rate, params, opt_state)
-        if self.lean is None:
-            self.lean = is_big_tree(params, self.engine)
-        # a big tree: the lean step's two staged programs, step after step (a compiled loop would
-        # hold the whole loss, its gradient and the update in one program: minutes of XLA)
-        run_fn = self._run_fn if not self.lean else None  # None: step after step
+
+        def chunk(p, s, k, deadline=None, keep=False):
+            """k steps: (taken, params, state, losses, kept points)."""
+            if self._run_fn is None or self.lean:
+                # The Lite engine's loop (no compiler there) and a big tree's (a compiled loop
+                # would hold the whole loss, its gradient and the update in one program: minutes
+                # of XLA): the same steps one by one, stopping after the first point whose loss
+                # is not finite, as the compiled loop does (and after the step that passes `deadline`).
+                losses, kept = [], []
+                for _ in range(k):
+                    if deadline is not None and losses and time.monotonic() > deadline:
+                        break
+                    if keep:
+                        kept.append(tuple([np.asarray(x) for x in self.engine.tree_leaves(t)] for t in (p, s)))
+                    value, p, s = self._one(p, s, inputs, lr)
+                    losses.append(float(np.asarray(value)))
+                    if not math.isfinite(losses[-1]):
+                        break
+                return len(losses), p, s, losses, kept
+            p, s, buf, kept = self._run_fn(p, s, inputs, lr, np.int32(k), self._buffers(p, s) if keep else None)
+            if keep:  # the stacked buffers, one point per step
+                leaves = [[np.asarray(b) for b in self.engine.tree_leaves(t)] for t in kept]
+                kept = [tuple([b[t] for b in bufs] for bufs in leaves) for t in range(k)]
+            return k, p, s, np.asarray(buf)[:k].tolist(), kept
+
         losses: list[float] = []
         points: list | None = [] if keep else None
         done = 0
@@ -465,16 +442,7 @@ class TrainingStep:
         while done < n:
             if deadline is not None and done and time.monotonic() > deadline:
                 return RunResult(p, s, losses, done, None, True, points)
-            k = min(CHUNK, n - done)
-            if run_fn is None:
-                taken, new_p, new_s, chunk_losses, kept = self._python_loop(p, s, inputs, lr, k, deadline, keep)
-            else:
-                new_p, new_s, buf, kept = run_fn(p, s, inputs, lr, np.int32(k), self._buffers(p, s) if keep else None)
-                chunk_losses = np.asarray(buf)[:k].tolist()
-                taken = k
-                if keep:  # the stacked buffers, one point per step
-                    leaves = [[np.asarray(b) for b in self.engine.tree_leaves(t)] for t in kept]
-                    kept = [tuple([b[t] for b in bufs] for bufs in leaves) for t in range(k)]
+            taken, new_p, new_s, chunk_losses, kept = chunk(p, s, min(CHUNK, n - done), deadline, keep)
             # the loss at point j is not finite: back to point j - 1 (the same code, fewer steps)
             j = next((t for t, v in enumerate(chunk_losses) if not math.isfinite(v)), None)
             back = taken if j is None else max(j - 1, 0)
@@ -485,10 +453,8 @@ class TrainingStep:
                 done += taken
                 p, s = new_p, new_s
                 continue
-            if back and run_fn is not None:
-                p, s, _, _ = run_fn(p, s, inputs, lr, np.int32(back))
-            elif back:
-                _, p, s, _, _ = self._python_loop(p, s, inputs, lr, back)
+            if back:
+                _, p, s, _, _ = chunk(p, s, back)
             losses += chunk_losses[:back]
             return RunResult(p, s, losses, done + back, float(chunk_losses[j]), False, points)
         return RunResult(p, s, losses, done, None, False, points)
@@ -499,27 +465,6 @@ class TrainingStep:
 
         return self.engine.tree_map(lambda x: jnp.zeros((CHUNK, *jnp.shape(x)), jnp.result_type(x)), (p, s))
 
-    def _python_loop(self, p, s, inputs, lr, k, deadline=None, keep=False):
-        """The Lite engine's loop (no compiler there) and a big tree's: the same steps one by one,
-        stopping after the first point whose loss is not finite, as the compiled loop does (and
-        after the step that passes `deadline`)."""
-        import time
-
-        import numpy as np
-
-        losses, kept = [], []
-        one = self._lean_one if self.lean else self._one
-        for _ in range(k):
-            if deadline is not None and losses and time.monotonic() > deadline:
-                break
-            if keep:
-                kept.append(tuple([np.asarray(x) for x in self.engine.tree_leaves(t)] for t in (p, s)))
-            value, p, s = one(p, s, inputs, lr)
-            losses.append(float(np.asarray(value)))
-            if not math.isfinite(losses[-1]):
-                break
-        return len(losses), p, s, losses, kept
-
 
 class CompiledStep(TrainingStep):
     """The lesson's plain step ``p − η·g`` for one loss, compiled once: `TrainingStep` without an
@@ -529,16 +474,8 @@ class CompiledStep(TrainingStep):
     keeps the dtypes); `traces` counts how often the loss was traced.
     """
 
-    def __init__(
-        self,
-        loss_fn: Callable,
-        *,
-        extras_fn: Callable | None = None,
-        engine: Engine | None = None,
-        static: dict | None = None,
-        lean: bool | None = None,
-    ):
-        super().__init__(loss_fn, None, extras_fn=extras_fn, engine=engine, static=static, lean=lean)
+    def __init__(self, loss_fn: Callable, **options: Any):  # TrainingStep's keywords
+        super().__init__(loss_fn, None, **options)
 
     @property
     def traces(self) -> int:  # type: ignore[override]
