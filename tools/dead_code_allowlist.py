@@ -130,7 +130,6 @@ TRIMS  # unused variable
 TRIMS  # unused variable
 _.wait_compiled  # unused method
 _join_compiles  # unused function
-_.has_optimizer  # unused property
 _.__class__  # unused attribute
 _.autosave_error  # unused attribute (Evidence: why the last automatic save failed, for its reader)
 _.f_trace  # unused attribute (a frame's tracer: Python reads it)
