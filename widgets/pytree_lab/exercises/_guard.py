@@ -8,23 +8,11 @@ the processes it started (reported), and reports when the code replaced a functi
 jax.numpy / numpy / time or of the checker itself (and puts the original back, so later checks
 are not poisoned).
 
-Time budget: the library's one mechanism (`pytree_lab.budget`), with the deadline rule: the
-call is stopped after `budget` seconds of CPU time (a loaded machine does not count against the
-student) or WALL_FACTOR times as long on the clock (code that sleeps or waits), by raising
-`TimeBudgetExceeded` in it, again at each look while it runs, so a bare `except:` inside a loop
-cannot swallow it for long. On the main thread of a CPython kernel (ipykernel runs cells and
-widget messages there) an interval timer drives it and `time.sleep` is interrupted too; on another
-thread a watchdog thread does (a `time.sleep` there ends before the stop lands); in Pyodide (no
-timers, no threads) a line tracer. None can stop a single long call into compiled code (one huge
-XLA computation): the budget ends when it returns.
-
-Whatever the code does, the interpreter is given back as it was (`InterpreterState`): the
-recursion limit, the interval timers and the handlers of their signals, the trace and profile
-functions, and sys.stdout / sys.stderr. A C extension that gives up at the recursion limit
-without unwinding its count (JAX's tree flatten with a Python callback does, on a tree that
-contains itself or nests ~1,000 levels deep) leaves CPython's recursion counter where it
-stopped, so every later cell fails with RecursionError a few calls deep; the guard measures the
-usable depth before and after, and gives the lost levels back.
+The time budget is `pytree_lab.budget`'s deadline rule: `budget` seconds of CPU time, or
+WALL_FACTOR times as long on the clock. Nothing stops one long call into compiled code (one huge
+XLA computation): the budget ends when it returns. Whatever the code does, the interpreter is
+given back as it was (`pytree_lab.interpreter.InterpreterState`: the recursion limit and the
+levels a C extension took, the timers and their handlers, the trace functions, sys.stdout).
 """
 
 from __future__ import annotations
@@ -32,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import re
 import sys
 import types
 import weakref
@@ -41,17 +30,6 @@ from typing import Any
 from ..budget import WALL_FACTOR, clock, deadline_budget
 from ..formatting import clip
 from ..interpreter import InterpreterState, TimeBudgetExceeded
-
-__all__ = [
-    "Guarded",
-    "InterpreterState",
-    "TimeBudgetExceeded",
-    "run_guarded",
-    "describe_failure",
-    "watch_modules",
-    "DEFAULT_BUDGET",
-    "OUTPUT_LIMIT",
-]
 
 DEFAULT_BUDGET = 10.0  # seconds per call of student code
 OUTPUT_LIMIT = 4000  # characters of printed output kept per call
@@ -75,27 +53,17 @@ class Guarded:
         return self.error is None and not self.timed_out
 
 
-class _BoundedText(io.TextIOBase):
-    def __init__(self, limit: int) -> None:
-        self._parts: list[str] = []
-        self._kept = 0
-        self._limit = limit
-        self.dropped = 0
+class _BoundedText(io.StringIO):
+    """Keeps the first OUTPUT_LIMIT characters written to it and counts the rest (`dropped`)."""
 
-    def writable(self) -> bool:
-        return True
+    dropped = 0
 
     def write(self, text) -> int:
         text = str(text)
-        room = self._limit - self._kept
-        if room > 0:
-            self._parts.append(text[:room])
-            self._kept += min(room, len(text))
-        self.dropped += max(0, len(text) - max(room, 0))
+        room = max(OUTPUT_LIMIT - self.tell(), 0)
+        self.dropped += max(len(text) - room, 0)
+        super().write(text[:room])
         return len(text)
-
-    def getvalue(self) -> str:
-        return "".join(self._parts)
 
 
 # Functions a student answer might replace ("monkeypatch") and the checker relies on.
@@ -121,16 +89,13 @@ def watch_modules(*modules: types.ModuleType) -> None:
 def _snapshot() -> dict[tuple[str, str], Any]:
     shot = {}
     for name, attrs in _WATCHED.items():
-        module = sys.modules.get(name)
-        if module is None:
-            continue
-        for attr in attrs:
-            if hasattr(module, attr):
-                shot[(name, attr)] = getattr(module, attr)
+        module = sys.modules.get(name)  # None before it is imported: nothing of it to watch
+        shot.update({(name, attr): getattr(module, attr) for attr in attrs if hasattr(module, attr)})
     for module in _EXTRA_WATCHED:
-        for attr, value in list(vars(module).items()):
-            if callable(value) and not attr.startswith("__"):
-                shot[(module.__name__, attr)] = value
+        own = list(vars(module).items())
+        shot.update(
+            {(module.__name__, attr): value for attr, value in own if callable(value) and not attr.startswith("__")}
+        )
     return shot
 
 
@@ -154,13 +119,11 @@ def run_guarded(
     fn: Callable[..., Any],
     *args: Any,
     budget: float | None = DEFAULT_BUDGET,
-    output_limit: int = OUTPUT_LIMIT,
-    capture: bool = True,
     once_stuck: bool = False,
     **kwargs: Any,
 ) -> Guarded:
     """Call `fn(*args, **kwargs)` as student code: never raises, never runs past `budget` seconds
-    of Python, keeps `output_limit` characters of output. With `once_stuck`, a function that ran
+    of Python, keeps OUTPUT_LIMIT characters of output. With `once_stuck`, a function that ran
     past its budget in an earlier call is not called again (`skipped`, `timed_out`)."""
     if once_stuck and _stuck(fn):
         return Guarded(timed_out=True, skipped=True)
@@ -168,7 +131,7 @@ def run_guarded(
     before = _snapshot()
     result = Guarded()
     try:
-        _run(result, before, fn, args, kwargs, budget, output_limit, capture)
+        _run(result, before, fn, args, kwargs, budget)
     except BaseException as exc:  # noqa: BLE001 - the cleanup itself failed (an interpreter left
         # without recursion depth by a C extension): what the code did is said, the state restored below
         if result.error is None and not result.timed_out:
@@ -178,10 +141,8 @@ def run_guarded(
         result.processes = interpreter.ended
         result.replaced = tuple(dict.fromkeys(result.replaced + _restore(before)))
     if once_stuck and result.timed_out:
-        try:
+        with contextlib.suppress(TypeError):  # not weak-referenceable (a builtin): called again next time
             _STUCK[fn] = True
-        except TypeError:  # not weak-referenceable (a builtin): called again next time
-            pass
     if result.error is not None:
         # the student's traceback holds their frames (and whatever they reference): drop it
         result.error.__traceback__ = None
@@ -195,14 +156,11 @@ def _stuck(fn: Any) -> bool:
         return False
 
 
-def _run(result: Guarded, before, fn, args, kwargs, budget, output_limit, capture) -> None:
-    sink = _BoundedText(output_limit)
+def _run(result: Guarded, before, fn, args, kwargs, budget) -> None:
+    sink = _BoundedText()
     start = clock()
-    redirect = (contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)) if capture else ()
     try:
-        with contextlib.ExitStack() as stack:
-            for ctx in redirect:
-                stack.enter_context(ctx)
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             try:
                 with deadline_budget(budget):
                     try:
@@ -228,8 +186,6 @@ def _run(result: Guarded, before, fn, args, kwargs, budget, output_limit, captur
 def exception_text(exc: BaseException, *, hidden: bool = False, limit: int = 160) -> str:
     """`TypeError: first line of the message`, short. For a hidden case, decimal numbers are
     blanked out: an error message may quote the hidden inputs."""
-    import re
-
     try:
         text = str(exc).strip()
     except BaseException:  # noqa: BLE001 - a student's exception class with a broken __str__
