@@ -53,17 +53,27 @@ class Guarded:
         return self.error is None and not self.timed_out
 
 
-class _BoundedText(io.StringIO):
-    """Keeps the first OUTPUT_LIMIT characters written to it and counts the rest (`dropped`)."""
+class _BoundedText(io.TextIOBase):
+    def __init__(self, limit: int) -> None:
+        self._parts: list[str] = []
+        self._kept = 0
+        self._limit = limit
+        self.dropped = 0
 
-    dropped = 0
+    def writable(self) -> bool:
+        return True
 
     def write(self, text) -> int:
         text = str(text)
-        room = max(OUTPUT_LIMIT - self.tell(), 0)
-        self.dropped += max(len(text) - room, 0)
-        super().write(text[:room])
+        room = self._limit - self._kept
+        if room > 0:
+            self._parts.append(text[:room])
+            self._kept += min(room, len(text))
+        self.dropped += max(0, len(text) - max(room, 0))
         return len(text)
+
+    def getvalue(self) -> str:
+        return "".join(self._parts)
 
 
 # Functions a student answer might replace ("monkeypatch") and the checker relies on.
@@ -89,13 +99,16 @@ def watch_modules(*modules: types.ModuleType) -> None:
 def _snapshot() -> dict[tuple[str, str], Any]:
     shot = {}
     for name, attrs in _WATCHED.items():
-        module = sys.modules.get(name)  # None before it is imported: nothing of it to watch
-        shot.update({(name, attr): getattr(module, attr) for attr in attrs if hasattr(module, attr)})
+        module = sys.modules.get(name)
+        if module is None:
+            continue
+        for attr in attrs:
+            if hasattr(module, attr):
+                shot[(name, attr)] = getattr(module, attr)
     for module in _EXTRA_WATCHED:
-        own = list(vars(module).items())
-        shot.update(
-            {(module.__name__, attr): value for attr, value in own if callable(value) and not attr.startswith("__")}
-        )
+        for attr, value in list(vars(module).items()):
+            if callable(value) and not attr.startswith("__"):
+                shot[(module.__name__, attr)] = value
     return shot
 
 
@@ -119,11 +132,13 @@ def run_guarded(
     fn: Callable[..., Any],
     *args: Any,
     budget: float | None = DEFAULT_BUDGET,
+    output_limit: int = OUTPUT_LIMIT,
+    capture: bool = True,
     once_stuck: bool = False,
     **kwargs: Any,
 ) -> Guarded:
     """Call `fn(*args, **kwargs)` as student code: never raises, never runs past `budget` seconds
-    of Python, keeps OUTPUT_LIMIT characters of output. With `once_stuck`, a function that ran
+    of Python, keeps `output_limit` characters of output. With `once_stuck`, a function that ran
     past its budget in an earlier call is not called again (`skipped`, `timed_out`)."""
     if once_stuck and _stuck(fn):
         return Guarded(timed_out=True, skipped=True)
@@ -131,7 +146,7 @@ def run_guarded(
     before = _snapshot()
     result = Guarded()
     try:
-        _run(result, before, fn, args, kwargs, budget)
+        _run(result, before, fn, args, kwargs, budget, output_limit, capture)
     except BaseException as exc:  # noqa: BLE001 - the cleanup itself failed (an interpreter left
         # without recursion depth by a C extension): what the code did is said, the state restored below
         if result.error is None and not result.timed_out:
@@ -156,11 +171,14 @@ def _stuck(fn: Any) -> bool:
         return False
 
 
-def _run(result: Guarded, before, fn, args, kwargs, budget) -> None:
-    sink = _BoundedText()
+def _run(result: Guarded, before, fn, args, kwargs, budget, output_limit, capture) -> None:
+    sink = _BoundedText(output_limit)
     start = clock()
+    redirect = (contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)) if capture else ()
     try:
-        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+        with contextlib.ExitStack() as stack:
+            for ctx in redirect:
+                stack.enter_context(ctx)
             try:
                 with deadline_budget(budget):
                     try:
