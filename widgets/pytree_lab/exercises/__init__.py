@@ -5,18 +5,21 @@ a course uses only the names in `__all__`.
 
 from __future__ import annotations
 
-from . import _grading, _tree_grading
+from . import _grading
 from ._check import CheckContext as CheckContext, Grader as Grader, cell_python as cell_python, check as check
 from ._grading import (
     CheckResult as CheckResult,
     Exercise as Exercise,
     Outcome as Outcome,
+    _all_finite as all_finite,
     _as_number_array as as_number_array,
     _close as close,
     _fmt as fmt,
     _fmt_num as fmt_num,
     _fmt_shape as fmt_shape,
     _grade_number as grade_number,
+    _grade_tree as grade_tree,
+    _TreeSpec as TreeSpec,
     _type_name as type_name,
     bind_tools as bind_tools,
     differentiates as differentiates,
@@ -34,7 +37,6 @@ from ._guard import (
     watch_modules as watch_modules,
 )
 from ._integrity import seal_mapping as seal_mapping
-from ._tree_grading import _all_finite as all_finite, _grade_tree as grade_tree, _TreeSpec as TreeSpec
 from .cells import last_run as last_run, register_magic as register_magic
 from .evidence import (
     Evidence as Evidence,
@@ -53,7 +55,7 @@ from .widgets import (
 )
 
 # the checker's own functions are put back when a student's code replaces them
-watch_modules(_grading, _tree_grading)
+watch_modules(_grading)
 
 __all__ = [
     "CheckButton",

@@ -74,7 +74,7 @@ def cell_python(cell: CellRun | None) -> str | None:
     """The Python of a cell run (its `%%exercise` line dropped, IPython's syntax transformed)."""
     code = getattr(cell, "code", "") or ""
     if code.lstrip().startswith("%%exercise"):
-        code = code.lstrip().split("\n", 1)[1] if "\n" in code.lstrip() else ""
+        code = code.lstrip().partition("\n")[2]
     return ipython_python(code) if code.strip() else None
 
 
@@ -114,17 +114,13 @@ def _checked(exercise: Exercise, answer: Any, context: CheckContext) -> CheckRes
     graded = _grade_answer(exercise, answer, context)
     during = [name for name in _integrity.verify() if name not in earlier]
     started = [name for name in _integrity.user_threads(threads_before) if name not in waiting]
-    problems = []
-    if earlier:
-        problems.append(
-            "Before this check, code in this notebook had replaced part of the checker or of the "
-            f"numpy / jax functions it relies on ({_names(earlier)}). It was put back."
-        )
-    if during:
-        problems.append(
-            "During this check, your code replaced part of the checker or of the numpy / jax "
-            f"functions it relies on ({_names(during)}). It was put back."
-        )
+    by = (("Before this check, code in this notebook had", earlier), ("During this check, your code", during))
+    problems = [
+        f"{who} replaced part of the checker or of the numpy / jax functions it relies on ({_names(names)}). "
+        "It was put back."
+        for who, names in by
+        if names
+    ]
     if waiting or started:
         problems.append(
             f"A thread started from this notebook is still running ({_names(waiting + started)}): "
@@ -132,14 +128,12 @@ def _checked(exercise: Exercise, answer: Any, context: CheckContext) -> CheckRes
         )
     if not problems:
         return graded
-    return CheckResult(
+    return dataclasses.replace(
+        graded,
         passed=False,
         score=0.0,
         feedback=" ".join(problems) + " This check does not count: check again with an answer that only computes.",
-        exercise_id=exercise.id,
         cases_passed=0,
-        cases_total=graded.cases_total,
-        unit=graded.unit,
     )
 
 
@@ -150,15 +144,7 @@ def _names(names: list[str], limit: int = 4) -> str:
 
 def _grade_answer(exercise: Exercise, answer: Any, context: CheckContext) -> CheckResult:
     def result(passed, score, lines, cases=(0, 0), unit=exercise.unit):
-        return CheckResult(
-            passed=bool(passed),
-            score=float(score),
-            feedback="\n".join(lines),
-            exercise_id=exercise.id,
-            cases_passed=cases[0],
-            cases_total=cases[1],
-            unit=unit or exercise.unit,
-        )
+        return CheckResult(bool(passed), float(score), "\n".join(lines), exercise.id, *cases, unit or exercise.unit)
 
     def fail(line: str) -> CheckResult:
         return result(False, 0.0, [line])
@@ -197,21 +183,16 @@ def _grade_answer(exercise: Exercise, answer: Any, context: CheckContext) -> Che
             "this check does not count. Check again with an answer that only computes."
         )
     if not run.ok:
+        said = describe_failure(run, what="it") or ""
         if run.timed_out or not isinstance(run.error, Exception):
-            why = describe_failure(run, what="Your answer", budget=exercise.budget)
-        elif exercise.answer_kind == "function":  # the student's calls are guarded one by one
-            why = (
-                "The check itself failed ("
-                + (describe_failure(run, what="it") or "").removeprefix("it raised ")
-                + "); this is not about your answer. Please tell your instructor."
+            return fail(describe_failure(run, what="Your answer", budget=exercise.budget) or "")
+        if exercise.answer_kind == "function":  # the student's calls are guarded one by one
+            return fail(
+                f"The check itself failed ({said.removeprefix('it raised ')}); this is not about your answer. "
+                "Please tell your instructor."
             )
-        else:  # reading a value answer failed: an object that is not numbers, or a checker bug
-            why = (
-                "Checking this answer failed ("
-                + (describe_failure(run, what="it") or "").removeprefix("it ")
-                + "). Is it made of numbers and arrays only?"
-            )
-        return fail(why or "")
+        # reading a value answer failed: an object that is not numbers, or a checker bug
+        return fail(f"Checking this answer failed ({said.removeprefix('it ')}). Is it made of numbers and arrays only?")
     outcome: Outcome = run.value
     total = max(outcome.total_cases, 1)
     passed = outcome.passed if outcome.passed is not None else outcome.passed_cases == outcome.total_cases

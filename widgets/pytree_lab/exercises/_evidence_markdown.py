@@ -40,29 +40,16 @@ def render_markdown(record: dict) -> str:
         out[-1:] = [f"JupyterHub user: {escape_markdown(str(record['jupyterhub_user']))}", ""]
     # summary first: every exercise, passed or not yet, and how many checks it took
     out += ["## Summary", "", "| Exercise | Status | Checks | Reference solution |", "|---|---|---|---|"]
-    reveals: dict[str, list[dict]] = {}
-    for entry in record.get("reveals", []):
-        reveals.setdefault(entry["exercise_id"], []).append(entry)
-    by_exercise: dict[str, list[dict]] = {}
-    for entry in record.get("checks", []):
-        by_exercise.setdefault(entry["exercise_id"], []).append(entry)
+    reveals = _grouped(record.get("reveals", []), "exercise_id")
+    by_exercise = _grouped(record.get("checks", []), "exercise_id")
     titles = dict(record.get("expected", {}))
     for exercise_id, entries in [*by_exercise.items(), *reveals.items()]:
         titles.setdefault(exercise_id, entries[0].get("title", exercise_id))
     for exercise_id, title in titles.items():
-        entries = by_exercise.get(exercise_id, [])
+        entries, shown = by_exercise.get(exercise_id, []), reveals.get(exercise_id, [])
         status = "passed" if any(e["passed"] for e in entries) else "not yet"
-        shown = reveals.get(exercise_id, [])
-        shown_text = (
-            (
-                "shown "
-                + ("once" if len(shown) == 1 else f"{len(shown)} times")
-                + ", "
-                + ", ".join(_cell(e.get("time", "")) for e in shown)
-            )
-            if shown
-            else "not shown"
-        )
+        times = ", ".join(_cell(e.get("time", "")) for e in shown)
+        shown_text = f"shown {'once' if len(shown) == 1 else f'{len(shown)} times'}, {times}" if shown else "not shown"
         out.append(f"| {_cell(title)} (`{exercise_id}`) | {status} | {len(entries)} | {shown_text} |")
     if not titles:
         out.append("| (no exercises checked yet) | | | |")
@@ -106,19 +93,17 @@ def render_markdown(record: dict) -> str:
             "| Question | First answer (score) | Practice |",
             "|---|---|---|",
         ]
+
+        def said(entry):
+            return f"{_cell(entry['choice'])} ({'correct' if entry['correct'] else 'not correct'})"
+
         for question, first, practice in quiz:
-
-            def said(entry):
-                return f"{_cell(entry['choice'])} ({'correct' if entry['correct'] else 'not correct'})"
-
             out.append(
                 f"| {_cell(question)} | {said(first) if first else '(none)'} | "
                 f"{'; '.join(said(e) for e in practice) or 'none'} |"
             )
         out.append("")
-        for question, first, practice in quiz:
-            entry = first or practice[0]
-            out += [f"- {_cell(question)} {_cell(entry['explanation'])}"]
+        out += [f"- {_cell(question)} {_cell((first or later[0])['explanation'])}" for question, first, later in quiz]
         out.append("")
     out += ["## Key outputs", ""]
     if not record.get("outputs"):
@@ -131,14 +116,20 @@ def render_markdown(record: dict) -> str:
 def _scored_quiz(entries: list[dict]) -> list[tuple[str, dict | None, list[dict]]]:
     """(question, first answer, practice answers) per question, in order of first appearance:
     the earliest answer not marked practice is the score, every other answer is practice."""
-    grouped: dict[str, list[dict]] = {}
-    for entry in sorted(entries, key=lambda e: e.get("time", "")):
-        grouped.setdefault(entry.get("quiz_id") or entry.get("question", ""), []).append(entry)
+    grouped = _grouped(sorted(entries, key=lambda e: e.get("time", "")), "quiz_id")
     out = []
     for group in grouped.values():
         first = next((e for e in group if not e.get("practice")), None)
         out.append((group[0].get("question", ""), first, [e for e in group if e is not first]))
     return out
+
+
+def _grouped(entries: list[dict], key: str) -> dict[str, list[dict]]:
+    """Entries by `key` (a quiz answer without a quiz_id by its question), in order of first appearance."""
+    groups: dict[str, list[dict]] = {}
+    for entry in entries:
+        groups.setdefault(entry.get(key) or entry.get("question", ""), []).append(entry)
+    return groups
 
 
 def _fence(text: str, language: str = "text") -> str:

@@ -1,8 +1,8 @@
 """Grading helpers every exercise shares: results, number answers, lesson-style text.
 
 Nothing here knows a course: an exercise (`Exercise`) brings its own grader, and the helpers
-explain a wrong number (and, in `_tree_grading`, a wrong tree) in pytree terms (a missing key and
-its path, a wrong shape, a swapped leaf, a value that belongs elsewhere).
+explain a wrong number, or a wrong tree (graded against a `_TreeSpec`), in pytree terms (a missing
+key and its path, a wrong shape, a swapped leaf, a value that belongs elsewhere).
 """
 
 from __future__ import annotations
@@ -12,12 +12,15 @@ import dataclasses
 import importlib
 import math
 import re
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
 
-from ..formatting import fmt_array, fmt_number
+from ..diagnose import diagnose
+from ..formatting import clip, fmt_array, fmt_number
 from ..trees import TreeError, check_tree
+from . import _integrity
 
 # --------------------------------------------------------------------------- compute helpers
 # numpy and jax are imported on first use: `import pytree_lab` must work in a kernel without them.
@@ -64,8 +67,6 @@ def bind_tools() -> None:
     if (_TOOLS.get("np"), _TOOLS.get("engine")) != bound:
         # what was just bound is the reference every later check is compared with (only then:
         # a later call must not take a student's change to the bound tools as the reference)
-        from . import _integrity
-
         _integrity.seal()
         _integrity.seal_mapping("the checker's numpy and jax", _TOOLS)
 
@@ -91,18 +92,14 @@ tools = _Tools()
 # --------------------------------------------------------------------------- did it differentiate?
 
 
-class _AutodiffSeen:
+class _AutodiffSeen(contextlib.ExitStack):
     """Counts autodiff traces started while active: JAX's JVP and linearize traces (every
     grad, value_and_grad, vjp, jacrev, jacfwd, hessian and jvp starts one) and the Lite engine's
     reverse pass (autograd's make_vjp)."""
 
-    def __init__(self) -> None:
-        self.count = 0
-        self._undo: list[Callable[[], None]] = []
+    count = 0
 
     def __enter__(self) -> _AutodiffSeen:
-        import sys
-
         ad = sys.modules.get("jax._src.interpreters.ad")
         for name in ("JVPTrace", "LinearizeTrace"):
             cls = getattr(ad, name, None) if ad is not None else None
@@ -122,11 +119,7 @@ class _AutodiffSeen:
             return original(*args, **kwargs)
 
         setattr(owner, attr, counting)
-        self._undo.append((lambda: setattr(owner, attr, original)) if own else (lambda: delattr(owner, attr)))
-
-    def __exit__(self, *exc) -> None:
-        while self._undo:
-            self._undo.pop()()
+        self.callback(*((setattr, owner, attr, original) if own else (delattr, owner, attr)))
 
 
 def differentiates(fn: Callable[..., Any], *args: Any, budget: float | None = 10.0):
@@ -134,14 +127,9 @@ def differentiates(fn: Callable[..., Any], *args: Any, budget: float | None = 10
     from its cache), and return (run, True when an autodiff trace ran inside it)."""
     from ._guard import run_guarded
 
-    jax = tools.jax
-    off = getattr(jax, "disable_jit", None)
-    with _AutodiffSeen() as seen:
-        if off is not None:
-            with off():
-                run = run_guarded(fn, *args, budget=budget)
-        else:
-            run = run_guarded(fn, *args, budget=budget)
+    off = getattr(tools.jax, "disable_jit", contextlib.nullcontext)
+    with _AutodiffSeen() as seen, off():
+        run = run_guarded(fn, *args, budget=budget)
     return run, seen.count > 0
 
 
@@ -228,29 +216,19 @@ def _leaf_type(arr) -> str:
 
 
 def _type_name(value) -> str:
-    if isinstance(value, bool):
-        return "a bool"
-    if isinstance(value, tuple):
-        return f"a tuple of {len(value)} items"
-    if isinstance(value, list):
-        return f"a list of {len(value)} items"
+    for kinds, name in ((bool, "a bool"), (str, "a string"), (type(None), "None"), ((int, float), "a number")):
+        if isinstance(value, kinds):
+            return name
+    if isinstance(value, (tuple, list)):
+        return f"a {'tuple' if isinstance(value, tuple) else 'list'} of {len(value)} items"
     if isinstance(value, dict):
         return "a dict with keys " + ", ".join(repr(k) for k in value) if value else "an empty dict"
-    if isinstance(value, str):
-        return "a string"
-    if value is None:
-        return "None"
-    if isinstance(value, (int, float)):
-        return "a number"
     if callable(value):
         return "a function"
     arr = _as_number_array(value)
     if arr is not None:
         return "a number" if arr.ndim == 0 else f"an array of shape {_fmt_shape(arr.shape)}"
     return f"a {type(value).__name__}"
-
-
-_FLOAT_LITERAL = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+[eE][-+]?\d+)(?:[eE][-+]?\d+)?")
 
 
 # Significand bits (the implicit one included) of each float dtype, and of the inputs of a float32
@@ -277,8 +255,6 @@ def number_rtol(dtype: str, backend: str = "cpu", precision: str | None = None) 
 
 def _kernel_rtol() -> float:
     """`number_rtol` for this kernel: JAX's float dtype, default backend and matmul precision."""
-    import sys
-
     jax = sys.modules.get("jax")
     if jax is None or not hasattr(jax, "default_backend"):  # no JAX (the Lite engine: numpy on the CPU)
         return TYPED_RTOL
@@ -306,9 +282,7 @@ def _as_number_array(value):
         arr = np.asarray(value)
     except Exception:
         return None
-    if arr.dtype.kind not in "biuf":
-        return None
-    return arr
+    return arr if arr.dtype.kind in "biuf" else None
 
 
 # --------------------------------------------------------------------------- number answers
@@ -318,20 +292,20 @@ def _grade_number(
     answer, expected: float, variants: list[tuple[float, str]], *, what: str, per_value=None, per_leaf=None
 ) -> Outcome:
     np = tools.np
+
+    def wrong(line: str) -> Outcome:
+        return Outcome(0, 1, [line])
+
     if callable(answer):
-        return Outcome(0, 1, [f"Pass the number itself, not a function: {what}."])
-    if isinstance(answer, (dict, list, tuple)) and not isinstance(answer, str):
-        return Outcome(
-            0,
-            1,
-            [
-                f"Expected one number ({what}), but you passed {_type_name(answer)}. "
-                "A tree keeps the leaves apart; add up the contributions of every leaf into one number."
-            ],
+        return wrong(f"Pass the number itself, not a function: {what}.")
+    if isinstance(answer, (dict, list, tuple)):
+        return wrong(
+            f"Expected one number ({what}), but you passed {_type_name(answer)}. "
+            "A tree keeps the leaves apart; add up the contributions of every leaf into one number."
         )
     arr = _as_number_array(answer)
     if arr is None:
-        return Outcome(0, 1, [f"Expected one number ({what}), but you passed {_type_name(answer)}."])
+        return wrong(f"Expected one number ({what}), but you passed {_type_name(answer)}.")
     if arr.size != 1:
         # leaf order is the student's choice here, so compare as sorted values
         if per_value is not None and arr.ndim == 1 and _close(np.sort(arr), np.sort(per_value)):
@@ -340,16 +314,201 @@ def _grade_number(
             hint = " — one number per leaf. Add the leaves together."
         else:
             hint = ". Reduce it to one number."
-        return Outcome(0, 1, [f"Expected one number, but your answer has shape {_fmt_shape(arr.shape)}{hint}"])
+        return wrong(f"Expected one number, but your answer has shape {_fmt_shape(arr.shape)}{hint}")
     value = float(arr.reshape(()))
     if not math.isfinite(value):
-        return Outcome(0, 1, [f"Your answer is {value}: check for a division by zero or an overflow."])
+        return wrong(f"Your answer is {value}: check for a division by zero or an overflow.")
     if _close(value, expected):
         return Outcome(1, 1, [f"Correct: {what} is {_fmt_num(value)}."])
     matches = [message for candidate, message in variants if _close(value, candidate)]
     if matches:
-        return Outcome(0, 1, [f"You gave {_fmt_num(value)}. " + " Or: ".join(matches)])
-    return Outcome(0, 1, [f"You gave {_fmt_num(value)}, which is not {what}."])
+        return wrong(f"You gave {_fmt_num(value)}. " + " Or: ".join(matches))
+    return wrong(f"You gave {_fmt_num(value)}, which is not {what}.")
+
+
+# --------------------------------------------------------------------------- tree answers
+
+
+def _leaves_by_path(tree) -> dict[str, Any]:
+    """keystr path -> leaf, in JAX's flatten order; None counts as a leaf so it can be named."""
+    jax = tools.jax
+    flat, _ = jax.tree_util.tree_flatten_with_path(tree, is_leaf=lambda node: node is None)
+    return {jax.tree_util.keystr(path): leaf for path, leaf in flat}
+
+
+_LAST_KEY = re.compile(r"(\[[^\[\]]*\]|\.[A-Za-z_]\w*)$")
+
+
+def _last_key(path: str) -> str:
+    found = _LAST_KEY.search(path)
+    return found.group(1) if found else path
+
+
+def _kind_of_container(tree) -> str:
+    return "dict" if isinstance(tree, dict) else "sequence" if isinstance(tree, (list, tuple)) else "other"
+
+
+@dataclasses.dataclass(frozen=True)
+class _TreeSpec:
+    """How to grade a tree answer: the expected tree, what it is called, trees a wrong answer
+    often equals (each with a sentence explaining that mistake) and per-path hints."""
+
+    expected: Any
+    name: str  # "the gradient tree"
+    related: tuple[tuple[Any, str], ...] = ()
+    hints: dict[str, str] = dataclasses.field(default_factory=dict)
+
+
+def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
+    expected = _leaves_by_path(spec.expected)
+    n_expected = len(expected)
+    paths_text = ", ".join(expected)
+    if callable(answer) and not isinstance(answer, (dict, list, tuple)):
+        return Outcome(0, n_expected, [f"Pass {spec.name} itself (a dictionary of arrays), not a function."])
+    if hasattr(answer, "updated") and not isinstance(answer, (dict, list, tuple)):
+        return Outcome(
+            0, n_expected, [f"You passed a whole step result; pass only {spec.name} (for example `result.updated`)."]
+        )
+    if _kind_of_container(answer) != _kind_of_container(spec.expected):
+        line = f"Expected {spec.name}: a dictionary with the leaves {paths_text}. You passed {_type_name(answer)}."
+        if isinstance(answer, (tuple, list)) and any(isinstance(item, dict) for item in answer):
+            line += f" Pass only {spec.name}, without a tuple around it."
+        return Outcome(0, n_expected, [line])
+
+    got = _leaves_by_path(answer)
+    related = [(_leaves_by_path(tree), message) for tree, message in spec.related]
+    # (path, sentence, plain): a plain sentence says only what diagnose() says for that path
+    structure: list[tuple[str, str, bool]] = []
+    shapes: list[tuple[str, str, bool]] = []
+    reshape_hints: dict[str, str] = {}
+    values: dict[str, list[str]] = {}  # explanation -> paths it applies to
+    correct = 0
+    consumed: set[str] = set()
+
+    def note(notes: list, path: str, text: str, plain: bool = False) -> None:
+        notes.append((path, text, plain))
+
+    for path, reference in expected.items():
+        ref = tools.np.asarray(reference)
+        if path not in got:
+            children = [p for p in got if p.startswith((path + "[", path + "."))]
+            moved = [p for p in got if p not in expected and p not in consumed and _last_key(p) == _last_key(path)]
+            if children:
+                consumed.update(children)
+                note(
+                    structure,
+                    path,
+                    f"{path} is a container with {len(children)} leaves ({', '.join(children[:3])}"
+                    f"{', …' if len(children) > 3 else ''}), not one array. In a pytree a list is part of "
+                    f"the structure, so each entry becomes its own leaf: make {path} one array "
+                    f"(jnp.array) of shape {_fmt_shape(ref.shape)}.",
+                )
+            elif moved:
+                consumed.add(moved[0])
+                arr = _as_number_array(got[moved[0]])
+                right = arr is not None and _close(arr, ref)
+                right_text = " (its values are right, only its place is wrong)." if right else "."
+                note(
+                    structure,
+                    path,
+                    f"{path} is missing; your tree has {moved[0]} instead. Same name, different path: "
+                    f"the leaf belongs at {path}{right_text}",
+                )
+            else:
+                missing = f"Missing leaf {path}: {spec.name} must have a {_leaf_type(ref)} leaf at this path."
+                note(structure, path, missing, True)
+            continue
+        leaf = got[path]
+        arr = _as_number_array(leaf)
+        if arr is None:
+            what = f"text ({clip(leaf, 48)!r})" if isinstance(leaf, str) else _type_name(leaf)
+            note(shapes, path, f"{path} is {what}, not a number.")
+        elif arr.shape != ref.shape:
+            hint = ""
+            if arr.size == ref.size and _close(arr.reshape(ref.shape), ref):
+                hint = reshape_hints[path] = f" The values are right; reshape to {_fmt_shape(ref.shape)}."
+            note(
+                shapes,
+                path,
+                f"Wrong shape at {path}: expected {_leaf_type(ref)} (shape "
+                f"{_fmt_shape(ref.shape)}), got shape {_fmt_shape(arr.shape)}.{hint}",
+                True,
+            )
+        elif not _all_finite(arr):
+            values.setdefault("contains NaN or inf.", []).append(path)
+        elif _close(arr, ref):
+            correct += 1
+        else:
+            values.setdefault(_explain_leaf(path, arr, ref, expected, related, spec), []).append(path)
+
+    extras = [p for p in got if p not in expected and p not in consumed]
+    for path in extras:
+        leaf = got[path]
+        if isinstance(leaf, str):
+            note(
+                structure,
+                path,
+                f"Extra leaf {path} is text ({clip(leaf, 48)!r}): a name or other metadata is "
+                "not a parameter. Keep it apart from the tree you differentiate.",
+            )
+        else:
+            note(structure, path, f"Extra leaf {path}: {spec.name} has exactly the leaves {paths_text}.", True)
+
+    total = n_expected + len(extras)  # an extra leaf is one more part to get right (remove it)
+    if correct == n_expected and not extras and not structure:
+        return Outcome(correct, total, [f"All {n_expected} leaves match {spec.name}: {paths_text}."], True, "leaves")
+    if extras:
+        lines = [
+            f"{correct} of {total} parts right: {correct} of {n_expected} leaves of {spec.name}, "
+            f"and {len(extras)} extra {'leaves' if len(extras) > 1 else 'leaf'} to remove."
+        ]
+    else:
+        lines = [f"{correct} of {n_expected} leaves of {spec.name} are right."]
+    first = _first_difference(spec, answer)
+    if first is not None:
+        lines.append(f"- First difference: {first.message}{reshape_hints.get(first.path, '')}")
+    # a plain sentence says only what the first difference already said for its path
+    said = first.path if first is not None else None
+    lines += [f"- {text}" for path, text, plain in structure + shapes if not (plain and path == said)]
+    lines += [f"- {', '.join(paths)}: {why}" for why, paths in values.items()]
+    return Outcome(correct, total, lines, passed=False, unit="parts" if extras else "leaves")
+
+
+def _first_difference(spec: _TreeSpec, answer):
+    """The tree model's diagnosis (structure, then paths, then shapes), when it finds one. Its dtype
+    verdict is left out: a float64 or Python-float answer with the right values is right."""
+    try:
+        found = diagnose(spec.expected, answer, reference_name=spec.name, candidate_name="your tree")
+    except Exception:  # an answer the tree model cannot describe still gets the per-leaf feedback
+        return None
+    return found if found.kind in ("structure", "shape") else None
+
+
+def _all_finite(arr) -> bool:
+    np = tools.np
+    return bool(np.all(np.isfinite(arr.astype(float))))
+
+
+def _explain_leaf(path, arr, ref, expected, related, spec) -> str:
+    """Why the leaf at `path` is wrong, without naming `path` (the caller groups paths)."""
+    np = tools.np
+    for leaves, message in related:
+        if path in leaves and _close(arr, leaves[path]):
+            return message
+    if ref.ndim == 1 and ref.size > 1 and _close(arr, ref[::-1]) and not _close(ref, ref[::-1]):
+        return (
+            f"the entries are swapped ({_fmt(arr)}). Each entry belongs to one "
+            "parameter value; equal shapes do not say which."
+        )
+    for other, other_ref in expected.items():
+        other_ref = np.asarray(other_ref)
+        if other != path and other_ref.shape == ref.shape and _close(arr, other_ref) and not _close(ref, other_ref):
+            return (
+                f"holds the value that belongs at {other}: the two leaves have the same shape, "
+                "but shape does not identify which parameter a value belongs to. Keep each leaf on its path."
+            )
+    hint = spec.hints.get(path, "")
+    return f"{_fmt(arr)} is not the right value." + (f" {hint}" if hint else "")
 
 
 # --------------------------------------------------------------------------- trees JAX must not see
@@ -378,15 +537,16 @@ def _is_registered_node(value) -> bool:
     return not (len(leaves) == 1 and leaves[0] is value)
 
 
+def answer_names(text: str) -> list[str]:
+    """The notebook names an answer is held under: "g, fixed" -> ["g", "fixed"]."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
 def answer_problem(exercise: Exercise, answer) -> str | None:
     """`tree_problem` for an answer, each named value under its notebook name (`g`, `fixed`)."""
-    names = [n.strip() for n in exercise.answer_name.split(",") if n.strip()] or ["your answer"]
+    names = answer_names(exercise.answer_name) or ["your answer"]
     if len(names) > 1 and isinstance(answer, dict) and set(answer) <= set(names):
-        for name, value in answer.items():
-            problem = tree_problem(value, str(name))
-            if problem:
-                return problem
-        return None
+        return next(filter(None, (tree_problem(value, str(name)) for name, value in answer.items())), None)
     return tree_problem(answer, names[0])
 
 
@@ -402,14 +562,12 @@ def is_unanswered(answer) -> bool:
     """None or `...`; a dict of only those; a function whose whole body is still `...`."""
     if answer is None or answer is Ellipsis:
         return True
-    if isinstance(answer, dict) and answer and all(v is None or v is Ellipsis for v in answer.values()):
-        return True
+    if isinstance(answer, dict):
+        return bool(answer) and all(v is None or v is Ellipsis for v in answer.values())
     code = getattr(answer, "__code__", None)
-    if (
+    return (
         code is not None
         and code.co_code == _scaffold.__code__.co_code
         and code.co_consts[-1:] == (None,)
         and not code.co_names
-    ):
-        return True
-    return False
+    )

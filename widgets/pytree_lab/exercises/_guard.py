@@ -8,23 +8,11 @@ the processes it started (reported), and reports when the code replaced a functi
 jax.numpy / numpy / time or of the checker itself (and puts the original back, so later checks
 are not poisoned).
 
-Time budget: the library's one mechanism (`pytree_lab.budget`), with the deadline rule: the
-call is stopped after `budget` seconds of CPU time (a loaded machine does not count against the
-student) or WALL_FACTOR times as long on the clock (code that sleeps or waits), by raising
-`TimeBudgetExceeded` in it, again at each look while it runs, so a bare `except:` inside a loop
-cannot swallow it for long. On the main thread of a CPython kernel (ipykernel runs cells and
-widget messages there) an interval timer drives it and `time.sleep` is interrupted too; on another
-thread a watchdog thread does (a `time.sleep` there ends before the stop lands); in Pyodide (no
-timers, no threads) a line tracer. None can stop a single long call into compiled code (one huge
-XLA computation): the budget ends when it returns.
-
-Whatever the code does, the interpreter is given back as it was (`InterpreterState`): the
-recursion limit, the interval timers and the handlers of their signals, the trace and profile
-functions, and sys.stdout / sys.stderr. A C extension that gives up at the recursion limit
-without unwinding its count (JAX's tree flatten with a Python callback does, on a tree that
-contains itself or nests ~1,000 levels deep) leaves CPython's recursion counter where it
-stopped, so every later cell fails with RecursionError a few calls deep; the guard measures the
-usable depth before and after, and gives the lost levels back.
+The time budget is `pytree_lab.budget`'s deadline rule: `budget` seconds of CPU time, or
+WALL_FACTOR times as long on the clock. Nothing stops one long call into compiled code (one huge
+XLA computation): the budget ends when it returns. Whatever the code does, the interpreter is
+given back as it was (`pytree_lab.interpreter.InterpreterState`: the recursion limit and the
+levels a C extension took, the timers and their handlers, the trace functions, sys.stdout).
 """
 
 from __future__ import annotations
@@ -32,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import re
 import sys
 import types
 import weakref
@@ -41,17 +30,6 @@ from typing import Any
 from ..budget import WALL_FACTOR, clock, deadline_budget
 from ..formatting import clip
 from ..interpreter import InterpreterState, TimeBudgetExceeded
-
-__all__ = [
-    "Guarded",
-    "InterpreterState",
-    "TimeBudgetExceeded",
-    "run_guarded",
-    "describe_failure",
-    "watch_modules",
-    "DEFAULT_BUDGET",
-    "OUTPUT_LIMIT",
-]
 
 DEFAULT_BUDGET = 10.0  # seconds per call of student code
 OUTPUT_LIMIT = 4000  # characters of printed output kept per call
@@ -178,10 +156,8 @@ def run_guarded(
         result.processes = interpreter.ended
         result.replaced = tuple(dict.fromkeys(result.replaced + _restore(before)))
     if once_stuck and result.timed_out:
-        try:
+        with contextlib.suppress(TypeError):  # not weak-referenceable (a builtin): called again next time
             _STUCK[fn] = True
-        except TypeError:  # not weak-referenceable (a builtin): called again next time
-            pass
     if result.error is not None:
         # the student's traceback holds their frames (and whatever they reference): drop it
         result.error.__traceback__ = None
@@ -228,8 +204,6 @@ def _run(result: Guarded, before, fn, args, kwargs, budget, output_limit, captur
 def exception_text(exc: BaseException, *, hidden: bool = False, limit: int = 160) -> str:
     """`TypeError: first line of the message`, short. For a hidden case, decimal numbers are
     blanked out: an error message may quote the hidden inputs."""
-    import re
-
     try:
         text = str(exc).strip()
     except BaseException:  # noqa: BLE001 - a student's exception class with a broken __str__

@@ -2,13 +2,12 @@
 relies on are compared, before and after each check, with references taken when the course was
 imported; anything replaced is put back, and that check does not count.
 
-What is compared (`sealed()` lists it): every function, builtin and class at the top of every
-module of pytree_lab, numpy, jax, jaxlib and ml_dtypes, and of the standard modules the checker
-calls (builtins, math, operator, functools, re, json, dataclasses, types, signal, threading,
-time, contextlib, io, copy, itertools, secrets); the code, defaults and closure of each of those
-Python functions (`f.__code__ = ...` is a replacement too); the attributes of each of those
-classes (a replaced method); the exercise catalogue's entries and their fields; and the checker's
-frozen numpy / jax namespaces. Modules imported later are taken as they are when first seen.
+What is compared (`sealed()` counts it): every function, builtin and class at the top of every
+module of `_PACKAGES` and of the standard modules the checker calls (`_STDLIB`); the code,
+defaults and closure of each of those Python functions (`f.__code__ = ...` is a replacement
+too); the attributes of each of those classes (a replaced method); the exercise catalogue's
+entries and their fields; and the checker's frozen numpy / jax namespaces. Modules imported later
+are taken as they are when first seen.
 
 What it cannot see is listed in the README's reliability section: in-process checks share the
 student's interpreter, so code written to defeat them (changing the references themselves, a
@@ -18,6 +17,7 @@ runs out of the student's process.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import sys
 import threading
@@ -56,43 +56,27 @@ _MAPPINGS: dict[str, tuple[dict, dict[Any, Any], dict[Any, tuple]]] = {}
 _SEAL_LOCK = threading.RLock()
 
 
-def _watched_module(name: str) -> bool:
-    return name in _STDLIB or name.partition(".")[0] in _PACKAGES
-
-
 def _kept(value: Any) -> bool:
-    return isinstance(
-        value,
-        (
-            types.FunctionType,
-            types.BuiltinFunctionType,
-            type,
-            types.MethodType,
-            classmethod,
-            staticmethod,
-            property,
-            types.MethodDescriptorType,
-            types.WrapperDescriptorType,
-        ),
-    ) or (callable(value) and not isinstance(value, types.ModuleType))
-
-
-def _cells(fn: types.FunctionType) -> tuple:
-    out = []
-    for cell in fn.__closure__ or ():
-        try:
-            out.append(cell.cell_contents)
-        except ValueError:  # an empty cell
-            out.append(_EMPTY)
-    return tuple(out)
+    # classmethod and property objects are not callable themselves; a module may be (a subclass)
+    return isinstance(value, (classmethod, staticmethod, property)) or (
+        callable(value) and not isinstance(value, types.ModuleType)
+    )
 
 
 _EMPTY = object()
 
 
+def _contents(cell: types.CellType) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return _EMPTY
+
+
 def _seal_function(fn: Any) -> None:
     if isinstance(fn, types.FunctionType) and id(fn) not in _FUNCTIONS:
-        _FUNCTIONS[id(fn)] = (fn, fn.__code__, fn.__defaults__, fn.__kwdefaults__, _cells(fn))
+        cells = tuple(_contents(cell) for cell in fn.__closure__ or ())
+        _FUNCTIONS[id(fn)] = (fn, fn.__code__, fn.__defaults__, fn.__kwdefaults__, cells)
 
 
 def _seal_class(cls: type, module_name: str) -> None:
@@ -108,22 +92,18 @@ def _seal_class(cls: type, module_name: str) -> None:
 
 # names the kernel itself rebinds as it runs (ipykernel gives `input` each request its own
 # front end; IPython adds get_ipython, display, exit and quit while a cell runs)
-_REBOUND = {
-    "builtins": frozenset(
-        {
-            "input",
-            "raw_input",
-            "get_ipython",
-            "display",
-            "exit",
-            "quit",
-            "help",
-            "copyright",
-            "credits",
-            "license",
-            "breakpoint",
-        }
-    )
+_REBOUND_BUILTINS = {
+    "input",
+    "raw_input",
+    "get_ipython",
+    "display",
+    "exit",
+    "quit",
+    "help",
+    "copyright",
+    "credits",
+    "license",
+    "breakpoint",
 }
 
 
@@ -133,9 +113,9 @@ def _seal_module(name: str, module: types.ModuleType) -> None:
     except TypeError:
         return
     shot = {}
-    rebound = _REBOUND.get(name, frozenset())
+    rebound = _REBOUND_BUILTINS if name == "builtins" else set()
     for attr, value in items:
-        if attr.startswith("__") or attr in rebound or isinstance(value, types.ModuleType) or not _kept(value):
+        if attr.startswith("__") or attr in rebound or not _kept(value):
             continue
         shot[attr] = value
         _seal_function(value)
@@ -149,7 +129,7 @@ def seal() -> None:
     modules already sealed keep their first references."""
     with _SEAL_LOCK:
         for name, module in list(sys.modules.items()):
-            if module is not None and name not in _MODULES and _watched_module(name):
+            if module is not None and name not in _MODULES and (name in _STDLIB or name.partition(".")[0] in _PACKAGES):
                 _seal_module(name, module)
 
 
@@ -208,34 +188,23 @@ def _verify(changed: list[str]) -> None:
             if namespace.get(attr, _EMPTY) is not value:
                 namespace[attr] = value
                 changed.append(f"{name}.{attr}")
-    for fn, code, defaults, kwdefaults, cells in _FUNCTIONS.values():
+    for fn, *parts, cells in _FUNCTIONS.values():
         where = f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', '?')}"
-        if fn.__code__ is not code:
-            fn.__code__ = code
-            changed.append(f"{where}.__code__")
-        if fn.__defaults__ is not defaults:
-            fn.__defaults__ = defaults
-            changed.append(f"{where}.__defaults__")
-        if fn.__kwdefaults__ is not kwdefaults:
-            fn.__kwdefaults__ = kwdefaults
-            changed.append(f"{where}.__kwdefaults__")
+        for attr, kept in zip(_FUNCTION_PARTS, parts):
+            if getattr(fn, attr) is not kept:
+                setattr(fn, attr, kept)
+                changed.append(f"{where}.{attr}")
         for cell, value in zip(fn.__closure__ or (), cells):
-            try:
-                now = cell.cell_contents
-            except ValueError:
-                now = _EMPTY
-            if now is not value and value is not _EMPTY:
+            if value is not _EMPTY and _contents(cell) is not value:
                 cell.cell_contents = value
                 changed.append(f"{where} (a variable it closes over)")
     for cls, attrs in _CLASSES.values():
         class_namespace = vars(cls)
         for attr, value in attrs.items():
             if class_namespace.get(attr, _EMPTY) is not value:
-                try:
+                with contextlib.suppress(TypeError, AttributeError):  # a type that cannot change
                     setattr(cls, attr, value)
-                except (TypeError, AttributeError):  # pragma: no cover - a type that cannot change
-                    continue
-                changed.append(f"{cls.__module__}.{cls.__qualname__}.{attr}")
+                    changed.append(f"{cls.__module__}.{cls.__qualname__}.{attr}")
         for attr in set(class_namespace) - set(attrs) if cls.__module__.startswith("pytree_lab") else ():
             value = class_namespace[attr]  # a method of the checker's own added over an inherited one
             if (
@@ -245,11 +214,9 @@ def _verify(changed: list[str]) -> None:
                 and any(attr in vars(base) for base in cls.__mro__[1:])
                 and attr not in _LAZY_CLASS_ATTRS
             ):
-                try:
+                with contextlib.suppress(TypeError, AttributeError):
                     delattr(cls, attr)
-                except (TypeError, AttributeError):  # pragma: no cover
-                    continue
-                changed.append(f"{cls.__module__}.{cls.__qualname__}.{attr}")
+                    changed.append(f"{cls.__module__}.{cls.__qualname__}.{attr}")
     for name, (mapping, copy, fields) in _MAPPINGS.items():
         if dict(mapping) != copy or any(mapping.get(k) is not v for k, v in copy.items()):
             mapping.clear()
@@ -257,16 +224,11 @@ def _verify(changed: list[str]) -> None:
             changed.append(f"{name} (an entry)")
         for key, values in fields.items():
             value = copy[key]
-            if dataclasses.is_dataclass(value):
-                for attr, kept in values:
-                    if getattr(value, attr) is not kept:
-                        object.__setattr__(value, attr, kept)
-                        changed.append(f"{name}[{key!r}].{attr}")
-            else:
-                for attr, kept in values:
-                    if getattr(value, attr, _EMPTY) is not kept:
-                        setattr(value, attr, kept)
-                        changed.append(f"{name}[{key!r}].{attr}")
+            put = object.__setattr__ if dataclasses.is_dataclass(value) else setattr  # a frozen one too
+            for attr, kept in values:
+                if getattr(value, attr, _EMPTY) is not kept:
+                    put(value, attr, kept)
+                    changed.append(f"{name}[{key!r}].{attr}")
 
 
 # attributes a class may gain on first use without anyone replacing anything

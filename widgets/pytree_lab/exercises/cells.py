@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import hashlib
+import linecache
 from collections.abc import Callable
 
 from ..interpreter import ipython_shell
@@ -48,11 +50,9 @@ def last_run(exercise_id: str) -> CellRun | None:
     return _RUNS.get(exercise_id)
 
 
-def forget(exercise_id: str | None = None) -> None:
-    if exercise_id is None:
-        _RUNS.clear()
-    else:
-        _RUNS.pop(exercise_id, None)
+def forget() -> None:
+    """Forget every exercise cell's run."""
+    _RUNS.clear()
 
 
 def run_exercise_cell(
@@ -80,19 +80,16 @@ def run_exercise_cell(
     error_text = exception_text(run.error) if run.error is not None else ""
     if run.timed_out:
         error_text = f"a time-out (still running after {budget:g} s)"
-    record = CellRun(exercise_id, code, error_text, run.output, namespace=namespace, inputs=_inputs(python, namespace))
-    _RUNS[exercise_id] = record
+    inputs = _inputs(python, namespace)
+    record = _RUNS[exercise_id] = CellRun(exercise_id, code, error_text, run.output, namespace=namespace, inputs=inputs)
     if run.output:
         print(run.output, end="" if run.output.endswith("\n") else "\n")
     for note in notes_for(run):
         print(note)
     if why:
         why = why.rstrip()
-        print(
-            why
-            + ("" if why.endswith((".", "!", "?", "…")) else ".")
-            + " The kernel is fine: fix the cell and run it again."
-        )
+        end = "" if why.endswith((".", "!", "?", "…")) else "."
+        print(f"{why}{end} The kernel is fine: fix the cell and run it again.")
         hint = explain(run.error, code) if explain is not None and run.error is not None else ""
         if hint:
             print(hint)
@@ -112,9 +109,6 @@ def _source_name(exercise_id: str, code: str) -> str:
     """A file name for the cell's code, registered with linecache, so `inspect.getsource` finds
     the source of a function the cell defined (the evidence records a function answer as its
     code) and tracebacks show the line."""
-    import hashlib
-    import linecache
-
     name = f"<exercise {exercise_id} {hashlib.sha1(code.encode()).hexdigest()[:8]}>"
     linecache.cache[name] = (len(code), None, [line + "\n" for line in code.splitlines()], name)
     return name
@@ -141,7 +135,8 @@ def _inputs(code: str, namespace: dict | None) -> dict:
     return {name: namespace[name] for name in read - assigned if namespace is not None and name in namespace}
 
 
-def _user_ns() -> dict | None:
+def user_namespace() -> dict | None:
+    """The notebook's namespace (None outside IPython)."""
     shell = ipython_shell()
     return shell.user_ns if shell is not None else None
 
@@ -156,14 +151,8 @@ def _post_run_cell(result) -> None:
         if not assigned & set(names):
             continue
         error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
-        namespace = _user_ns()
-        _RUNS[exercise_id] = CellRun(
-            exercise_id,
-            code,
-            exception_text(error) if error is not None else "",
-            namespace=namespace,
-            inputs=_inputs(python, namespace),
-        )
+        text, namespace = exception_text(error) if error is not None else "", user_namespace()
+        _RUNS[exercise_id] = CellRun(exercise_id, code, text, namespace=namespace, inputs=_inputs(python, namespace))
 
 
 def register_magic(

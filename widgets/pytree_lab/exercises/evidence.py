@@ -7,21 +7,22 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import inspect
 import json
 import math
 import os
 import pathlib
+import textwrap
 import time
 import uuid
 from typing import Any, NamedTuple
 
-from ._evidence_markdown import _MARK, _now, _scored_quiz, escape_markdown as escape_markdown, render_markdown
-from ._grading import _as_number_array
+from . import _integrity
+from ._evidence_markdown import _MARK, _now, _scored_quiz, render_markdown
+from ._grading import _as_number_array, answer_names, tree_problem
 from ._guard import exception_text, run_guarded
 
 RECORD_BUDGET = 2.0  # s of the student's own code (an answer's __array__, a .text()) while recording
-
-# --------------------------------------------------------------------------- evidence
 
 
 def _plain(value, depth: int = 0):
@@ -49,9 +50,6 @@ def _plain(value, depth: int = 0):
 def _source_of(fn) -> str:
     """A function answer as its source code (an exercise cell registers its code for this), or
     its name when Python has no source for it; never its memory address."""
-    import inspect
-    import textwrap
-
     try:
         return textwrap.dedent(inspect.getsource(fn)).rstrip("\n")
     except (OSError, TypeError):
@@ -63,14 +61,10 @@ def _recorded(fn, value, name: str = "the value"):
     """`fn(value)` for the record, run as student code: an answer's own methods (its __array__, a
     .text()) may loop, exit or patch jax while they are read, as they may while graded. A tree
     that contains itself or nests too deeply is recorded as the sentence that refuses it."""
-    from ._grading import tree_problem
-
     looked = run_guarded(tree_problem, value, name, budget=RECORD_BUDGET)
     if looked.ok and looked.value:
         return f"<not recorded: {looked.value}>"
     run = run_guarded(fn, value, budget=RECORD_BUDGET)
-    from . import _integrity
-
     replaced = _integrity.verify()  # reading it is the student's code too: put back what it replaced
     if replaced:
         return f"<not recorded: reading it replaced {', '.join(replaced[:4])}, which was put back>"
@@ -83,7 +77,7 @@ def _recorded(fn, value, name: str = "the value"):
 
 def _answer_name(exercise, answer) -> str:
     """The notebook name the answer is held under (`g`), as the check's feedback names it."""
-    names = [n.strip() for n in getattr(exercise, "answer_name", "").split(",") if n.strip()]
+    names = answer_names(getattr(exercise, "answer_name", ""))
     if len(names) > 1 and isinstance(answer, dict) and set(answer) <= set(names):
         return "your answers"
     return names[0] if names else "the answer"
@@ -119,23 +113,17 @@ class SavedEvidence(NamedTuple):
         """One sentence for the save message: the file's names and everything in it."""
         c = self.counts()
 
-        def n(count: int, one: str, many: str) -> str:
-            return f"{count} {one if count == 1 else many}"
+        def n(plural: str, one: str) -> str:
+            return f"{c[plural]} {one if c[plural] == 1 else plural}"
 
-        parts = [
-            n(c["predictions"], "prediction", "predictions"),
-            n(c["checks"], "check", "checks"),
-            n(c["quiz answers"], "quiz answer", "quiz answers")
-            + (f" (and {c['practice answers']} practice)" if c["practice answers"] else ""),
-            n(c["key outputs"], "key output", "key outputs"),
-        ]
+        parts = [n("predictions", "prediction"), n("checks", "check"), n("quiz answers", "quiz answer")]
+        if c["practice answers"]:
+            parts[-1] += f" (and {c['practice answers']} practice)"
+        parts.append(n("key outputs", "key output"))
         if c["reference solutions shown"]:
-            parts.append(n(c["reference solutions shown"], "reference solution shown", "reference solutions shown"))
-        return (
-            f"Saved {self.markdown.name} and {self.json.name} in {self.markdown.parent}: the file now holds "
-            + ", ".join(parts)
-            + f", from {n(c['sessions'], 'session', 'sessions')}."
-        )
+            parts.append(n("reference solutions shown", "reference solution shown"))
+        where = f"Saved {self.markdown.name} and {self.json.name} in {self.markdown.parent}"
+        return f"{where}: the file now holds {', '.join(parts)}, from {n('sessions', 'session')}."
 
 
 FORMAT = "pytree-lab-evidence/1"
@@ -164,7 +152,6 @@ class Evidence:
         self.autosave_error = ""  # why the last automatic save failed ("" when it worked)
         self._targets: dict[pathlib.Path, pathlib.Path] = {}  # path asked for -> file written
         self.session = uuid.uuid4().hex[:12]
-        self.started = _now()
         self.predictions: list[dict] = []
         self.checks: list[dict] = []
         self.quiz: list[dict] = []
@@ -173,11 +160,11 @@ class Evidence:
         self.expected: dict[str, str] = {}  # exercise id -> title, for the summary
 
     def __len__(self) -> int:
-        return len(self.predictions) + len(self.checks) + len(self.quiz) + len(self.outputs) + len(self.reveals)
+        return sum(len(getattr(self, kind)) for kind in KINDS)
 
     def clear(self) -> None:
-        for entries in (self.predictions, self.checks, self.quiz, self.outputs, self.reveals):
-            entries.clear()
+        for kind in KINDS:
+            getattr(self, kind).clear()
 
     def _kept(self) -> None:
         """A record was added: merge it into the autosave file now, so a kernel restart loses
@@ -190,14 +177,16 @@ class Evidence:
         except Exception as exc:  # noqa: BLE001 - a full disk, a read-only folder: the record stays here
             self.autosave_error = exception_text(exc)
 
-    def _stamp(self, entry: dict) -> dict:
-        entry.setdefault("time", _now())
+    def _add(self, entries: list[dict], **entry: Any) -> None:
+        """Record one entry (stamped with its time, session, user and id) and keep it."""
+        entry["time"] = _now()
         entry["session"] = self.session
         user = hub_user()
         if user:
             entry["jupyterhub_user"] = user
         entry["id"] = uuid.uuid4().hex
-        return entry
+        entries.append(entry)
+        self._kept()
 
     def expect(self, exercises) -> None:
         """List these exercises in the summary even before they are tried ((id, title) pairs)."""
@@ -208,35 +197,28 @@ class Evidence:
         """One check; `error` is what the exercise cell's last run raised (its answer is then an
         earlier run's leftover, not recorded)."""
         self.expected.setdefault(exercise.id, exercise.title)
-        entry = {
-            "exercise_id": exercise.id,
-            "title": exercise.title,
-            "passed": result.passed,
-            "score": round(result.score, 4),
-            "feedback": result.feedback,
-            "answer": None if error else _recorded(_plain, answer, _answer_name(exercise, answer)),
-            "code": code or "",
-        }
-        if error:
-            entry["error"] = error
-        self.checks.append(self._stamp(entry))
-        self._kept()
-
-    def add_prediction(
-        self, prompt: str, prediction: str, answer: str, prediction_id: str = "", self_rating: str = ""
-    ) -> None:
-        self.predictions.append(
-            self._stamp(
-                {
-                    "prediction_id": prediction_id,
-                    "prompt": prompt,
-                    "prediction": prediction,
-                    "answer": answer,
-                    "self_rating": self_rating,
-                }
-            )
+        self._add(
+            self.checks,
+            exercise_id=exercise.id,
+            title=exercise.title,
+            passed=result.passed,
+            score=round(result.score, 4),
+            feedback=result.feedback,
+            answer=None if error else _recorded(_plain, answer, _answer_name(exercise, answer)),
+            code=code or "",
+            **({"error": error} if error else {}),
         )
-        self._kept()
+
+    def add_prediction(self, prompt: str, prediction: str, answer: str, prediction_id: str = "") -> None:
+        """A revealed prediction; the student's rating of it comes later (`rate_prediction`)."""
+        self._add(
+            self.predictions,
+            prediction_id=prediction_id,
+            prompt=prompt,
+            prediction=prediction,
+            answer=answer,
+            self_rating="",
+        )
 
     def rate_prediction(self, prediction_id: str, rating: str) -> None:
         for entry in reversed(self.predictions):
@@ -249,19 +231,15 @@ class Evidence:
         """One answer to a quiz question. The first answer to a question is its score; any later
         one (the cell run again) is recorded as practice."""
         practice = self.quiz_answer(quiz_id or question) is not None
-        self.quiz.append(
-            self._stamp(
-                {
-                    "quiz_id": quiz_id or question,
-                    "question": question,
-                    "choice": choice,
-                    "correct": correct,
-                    "explanation": explanation,
-                    "practice": practice,
-                }
-            )
+        self._add(
+            self.quiz,
+            quiz_id=quiz_id or question,
+            question=question,
+            choice=choice,
+            correct=correct,
+            explanation=explanation,
+            practice=practice,
         )
-        self._kept()
 
     def quiz_answer(self, quiz_id: str) -> dict | None:
         """The scored (first) answer to a question in this log, or None."""
@@ -270,30 +248,18 @@ class Evidence:
     def add_reveal(self, exercise, solution: str) -> None:
         """A reference solution was shown: listed in the summary, its text kept as a key output."""
         self.expected.setdefault(exercise.id, exercise.title)
-        self.reveals.append(self._stamp({"exercise_id": exercise.id, "title": exercise.title}))
+        self._add(self.reveals, exercise_id=exercise.id, title=exercise.title)
         self.add_output(f"reference solution revealed: {exercise.title}", solution)
 
     def add_output(self, label: str, value) -> None:
         """A key output; recorded again under the same label, it replaces the earlier copy."""
         text = _recorded(_text_of, value, str(label))
         self.outputs[:] = [entry for entry in self.outputs if entry["label"] != label]
-        self.outputs.append(
-            self._stamp({"label": label, "value": _recorded(_plain, value, str(label)), "text": str(text)})
-        )
-        self._kept()
+        self._add(self.outputs, label=label, value=_recorded(_plain, value, str(label)), text=str(text))
 
     def to_json(self) -> dict:
-        record = {
-            "format": FORMAT,
-            "saved": _now(),
-            "sessions": [self.session],
-            "expected": dict(self.expected),
-            "predictions": self.predictions,
-            "checks": self.checks,
-            "quiz": self.quiz,
-            "outputs": self.outputs,
-            "reveals": self.reveals,
-        }
+        record = {"format": FORMAT, "saved": _now(), "sessions": [self.session], "expected": dict(self.expected)}
+        record.update({kind: getattr(self, kind) for kind in KINDS})
         user = hub_user()
         if user:
             record["jupyterhub_user"] = user
@@ -366,16 +332,11 @@ def _merge(earlier: dict, now: dict) -> dict:
     return merged
 
 
-def _encoded(text: str) -> bytes:
-    """UTF-8; a lone surrogate (half an emoji, a file name that was not UTF-8) is written as its
-    escape, `\\udcff`, which JSON reads back as the same character and Markdown shows as text."""
-    return text.encode("utf-8", "backslashreplace")
-
-
 def _write_new(path: pathlib.Path, text: str) -> None:
     """Write through a temporary file, so a failed write leaves the earlier file whole and no
-    temporary file behind."""
-    data = _encoded(text)
+    temporary file behind. A lone surrogate (half an emoji, a file name that was not UTF-8) is
+    written as its escape, `\\udcff`, which JSON reads back as the same character."""
+    data = text.encode("utf-8", "backslashreplace")
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     try:
         with open(tmp, "xb") as handle:
@@ -493,9 +454,7 @@ def aligned_trees(**trees: Any) -> str:
         name: {engine.keystr(p): leaf for p, leaf in engine.tree_flatten_with_path(tree)[0]}
         for name, tree in trees.items()
     }
-    paths: list[str] = []
-    for leaves in columns.values():
-        paths += [p for p in leaves if p not in paths]
+    paths = list(dict.fromkeys(path for leaves in columns.values() for path in leaves))
 
     def cell(value) -> str:
         if value is None:
@@ -505,8 +464,7 @@ def aligned_trees(**trees: Any) -> str:
             return repr(value)
         if arr.size > 16:
             return f"{arr.dtype}{list(arr.shape)}"
-        text = np.array2string(arr, separator=", ", precision=8, suppress_small=False, max_line_width=200)
-        return text
+        return np.array2string(arr, separator=", ", precision=8, suppress_small=False, max_line_width=200)
 
     rows = [["path", *trees]] + [[path, *(cell(columns[name].get(path)) for name in trees)] for path in paths]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

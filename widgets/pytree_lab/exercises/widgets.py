@@ -13,48 +13,39 @@ import pathlib
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import anywidget
 import traitlets
 
-from ..interpreter import ipython_shell
 from ..page import PageIntents, static_asset
 from ..widget_common import TextForm, refuse_unknown_widget_keywords
 from ._check import CheckContext, check
-from ._grading import CheckResult, Exercise, is_unanswered
+from ._grading import CheckResult, Exercise, answer_names, is_unanswered
 from ._guard import exception_text, run_guarded
+from .cells import last_run, user_namespace
 from .evidence import Evidence, SavedEvidence, default_evidence
-
-__all__ = ["CheckButton", "PredictionPrompt", "Quiz", "EvidenceButton"]
 
 COALESCE_DELAY = 0.05  # s without a new "check" intent before the check runs: a burst becomes one
 COALESCE_MAX = 1.0  # s at most between the first intent waiting and its check
 
 
-# --------------------------------------------------------------------------- widgets
+def _synced(trait: Callable[..., traitlets.TraitType], *args: Any, help: str, by: str = "kernel") -> Any:
+    """A synced trait whose help says who writes it: the kernel, or the page (`_page_intents`)."""
+    return trait(*args, help=f"{help} Written by the {by}.").tag(sync=True)
 
 
 class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
     """Shared front end: `kind` picks what static/exercises.js draws."""
 
+    _intents: ClassVar[dict[str, Callable[..., Any]]] = {}  # the page's intent -> the method it calls
     _esm = static_asset("exercises.js")
     _css = static_asset("exercises.css")
-    kind = traitlets.Unicode(
-        "",
-        help=(
-            'str: which widget static/exercises.js draws: "check", "predict", "quiz" or "evidence". '
-            "Written by the kernel, at construction."
-        ),
-    ).tag(sync=True)
-    title = traitlets.Unicode("", help="str, default '': the heading. Written by the kernel.").tag(sync=True)
+    kind = _synced(traitlets.Unicode, "", help='str: what exercises.js draws: "check", "predict", "quiz", "evidence".')
+    title = _synced(traitlets.Unicode, "", help="str, default '': the heading.")
     # the verdict in the aria-live="polite" region (a revealed answer or explanation is read with it)
-    announcement = traitlets.Unicode(
-        "", help="str, default '': the verdict or notice the aria-live region reads out. Written by the kernel."
-    ).tag(sync=True)
-    busy = traitlets.Bool(
-        False, help='bool, default False: a check or reveal is running (its button waits). Written by the kernel.'
-    ).tag(sync=True)
+    announcement = _synced(traitlets.Unicode, "", help="str, default '': the verdict or notice, read out (aria-live).")
+    busy = _synced(traitlets.Bool, False, help="bool, default False: a check or reveal is running (its button waits).")
 
     def __init__(self, *, evidence: Evidence | None = None, **kwargs) -> None:
         refuse_unknown_widget_keywords(self, kwargs)  # a typo is an error, not a dropped argument
@@ -67,10 +58,10 @@ class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
         return self._evidence if self._evidence is not None else default_evidence()
 
     def _on_front_end_msg(self, widget, content, buffers) -> None:
-        handler = self._intents().get(content.get("type") if isinstance(content, dict) else None)  # type: ignore[arg-type]
-        if handler is not None:
+        method = self._intents.get(str(content.get("type"))) if isinstance(content, dict) else None
+        if method is not None:
             self._take_input(content)
-            handler()
+            method(self)
 
     def _take_input(self, content: dict) -> None:
         """An intent carries the student's input as the page had it when they pressed the button
@@ -81,34 +72,13 @@ class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
                 with contextlib.suppress(traitlets.TraitError):
                     setattr(self, name, content[name])
 
-    def _intents(self) -> dict[str, Callable[[], Any]]:
-        return {}
-
     def text(self) -> str:
         """What the widget says, for places with no widget front end (exports, plain consoles)."""
         parts = [self.title or type(self).__name__]
-        for name in ("task", "question", "prompt"):
-            value = getattr(self, name, "")
-            if value:
-                parts.append(value)
-        for i, choice in enumerate(getattr(self, "choices", []) or [], 1):
-            parts.append(f"  {i}. {choice}")
-        if self.announcement:
-            parts.append(self.announcement)
-        feedback = getattr(self, "feedback", "")
-        if feedback:
-            parts.append(feedback)
-        return "\n".join(parts)
-
-
-def _lookup_answer(get_answer) -> Any:
-    if callable(get_answer):
-        return get_answer()
-    shell = ipython_shell()
-    namespace = shell.user_ns if shell is not None else {}
-    if get_answer not in namespace:
-        raise NameError(f"name {get_answer!r} is not defined")
-    return namespace[get_answer]
+        parts += [getattr(self, name, "") for name in ("task", "question", "prompt")]
+        parts += [f"  {i}. {choice}" for i, choice in enumerate(getattr(self, "choices", []) or [], 1)]
+        parts += [self.announcement, getattr(self, "feedback", "")]
+        return "\n".join(part for part in parts if part)
 
 
 class CheckButton(_ExerciseWidget):
@@ -122,34 +92,16 @@ class CheckButton(_ExerciseWidget):
     solution can be revealed (`reveal_solution`), never before; a graded exercise's never.
     """
 
-    exercise_id = traitlets.Unicode(
-        help="str: the exercise's id in the course catalogue. Written by the kernel, at construction."
-    ).tag(sync=True)
-    task = traitlets.Unicode("", help="str, default '': what the exercise asks. Written by the kernel.").tag(sync=True)
-    label = traitlets.Unicode(
-        "Check my answer", help="str, default 'Check my answer': the button's text. Written by the kernel."
-    ).tag(sync=True)
-    status = traitlets.Unicode(
-        "", help="str, default '': '', 'checking', 'passed', 'failed' or 'error'. Written by the kernel."
-    ).tag(sync=True)
-    feedback = traitlets.Unicode(
-        "", help="str, default '': what the last check found, as text. Written by the kernel."
-    ).tag(sync=True)
-    score = traitlets.Float(0.0, help="float, default 0.0: the last check's score, 0 to 1. Written by the kernel.").tag(
-        sync=True
-    )
-    attempts = traitlets.Int(0, help='int, default 0: checks run. Written by the kernel.').tag(sync=True)
-    failed_attempts = traitlets.Int(0, help='int, default 0: checks that did not pass. Written by the kernel.').tag(
-        sync=True
-    )
-    solution_available = traitlets.Bool(
-        False,
-        help='bool, default False: a reference solution may be revealed (after a first check). Written by the kernel.',
-    ).tag(sync=True)
-    solution = traitlets.Unicode(
-        "",
-        help="str, default '': the reference solution, empty until revealed after an attempt. Written by the kernel.",
-    ).tag(sync=True)
+    exercise_id = _synced(traitlets.Unicode, help="str: the exercise's id in the course catalogue. At construction.")
+    task = _synced(traitlets.Unicode, "", help="str, default '': what the exercise asks.")
+    label = _synced(traitlets.Unicode, "Check my answer", help="str, default 'Check my answer': the button's text.")
+    status = _synced(traitlets.Unicode, "", help="str, default '': '', 'checking', 'passed', 'failed' or 'error'.")
+    feedback = _synced(traitlets.Unicode, "", help="str, default '': what the last check found, as text.")
+    score = _synced(traitlets.Float, 0.0, help="float, default 0.0: the last check's score, 0 to 1.")
+    attempts = _synced(traitlets.Int, 0, help="int, default 0: checks run.")
+    failed_attempts = _synced(traitlets.Int, 0, help="int, default 0: checks that did not pass.")
+    solution_available = _synced(traitlets.Bool, False, help="bool, default False: the solution may be revealed.")
+    solution = _synced(traitlets.Unicode, "", help="str, default '': the reference solution, once revealed.")
 
     def __init__(
         self,
@@ -178,9 +130,6 @@ class CheckButton(_ExerciseWidget):
         self.intents_received = 0
         self.checks_run = 0
 
-    def _intents(self):
-        return {"check": self._check_intent, "solution": self.reveal_solution}
-
     def _check_intent(self) -> None:
         """A "check" from the page. Inside a kernel the check runs on the kernel's event loop once
         no new intent came for COALESCE_DELAY (at most COALESCE_MAX after the first): the
@@ -195,22 +144,18 @@ class CheckButton(_ExerciseWidget):
             self._draining = True
             self._first_intent = now
         try:
-            loop = asyncio.get_running_loop()
+            asyncio.get_running_loop().call_later(COALESCE_DELAY, self._when_quiet)
         except RuntimeError:  # no event loop (a plain script, a test): check now
-            loop = None
-        if loop is None:
             self._drain()
-        else:
-            loop.call_later(COALESCE_DELAY, self._when_quiet, loop)
 
-    def _when_quiet(self, loop) -> None:
+    def _when_quiet(self) -> None:
         """Check once the intents have stopped coming for COALESCE_DELAY (a burst is one check),
         or COALESCE_MAX after the first of them (a steady stream still gets checked)."""
         now = time.monotonic()
         with self._intent_lock:
             waiting = now - self._last_intent < COALESCE_DELAY and now - self._first_intent < COALESCE_MAX
         if waiting:
-            loop.call_later(COALESCE_DELAY, self._when_quiet, loop)
+            asyncio.get_running_loop().call_later(COALESCE_DELAY, self._when_quiet)
         else:
             self._drain()
 
@@ -230,19 +175,15 @@ class CheckButton(_ExerciseWidget):
                 raise
 
     def _answer(self):
-        names = self._get_answer
-        if callable(names):
-            return names()
-        parts = [n.strip() for n in names.split(",") if n.strip()]
-        if len(parts) == 1:
-            return _lookup_answer(parts[0])
-        found = {}
-        for name in parts:
-            try:
-                found[name] = _lookup_answer(name)
-            except NameError:
-                found[name] = None
-        return found
+        if callable(self._get_answer):
+            return self._get_answer()
+        namespace = user_namespace() or {}
+        names = answer_names(self._get_answer)
+        if len(names) != 1:  # several names: a dict of them, None for one not defined yet
+            return {name: namespace.get(name) for name in names}
+        if names[0] not in namespace:
+            raise NameError(f"name {names[0]!r} is not defined")
+        return namespace[names[0]]
 
     def check(self) -> CheckResult | None:
         """What a click does: fetch the answer, check it, show and announce the result. One check
@@ -252,12 +193,10 @@ class CheckButton(_ExerciseWidget):
             return self._check()
 
     def _check(self) -> CheckResult | None:
-        from . import cells
-
         self.attempts += 1
         self.busy, self.status, self.announcement = True, "checking", f"Checking ({self.attempts})…"
         try:
-            run = cells.last_run(self.exercise.id)
+            run = last_run(self.exercise.id)
             try:
                 answer = self._answer()
             except Exception as exc:  # noqa: BLE001 - a name not defined yet, a broken getter
@@ -278,12 +217,10 @@ class CheckButton(_ExerciseWidget):
                 self._tried += 1
             context = CheckContext(rng=self._rng, cell=run, stale=stale, code=code, evidence=self.evidence)
             result = check(self.exercise, answer, context)
-            self.result = result
+            self.result, self.score, self.feedback = result, result.score, result.feedback
             self.status = "passed" if result.passed else "failed"
             if not result.passed:
                 self.failed_attempts += 1
-            self.score = result.score
-            self.feedback = result.feedback
             verdict = "passed" if result.passed else "not yet"
             cases = (
                 f" ({result.cases_passed} of {result.cases_total} {result.unit} right)"
@@ -329,35 +266,23 @@ class CheckButton(_ExerciseWidget):
         ) + "Reference solution shown below your feedback: compare it with yours."
         return text
 
+    _intents: ClassVar[dict[str, Callable[..., Any]]] = {"check": _check_intent, "solution": reveal_solution}
+
 
 class PredictionPrompt(_ExerciseWidget):
     """Type a prediction, then reveal the answer. The answer comes from `reveal()`, a function
     that computes it when the button is pressed; the prediction is locked once revealed."""
 
     _page_intents = frozenset({"prediction", "self_rating"})
-    prompt = traitlets.Unicode("", help="str, default '': the question to predict. Written by the kernel.").tag(
-        sync=True
+    prompt = _synced(traitlets.Unicode, "", help="str, default '': the question to predict.")
+    prediction = _synced(
+        traitlets.Unicode, "", help="str, default '': the student's prediction, locked once revealed.", by="page"
     )
-    prediction = traitlets.Unicode(
-        "",
-        help=(
-            "str, default '': the student's prediction, locked once revealed. "
-            "Written by the page (the student's typing)."
-        ),
-    ).tag(sync=True)
-    self_rating = traitlets.Unicode(
-        "",
-        help=(
-            "str, default '': 'right', 'partly' or 'wrong', the student's own rating after the reveal. "
-            "Written by the page."
-        ),
-    ).tag(sync=True)
-    revealed = traitlets.Bool(False, help='bool, default False: the answer is shown. Written by the kernel.').tag(
-        sync=True
+    self_rating = _synced(
+        traitlets.Unicode, "", help="str, default '': 'right', 'partly' or 'wrong': the student's rating.", by="page"
     )
-    answer = traitlets.Unicode(
-        "", help="str, default '': the computed answer, empty until revealed. Written by the kernel."
-    ).tag(sync=True)
+    revealed = _synced(traitlets.Bool, False, help="bool, default False: the answer is shown.")
+    answer = _synced(traitlets.Unicode, "", help="str, default '': the computed answer, empty until revealed.")
 
     @traitlets.validate("prediction")
     def _locked_once_revealed(self, proposal):
@@ -367,7 +292,7 @@ class PredictionPrompt(_ExerciseWidget):
     @traitlets.observe("self_rating")
     def _rated(self, change):
         if self.revealed and change["new"]:
-            self.evidence.rate_prediction(self.prediction_id or self.prompt, change["new"])
+            self.evidence.rate_prediction(self.prediction_id or self.prompt, self.self_rating)
 
     def __init__(
         self,
@@ -383,9 +308,6 @@ class PredictionPrompt(_ExerciseWidget):
         self._reveal = reveal
         self.prediction_id = prediction_id
 
-    def _intents(self):
-        return {"reveal": self.reveal}
-
     def reveal(self) -> str | None:
         if self.revealed:
             return self.answer
@@ -394,15 +316,14 @@ class PredictionPrompt(_ExerciseWidget):
             return None
         self.busy = True
         try:
-            run = run_guarded(self._reveal, budget=30.0)
-            if not run.ok:
-                raise run.error or TimeoutError("took too long")
-            answer = str(run.value)
-        except BaseException as exc:  # noqa: BLE001
-            self.announcement = f"Could not compute the answer: {exception_text(exc)}"
-            return None
+            run = run_guarded(lambda: str(self._reveal()), budget=30.0)
         finally:
             self.busy = False
+        if not run.ok:
+            why = exception_text(run.error) if run.error is not None else "TimeoutError: took too long"
+            self.announcement = f"Could not compute the answer: {why}"
+            return None
+        answer = run.value
         self._revealed_prediction = self.prediction
         self.answer = answer
         self.revealed = True
@@ -410,39 +331,26 @@ class PredictionPrompt(_ExerciseWidget):
         self.evidence.add_prediction(self.prompt, self.prediction, answer, self.prediction_id or self.prompt)
         return answer
 
+    _intents: ClassVar[dict[str, Callable[..., Any]]] = {"reveal": reveal}
+
 
 class Quiz(_ExerciseWidget):
     """A multiple-choice question. The first answer counts: after it the quiz is locked, says
     whether it was right, and explains every choice (why each wrong one is wrong)."""
 
     _page_intents = frozenset({"selected"})
-    question = traitlets.Unicode("", help="str, default '': the question. Written by the kernel.").tag(sync=True)
-    choices = traitlets.List(
-        traitlets.Unicode(), help='list of str: the choices, in order. Written by the kernel.'
-    ).tag(sync=True)
-    selected = traitlets.Int(
-        -1,
-        help=(
-            "int, default -1 (none): the chosen choice's index; the first answer counts. "
-            "Written by the page (the student's choice)."
-        ),
-    ).tag(sync=True)
-    answered = traitlets.Bool(
-        False, help='bool, default False: an answer was submitted (the quiz is locked). Written by the kernel.'
-    ).tag(sync=True)
-    correct = traitlets.Bool(False, help='bool, default False: the first answer was right. Written by the kernel.').tag(
-        sync=True
+    question = _synced(traitlets.Unicode, "", help="str, default '': the question.")
+    choices = _synced(traitlets.List, traitlets.Unicode(), help="list of str: the choices, in order.")
+    selected = _synced(
+        traitlets.Int, -1, help="int, default -1 (none): the chosen choice's index; the first answer counts.", by="page"
     )
-    answer_index = traitlets.Int(
-        -1, help="int, default -1: the right choice's index, -1 until answered. Written by the kernel."
-    ).tag(sync=True)
-    explanation = traitlets.Unicode(
-        "", help="str, default '': why the answer is right, after answering. Written by the kernel."
-    ).tag(sync=True)
-    choice_notes = traitlets.List(
-        traitlets.Unicode(),
-        help='list of str: one note per choice (why it is right or wrong), after answering. Written by the kernel.',
-    ).tag(sync=True)
+    answered = _synced(traitlets.Bool, False, help="bool, default False: an answer was submitted (the quiz is locked).")
+    correct = _synced(traitlets.Bool, False, help="bool, default False: the first answer was right.")
+    answer_index = _synced(traitlets.Int, -1, help="int, default -1: the right choice's index, -1 until answered.")
+    explanation = _synced(traitlets.Unicode, "", help="str, default '': why the answer is right, after answering.")
+    choice_notes = _synced(
+        traitlets.List, traitlets.Unicode(), help="list of str: one note per choice (why it is right or wrong)."
+    )
 
     def __init__(
         self,
@@ -464,9 +372,7 @@ class Quiz(_ExerciseWidget):
         )
         self._answer = answer
         self._explanation = explanation
-        if isinstance(why_not, list):
-            why_not = dict(enumerate(why_not))
-        self._why_not = dict(why_not or {})
+        self._why_not = dict(enumerate(why_not)) if isinstance(why_not, list) else dict(why_not or {})
         self.quiz_id = quiz_id
         self.practice = False
         earlier = self.evidence.quiz_answer(quiz_id or question)
@@ -483,9 +389,6 @@ class Quiz(_ExerciseWidget):
         # the new value is already in place)
         locked = getattr(self, "_first_choice", None)
         return locked if locked is not None else proposal["value"]
-
-    def _intents(self):
-        return {"check": self.submit}
 
     def submit(self) -> bool | None:
         if self.answered:
@@ -526,34 +429,22 @@ class Quiz(_ExerciseWidget):
         )
         return self.correct
 
+    _intents: ClassVar[dict[str, Callable[..., Any]]] = {"check": submit}
+
     def text(self) -> str:
-        base = super().text()
-        if self.answered:
-            base += (
-                "\n"
-                + self.explanation
-                + "\n"
-                + "\n".join(f"  {i + 1}. {note}" for i, note in enumerate(self.choice_notes))
-            )
-        return base
+        notes = [f"  {i}. {note}" for i, note in enumerate(self.choice_notes, 1)]
+        return "\n".join([super().text(), self.explanation, *notes]) if self.answered else super().text()
 
 
 class EvidenceButton(_ExerciseWidget):
     """ "Keep your evidence": one click writes the evidence file (Markdown, JSON beside it)."""
 
-    label = traitlets.Unicode(
-        "Save my evidence", help="str, default 'Save my evidence': the button's text. Written by the kernel."
-    ).tag(sync=True)
-    saved_path = traitlets.Unicode(
-        "", help="str, default '': the file the last save wrote. Written by the kernel."
-    ).tag(sync=True)
+    label = _synced(traitlets.Unicode, "Save my evidence", help="str, default 'Save my evidence': the button's text.")
+    saved_path = _synced(traitlets.Unicode, "", help="str, default '': the file the last save wrote.")
 
     def __init__(self, path: str | pathlib.Path | None = None, *, evidence: Evidence | None = None, **kwargs) -> None:
         super().__init__(kind="evidence", title="Keep your evidence", evidence=evidence, **kwargs)
         self._path = path
-
-    def _intents(self):
-        return {"save": self.save}
 
     def save(self) -> SavedEvidence | None:
         log = self.evidence
@@ -570,3 +461,5 @@ class EvidenceButton(_ExerciseWidget):
         self.saved_path = str(saved.markdown)
         self.announcement = saved.summary()
         return saved
+
+    _intents: ClassVar[dict[str, Callable[..., Any]]] = {"save": save}
