@@ -45,9 +45,6 @@ class History(list):
         """The step number of each point: 0 for where the explorer started (or was reset)."""
         return list(range(len(self)))
 
-    def __repr__(self) -> str:
-        return list.__repr__(self)
-
 
 class Trail(list):
     """Each point's (params leaves, optimizer state leaves), beside `history`,

@@ -84,9 +84,8 @@ class ChartView(View):
 
     def _ready(self) -> list:
         if self.base is None:
-            specs = getattr(self.session, "specs", None) or []
-            slid = [sp.element for sp in specs if sp.element is not None]
-            self.base = default_bars(slid, self.session.param_summary, moving=getattr(self.session, "moving", None))
+            slid = [sp.element for sp in self.session.specs if sp.element is not None]
+            self.base = default_bars(slid, self.session.param_summary, self.session.moving)
             self._draw(self.base, "")
         return self.base
 
@@ -294,10 +293,6 @@ class ViewSet(dict):
         for view in self.values():
             if not view.fast and (history or not view.after_record) and (view.after_record or not only_after_record):
                 view.show(result)
-
-    def select(self, path: str) -> None:
-        for view in self.values():
-            view.select(path)
 
     def text(self) -> str:
         return "\n\n".join(p for p in (view.text() for view in self.values()) if p)

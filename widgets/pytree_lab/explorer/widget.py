@@ -163,11 +163,6 @@ class SliderPanel:
         self.box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "330px"})
         self.following = False  # set while the sliders follow the session
 
-    def on_move(self, callback: Callable[[str, dict], None]) -> None:
-        """`callback(label, change)` for each new value of a slider (the page's moves and Python's)."""
-        for label, slider in self.sliders.items():
-            slider.observe(functools.partial(callback, label), "value")
-
     def take(self, label: str, change: dict) -> bool:
         """The slider `label`'s new value (a traitlets change) into the session. True when it is a
         move of its own (a step to run); False while the sliders follow the session."""
@@ -331,7 +326,8 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         self.history_view.on_new_widget = self._adopt
         traitlets.link((self, "selected_path"), (self.diagram, "selected_path"))  # one selection everywhere
         self.chart_view.on_pick(lambda path: setattr(self, "selected_path", path))
-        self.slider_panel.on_move(self._on_slider)
+        for label, slider in self.sliders.items():  # each new value, the page's moves and Python's
+            slider.observe(functools.partial(self._on_slider, label), "value")
         self.recompute()
 
     # ------------------------------------------------------------------ what the session says
@@ -429,7 +425,8 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
 
     @traitlets.observe("selected_path")
     def _selection_changed(self, change: dict) -> None:
-        self.views.select(change["new"])
+        for view in self.views.values():
+            view.select(change["new"])
 
     @one_at_a_time
     def close(self) -> None:
