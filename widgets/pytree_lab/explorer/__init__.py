@@ -8,31 +8,22 @@ numbers.
 
 The parts, each with one job:
 
-    session.py     ExplorerSession: the state and its rules, no ipywidgets (tree copies, slider
-                   values, set_params / set_inputs / set_loss, compile and runner, step(n),
-                   reset, history, notes); compute() gives a result or a failure sentence
-    sliders.py     the slider plan (which elements slide, their labels and ranges) and the bar
-                   plan (which elements have bars: bars=, the sliders', the selection)
-    messages.py    every "this is what went wrong" sentence (an exception in a line:
-                   formatting.short_error, the one helper)
+    session.py     ExplorerSession: the state and its rules, without ipywidgets; compute() a step
+    sliders.py     the slider plan (which elements slide, labels, ranges) and the bar plan
+    messages.py    every "this is what went wrong" sentence
     prediction.py  ŷ, the residual and dL/dŷ inside the step
     optimizer.py   the optimizer's diagram columns and panels, and worked-calculation rows
-    schedule.py    Schedule: every view timer (when slow views follow a drag; its constants, with
-                   the slider's, in pytree_lab/timing.py)
-    views.py       the View interface (show, select, text) and its registry: the bars, the
-                   loss line, the data list, the diagram, the worked calculation
+    schedule.py    Schedule: every view timer (when slow views follow a drag)
+    views.py       the View interface (show, select, text) and its registry
     lifetime.py    page-write guards, and closing with the page or when replaced
     batches.py     set_inputs with a new batch: another number of examples, int labels cast
     record.py      the run's record: history with step numbers and learning rates, exports
     compare.py     OptimizerComparison: one session per optimizer, one Play, loss lines overlaid
-    play.py        Player (steps on the event loop, paced by the page's acknowledgements) and
-                   the explorer's play / pause / history / output methods
-    playbar.py     PlayControl: Play / Pause, speed, step number (static/play.js)
+    play.py        Player (steps on the event loop, paced by the page) and play / pause / history
+    playbar.py     PlayControl (Play / Pause, speed, step number) and the row of controls
     debug.py       the output area: print / jax.debug.print of steps run from the page, tracebacks
-    layout.py      where the parts go: layout="compact" (one projected screen, folded parts,
-                   the worked calculation's leaf picker) or "long"
-    widget.py      StepExplorer (sliders -> session -> schedule -> views), SliderPanel (its sliders)
-                   and PythonChanges (set_params, set_inputs, set_loss, show_extra, step, reset)
+    layout.py      where the parts go: layout="compact" or "long"
+    widget.py      StepExplorer, SliderPanel (its sliders) and PythonChanges (set_params, ...)
 
 A slider move, from the slider's value to the bars: 6 calls inside pytree-lab (measured by
 tests/test_layout_budgets.py, every pytree-lab frame on the stack when the bars are set):

@@ -1,19 +1,7 @@
-"""`OptimizerComparison`: several optimizers on one model, stepped and played together.
-
-One `ExplorerSession` per optimizer (each with its own params, optimizer state, compiled step,
-history and trajectories, and the session's guard around the user's loss), one lock for all of
-them, and one set of controls driving every session: Step, Step ×10, Reset and the explorer's
-Play bar (play.py's `Player`, paced by the page as an explorer's). The views:
-
-    the loss lines    one line per optimizer on one step axis (chart.py `LossLinesChart`), and
-                      beside it a table of each optimizer's step and loss now (text)
-    the diagram       every optimizer's columns side by side, rows aligned by path
-                      (``adam params``, ``adam update``, ...: `columns=`)
-
-Each optimizer's numbers are those of its own hand-written loop (``jax.value_and_grad``,
-``opt.update(grads, state, params)``, ``optax.apply_updates``), compiled as ``jax.jit`` compiles
-such a loop's step: bit for bit, after any number of steps, Step clicks or played steps.
-"""
+"""`OptimizerComparison`: several optimizers on one model, stepped and played together (its
+docstring says what it shows). One `ExplorerSession` per optimizer (its own params, optimizer
+state, compiled step, history and trajectories, and the session's guard around the user's loss),
+one lock for all of them, one set of controls (playbar.py) and one `Player` (play.py) for all."""
 
 from __future__ import annotations
 
@@ -35,11 +23,10 @@ from ..step import StepResult
 from ..training import OptimizerError
 from ..widget_common import TextForm, refuse_unknown_widget_keywords
 from . import record
-from .controls import step_controls
 from .debug import DebugArea
 from .lifetime import Lifetime
-from .messages import status_html
 from .play import Player, Playing
+from .playbar import step_controls
 from .session import ExplorerSession
 
 __all__ = ["OptimizerComparison", "COLUMNS"]
@@ -93,8 +80,6 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
     `results` where each stands. A loss that raises, or a step that diverges, is said in the
     status line naming the optimizer; each keeps its last good step.
     """
-
-    _page_intents = frozenset({"_view_count"})
 
     def __init__(
         self,
@@ -231,13 +216,7 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
     def _note(self, text: str, kind: str = "info") -> None:
         """The player's alert (Play stopped before a step into NaN), with the optimizers it names."""
         ahead = [n for n, r in self.results.items() if r is not None and not math.isfinite(r.loss_after)]
-        self._draw_status([(kind, f"{', '.join(ahead)}: {text}" if ahead and kind == "error" else text)])
-
-    def _draw_status(self, said: list[tuple[str, str]]) -> None:
-        errors = [t for k, t in said if k == "error"]
-        text = " ".join(errors or [t for _, t in said])
-        self.status.value = status_html(text, "error" if errors else "info") if text else ""
-        self.diagram.show_message(text, kind="error" if errors else "info")
+        super()._note(f"{', '.join(ahead)}: {text}" if ahead and kind == "error" else text, kind)
 
     def _draw(self, said: list[tuple[str, str]]) -> None:
         trees = {}
@@ -269,7 +248,8 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
             '<table class="ptl-compare" aria-label="each optimizer\'s loss now" style="border-spacing:12px 2px">'
             f"<thead><tr><th>optimizer</th><th>step</th><th>loss</th></tr></thead><tbody>{rows}</tbody></table>"
         )
-        self._draw_status(said)
+        errors = [t for k, t in said if k == "error"]
+        Playing._note(self, " ".join(errors or [t for _, t in said]), "error" if errors else "info")
         self.control_step_changed()
 
     def text(self) -> str:

@@ -59,25 +59,13 @@ class _Router:
         return getattr(self.real, name)
 
 
-def _install() -> None:
+def _route(on: bool) -> None:
+    """Put the routers in sys.stdout / sys.stderr, or take them out (a stream someone else put
+    there since is left alone)."""
     for name in ("stdout", "stderr"):
         stream = getattr(sys, name)
-        if not isinstance(stream, _Router):
-            setattr(sys, name, _Router(stream))
-
-
-def _uninstall() -> None:
-    for name in ("stdout", "stderr"):
-        stream = getattr(sys, name)
-        if isinstance(stream, _Router):  # replaced by someone else since: leave theirs alone
-            setattr(sys, name, stream.real)
-
-
-def _effects_barrier() -> None:
-    jax = sys.modules.get("jax")
-    if jax is not None:
-        with contextlib.suppress(Exception):
-            jax.effects_barrier()
+        if on != isinstance(stream, _Router):
+            setattr(sys, name, _Router(stream) if on else stream.real)
 
 
 @contextlib.contextmanager
@@ -87,18 +75,21 @@ def captured(write: Callable[[str], Any]) -> Iterator[None]:
     with _guard:
         outer = _routes.get(me)
         _routes[me] = write
-        _install()
+        _route(True)
     try:
         yield
     finally:
-        _effects_barrier()  # jax.debug.print output of this step, before the route closes
+        jax = sys.modules.get("jax")
+        if jax is not None:  # jax.debug.print output of this step, before the route closes
+            with contextlib.suppress(Exception):
+                jax.effects_barrier()
         with _guard:
             if outer is None:
                 _routes.pop(me, None)
             else:
                 _routes[me] = outer
             if not _routes:
-                _uninstall()
+                _route(False)
 
 
 class DebugArea:

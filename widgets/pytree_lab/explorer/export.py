@@ -39,10 +39,9 @@ def _num(x: float) -> float | None:
 
 def page_data(ex: Any) -> dict:
     """The numbers the page replays, by point: what `export_html` embeds (JSON-ready)."""
-    import numpy as np
-
     from ..diagram import PytreeDiagram
     from .optimizer import columns, foldable
+    from .sliders import bar_values
 
     s, eng = ex.session, ex.session.engine
     points = min(len(s.trail), len(s.history))
@@ -79,9 +78,9 @@ def page_data(ex: Any) -> dict:
             steps.append(
                 {"rows": json.loads(got["rows"]), "panels": json.loads(got["panels"]), "counts": got["counts"]}
             )
-            b, a = eng.tree_leaves(result.params), eng.tree_leaves(result.updated)
-            before.append([float(np.asarray(b[e.flat_index]).ravel()[e.position]) for e in elements])
-            after.append([float(np.asarray(a[e.flat_index]).ravel()[e.position]) for e in elements])
+            b, a = bar_values(eng, result, elements)
+            before.append(b)
+            after.append(a)
         fixed = diagram.get_state(["columns", "foldable", "foldable_open", "message", "message_kind"])
     finally:
         diagram.close()

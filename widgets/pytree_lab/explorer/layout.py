@@ -5,13 +5,12 @@ and a half for a small transformer. The sliders sit under the buttons in a colum
 (scrolling inside it when there are many), beside the bars and the loss line; the input data
 and the bars' table (behind one line, with the note of what changed the bars) under the
 sliders; below, the diagram and the worked calculation side by side (one above the other on a
-narrow page). The diagram starts with its big containers folded
-(what fits in about `DIAGRAM_LINES` lines stays open) and the optimizer's moment columns and
-state panel folded behind one toggle; the worked calculation shows the selected leaf (else the
-first) and the model-wide rows, with a leaf picker above it and every leaf's rows in a
-disclosure below it.
+narrow page). The diagram starts with its big containers folded (what fits in about
+`DIAGRAM_LINES` lines stays open) and the optimizer's moment columns and state panel folded
+behind one toggle; the worked calculation shows the selected leaf (else the first) and the
+model-wide rows, with a leaf picker above it and every leaf's rows in a disclosure below it.
 
-long: every part one under the other, nothing folded: the form before compact existed.
+long: every part one under the other, nothing folded.
 
 The text form (`ex.text()`) is the same in both: every tree, column and leaf.
 """
@@ -65,8 +64,8 @@ def _lines(node: Any) -> int:
     return 2 if leaf.size > 4 else 1
 
 
-def fold_plan(summary: TreeSummary, budget: int = DIAGRAM_LINES) -> list[str]:
-    """The containers to fold so the diagram's first view fits in about `budget` lines: the top
+def fold_plan(summary: TreeSummary) -> list[str]:
+    """The containers to fold so the diagram's first view fits in about `DIAGRAM_LINES` lines: the top
     level always shows; containers open breadth-first, in display order, while their rows fit."""
     top = list(summary.root.children) if summary.root.leaf is None else []
     used = sum(_lines(n) for n in top)
@@ -75,7 +74,7 @@ def fold_plan(summary: TreeSummary, budget: int = DIAGRAM_LINES) -> list[str]:
     while queue:
         node = queue.pop(0)
         cost = sum(_lines(c) for c in node.children)
-        if used + cost <= budget:
+        if used + cost <= DIAGRAM_LINES:
             used += cost
             opened.add(node.path)
             queue += [c for c in node.children if c.children]

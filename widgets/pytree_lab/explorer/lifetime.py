@@ -24,24 +24,19 @@ from ..page import refuse_page_writes
 __all__ = ["Lifetime", "descendants", "guard"]
 
 
-def page_intents_of(widget: ipywidgets.Widget) -> frozenset:
-    """What the page may write on a stock part the explorer builds: a checkbox's tick, a drop-down's
-    choice (the worked calculation's leaf) and a bqplot mark's click selection or hovered point;
-    nothing else (children, text, options, bar heights, scales, labels, layouts and styles are the
-    kernel's)."""
+def guard(widget: ipywidgets.Widget) -> ipywidgets.Widget:
+    """`widget` refusing page writes but the ones the page may make on a stock part the explorer
+    builds: a checkbox's tick, a drop-down's choice (the worked calculation's leaf) and a bqplot
+    mark's click selection or hovered point; nothing else (children, text, options, bar heights,
+    scales, labels, layouts and styles are the kernel's)."""
     import bqplot
 
-    if isinstance(widget, ipywidgets.Checkbox):
-        return frozenset({"value"})
-    if isinstance(widget, ipywidgets.Dropdown):
-        return frozenset({"index"})
-    if isinstance(widget, bqplot.Mark):
-        return frozenset({"selected", "hovered_point"})
-    return frozenset()
-
-
-def guard(widget: ipywidgets.Widget) -> ipywidgets.Widget:
-    return refuse_page_writes(widget, page_intents_of(widget))
+    intents = {
+        ipywidgets.Checkbox: {"value"},
+        ipywidgets.Dropdown: {"index"},
+        bqplot.Mark: {"selected", "hovered_point"},
+    }
+    return refuse_page_writes(widget, next((v for k, v in intents.items() if isinstance(widget, k)), ()))
 
 
 def descendants(root: ipywidgets.Widget) -> list[ipywidgets.Widget]:
@@ -73,6 +68,8 @@ class Lifetime:
 
         def close(self) -> None: ...
 
+    # The page writes only `_view_count` (views shown); every other synced trait is the kernel's.
+    _page_intents: ClassVar[frozenset[str]] = frozenset({"_view_count"})
     # Explorers alive in this kernel (weakly held: this set never keeps one alive).
     _live: ClassVar[weakref.WeakSet[Any]] = weakref.WeakSet()
     _had_views = False
@@ -87,9 +84,8 @@ class Lifetime:
 
     @property
     def shown(self) -> int:
-        """How many views of the explorer the page shows now (the page counts them)."""
-        count = getattr(self, "_view_count", 0)
-        return count if isinstance(count, int) and count > 0 else 0
+        """How many views of the explorer the page shows now (the page counts them; None: not yet)."""
+        return max(getattr(self, "_view_count", None) or 0, 0)
 
     def _start_lifetime(self) -> None:
         self._closed = False

@@ -234,26 +234,22 @@ def optimizer_blame(result: Any, path: tuple, optimizer: Any, engine: Any) -> st
 
 # ---- notes: said beside a good step (information, not an error)
 def staged_note(staged: Any) -> str:
+    """A big model's step running its operations one by one: while XLA compiles it in the
+    background, because compiling it would take minutes, or because that compile failed."""
+    said = f"This model's step is a program of {staged.eqns:,} operations"
+    if staged.compile_error is not None:
+        return (
+            f"{said}, and XLA could not compile it in the background ({short_error(staged.compile_error, 200)}): "
+            "its operations keep running one by one (the numbers JAX gives outside jit), so steps stay slower."
+        )
     if staged.compiling:
         return (
-            f"This model's step is a program of {staged.eqns:,} operations: XLA is compiling it in "
-            "the background, and until that is done its operations run one by one (the numbers "
-            "JAX gives outside jit), so the first steps take longer than later ones."
+            f"{said}: XLA is compiling it in the background, and until that is done its operations run one "
+            "by one (the numbers JAX gives outside jit), so the first steps take longer than later ones."
         )
-    if staged.compile_error is None:
-        return (
-            f"This model's step is a program of {staged.eqns:,} operations: compiling it would take "
-            "minutes, so its operations run one by one (the numbers JAX gives outside jit) and a "
-            "step takes longer than usual."
-        )
-    return ""
-
-
-def compile_failed_note(staged: Any) -> str:
     return (
-        f"This model's step is a program of {staged.eqns:,} operations, and XLA could not compile "
-        f"it in the background ({short_error(staged.compile_error, 200)}): its operations keep running one by "
-        "one (the numbers JAX gives outside jit), so steps stay slower."
+        f"{said}: compiling it would take minutes, so its operations run one by one (the numbers JAX "
+        "gives outside jit) and a step takes longer than usual."
     )
 
 

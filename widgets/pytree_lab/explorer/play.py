@@ -11,10 +11,8 @@ cell: the person can run other cells while it plays). Its pace:
   up. A page that does not answer within `ACK_TIMEOUT` (a lost message) gets the next step
   anyway; such steps are counted in `late`. With no page (a script, a test) the timer alone paces.
 
-It stops on Pause (the button or `pause()`), a slider moved by hand, Reset, reaching `until`,
-and a step that fails: a non-finite loss ahead (the current step's loss after is NaN or Inf)
-stops it *before* stepping there, with a message naming the loss. Played steps' output
-(`print`, `jax.debug.print`) goes to the explorer's output area (debug.py).
+When it stops: `Playing.play`. Played steps' output (`print`, `jax.debug.print`) goes to the
+explorer's output area (debug.py).
 
 `PlayMixin` gives StepExplorer its play / pause / history / output methods (kept out of
 widget.py, whose class has a line budget); `Playing`, the part of them OptimizerComparison
@@ -33,7 +31,7 @@ from typing import Any
 from .. import timing
 from . import record
 from .debug import DebugArea, captured
-from .messages import fmt_number
+from .messages import fmt_number, status_html
 from .playbar import PlayControl
 
 __all__ = ["Player", "Playing", "PlayMixin", "MAX_RATE"]
@@ -80,8 +78,7 @@ class Player:
                 "play() runs on the event loop of a Jupyter kernel (or of asyncio), so that other "
                 "cells can run while it plays; there is none here. Use ex.step(n)."
             ) from None
-        ex = self.ex
-        if ex.closed:
+        if self.ex.closed:
             return
         if steps_per_second is not None:
             self.control.steps_per_second = float(steps_per_second)
@@ -139,13 +136,8 @@ class Player:
         """The waiting turn, cancelled on its own loop's thread (pause may come from another)."""
         timer, self._timer = self._timer, None
         if timer is not None:
-            loop, handle = timer
-            if not loop.is_closed():
-                with contextlib.suppress(RuntimeError):
-                    loop.call_soon_threadsafe(handle.cancel)
-
-    def _page_attached(self) -> bool:
-        return self.ex.shown > 0
+            with contextlib.suppress(RuntimeError):  # its loop is closed
+                timer[0].call_soon_threadsafe(timer[1].cancel)
 
     def _turn(self) -> None:
         loop = self._loop
@@ -159,7 +151,7 @@ class Player:
                 self.stop()
                 return
             now = loop.time()
-            waiting = self.frame > self.acked and self._page_attached()
+            waiting = self.frame > self.acked and self.ex.shown > 0
             if waiting and now < self._sent_at + self.ACK_TIMEOUT:
                 self._arm(self._sent_at + self.ACK_TIMEOUT - now)  # or sooner: the answer calls _turn
                 return
@@ -192,7 +184,7 @@ class Player:
             ex.control_step_changed()
             return
         self.steps += 1
-        if self._page_attached():
+        if self.ex.shown > 0:
             self.max_lead = max(self.max_lead, self.frame + 1 - self.acked)
         self.frame = self.frame + 1
         self.compute_s += time.monotonic() - started
@@ -216,6 +208,8 @@ class Playing:
 
     lock: Any
     play_control: PlayControl
+    status: Any
+    diagram: Any
     debug: DebugArea
     player: Player
 
@@ -276,6 +270,12 @@ class Playing:
 
     def control_step_changed(self) -> None:
         self.play_control.step = self.control_step()
+
+    def _note(self, text: str, kind: str = "info") -> None:
+        """`text` in the status line and above the diagram: information beside a good step (the
+        step is shown), or an error (`kind` "error")."""
+        self.status.value = status_html(text, kind) if text else ""
+        self.diagram.show_message(text, kind=kind)
 
 
 class PlayMixin(Playing):

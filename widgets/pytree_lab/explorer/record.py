@@ -45,17 +45,6 @@ class History(list):
         """The step number of each point: 0 for where the explorer started (or was reset)."""
         return list(range(len(self)))
 
-    @property
-    def losses(self) -> list[float]:
-        return list(self)
-
-    def as_dict(self) -> dict[str, list]:
-        """{"step", "loss", "learning_rate"}: plain lists of equal length."""
-        return {"step": self.steps, "loss": list(self), "learning_rate": list(self.learning_rates)}
-
-    def __repr__(self) -> str:
-        return list.__repr__(self)
-
 
 class Trail(list):
     """Each point's (params leaves, optimizer state leaves), beside `history`,
@@ -99,9 +88,13 @@ class Trail(list):
         return cols
 
 
-def history_dict(session: Any) -> dict[str, list]:
-    record = History(session.history, session.rates).as_dict()
-    return record | {k: v.tolist() for k, v in session.trail.columns(session, len(record["step"])).items()}
+def history_dict(session: Any, lists: bool = True) -> dict[str, Any]:
+    """The record: step, loss and learning rate, then the trajectories (numpy columns unless `lists`)."""
+    h = History(session.history, session.rates)
+    columns = session.trail.columns(session, len(h))
+    return {"step": h.steps, "loss": list(h), "learning_rate": h.learning_rates} | {
+        k: v.tolist() if lists else v for k, v in columns.items()
+    }
 
 
 def to_dataframe(session: Any) -> Any:
@@ -113,8 +106,7 @@ def to_dataframe(session: Any) -> Any:
             "ex.history_dict() gives the same record as plain lists: "
             "{'step': [...], 'loss': [...], 'learning_rate': [...]}."
         ) from err
-    record = History(session.history, session.rates).as_dict()
-    return pd.DataFrame(record | session.trail.columns(session, len(record["step"]))).set_index("step")
+    return pd.DataFrame(history_dict(session, lists=False)).set_index("step")
 
 
 # ------------------------------------------------------------------ a demo kept in a file

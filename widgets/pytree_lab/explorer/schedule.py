@@ -121,23 +121,20 @@ class Schedule:
             self._timer.cancel()
             self._timer = None
 
-    def _turn(self) -> None:
-        """A timer's turn: the views left waiting, drawn; a failure said as a failed step is."""
-        if self.due is None or self.closed:
-            return
-        try:
-            self.draw_now(self.due)
-        except BaseException as err:  # noqa: BLE001 - said in the widget
-            self.due = None
-            self._failed(err)
-
     def _tick(self, trail: bool = True) -> None:
-        """A timer's turn: a drag's (`trail`: once it pauses for VIEWS_TRAIL) or a single move's."""
+        """A timer's turn, a drag's (`trail`: once it pauses for VIEWS_TRAIL) or a single move's: the
+        views left waiting, drawn; a failure said as a failed step is."""
         with self._lock:
             self._timer = None
+            if self.due is None or self.closed:
+                return
             loop = asyncio.get_running_loop()
             wait = self.VIEWS_TRAIL - (loop.time() - self._move_at) if trail else 0.0
-            if wait > 0 and self.due is not None and not self.closed:  # the drag goes on: wait for its pause
+            if wait > 0:  # the drag goes on: wait for its pause
                 self._timer = loop.call_later(wait, self._tick)
                 return
-            self._turn()
+            try:
+                self.draw_now(self.due)
+            except BaseException as err:  # noqa: BLE001 - said in the widget
+                self.due = None
+                self._failed(err)

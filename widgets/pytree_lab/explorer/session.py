@@ -112,9 +112,8 @@ class ExplorerSession:
         self.input_names = [str(k) for k in inputs] + [str(k) for k in self.static]
         self.notes: list[str] = []  # said with the next step shown (or its failure)
         self.extra: Any = None  # trees shown in their own panel (show_extra)
-        # what was said once: the op-by-op program, a failed background compile, a slow step
+        # what was said once: the op-by-op program (and its failed background compile), a slow step
         self._said_staged: Any = None
-        self._said_compile_error: BaseException | None = None
         self._said_slow, self.too_slow = False, ""  # too_slow: the message of a step stopped as too slow (not a loop)
 
         # Our own copies of the trees (never the caller's arrays), in the dtypes JAX gives them.
@@ -170,6 +169,15 @@ class ExplorerSession:
     def on_device(self) -> Any:
         """A context in which JAX computes on the explorer's device (its step, the optimizer's init)."""
         return contextlib.nullcontext() if self.device is None else self.engine.jax.default_device(self.device)
+
+    def _failure_text(self, err: BaseException, what: str, interrupted: str) -> str:
+        """What a step (`what`) that raised `err` says (`interrupted`: for a KeyboardInterrupt)."""
+        if isinstance(err, TimeBudgetExceeded):
+            return messages.over_budget(what, self.clock, len(self.param_leaves), self.time_budget)
+        if isinstance(err, KeyboardInterrupt):
+            return interrupted
+        self.last_traceback = messages.traceback_text(err)  # a user's loss or optimizer can raise anything
+        return messages.explain(err, self.input_names, self.param_summary)
 
     def _compile(self, loss_fn: Callable, with_extras: bool = True) -> Any:
         extras = extras_fn(self) if self.prediction_fn is not None and with_extras else None
@@ -392,13 +400,8 @@ class ExplorerSession:
             with self.on_device(), _quiet_callbacks(), user_code_budget(self.time_budget) as self.clock:
                 keep, rate = self.trail.room(int(n)), lr if self.rate_slides else None
                 run = self.runner().run(params, self.opt_state, inputs, rate, int(n), deadline=deadline, keep=keep)
-        except TimeBudgetExceeded:
-            return messages.over_budget("The steps", self.clock, len(self.param_leaves), self.time_budget)
-        except KeyboardInterrupt:
-            return "The steps were interrupted; the explorer stays where it was."
-        except BaseException as err:  # a user's loss or optimizer can raise anything
-            self.last_traceback = messages.traceback_text(err)
-            return messages.explain(err, self.input_names, self.param_summary)
+        except BaseException as err:  # noqa: BLE001 - said in the widget; the kernel survives it
+            return self._failure_text(err, "The steps", "The steps were interrupted; the explorer stays where it was.")
         fmt = messages.fmt_number
         if run.stopped_loss is not None:
             self.notes.append(
@@ -487,16 +490,11 @@ class ExplorerSession:
             problem = self.check_result(result)
             if problem:
                 return Computed(failure=problem)
-        except TimeBudgetExceeded:
-            text = messages.over_budget("The step", self.clock, len(self.param_leaves), self.time_budget)
-            if self.clock is not None and self.clock.reason == "slow":
+        except BaseException as err:  # noqa: BLE001 - said in the widget; the kernel survives it
+            text = self._failure_text(err, "The step", "The step was interrupted; the last good step stays on screen.")
+            if isinstance(err, TimeBudgetExceeded) and self.clock is not None and self.clock.reason == "slow":
                 self.too_slow = text
             return Computed(failure=text)
-        except KeyboardInterrupt:
-            return Computed(failure="The step was interrupted; the last good step stays on screen.")
-        except BaseException as err:  # a user's loss can raise anything; the kernel must survive it
-            self.last_traceback = messages.traceback_text(err)
-            return Computed(failure=messages.explain(err, self.input_names, self.param_summary))
         return Computed(result=result, took=time.monotonic() - started)
 
     @property
@@ -523,16 +521,13 @@ class ExplorerSession:
         elif result.learning_rate == 0 and self.rate_slides:
             notes.append(messages.ZERO_RATE)
         staged = getattr(self.slider_step, "staged", None)
-        if getattr(self.slider_step, "interpreted", False) and staged is not None and staged is not self._said_staged:
-            self._said_staged = staged  # said once per traced program
+        said = (staged, getattr(staged, "compile_error", None))  # said once per program, and per failed compile
+        if getattr(self.slider_step, "interpreted", False) and staged is not None and said != self._said_staged:
+            self._said_staged = said
             notes.append(messages.staged_note(staged))
         if computed.took >= SLOW_STEP_S and not self._said_slow and len(self.param_leaves) >= 1000:
             self._said_slow = True  # said once: every move of this model costs about as much
             notes.append(messages.slow_note(computed.took, len(self.param_leaves)))
-        failed = getattr(staged, "compile_error", None)
-        if failed is not None and failed is not self._said_compile_error:
-            self._said_compile_error = failed  # said once per failure
-            notes.append(messages.compile_failed_note(staged))
         if self.prediction_fn is not None and self.target_key not in self.input_names:
             notes.append(messages.no_target_note(self.target_key, self.input_names))
         return [n for n in notes if n]

@@ -23,7 +23,7 @@ from ..tree_model import under
 from ..trees import Leaf, TreeSummary, path_label
 
 __all__ = ["Element", "SliderSpec", "plan", "elements", "elements_of", "under", "SMALL_INPUT", "LEARNING_RATE"]
-__all__ += ["MAX_BARS", "chosen_bars", "default_bars", "with_selection", "describe"]  # the bar plan
+__all__ += ["MAX_BARS", "chosen_bars", "default_bars", "with_selection", "describe", "bar_values"]  # the bar plan
 
 SMALL_INPUT = 4  # a 1-D float input of at most this many values gets sliders by default
 LEARNING_RATE = "learning_rate"  # the learning-rate slider's label
@@ -102,23 +102,37 @@ def element_value(leaves: list, el: Element) -> float:
     return float(np.asarray(leaves[el.flat_index]).ravel()[el.position])
 
 
+def bar_values(eng: Any, result: Any, shown: Sequence[Element]) -> tuple[list[float], list[float]]:
+    """The bars' values before and after the step `result`."""
+    before, after = eng.tree_leaves(result.params), eng.tree_leaves(result.updated)
+    return [element_value(before, e) for e in shown], [element_value(after, e) for e in shown]
+
+
+def _names(tree: str, path: str) -> list[str]:
+    """The names of the node at `path` in `tree`: its keystr path with and without its tree, its label."""
+    return [f"{tree}{path}"] + ([path, path_label(path)] if path else [])
+
+
 def _containers(summary: TreeSummary, tree: str, name: str) -> list[Leaf] | None:
     """The leaves under the container `name` (keystr path with or without its tree, or its label), or None."""
     for node in summary.root.walk():
-        if node.leaf is not None:
-            continue
-        names = [f"{tree}{node.path}"] + ([node.path, path_label(node.path)] if node.path else [])
-        if name in names:
+        if node.leaf is None and name in _names(tree, node.path):
             return [leaf for leaf in walk_leaves(summary) if under(leaf.path, node.path)]
     return None
 
 
 def find(name: str, limit: int, params: TreeSummary, inputs: TreeSummary, keyword: str = "sliders") -> list[Element]:
-    """The float elements `sliders=[...]` (or `bars=[...]`, `keyword`) means by `name`: a leaf
-    (keystr path, with or without its tree, or its label) gives its elements, a container its
-    leaves' elements (at most `limit` in all), an element path or label gives one."""
+    """The float elements `sliders=[...]` (or `bars=[...]`, `keyword`: parameter elements only)
+    means by `name`: a leaf (keystr path, with or without its tree, or its label) gives its
+    elements, a container its leaves' elements (at most `limit` in all), an element path or
+    label gives one."""
     import numpy as np
 
+    if keyword == "bars" and name == LEARNING_RATE:
+        raise ValueError(
+            "bars= names 'learning_rate': the bars show parameter elements before and after "
+            "the step, and the learning rate is no parameter."
+        )
     out: list[Element] = []
     for tree, summary in (("inputs", inputs), ("params", params)):
         held = _containers(summary, tree, name)
@@ -132,12 +146,11 @@ def find(name: str, limit: int, params: TreeSummary, inputs: TreeSummary, keywor
             out.extend(elements_of(floats, tree, limit))
             continue
         for leaf in walk_leaves(summary):
-            label, full = path_label(leaf.path) or tree, f"{tree}{leaf.path}"
-            names = [full] + ([leaf.path, label] if leaf.path else [])
+            names = _names(tree, leaf.path)
             if name in names:
                 if not leaf.differentiable:
                     raise ValueError(
-                        f"{keyword}= names {name!r}: {full} is {leaf.type_label}, data rather "
+                        f"{keyword}= names {name!r}: {names[0]} is {leaf.type_label}, data rather "
                         "than a slider value (only floating-point values can slide)."
                     )
                 out.extend(Element(tree, leaf, pos) for pos in range(min(leaf.size, limit)))
@@ -165,7 +178,23 @@ def find(name: str, limit: int, params: TreeSummary, inputs: TreeSummary, keywor
             f"value here. Use keystr paths or labels, e.g. {', '.join(map(repr, examples))}"
             + (", or 'learning_rate'." if keyword == "sliders" else ".")
         )
+    if keyword == "bars" and out[0].tree != "params":
+        raise ValueError(
+            f"bars= names {name!r}, which is an input ({out[0].path}): the bars show "
+            "parameter elements before and after the step; inputs do not change."
+        )
     return out
+
+
+def _find_all(keyword: str, names: list[str], limit: int, params: TreeSummary, inputs: TreeSummary) -> list[Element]:
+    """The elements `names` (`sliders=` or `bars=`, `keyword`) mean, each once, in the order named."""
+    picked: dict[tuple, Element] = {}
+    for name in names:
+        if name == LEARNING_RATE and keyword == "sliders":
+            continue  # the learning rate's slider moves no element
+        for el in find(name, limit, params, inputs, keyword):
+            picked.setdefault(_key(el), el)
+    return list(picked.values())
 
 
 def elements_of(leaves: Iterable[Leaf], tree: str, limit: int, moving: dict[int, Any] | None = None) -> list[Element]:
@@ -209,14 +238,10 @@ def _chosen(
     chosen: Any, max_sliders: int, params: TreeSummary, inputs: TreeSummary
 ) -> tuple[list[Element], list[Element], bool]:
     chosen = check_names("sliders", chosen)
-    picked: dict[tuple, Element] = {}
-    for name in chosen:
-        if name != LEARNING_RATE:
-            for el in find(name, max_sliders + 1, params, inputs):
-                picked.setdefault((el.tree, el.flat_index, el.position), el)
+    picked = _find_all("sliders", chosen, max_sliders + 1, params, inputs)
     rank = {("inputs", leaf.index): k for k, leaf in enumerate(walk_leaves(inputs))}
     rank.update({("params", leaf.index): k for k, leaf in enumerate(walk_leaves(params))})
-    ordered = sorted(picked.values(), key=lambda el: (rank[(el.tree, el.flat_index)], el.position))
+    ordered = sorted(picked, key=lambda el: (rank[(el.tree, el.flat_index)], el.position))
     return (
         [el for el in ordered if el.tree == "inputs"],
         [el for el in ordered if el.tree == "params"],
@@ -288,52 +313,30 @@ def plan(session: Any, chosen: Iterable[str] | None, max_sliders: int) -> tuple[
     return specs, notes
 
 
-def chosen_bars(names: Any, params: TreeSummary, inputs: TreeSummary, cap: int = MAX_BARS) -> tuple[list[Element], str]:
-    """The elements `bars=[...]` names, in the order given (at most `cap`), and a note when some
-    were left out. A name that is no parameter value is a ValueError that says so."""
-    names = check_names("bars", names)
-    picked: dict[tuple, Element] = {}
-    for name in names:
-        if name == LEARNING_RATE:
-            raise ValueError(
-                "bars= names 'learning_rate': the bars show parameter elements before and after "
-                "the step, and the learning rate is no parameter."
-            )
-        found = find(name, cap + 1, params, inputs, keyword="bars")
-        if found[0].tree != "params":
-            raise ValueError(
-                f"bars= names {name!r}, which is an input ({found[0].path}): the bars show "
-                "parameter elements before and after the step; inputs do not change."
-            )
-        for el in found:
-            picked.setdefault(_key(el), el)
-    chosen = list(picked.values())
-    note = ""
-    if len(chosen) > cap:
-        note = f"bars= names more than {cap} values: the chart shows the first {cap}."
+def chosen_bars(names: Any, params: TreeSummary, inputs: TreeSummary) -> tuple[list[Element], str]:
+    """The elements `bars=[...]` names, in the order given (at most `MAX_BARS`), and a note when
+    some were left out. A name that is no parameter value is a ValueError that says so."""
+    cap = MAX_BARS
+    chosen = _find_all("bars", check_names("bars", names), cap + 1, params, inputs)
+    note = f"bars= names more than {cap} values: the chart shows the first {cap}." if len(chosen) > cap else ""
     return chosen[:cap], note
 
 
-def default_bars(
-    slid: Iterable[Element], params: TreeSummary, cap: int = MAX_BARS, moving: dict[int, Any] | None = None
-) -> list[Element]:
-    """The parameter elements with sliders, then the first others in display order, up to `cap`
+def default_bars(slid: Iterable[Element], params: TreeSummary, moving: dict[int, Any] | None) -> list[Element]:
+    """The parameter elements with sliders, then the first others in display order, up to `MAX_BARS`
     (of those in `moving`, whose gradient is not zero, where given: sliders.moving_positions)."""
     out = {_key(el): el for el in slid if el.tree == "params"}
-    if len(out) < cap:
-        for el in elements(params, "params", cap + len(out), moving=moving):
-            if len(out) >= cap:
-                break
-            out.setdefault(_key(el), el)
-    return list(out.values())[:cap]
+    for el in elements(params, "params", MAX_BARS + len(out), moving=moving):
+        out.setdefault(_key(el), el)
+    return list(out.values())[:MAX_BARS]
 
 
 def with_selection(
-    path: str, shown: Sequence[Element], base: Sequence[Element], params: TreeSummary, cap: int = MAX_BARS
+    path: str, shown: Sequence[Element], base: Sequence[Element], params: TreeSummary
 ) -> tuple[list[Element] | None, str]:
     """The bars once the leaf or container at `path` is selected: None when each of its leaves
     has a bar already (a click on a bar never moves the bars), or it holds no parameter element;
-    else the chosen bars `base` that fit beside the selected elements (at most `cap` of those),
+    else the chosen bars `base` that fit beside the selected elements (at most `MAX_BARS` of those),
     and a note saying what came in."""
     if not path:
         return None, ""
@@ -342,10 +345,9 @@ def with_selection(
     have = {el.leaf.path for el in shown if el.tree == "params"}
     if all(leaf.path in have for leaf in leaves):
         return None, ""
-    wanted = elements_of(leaves, "params", cap)
+    wanted = elements_of(leaves, "params", MAX_BARS)
     keys = {_key(el) for el in wanted}
-    room = cap - len(wanted)
-    kept = [el for el in base if _key(el) not in keys][:room]
+    kept = [el for el in base if _key(el) not in keys][: MAX_BARS - len(wanted)]
     name = path_label(path) or "params"
     some = (
         f"the first {len(wanted)} of its {total:,} values"

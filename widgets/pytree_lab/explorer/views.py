@@ -3,8 +3,8 @@
 A `View` is drawn from a computed step and computes no numbers: `show(result)` draws a step,
 `select(path)` follows the selection, `text()` is its part of the explorer's text form. `fast`
 views follow every slider move at once; the others follow when the schedule says (schedule.py).
-`parts()` says where its widgets go in the explorer (the row beside the sliders, or below), and
-`public` which attributes the explorer exposes for it.
+`parts()` says where its widgets go in the explorer (`slot`: the row beside the sliders, or below),
+and `public` which attributes the explorer exposes for it.
 
 A new view is one class here and one entry in `VIEWS` (the order of the text form).
 """
@@ -24,7 +24,7 @@ from ..diagram import PytreeDiagram
 from ..trees import path_label
 from .messages import fmt_number
 from .optimizer import columns, foldable, optimizer_rows
-from .sliders import MAX_BARS, chosen_bars, default_bars, describe, small_input, walk_leaves, with_selection
+from .sliders import MAX_BARS, bar_values, chosen_bars, default_bars, describe, small_input, walk_leaves, with_selection
 
 __all__ = ["View", "ViewSet", "VIEWS", "MAX_BARS"]
 
@@ -35,15 +35,17 @@ class View:
     fast = False  # drawn with every slider move, before the slow views
     options: tuple[str, ...] = ()  # the explorer's keywords this view takes (ViewSet passes them)
     after_record = False  # drawn once the step is recorded in the history (the loss line)
+    slot: tuple[str, int] | None = None  # where `widget` goes: "row" (beside the sliders) or "below", position
 
     def __init__(self, session: Any):
         self.session = session
         self.selected = ""
         self.public: dict[str, Any] = {}
+        self.widget: Any = None
 
     def parts(self) -> list[tuple[str, int, ipywidgets.Widget]]:
         """(slot, position, widget): slot "row" (beside the sliders) or "below"."""
-        return []
+        return [(*self.slot, self.widget)] if self.slot else []
 
     def show(self, result: Any) -> None:
         """Draw the step `result`."""
@@ -64,6 +66,7 @@ class ChartView(View):
 
     fast = True
     options = ("bars",)
+    slot = ("row", 0)  # the bars, their note and their table (text alternative and keyboard path) as one box
 
     def __init__(self, session: Any, bars: Any = None):
         super().__init__(session)
@@ -77,13 +80,12 @@ class ChartView(View):
             self.base, note = chosen_bars(bars, session.param_summary, session.input_summary)
             self._draw(self.base, note)
         # chart_view: the chart's Python object (bars, table, fixed_range); chart: its bqplot Figure
-        self.public = {"chart_view": self.chart, "chart": self.chart.figure}
+        self.public, self.widget = {"chart_view": self.chart, "chart": self.chart.figure}, self.chart.box
 
     def _ready(self) -> list:
         if self.base is None:
-            specs = getattr(self.session, "specs", None) or []
-            slid = [sp.element for sp in specs if sp.element is not None]
-            self.base = default_bars(slid, self.session.param_summary, moving=getattr(self.session, "moving", None))
+            slid = [sp.element for sp in self.session.specs if sp.element is not None]
+            self.base = default_bars(slid, self.session.param_summary, self.session.moving)
             self._draw(self.base, "")
         return self.base
 
@@ -95,21 +97,10 @@ class ChartView(View):
         if self._result is not None:
             self.show(self._result)
 
-    def parts(self):
-        # the bars, their note and their table (text alternative and keyboard path) as one box
-        return [("row", 0, self.chart.box)]
-
     def show(self, result: Any) -> None:
-        import numpy as np
-
         self._ready()
         self._result = result
-        eng = self.session.engine
-        before, after = eng.tree_leaves(result.params), eng.tree_leaves(result.updated)
-        self.chart.show(
-            [float(np.asarray(before[e.flat_index]).ravel()[e.position]) for e in self.elements],
-            [float(np.asarray(after[e.flat_index]).ravel()[e.position]) for e in self.elements],
-        )
+        self.chart.show(*bar_values(self.session.engine, result, self.elements))
         self.chart.highlight(self.selected)
 
     def select(self, path: str) -> None:
@@ -131,15 +122,14 @@ class LossLineView(View):
     """The loss at every point visited (`history`)."""
 
     after_record = True
+    slot = ("row", 1)
 
     def __init__(self, session: Any):
         super().__init__(session)
         self.line = LossHistoryChart()
+        self.widget = self.line.figure
         # history_view: the line's Python object; history_chart: its bqplot Figure
         self.public = {"history_view": self.line, "history_chart": self.line.figure}
-
-    def parts(self):
-        return [("row", 1, self.line.figure)]
 
     def show(self, result: Any) -> None:
         self.line.show(self.session.history)
@@ -158,16 +148,15 @@ class LossLineView(View):
 class DataView(View):
     """Inputs without sliders, as data: shape, dtype and values or a summary (not per step)."""
 
+    slot = ("below", 1)
+
     def __init__(self, session: Any):
         super().__init__(session)
-        self.html = ipywidgets.HTML(layout={"width": "100%"})
+        self.widget = self.html = ipywidgets.HTML(layout={"width": "100%"})
         self.html.add_class("pytree-lab-data")
         self.rows: list[tuple[str, str, str, str]] = []
         self.compact = False  # one line that opens (set by the explorer's compact layout)
         self.public = {"data_view": self.html}
-
-    def parts(self):
-        return [("below", 1, self.html)]
 
     def refresh(self) -> None:
         """Draw the session's input data (after a new input or a reset)."""
@@ -214,9 +203,11 @@ class DataView(View):
 class DiagramView(View):
     """The aligned trees (params | grads | the optimizer's moments | updated) and side panels."""
 
+    slot = ("below", 2)
+
     def __init__(self, session: Any):
         super().__init__(session)
-        self.diagram = PytreeDiagram()
+        self.widget = self.diagram = PytreeDiagram()
         self.diagram.set_trees({"params": session.params_tree}, order=session.param_summary)
         self._caption()
         # the words on the moment columns and the state panel while they show (compact folds them)
@@ -232,9 +223,6 @@ class DiagramView(View):
             else "value_and_grad, then opt.update(grads, state, params) and optax.apply_updates"
             + ("; moment columns and the optimizer state panel are the state after this step" if shown else "")
         )
-
-    def parts(self):
-        return [("below", 2, self.diagram)]
 
     def show(self, result: Any, keep_panels: bool = True) -> None:
         trees, extra = columns(self.session, result)
@@ -258,15 +246,14 @@ class DiagramView(View):
 class CalculationView(View):
     """The step written out by hand: forward, backward, update, after (and the optimizer's rows)."""
 
+    slot = ("below", 3)
+
     def __init__(self, session: Any):
         super().__init__(session)
-        self.calculation = WorkedCalculation(session.engine)
+        self.widget = self.calculation = WorkedCalculation(session.engine)
         if session.optimizer is not None:
             self.calculation.optimizer_rows = functools.partial(optimizer_rows, session)
         self.public = {"calculation": self.calculation}
-
-    def parts(self):
-        return [("below", 3, self.calculation)]
 
     def show(self, result: Any) -> None:
         self.calculation.show(result, self.session.param_summary, self.selected)
@@ -289,10 +276,10 @@ VIEWS: tuple[type[View], ...] = (DiagramView, DataView, CalculationView, LossLin
 class ViewSet(dict):
     """The explorer's views by class name, made from `VIEWS`, and what is done to all of them."""
 
-    def __init__(self, session: Any, views: tuple[type[View], ...] | None = None, **options: Any):
+    def __init__(self, session: Any, **options: Any):
         super().__init__(
             (cls.__name__, cls(session, **{k: options[k] for k in cls.options if k in options}))
-            for cls in (VIEWS if views is None else views)  # VIEWS as it is now (a registration)
+            for cls in VIEWS  # VIEWS as it is now (a registration)
         )
 
     def parts(self, slot: str) -> list[ipywidgets.Widget]:
@@ -300,20 +287,12 @@ class ViewSet(dict):
         found = [(pos, i, w) for i, v in enumerate(self.values()) for s, pos, w in v.parts() if s == slot]
         return [w for _, _, w in sorted(found, key=lambda item: item[:2])]
 
-    def fast(self) -> list[View]:
-        """The views drawn with every slider move (the schedule draws them itself)."""
-        return [view for view in self.values() if view.fast]
-
     def show_slow(self, result: Any, history: bool = True, only_after_record: bool = False) -> None:
         """The slow views; `history` False leaves out the loss line (the step is not recorded
         yet), `only_after_record` draws the loss line alone."""
         for view in self.values():
             if not view.fast and (history or not view.after_record) and (view.after_record or not only_after_record):
                 view.show(result)
-
-    def select(self, path: str) -> None:
-        for view in self.values():
-            view.select(path)
 
     def text(self) -> str:
         return "\n\n".join(p for p in (view.text() for view in self.values()) if p)

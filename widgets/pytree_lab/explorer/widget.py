@@ -18,11 +18,11 @@ from ..page import PageIntents
 from ..slider import Slider, SliderModule
 from ..step import StepResult
 from ..widget_common import TextForm, refuse_unknown_widget_keywords
-from .controls import build_controls
 from .layout import arrange, check_layout, present
 from .lifetime import Lifetime
-from .messages import short_error, status_html, widened_note
+from .messages import short_error, widened_note
 from .play import PlayMixin
+from .playbar import build_controls
 from .schedule import Schedule
 from .session import ExplorerSession
 from .views import ViewSet
@@ -43,6 +43,12 @@ def one_at_a_time(method: Callable) -> Callable:
             return method(self, *args, **kwargs)
 
     return locked
+
+
+def _of_session(name: str, doc: str, settable: bool = False) -> property:
+    """The explorer's attribute `name`: its session's."""
+    set_ = (lambda self, value: setattr(self.session, name, value)) if settable else None
+    return property(lambda self: getattr(self.session, name), set_, doc=doc)
 
 
 class PythonChanges:
@@ -133,12 +139,8 @@ class PythonChanges:
 
 class SliderPanel:
     """The sliders of `session`'s slider plan (`chosen`, `max_sliders`: see StepExplorer): `sliders`
-    by label, `box` the widget holding them, sharing one copy of the front-end module.
-
-    Values go one way, sliders -> session: `take` puts a slider's new value into the session (and
-    notes a value set from Python past the slider's range, which widened it). When the session
-    moves from Python (set_params, step, reset), `follow` moves the sliders to its values; their
-    moves then run no step of their own (`take` says so): the explorer recomputes once after."""
+    by label, `box` the widget holding them, sharing one copy of the front-end module. Values go
+    one way, sliders -> session (`take`); when the session moves from Python, `follow` moves them."""
 
     def __init__(self, session: Any, chosen: Iterable[str] | None, max_sliders: int):
         self.session = session
@@ -160,11 +162,6 @@ class SliderPanel:
         }
         self.box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "330px"})
         self.following = False  # set while the sliders follow the session
-
-    def on_move(self, callback: Callable[[str, dict], None]) -> None:
-        """`callback(label, change)` for each new value of a slider (the page's moves and Python's)."""
-        for label, slider in self.sliders.items():
-            slider.observe(functools.partial(callback, label), "value")
 
     def take(self, label: str, change: dict) -> bool:
         """The slider `label`'s new value (a traitlets change) into the session. True when it is a
@@ -255,9 +252,6 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
     "long" lists every part in full. `session` is the explorer without widgets; `views` its views.
     """
 
-    # The page writes only `_view_count` (views shown); every other synced trait is the kernel's.
-    _page_intents = frozenset({"_view_count"})
-
     selected_path = traitlets.Unicode(
         "",
         help="str, default '': the keystr path of the selected leaf "
@@ -323,7 +317,7 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         self.observe(lambda change: present(self, change["new"]), "presenter")
         self._start_play()  # play.py: the player, and the output area under the rest
         self.schedule = Schedule(
-            self.views.fast(),
+            [view for view in self.views.values() if view.fast],  # drawn by the schedule itself
             self.views.show_slow,
             lambda err: self._fail(f"The step was computed, but showing it failed: {short_error(err)}."),
             session.lock,
@@ -332,30 +326,23 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         self.history_view.on_new_widget = self._adopt
         traitlets.link((self, "selected_path"), (self.diagram, "selected_path"))  # one selection everywhere
         self.chart_view.on_pick(lambda path: setattr(self, "selected_path", path))
-        self.slider_panel.on_move(self._on_slider)
+        for label, slider in self.sliders.items():  # each new value, the page's moves and Python's
+            slider.observe(functools.partial(self._on_slider, label), "value")
         self.recompute()
 
     # ------------------------------------------------------------------ what the session says
-    engine = property(lambda self: self.session.engine, doc="The engine the steps run on (JAX or Lite).")
-    device = property(lambda self: self.session.device, doc="The jax.Device the steps run on (None on Lite).")
-    loss_fn = property(lambda self: self.session.loss_fn, doc="The loss, called as loss_fn(params, **inputs).")
-    optimizer = property(lambda self: self.session.optimizer, doc="The optimizer given (None: p − η·g).")
-    params = property(
-        lambda self: self.session.params,
-        doc="Where the explorer stands now (the sliders' values; `result` is the step from here).",
+    engine = _of_session("engine", "The engine the steps run on (JAX or Lite).")
+    device = _of_session("device", "The jax.Device the steps run on (None on Lite).")
+    loss_fn = _of_session("loss_fn", "The loss, called as loss_fn(params, **inputs).")
+    optimizer = _of_session("optimizer", "The optimizer given (None: p − η·g).")
+    params = _of_session(
+        "params", "Where the explorer stands now (the sliders' values; `result` is the step from here)."
     )
-    opt_state = property(
-        lambda self: self.session.opt_state,
-        doc="The optimizer state the next step starts from (None without an optimizer).",
-    )
+    opt_state = _of_session("opt_state", "The optimizer state the next step starts from (None without an optimizer).")
+    time_budget = _of_session("time_budget", "Seconds the user's own code may run in one step (None: no limit).", True)
     param_sliders = property(
         lambda self: self.slider_panel.param_sliders(),
         doc="(element, Slider) of each parameter element with a slider, in order.",
-    )
-    time_budget = property(
-        lambda self: self.session.time_budget,
-        lambda self, seconds: setattr(self.session, "time_budget", seconds),
-        doc="Seconds the user's own code may run in one step (None: no limit).",
     )
 
     # ------------------------------------------------------------------ sliders -> session
@@ -416,12 +403,6 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
             self.schedule.draw_due()  # every view on the last good step, under the message
         self._note(text, "error")
 
-    def _note(self, text: str, kind: str = "info") -> None:
-        """`text` in the status line and above the diagram: information beside a good step (the
-        step is shown), or an error (`kind` "error")."""
-        self.status.value = status_html(text, kind)
-        self.diagram.show_message(text, kind=kind)
-
     # ------------------------------------------------------------------ text form, selection, close
     @one_at_a_time
     def text(self) -> str:
@@ -444,7 +425,8 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
 
     @traitlets.observe("selected_path")
     def _selection_changed(self, change: dict) -> None:
-        self.views.select(change["new"])
+        for view in self.views.values():
+            view.select(change["new"])
 
     @one_at_a_time
     def close(self) -> None:
