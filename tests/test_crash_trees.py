@@ -447,3 +447,26 @@ def test_an_error_in_a_finalizer_while_an_answer_runs_is_not_printed():
     run = run_guarded(answer)
     assert run.ok and run.value == 1 and run.output == ""
     assert sys.unraisablehook is hook
+
+
+class _FailsWhenCollected:
+    def __del__(self):
+        raise RecursionError("a finalizer that fails (JAX's gc callback near a lost recursion depth)")
+
+
+def test_a_finalizers_error_before_the_interpreter_is_repaired_is_the_codes_and_not_printed():
+    """From capture to restore (the guarded code, then the repair of what it broke) an error in a
+    finalizer is the guarded code's: the caller's hook never sees it; after restore, it does."""
+    from pytree_lab.interpreter import InterpreterState
+
+    seen = []
+    previous, sys.unraisablehook = sys.unraisablehook, lambda args: seen.append(str(args.exc_value))
+    try:
+        state = InterpreterState.capture()
+        _FailsWhenCollected()  # collected at once: its __del__ raises, an "unraisable" error
+        state.restore()
+        assert seen == []
+        _FailsWhenCollected()
+        assert seen == ["a finalizer that fails (JAX's gc callback near a lost recursion depth)"]
+    finally:
+        sys.unraisablehook = previous

@@ -33,7 +33,6 @@ back as it was (`interpreter.InterpreterState`).
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import ctypes
 import importlib.metadata
@@ -484,24 +483,21 @@ _DRIVERS = {"itimer": _by_itimer, "watchdog": _by_watchdog, "tracer": _by_tracer
 
 @contextlib.contextmanager
 def _budget(rule: Rule, seconds: float | None) -> Iterator[None]:
-    # a finalizer's error in the body (a stop in a __del__ or gc callback) is the body's: not printed
-    hook, sys.unraisablehook = sys.unraisablehook, collections.deque(maxlen=1).append  # type: ignore[assignment]
-    try:
-        how = driver(rule) if seconds and seconds > 0 else None
-        if how is None:
-            yield
-            return
-        caller = _caller(sys._getframe(1))
-        budget = _Budget(rule, {id(f) for f in _frames(caller)}, id(caller))
-        with contextlib.ExitStack() as stack:
-            stack.enter_context(_DRIVERS[how](budget))
-            if how == "itimer" and rule.tamper_proof and hasattr(ctypes, "pythonapi"):
-                # a student's code can replace SIGALRM's handler or stop the timer: then a watchdog
-                # thread stands in (it looks only while the timer is not the budget's)
-                stack.enter_context(_by_watchdog(budget, every=TICK, only_if=_alarm_taken))
-            yield
-    finally:
-        sys.unraisablehook = hook
+    # (a finalizer's error in the body, a stop in a __del__ or gc callback, is the body's: the
+    # caller's `InterpreterState` keeps it from being printed until the interpreter is repaired)
+    how = driver(rule) if seconds and seconds > 0 else None
+    if how is None:
+        yield
+        return
+    caller = _caller(sys._getframe(1))
+    budget = _Budget(rule, {id(f) for f in _frames(caller)}, id(caller))
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(_DRIVERS[how](budget))
+        if how == "itimer" and rule.tamper_proof and hasattr(ctypes, "pythonapi"):
+            # a student's code can replace SIGALRM's handler or stop the timer: then a watchdog
+            # thread stands in (it looks only while the timer is not the budget's)
+            stack.enter_context(_by_watchdog(budget, every=TICK, only_if=_alarm_taken))
+        yield
 
 
 def _alarm_taken() -> bool:

@@ -165,6 +165,7 @@ class InterpreterState:
     trace: Any
     profile: Any
     streams: tuple[Any, Any]
+    unraisable: Any  # sys.unraisablehook: until restore() a finalizer's error is the code's, not printed
     signals: dict[Any, Any]
     timers: dict[int, tuple[float, float]]
     start: float
@@ -182,6 +183,7 @@ class InterpreterState:
         state.limit = sys.getrecursionlimit()
         state.trace, state.profile = sys.gettrace(), sys.getprofile()
         state.streams = (sys.stdout, sys.stderr)
+        state.unraisable, sys.unraisablehook = sys.unraisablehook, lambda _: None
         state.signals = {sig: signal.getsignal(sig) for sig in _SIGNALS} if state.main else {}
         state.timers = {which: signal.getitimer(which) for which in _TIMERS} if state.main else {}
         state.start = clock()
@@ -233,6 +235,7 @@ class InterpreterState:
         _allow_exits(self)
         sys.settrace(self.trace)
         _set_profile(self.profile)
+        sys.unraisablehook = self.unraisable  # last: a gc callback of JAX's fails near a lost depth
         return changed
 
     def _repair_depth(self) -> int:
