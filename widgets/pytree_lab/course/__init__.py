@@ -125,7 +125,7 @@ def try_function(
     failed, if the exercise cell's last run failed (the function left over is an earlier one),
     or if it did not return one array of `shape` (by default, for a function exercise: the shape
     of its first argument)."""
-    exercise_id = exercise_id or next((k for k, ex in EXERCISES.items() if label in common.answer_names(ex)), None)
+    exercise_id = exercise_id or next((k for k, ex in EXERCISES.items() if label in ex.answer_names), None)
     if exercise_id is not None:
         last = last_run(exercise_id)
         if last is not None and last.error_text:
@@ -191,7 +191,7 @@ def setup(shell=None) -> bool:
     False outside IPython. In a kernel, each check, prediction, quiz answer and key output is then
     merged into the evidence file as it happens (`pytree-lab-evidence.md` until a lesson names its
     own with `keep_evidence`): a kernel restart loses none of them."""
-    names = {k: common.answer_names(ex) for k, ex in EXERCISES.items()}
+    names = {k: ex.answer_names for k, ex in EXERCISES.items()}
     registered = register_magic(shell, known=exercise, answer_names=names, explain=common.cell_hint)
     if registered and default_evidence().autosave is None:
         default_evidence().autosave = "pytree-lab-evidence.md"

@@ -48,7 +48,7 @@ from ..exercises import tools
 from ..formatting import clip
 from .catalogue import EXERCISES
 from .exercises import grad_over_flat_params as flat
-from .exercises.common import _same_tree, answer_names, lesson_point
+from .exercises.common import _same_tree, lesson_point
 
 __all__ = [
     "ExerciseScores",
@@ -438,7 +438,7 @@ def grade_exercise(exercise_id: str, source: str | None, seed: int, **budgets: f
     function = ex.answer_kind == "function"
     cases, expected = _flat_cases(rng) if function else _value_cases(exercise_id, rng)
     inputs = _numbers(lesson.lesson_inputs())
-    job = {"code": code, "names": list(answer_names(ex)), "function": function, "cases": cases, "inputs": inputs}
+    job = {"code": code, "names": list(ex.answer_names), "function": function, "cases": cases, "inputs": inputs}
     results = _run_cases(job, len(cases), **budgets)
     scores, lines = [], []
     for index, (result, want) in enumerate(zip(results, expected)):

@@ -14,7 +14,6 @@ from typing import Any
 from .. import lesson as lesson  # the lesson model the graders use (catalogue.lesson)
 from ..exercises import CheckContext, CheckResult, Evidence, Exercise, check as check_answer, seal_mapping
 from .exercises import grad_over_flat_params, nested_scale_grad, repair_update, squared_norm
-from .exercises.common import answer_names
 
 __all__ = ["EXERCISES", "check", "exercise"]
 
@@ -56,5 +55,5 @@ def check(
     """
     ex = exercise(exercise_id)
     if named:
-        answer = {**({answer_names(ex)[0]: answer} if answer is not None else {}), **named}
+        answer = {**({ex.answer_names[0]: answer} if answer is not None else {}), **named}
     return check_answer(ex, answer, CheckContext(rng=rng, cell=cell, stale=stale, code=code, evidence=evidence))

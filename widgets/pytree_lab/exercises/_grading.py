@@ -179,6 +179,12 @@ class Exercise:
     lesson: str = ""
     # the notebook variable that holds the answer (`norm_squared`), for the check widget
     answer_name: str = ""
+
+    @property
+    def answer_names(self) -> tuple[str, ...]:
+        """The notebook names the answer is held under: "g, fixed" -> ("g", "fixed")."""
+        return tuple(answer_names(self.answer_name))
+
     # the reference solution(s), shown only after an attempt (`CheckButton.reveal_solution`)
     solutions: tuple[str, ...] = dataclasses.field(default=(), repr=False)
     # graded elsewhere (nbgrader, with these points): the reveal shows no solution

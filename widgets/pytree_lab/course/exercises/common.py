@@ -10,11 +10,6 @@ from ... import lesson
 from ...exercises import Exercise, as_number_array, close, exception_text, run_guarded, tools
 
 
-def answer_names(ex) -> tuple[str, ...]:
-    """The notebook names an exercise's answer is read from ("norm_squared, manual": two)."""
-    return tuple(n.strip() for n in ex.answer_name.split(",") if n.strip())
-
-
 def _lesson_setup():
     """The lesson model's params, x, target and learning rate (pytree_lab.lesson)."""
     inputs = lesson.lesson_inputs()
@@ -171,7 +166,7 @@ def said_plainly(ex, result, context) -> str | None:
         hint = cell_hint(context.stale, code)
         return f"{result.feedback}\n{hint}" if hint else None
     namespace = getattr(cell, "namespace", None) or {}
-    held = [n for n in answer_names(ex) if n in namespace and namespace[n] is None]
+    held = [n for n in ex.answer_names if n in namespace and namespace[n] is None]
     if not held or ex.answer_kind == "function":
         return None
     lines = result.feedback.splitlines()

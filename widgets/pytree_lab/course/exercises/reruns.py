@@ -9,7 +9,7 @@ from typing import Any
 
 from ... import lesson
 from ...exercises import CheckContext, Exercise, Outcome, cell_python, describe_failure, run_guarded, tools
-from .common import _same_tree, answer_names, lesson_point
+from .common import _same_tree, lesson_point
 
 RERUNS = 2  # other parameter points per check
 RERUN_BUDGET = 10.0
@@ -128,7 +128,7 @@ def _rerun_problems(ex: Exercise, answer, context: CheckContext, changes, move, 
         assigned = {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     except SyntaxError:
         return {}
-    every = answer_names(ex)
+    every = ex.answer_names
     answers = answer if isinstance(answer, dict) and len(every) > 1 else {every[0]: answer}
     names = [n for n in every if n in assigned]
     if not names:
