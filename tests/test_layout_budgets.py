@@ -13,6 +13,10 @@ import sys
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[1] / "widgets" / "pytree_lab"
 MODULE_LINES = 600
+# The library's size as `ruff format` writes it (`make lint` prints it). Issue 31 asks for at most
+# 16,000 lines with every feature; this is its size now (20,713 the day before), and it may only
+# go down.
+LIBRARY_LINES = 19_537
 WIDGET_CLASS_LINES = 300
 SLIDER_PATH_CALLS = 6
 
@@ -46,6 +50,11 @@ def test_no_module_is_above_its_line_budget():
         if _lines(path) > MODULE_LINES:
             over[name] = _lines(path)
     assert not over, f"modules above {MODULE_LINES} lines: {over}"
+
+
+def test_the_library_is_within_its_line_budget():
+    total = sum(_lines(path) for path in PACKAGE.rglob("*.py"))
+    assert total <= LIBRARY_LINES, f"the library is {total} lines, its budget {LIBRARY_LINES}"
 
 
 def test_each_defensive_layer_has_one_owner_module_within_its_budget():
