@@ -619,7 +619,7 @@ def test_the_lessons_kernel_starts_before_its_notebook_is_fetched_and_is_the_not
     the file comes, the notebook joins that kernel (one worker, no second kernel) and runs."""
     browser = browse.launch(pw)
     try:
-        context, net = browse.offline_context(browser)
+        context, _net = browse.offline_context(browser)
         held, workers = [], []
 
         def hold_first(route):
