@@ -221,6 +221,32 @@ def test_the_check_cell_prints_nothing_and_the_card_text_follows_every_check(cap
         shell.user_ns.pop("manual", None)
 
 
+def test_a_check_cell_given_an_empty_log_keeps_everything_in_that_log():
+    """An empty `Evidence` is still the log the caller gave: the lesson's exercises and the passed
+    answer go there, none to the kernel's default log."""
+    from pytree_lab.exercises import default_evidence
+
+    ns = dict(NS)
+    cells.run_exercise_cell("squared_norm", NORM_CODE, ns)
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    shell.user_ns.update(ns)
+    kernels = default_evidence()
+    kernels.clear(), kernels.expected.clear()
+    mine = Evidence()
+    try:
+        course.check_cell("squared_norm", evidence=mine)
+    finally:
+        for name in [*ns, "norm_squared", "manual"]:
+            shell.user_ns.pop(name, None)
+    lesson = catalogue.EXERCISES["squared_norm"].lesson
+    assert set(mine.expected) == {k for k, ex in catalogue.EXERCISES.items() if ex.lesson == lesson}
+    assert [o["label"] for o in mine.outputs] == ["Make it yours: my answer"], mine.outputs
+    assert len(mine.checks) == 1
+    assert len(kernels) == 0 and kernels.expected == {}
+
+
 # --------------------------------------------------------------------------- reference solution
 
 

@@ -67,8 +67,9 @@ def check_button(
 ) -> CheckButton:
     """The check widget of one exercise; by default it reads the exercise's answer names."""
     ex = exercise(exercise_id)
-    (evidence or default_evidence()).expect([(e.id, e.title) for e in EXERCISES.values() if e.lesson == ex.lesson])
-    return CheckButton(ex, get_answer if get_answer is not None else ex.answer_name, evidence=evidence, rng=rng)
+    button = CheckButton(ex, get_answer if get_answer is not None else ex.answer_name, evidence=evidence, rng=rng)
+    button.evidence.expect([(e.id, e.title) for e in EXERCISES.values() if e.lesson == ex.lesson])
+    return button
 
 
 def check_cell(exercise_id: str, *, evidence: Evidence | None = None, rng=None) -> CheckButton:
@@ -83,7 +84,7 @@ def check_cell(exercise_id: str, *, evidence: Evidence | None = None, rng=None) 
         with contextlib.suppress(Exception):  # the answer was readable a moment ago
             answer = button._answer()
         if answer is not None:
-            (evidence or default_evidence()).add_output(f"{exercise(exercise_id).title}: my answer", answer)
+            button.evidence.add_output(f"{exercise(exercise_id).title}: my answer", answer)
     return button
 
 
