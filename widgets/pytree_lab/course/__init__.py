@@ -164,7 +164,7 @@ def keep_evidence(path, *, evidence: Evidence | None = None) -> None:
     (Markdown, and JSON beside it) as it happens, as `save_evidence(path)` would: a kernel
     restart then loses none of them. In a notebook's kernel the course keeps the evidence in
     `pytree-lab-evidence.md` until a lesson names its own file."""
-    (evidence if evidence is not None else default_evidence()).autosave = path
+    default_evidence(evidence).autosave = path
 
 
 def save_evidence(path=None, *, evidence: Evidence | None = None):
@@ -173,7 +173,7 @@ def save_evidence(path=None, *, evidence: Evidence | None = None):
     restart, say), it explains what to run first and writes nothing."""
     from ..exercises import save_evidence as _save
 
-    log = evidence if evidence is not None else default_evidence()
+    log = default_evidence(evidence)
     if not len(log) and not log.expected:
         print(
             "Nothing has been recorded in this kernel yet (after a kernel restart the record starts "

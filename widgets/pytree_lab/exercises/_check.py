@@ -102,7 +102,7 @@ def check(exercise: Exercise, answer: Any, context: CheckContext | None = None) 
         if said is not None:
             result = dataclasses.replace(result, feedback=said)
     if context.stale is not None or not is_unanswered(answer) or said is not None:  # a cell that raised: with its error
-        log = context.evidence if context.evidence is not None else default_evidence()
+        log = default_evidence(context.evidence)
         log.add_check(exercise, result, answer, code=context.code, error=context.stale or "")
     return result
 

@@ -411,9 +411,9 @@ def _folder_locked(folder: pathlib.Path):
 _DEFAULT_EVIDENCE = Evidence()
 
 
-def default_evidence() -> Evidence:
-    """The evidence log the notebook's checks and widgets write to."""
-    return _DEFAULT_EVIDENCE
+def default_evidence(given: Evidence | None = None) -> Evidence:
+    """`given` (even empty), or for None the log the notebook's checks and widgets write to."""
+    return given if given is not None else _DEFAULT_EVIDENCE
 
 
 def clear_evidence() -> None:
@@ -422,14 +422,14 @@ def clear_evidence() -> None:
 
 def record_output(label: str, value: Any, *, evidence: Evidence | None = None) -> Any:
     """Keep a key output (a tree, a diagram's text, a loss) for the evidence file; returns `value`."""
-    (evidence if evidence is not None else default_evidence()).add_output(label, value)
+    default_evidence(evidence).add_output(label, value)
     return value
 
 
 def save_evidence(path: str | pathlib.Path | None = None, *, evidence: Evidence | None = None) -> SavedEvidence:
     """Write the evidence recorded so far: Markdown at `path` (default `pytree-lab-evidence.md` in
     the notebook's folder) and the same content as JSON beside it."""
-    return (evidence if evidence is not None else default_evidence()).save(path)
+    return default_evidence(evidence).save(path)
 
 
 def aligned_trees(**trees: Any) -> str:

@@ -55,7 +55,7 @@ class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
 
     @property
     def evidence(self) -> Evidence:
-        return self._evidence if self._evidence is not None else default_evidence()
+        return default_evidence(self._evidence)
 
     def _on_front_end_msg(self, widget, content, buffers) -> None:
         method = self._intents.get(str(content.get("type"))) if isinstance(content, dict) else None
