@@ -28,14 +28,15 @@ CELLS = [
     "ex",
 ]
 
-# the loss figure's y-axis ticks: (value, pixel height) read from the SVG the page drew
+# the loss figure's y-axis ticks: (value, pixel height) read from the SVG the page drew; a tick
+# d3 is still placing (entering on a redraw, no transform yet) is left out: the caller reads again
 LOSS_TICKS = """panel => {
   const fig = [...panel.querySelectorAll('.bqplot')].find(f => f.textContent.includes('Loss at each step'));
   const axis = [...fig.querySelectorAll('g.axis')].find(a => a.textContent.includes('loss'));
   return [...axis.querySelectorAll('g.tick')].filter(t => t.textContent.trim() !== '').map(t => {
-    const m = /translate\\(\\s*[-\\d.e]+[ ,]\\s*([-\\d.e]+)/.exec(t.getAttribute('transform'));
-    return [parseFloat(t.textContent.replace('\\u2212', '-')), parseFloat(m[1])];
-  });
+    const m = /translate\\(\\s*[-\\d.e]+[ ,]\\s*([-\\d.e]+)/.exec(t.getAttribute('transform') || '');
+    return m && [parseFloat(t.textContent.replace('\\u2212', '-')), parseFloat(m[1])];
+  }).filter(t => t !== null);
 }"""
 
 
