@@ -61,6 +61,8 @@ MARKER_NAME = ".pytree-lab-build.json"
 FILES_NAME = "pytree-lab-files.json"
 CHECK_SCRIPT = "pytree-lab-check.js"
 CHECKED_PAGES = ("lab/index.html", "notebooks/index.html")
+# the stored outputs' renderer, which also draws the opened notebook's preview before JupyterLab
+PREVIEW_SCRIPT = "extensions/@pytree-lab/stored-outputs/static/remoteEntry.js"
 
 # The kernel, its labextension and the Pyodide it was made for move together.
 JUPYTERLITE_VERSION = "0.8.6"
@@ -1032,6 +1034,9 @@ def add_site_check(site: Path) -> None:
         if "<head>" not in text:
             raise BuildError(f"{page} has no <head>: the site's check cannot be loaded there")
         text = text.replace("<head>", f'<head>\n    <script src="../{CHECK_SCRIPT}"></script>', 1)
+        if (site / PREVIEW_SCRIPT).is_file():  # the stored lesson, drawn while JupyterLab starts
+            tag = f'<script async data-ptl-preview src="../{PREVIEW_SCRIPT}"></script>'
+            text = text.replace("</head>", f"  {tag}\n  </head>", 1)
         html.write_text(text)
     files = {
         p.relative_to(site).as_posix(): [p.stat().st_size, sha256_file(p)]
@@ -1238,7 +1243,9 @@ def build_site(
                 raise BuildError(f"{err}; or build with --no-stored-outputs (outputs empty until run)") from None
             for rel, what in ran.items():
                 log(f"  {rel}: {what} on the Lite engine, outputs stored")
-            extensions.append(str(first_paint.write_extension(stage / "stored-outputs", modules)))
+            storage = config_data["jupyter-config-data"]["contentsStorageName"]
+            previews = {rel: first_paint.preview(files_dir / rel, storage) for _, rel in notebooks}
+            extensions.append(str(first_paint.write_extension(stage / "stored-outputs", modules, previews)))
 
         (stage / "jupyter-lite.json").write_text(json.dumps(config_data, indent=2) + "\n")
         front_ends = [str(wheels[normalize(n)]) for n in FRONT_END_WHEELS]

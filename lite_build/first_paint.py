@@ -37,6 +37,7 @@ EXTENSION_NAME = "@pytree-lab/stored-outputs"
 EXTENSION_SOURCE = HERE / "stored_outputs"
 BROWSER_CWD = "/drive"  # the Pyodide kernel's folder for the site's notebooks
 CELL_TIMEOUT = 300
+PREVIEWS = "previews"  # the extension's static/previews/<notebook path>.json (`preview`)
 REF = re.compile(r"(?:IPY_MODEL_|anywidget:)([0-9a-f]{32})\b")  # a model named in another's state
 
 
@@ -181,12 +182,67 @@ def modules_of(widget_state: dict) -> dict[str, str]:
     return found
 
 
-def write_extension(dest: Path, modules: dict[str, str]) -> Path:
+def write_extension(dest: Path, modules: dict[str, str], previews: dict[str, dict] | None = None) -> Path:
     """The stored outputs' renderer (a JupyterLab mime extension) with the modules the stored
-    widgets use, each under its sha256: the page runs no module a notebook brings itself."""
+    widgets use, each under its sha256: the page runs no module a notebook brings itself; and
+    each notebook's preview (`preview`) under static/previews/<its path>.json."""
     shutil.copytree(EXTENSION_SOURCE, dest)
     folder = dest / "static" / "modules"
     folder.mkdir(parents=True, exist_ok=True)
     for sha, text in sorted(modules.items()):
         (folder / sha).write_text(text)
+    for rel, data in sorted((previews or {}).items()):
+        out = dest / "static" / PREVIEWS / f"{rel}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(data, sort_keys=True, ensure_ascii=False) + "\n")
     return dest
+
+
+# The tags and attributes a preview's Markdown keeps (what nbconvert's Markdown gives a lesson:
+# headings, lists, tables, code, links, images); everything else is taken out by bleach.
+_MARKDOWN_TAGS = {
+    *("h1", "h2", "h3", "h4", "h5", "h6", "p", "br", "hr", "em", "strong", "code", "pre", "blockquote"),
+    *("ul", "ol", "li", "a", "img", "table", "thead", "tbody", "tr", "th", "td", "span", "div", "del", "sup", "sub"),
+}
+_MARKDOWN_ATTRIBUTES = {"a": ["href", "title"], "img": ["src", "alt", "title"], "*": ["id", "class"]}
+
+
+def preview(path: Path, storage: str) -> dict:
+    """A stored notebook as the site's page draws it before JupyterLab has started (remoteEntry.js,
+    `preview`): Markdown as HTML (rendered by nbconvert, then cleaned by bleach), code highlighted
+    by pygments (which escapes it), outputs as stored widgets, PNG images or text. `storage` is the
+    browser storage of the students' files: a notebook a student saved there opens as saved,
+    without this preview."""
+    import bleach
+    from nbconvert.filters import markdown2html_mistune
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import PythonLexer
+
+    nb = json.loads(path.read_text())
+    cells: list[dict] = []
+    for cell in nb.get("cells", []):
+        source = "".join(cell.get("source", ""))
+        if cell.get("cell_type") == "markdown":
+            html = markdown2html_mistune(source)
+            cells.append({"markdown": bleach.clean(html, _MARKDOWN_TAGS, _MARKDOWN_ATTRIBUTES, strip=True)})
+        elif cell.get("cell_type") == "code":
+            code = highlight(source, PythonLexer(), HtmlFormatter(nowrap=True)) if source else ""
+            cells.append({"code": code, "outputs": [_preview_output(out) for out in cell.get("outputs", [])]})
+        else:  # a raw cell, as text (one entry per cell: the page finds JupyterLab's cell by index)
+            cells.append({"raw": source})
+    return {"storage": storage, "cells": cells}
+
+
+def _preview_output(out: dict) -> dict:
+    if out.get("output_type") == "stream":
+        return {"text": "".join(out.get("text", ""))}
+    if out.get("output_type") == "error":
+        return {"text": f"{out.get('ename', '')}: {out.get('evalue', '')}"}
+    data = out.get("data", {})
+    text = "".join(data.get("text/plain", ""))
+    if MIME in data:
+        return {"stored": data[MIME], "text": text}
+    if "image/png" in data:
+        return {"png": "".join(data["image/png"]).strip(), "text": text}
+    return {"text": text}

@@ -85,3 +85,57 @@ def test_the_site_ships_each_module_once_under_its_sha256(tmp_path):
     ext = first_paint.write_extension(tmp_path / "ext", modules)
     assert json.loads((ext / "package.json").read_text())["name"] == first_paint.EXTENSION_NAME
     assert (ext / "static" / "modules" / hashlib.sha256(ESM.encode()).hexdigest()).read_text() == ESM
+
+
+def test_a_preview_is_the_notebook_as_text_and_stored_widgets_with_nothing_that_runs(tmp_path):
+    """What the page draws before JupyterLab (first_paint.preview): one entry per cell, Markdown as
+    HTML with anything that could run taken out, code escaped, outputs as stored widgets, PNGs or
+    text; written under the extension's previews/ by the notebook's path, the same bytes each time."""
+    nb = first_paint.store(executed(["a" * 32, "b" * 32, "c" * 32, "d" * 32], "/w"), "/w")
+    nb["cells"][:0] = [
+        {
+            "cell_type": "markdown",
+            "metadata": {},
+            "source": ["# Trees\n", "*w* <script>alert(1)</script>", "<img src=x onerror=alert(2)>"],
+        },
+        {"cell_type": "raw", "metadata": {}, "source": "<b>raw</b>"},
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "source": "x = 1 < 2",
+            "outputs": [
+                {"output_type": "error", "ename": "ValueError", "evalue": "no <b>", "traceback": []},
+                {
+                    "output_type": "display_data",
+                    "metadata": {},
+                    "data": {"image/png": "iVBOR\n", "text/plain": "<Figure>"},
+                },
+            ],
+        },
+    ]
+    (tmp_path / "lessons").mkdir()
+    path = tmp_path / "lessons" / "one.ipynb"
+    path.write_text(json.dumps(nb))
+    got = first_paint.preview(path, "pytree-lab: course")
+    assert got["storage"] == "pytree-lab: course"
+    markdown, raw, code, stored = got["cells"]
+    assert markdown["markdown"].startswith('<h1 id="Trees">Trees')
+    assert "<em>w</em>" in markdown["markdown"]
+    assert "<script" not in markdown["markdown"] and "onerror" not in markdown["markdown"]
+    assert raw == {"raw": "<b>raw</b>"}  # drawn as text by the page
+    assert "&lt;" in code["code"] and "<" not in code["code"].replace("<span", "").replace("</span", "")
+    assert code["outputs"] == [{"text": "ValueError: no <b>"}, {"png": "iVBOR", "text": "<Figure>"}]
+    # the cell's print, then its widget as the notebook stores it (with its text form)
+    assert stored["outputs"] == [
+        {"text": "saved in /drive\n"},
+        {"stored": nb["cells"][3]["outputs"][1]["data"][first_paint.MIME], "text": "the text form"},
+    ]
+    assert stored["outputs"][1]["stored"]["model_id"] == "m1"
+    ext = first_paint.write_extension(tmp_path / "ext", {}, {"lessons/one.ipynb": got})
+    written = (ext / "static" / first_paint.PREVIEWS / "lessons" / "one.ipynb.json").read_bytes()
+    assert json.loads(written) == got
+    again = first_paint.write_extension(
+        tmp_path / "ext2", {}, {"lessons/one.ipynb": first_paint.preview(path, got["storage"])}
+    )
+    assert (again / "static" / first_paint.PREVIEWS / "lessons" / "one.ipynb.json").read_bytes() == written

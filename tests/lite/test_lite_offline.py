@@ -99,7 +99,7 @@ def run_lesson(pw, url: str, black_hole: bool) -> LessonRun:
             # every stored output drawn (as many as the site's notebook holds)
             stored = page.evaluate(COUNT_STORED, f"{url}/files/{LESSON}")
             page.wait_for_function(
-                "n => document.querySelectorAll('.ptl-stored[data-ptl-drawn]').length >= n",
+                "n => document.querySelectorAll('.jp-NotebookPanel .ptl-stored[data-ptl-drawn]').length >= n",
                 arg=stored,
                 timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET),
             )
@@ -649,3 +649,125 @@ def test_the_lessons_kernel_starts_before_its_notebook_is_fetched_and_is_the_not
     assert started_while_held == (1, 1), started_while_held  # the file still held, the kernel's worker running
     assert kernels == 1, kernels  # the notebook joined the kernel the page started: no second one
     assert first.strip() and not errors, (first, errors)
+
+
+# ---------------------------------------------------------------- the lesson drawn before JupyterLab starts
+
+PREVIEW = "#ptl-preview"
+PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+
+
+def held_start(context) -> list:
+    """Hold back JupyterLab's start (config-utils.js, which loads its code): the page alone runs."""
+    held: list = []
+    context.route("**/config-utils.js*", lambda route: held.append(route))
+    return held
+
+
+def release(context, held: list) -> None:
+    context.unroute("**/config-utils.js*")
+    for route in held:
+        route.continue_()
+
+
+def flat(diagrams: list[list[dict]]) -> list[dict]:
+    return [d for cell in diagrams for d in cell]
+
+
+def test_the_lesson_is_drawn_before_jupyterlab_starts_and_handed_over_without_a_duplicate(lite_server, pw):
+    """The page draws the opened lesson from the build's preview (first_paint.py `preview`) before
+    any of JupyterLab's code has run: with JupyterLab's start held back, every cell is there and the
+    first diagram shows the lesson's numbers, inert. Once JupyterLab shows the notebook the preview
+    is gone: one diagram per stored output, the same diagrams as the preview's. A notebook the
+    student saved opens as saved: no preview of the site's copy over it."""
+    browser = browse.launch(pw)
+    try:
+        context, _net = browse.offline_context(browser)
+        held = held_start(context)
+        page = context.new_page()
+        page.set_viewport_size({"width": 1440, "height": 900})
+        page.goto(
+            f"{lite_server.url}/lab/index.html?path={LESSON}",
+            wait_until="domcontentloaded",
+            timeout=browse.Timeouts.ms(browse.Timeouts.PAGE),
+        )
+        first = page.locator(f"{PREVIEW} [role=tree] [data-path]").first
+        first.wait_for(timeout=browse.Timeouts.ms(browse.Timeouts.PAGE))
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('#ptl-preview .ptl-stored')]"
+            ".every(s => s.hasAttribute('data-ptl-drawn'))",
+            timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET),
+        )
+        before = {
+            "held": len(held),
+            "lab": page.locator(".jp-NotebookPanel").count(),
+            "said": page.evaluate("document.documentElement.dataset.ptlPreview"),
+            "cells": page.locator(f"{PREVIEW} .ptl-preview-cell").count(),
+            "inert": page.evaluate("document.querySelector('#ptl-preview .ptl-preview-cells').inert"),
+            "status": page.locator(f"{PREVIEW} > .ptl-preview-status[role=status]").text_content(),
+            "diagrams": page.locator(f"{PREVIEW} .ptl-preview-cell").evaluate_all(READ_DIAGRAMS),
+        }
+        site_cells = page.evaluate(
+            "async url => (await (await fetch(url)).json()).cells"
+            ".map(c => [c.cell_type, [].concat(c.source).join('')])",
+            f"{lite_server.url}/files/{LESSON}",
+        )
+
+        (ROOT / "artifacts").mkdir(exist_ok=True)
+        page.screenshot(path=str(ROOT / "artifacts" / "lite-preview-before-jupyterlab.png"))
+        at = next(i for i, (_, src) in enumerate(site_cells) if src.strip() == "PytreeDiagram(params)")
+        page.locator(f"{PREVIEW} .ptl-preview-cell").nth(at).scroll_into_view_if_needed()
+        page.screenshot(path=str(ROOT / "artifacts" / "lite-preview-first-diagram.png"))
+
+        release(context, held)
+        browse.show_notebook(page, LESSON)
+        page.locator(PREVIEW).wait_for(state="detached", timeout=browse.Timeouts.ms(browse.Timeouts.PAGE))
+        stored = page.evaluate(COUNT_STORED, f"{lite_server.url}/files/{LESSON}")
+        page.wait_for_function(
+            f"n => document.querySelectorAll('{PANEL} .ptl-stored[data-ptl-drawn]').length >= n",
+            arg=stored,
+            timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET),
+        )
+        after = {
+            "diagrams": browse.code_cells(page).evaluate_all(READ_DIAGRAMS),
+            "trees": page.locator(".ptl-diagram").count(),
+            "in_lab": page.locator(f"{PANEL} .ptl-diagram").count(),
+            "top": browse.cell(page, at).bounding_box()["y"],  # the cell the preview was scrolled to
+        }
+
+        # the student saves the notebook: the next visit opens that copy, with no preview over it
+        browse.cell(page, 0).click()
+        page.keyboard.press("Escape")
+        page.keyboard.press("Control+s")
+        saved_copy(page, DIAGRAM_SOURCE)
+        held = held_start(context)
+        page.goto(  # the lesson's link again (JupyterLab took the path out of the address)
+            f"{lite_server.url}/lab/index.html?path={LESSON}",
+            wait_until="domcontentloaded",
+            timeout=browse.Timeouts.ms(browse.Timeouts.PAGE),
+        )
+        said_again = page.wait_for_function(
+            "() => document.documentElement.dataset.ptlPreview", timeout=browse.Timeouts.ms(browse.Timeouts.PAGE)
+        ).json_value()
+        again = {"said": said_again, "held": len(held), "preview": page.locator(PREVIEW).count()}
+        release(context, held)
+        context.close()
+    finally:
+        browser.close()
+
+    # before JupyterLab: its start held, no notebook of its own, the preview's every cell, inert
+    assert before["held"] >= 1 and before["lab"] == 0, before
+    assert before["said"] == "shown" and before["inert"] is True, before
+    assert before["cells"] == len(site_cells), (before["cells"], len(site_cells))
+    assert "JupyterLab starts" in before["status"], before["status"]
+    params_cell = next(i for i, (kind, src) in enumerate(site_cells) if src.strip() == "PytreeDiagram(params)")
+    (diagram,) = before["diagrams"][params_cell]
+    weight, bias = one_leaf(diagram, "['weight']"), one_leaf(diagram, "['bias']")
+    assert (weight["type"], weight["value"], bias["type"], bias["value"]) == ("float32[2]", "[1, -1]", "float32[]", "0")
+    assert diagram["counts"] == ["2 leaves, 3 numerical parameter values"]
+    # JupyterLab's notebook took over: the same diagrams, each once (the preview's are gone)
+    assert flat(after["diagrams"]) == flat(before["diagrams"])
+    assert after["trees"] == after["in_lab"] == len(flat(before["diagrams"])) > 0, after
+    assert 0 <= after["top"] < 900, after["top"]  # the notebook opens where the preview was scrolled
+    # the student's saved copy opens as saved: no preview, even with JupyterLab held back
+    assert again == {"said": "saved", "held": 1, "preview": 0}, again

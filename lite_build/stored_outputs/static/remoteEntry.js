@@ -8,9 +8,16 @@
 // outputs the same way: JupyterLab's widget manager saved their models into the notebook's
 // metadata (its saveState setting, on in the site), and the plugin below turns each widget output
 // whose models are there into a stored one as the notebook opens, before any kernel exists.
+//
+// The same file, loaded by the site's page itself (lab/index.html, before JupyterLab's own code),
+// draws the opened notebook (?path=) from its preview (lite_build/first_paint.py `preview`) at
+// once, over the page, while JupyterLab starts; the plugin below takes it away once JupyterLab
+// shows that notebook. JupyterLab loads this file again as its extension: the second run keeps
+// the first one's container, so the plugin is the one that drew the preview.
 (function () {
   "use strict";
   var NAME = "@pytree-lab/stored-outputs";
+  if (window._JUPYTERLAB && window._JUPYTERLAB[NAME]) return;
   var MIME = "application/vnd.pytree-lab.stored-widget+json";
   var WIDGET_VIEW = "application/vnd.jupyter.widget-view+json";
   var WIDGET_STATE = "application/vnd.jupyter.widget-state+json";
@@ -23,6 +30,7 @@
   var KERNEL = "python"; // the Pyodide kernel's name in the site's kernelspecs
   var script = document.currentScript;
   var modulesUrl = new URL("modules/", script ? script.src : location.href).href;
+  var previewsUrl = new URL("previews/", script ? script.src : location.href).href;
   var scope = null;
   var loaded = {};
 
@@ -198,6 +206,29 @@
     ".ptl-stored-later{box-sizing:border-box;padding:8px;color:var(--jp-ui-font-color2,#616161);font-style:italic;" +
     "border:1px dashed var(--jp-border-color2,#e0e0e0)}";
 
+  function addStyle(id, css) {
+    if (document.getElementById(id)) return;
+    var tag = child("style", "", document.head);
+    tag.id = id;
+    tag.textContent = css;
+  }
+
+  // A stored widget into node (a .ptl-stored box): its quiet note, then its models, inert; its
+  // text form where it cannot be drawn.
+  function storedInto(node, data, text, sanitizer) {
+    addStyle("ptl-stored-style", CSS);
+    var note = child("div", "ptl-stored-note", node);
+    note.setAttribute("role", "note");
+    note.textContent = NOTES[data.from === "notebook" ? "notebook" : "site"];
+    var body = child("div", "ptl-stored-body", node);
+    body.inert = true; // a control needs the kernel: none reacts until the cell runs
+    return draw(data, data.model_id, body, sanitizer).catch(function (err) {
+      body.textContent = "";
+      child("pre", "", body).textContent = String(text || "");
+      console.warn(NAME, err);
+    }).then(function () { node.setAttribute("data-ptl-drawn", ""); });
+  }
+
   function extension(Widget) {
     class StoredOutput extends Widget {
       constructor(options) {
@@ -207,24 +238,8 @@
       }
 
       renderModel(mimeModel) {
-        var data = mimeModel.data[MIME];
-        var node = this.node;
-        node.textContent = "";
-        if (!document.getElementById("ptl-stored-style")) {
-          var css = child("style", "", document.head);
-          css.id = "ptl-stored-style";
-          css.textContent = CSS;
-        }
-        var note = child("div", "ptl-stored-note", node);
-        note.setAttribute("role", "note");
-        note.textContent = NOTES[data.from === "notebook" ? "notebook" : "site"];
-        var body = child("div", "ptl-stored-body", node);
-        body.inert = true; // a control needs the kernel: none reacts until the cell runs
-        return draw(data, data.model_id, body, this.sanitizer).catch(function (err) {
-          body.textContent = "";
-          child("pre", "", body).textContent = String(mimeModel.data["text/plain"] || "");
-          console.warn(NAME, err);
-        }).then(function () { node.setAttribute("data-ptl-drawn", ""); });
+        this.node.textContent = "";
+        return storedInto(this.node, mimeModel.data[MIME], mimeModel.data["text/plain"], this.sanitizer);
       }
     }
     return {
@@ -330,6 +345,165 @@
     });
   }
 
+  // ---- the preview: the opened notebook as the build stored it, drawn before JupyterLab starts
+
+  var PREVIEW_CSS =
+    "#ptl-preview{position:fixed;inset:0;z-index:9999;overflow:auto;background:#fff;color:rgba(0,0,0,.87);" +
+    "font:13px/1.5 system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif}" +
+    "body.jp-mod-dark #ptl-preview{background:#111;color:#fff}" +
+    "#ptl-preview .ptl-preview-status{margin:0;padding:6px 16px;border-bottom:1px solid #e0e0e0;color:#616161;font-size:12px}" +
+    "#ptl-preview .ptl-preview-cells{max-width:1100px;margin:0 auto;padding:12px 24px 48px 72px}" +
+    "#ptl-preview .ptl-preview-cell{margin:0 0 12px}#ptl-preview .anchor-link{display:none}" +
+    "#ptl-preview pre{margin:0;white-space:pre-wrap;font:13px/1.4 monospace}" +
+    "#ptl-preview .ptl-preview-code{padding:5px 8px;background:#f5f5f5;border:1px solid #e0e0e0;border-radius:2px}" +
+    "#ptl-preview .ptl-preview-out{display:block;margin:6px 0 0;padding:0 8px}" +
+    "#ptl-preview .k,#ptl-preview .kn,#ptl-preview .ow{color:#008000;font-weight:bold}" +
+    "#ptl-preview .s,#ptl-preview .s1,#ptl-preview .s2,#ptl-preview .sd{color:#ba2121}" +
+    "#ptl-preview .c,#ptl-preview .c1{color:#3d7b7b;font-style:italic}" +
+    "#ptl-preview .mi,#ptl-preview .mf{color:#080}#ptl-preview .nf,#ptl-preview .nc{color:#00f}";
+
+  // The preview has no JupyterLab sanitizer yet: an HTML widget there shows its text only.
+  var TEXT_ONLY = {
+    sanitize: function (html) {
+      var span = document.createElement("span");
+      span.textContent = new DOMParser().parseFromString(String(html), "text/html").body.textContent || "";
+      return span.innerHTML;
+    },
+  };
+
+  var previewing = null; // the preview on the page: {root, stored (how many stored widgets)}
+  var previewEnded = false;
+
+  function openedPath() {
+    var path = new URLSearchParams(location.search).get("path");
+    return path && /\.ipynb$/.test(path) ? path : null;
+  }
+
+  // Whether the student's browser holds a copy of `path` (JupyterLite keeps the students' files in
+  // IndexedDB: database `storage`, store "files", keyed by path): that copy opens as it is, so no
+  // preview. Where this cannot be told without making a database, none either.
+  function savedCopy(storage, path) {
+    if (!window.indexedDB || !indexedDB.databases) return Promise.resolve(true);
+    return indexedDB.databases().then(function (all) {
+      if (!all.some(function (db) { return db.name === storage; })) return false;
+      return new Promise(function (resolve) {
+        var open = indexedDB.open(storage);
+        open.onerror = function () { resolve(true); };
+        open.onsuccess = function () {
+          var db = open.result;
+          try {
+            if (!db.objectStoreNames.contains("files")) return resolve(false);
+            var count = db.transaction("files", "readonly").objectStore("files").count(path);
+            count.onsuccess = function () { resolve(count.result > 0); };
+            count.onerror = function () { resolve(true); };
+          } catch (err) {
+            resolve(true);
+          } finally {
+            setTimeout(function () { db.close(); });
+          }
+        };
+      });
+    }, function () { return true; });
+  }
+
+  // What became of the preview, on <html data-ptl-preview>: "shown", "saved" (the student's copy
+  // opens instead), "none" (no preview of this notebook), "late" (JupyterLab showed it first).
+  function said(what) { document.documentElement.dataset.ptlPreview = what; }
+
+  function preview() {
+    var path = openedPath();
+    if (!path || !window.fetch) return said("none");
+    fetch(previewsUrl + path.split("/").map(encodeURIComponent).join("/") + ".json")
+      .then(function (answer) { return answer.ok ? answer.json() : null; })
+      .then(function (data) {
+        if (!data) return said("none");
+        return savedCopy(data.storage, path).then(function (saved) {
+          if (saved) return said("saved");
+          if (previewEnded) return said("late");
+          if (document.body) showPreview(data);
+          else document.addEventListener("DOMContentLoaded", function () { if (!previewEnded) showPreview(data); });
+        });
+      })
+      .catch(function (err) { said("none"); console.warn(NAME, err); });
+  }
+
+  function showPreview(data) {
+    addStyle("ptl-preview-style", PREVIEW_CSS);
+    var root = document.createElement("div");
+    root.id = "ptl-preview";
+    root.setAttribute("role", "region");
+    root.setAttribute("aria-label", "The lesson as the site stored it, while JupyterLab starts");
+    root.setAttribute("aria-busy", "true");
+    var status = child("p", "ptl-preview-status", root);
+    status.setAttribute("role", "status");
+    status.textContent = "Opening the lesson: shown as the site stored it while JupyterLab starts (nothing here reacts yet).";
+    var cells = child("div", "ptl-preview-cells", root);
+    cells.inert = true;
+    var stored = 0;
+    data.cells.forEach(function (cell) {
+      var box = child("div", "ptl-preview-cell", cells);
+      if (cell.markdown !== undefined) {
+        box.innerHTML = cell.markdown; // rendered and cleaned (bleach) by the build
+        return;
+      }
+      if (cell.raw !== undefined) {
+        child("pre", "", box).textContent = cell.raw;
+        return;
+      }
+      child("pre", "ptl-preview-code", box).innerHTML = cell.code; // pygments' escaped HTML, made by the build
+      cell.outputs.forEach(function (out) {
+        if (out.stored) {
+          stored += 1;
+          storedInto(child("div", "ptl-stored ptl-preview-out", box), out.stored, out.text, TEXT_ONLY);
+        } else if (out.png) {
+          var img = child("img", "ptl-preview-out", box);
+          img.alt = out.text || "an image output";
+          img.src = "data:image/png;base64," + out.png;
+        } else if (out.text) {
+          child("pre", "ptl-preview-out", box).textContent = out.text;
+        }
+      });
+    });
+    document.body.appendChild(root);
+    previewing = { root: root, stored: stored };
+    said("shown");
+  }
+
+  // The cell at the top of the preview as the student scrolled it (0 where not scrolled).
+  function previewTop() {
+    if (!previewing) return 0;
+    var cells = previewing.root.querySelectorAll(".ptl-preview-cell");
+    var top = previewing.root.getBoundingClientRect().top;
+    var at = 0;
+    while (at < cells.length - 1 && cells[at].getBoundingClientRect().bottom <= top + 40) at += 1;
+    return at;
+  }
+
+  // JupyterLab shows the opened notebook: its cells drawn down to the one at the preview's top (it
+  // draws them in order, a few at a time), and every stored widget among those drawn; or 3 s.
+  function shown(panel, at) {
+    var until = Date.now() + 3000;
+    return new Promise(function (resolve) {
+      (function check() {
+        var made = panel.node.querySelectorAll(".ptl-stored").length;
+        var drawn = panel.node.querySelectorAll("[data-ptl-drawn]").length;
+        var cells = panel.node.querySelectorAll(".jp-Cell").length;
+        if ((cells > at && drawn === made) || Date.now() > until) requestAnimationFrame(function () { resolve(); });
+        else requestAnimationFrame(check);
+      })();
+    });
+  }
+
+  // The preview goes; the notebook shows the cell the preview's top showed.
+  function endPreview(panel, at) {
+    previewEnded = true;
+    if (!previewing) return;
+    var cell = at > 0 && panel && panel.content && panel.content.widgets[at];
+    if (cell && cell.node) cell.node.scrollIntoView({ block: "start" });
+    previewing.root.remove();
+    previewing = null;
+  }
+
   function plugin(notebook) {
     return {
       id: NAME + ":revisit",
@@ -338,14 +512,24 @@
       requires: [notebook.INotebookTracker],
       activate: function (app, tracker) {
         startEarly(app).catch(function (err) { console.warn(NAME, err); });
+        var path = openedPath();
+        // the preview goes once JupyterLab shows the notebook, or 10 s after it restored without it
+        app.restored.then(function () { setTimeout(function () { endPreview(null, 0); }, 10000); });
         tracker.widgetAdded.connect(function (_, panel) {
           panel.context.ready
             .then(function () { return revisit(panel.context.model); })
             .catch(function (err) { console.warn(NAME, err); });
+          if (path && panel.context.path === path) {
+            var at = 0;
+            var end = function () { endPreview(panel, at); };
+            panel.revealed.then(function () { at = previewTop(); return shown(panel, at); }).then(end, end);
+          }
         });
       },
     };
   }
+
+  if (script && script.hasAttribute("data-ptl-preview")) preview(); // loaded by the page, not by JupyterLab
 
   window._JUPYTERLAB = window._JUPYTERLAB || {};
   window._JUPYTERLAB[NAME] = {
