@@ -149,14 +149,8 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
             cls = ' class="ptl-calc-selected"' if sel and path and (path == sel or path.startswith(sel)) else ""
             head = esc(row.section) if row.section != last else ""
             last = row.section
-            if row.grid:
-                value = grid_html(row.grid, row.what)
-            else:
-                value = esc(row.value)
-            body.append(
-                f'<tr{cls} data-path="{esc(path, quote=True)}"><th scope="row">{head}</th>'
-                f'<td>{esc(row.what)}</td><td class="ptl-calc-value">{value}</td></tr>'
-            )
+            value = grid_html(row.grid, row.what) if row.grid else esc(row.value)
+            body.append(_tr(path, head, f'<td>{esc(row.what)}</td><td class="ptl-calc-value">{value}</td>', cls))
         return (
             '<table class="ptl-calc" aria-label="worked calculation">'
             "<caption>Worked calculation (numbers from the step just computed)</caption>" + "".join(body) + "</table>"
@@ -217,38 +211,31 @@ def _compact_table(rows: list[CalcRow], label: str) -> str:
                 inner = f'<table class="ptl-calc ptl-calc-compact" aria-label="{label}">{inner}</table>'
                 head = esc(row.section) if row.section != last else ""
                 last = row.section
-                body.append(
-                    f'<tr data-path="{esc(row.path, quote=True)}"><th scope="row">{head}</th>'
-                    f'<td colspan="2"><details class="ptl-calc-group"><summary>{esc(row.group)}</summary>'
-                    f"{inner}</details></td></tr>"
-                )
+                details = f'<details class="ptl-calc-group"><summary>{esc(row.group)}</summary>{inner}</details>'
+                body.append(_tr(row.path, head, f'<td colspan="2">{details}</td>'))
             continue
         body.append(_compact_row(row, row.section != last))
         last = row.section
     return f'<table class="ptl-calc ptl-calc-compact" aria-label="{esc(label, quote=True)}">{"".join(body)}</table>'
 
 
+def _tr(path: str, head: str, cells: str, cls: str = "") -> str:
+    """A row of the calculation: its leaf's path, its section's name (on the section's first row), its cells."""
+    return f'<tr{cls} data-path="{html.escape(path, quote=True)}"><th scope="row">{head}</th>{cells}</tr>'
+
+
 def _compact_row(row: CalcRow, first: bool) -> str:
     esc = html.escape
-    head = esc(row.section) if first else ""
     what = esc(row.short or row.what)
-    path = esc(row.path, quote=True)
     if row.grid:  # a matrix under its name, in its own shape (the diagram's grid)
-        return (
-            f'<tr data-path="{path}"><th scope="row">{head}</th><td colspan="2" class="ptl-calc-wide">'
-            f'<div>{what}</div><div class="ptl-calc-value">{grid_html(row.grid, row.short or row.what)}</div></td></tr>'
-        )
-    if row.note:
-        return (
-            f'<tr data-path="{path}"><th scope="row">{head}</th><td colspan="2" class="ptl-calc-note">'
-            f"{esc(row.value)}</td></tr>"
-        )
-    # a short value stays on one line (its name wraps beside it), a long one wraps
-    short = " ptl-calc-short" if len(row.value) <= SHORT_VALUE else ""
-    return (
-        f'<tr data-path="{path}"><th scope="row">{head}</th><td>{what}</td>'
-        f'<td class="ptl-calc-value{short}">{esc(row.value)}</td></tr>'
-    )
+        grid = grid_html(row.grid, row.short or row.what)
+        cells = f'<td colspan="2" class="ptl-calc-wide"><div>{what}</div><div class="ptl-calc-value">{grid}</div></td>'
+    elif row.note:
+        cells = f'<td colspan="2" class="ptl-calc-note">{esc(row.value)}</td>'
+    else:  # a short value stays on one line (its name wraps beside it), a long one wraps
+        short = " ptl-calc-short" if len(row.value) <= SHORT_VALUE else ""
+        cells = f'<td>{what}</td><td class="ptl-calc-value{short}">{esc(row.value)}</td>'
+    return _tr(row.path, esc(row.section) if first else "", cells)
 
 
 def grid_html(grid: tuple, label: str) -> str:
