@@ -207,8 +207,8 @@ def _compact_table(rows: list[CalcRow], label: str) -> str:
             if row.group not in done:
                 done.add(row.group)
                 inner = "".join(_compact_row(r, False) for r in rows if r.group == row.group)
-                label = esc(row.group, quote=True)
-                inner = f'<table class="ptl-calc ptl-calc-compact" aria-label="{label}">{inner}</table>'
+                name = esc(row.group, quote=True)  # the group's table's own name, not the outer table's
+                inner = f'<table class="ptl-calc ptl-calc-compact" aria-label="{name}">{inner}</table>'
                 head = esc(row.section) if row.section != last else ""
                 last = row.section
                 details = f'<details class="ptl-calc-group"><summary>{esc(row.group)}</summary>{inner}</details>'
