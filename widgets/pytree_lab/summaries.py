@@ -44,14 +44,10 @@ def _host(x: Any, size: int) -> Any:
     return a if a.dtype != object and a.size == size else None
 
 
-def _as_floats(a: Any, dtype: str) -> list:
-    """A small array's values as Python floats (.tolist() of a float32 array gives the same
-    float64 numbers astype would, without the copy)."""
-    import numpy as np
-
-    if dtype[:1] == "f" and dtype != "bfloat16":
-        return a.ravel().tolist()
-    return a.astype(np.float64).ravel().tolist()
+def _as_floats(a: Any, dtype: str) -> Any:
+    """Small arrays' values as floats: a float array as it is (its .tolist() gives the float64
+    numbers astype would, without the copy), any other as float64."""
+    return a if dtype[:1] == "f" and dtype != "bfloat16" else a.astype(float)
 
 
 def _small(flat: list, shape: tuple) -> Found:
@@ -89,7 +85,7 @@ def _summarise_one(x: Any, size: int, dtype: str) -> Found:
     if a is None:
         return "no values", None, None
     if size <= SMALL_LEAF:
-        return _small(_as_floats(a, dtype), a.shape)
+        return _small(_as_floats(a, dtype).ravel().tolist(), a.shape)
     # Reduce in the leaf's own dtype (no float64 copy of a 10^7-element leaf); sum in float64.
     a = a.ravel()
     if a.dtype.kind == "b" or dtype == "bfloat16":
@@ -192,9 +188,7 @@ def summarise_group(objs: list, dtype: str, shape: tuple, size: int, later: bool
 
 def _small_summaries(stacked: Any, dtype: str, shape: tuple) -> list[Found]:
     """Small leaves of one shape, a row each in `stacked`: the same text `fmt_small` gives each."""
-    import numpy as np
-
-    floats = stacked if dtype[:1] == "f" and dtype != "bfloat16" else stacked.astype(np.float64)
+    floats = _as_floats(stacked, dtype)
     values = [tuple(r) for r in floats.tolist()]
     # -0.0 shows as 0 (adding +0.0 turns -0.0 into 0.0, nothing else changes); the values keep it
     shown = values if floats.all() else [tuple(r) for r in (floats + 0.0).tolist()]
