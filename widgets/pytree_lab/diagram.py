@@ -448,9 +448,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
                     s.show_values([i for i, (node, _) in s.later.items() if node.path in shown])
                 leaves = [{leaf.path: leaf for leaf in s.leaves if leaf.path in shown} for s in self._summaries]
                 # tree glyphs: the last child of a parent gets └──, its descendants no bar
-                last_child: dict = {}
-                for r in every:
-                    last_child[r["u"]] = r["p"]
+                last_child = {r["u"]: r["p"] for r in every}
                 lasts = [last_child.get(r["u"]) == r["p"] for r in rows]
         names = tree_lines(((r["p"], r["u"], last, r["l"]) for r, last in zip(rows, lasts)), len(rows))
         cells = []
