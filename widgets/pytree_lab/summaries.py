@@ -14,11 +14,7 @@ from typing import Any
 
 from .formatting import GRID_MAX, fmt_number, fmt_small, fmt_small_rows
 
-__all__ = ["SMALL_LEAF", "summarise_array", "summarise_arrays", "summarise_group"]
-
-# Leaves of at most this many values are shown whole (a (3, 3) or 4x4 matrix as a grid);
-# bigger ones are summarised.
-SMALL_LEAF = GRID_MAX
+__all__ = ["summarise_array", "summarise_arrays", "summarise_group"]
 
 # (summary text, values or None, grid text or None): a Leaf's summary, values and grid
 Found = tuple  # tuple[str, tuple | None, str | None]
@@ -74,7 +70,7 @@ def _summarise_one(x: Any, size: int, dtype: str) -> Found:
         return f"{dtype} values", None, None
     if getattr(type(x), "__pytree_lab_plain_array__", False):  # the Lite engine's array: no numpy
         flat = [complex(v).real if isinstance(v, complex) else float(v) for v in x._flat]
-        if size <= SMALL_LEAF:
+        if size <= GRID_MAX:
             return _small(flat, x.shape)
         fin = [v for v in flat if math.isfinite(v)]
         mean = math.fsum(fin) / len(fin) if fin else 0
@@ -84,7 +80,7 @@ def _summarise_one(x: Any, size: int, dtype: str) -> Found:
     a = _host(x, size)
     if a is None:
         return "no values", None, None
-    if size <= SMALL_LEAF:
+    if size <= GRID_MAX:
         return _small(_as_floats(a, dtype).ravel().tolist(), a.shape)
     # Reduce in the leaf's own dtype (no float64 copy of a 10^7-element leaf); sum in float64.
     a = a.ravel()
@@ -178,7 +174,7 @@ def summarise_group(objs: list, dtype: str, shape: tuple, size: int, later: bool
         stacked = _stack(objs, dtype, shape, size)
     if stacked is None:
         return [_summarise_one(obj, size, dtype) for obj in objs]
-    if size > SMALL_LEAF:
+    if size > GRID_MAX:
         return _big_summaries(stacked, dtype, objs)
     if later:
         group = Copied(stacked, dtype, shape)

@@ -38,9 +38,9 @@ class Leaf:
     differentiable: bool
     summary: str = ""
     index: int = 0  # position in JAX flatten order
-    # Up to SMALL_LEAF values as floats (None for non-numeric leaves and for big leaves).
+    # Up to formatting.GRID_MAX values as floats (None for non-numeric leaves and for big leaves).
     values: tuple | None = None
-    # A small matrix (2+ dimensions, up to SMALL_LEAF values) shown whole: its formatted values,
+    # A small matrix (2+ dimensions, up to formatting.GRID_MAX values) shown whole: its formatted values,
     # a row's separated by spaces, rows (the last axis across) by newlines. None otherwise.
     grid: str | None = None
 
