@@ -266,13 +266,11 @@ _STATUS_TEXT = {
 def _unknown_path_message(path: str, paths: set, summaries: list | tuple = ()) -> str:
     shown = path if len(path) <= 80 else path[:79] + "…"
     close = _closest_path(path, paths, summaries)
-    hint = (
-        f" Did you mean {close[0]}?"
-        if close
-        else (
-            f" Paths are keystr strings such as {min(paths, key=len)}." if paths else " The diagram shows no paths yet."
-        )
-    )
+    hint = " The diagram shows no paths yet."
+    if close:
+        hint = f" Did you mean {close[0]}?"
+    elif paths:
+        hint = f" Paths are keystr strings such as {min(paths, key=len)}."
     return f"selected_path {shown!r} is not a path in these trees, so the selection is unchanged.{hint}"
 
 
