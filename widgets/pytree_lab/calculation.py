@@ -181,12 +181,9 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
         for r in rows:
             head = r.section if r.section != last else ""
             last = r.section
-            if r.grid:
-                grid = grid_lines(r.grid)
-                lines.append(f"{head:<9} {r.what:<{width}}  {grid[0]}")
-                lines.extend(f"{'':<9} {'':<{width}}  {g}" for g in grid[1:])
-            else:
-                lines.append(f"{head:<9} {r.what:<{width}}  {r.value}")
+            values = grid_lines(r.grid) if r.grid else [r.value]  # a matrix: a line per row
+            lines.append(f"{head:<9} {r.what:<{width}}  {values[0]}")
+            lines.extend(f"{'':<9} {'':<{width}}  {v}" for v in values[1:])
         return "\n".join(lines)
 
 
