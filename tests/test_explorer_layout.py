@@ -15,7 +15,7 @@ import optax
 import pytest
 
 from pytree_lab import StepExplorer
-from pytree_lab.calculation import SHORT_VALUE, fmt_value
+from pytree_lab.calculation import SHORT_VALUE, CalcRow, _compact_table, fmt_value
 from pytree_lab.explorer.layout import check_layout, fold_plan
 from pytree_lab.trees import describe
 
@@ -123,6 +123,16 @@ def test_the_layout_keyword_still_takes_a_widget_layout_and_refuses_unknown_name
 
 
 # ------------------------------------------------------------------ the worked calculation, folded
+def test_a_folded_table_keeps_its_name_beside_a_group_of_rows():
+    rows = [
+        CalcRow("update", "w + update", "1", "['w']"),
+        CalcRow("optimizer", "mu[w]", "0.5", "['w']", group="adam <mu>"),
+    ]
+    page = _compact_table(rows, "worked calculation for w")
+    assert page.startswith('<table class="ptl-calc ptl-calc-compact" aria-label="worked calculation for w">')
+    assert '<table class="ptl-calc ptl-calc-compact" aria-label="adam &lt;mu&gt;">' in page
+
+
 @mlp_broadcasts
 @optax_adam
 def test_the_folded_calculation_shows_the_selected_leaf_and_every_leaf_one_click_away():

@@ -149,14 +149,8 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
             cls = ' class="ptl-calc-selected"' if sel and path and (path == sel or path.startswith(sel)) else ""
             head = esc(row.section) if row.section != last else ""
             last = row.section
-            if row.grid:
-                value = grid_html(row.grid, row.what)
-            else:
-                value = esc(row.value)
-            body.append(
-                f'<tr{cls} data-path="{esc(path, quote=True)}"><th scope="row">{head}</th>'
-                f'<td>{esc(row.what)}</td><td class="ptl-calc-value">{value}</td></tr>'
-            )
+            value = grid_html(row.grid, row.what) if row.grid else esc(row.value)
+            body.append(_tr(path, head, f'<td>{esc(row.what)}</td><td class="ptl-calc-value">{value}</td>', cls))
         return (
             '<table class="ptl-calc" aria-label="worked calculation">'
             "<caption>Worked calculation (numbers from the step just computed)</caption>" + "".join(body) + "</table>"
@@ -187,12 +181,9 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
         for r in rows:
             head = r.section if r.section != last else ""
             last = r.section
-            if r.grid:
-                grid = grid_lines(r.grid)
-                lines.append(f"{head:<9} {r.what:<{width}}  {grid[0]}")
-                lines.extend(f"{'':<9} {'':<{width}}  {g}" for g in grid[1:])
-            else:
-                lines.append(f"{head:<9} {r.what:<{width}}  {r.value}")
+            values = grid_lines(r.grid) if r.grid else [r.value]  # a matrix: a line per row
+            lines.append(f"{head:<9} {r.what:<{width}}  {values[0]}")
+            lines.extend(f"{'':<9} {'':<{width}}  {v}" for v in values[1:])
         return "\n".join(lines)
 
 
@@ -213,42 +204,35 @@ def _compact_table(rows: list[CalcRow], label: str) -> str:
             if row.group not in done:
                 done.add(row.group)
                 inner = "".join(_compact_row(r, False) for r in rows if r.group == row.group)
-                label = esc(row.group, quote=True)
-                inner = f'<table class="ptl-calc ptl-calc-compact" aria-label="{label}">{inner}</table>'
+                name = esc(row.group, quote=True)  # the group's table's own name, not the outer table's
+                inner = f'<table class="ptl-calc ptl-calc-compact" aria-label="{name}">{inner}</table>'
                 head = esc(row.section) if row.section != last else ""
                 last = row.section
-                body.append(
-                    f'<tr data-path="{esc(row.path, quote=True)}"><th scope="row">{head}</th>'
-                    f'<td colspan="2"><details class="ptl-calc-group"><summary>{esc(row.group)}</summary>'
-                    f"{inner}</details></td></tr>"
-                )
+                details = f'<details class="ptl-calc-group"><summary>{esc(row.group)}</summary>{inner}</details>'
+                body.append(_tr(row.path, head, f'<td colspan="2">{details}</td>'))
             continue
         body.append(_compact_row(row, row.section != last))
         last = row.section
     return f'<table class="ptl-calc ptl-calc-compact" aria-label="{esc(label, quote=True)}">{"".join(body)}</table>'
 
 
+def _tr(path: str, head: str, cells: str, cls: str = "") -> str:
+    """A row of the calculation: its leaf's path, its section's name (on the section's first row), its cells."""
+    return f'<tr{cls} data-path="{html.escape(path, quote=True)}"><th scope="row">{head}</th>{cells}</tr>'
+
+
 def _compact_row(row: CalcRow, first: bool) -> str:
     esc = html.escape
-    head = esc(row.section) if first else ""
     what = esc(row.short or row.what)
-    path = esc(row.path, quote=True)
     if row.grid:  # a matrix under its name, in its own shape (the diagram's grid)
-        return (
-            f'<tr data-path="{path}"><th scope="row">{head}</th><td colspan="2" class="ptl-calc-wide">'
-            f'<div>{what}</div><div class="ptl-calc-value">{grid_html(row.grid, row.short or row.what)}</div></td></tr>'
-        )
-    if row.note:
-        return (
-            f'<tr data-path="{path}"><th scope="row">{head}</th><td colspan="2" class="ptl-calc-note">'
-            f"{esc(row.value)}</td></tr>"
-        )
-    # a short value stays on one line (its name wraps beside it), a long one wraps
-    short = " ptl-calc-short" if len(row.value) <= SHORT_VALUE else ""
-    return (
-        f'<tr data-path="{path}"><th scope="row">{head}</th><td>{what}</td>'
-        f'<td class="ptl-calc-value{short}">{esc(row.value)}</td></tr>'
-    )
+        grid = grid_html(row.grid, row.short or row.what)
+        cells = f'<td colspan="2" class="ptl-calc-wide"><div>{what}</div><div class="ptl-calc-value">{grid}</div></td>'
+    elif row.note:
+        cells = f'<td colspan="2" class="ptl-calc-note">{esc(row.value)}</td>'
+    else:  # a short value stays on one line (its name wraps beside it), a long one wraps
+        short = " ptl-calc-short" if len(row.value) <= SHORT_VALUE else ""
+        cells = f'<td>{what}</td><td class="ptl-calc-value{short}">{esc(row.value)}</td>'
+    return _tr(row.path, esc(row.section) if first else "", cells)
 
 
 def grid_html(grid: tuple, label: str) -> str:

@@ -12,7 +12,7 @@ import ipywidgets
 import traitlets
 
 from .formatting import fmt_number, isolate_rtl, short_labels, visible
-from .page import PageIntents, static_asset
+from .page import PageIntents, static_asset, synced
 from .ranges import nice
 from .tree_model import under
 
@@ -39,22 +39,16 @@ class BarTable(PageIntents, anywidget.AnyWidget):
     _esm = static_asset("chart.js")
     _css = static_asset("chart.css")
     _page_intents = frozenset({"selected_path"})
-    rows: traitlets.List[list[str]] = traitlets.List(
-        help="list[list[str]], default []: a row per bar pair: label, owner path, before and after as text. "
-        "Written by the kernel."
-    ).tag(sync=True)
-    title = traitlets.Unicode("", help="str, default '': the table's accessible name. Written by the kernel.").tag(
-        sync=True
+    rows: traitlets.List[list[str]] = synced(
+        traitlets.List(),
+        "list[list[str]], default []: a row per bar pair: label, owner path, before and after as text.",
     )
-    figure_class = traitlets.Unicode(
-        "", help="str, default '': the DOM class of the figure the table describes. Written by the kernel."
-    ).tag(sync=True)
-    note = traitlets.Unicode(
-        "", help="str, default '': a line shown above the table (why these bars). Written by the kernel."
-    ).tag(sync=True)
-    selected_path = traitlets.Unicode(
-        "", help="str, default '': the leaf selected in the table. Written by the page (an intent)."
-    ).tag(sync=True)
+    title = synced(traitlets.Unicode(""), "str, default '': the table's accessible name.")
+    figure_class = synced(traitlets.Unicode(""), "str, default '': the DOM class of the figure the table describes.")
+    note = synced(traitlets.Unicode(""), "str, default '': a line shown above the table (why these bars).")
+    selected_path = synced(
+        traitlets.Unicode(""), "str, default '': the leaf selected in the table.", by="page (an intent)"
+    )
 
 
 BEFORE = "#1f77b4"

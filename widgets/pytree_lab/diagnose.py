@@ -115,8 +115,7 @@ def diagnose_summaries(ref: TreeSummary, cand: TreeSummary, ref_name: str, cand_
     while stack:
         a, b = stack.pop()
         if a.kind != b.kind or (a.type_name != b.type_name and a.kind in ("custom", "namedtuple")):
-            what_a = "a leaf" if a.kind == "leaf" else f"a {a.type_name}"
-            what_b = "a leaf" if b.kind == "leaf" else f"a {b.type_name}"
+            what_a, what_b = ("a leaf" if n.kind == "leaf" else f"a {n.type_name}" for n in (a, b))
             return Diagnosis(
                 False,
                 "structure",

@@ -50,7 +50,7 @@ from .diagram_rows import (
     align,
 )
 from .formatting import grid_lines
-from .page import PageIntents, static_asset
+from .page import PageIntents, static_asset, synced
 from .tree_model import tree_lines
 from .trees import TreeError, TreeSummary, describe, gc_paused
 from .widget_common import TextForm, refuse_unknown_widget_keywords
@@ -101,45 +101,43 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
     _folding: Sequence[str] = ()  # the last `collapsed` _valid_collapsed gave
 
     # The Python <-> JS contract (spelled the same in static/diagram.js).
-    columns = traitlets.List(
-        traitlets.Unicode(), help="list[str], default []: the trees' names, side by side. Written by the kernel."
-    ).tag(sync=True)
+    columns = synced(traitlets.List(traitlets.Unicode()), "list[str], default []: the trees' names, side by side.")
     # Rows and panels travel as one JSON text each, by column (the module docstring's wire
     # format): ipywidgets otherwise walks every row and cell for binary buffers (a third of a
     # second for 10,000 leaves).
-    rows: traitlets.List[dict] = traitlets.List(
-        help="list[dict], default []: the aligned rows (wire format in the module doc). Written by the kernel."
-    ).tag(sync=True, to_json=_rows_json)
-    counts = traitlets.List(
-        traitlets.Unicode(), help="list[str], default []: each tree's count line. Written by the kernel."
-    ).tag(sync=True)
-    panels: traitlets.List[dict] = traitlets.List(
-        help="list[dict], default []: the side panels (optimizer state): title and rows each. Written by the kernel."
-    ).tag(sync=True, to_json=_panels_json)
-    selected_path = traitlets.Unicode(
-        "", help="str, default '': the keystr path of the selected row ('' for none). Written by the page (an intent)."
-    ).tag(sync=True)
+    rows: traitlets.List[dict] = synced(
+        traitlets.List(),
+        "list[dict], default []: the aligned rows (wire format in the module doc).",
+        to_json=_rows_json,
+    )
+    counts = synced(traitlets.List(traitlets.Unicode()), "list[str], default []: each tree's count line.")
+    panels: traitlets.List[dict] = synced(
+        traitlets.List(),
+        "list[dict], default []: the side panels (optimizer state): title and rows each.",
+        to_json=_panels_json,
+    )
+    selected_path = synced(
+        traitlets.Unicode(""),
+        "str, default '': the keystr path of the selected row ('' for none).",
+        by="page (an intent)",
+    )
     # (its items are checked in _valid_collapsed: one check per path, not a trait's per item)
-    collapsed: traitlets.List[str] = traitlets.List(
-        help="list[str], default []: the paths of the folded containers. Written by the page (an intent)."
-    ).tag(sync=True)
-    message = traitlets.Unicode(
-        "", help="str, default '': a message above the trees (an error, a warning or a note). Written by the kernel."
-    ).tag(sync=True)
-    message_kind = traitlets.Unicode(
-        "error", help="str, default 'error': 'error', 'warning' or 'info'. Written by the kernel."
-    ).tag(sync=True)
-    caption = traitlets.Unicode(
-        "", help="str, default '': a line under the trees saying how they were computed. Written by the kernel."
-    ).tag(sync=True)
-    foldable = traitlets.List(
-        traitlets.Unicode(),
-        help="list[str], default []: columns and side-panel titles folded behind one toggle above the trees "
-        "(an explorer's optimizer moments and state); the text form shows them all. Written by the kernel.",
-    ).tag(sync=True)
-    foldable_open = traitlets.CBool(
-        False, help="bool, default False: the `foldable` parts show. Written by the page (an intent) or the kernel."
-    ).tag(sync=True)
+    collapsed: traitlets.List[str] = synced(
+        traitlets.List(), "list[str], default []: the paths of the folded containers.", by="page (an intent)"
+    )
+    message = synced(
+        traitlets.Unicode(""), "str, default '': a message above the trees (an error, a warning or a note)."
+    )
+    message_kind = synced(traitlets.Unicode("error"), "str, default 'error': 'error', 'warning' or 'info'.")
+    caption = synced(traitlets.Unicode(""), "str, default '': a line under the trees saying how they were computed.")
+    foldable = synced(
+        traitlets.List(traitlets.Unicode()),
+        "list[str], default []: columns and side-panel titles folded behind one toggle above the trees "
+        "(an explorer's optimizer moments and state); the text form shows them all.",
+    )
+    foldable_open = synced(
+        traitlets.CBool(False), "bool, default False: the `foldable` parts show.", by="page (an intent) or the kernel"
+    )
 
     def __init__(
         self,
@@ -450,9 +448,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
                     s.show_values([i for i, (node, _) in s.later.items() if node.path in shown])
                 leaves = [{leaf.path: leaf for leaf in s.leaves if leaf.path in shown} for s in self._summaries]
                 # tree glyphs: the last child of a parent gets └──, its descendants no bar
-                last_child: dict = {}
-                for r in every:
-                    last_child[r["u"]] = r["p"]
+                last_child = {r["u"]: r["p"] for r in every}
                 lasts = [last_child.get(r["u"]) == r["p"] for r in rows]
         names = tree_lines(((r["p"], r["u"], last, r["l"]) for r, last in zip(rows, lasts)), len(rows))
         cells = []

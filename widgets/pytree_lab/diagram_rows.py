@@ -126,11 +126,8 @@ def _align(
                 if parent is None or parent not in by_path:
                     top.append(row)
                 else:
-                    siblings = kids.get(parent)
-                    if siblings is None:
-                        siblings = kids[parent] = []
-                        by_path[parent]["leaf"] = 0  # a leaf in one tree, a container in another
-                    siblings.append(row)
+                    by_path[parent]["leaf"] = 0  # a leaf in one tree, a container in another
+                    kids.setdefault(parent, []).append(row)
             if col >= 0:
                 row["c"][col] = _cell(node, summary.role == "params")
                 if node.leaf is None:
@@ -249,20 +246,12 @@ def _ancestors(summaries: list[TreeSummary], path: str) -> list[str]:
 def _status(cells: list, is_leaf: int) -> str:
     if None in cells:
         return "missing"
-    first = cells[0]
-    has_index = "i" in first
-    ty = first["ty"]
-    same = True
-    for c in cells:
-        if ("i" in c) != has_index:
-            return "kind"
-        if c["ty"] != ty:
-            same = False
-    if same or not is_leaf:
+    if len({"i" in c for c in cells}) > 1:
+        return "kind"
+    types = {c["ty"] for c in cells}
+    if len(types) == 1 or not is_leaf:
         return "ok"
-    if len({c["ty"].partition("[")[2] for c in cells}) > 1:
-        return "shape"
-    return "dtype"
+    return "shape" if len({t.partition("[")[2] for t in types}) > 1 else "dtype"
 
 
 # Why a row is marked (the same words as the page's tooltips, static/diagram.js STATUS_TEXT).
@@ -277,13 +266,11 @@ _STATUS_TEXT = {
 def _unknown_path_message(path: str, paths: set, summaries: list | tuple = ()) -> str:
     shown = path if len(path) <= 80 else path[:79] + "…"
     close = _closest_path(path, paths, summaries)
-    hint = (
-        f" Did you mean {close[0]}?"
-        if close
-        else (
-            f" Paths are keystr strings such as {min(paths, key=len)}." if paths else " The diagram shows no paths yet."
-        )
-    )
+    hint = " The diagram shows no paths yet."
+    if close:
+        hint = f" Did you mean {close[0]}?"
+    elif paths:
+        hint = f" Paths are keystr strings such as {min(paths, key=len)}."
     return f"selected_path {shown!r} is not a path in these trees, so the selection is unchanged.{hint}"
 
 

@@ -19,7 +19,7 @@ import traitlets
 
 from .engine import Engine, get_engine
 from .formatting import fmt_number
-from .page import PageIntents, static_asset
+from .page import PageIntents, static_asset, synced
 from .widget_common import TextForm, refuse_unknown_widget_keywords
 
 __all__ = ["PackedView"]
@@ -67,19 +67,18 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
     _esm = static_asset("packed.js")
     _css = static_asset("packed.css")
     _page_intents = frozenset({"selected"})
-    layouts_data: traitlets.List[dict] = traitlets.List(
-        help="list[dict], default []: each layout's packed positions and leaves, as drawn. Written by the kernel."
-    ).tag(sync=True)
-    selected = traitlets.Dict(
-        help="dict, default {}: what the person pressed: {'layout': int, 'kind': 'leaf' or 'position', 'key': str "
-        "or int}. Written by the page (an intent)."
-    ).tag(sync=True)
-    highlight = traitlets.Dict(
-        help="dict, default {}: the layout, positions and element labels lit for the selection. Written by the kernel."
-    ).tag(sync=True)
-    readout = traitlets.Unicode(
-        "", help="str, default '': the sentence saying what the selection is. Written by the kernel."
-    ).tag(sync=True)
+    layouts_data: traitlets.List[dict] = synced(
+        traitlets.List(), "list[dict], default []: each layout's packed positions and leaves, as drawn."
+    )
+    selected = synced(
+        traitlets.Dict(),
+        "dict, default {}: what the person pressed: {'layout': int, 'kind': 'leaf' or 'position', 'key': str or int}.",
+        by="page (an intent)",
+    )
+    highlight = synced(
+        traitlets.Dict(), "dict, default {}: the layout, positions and element labels lit for the selection."
+    )
+    readout = synced(traitlets.Unicode(""), "str, default '': the sentence saying what the selection is.")
 
     def __init__(
         self,

@@ -131,6 +131,12 @@ def refuse_page_writes(widget, intents=frozenset()):
     return widget
 
 
+def synced(trait: Any, help: str, by: str = "kernel", **tags: Any) -> Any:
+    """`trait`, synced, its help saying who writes it: the kernel, or the page (`_page_intents`)."""
+    trait.help = trait.__doc__ = f"{help} Written by the {by}."
+    return trait.tag(sync=True, **tags)
+
+
 def page_writes_refused(widget) -> dict:
     """How many page writes `widget` refused, per trait ({} when none)."""
     return dict(widget.__dict__.get("_refused_page_writes", {}))

@@ -41,7 +41,7 @@ import anywidget
 import traitlets
 
 from . import timing
-from .page import PageIntents, static_asset
+from .page import PageIntents, static_asset, synced
 from .ranges import span  # the ranges live there (no widgets); slider.span stays public
 
 __all__ = ["Slider", "SliderModule", "span"]
@@ -103,36 +103,37 @@ class Slider(PageIntents, anywidget.AnyWidget):
     _css = static_asset("slider.css")
 
     # The Python <-> JS contract (same names in static/slider.js). All kernel-owned.
-    value = traitlets.Float(
-        0.0,
-        help=(
-            "float, default 0.0: the number, exactly as given or moved to (NaN and ±inf go to the page as "
-            "null). Written by the kernel: the page's moves arrive as messages."
-        ),
-    ).tag(sync=True, to_json=_finite_or_none)
-    min = traitlets.Float(
-        -1.0, help="float, default -1.0 (from the value's scale): the range's low end. Written by the kernel."
-    ).tag(sync=True, to_json=_finite_or_none)
-    max = traitlets.Float(
-        1.0, help="float, default 1.0 (from the value's scale): the range's high end. Written by the kernel."
-    ).tag(sync=True, to_json=_finite_or_none)
-    step = traitlets.Float(
-        0.01,
-        help="float, default 0.01 (a tenth of the value's magnitude): one key press's move. Written by the kernel.",
-    ).tag(sync=True, to_json=_finite_or_none)
-    description = traitlets.Unicode(
-        "", help="str, default '': the visible label (cut in the middle). Written by the kernel."
-    ).tag(sync=True)
-    path = traitlets.Unicode(
-        "", help="str, default '': the full path, the slider's title and accessible description. Written by the kernel."
-    ).tag(sync=True)
-    ack = traitlets.Int(
-        0, help="int, default 0: the seq of the last page move the kernel applied (or refused). Written by the kernel."
-    ).tag(sync=True)
-    module = _ModuleTrait().tag(sync=True)
-    module.help = (
+    value = synced(
+        traitlets.Float(0.0),
+        "float, default 0.0: the number, exactly as given or moved to (NaN and ±inf go to the page as null).",
+        by="kernel: the page's moves arrive as messages",
+        to_json=_finite_or_none,
+    )
+    min = synced(
+        traitlets.Float(-1.0),
+        "float, default -1.0 (from the value's scale): the range's low end.",
+        to_json=_finite_or_none,
+    )
+    max = synced(
+        traitlets.Float(1.0),
+        "float, default 1.0 (from the value's scale): the range's high end.",
+        to_json=_finite_or_none,
+    )
+    step = synced(
+        traitlets.Float(0.01),
+        "float, default 0.01 (a tenth of the value's magnitude): one key press's move.",
+        to_json=_finite_or_none,
+    )
+    description = synced(traitlets.Unicode(""), "str, default '': the visible label (cut in the middle).")
+    path = synced(
+        traitlets.Unicode(""), "str, default '': the full path, the slider's title and accessible description."
+    )
+    ack = synced(traitlets.Int(0), "int, default 0: the seq of the last page move the kernel applied (or refused).")
+    module = synced(
+        _ModuleTrait(),
         "SliderModule or None, default None: the widget whose front-end module renders this slider "
-        "(None: it carries its own). Written by the kernel, once, at construction."
+        "(None: it carries its own).",
+        by="kernel, once, at construction",
     )
 
     def __init__(

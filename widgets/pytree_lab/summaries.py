@@ -14,11 +14,7 @@ from typing import Any
 
 from .formatting import GRID_MAX, fmt_number, fmt_small, fmt_small_rows
 
-__all__ = ["SMALL_LEAF", "summarise_array", "summarise_arrays", "summarise_group"]
-
-# Leaves of at most this many values are shown whole (a (3, 3) or 4x4 matrix as a grid);
-# bigger ones are summarised.
-SMALL_LEAF = GRID_MAX
+__all__ = ["summarise_array", "summarise_arrays", "summarise_group"]
 
 # (summary text, values or None, grid text or None): a Leaf's summary, values and grid
 Found = tuple  # tuple[str, tuple | None, str | None]
@@ -44,14 +40,10 @@ def _host(x: Any, size: int) -> Any:
     return a if a.dtype != object and a.size == size else None
 
 
-def _as_floats(a: Any, dtype: str) -> list:
-    """A small array's values as Python floats (.tolist() of a float32 array gives the same
-    float64 numbers astype would, without the copy)."""
-    import numpy as np
-
-    if dtype[:1] == "f" and dtype != "bfloat16":
-        return a.ravel().tolist()
-    return a.astype(np.float64).ravel().tolist()
+def _as_floats(a: Any, dtype: str) -> Any:
+    """Small arrays' values as floats: a float array as it is (its .tolist() gives the float64
+    numbers astype would, without the copy), any other as float64."""
+    return a if dtype[:1] == "f" and dtype != "bfloat16" else a.astype(float)
 
 
 def _small(flat: list, shape: tuple) -> Found:
@@ -78,7 +70,7 @@ def _summarise_one(x: Any, size: int, dtype: str) -> Found:
         return f"{dtype} values", None, None
     if getattr(type(x), "__pytree_lab_plain_array__", False):  # the Lite engine's array: no numpy
         flat = [complex(v).real if isinstance(v, complex) else float(v) for v in x._flat]
-        if size <= SMALL_LEAF:
+        if size <= GRID_MAX:
             return _small(flat, x.shape)
         fin = [v for v in flat if math.isfinite(v)]
         mean = math.fsum(fin) / len(fin) if fin else 0
@@ -88,8 +80,8 @@ def _summarise_one(x: Any, size: int, dtype: str) -> Found:
     a = _host(x, size)
     if a is None:
         return "no values", None, None
-    if size <= SMALL_LEAF:
-        return _small(_as_floats(a, dtype), a.shape)
+    if size <= GRID_MAX:
+        return _small(_as_floats(a, dtype).ravel().tolist(), a.shape)
     # Reduce in the leaf's own dtype (no float64 copy of a 10^7-element leaf); sum in float64.
     a = a.ravel()
     if a.dtype.kind == "b" or dtype == "bfloat16":
@@ -182,7 +174,7 @@ def summarise_group(objs: list, dtype: str, shape: tuple, size: int, later: bool
         stacked = _stack(objs, dtype, shape, size)
     if stacked is None:
         return [_summarise_one(obj, size, dtype) for obj in objs]
-    if size > SMALL_LEAF:
+    if size > GRID_MAX:
         return _big_summaries(stacked, dtype, objs)
     if later:
         group = Copied(stacked, dtype, shape)
@@ -192,9 +184,7 @@ def summarise_group(objs: list, dtype: str, shape: tuple, size: int, later: bool
 
 def _small_summaries(stacked: Any, dtype: str, shape: tuple) -> list[Found]:
     """Small leaves of one shape, a row each in `stacked`: the same text `fmt_small` gives each."""
-    import numpy as np
-
-    floats = stacked if dtype[:1] == "f" and dtype != "bfloat16" else stacked.astype(np.float64)
+    floats = _as_floats(stacked, dtype)
     values = [tuple(r) for r in floats.tolist()]
     # -0.0 shows as 0 (adding +0.0 turns -0.0 into 0.0, nothing else changes); the values keep it
     shown = values if floats.all() else [tuple(r) for r in (floats + 0.0).tolist()]

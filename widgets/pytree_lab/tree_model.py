@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import operator
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -39,9 +38,9 @@ class Leaf:
     differentiable: bool
     summary: str = ""
     index: int = 0  # position in JAX flatten order
-    # Up to SMALL_LEAF values as floats (None for non-numeric leaves and for big leaves).
+    # Up to formatting.GRID_MAX values as floats (None for non-numeric leaves and for big leaves).
     values: tuple | None = None
-    # A small matrix (2+ dimensions, up to SMALL_LEAF values) shown whole: its formatted values,
+    # A small matrix (2+ dimensions, up to formatting.GRID_MAX values) shown whole: its formatted values,
     # a row's separated by spaces, rows (the last axis across) by newlines. None otherwise.
     grid: str | None = None
 
@@ -381,15 +380,8 @@ class ElementLabels(Sequence):
         return f"{self.base}[{index_text(flat, self.shape)}]"
 
     def __getitem__(self, k):
-        n = len(self)
-        if isinstance(k, slice):
-            return [self._label(i) for i in range(*k.indices(n))]
-        k = operator.index(k)
-        if k < 0:
-            k += n
-        if not 0 <= k < n:
-            raise IndexError(f"element {k} of {n}")
-        return self._label(k)
+        flat = range(len(self))[k]  # the positions asked for (IndexError past either end)
+        return list(map(self._label, flat)) if isinstance(k, slice) else self._label(flat)
 
     def __iter__(self) -> Iterator[str]:
         return map(self._label, range(len(self)))

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..diagnose import diagnose
 from ..formatting import clip, fmt_array, fmt_number
+from ..tree_model import _type_label
 from ..trees import TreeError, check_tree
 from . import _integrity
 
@@ -216,11 +217,6 @@ def _fmt_shape(shape) -> str:
     return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
 
 
-def _leaf_type(arr) -> str:
-    """The lesson's notation: float32[2], float32[]."""
-    return f"{arr.dtype}[{','.join(str(n) for n in arr.shape)}]"
-
-
 def _type_name(value) -> str:
     for kinds, name in ((bool, "a bool"), (str, "a string"), (type(None), "None"), ((int, float), "a number")):
         if isinstance(value, kinds):
@@ -396,6 +392,7 @@ def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
 
     for path, reference in expected.items():
         ref = tools.np.asarray(reference)
+        ref_type = _type_label(str(ref.dtype), ref.shape)  # the lesson's notation: float32[2], float32[]
         if path not in got:
             children = [p for p in got if p.startswith((path + "[", path + "."))]
             moved = [p for p in got if p not in expected and p not in consumed and _last_key(p) == _last_key(path)]
@@ -421,7 +418,7 @@ def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
                     f"the leaf belongs at {path}{right_text}",
                 )
             else:
-                missing = f"Missing leaf {path}: {spec.name} must have a {_leaf_type(ref)} leaf at this path."
+                missing = f"Missing leaf {path}: {spec.name} must have a {ref_type} leaf at this path."
                 note(structure, path, missing, True)
             continue
         leaf = got[path]
@@ -436,7 +433,7 @@ def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
             note(
                 shapes,
                 path,
-                f"Wrong shape at {path}: expected {_leaf_type(ref)} (shape "
+                f"Wrong shape at {path}: expected {ref_type} (shape "
                 f"{_fmt_shape(ref.shape)}), got shape {_fmt_shape(arr.shape)}.{hint}",
                 True,
             )

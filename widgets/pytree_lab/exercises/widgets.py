@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 import anywidget
 import traitlets
 
-from ..page import PageIntents, static_asset
+from ..page import PageIntents, static_asset, synced
 from ..widget_common import TextForm, refuse_unknown_widget_keywords
 from ._check import CheckContext, check
 from ._grading import CheckResult, Exercise, answer_names, is_unanswered
@@ -30,22 +30,17 @@ COALESCE_DELAY = 0.05  # s without a new "check" intent before the check runs: a
 COALESCE_MAX = 1.0  # s at most between the first intent waiting and its check
 
 
-def _synced(trait: Callable[..., traitlets.TraitType], *args: Any, help: str, by: str = "kernel") -> Any:
-    """A synced trait whose help says who writes it: the kernel, or the page (`_page_intents`)."""
-    return trait(*args, help=f"{help} Written by the {by}.").tag(sync=True)
-
-
 class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
     """Shared front end: `kind` picks what static/exercises.js draws."""
 
     _intents: ClassVar[dict[str, Callable[..., Any]]] = {}  # the page's intent -> the method it calls
     _esm = static_asset("exercises.js")
     _css = static_asset("exercises.css")
-    kind = _synced(traitlets.Unicode, "", help='str: what exercises.js draws: "check", "predict", "quiz", "evidence".')
-    title = _synced(traitlets.Unicode, "", help="str, default '': the heading.")
+    kind = synced(traitlets.Unicode(""), 'str: what exercises.js draws: "check", "predict", "quiz", "evidence".')
+    title = synced(traitlets.Unicode(""), "str, default '': the heading.")
     # the verdict in the aria-live="polite" region (a revealed answer or explanation is read with it)
-    announcement = _synced(traitlets.Unicode, "", help="str, default '': the verdict or notice, read out (aria-live).")
-    busy = _synced(traitlets.Bool, False, help="bool, default False: a check or reveal is running (its button waits).")
+    announcement = synced(traitlets.Unicode(""), "str, default '': the verdict or notice, read out (aria-live).")
+    busy = synced(traitlets.Bool(False), "bool, default False: a check or reveal is running (its button waits).")
 
     def __init__(self, *, evidence: Evidence | None = None, **kwargs) -> None:
         refuse_unknown_widget_keywords(self, kwargs)  # a typo is an error, not a dropped argument
@@ -92,16 +87,16 @@ class CheckButton(_ExerciseWidget):
     solution can be revealed (`reveal_solution`), never before; a graded exercise's never.
     """
 
-    exercise_id = _synced(traitlets.Unicode, help="str: the exercise's id in the course catalogue. At construction.")
-    task = _synced(traitlets.Unicode, "", help="str, default '': what the exercise asks.")
-    label = _synced(traitlets.Unicode, "Check my answer", help="str, default 'Check my answer': the button's text.")
-    status = _synced(traitlets.Unicode, "", help="str, default '': '', 'checking', 'passed', 'failed' or 'error'.")
-    feedback = _synced(traitlets.Unicode, "", help="str, default '': what the last check found, as text.")
-    score = _synced(traitlets.Float, 0.0, help="float, default 0.0: the last check's score, 0 to 1.")
-    attempts = _synced(traitlets.Int, 0, help="int, default 0: checks run.")
-    failed_attempts = _synced(traitlets.Int, 0, help="int, default 0: checks that did not pass.")
-    solution_available = _synced(traitlets.Bool, False, help="bool, default False: the solution may be revealed.")
-    solution = _synced(traitlets.Unicode, "", help="str, default '': the reference solution, once revealed.")
+    exercise_id = synced(traitlets.Unicode(), "str: the exercise's id in the course catalogue. At construction.")
+    task = synced(traitlets.Unicode(""), "str, default '': what the exercise asks.")
+    label = synced(traitlets.Unicode("Check my answer"), "str, default 'Check my answer': the button's text.")
+    status = synced(traitlets.Unicode(""), "str, default '': '', 'checking', 'passed', 'failed' or 'error'.")
+    feedback = synced(traitlets.Unicode(""), "str, default '': what the last check found, as text.")
+    score = synced(traitlets.Float(0.0), "float, default 0.0: the last check's score, 0 to 1.")
+    attempts = synced(traitlets.Int(0), "int, default 0: checks run.")
+    failed_attempts = synced(traitlets.Int(0), "int, default 0: checks that did not pass.")
+    solution_available = synced(traitlets.Bool(False), "bool, default False: the solution may be revealed.")
+    solution = synced(traitlets.Unicode(""), "str, default '': the reference solution, once revealed.")
 
     def __init__(
         self,
@@ -274,15 +269,15 @@ class PredictionPrompt(_ExerciseWidget):
     that computes it when the button is pressed; the prediction is locked once revealed."""
 
     _page_intents = frozenset({"prediction", "self_rating"})
-    prompt = _synced(traitlets.Unicode, "", help="str, default '': the question to predict.")
-    prediction = _synced(
-        traitlets.Unicode, "", help="str, default '': the student's prediction, locked once revealed.", by="page"
+    prompt = synced(traitlets.Unicode(""), "str, default '': the question to predict.")
+    prediction = synced(
+        traitlets.Unicode(""), "str, default '': the student's prediction, locked once revealed.", by="page"
     )
-    self_rating = _synced(
-        traitlets.Unicode, "", help="str, default '': 'right', 'partly' or 'wrong': the student's rating.", by="page"
+    self_rating = synced(
+        traitlets.Unicode(""), "str, default '': 'right', 'partly' or 'wrong': the student's rating.", by="page"
     )
-    revealed = _synced(traitlets.Bool, False, help="bool, default False: the answer is shown.")
-    answer = _synced(traitlets.Unicode, "", help="str, default '': the computed answer, empty until revealed.")
+    revealed = synced(traitlets.Bool(False), "bool, default False: the answer is shown.")
+    answer = synced(traitlets.Unicode(""), "str, default '': the computed answer, empty until revealed.")
 
     @traitlets.validate("prediction")
     def _locked_once_revealed(self, proposal):
@@ -339,17 +334,17 @@ class Quiz(_ExerciseWidget):
     whether it was right, and explains every choice (why each wrong one is wrong)."""
 
     _page_intents = frozenset({"selected"})
-    question = _synced(traitlets.Unicode, "", help="str, default '': the question.")
-    choices = _synced(traitlets.List, traitlets.Unicode(), help="list of str: the choices, in order.")
-    selected = _synced(
-        traitlets.Int, -1, help="int, default -1 (none): the chosen choice's index; the first answer counts.", by="page"
+    question = synced(traitlets.Unicode(""), "str, default '': the question.")
+    choices = synced(traitlets.List(traitlets.Unicode()), "list of str: the choices, in order.")
+    selected = synced(
+        traitlets.Int(-1), "int, default -1 (none): the chosen choice's index; the first answer counts.", by="page"
     )
-    answered = _synced(traitlets.Bool, False, help="bool, default False: an answer was submitted (the quiz is locked).")
-    correct = _synced(traitlets.Bool, False, help="bool, default False: the first answer was right.")
-    answer_index = _synced(traitlets.Int, -1, help="int, default -1: the right choice's index, -1 until answered.")
-    explanation = _synced(traitlets.Unicode, "", help="str, default '': why the answer is right, after answering.")
-    choice_notes = _synced(
-        traitlets.List, traitlets.Unicode(), help="list of str: one note per choice (why it is right or wrong)."
+    answered = synced(traitlets.Bool(False), "bool, default False: an answer was submitted (the quiz is locked).")
+    correct = synced(traitlets.Bool(False), "bool, default False: the first answer was right.")
+    answer_index = synced(traitlets.Int(-1), "int, default -1: the right choice's index, -1 until answered.")
+    explanation = synced(traitlets.Unicode(""), "str, default '': why the answer is right, after answering.")
+    choice_notes = synced(
+        traitlets.List(traitlets.Unicode()), "list of str: one note per choice (why it is right or wrong)."
     )
 
     def __init__(
@@ -439,8 +434,8 @@ class Quiz(_ExerciseWidget):
 class EvidenceButton(_ExerciseWidget):
     """ "Keep your evidence": one click writes the evidence file (Markdown, JSON beside it)."""
 
-    label = _synced(traitlets.Unicode, "Save my evidence", help="str, default 'Save my evidence': the button's text.")
-    saved_path = _synced(traitlets.Unicode, "", help="str, default '': the file the last save wrote.")
+    label = synced(traitlets.Unicode("Save my evidence"), "str, default 'Save my evidence': the button's text.")
+    saved_path = synced(traitlets.Unicode(""), "str, default '': the file the last save wrote.")
 
     def __init__(self, path: str | pathlib.Path | None = None, *, evidence: Evidence | None = None, **kwargs) -> None:
         super().__init__(kind="evidence", title="Keep your evidence", evidence=evidence, **kwargs)

@@ -28,7 +28,7 @@ import anywidget
 import ipywidgets
 import traitlets
 
-from ..page import PageIntents, static_asset
+from ..page import PageIntents, static_asset, synced
 
 __all__ = ["PlayControl", "RATES", "build_controls", "step_controls"]
 
@@ -44,14 +44,12 @@ class PlayControl(PageIntents, anywidget.AnyWidget):
     _esm = static_asset("play.js")
     _css = static_asset("play.css")
 
-    playing = traitlets.Bool(False, help="bool: steps are being played. Written by the kernel.").tag(sync=True)
-    steps_per_second = traitlets.Float(10.0, help="float: the playing speed. Written by the kernel.").tag(sync=True)
-    step = traitlets.Int(0, help="int: the step number of the point shown. Written by the kernel.").tag(sync=True)
-    frame = traitlets.Int(
-        0, help="int: the played step the page is asked to acknowledge once drawn. Written by the kernel."
-    ).tag(sync=True)
-    message = traitlets.Unicode("", help="str: why playing stopped (text). Written by the kernel.").tag(sync=True)
-    rates = traitlets.List(list(RATES), help="list: the speeds offered. Written by the kernel.").tag(sync=True)
+    playing = synced(traitlets.Bool(False), "bool: steps are being played.")
+    steps_per_second = synced(traitlets.Float(10.0), "float: the playing speed.")
+    step = synced(traitlets.Int(0), "int: the step number of the point shown.")
+    frame = synced(traitlets.Int(0), "int: the played step the page is asked to acknowledge once drawn.")
+    message = synced(traitlets.Unicode(""), "str: why playing stopped (text).")
+    rates = synced(traitlets.List(list(RATES)), "list: the speeds offered.")
 
     def __init__(self, **kwargs: Any):
         super().__init__(**kwargs)
