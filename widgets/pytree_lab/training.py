@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
 from .engine import Engine, get_engine
-from .optimizer_state import (
+from .optimizer_state import (  # noqa: F401 - the optimizer's names, importable from the step engine too
     OptimizerError,
     StateView,
     _bad_state_leaf,
@@ -44,18 +44,7 @@ from .optimizer_state import (
 )
 from .step import Staged, StepResult, fresh, is_big_tree, pin_dtypes, return_freed_memory, sgd_update
 
-__all__ = [
-    "TrainingStep",
-    "CompiledStep",
-    "TrainingResult",
-    "RunResult",
-    "StateView",
-    "decompose_state",
-    "adam_hyperparameters",
-    "OptimizerError",
-    "optimizer_name",
-    "is_transformation",
-]
+__all__ = ["TrainingStep", "CompiledStep", "TrainingResult", "RunResult"]
 
 _AT_FAULT = ". The optimizer is at fault here, not the loss or the learning rate."
 # Losses of one compiled loop call: n steps are taken in ceil(n / CHUNK) calls of the same code.
