@@ -114,10 +114,8 @@ FORMAT = "pytree-lab demo 1"
 
 
 def save(ex: Any, path: Any, written: dict) -> Any:
-    """Write `ex`'s demo to `path` (numpy's .npz, no pickle): params, inputs, optimizer state, the
-    record with its trajectories, the sliders' values, the bars and the boxes. A file there that
-    this explorer did not write (`written`: its paths and their stat) is kept: the demo goes to
-    `name-2.npz`, `name-3.npz`, ... Returns the path written."""
+    """Write `ex`'s demo to `path` (numpy's .npz, no pickle) by `write_new`: params, inputs,
+    optimizer state, the record with its trajectories, the sliders' values, the bars and the boxes."""
     import json
 
     import numpy as np
