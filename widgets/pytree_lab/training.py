@@ -456,12 +456,8 @@ class TrainingStep:
 
 
 class CompiledStep(TrainingStep):
-    """The lesson's plain step ``p − η·g`` for one loss, compiled once: `TrainingStep` without an
-    optimizer, called as ``step(params, inputs, learning_rate)`` (a `StepResult`).
-
-    Every call with new values of the same shapes and dtypes reuses the compiled code (`pin_dtypes`
-    keeps the dtypes); `traces` counts how often the loss was traced.
-    """
+    """The lesson's plain step ``p − η·g``: `TrainingStep` without an optimizer, called as
+    ``step(params, inputs, learning_rate)`` (a `StepResult`)."""
 
     def __init__(self, loss_fn: Callable, **options: Any):  # TrainingStep's keywords
         super().__init__(loss_fn, None, **options)
