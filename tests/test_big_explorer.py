@@ -19,8 +19,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pytree_lab import StepExplorer
-from pytree_lab.step import INTERPRET_EQNS, LEAN_LEAVES, CompiledStep, pin_dtypes, sgd_update
-from pytree_lab.training import TrainingStep
+from pytree_lab.step import INTERPRET_EQNS, LEAN_LEAVES, pin_dtypes, sgd_update
+from pytree_lab.training import CompiledStep, TrainingStep
 
 N_BIG = 2_000
 optax_adam = pytest.mark.jax_promotion(dtype="optax's adam raises a float to its int32 step count (bias correction)")

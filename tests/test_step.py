@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from pytree_lab import gradient_step
-from pytree_lab.step import CompiledStep, pin_dtypes
+from pytree_lab.step import pin_dtypes
+from pytree_lab.training import CompiledStep
 
 X = jnp.array([2.0, 1.0])
 
@@ -155,7 +156,7 @@ def test_a_compile_gives_the_memory_the_compiler_freed_back():
     def loss(p, x):  # a new function: a new compile
         return jnp.sum((p["w"] * x) ** 2)
 
-    compiled = step_module.CompiledStep(loss)
+    compiled = CompiledStep(loss)
     result = compiled({"w": jnp.array([1.0, 2.0])}, {"x": jnp.array([3.0, 4.0])}, 0.1)
     # w * x = [3, 8]: loss 9 + 64, gradient 2 (w x) x = [18, 64]
     assert float(result.loss) == 73.0

@@ -53,16 +53,4 @@ def __dir__():
     return sorted(set(globals()) | set(_LAZY) - {"check"})
 
 
-__all__ = [
-    "PytreeDiagram",
-    "StepExplorer",
-    "OptimizerComparison",
-    "PackedView",
-    "StepResult",
-    "TreeSummary",
-    "Diagnosis",
-    "describe",
-    "diagnose",
-    "gradient_step",
-    "get_engine",
-]
+__all__ = ["TreeSummary", "Diagnosis", "describe", "diagnose", *(name for name in _LAZY if name != "check")]

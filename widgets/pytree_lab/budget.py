@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import dataclasses
 import importlib.metadata
 import os
 import signal
@@ -88,21 +89,19 @@ class Rule(Protocol):
         ...
 
 
+@dataclasses.dataclass(slots=True, eq=False)
 class BudgetClock:
     """The explorer's rule, sampled every `TICK`: `own` seconds of the user's own Python (the
     innermost frame), `inside` seconds with the user's code anywhere on the stack, and why it
     fired: "own" (an endless loop), "slow" (library work past `SLOW_FACTOR` budgets) or None."""
 
-    __slots__ = ("seconds", "own", "inside", "reason")
     interval = TICK
     traceable = False
     tamper_proof = False  # a loss does not touch signals; a thread per slider move would cost
-
-    def __init__(self, seconds: float):
-        self.seconds = seconds
-        self.own = 0.0
-        self.inside = 0.0
-        self.reason: str | None = None
+    seconds: float
+    own: float = 0.0
+    inside: float = 0.0
+    reason: str | None = None
 
     def look(self, frame: FrameType, outside: set[int]) -> bool:
         if not _user_code_running(frame, outside):
@@ -117,19 +116,17 @@ class BudgetClock:
         return self.reason is not None
 
 
+@dataclasses.dataclass(slots=True, eq=False)
 class Deadline:
     """The exercises' rule: `seconds` of the process's CPU time, or `WALL_FACTOR` times as long on
     the clock, from when the budget began."""
 
-    __slots__ = ("seconds", "cpu", "wall")
     interval = BEAT
     traceable = True
     tamper_proof = True
-
-    def __init__(self, seconds: float):
-        self.seconds = seconds
-        self.cpu = _cpu()
-        self.wall = clock()
+    seconds: float
+    cpu: float = dataclasses.field(default_factory=_cpu)
+    wall: float = dataclasses.field(default_factory=clock)
 
     def look(self, frame: FrameType, outside: set[int]) -> bool:
         return _cpu() - self.cpu >= self.seconds or clock() - self.wall >= self.seconds * WALL_FACTOR
@@ -231,22 +228,20 @@ def _caller(frame: FrameType | None) -> FrameType | None:
 _OWN_FILES = frozenset({__file__, contextlib.__file__})
 
 
+@dataclasses.dataclass(slots=True, eq=False)
 class _Budget:
     """One running budget: its rule, the frames that were on the stack when it began (they only
     wait for the body), when its next look is due, whether it has fired and whether its body has
     ended (set first thing on the way out: a cleanup that cannot run still leaves it inert)."""
 
-    __slots__ = ("rule", "outside", "begun", "due", "fired", "ended", "first_stop", "armed")
-
-    def __init__(self, rule: Rule, outside: set[int], begun: int):
-        self.rule = rule
-        self.outside = outside
-        self.begun = begun  # the id of the frame that began it: the body runs while it is on the stack
-        self.due = clock() + rule.interval
-        self.fired = False
-        self.ended = False
-        self.first_stop: float | None = None  # when the rule first fired
-        self.armed = False  # stops are swallowed: a tracer raises them again in the handlers (`_arm`)
+    rule: Rule
+    outside: set[int]
+    begun: int  # the id of the frame that began it: the body runs while it is on the stack
+    due: float  # when the next look is
+    fired: bool = False
+    ended: bool = False
+    first_stop: float | None = None  # when the rule first fired
+    armed: bool = False  # stops are swallowed: a tracer raises them again in the handlers (`_arm`)
 
     def over(self, frame: FrameType | None) -> bool:
         """The body has ended, its cleanup run or not: ended, or the frame that began the budget is
@@ -490,7 +485,7 @@ def _budget(rule: Rule, seconds: float | None) -> Iterator[None]:
         yield
         return
     caller = _caller(sys._getframe(1))
-    budget = _Budget(rule, {id(f) for f in _frames(caller)}, id(caller))
+    budget = _Budget(rule, {id(f) for f in _frames(caller)}, id(caller), clock() + rule.interval)
     with contextlib.ExitStack() as stack:
         stack.enter_context(_DRIVERS[how](budget))
         if how == "itimer" and rule.tamper_proof and hasattr(ctypes, "pythonapi"):

@@ -251,9 +251,7 @@ def decompose_state(state: Any, params: Any, engine: Engine | None = None) -> St
                     for key, value in child.items():
                         found.append((" ".join(words + [str(key)]), f"{where}.{field_name}[{key!r}]", value, False))
                 else:
-                    visit(
-                        child, words + [label, field_name] if label else words + [field_name], f"{where}.{field_name}"
-                    )
+                    visit(child, [*words, label, field_name], f"{where}.{field_name}")
             return
         if isinstance(node, (tuple, list)):
             if len(node) == 0:

@@ -1,7 +1,7 @@
 """One gradient step: `value_and_grad`, then `tree.map(p - lr * g)`.
 
 `gradient_step` is the lesson's code as a function. The compiled step is the step engine in
-training.py (`TrainingStep`; `CompiledStep` is importable from here too): every slider move calls
+training.py (`TrainingStep`, and `CompiledStep` without an optimizer): every slider move calls
 it with values of the same shapes and dtypes, so it never retraces (`pin_dtypes`). This module
 holds what that engine builds on: the results, the copies, the numpy update and `Staged`.
 
@@ -19,18 +19,14 @@ import functools
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .engine import Engine, get_engine
 from .trees import x64_enabled
 
-if TYPE_CHECKING:  # loaded on first use by __getattr__ below (training imports this module)
-    from .training import CompiledStep
-
 __all__ = [
     "StepResult",
     "gradient_step",
-    "CompiledStep",
     "Staged",
     "fresh",
     "pin_dtypes",
@@ -371,12 +367,3 @@ def pin_dtypes(tree: Any, engine: Engine | None = None) -> Any:
         return x
 
     return eng.tree_map(pin, tree)
-
-
-def __getattr__(name: str) -> Any:
-    # the compiled step is the step engine's (training.py imports this module)
-    if name == "CompiledStep":
-        from .training import CompiledStep
-
-        return CompiledStep
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

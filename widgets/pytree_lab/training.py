@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
 from .engine import Engine, get_engine
-from .optimizer_state import (
+from .optimizer_state import (  # noqa: F401 - the optimizer's names, importable from the step engine too
     OptimizerError,
     StateView,
     _bad_state_leaf,
@@ -44,18 +44,7 @@ from .optimizer_state import (
 )
 from .step import Staged, StepResult, fresh, is_big_tree, pin_dtypes, return_freed_memory, sgd_update
 
-__all__ = [
-    "TrainingStep",
-    "CompiledStep",
-    "TrainingResult",
-    "RunResult",
-    "StateView",
-    "decompose_state",
-    "adam_hyperparameters",
-    "OptimizerError",
-    "optimizer_name",
-    "is_transformation",
-]
+__all__ = ["TrainingStep", "CompiledStep", "TrainingResult", "RunResult"]
 
 _AT_FAULT = ". The optimizer is at fault here, not the loss or the learning rate."
 # Losses of one compiled loop call: n steps are taken in ceil(n / CHUNK) calls of the same code.
@@ -467,12 +456,8 @@ class TrainingStep:
 
 
 class CompiledStep(TrainingStep):
-    """The lesson's plain step ``p − η·g`` for one loss, compiled once: `TrainingStep` without an
-    optimizer, called as ``step(params, inputs, learning_rate)`` (a `StepResult`).
-
-    Every call with new values of the same shapes and dtypes reuses the compiled code (`pin_dtypes`
-    keeps the dtypes); `traces` counts how often the loss was traced.
-    """
+    """The lesson's plain step ``p − η·g``: `TrainingStep` without an optimizer, called as
+    ``step(params, inputs, learning_rate)`` (a `StepResult`)."""
 
     def __init__(self, loss_fn: Callable, **options: Any):  # TrainingStep's keywords
         super().__init__(loss_fn, None, **options)

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 import sys
-from types import FrameType
+import traceback
 from typing import Any
 
 from .formatting import fmt_number, visible
-from .summaries import Later, _summarise_one, summarise_arrays
+from .summaries import Later, summarise_arrays
 from .tree_model import (  # noqa: F401 - the model's types, importable from here
     _FLOAT_DTYPES,
     MAX_DEPTH,
@@ -72,10 +72,6 @@ def x64_enabled() -> bool:
 # --------------------------------------------------------------------------- children
 
 
-def _is_namedtuple(x: Any) -> bool:
-    return isinstance(x, tuple) and hasattr(type(x), "_fields")
-
-
 def _display_key(key: Any) -> str:
     """A dict key as the user reads it; look-alikes (`'a'` vs `'a '`) stay distinct."""
     if isinstance(key, str):
@@ -98,15 +94,6 @@ def _key_texts(key: Any) -> tuple[str, str]:
             found = _KEY_TEXTS[key] = (f"[{key!r}]", _display_key(key))
         return found
     return f"[{key!r}]", _display_key(key)
-
-
-def _sorted_keys(d: dict) -> list:
-    """The keys in JAX's order (sorted). Keys that cannot be sorted together (1 and "b"): JAX
-    refuses such a dict when it flattens it, so the tree is refused here too, path named."""
-    try:
-        return sorted(d)
-    except TypeError as err:
-        raise _Unreadable("sort", err) from err
 
 
 _INDEX = [f"[{i}]" for i in range(64)]
@@ -150,9 +137,14 @@ def _flatten_one_level_with_path(tu: Any, node: Any) -> list[tuple[tuple, Any]]:
 
 
 def _dict_children(node: dict, type_name: str) -> tuple[str, str, list[tuple[str, str, int, Any]]]:
-    """A dict's children in JAX's order (sorted keys), each with its rank as written."""
+    """A dict's children in JAX's order (sorted keys), each with its rank as written. Keys that
+    cannot be sorted together (1 and "b"): JAX refuses such a dict, so the tree is refused here too."""
     rank = {k: i for i, k in enumerate(node)}
-    return "dict", type_name, [(*_key_texts(k), rank[k], node[k]) for k in _sorted_keys(node)]
+    try:
+        keys = sorted(node)
+    except TypeError as err:
+        raise _Unreadable("sort", err) from err
+    return "dict", type_name, [(*_key_texts(k), rank[k], node[k]) for k in keys]
 
 
 def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | None:
@@ -174,7 +166,7 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
             pieces = [(_INDEX[i] if i < 64 else f"[{i}]",) * 2 + (i, c) for i, c in enumerate(node)]
             return t.__name__, t.__name__, pieces
         stage = "attributes"
-        if _is_namedtuple(node):
+        if isinstance(node, tuple) and hasattr(t, "_fields"):
             return "namedtuple", t.__name__, [(f".{f}", f, i, getattr(node, f)) for i, f in enumerate(t._fields)]
         if isinstance(node, (str, bytes, int, float, complex, bool)) or _has_array_attrs(node):
             return None
@@ -188,7 +180,7 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
             return None
         stage = "keys"
         pieces = []
-        kind = "namedtuple" if _is_namedtuple(node) else ("dict" if isinstance(node, dict) else "custom")
+        kind = "dict" if isinstance(node, dict) else "custom"  # (a namedtuple was read above)
         rank = {k: i for i, k in enumerate(node)} if kind == "dict" else None  # a dict is shown as written
         for i, (keypath, child) in enumerate(flat):
             piece = tu.keystr(keypath)
@@ -236,7 +228,7 @@ def _dtype_name(dtype: Any) -> str:
         return str(dtype)
 
 
-def _leaf(path: str, x: Any, index: int, with_values: bool = True) -> Leaf:
+def _leaf(path: str, x: Any, index: int, with_values: bool) -> Leaf:
     if isinstance(x, (bool, int, float, complex)):
         summary = str(x) if isinstance(x, bool) else fmt_number(x)
         values = None if isinstance(x, complex) or not with_values else (float(x),)
@@ -246,12 +238,9 @@ def _leaf(path: str, x: Any, index: int, with_values: bool = True) -> Leaf:
         if len(text) > 40:
             text = text[:37] + "…"
         return Leaf(path, (), "str", 1, False, text, index, None)
-    if hasattr(x, "shape") and hasattr(x, "dtype"):
+    if hasattr(x, "shape") and hasattr(x, "dtype"):  # without values only: `_describe` summarises arrays in batches
         shape, dtype = _array_leaf_type(x)
-        size = math.prod(shape)
-        diff = dtype in _FLOAT_DTYPES
-        summary, values, grid = _summarise_one(x, size, dtype) if with_values else ("", None, None)
-        return Leaf(path, shape, dtype, size, diff, summary, index, values, grid)
+        return Leaf(path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES, "", index, None)
     text = f"{type(x).__name__} object"
     return Leaf(path, (), "object", 1, False, text, index, None)
 
@@ -461,21 +450,13 @@ class TreeTooDeepError(TreeError, RecursionError):
 JAX_DEPTH_MARGIN = 100
 
 
-def _stack_depth() -> int:
-    frame: FrameType | None = sys._getframe(1)
-    n = 0
-    while frame is not None:
-        n += 1
-        frame = frame.f_back
-    return n
-
-
 def jax_depth_limit() -> int:
     """The deepest tree (levels of containers) JAX's tree functions can flatten when called from
     here: Python's recursion limit, less the frames already on the stack and a margin for the
     calls in between. JAX's flatten recurses once per level; past the limit it raises (with a
     Python callback, `is_leaf`, it also leaves the interpreter's recursion count broken)."""
-    return max(0, sys.getrecursionlimit() - _stack_depth() - JAX_DEPTH_MARGIN)
+    depth = sum(1 for _ in traceback.walk_stack(sys._getframe()))  # frames on the stack, this one included
+    return max(0, sys.getrecursionlimit() - depth - JAX_DEPTH_MARGIN)
 
 
 def check_tree(tree: Any, name: str = "params") -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import datetime
 import inspect
+import itertools
 import json
 import math
 import os
@@ -130,9 +131,10 @@ FORMAT = "pytree-lab-evidence/1"
 KINDS = ("predictions", "checks", "quiz", "outputs", "reveals")
 
 
-def hub_user() -> str:
-    """The JupyterHub user this kernel's server belongs to ("" outside a JupyterHub)."""
-    return os.environ.get("JUPYTERHUB_USER", "").strip()
+def _hub_user() -> dict[str, str]:
+    """The JupyterHub user this kernel's server belongs to, as a record's field (none outside a JupyterHub)."""
+    user = os.environ.get("JUPYTERHUB_USER", "").strip()
+    return {"jupyterhub_user": user} if user else {}
 
 
 class Evidence:
@@ -179,13 +181,7 @@ class Evidence:
 
     def _add(self, entries: list[dict], **entry: Any) -> None:
         """Record one entry (stamped with its time, session, user and id) and keep it."""
-        entry["time"] = _now()
-        entry["session"] = self.session
-        user = hub_user()
-        if user:
-            entry["jupyterhub_user"] = user
-        entry["id"] = uuid.uuid4().hex
-        entries.append(entry)
+        entries.append(entry | {"time": _now(), "session": self.session, **_hub_user(), "id": uuid.uuid4().hex})
         self._kept()
 
     def expect(self, exercises) -> None:
@@ -259,11 +255,7 @@ class Evidence:
 
     def to_json(self) -> dict:
         record = {"format": FORMAT, "saved": _now(), "sessions": [self.session], "expected": dict(self.expected)}
-        record.update({kind: getattr(self, kind) for kind in KINDS})
-        user = hub_user()
-        if user:
-            record["jupyterhub_user"] = user
-        return record
+        return record | {kind: getattr(self, kind) for kind in KINDS} | _hub_user()
 
     def to_markdown(self, record: dict | None = None) -> str:
         return render_markdown(record if record is not None else self.to_json())
@@ -283,18 +275,11 @@ class Evidence:
 
     def _save_locked(self, markdown: pathlib.Path) -> SavedEvidence:
         record = self.to_json()
-        target = markdown
-        while True:
-            earlier = _ours(target)
-            if earlier is not None:
-                break
-            # a file there that this log did not write: keep it, use a new dated name
+        target, earlier = markdown, _ours(markdown)
+        if earlier is None:  # a file there that this log did not write: keep it, use a new dated name
             stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-            n = 0
-            target = markdown.with_name(f"{markdown.stem}-{stamp}.md")
-            while target.exists() or target.with_suffix(".json").exists():
-                n += 1
-                target = markdown.with_name(f"{markdown.stem}-{stamp}-{n}.md")
+            names = (markdown.with_name(f"{markdown.stem}-{stamp}{f'-{n}' if n else ''}.md") for n in itertools.count())
+            target = next(t for t in names if not t.exists() and not t.with_suffix(".json").exists())
         record = _merge(earlier, record) if earlier else record
         json_path = target.with_suffix(".json")
         _write_new(json_path, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
@@ -361,51 +346,42 @@ def _folder_locked(folder: pathlib.Path):
     (nothing is written; the lock ends with the process, however it ends), else a lock file
     created exclusively beside the evidence and removed after."""
     deadline = time.monotonic() + LOCK_TIMEOUT
-    fd = None
     try:
         import fcntl
 
-        fd = os.open(folder, os.O_RDONLY)
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"another save into {folder} did not finish within {LOCK_TIMEOUT:g} s") from None
-                time.sleep(0.01)
-    except (ImportError, OSError, AttributeError) as problem:  # no flock here (Windows, Pyodide, some file systems)
-        if fd is not None:
-            os.close(fd)
-            fd = None
-        if isinstance(problem, TimeoutError):
-            raise
-    if fd is not None:
-        try:
-            yield
-        finally:
-            os.close(fd)  # releases the lock
-        return
+        fd: int | None = os.open(folder, os.O_RDONLY)
+    except (ImportError, OSError):  # no fcntl (Windows), or a folder that cannot be opened
+        fd = None
     lock = folder / _LOCK_NAME
     while True:
         try:
-            os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            else:
+                os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
             break
-        except FileExistsError:
-            try:
-                if time.time() - lock.stat().st_mtime > _STALE_LOCK:
+        except (BlockingIOError, FileExistsError):  # another save holds it
+            with contextlib.suppress(OSError):  # (a lock file gone meanwhile: try again)
+                if fd is None and time.time() - lock.stat().st_mtime > _STALE_LOCK:
                     lock.unlink()
                     continue
-            except OSError:
-                continue
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"another save into {folder} did not finish within {LOCK_TIMEOUT:g} s") from None
-            time.sleep(0.01)
+        except (AttributeError, OSError):  # no flock here (Pyodide's fcntl, some file systems): a lock file
+            if fd is None:
+                raise
+            os.close(fd)
+            fd = None
+            continue
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"another save into {folder} did not finish within {LOCK_TIMEOUT:g} s")
+        time.sleep(0.01)
     try:
         yield
     finally:
-        with contextlib.suppress(OSError):
-            lock.unlink()
+        if fd is not None:
+            os.close(fd)  # releases the lock
+        else:
+            with contextlib.suppress(OSError):
+                lock.unlink()
 
 
 _DEFAULT_EVIDENCE = Evidence()

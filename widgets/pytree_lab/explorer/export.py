@@ -158,7 +158,6 @@ def page(data: dict) -> str:
 
 
 def export_html(ex: Any, path: Any, written: dict) -> pathlib.Path:
-    """Write the replay page of `ex`'s run to `path` (.html); a file there that this explorer did
-    not write (`written`) is kept, as `ex.save` keeps one (`name-2.html`, ...). Returns the path."""
+    """Write the replay page of `ex`'s run to `path` (.html) by `record.write_new`."""
     text = page(page_data(ex))
     return record.write_new(path, ".html", written, lambda f: f.write(text.encode("utf-8")))

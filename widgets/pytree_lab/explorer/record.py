@@ -114,22 +114,15 @@ FORMAT = "pytree-lab demo 1"
 
 
 def save(ex: Any, path: Any, written: dict) -> Any:
-    """Write `ex`'s demo to `path` (numpy's .npz, no pickle): params, inputs, optimizer state, the
-    record with its trajectories, the sliders' values, the bars and the boxes. A file there that
-    this explorer did not write (`written`: its paths and their stat) is kept: the demo goes to
-    `name-2.npz`, `name-3.npz`, ... Returns the path written."""
+    """Write `ex`'s demo to `path` (numpy's .npz, no pickle) by `write_new`: params, inputs,
+    optimizer state, the record with its trajectories, the sliders' values, the bars and the boxes."""
     import json
 
     import numpy as np
 
     s, eng = ex.session, ex.session.engine
-    arrays = {
-        f"{name}/{i}": np.asarray(x)
-        for name in ("params", "inputs", "state")
-        for i, x in enumerate(
-            {"params": s.param_leaves, "inputs": s.input_leaves, "state": eng.tree_leaves(s.opt_state)}[name]
-        )
-    }
+    trees = {"params": s.param_leaves, "inputs": s.input_leaves, "state": eng.tree_leaves(s.opt_state)}
+    arrays = {f"{name}/{i}": np.asarray(x) for name, leaves in trees.items() for i, x in enumerate(leaves)}
     for which, name in enumerate(("trail_params", "trail_state")):
         for i in range(len(s.trail[0][which]) if s.trail else 0):
             arrays[f"{name}/{i}"] = np.stack([point[which][i] for point in s.trail])
