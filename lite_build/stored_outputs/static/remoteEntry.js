@@ -480,9 +480,10 @@
   }
 
   // JupyterLab shows the opened notebook: its cells drawn down to the one at the preview's top (it
-  // draws them in order, a few at a time), and every stored widget among those drawn; or 3 s.
+  // draws them in order, a few at a time), and every stored widget among those drawn; or 3 s (10 s
+  // for a cell further down: the student reads the preview there meanwhile).
   function shown(panel, at) {
-    var until = Date.now() + 3000;
+    var until = Date.now() + (at > 0 ? 10000 : 3000);
     return new Promise(function (resolve) {
       (function check() {
         var made = panel.node.querySelectorAll(".ptl-stored").length;
@@ -499,7 +500,8 @@
     previewEnded = true;
     if (!previewing) return;
     var cell = at > 0 && panel && panel.content && panel.content.widgets[at];
-    if (cell && cell.node) cell.node.scrollIntoView({ block: "start" });
+    if (cell && cell.node && cell.node.isConnected) cell.node.scrollIntoView({ block: "start" });
+    else if (cell && panel.content.scrollToItem) Promise.resolve(panel.content.scrollToItem(at, "start")).catch(function () {});
     previewing.root.remove();
     previewing = null;
   }
