@@ -17,6 +17,7 @@ from typing import Any
 
 from .engine import Engine, get_engine
 from .formatting import short_error
+from .page import is_number
 
 __all__ = [
     "StateView",
@@ -331,6 +332,6 @@ def adam_hyperparameters(optimizer: Any) -> dict | None:
     found = {k: adams[0].get(k) for k in ("b1", "b2", "eps", "eps_root")}
     if len(scales) == 1:
         found["learning_rate"] = -scales[0] if isinstance(scales[0], (int, float)) else None
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in found.values() if v is not None):
+    if not all(is_number(v) for v in found.values() if v is not None):
         return None
     return {k: float(v) for k, v in found.items() if v is not None}

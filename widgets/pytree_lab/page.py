@@ -22,7 +22,7 @@ import os
 import pathlib
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeGuard
 
 if TYPE_CHECKING:
     from anywidget._file_contents import FileContents
@@ -135,6 +135,11 @@ def synced(trait: Any, help: str, by: str = "kernel", **tags: Any) -> Any:
     """`trait`, synced, its help saying who writes it: the kernel, or the page (`_page_intents`)."""
     trait.help = trait.__doc__ = f"{help} Written by the {by}."
     return trait.tag(sync=True, **tags)
+
+
+def is_number(value: Any, kinds: Any = (int, float)) -> TypeGuard[Any]:
+    """`value` is one of `kinds` and not a bool (a bool is an int to Python, never a number meant)."""
+    return isinstance(value, kinds) and not isinstance(value, bool)
 
 
 def page_writes_refused(widget) -> dict:

@@ -41,7 +41,7 @@ import anywidget
 import traitlets
 
 from . import timing
-from .page import PageIntents, static_asset, synced
+from .page import PageIntents, is_number, static_asset, synced
 from .ranges import span  # the ranges live there (no widgets); slider.span stays public
 
 __all__ = ["Slider", "SliderModule", "span"]
@@ -194,14 +194,7 @@ class Slider(PageIntents, anywidget.AnyWidget):
         if not isinstance(content, dict) or content.get("type") != "move":
             return
         value, seq = content.get("value"), content.get("seq")
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, (int, float))
-            or not math.isfinite(value)
-            or isinstance(seq, bool)
-            or not isinstance(seq, int)
-            or seq < 1
-        ):
+        if not is_number(value) or not math.isfinite(value) or not is_number(seq, int) or seq < 1:
             self._refuse_move("a malformed move")
             return
         if seq <= self.ack or (self._pending is not None and seq <= self._pending[0]):

@@ -31,8 +31,9 @@ from .session import ExplorerSession
 
 __all__ = ["OptimizerComparison", "COLUMNS"]
 
-# what each optimizer's columns may show: its params, grads, the optimizer's updates, the params after
-COLUMNS = ("params", "grads", "update", "updated")
+# what each optimizer's columns may show (the step's attribute): its params, grads, the optimizer's
+# updates, the params after
+COLUMNS = {"params": "params", "grads": "grads", "update": "updates", "updated": "updated"}
 
 
 def _check(optimizers: Any, columns: Any) -> tuple[dict[str, Any], tuple[str, ...]]:
@@ -223,13 +224,7 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
         for name, s in self.sessions.items():
             r = s.last_good
             if r is not None:
-                shown = {
-                    "params": r.params,
-                    "grads": r.grads,
-                    "update": getattr(r, "updates", None),
-                    "updated": r.updated,
-                }
-                trees.update({f"{name} {col}": shown[col] for col in self.columns})
+                trees.update({f"{name} {col}": getattr(r, COLUMNS[col], None) for col in self.columns})
         first = next(iter(self.sessions.values()))
         self.diagram.set_trees(trees or {"params": first.params_tree}, order=first.param_summary)
         self.diagram.caption = (

@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import numpy as np  # (the widget side: views.py, whose charts import it anyway)
+
 from ..calculation import CalcRow, fmt_value, focus_leaf
 from ..optimizer_state import adam_hyperparameters, decompose_state
 from ..step import StepResult
@@ -47,8 +49,6 @@ def foldable(trees: dict, extra: Any) -> list[str]:
 def _adam_constants(session: Any, r: StepResult, view: Any) -> dict:
     """Adam's b1, b2, eps (eps_root) and learning rate: from the state (inject_hyperparams),
     else from the optimizer as built."""
-    import numpy as np
-
     hp = {
         k: float(np.asarray(v))
         for k, v in view.rest.items()
@@ -65,16 +65,12 @@ def _adam_constants(session: Any, r: StepResult, view: Any) -> dict:
 
 def _adam_step(m: Any, v: Any, t: int, hp: dict) -> Any:
     """−η·m̂/(√v̂ + ε) from Adam's moments after step t (float64)."""
-    import numpy as np
-
     m_hat = np.asarray(m, np.float64) / (1 - hp["b1"] ** t)
     v_hat = np.asarray(v, np.float64) / (1 - hp["b2"] ** t)
     return -hp["learning_rate"] * m_hat / (np.sqrt(v_hat + hp.get("eps_root", 0.0)) + hp["eps"])
 
 
 def _close(a: Any, b: Any) -> bool:
-    import numpy as np
-
     a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     scale = max(float(np.max(np.abs(b))) if b.size else 0.0, 1e-30)
     return a.shape == b.shape and bool(np.allclose(a, b, rtol=1e-3, atol=1e-5 * scale))
@@ -94,8 +90,6 @@ def _multisteps(state: Any) -> Any:
 
 def why_not_adam(session: Any, r: StepResult, view: Any, formulas: list, updates: list, params: list) -> str:
     """One sentence: why the update the optimizer returned is not Adam's −η·m̂/(√v̂ + ε)."""
-    import numpy as np
-
     multi = _multisteps(getattr(r, "opt_state_after", None))  # a TrainingResult's (see columns)
     if multi is not None:
         opt = session.optimizer
@@ -140,8 +134,6 @@ def optimizer_rows(session: Any, r: StepResult, leaves: list, selected: str) -> 
     the step count t, then either the bias-corrected m̂, v̂ and the step −η·m̂/(√v̂ + ε) when
     that is the update the optimizer applied (to every leaf), or the update it returned and a
     sentence saying why it differs (adamw's weight decay, a MultiSteps mini-step, ...)."""
-    import numpy as np
-
     state = getattr(r, "opt_state_after", None)
     if state is None or not leaves:
         return []

@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from .. import timing
+from ..page import is_number
 from . import record
 from .debug import DebugArea, captured
 from .messages import fmt_number, status_html
@@ -64,12 +65,11 @@ class Player:
 
     def play(self, steps_per_second: float | None = None, until: int | None = None) -> None:
         if steps_per_second is not None:
-            ok = isinstance(steps_per_second, (int, float)) and not isinstance(steps_per_second, bool)
-            if not ok or not math.isfinite(steps_per_second) or not 0 < steps_per_second <= MAX_RATE:
+            if not is_number(steps_per_second) or not 0 < steps_per_second <= MAX_RATE:  # NaN and inf fail the range
                 raise ValueError(
                     f"steps_per_second is a number above 0 and at most {MAX_RATE:g}, not {steps_per_second!r}."
                 )
-        if until is not None and (isinstance(until, bool) or not isinstance(until, int) or until < 0):
+        if until is not None and (not is_number(until, int) or until < 0):
             raise ValueError(f"until is a step number (a whole number, 0 or more), not {until!r}.")
         try:
             loop = asyncio.get_running_loop()

@@ -20,7 +20,6 @@ shows, `playing` whether it plays, `message` why it stopped (text, never HTML).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -28,7 +27,7 @@ import anywidget
 import ipywidgets
 import traitlets
 
-from ..page import PageIntents, static_asset, synced
+from ..page import PageIntents, is_number, static_asset, synced
 
 __all__ = ["PlayControl", "RATES", "build_controls", "step_controls"]
 
@@ -62,15 +61,10 @@ class PlayControl(PageIntents, anywidget.AnyWidget):
         value: Any = None
         if kind == "drawn":
             value = content.get("frame")
-            ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_FRAME
+            ok = is_number(value, int) and 0 <= value <= MAX_FRAME
         elif kind == "rate":
             value = content.get("value")
-            ok = (
-                isinstance(value, (int, float))
-                and not isinstance(value, bool)
-                and math.isfinite(value)
-                and value in RATES
-            )
+            ok = is_number(value) and value in RATES
         else:
             ok = kind in ("play", "pause")
         if not ok:

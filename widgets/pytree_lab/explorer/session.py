@@ -25,6 +25,7 @@ from typing import Any, cast
 from .. import lesson
 from ..budget import TimeBudgetExceeded, user_code_budget
 from ..engine import Engine, choose_device, device_label, get_engine
+from ..page import is_number
 from ..step import StepResult, pin_dtypes
 from ..training import CompiledStep, OptimizerError, TrainingStep
 from ..trees import describe
@@ -380,7 +381,7 @@ class ExplorerSession:
     def check_steps(self, n: Any) -> None:
         import numpy as np
 
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        if not is_number(n, (int, np.integer)) or n < 0:
             raise ValueError(f"step(n) takes a whole number of steps, 0 or more, not {n!r}.")
         if n > MAX_STEPS:
             raise ValueError(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -360,12 +361,9 @@ def with_selection(
 
 def describe(shown: Sequence[Element]) -> str:
     """Which leaves the bars show, as text: `Dense_0/kernel (16 values), Dense_0/bias (8 of 8)`."""
-    counts: dict[str, list] = {}
-    for el in shown:
-        entry = counts.setdefault(el.leaf.path, [el.leaf, 0])
-        entry[1] += 1
+    sizes = {el.leaf.path: el.leaf.size for el in shown}
     parts = []
-    for leaf, n in counts.values():
-        name = path_label(leaf.path) or "params"
-        parts.append(f"{name} ({n} value{'s' * (n != 1)})" if n == leaf.size else f"{name} ({n} of {leaf.size} values)")
+    for path, n in Counter(el.leaf.path for el in shown).items():
+        name, size = path_label(path) or "params", sizes[path]
+        parts.append(f"{name} ({n} value{'s' * (n != 1)})" if n == size else f"{name} ({n} of {size} values)")
     return ", ".join(parts)
