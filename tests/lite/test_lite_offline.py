@@ -26,6 +26,7 @@ from .conftest import ROOT
 pytestmark = pytest.mark.browser
 
 LESSON = "01_pytrees.ipynb"
+OTHER_LESSON = "02_packed_parameters.ipynb"
 STORED = ".jp-NotebookPanel:not(.lm-mod-hidden) .ptl-stored"  # an output the build stored (first_paint.py)
 COUNT_STORED = """async url => (await (await fetch(url)).json()).cells.flatMap(c => c.outputs || [])
     .filter(o => o.data && o.data['application/vnd.pytree-lab.stored-widget+json']).length"""
@@ -751,6 +752,45 @@ def test_the_lesson_is_drawn_before_jupyterlab_starts_and_handed_over_without_a_
         ).json_value()
         again = {"said": said_again, "held": len(held), "preview": page.locator(PREVIEW).count()}
         release(context, held)
+
+        # the student picks JupyterLab's dark theme: the next lesson's preview is drawn in it
+        browse.show_notebook(page, LESSON)
+        page.locator("#jp-MainMenu .lm-MenuBar-itemLabel", has_text="Settings").click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Theme$")).hover()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^JupyterLab Dark$")).click()
+        page.wait_for_function(
+            """async () => {
+                for (const { name } of await indexedDB.databases()) {
+                    const db = await new Promise(ok => {
+                        const r = indexedDB.open(name);
+                        r.onsuccess = () => ok(r.result);
+                    });
+                    const raw = db.objectStoreNames.contains('settings') && await new Promise(ok => {
+                        const r = db.transaction('settings').objectStore('settings')
+                            .get('@jupyterlab/apputils-extension:themes');
+                        r.onsuccess = () => ok(r.result); });
+                    db.close();
+                    if (raw && JSON.stringify(raw).includes('JupyterLab Dark')) return true;
+                }
+                return false;
+            }""",
+            timeout=browse.Timeouts.ms(browse.Timeouts.ROUND_TRIP),
+        )
+        held = held_start(context)
+        page.goto(
+            f"{lite_server.url}/lab/index.html?path={OTHER_LESSON}",
+            wait_until="domcontentloaded",
+            timeout=browse.Timeouts.ms(browse.Timeouts.PAGE),
+        )
+        page.locator(f"{PREVIEW} .ptl-stored[data-ptl-drawn]").first.wait_for(
+            timeout=browse.Timeouts.ms(browse.Timeouts.PAGE)
+        )
+        page.screenshot(path=str(ROOT / "artifacts" / "lite-preview-dark.png"))
+        dark = page.evaluate(
+            "() => [getComputedStyle(document.getElementById('ptl-preview')).backgroundColor,"
+            " getComputedStyle(document.querySelector('#ptl-preview .ptl-preview-cell')).color]"
+        )
+        release(context, held)
         context.close()
     finally:
         browser.close()
@@ -771,3 +811,6 @@ def test_the_lesson_is_drawn_before_jupyterlab_starts_and_handed_over_without_a_
     assert 0 <= after["top"] < 900, after["top"]  # the notebook opens where the preview was scrolled
     # the student's saved copy opens as saved: no preview, even with JupyterLab held back
     assert again == {"said": "saved", "held": 1, "preview": 0}, again
+    # in the dark theme: a dark page, light text (JupyterLab's own theme variables)
+    back, text = (sum(int(v) for v in re.findall(r"\d+", c)[:3]) for c in dark)
+    assert back < 150 < 450 < text, dark

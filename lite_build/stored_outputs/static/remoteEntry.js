@@ -347,20 +347,29 @@
 
   // ---- the preview: the opened notebook as the build stored it, drawn before JupyterLab starts
 
+  // In JupyterLab's colours and fonts: the page links the student's JupyterLab theme (its CSS
+  // variables) for the preview; the values after each variable are the light theme's.
   var PREVIEW_CSS =
-    "#ptl-preview{position:fixed;inset:0;z-index:9999;overflow:auto;background:#fff;color:rgba(0,0,0,.87);" +
-    "font:13px/1.5 system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif}" +
-    "body.jp-mod-dark #ptl-preview{background:#111;color:#fff}" +
-    "#ptl-preview .ptl-preview-status{margin:0;padding:6px 16px;border-bottom:1px solid #e0e0e0;color:#616161;font-size:12px}" +
+    "#ptl-preview{position:fixed;inset:0;z-index:9999;overflow:auto;background:var(--jp-layout-color0,#fff);" +
+    "color:var(--jp-content-font-color1,rgba(0,0,0,.87));font-size:var(--jp-content-font-size1,14px);line-height:1.5;" +
+    "font-family:var(--jp-content-font-family,system-ui,-apple-system,'Segoe UI',Helvetica,Arial,sans-serif)}" +
+    "#ptl-preview .ptl-preview-status{margin:0;padding:6px 16px;border-bottom:1px solid var(--jp-border-color2,#e0e0e0);" +
+    "color:var(--jp-ui-font-color2,#616161);font-size:12px}" +
     "#ptl-preview .ptl-preview-cells{max-width:1100px;margin:0 auto;padding:12px 24px 48px 72px}" +
     "#ptl-preview .ptl-preview-cell{margin:0 0 12px}#ptl-preview .anchor-link{display:none}" +
-    "#ptl-preview pre{margin:0;white-space:pre-wrap;font:13px/1.4 monospace}" +
-    "#ptl-preview .ptl-preview-code{padding:5px 8px;background:#f5f5f5;border:1px solid #e0e0e0;border-radius:2px}" +
+    "#ptl-preview a{color:var(--jp-content-link-color,#1976d2)}" +
+    "#ptl-preview pre{margin:0;white-space:pre-wrap;font-family:var(--jp-code-font-family,monospace);" +
+    "font-size:var(--jp-code-font-size,13px);line-height:var(--jp-code-line-height,1.3077)}" +
+    "#ptl-preview .ptl-preview-code{padding:5px 8px;background:var(--jp-cell-editor-background,#f5f5f5);" +
+    "border:1px solid var(--jp-cell-editor-border-color,#e0e0e0);border-radius:2px}" +
     "#ptl-preview .ptl-preview-out{display:block;margin:6px 0 0;padding:0 8px}" +
-    "#ptl-preview .k,#ptl-preview .kn,#ptl-preview .ow{color:#008000;font-weight:bold}" +
-    "#ptl-preview .s,#ptl-preview .s1,#ptl-preview .s2,#ptl-preview .sd{color:#ba2121}" +
-    "#ptl-preview .c,#ptl-preview .c1{color:#3d7b7b;font-style:italic}" +
-    "#ptl-preview .mi,#ptl-preview .mf{color:#080}#ptl-preview .nf,#ptl-preview .nc{color:#00f}";
+    "#ptl-preview .k,#ptl-preview .kn,#ptl-preview .ow{color:var(--jp-mirror-editor-keyword-color,#008000);font-weight:bold}" +
+    "#ptl-preview .s,#ptl-preview .s1,#ptl-preview .s2,#ptl-preview .sd{color:var(--jp-mirror-editor-string-color,#ba2121)}" +
+    "#ptl-preview .c,#ptl-preview .c1{color:var(--jp-mirror-editor-comment-color,#3d7b7b);font-style:italic}" +
+    "#ptl-preview .mi,#ptl-preview .mf{color:var(--jp-mirror-editor-number-color,#080)}" +
+    "#ptl-preview .nf,#ptl-preview .nc{color:var(--jp-mirror-editor-def-color,#00f)}";
+  var THEMES = { "JupyterLab Dark": "theme-dark-extension", "JupyterLab Dark High Contrast": "theme-dark-high-contrast-extension" };
+  var themesUrl = new URL("../../../../build/themes/@jupyterlab/", script ? script.src : location.href).href;
 
   // The preview has no JupyterLab sanitizer yet: an HTML widget there shows its text only.
   var TEXT_ONLY = {
@@ -379,31 +388,54 @@
     return path && /\.ipynb$/.test(path) ? path : null;
   }
 
-  // Whether the student's browser holds a copy of `path` (JupyterLite keeps the students' files in
-  // IndexedDB: database `storage`, store "files", keyed by path): that copy opens as it is, so no
-  // preview. Where this cannot be told without making a database, none either.
-  function savedCopy(storage, path) {
-    if (!window.indexedDB || !indexedDB.databases) return Promise.resolve(true);
+  // One value of the site's browser storage (JupyterLite keeps the students' files and settings in
+  // IndexedDB: database `storage`, stores "files" and "settings"): {value} (undefined where there is
+  // none), or null where this cannot be told without making a database.
+  function stored(storage, store, key) {
+    if (!window.indexedDB || !indexedDB.databases) return Promise.resolve(null);
     return indexedDB.databases().then(function (all) {
-      if (!all.some(function (db) { return db.name === storage; })) return false;
+      if (!all.some(function (db) { return db.name === storage; })) return { value: undefined };
       return new Promise(function (resolve) {
         var open = indexedDB.open(storage);
-        open.onerror = function () { resolve(true); };
+        open.onerror = function () { resolve(null); };
         open.onsuccess = function () {
           var db = open.result;
           try {
-            if (!db.objectStoreNames.contains("files")) return resolve(false);
-            var count = db.transaction("files", "readonly").objectStore("files").count(path);
-            count.onsuccess = function () { resolve(count.result > 0); };
-            count.onerror = function () { resolve(true); };
+            if (!db.objectStoreNames.contains(store)) return resolve({ value: undefined });
+            var get = db.transaction(store, "readonly").objectStore(store).get(key);
+            get.onsuccess = function () { resolve({ value: get.result }); };
+            get.onerror = function () { resolve(null); };
           } catch (err) {
-            resolve(true);
+            resolve(null);
           } finally {
             setTimeout(function () { db.close(); });
           }
         };
       });
-    }, function () { return true; });
+    }, function () { return null; });
+  }
+
+  // Whether the student's browser holds a copy of `path`: that copy opens as it is, so no preview
+  // (nor where this cannot be told).
+  function savedCopy(storage, path) {
+    return stored(storage, "files", path).then(function (got) { return !got || got.value !== undefined; });
+  }
+
+  // The student's JupyterLab theme, linked for the preview (the light one unless a dark one is set).
+  function linkTheme(storage) {
+    return stored(storage, "settings", "@jupyterlab/apputils-extension:themes").then(function (got) {
+      var raw = got && got.value !== undefined ? (typeof got.value === "string" ? got.value : JSON.stringify(got.value)) : "";
+      var name = (/\\?"theme\\?"\s*:\s*\\?"([^"\\]+)/.exec(raw) || [])[1];
+      var link = document.createElement("link");
+      link.id = "ptl-preview-theme";
+      link.rel = "stylesheet";
+      link.href = themesUrl + (THEMES[name] || "theme-light-extension") + "/index.css";
+      return new Promise(function (resolve) {
+        link.onload = link.onerror = function () { resolve(); };
+        setTimeout(resolve, 1000); // drawn in the fallback colours rather than later
+        document.head.appendChild(link);
+      });
+    });
   }
 
   // What became of the preview, on <html data-ptl-preview>: "shown", "saved" (the student's copy
@@ -419,9 +451,11 @@
         if (!data) return said("none");
         return savedCopy(data.storage, path).then(function (saved) {
           if (saved) return said("saved");
-          if (previewEnded) return said("late");
-          if (document.body) showPreview(data);
-          else document.addEventListener("DOMContentLoaded", function () { if (!previewEnded) showPreview(data); });
+          return linkTheme(data.storage).then(function () {
+            if (previewEnded) return said("late");
+            if (document.body) showPreview(data);
+            else document.addEventListener("DOMContentLoaded", function () { if (!previewEnded) showPreview(data); });
+          });
         });
       })
       .catch(function (err) { said("none"); console.warn(NAME, err); });
@@ -504,6 +538,8 @@
     else if (cell && panel.content.scrollToItem) Promise.resolve(panel.content.scrollToItem(at, "start")).catch(function () {});
     previewing.root.remove();
     previewing = null;
+    var theme = document.getElementById("ptl-preview-theme"); // JupyterLab has linked its own
+    if (theme) theme.remove();
   }
 
   function plugin(notebook) {
