@@ -30,7 +30,8 @@ def run(n_eager: int = 300, n_jit: int = 3000, n_explorer: int = 300) -> dict:
     import jax.numpy as jnp
 
     from pytree_lab import gradient_step, lesson
-    from pytree_lab.step import CompiledStep, pin_dtypes
+    from pytree_lab.step import pin_dtypes
+    from pytree_lab.training import CompiledStep
 
     # Start the backend first, so neither first call below pays for it.
     jnp.zeros(1).block_until_ready()

@@ -8,7 +8,7 @@ import json
 import operator
 from typing import Any
 
-from .trees import Node, TreeSummary, _split_path, _type_label, gc_paused
+from .trees import Node, TreeSummary, _split_path, dtype_shape_label, gc_paused
 
 
 def _as_json_text(value: Any, widget: Any = None) -> str:
@@ -70,7 +70,7 @@ def _cell(node: Node, flag: bool = True) -> dict:
     if leaf is None:
         return {"ty": node.type_name, "n": len(node.children)}
     # a small matrix is shown whole in its shape: its grid rows, no one-line text
-    cell = {"ty": _type_label(leaf.dtype, leaf.shape), "i": leaf.index}
+    cell = {"ty": dtype_shape_label(leaf.dtype, leaf.shape), "i": leaf.index}
     cell.update({"g": leaf.grid} if leaf.grid is not None else {"v": leaf.summary})
     if flag and not leaf.differentiable:
         cell["nd"] = 1

@@ -47,7 +47,7 @@ class Leaf:
     @property
     def type_label(self) -> str:
         """`float32[2]`, `float32[]`, `str` — the lesson's notation."""
-        return _type_label(self.dtype, self.shape)
+        return dtype_shape_label(self.dtype, self.shape)
 
 
 class _FastLeaf:
@@ -71,7 +71,7 @@ except TypeError:
 
 
 @functools.lru_cache(maxsize=4096)
-def _type_label(dtype: str, shape: tuple) -> str:
+def dtype_shape_label(dtype: str, shape: tuple) -> str:
     # cached: a big model repeats a handful of (dtype, shape) pairs thousands of times
     if dtype in ("str", "object"):
         return dtype

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..diagnose import diagnose
 from ..formatting import clip, fmt_array, fmt_number
-from ..tree_model import _type_label
+from ..tree_model import dtype_shape_label
 from ..trees import TreeError, check_tree
 from . import _integrity
 
@@ -392,7 +392,7 @@ def _grade_tree(answer, spec: _TreeSpec) -> Outcome:
 
     for path, reference in expected.items():
         ref = tools.np.asarray(reference)
-        ref_type = _type_label(str(ref.dtype), ref.shape)  # the lesson's notation: float32[2], float32[]
+        ref_type = dtype_shape_label(str(ref.dtype), ref.shape)  # the lesson's notation: float32[2], float32[]
         if path not in got:
             children = [p for p in got if p.startswith((path + "[", path + "."))]
             moved = [p for p in got if p not in expected and p not in consumed and _last_key(p) == _last_key(path)]
