@@ -328,8 +328,8 @@
   // connection to the kernel is closed at once: a second client would take the kernel's messages
   // (a widget's comm_open) that belong to the notebook.
   function startEarly(app) {
-    var path = new URLSearchParams(location.search).get("path");
-    if (!path || !/\.ipynb$/.test(path)) return Promise.resolve();
+    var path = openedPath();
+    if (!path) return Promise.resolve();
     var sessions = app.serviceManager.sessions;
     var specs = app.serviceManager.kernelspecs;
     var known = function () { return specs.specs && specs.specs.default; };
@@ -380,7 +380,7 @@
     },
   };
 
-  var previewing = null; // the preview on the page: {root, stored (how many stored widgets)}
+  var previewing = null; // the preview on the page: {root}
   var previewEnded = false;
 
   function openedPath() {
@@ -473,7 +473,6 @@
     status.textContent = "Opening the lesson: shown as the site stored it while JupyterLab starts (nothing here reacts yet).";
     var cells = child("div", "ptl-preview-cells", root);
     cells.inert = true;
-    var stored = 0;
     data.cells.forEach(function (cell) {
       var box = child("div", "ptl-preview-cell", cells);
       if (cell.markdown !== undefined) {
@@ -487,7 +486,6 @@
       child("pre", "ptl-preview-code", box).innerHTML = cell.code; // pygments' escaped HTML, made by the build
       cell.outputs.forEach(function (out) {
         if (out.stored) {
-          stored += 1;
           storedInto(child("div", "ptl-stored ptl-preview-out", box), out.stored, out.text, TEXT_ONLY);
         } else if (out.png) {
           var img = child("img", "ptl-preview-out", box);
@@ -499,7 +497,7 @@
       });
     });
     document.body.appendChild(root);
-    previewing = { root: root, stored: stored };
+    previewing = { root: root };
     said("shown");
   }
 
