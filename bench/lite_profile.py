@@ -27,11 +27,14 @@ if str(ROOT) not in sys.path:
 from lite_build import browse  # noqa: E402
 from lite_build.serve import SiteServer  # noqa: E402
 
-WORKER_MARKS = [
-    ("async initialize(e){var t;", "async initialize(e){var t;performance.mark('init');"),
-    ("await this.initRuntime(e),", "await this.initRuntime(e),performance.mark('runtime'),"),
-    ("await this.initPackageManager(e),", "await this.initPackageManager(e),performance.mark('package-manager'),"),
-    ("await this.initKernel(e),", "await this.initKernel(e),performance.mark('kernel'),"),
+WORKER_MARKS = [  # the worker's start as lite_build/build.py splits it (KERNEL_WORKER_START)
+    ("this._options = this._options || e;", "performance.mark('init');this._options = this._options || e;"),
+    ("await this.initRuntime(e);", "await this.initRuntime(e);performance.mark('runtime');"),
+    ("await this.initPackageManager(e);", "await this.initPackageManager(e);performance.mark('package-manager');"),
+    (
+        "await this.initKernel({ ...e, mountDrive: false });",
+        "await this.initKernel({ ...e, mountDrive: false });performance.mark('kernel');",
+    ),
     (
         's.push("import pyodide_kernel")',
         """s.push("import js; js.performance.mark('installs')","import pyodide_kernel")""",
@@ -43,16 +46,16 @@ PYODIDE_MARKS = [
     ("return await Oe(a,t)}", "return performance.mark('bootstrapped'),await Oe(a,t)}"),
 ]
 STEPS = [  # (what, from mark, to mark); "worker" is the worker's start, "ready" the page's kernel ready
-    ("front end: page open -> the kernel's worker starts", None, "worker"),
+    ("page open -> the kernel's worker starts (the page starts it)", None, "worker"),
     ("worker script -> loadPyodide called", "worker", "init"),
     ("Pyodide's config, pyodide.asm.mjs import (a snapshot's download)", "init", "asm"),
     ("pyodide.asm.wasm fetched, compiled, instantiated", "asm", "instantiated"),
     ("interpreter bootstrap (or a snapshot's restore)", "instantiated", "bootstrapped"),
     ("preloaded packages (fetch, unpack); a snapshot's files", "bootstrapped", "runtime"),
-    ("/drive mount, micropip installs piplite", "runtime", "package-manager"),
+    ("micropip installs piplite", "runtime", "package-manager"),
     ("piplite installs ipykernel, comm, pyodide-kernel", "package-manager", "installs"),
     ("import pyodide_kernel", "installs", "kernel"),
-    ("the worker's last step -> the page shows the kernel idle", "kernel", "ready"),
+    ("JupyterLab's kernel takes the worker, /drive, globals -> the page shows it idle", "kernel", "ready"),
 ]
 READY = """(name) => {
   const panel = '.jp-NotebookPanel:not(.lm-mod-hidden)';

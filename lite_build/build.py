@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import base64
 import hashlib
+import html
 import importlib.metadata
 import json
 import os
@@ -590,10 +591,11 @@ def patch_text(path: Path, patches) -> None:
     for old, new in patches:
         if text.count(old) != 1:
             raise BuildError(
-                f"--snapshot: {path.name} is not the file it was made for (Pyodide {PYODIDE_VERSION}, "
+                f"{path.name} is not the file it was made for (Pyodide {PYODIDE_VERSION}, "
                 f"jupyterlite-pyodide-kernel {JUPYTERLITE_VERSION}): {old[:50]!r} not found once"
             )
         text = text.replace(old, new)
+    path.unlink()  # a new file: the one there may be a hard link to a copy that is not the site's
     path.write_text(text)
 
 
@@ -644,6 +646,72 @@ def ship_snapshot(site: Path) -> dict:
     return {
         **info,
         "bytes": sum((pyodide_dir / f"{SNAPSHOT_NAME}{ext}").stat().st_size for ext in (".gz", ".files.gz")),
+    }
+
+
+# ---------------------------------------------------------------- the kernel starts with the page
+
+# The site's pages start the opened notebook's kernel worker themselves (the stored outputs'
+# script, loaded before JupyterLab: `startKernel`), so Pyodide's boot, the kernel's installs and
+# `import pyodide_kernel` run while JupyterLab's own front end loads (seconds) instead of after
+# it. The notebook's Pyodide kernel takes that worker when its options are the ones written here,
+# and makes its own otherwise. Patched into jupyterlite-pyodide-kernel 0.8.6's minified bundles,
+# matched exactly: the worker's start is split so that what needs no notebook (`ptlStart`) runs
+# once, from whichever asks first; the drive, the notebook's folder and the kernel's globals come
+# after, when JupyterLab's kernel initializes it.
+KERNEL_WORKER_START = """\
+ptlStart(e){
+  return this._ptlStart || (this._ptlStart = (async () => {
+    this._options = this._options || e;
+    await this.initRuntime(e);
+    await this.initPackageManager(e);
+    await this.initKernel({ ...e, mountDrive: false });
+  })());
+}
+"""
+KERNEL_WORKER_PATCHES = (
+    ("async initialize(e){var t;", KERNEL_WORKER_START + "async initialize(e){var t;"),
+    (
+        "await this.initRuntime(e),await this.initFilesystem(e),await this.initPackageManager(e),"
+        "await this.initKernel(e),await this.initGlobals(e)",
+        "await this.ptlStart(e),await this.initFilesystem(e),e.mountDrive&&this._localPath&&"
+        'await this._pyodide.runPythonAsync(`import os\\nos.chdir("${this._localPath}")`),await this.initGlobals(e)',
+    ),
+)
+KERNEL_PAGE_PATCH = (
+    'initWorker(e){let t=e=>new Worker(e,{type:"module"});return crossOriginIsolated?',
+    'initWorker(e){let t=e=>new Worker(e,{type:"module"}),w=!crossOriginIsolated&&globalThis.ptlKernelWorker&&'
+    "globalThis.ptlKernelWorker(this.initRemoteOptions(e));return w?w:crossOriginIsolated?",
+)
+
+
+def ship_kernel_start(site: Path) -> dict:
+    """Patch the kernel's bundles so that the page can start its worker (above) and return what
+    the page needs for that: the worker's file and the options the kernel will give it, with
+    addresses relative to the site's root (the kernel's defaults filled in as it fills them)."""
+    static = Path("extensions") / PYODIDE_KERNEL_EXTENSION / "static"
+    workers = sorted((site / static).glob("comlink.worker.*.js"))
+    piplite = sorted((site / static / "pypi").glob("piplite-*.whl"))
+    pages = [b for b in sorted((site / static).glob("*.js")) if KERNEL_PAGE_PATCH[0] in b.read_text()]
+    if len(workers) != 1 or len(piplite) != 1 or len(pages) != 1:
+        raise BuildError(
+            f"{PYODIDE_KERNEL_EXTENSION} is not the version the page's early kernel start was made for "
+            f"(jupyterlite-pyodide-kernel {JUPYTERLITE_VERSION}): one worker, one piplite wheel, one kernel "
+            f"chunk expected, found {len(workers)}, {len(piplite)}, {len(pages)}"
+        )
+    patch_text(workers[0], KERNEL_WORKER_PATCHES)
+    patch_text(pages[0], [KERNEL_PAGE_PATCH])
+    config = json.loads((site / "jupyter-lite.json").read_text())
+    kernel = config["jupyter-config-data"]["litePluginSettings"][f"{PYODIDE_KERNEL_EXTENSION}:kernel"]
+    pyodide_url = kernel["pyodideUrl"]
+    return {
+        "worker": (static / workers[0].name).as_posix(),
+        "pyodideUrl": pyodide_url,
+        "indexUrl": pyodide_url[: pyodide_url.rfind("/") + 1],
+        "pipliteWheelUrl": kernel.get("pipliteWheelUrl") or (static / "pypi" / piplite[0].name).as_posix(),
+        "pipliteUrls": [*kernel.get("pipliteUrls", []), (static / "pypi" / "all.json").as_posix()],
+        "disablePyPIFallback": bool(kernel.get("disablePyPIFallback")),
+        "loadPyodideOptions": kernel.get("loadPyodideOptions", {}),
     }
 
 
@@ -1024,20 +1092,24 @@ def _is_empty(folder: str) -> bool:
         return next(it, None) is None
 
 
-def add_site_check(site: Path) -> None:
+def add_site_check(site: Path, kernel_start: dict | None = None) -> None:
     """The page's check of the site (site_check.js, loaded first by the pages students open) and
-    the list of files it checks against, written last so that it lists every other file."""
+    the list of files it checks against, written last so that it lists every other file; the
+    stored outputs' script, which draws the lesson and starts its kernel before JupyterLab."""
     shutil.copyfile(HERE / "site_check.js", site / CHECK_SCRIPT)
     for page in CHECKED_PAGES:
-        html = site / page
-        text = html.read_text()
+        path = site / page
+        text = path.read_text()
         if "<head>" not in text:
             raise BuildError(f"{page} has no <head>: the site's check cannot be loaded there")
         text = text.replace("<head>", f'<head>\n    <script src="../{CHECK_SCRIPT}"></script>', 1)
         if (site / PREVIEW_SCRIPT).is_file():  # the stored lesson, drawn while JupyterLab starts
-            tag = f'<script async data-ptl-preview src="../{PREVIEW_SCRIPT}"></script>'
+            start = (
+                f' data-ptl-kernel="{html.escape(json.dumps(kernel_start, sort_keys=True))}"' if kernel_start else ""
+            )
+            tag = f'<script async data-ptl-preview{start} src="../{PREVIEW_SCRIPT}"></script>'
             text = text.replace("</head>", f"  {tag}\n  </head>", 1)
-        html.write_text(text)
+        path.write_text(text)
     files = {
         p.relative_to(site).as_posix(): [p.stat().st_size, sha256_file(p)]
         for p in sorted(site.rglob("*"))
@@ -1296,6 +1368,7 @@ def build_site(
                 f"  start snapshot: {human(snapshot_info['memory'])} of memory and {snapshot_info['files']} files "
                 f"of site-packages, {human(snapshot_info['bytes'])} gzipped; the kernel starts from it"
             )
+        kernel_start = ship_kernel_start(staged_output) if stored_outputs else None
         manifest = verify_and_describe(staged_output, lock_info, wheels, project, notebooks, setup_cells, config_data)
         manifest["site_name"] = site_name
         log(f"  students' work is kept in their browser under {storage_name(site_name)!r} (--site-name {site_name})")
@@ -1304,7 +1377,7 @@ def build_site(
         manifest["bytecode"] = bytecode
         manifest["snapshot"] = snapshot_info
         (staged_output / MANIFEST_NAME).write_text(json.dumps(manifest, indent=1) + "\n")
-        add_site_check(staged_output)
+        add_site_check(staged_output, kernel_start)
         write_marker(staged_output)
         kept = swap_in(staged_output, output_dir, stage)
         print_manifest(output_dir, manifest)

@@ -27,6 +27,8 @@ pytestmark = pytest.mark.browser
 
 LESSON = "01_pytrees.ipynb"
 OTHER_LESSON = "02_packed_parameters.ipynb"
+JUPYTERLAB_START = "**/config-utils.js*"  # loads JupyterLab's own code
+KERNEL_WASM = "**/pyodide.asm.wasm"  # the kernel's interpreter: no kernel is ready without it
 STORED = ".jp-NotebookPanel:not(.lm-mod-hidden) .ptl-stored"  # an output the build stored (first_paint.py)
 COUNT_STORED = """async url => (await (await fetch(url)).json()).cells.flatMap(c => c.outputs || [])
     .filter(o => o.data && o.data['application/vnd.pytree-lab.stored-widget+json']).length"""
@@ -88,6 +90,7 @@ def run_lesson(pw, url: str, black_hole: bool) -> LessonRun:
         page = context.new_page()
         page.on("console", lambda m: m.type == "error" and run.console_errors.append(m.text))
         try:
+            kernel = hold(context, KERNEL_WASM)  # the kernel starts with the page: keep it from being ready
             browse.open_notebook(page, url, LESSON, net)
             # the lesson's first diagram, stored by the build, before the kernel is ready
             run.stored_kernel_status = page.wait_for_function(
@@ -97,6 +100,7 @@ def run_lesson(pw, url: str, black_hole: bool) -> LessonRun:
                 timeout=browse.Timeouts.ms(browse.Timeouts.PAGE),
                 polling=50,
             ).json_value()
+            let_go(context, KERNEL_WASM, kernel)
             # every stored output drawn (as many as the site's notebook holds)
             stored = page.evaluate(COUNT_STORED, f"{url}/files/{LESSON}")
             page.wait_for_function(
@@ -437,6 +441,7 @@ def reopen(page, url: str, at: int, ran: list[int], shot: str) -> dict:
     """Open the student's copy by the lesson's link (its kernel starts from nothing): what the
     diagram cell shows before the kernel is ready, then after its cells ran again."""
     seen: dict = {}
+    kernel = hold(page.context, KERNEL_WASM)  # the kernel starts with the page: keep it from being ready
     browse.open_notebook(page, url, LESSON)
     cell = browse.cell(page, at)
     seen["kernel_status"] = page.wait_for_function(
@@ -450,6 +455,7 @@ def reopen(page, url: str, at: int, ran: list[int], shot: str) -> dict:
         timeout=browse.Timeouts.ms(browse.Timeouts.PAGE),
         polling=50,
     ).json_value()
+    let_go(page.context, KERNEL_WASM, kernel)
     seen["stored"] = cell.evaluate_all(READ_DIAGRAMS)[0]
     seen["note"] = cell.locator(".ptl-stored-note").all_text_contents()
     seen["outputs"] = [browse.cell_output(page, i) for i in ran]
@@ -595,7 +601,9 @@ def test_a_stored_explorer_keeps_its_charts_room_and_its_layout_before_the_kerne
         figures = page.evaluate(STORED_FIGURES, [f"{lite_server.url}/files/{LESSON}", "explorer"])
         cell = browse.cell(page, at)
         cell.locator(".ptl-stored-later").first.wait_for(timeout=browse.Timeouts.ms(browse.Timeouts.PAGE))
-        status = page.evaluate("() => document.querySelector('.jp-Notebook-ExecutionIndicator')?.dataset.status")
+        # the kernel may be ready by now (the page starts it before JupyterLab): the cell has not run
+        prompt = cell.locator(".jp-InputPrompt").first.text_content()
+        stored = cell.locator(".ptl-stored").count()
         shown, tops = cell.evaluate(PLACEHOLDERS), cell.evaluate(BUTTON_TOPS)
         cell.scroll_into_view_if_needed()
         shot = ROOT / "artifacts" / "screenshots" / "lite-stored-explorer.png"
@@ -604,7 +612,7 @@ def test_a_stored_explorer_keeps_its_charts_room_and_its_layout_before_the_kerne
         context.close()
     finally:
         browser.close()
-    assert status != "idle", status  # the stored output, not a live one
+    assert prompt.strip() == "[ ]:" and stored >= 1, (prompt, stored)  # the stored output, not a live one
     assert sorted(title for title, _ in figures) == ["A gradient tree matches parameter leaves", "Loss at each step"]
     expected = [[f"{title}: drawn when the cell runs", int(height.removesuffix("px"))] for title, height in figures]
     assert sorted(shown) == sorted(expected), (shown, figures)
@@ -652,21 +660,105 @@ def test_the_lessons_kernel_starts_before_its_notebook_is_fetched_and_is_the_not
     assert first.strip() and not errors, (first, errors)
 
 
+KERNEL_PROBE = """\
+import os
+print("PROBE cwd", os.getcwd())
+print("PROBE lesson-here", os.path.exists("01_pytrees.ipynb"))
+"""
+
+
+def start_with_jupyterlab_held(context, url: str, workers: list):
+    """Open the lesson with JupyterLab's start held back until the page's own kernel start ended."""
+    held = hold(context, JUPYTERLAB_START)
+    page = context.new_page()
+    page.on("worker", lambda worker: workers.append(worker.url))
+    page.goto(
+        f"{url}/lab/index.html?path={LESSON}",
+        wait_until="domcontentloaded",
+        timeout=browse.Timeouts.ms(browse.Timeouts.PAGE),
+    )
+    page.wait_for_function(
+        "() => ['started', 'failed'].includes(document.documentElement.dataset.ptlKernel)",
+        timeout=browse.Timeouts.ms(browse.Timeouts.KERNEL),
+    )
+    before = {
+        "said": page.evaluate("document.documentElement.dataset.ptlKernel"),
+        "held": len(held),
+        "lab": page.locator(".jp-NotebookPanel").count(),
+        "workers": len(workers),
+    }
+    let_go(context, JUPYTERLAB_START, held)
+    browse.show_notebook(page, LESSON)
+    browse.wait_kernel_ready(page)
+    return page, before
+
+
+def test_the_page_boots_the_lessons_kernel_before_jupyterlab_loads_and_the_notebook_takes_it(lite_server, pw):
+    """The page starts the opened lesson's kernel worker itself (the stored outputs' script,
+    `startKernel`): with JupyterLab's start held back, Pyodide boots and the kernel is imported.
+    Released, the notebook's kernel takes that worker (one worker in all) and runs in the
+    notebook's drive. A kernel whose options are not the build's (here the page's copy of them is
+    changed) stops the page's worker and starts its own: slower, never wrong."""
+    browser = browse.launch(pw)
+    try:
+        context, _net = browse.offline_context(browser)
+        workers: list = []
+        page, before = start_with_jupyterlab_held(context, lite_server.url, workers)
+        setup = browse.run_cell(page, 0)
+        setup_errors = browse.cell_errors(page, 0)
+        browse.cell(page, 0).locator(".jp-InputPrompt").first.click()  # Shift+Enter moved on: back
+        page.keyboard.press("Escape")
+        page.keyboard.press("b")  # a cell of ours below the setup cell
+        page.keyboard.press("Enter")
+        page.keyboard.type(KERNEL_PROBE)
+        probe = browse.probe_lines(browse.run_cell(page, 1))
+        taken = {"said": page.evaluate("document.documentElement.dataset.ptlKernel"), "workers": len(workers)}
+        context.close()
+
+        context, _net = browse.offline_context(browser)
+
+        def other_options(route):
+            answer = route.fetch()
+            body = answer.text().replace(
+                "&quot;disablePyPIFallback&quot;: true", "&quot;disablePyPIFallback&quot;: false"
+            )
+            route.fulfill(response=answer, body=body)
+
+        context.route("**/lab/index.html*", other_options)
+        others: list = []
+        page, declined_before = start_with_jupyterlab_held(context, lite_server.url, others)
+        declined_setup = browse.run_cell(page, 0)
+        declined = {"said": page.evaluate("document.documentElement.dataset.ptlKernel"), "workers": len(others)}
+        context.close()
+    finally:
+        browser.close()
+    # JupyterLab held back (no notebook of its own yet): the page's worker booted Pyodide and the kernel
+    assert before == {"said": "started", "held": 1, "lab": 0, "workers": 1}, before
+    # the notebook's kernel is that worker: no second one, the setup cell runs, the drive is its folder
+    assert taken == {"said": "taken", "workers": 1}, taken
+    assert "kept in this browser only" in setup and not setup_errors, (setup, setup_errors)
+    assert probe == {"cwd": "/drive", "lesson-here": "True"}, probe
+    # other options: the page's worker is stopped and the kernel starts its own, which works
+    assert declined_before["said"] == "started" and declined_before["workers"] == 1, declined_before
+    assert declined == {"said": "declined", "workers": 2}, declined
+    assert "kept in this browser only" in declined_setup, declined_setup
+
+
 # ---------------------------------------------------------------- the lesson drawn before JupyterLab starts
 
 PREVIEW = "#ptl-preview"
 PANEL = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 
 
-def held_start(context) -> list:
-    """Hold back JupyterLab's start (config-utils.js, which loads its code): the page alone runs."""
+def hold(context, pattern: str) -> list:
+    """Hold back the page's requests for `pattern` (its worker's too) until `let_go`."""
     held: list = []
-    context.route("**/config-utils.js*", lambda route: held.append(route))
+    context.route(pattern, lambda route: held.append(route))
     return held
 
 
-def release(context, held: list) -> None:
-    context.unroute("**/config-utils.js*")
+def let_go(context, pattern: str, held: list) -> None:
+    context.unroute(pattern)
     for route in held:
         route.continue_()
 
@@ -684,7 +776,7 @@ def test_the_lesson_is_drawn_before_jupyterlab_starts_and_handed_over_without_a_
     browser = browse.launch(pw)
     try:
         context, _net = browse.offline_context(browser)
-        held = held_start(context)
+        held = hold(context, JUPYTERLAB_START)
         page = context.new_page()
         page.set_viewport_size({"width": 1440, "height": 900})
         page.goto(
@@ -720,7 +812,7 @@ def test_the_lesson_is_drawn_before_jupyterlab_starts_and_handed_over_without_a_
         page.locator(f"{PREVIEW} .ptl-preview-cell").nth(at).scroll_into_view_if_needed()
         page.screenshot(path=str(ROOT / "artifacts" / "lite-preview-first-diagram.png"))
 
-        release(context, held)
+        let_go(context, JUPYTERLAB_START, held)
         browse.show_notebook(page, LESSON)
         page.locator(PREVIEW).wait_for(state="detached", timeout=browse.Timeouts.ms(browse.Timeouts.PAGE))
         stored = page.evaluate(COUNT_STORED, f"{lite_server.url}/files/{LESSON}")
@@ -741,7 +833,7 @@ def test_the_lesson_is_drawn_before_jupyterlab_starts_and_handed_over_without_a_
         page.keyboard.press("Escape")
         page.keyboard.press("Control+s")
         saved_copy(page, DIAGRAM_SOURCE)
-        held = held_start(context)
+        held = hold(context, JUPYTERLAB_START)
         page.goto(  # the lesson's link again (JupyterLab took the path out of the address)
             f"{lite_server.url}/lab/index.html?path={LESSON}",
             wait_until="domcontentloaded",
@@ -751,7 +843,7 @@ def test_the_lesson_is_drawn_before_jupyterlab_starts_and_handed_over_without_a_
             "() => document.documentElement.dataset.ptlPreview", timeout=browse.Timeouts.ms(browse.Timeouts.PAGE)
         ).json_value()
         again = {"said": said_again, "held": len(held), "preview": page.locator(PREVIEW).count()}
-        release(context, held)
+        let_go(context, JUPYTERLAB_START, held)
 
         # the student picks JupyterLab's dark theme: the next lesson's preview is drawn in it
         browse.show_notebook(page, LESSON)
@@ -776,7 +868,7 @@ def test_the_lesson_is_drawn_before_jupyterlab_starts_and_handed_over_without_a_
             }""",
             timeout=browse.Timeouts.ms(browse.Timeouts.ROUND_TRIP),
         )
-        held = held_start(context)
+        held = hold(context, JUPYTERLAB_START)
         page.goto(
             f"{lite_server.url}/lab/index.html?path={OTHER_LESSON}",
             wait_until="domcontentloaded",
@@ -790,7 +882,7 @@ def test_the_lesson_is_drawn_before_jupyterlab_starts_and_handed_over_without_a_
             "() => [getComputedStyle(document.getElementById('ptl-preview')).backgroundColor,"
             " getComputedStyle(document.querySelector('#ptl-preview .ptl-preview-cell')).color]"
         )
-        release(context, held)
+        let_go(context, JUPYTERLAB_START, held)
         context.close()
     finally:
         browser.close()

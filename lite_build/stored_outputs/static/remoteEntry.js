@@ -345,6 +345,70 @@
     });
   }
 
+  // ---- the kernel starts with the page
+
+  // The page starts the opened notebook's kernel worker itself, before any of JupyterLab's code
+  // has loaded: Pyodide's boot, the kernel's installs and its imports run while JupyterLab starts.
+  // The notebook's Pyodide kernel takes this worker when it would give it the same options (the
+  // build patches jupyterlite-pyodide-kernel to ask: lite_build/build.py, "the kernel starts with
+  // the page") and makes its own otherwise. On <html data-ptl-kernel>: "starting", then "started"
+  // (Pyodide up, the kernel imported) or "failed"; "taken" once the kernel has it; "declined"
+  // (other options) or "unused" (no kernel took it a minute after JupyterLab restored): stopped.
+  var early = null; // the worker no kernel has taken yet: {worker, options}
+
+  function kernelSaid(what) {
+    document.documentElement.dataset.ptlKernel = what;
+    if (window.performance && performance.mark) performance.mark("ptl-kernel-" + what); // for the bench
+  }
+
+  function startOf(options) { // what the worker's start depends on, addresses made absolute
+    var at = function (url) { return url && new URL(url, location.href).href; };
+    return JSON.stringify([at(options.pyodideUrl), at(options.indexUrl), at(options.pipliteWheelUrl),
+      (options.pipliteUrls || []).map(at), !!options.disablePyPIFallback, options.loadPyodideOptions || {}]);
+  }
+
+  function startKernel() {
+    var start = script.getAttribute("data-ptl-kernel");
+    if (!start || !openedPath() || window.crossOriginIsolated || !window.Worker) return;
+    start = JSON.parse(start);
+    var root = new URL("../../../../", script.src); // this file is extensions/<name>/static/ of the site
+    var at = function (url) { return new URL(url, root).href; };
+    var options = {
+      pyodideUrl: at(start.pyodideUrl),
+      indexUrl: at(start.indexUrl),
+      pipliteWheelUrl: at(start.pipliteWheelUrl),
+      pipliteUrls: start.pipliteUrls.map(at),
+      disablePyPIFallback: start.disablePyPIFallback,
+      loadPyodideOptions: start.loadPyodideOptions,
+    };
+    var worker = new Worker(at(start.worker), { type: "module" });
+    early = { worker: worker, options: options };
+    kernelSaid("starting");
+    worker.addEventListener("message", function (event) { // comlink's answer to the call below
+      var data = event.data || {};
+      if (data.id !== "ptl-start") return;
+      var what = data.type === "RAW" ? "started" : "failed";
+      if (document.documentElement.dataset.ptlKernel === "starting") kernelSaid(what);
+      else performance.mark("ptl-kernel-" + what);
+    });
+    worker.postMessage({ id: "ptl-start", type: "APPLY", path: ["ptlStart"], argumentList: [{ type: "RAW", value: options }] });
+  }
+
+  // Asked by the notebook's Pyodide kernel (the build's patch of its initWorker) with its options.
+  window.ptlKernelWorker = function (options) {
+    var offered = early;
+    early = null;
+    if (!offered) return null;
+    if (startOf(options) === startOf(offered.options)) {
+      kernelSaid("taken");
+      return offered.worker;
+    }
+    offered.worker.terminate();
+    kernelSaid("declined");
+    console.warn(NAME, "the kernel's options are not the build's: the page's early start was stopped", options, offered.options);
+    return null;
+  };
+
   // ---- the preview: the opened notebook as the build stored it, drawn before JupyterLab starts
 
   // In JupyterLab's colours and fonts: the page links the student's JupyterLab theme (its CSS
@@ -548,6 +612,14 @@
       requires: [notebook.INotebookTracker],
       activate: function (app, tracker) {
         startEarly(app).catch(function (err) { console.warn(NAME, err); });
+        app.restored.then(function () {
+          setTimeout(function () {
+            if (!early) return;
+            early.worker.terminate();
+            early = null;
+            kernelSaid("unused");
+          }, 60000);
+        });
         var path = openedPath();
         // the preview goes once JupyterLab shows the notebook, or 10 s after it restored without it
         app.restored.then(function () { setTimeout(function () { endPreview(null, 0); }, 10000); });
@@ -565,7 +637,10 @@
     };
   }
 
-  if (script && script.hasAttribute("data-ptl-preview")) preview(); // loaded by the page, not by JupyterLab
+  if (script && script.hasAttribute("data-ptl-preview")) { // loaded by the page, not by JupyterLab
+    startKernel();
+    preview();
+  }
 
   window._JUPYTERLAB = window._JUPYTERLAB || {};
   window._JUPYTERLAB[NAME] = {
