@@ -1,7 +1,8 @@
 """JupyterLite site numbers, old build vs new: size, page open -> first diagram, kernel ready, live
 diagram, first slider move; on this machine, with a 4x slower CPU, on a 10 Mbit/s link; a second visit.
 
-    python bench/lite_bench.py [--runs 5] [--variants old,new,lean] [--conditions machine,cpu4x,10mbit] [--json FILE]
+    python bench/lite_bench.py [--runs 5] [--variants old,new,lean,snapshot]
+                                [--conditions machine,cpu4x,10mbit] [--json FILE]
     python -m bench --only lite     # the same, as section 5 of `make bench`
 
 Builds the site from the checkout (plus one small notebook: the setup cell, a `PytreeDiagram` of
@@ -201,7 +202,11 @@ VARIANTS = {
     "new": {"fast_start": True, "stored_outputs": True},
     # the same without the .py sources the bytecode replaces (`build.py --lean`)
     "lean": {"fast_start": True, "lean": True, "stored_outputs": True},
+    # the kernel started from a memory snapshot made at build time (`build.py --snapshot`,
+    # experimental): opened only when asked for (--variants)
+    "snapshot": {"fast_start": True, "stored_outputs": True, "snapshot": True},
 }
+DEFAULT_VARIANTS = ("old", "new", "lean")
 RUNS = 5  # per variant; medians
 
 
@@ -337,7 +342,7 @@ def judge(conditions: dict) -> list[dict]:
 
 
 def run(
-    runs: int = RUNS, variants: tuple[str, ...] = tuple(VARIANTS), conditions: tuple[str, ...] = tuple(CONDITIONS)
+    runs: int = RUNS, variants: tuple[str, ...] = DEFAULT_VARIANTS, conditions: tuple[str, ...] = tuple(CONDITIONS)
 ) -> dict:
     """Build the variants, then measure them in each condition (`measure`). The load average is
     taken before and after."""
@@ -454,7 +459,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=RUNS, help=f"runs per variant and condition (default {RUNS})")
     parser.add_argument(
         "--variants",
-        default=",".join(VARIANTS),
+        default=",".join(DEFAULT_VARIANTS),
         help=f"which builds to open, comma-separated, from {', '.join(VARIANTS)}",
     )
     parser.add_argument(
