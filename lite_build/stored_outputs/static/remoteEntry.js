@@ -358,7 +358,14 @@
 
   function kernelSaid(what) {
     document.documentElement.dataset.ptlKernel = what;
-    if (window.performance && performance.mark) performance.mark("ptl-kernel-" + what); // for the bench
+    performance.mark("ptl-kernel-" + what); // for the bench
+  }
+
+  function stopUnused() {
+    if (!early) return;
+    early.worker.terminate();
+    early = null;
+    kernelSaid("unused");
   }
 
   function startOf(options) { // what the worker's start depends on, addresses made absolute
@@ -612,17 +619,12 @@
       requires: [notebook.INotebookTracker],
       activate: function (app, tracker) {
         startEarly(app).catch(function (err) { console.warn(NAME, err); });
-        app.restored.then(function () {
-          setTimeout(function () {
-            if (!early) return;
-            early.worker.terminate();
-            early = null;
-            kernelSaid("unused");
-          }, 60000);
-        });
         var path = openedPath();
         // the preview goes once JupyterLab shows the notebook, or 10 s after it restored without it
-        app.restored.then(function () { setTimeout(function () { endPreview(null, 0); }, 10000); });
+        app.restored.then(function () {
+          setTimeout(function () { endPreview(null, 0); }, 10000);
+          setTimeout(stopUnused, 60000);
+        });
         tracker.widgetAdded.connect(function (_, panel) {
           panel.context.ready
             .then(function () { return revisit(panel.context.model); })
