@@ -64,6 +64,7 @@ CHECK_SCRIPT = "pytree-lab-check.js"
 CHECKED_PAGES = ("lab/index.html", "notebooks/index.html")
 # the stored outputs' renderer, which also draws the opened notebook's preview before JupyterLab
 PREVIEW_SCRIPT = "extensions/@pytree-lab/stored-outputs/static/remoteEntry.js"
+FAVICON = "static/favicons/favicon.ico"  # JupyterLab's own
 
 # The kernel, its labextension and the Pyodide it was made for move together.
 JUPYTERLITE_VERSION = "0.8.6"
@@ -1103,6 +1104,8 @@ def add_site_check(site: Path, kernel_start: dict | None = None) -> None:
         if "<head>" not in text:
             raise BuildError(f"{page} has no <head>: the site's check cannot be loaded there")
         text = text.replace("<head>", f'<head>\n    <script src="../{CHECK_SCRIPT}"></script>', 1)
+        if 'rel="icon"' not in text and (site / FAVICON).is_file():  # else a reload asks for /favicon.ico: 404
+            text = text.replace("</head>", f'  <link rel="icon" href="../{FAVICON}">\n  </head>', 1)
         if (site / PREVIEW_SCRIPT).is_file():  # the stored lesson, drawn while JupyterLab starts
             start = (
                 f' data-ptl-kernel="{html.escape(json.dumps(kernel_start, sort_keys=True))}"' if kernel_start else ""

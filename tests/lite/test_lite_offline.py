@@ -495,6 +495,8 @@ def revisit_lesson(pw, url: str) -> dict:
     browser = browse.launch(pw)
     try:
         context, net = browse.offline_context(browser)
+        seen["not_found"] = []  # every answer of the site's over the three visits is a file it has
+        context.on("response", lambda answer: answer.status >= 400 and seen["not_found"].append(answer.url))
         page = context.new_page()
         try:
             browse.open_notebook(page, url, LESSON, net)
@@ -570,6 +572,7 @@ def test_a_students_saved_widgets_are_on_screen_again_before_the_kernel_on_the_n
     rerun = seen["rerun"]
     assert rerun["stored"] == 0 and rerun["outputs"] == 1, rerun  # one output: the live widget
     assert rerun["live"] == seen["first_live"] and rerun["reacts"], rerun
+    assert seen["not_found"] == [], seen["not_found"]  # a reload once asked for /favicon.ico
 
 
 # ---------------------------------------------------------------- a stored chart takes the room the chart will
