@@ -367,6 +367,11 @@ def include_compiled(
 PYODIDE_KERNEL_PYPI = Path("extensions") / PYODIDE_KERNEL_EXTENSION / "static" / "pypi"
 # What the kernel imports at start comes from these; preloaded while Pyodide boots.
 PRELOAD_PACKAGES = ["micropip", "ipython", "jedi"]
+# What the kernel would install from its own wheel index after Pyodide booted (jupyterlite-pyodide-
+# kernel 0.8.6's worker: piplite with micropip, then these with piplite): the lock names them too
+# (fix_hashes), so they are preloaded with the others and the worker installs nothing.
+KERNEL_START_WHEELS = ("piplite", "ipykernel", "pyodide_kernel", "comm")
+KERNEL_START_PACKAGES = ["micropip", "piplite", "ipykernel", "comm", "pyodide-kernel", "jedi", "ipython"]
 
 
 def ship_bytecode(site: Path, drop_sources: bool = False) -> dict:
@@ -479,6 +484,23 @@ def bytecode_cache_key(job: dict) -> str:
     ).hexdigest()
 
 
+def newest_wheels(site: Path, names) -> dict[str, Path]:
+    """The site's newest wheel of each name (the kernel's index has widgetsnbextension 3 and 4)."""
+    from packaging.version import Version
+
+    wanted = {normalize(n) for n in names}
+    newest: dict[str, Path] = {}
+    for folder in (site / PYODIDE_KERNEL_PYPI, site / "pypi", site / "static" / "pyodide"):
+        for w in folder.glob("*.whl"):
+            name, version = wheel_name_version(w)
+            older = newest.get(name)
+            if name in wanted and (older is None or Version(version) > Version(wheel_name_version(older)[1])):
+                newest[name] = w
+    if set(newest) != wanted:
+        raise BuildError(f"the site has no wheel for {sorted(wanted - set(newest))}")
+    return newest
+
+
 def fix_hashes(site: Path, wheels: list[Path]) -> None:
     """New sha256 and size of each rewritten wheel, wherever the site records them."""
     digests = {w.name: (sha256_file(w), w.stat().st_size, hashlib.md5(w.read_bytes()).hexdigest()) for w in wheels}
@@ -513,23 +535,43 @@ def fix_hashes(site: Path, wheels: list[Path]) -> None:
         re.sub(r"^\./pypi/all\.json\?sha256=[0-9a-f]+$", f"./pypi/all.json?sha256={new_hash}", u)
         for u in kernel.get("pipliteUrls", [])
     ]
-    # the kernel's start packages load with Pyodide, in parallel, instead of one by one after it
-    kernel["loadPyodideOptions"] = {"packages": list(PRELOAD_PACKAGES)}
+    config_path.write_text(json.dumps(config, indent=2, sort_keys=True))
+
+
+def preload(site: Path) -> None:
+    """The kernel's start packages load with Pyodide, in parallel, instead of one by one after it
+    booted: Pyodide's own (PRELOAD_PACKAGES) and the kernel's wheels, which the lock names where
+    they are (the kernel's index, the site's)."""
+    lock_path = site / "static" / "pyodide" / "pyodide-lock.json"
+    lock = json.loads(lock_path.read_text())
+    for name, wheel in newest_wheels(site, KERNEL_START_WHEELS).items():
+        lock["packages"][name] = {
+            "name": name,
+            "version": wheel_name_version(wheel)[1],
+            "file_name": os.path.relpath(wheel, lock_path.parent).replace(os.sep, "/"),
+            "sha256": sha256_file(wheel),
+            "install_dir": "site",
+            "package_type": "package",
+            "imports": [],
+            "depends": [],
+            "unvendored_tests": False,
+        }
+    lock_path.write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
+    config_path = site / "jupyter-lite.json"
+    config = json.loads(config_path.read_text())
+    kernel = config["jupyter-config-data"]["litePluginSettings"][f"{PYODIDE_KERNEL_EXTENSION}:kernel"]
+    kernel["loadPyodideOptions"] = {"packages": list(KERNEL_START_PACKAGES)}
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True))
 
 
 # ---------------------------------------------------------------- start snapshot (--snapshot)
 
 SNAPSHOT_NAME = "kernel.snap"  # static/pyodide/kernel.snap.gz and kernel.snap.files.gz
-# What the kernel installs at start from its own wheel index (jupyterlite-pyodide-kernel 0.8.6's
-# worker: micropip, then piplite, then these with piplite); with a snapshot all are in it already.
-KERNEL_START_WHEELS = ("piplite", "ipykernel", "pyodide_kernel", "comm")
 # What the setup cell (first_cell.py) installs and imports goes into the snapshot too: the cell then
 # finds it installed and imported (a restored kernel runs its first Python slower, see README).
 SETUP_CELL_WHEELS = ("anywidget", "ipywidgets", "psygnal", "jupyterlab_widgets", "widgetsnbextension")
 SETUP_CELL_WHEELS += ("typing_extensions", "pytree_lab")
 SNAPSHOT_IMPORTS = "import piplite.piplite, pyodide_kernel, anywidget, ipywidgets, pytree_lab.compat.lite_kernel"
-KERNEL_START_PACKAGES = ["micropip", "piplite", "ipykernel", "comm", "pyodide-kernel", "jedi", "ipython"]
 # Pyodide 314.0.6's loadPyodide restores a snapshot into the memory the wasm module defines, which
 # is smaller than the snapshot (the INITIAL_MEMORY it sets is ignored: RangeError in restoreSnapshot):
 # grow it first.
@@ -609,18 +651,7 @@ def ship_snapshot(site: Path) -> dict:
     if not node:
         raise BuildError("node is needed to make the start snapshot with Pyodide's Python (Debian package `nodejs`)")
     pyodide_dir = site / "static" / "pyodide"
-    from packaging.version import Version
-
-    wanted = {normalize(n) for n in KERNEL_START_WHEELS + SETUP_CELL_WHEELS}
-    newest: dict[str, Path] = {}  # the newest of each (the kernel's index has widgetsnbextension 3 and 4)
-    for folder in (site / PYODIDE_KERNEL_PYPI, site / "pypi", pyodide_dir):
-        for w in folder.glob("*.whl"):
-            name, version = wheel_name_version(w)
-            older = newest.get(name)
-            if name in wanted and (older is None or Version(version) > Version(wheel_name_version(older)[1])):
-                newest[name] = w
-    if set(newest) != wanted:
-        raise BuildError(f"--snapshot: the site has no wheel for {sorted(wanted - set(newest))}")
+    newest = newest_wheels(site, KERNEL_START_WHEELS + SETUP_CELL_WHEELS)
     proc = subprocess.run(
         [node, str(HERE / "snapshot.mjs"), str(site), str(pyodide_dir / SNAPSHOT_NAME), SNAPSHOT_IMPORTS]
         + [*PRELOAD_PACKAGES, "--", *(str(newest[n]) for n in sorted(newest))],
@@ -1353,11 +1384,12 @@ def build_site(
         bytecode = None
         if fast_start:
             bytecode = ship_bytecode(staged_output, drop_sources=lean)
+            preload(staged_output)
             log(
                 f"  bytecode compiled by Pyodide's Python {bytecode['python']} for the stdlib and "
                 f"{len(bytecode['compiled']) - 1} wheels ({bytecode['from_cache']} of {len(bytecode['compiled'])} "
                 f"archives unchanged since an earlier build: from lite_build/.cache/bytecode); "
-                f"packages preloaded at start: {', '.join(PRELOAD_PACKAGES)}"
+                f"packages preloaded at start: {', '.join(KERNEL_START_PACKAGES)}"
             )
             if lean:
                 log(

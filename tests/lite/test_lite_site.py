@@ -119,7 +119,9 @@ def test_bytecode_by_pyodides_python_with_every_hash_kept_right(lite_site, lite_
         "@jupyterlite/pyodide-kernel-extension:kernel"
     ]
     assert kernel["pipliteUrls"][0] == "./pypi/all.json?sha256=" + sha256_of(lite_site / "pypi" / "all.json")
-    assert kernel["loadPyodideOptions"] == {"packages": ["micropip", "ipython", "jedi"]}
+    assert kernel["loadPyodideOptions"] == {
+        "packages": ["micropip", "piplite", "ipykernel", "comm", "pyodide-kernel", "jedi", "ipython"]
+    }
 
 
 # ---------------------------------------------------------------- in the browser, offline
