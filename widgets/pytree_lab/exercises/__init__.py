@@ -5,6 +5,7 @@ a course uses only the names in `__all__`.
 
 from __future__ import annotations
 
+from ..formatting import fmt_number as fmt_num  # 8, 0.1235, 0 for -0.0
 from . import _grading
 from ._check import CheckContext, Grader, cell_python, check
 from ._grading import (
@@ -15,7 +16,6 @@ from ._grading import (
     _as_number_array as as_number_array,
     _close as close,
     _fmt as fmt,
-    _fmt_num as fmt_num,
     _fmt_shape as fmt_shape,
     _grade_number as grade_number,
     _grade_tree as grade_tree,

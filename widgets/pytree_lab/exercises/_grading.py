@@ -204,9 +204,6 @@ class Exercise:
 # --------------------------------------------------------------------------- formatting
 
 
-_fmt_num = fmt_number  # the one number formatter: 8, 0.1235, 0 for -0.0
-
-
 def _fmt(value) -> str:
     """Lesson-style text for a number or a small array: 8, [1.4, -0.8]."""
     arr = tools.np.asarray(value)
@@ -321,11 +318,11 @@ def _grade_number(
     if not math.isfinite(value):
         return wrong(f"Your answer is {value}: check for a division by zero or an overflow.")
     if _close(value, expected):
-        return Outcome(1, 1, [f"Correct: {what} is {_fmt_num(value)}."])
+        return Outcome(1, 1, [f"Correct: {what} is {fmt_number(value)}."])
     matches = [message for candidate, message in variants if _close(value, candidate)]
     if matches:
-        return wrong(f"You gave {_fmt_num(value)}. " + " Or: ".join(matches))
-    return wrong(f"You gave {_fmt_num(value)}, which is not {what}.")
+        return wrong(f"You gave {fmt_number(value)}. " + " Or: ".join(matches))
+    return wrong(f"You gave {fmt_number(value)}, which is not {what}.")
 
 
 # --------------------------------------------------------------------------- tree answers
