@@ -167,6 +167,12 @@ class Outcome:
     unit: str = ""  # what the counted parts are ("leaves", "cases"); the exercise's unit when ""
     score: float | None = None  # None: the share of parts passed (1 when passed)
 
+    def __post_init__(self) -> None:
+        if self.passed is None:
+            self.passed = self.passed_cases == self.total_cases
+        if self.score is None:
+            self.score = 1.0 if self.passed else min(self.passed_cases / max(self.total_cases, 1), 1.0)
+
 
 @dataclasses.dataclass(frozen=True)
 class Exercise:

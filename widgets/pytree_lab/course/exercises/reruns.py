@@ -80,10 +80,6 @@ def other_point(rng, lesson_expected: dict[str, list[Any]], expected: Callable[[
     raise RuntimeError("no parameter point away from the lesson's was found")  # pragma: no cover
 
 
-def passed(outcome: Outcome) -> bool:
-    return outcome.passed if outcome.passed is not None else outcome.passed_cases == outcome.total_cases
-
-
 def follows_the_lesson(
     ex: Exercise,
     outcome: Outcome,
