@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..budget import WALL_FACTOR, clock, deadline_budget
+from ..budget import WALL_FACTOR, deadline_budget
 from ..formatting import clip
 from ..interpreter import InterpreterState, TimeBudgetExceeded
 
@@ -44,7 +44,6 @@ class Guarded:
     output_truncated: int = 0  # characters dropped
     replaced: tuple[str, ...] = ()  # "jax.grad", ... replaced during the call (and restored)
     restored: tuple[str, ...] = ()  # parts of the interpreter's state the call broke (put back)
-    seconds: float = 0.0
     processes: int = 0  # processes the call started (os.fork, subprocess), ended after it
     skipped: bool = False  # not called: the same function ran past its budget before
 
@@ -173,7 +172,6 @@ def _stuck(fn: Any) -> bool:
 
 def _run(result: Guarded, before, fn, args, kwargs, budget, output_limit, capture) -> None:
     sink = _BoundedText(output_limit)
-    start = clock()
     redirect = (contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)) if capture else ()
     try:
         with contextlib.ExitStack() as stack:
@@ -195,7 +193,6 @@ def _run(result: Guarded, before, fn, args, kwargs, budget, output_limit, captur
     except TimeBudgetExceeded:  # a late alarm between the student's return and the timer's stop
         result.timed_out = True
     finally:
-        result.seconds = clock() - start
         result.replaced = _restore(before)
         result.output = sink.getvalue()
         result.output_truncated = sink.dropped
