@@ -287,7 +287,7 @@ class PredictionPrompt(_ExerciseWidget):
     @traitlets.observe("self_rating")
     def _rated(self, change):
         if self.revealed and change["new"]:
-            self.evidence.rate_prediction(self.prediction_id or self.prompt, self.self_rating)
+            self.evidence.rate_prediction(self.prediction_id, self.self_rating)
 
     def __init__(
         self,
@@ -301,7 +301,7 @@ class PredictionPrompt(_ExerciseWidget):
     ) -> None:
         super().__init__(kind="predict", prompt=prompt, title=title, evidence=evidence, **kwargs)
         self._reveal = reveal
-        self.prediction_id = prediction_id
+        self.prediction_id = prediction_id or prompt  # the prompt names it when no id is given
 
     def reveal(self) -> str | None:
         if self.revealed:
@@ -323,7 +323,7 @@ class PredictionPrompt(_ExerciseWidget):
         self.answer = answer
         self.revealed = True
         self.announcement = "Revealed. Compare it with your prediction:"
-        self.evidence.add_prediction(self.prompt, self.prediction, answer, self.prediction_id or self.prompt)
+        self.evidence.add_prediction(self.prompt, self.prediction, answer, self.prediction_id)
         return answer
 
     _intents: ClassVar[dict[str, Callable[..., Any]]] = {"reveal": reveal}
@@ -368,11 +368,9 @@ class Quiz(_ExerciseWidget):
         self._answer = answer
         self._explanation = explanation
         self._why_not = dict(enumerate(why_not)) if isinstance(why_not, list) else dict(why_not or {})
-        self.quiz_id = quiz_id
-        self.practice = False
-        earlier = self.evidence.quiz_answer(quiz_id or question)
+        self.quiz_id = quiz_id or question  # the question names it when no id is given
+        earlier = self.evidence.quiz_answer(self.quiz_id)
         if earlier is not None:  # the cell was run again: this widget is for practice
-            self.practice = True
             self.announcement = (
                 f"You answered this question before: your first answer, “{earlier['choice']}”, "
                 "is your score. This try is recorded as practice."
@@ -408,9 +406,8 @@ class Quiz(_ExerciseWidget):
         ]
         # the explanation is shown inside the same live region, so it is read after the verdict
         self.announcement = "Correct." if self.correct else f"Not quite: you chose “{self.choices[self.selected]}”."
-        earlier = self.evidence.quiz_answer(self.quiz_id or self.question)
+        earlier = self.evidence.quiz_answer(self.quiz_id)
         if earlier is not None:
-            self.practice = True
             self.announcement += (
                 f" Practice: your first answer, “{earlier['choice']}”"
                 f" ({'correct' if earlier['correct'] else 'not correct'}), stays your score."
@@ -420,7 +417,7 @@ class Quiz(_ExerciseWidget):
             self.choices[self.selected],
             self.correct,
             self._explanation,
-            quiz_id=self.quiz_id or self.question,
+            quiz_id=self.quiz_id,
         )
         return self.correct
 
