@@ -139,8 +139,10 @@ def run_guarded(
     """Call `fn(*args, **kwargs)` as student code: never raises, never runs past `budget` seconds
     of Python, keeps `output_limit` characters of output. With `once_stuck`, a function that ran
     past its budget in an earlier call is not called again (`skipped`, `timed_out`)."""
-    if once_stuck and _stuck(fn):
-        return Guarded(timed_out=True, skipped=True)
+    if once_stuck:
+        with contextlib.suppress(TypeError):  # unhashable or not weak-referenceable: never marked
+            if fn in _STUCK:
+                return Guarded(timed_out=True, skipped=True)
     interpreter = InterpreterState.capture()
     before = _snapshot()
     result = Guarded()
@@ -161,13 +163,6 @@ def run_guarded(
         # the student's traceback holds their frames (and whatever they reference): drop it
         result.error.__traceback__ = None
     return result
-
-
-def _stuck(fn: Any) -> bool:
-    try:
-        return fn in _STUCK
-    except TypeError:  # unhashable or not weak-referenceable
-        return False
 
 
 def _run(result: Guarded, before, fn, args, kwargs, budget, output_limit, capture) -> None:
