@@ -44,9 +44,16 @@ class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
 
     def __init__(self, *, evidence: Evidence | None = None, **kwargs) -> None:
         refuse_unknown_widget_keywords(self, kwargs)  # a typo is an error, not a dropped argument
+        self._locks: dict[str, Any] = {}  # trait -> the value it keeps from now on
         super().__init__(**kwargs)
         self._evidence = evidence
         self.on_msg(self._on_front_end_msg)
+
+    @traitlets.validate("prediction", "selected")
+    def _locked(self, proposal):
+        """A revealed prediction and a quiz's first answer stay as they were (kept apart, in `_locks`:
+        during a front-end update traitlets validates after the new value is already in place)."""
+        return self._locks.get(proposal["trait"].name, proposal["value"])
 
     @property
     def evidence(self) -> Evidence:
@@ -277,11 +284,6 @@ class PredictionPrompt(_ExerciseWidget):
     revealed = synced(traitlets.Bool(False), "bool, default False: the answer is shown.")
     answer = synced(traitlets.Unicode(""), "str, default '': the computed answer, empty until revealed.")
 
-    @traitlets.validate("prediction")
-    def _locked_once_revealed(self, proposal):
-        locked = getattr(self, "_revealed_prediction", None)
-        return locked if locked is not None else proposal["value"]
-
     @traitlets.observe("self_rating")
     def _rated(self, change):
         if self.revealed and change["new"]:
@@ -317,7 +319,7 @@ class PredictionPrompt(_ExerciseWidget):
             self.announcement = f"Could not compute the answer: {why}"
             return None
         answer = run.value
-        self._revealed_prediction = self.prediction
+        self._locks["prediction"] = self.prediction
         self.answer = answer
         self.revealed = True
         self.announcement = "Revealed. Compare it with your prediction:"
@@ -374,13 +376,6 @@ class Quiz(_ExerciseWidget):
                 "is your score. This try is recorded as practice."
             )
 
-    @traitlets.validate("selected")
-    def _locked(self, proposal):
-        # the first answer counts (kept apart: during a front-end update traitlets validates after
-        # the new value is already in place)
-        locked = getattr(self, "_first_choice", None)
-        return locked if locked is not None else proposal["value"]
-
     def submit(self) -> bool | None:
         if self.answered:
             self.announcement = "Already answered: the first answer counts. " + (
@@ -390,7 +385,7 @@ class Quiz(_ExerciseWidget):
         if not 0 <= self.selected < len(self.choices):
             self.announcement = "Choose an answer first."
             return None
-        self._first_choice = self.selected
+        self._locks["selected"] = self.selected
         self.correct = self.selected == self._answer
         self.answered = True
         self.answer_index = self._answer
