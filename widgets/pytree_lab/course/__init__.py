@@ -193,9 +193,7 @@ def setup(shell=None) -> bool:
     return registered
 
 
-def load_ipython_extension(shell) -> None:  # `%load_ext pytree_lab.course`
-    setup(shell)
-
+load_ipython_extension = setup  # `%load_ext pytree_lab.course`
 
 # Bind the checker's tools now and guard the checker's own functions against replacement.
 with contextlib.suppress(ImportError):  # no numpy/jax yet: bound at the first check
