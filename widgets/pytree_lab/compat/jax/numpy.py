@@ -185,10 +185,6 @@ def ones(shape: Any, dtype: Any = None) -> _np.ndarray:
     return _lite(_np.ones(shape, dtype=_default_float(dtype)))
 
 
-def empty(shape: Any, dtype: Any = None) -> _np.ndarray:
-    return zeros(shape, dtype)  # JAX arrays are never uninitialised
-
-
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> _np.ndarray:
     if dtype is None:
         dtype = result_type(fill_value)
@@ -209,7 +205,7 @@ def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> _np.ndarray:
     return full_like(a, 1, dtype, shape)
 
 
-empty_like = zeros_like
+empty, empty_like = zeros, zeros_like  # JAX arrays are never uninitialised
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> _np.ndarray:
