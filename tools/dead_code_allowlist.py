@@ -79,7 +79,6 @@ _.busy  # unused attribute
 _.solution_available  # unused attribute
 _.busy  # unused attribute
 _.solution_available  # unused attribute
-_._locked_once_revealed  # unused method
 _._rated  # unused method
 _.busy  # unused attribute
 _.busy  # unused attribute

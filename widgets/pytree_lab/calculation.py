@@ -112,7 +112,7 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
         self.focus = first.path if first is not None else ""
         grads, updated, before = (eng.tree_leaves(t) for t in (r.grads, r.updated, r.params))
         for leaf in shown:
-            name = path_label(leaf.path) or "params"
+            name = path_label(leaf.path)
             add("backward", f"∂L/∂{name}", grads[leaf.index], leaf.path)
         if hidden > 0:
             rows.append(CalcRow("backward", f"… {hidden} more leaves", "in the diagram's grads column"))
@@ -123,7 +123,7 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
             rows.extend(self.optimizer_rows(r, shown, self._selected))
         steps = eng.tree_leaves(updates) if by_optimizer else grads
         for leaf in shown:
-            name = path_label(leaf.path) or "params"
+            name = path_label(leaf.path)
             p, d = (fmt_value(t[leaf.index])[0] for t in (before, steps))
             d = f"({d})" if d.startswith("-") else d
             short = f"{name} + update" if by_optimizer else f"{name} − {lr}·∂L/∂{name}"
@@ -164,7 +164,7 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
         rest = [r for r in rows if r not in mine and not r.minor and r.section in ("backward", "update")]
         return (
             f'<div class="ptl-calc-folded" data-focus="{html.escape(focus, quote=True)}">'
-            + _compact_table(mine, f"worked calculation for {path_label(focus) or 'params'}")
+            + _compact_table(mine, f"worked calculation for {path_label(focus)}")
             + f'<details class="ptl-calc-all"><summary>every leaf: ∂L/∂p and the update ({count} leaves'
             + (f"; the first {MAX_LEAF_ROWS} here, any one from the list above" if count > MAX_LEAF_ROWS else "")
             + ")</summary>"

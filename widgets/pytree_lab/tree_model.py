@@ -306,20 +306,16 @@ def _fatal(err: BaseException) -> bool:
     return isinstance(err, KeyboardInterrupt)
 
 
-def path_label(path: str) -> str:
-    """A short label from a keystr: `['layer']['weight']` -> `layer/weight`, `[0]['w']` -> `[0]/w`."""
-    out = []
+def path_label(path: str, root: str = "params") -> str:
+    """A short label from a keystr: `['layer']['weight']` -> `layer/weight`, `[0]['w']` -> `[0]/w`;
+    `root` names the root (path "")."""
+    text = ""
     for piece in _split_path(path):
-        if piece.startswith(("['", '["')):
-            out.append("/" + piece[2:-2])
-        elif piece.startswith("."):
-            out.append("/" + piece[1:])
-        elif piece.startswith("["):
-            out.append(piece)
-        else:
-            out.append("/" + piece)
-    text = "".join(out)
-    return text[1:] if text.startswith("/") else text
+        if piece.startswith("[") and not piece.startswith(("['", '["')):
+            text += piece  # an index: `[0]`
+        else:  # a key or attribute name: `['w']`, `.first`
+            text += "/" + (piece[2:-2] if piece.startswith("[") else piece.removeprefix("."))
+    return text.removeprefix("/") or root
 
 
 def _split_path(path: str) -> list[str]:
@@ -403,5 +399,5 @@ def element_labels(leaf: Leaf, limit: int | None = None) -> ElementLabels | list
 
     Lazy (labels are made as they are read); `limit` gives a list of at most that many.
     """
-    labels = ElementLabels(path_label(leaf.path), leaf.shape, leaf.size)
+    labels = ElementLabels(path_label(leaf.path, ""), leaf.shape, leaf.size)
     return labels if limit is None else labels[:limit]

@@ -121,12 +121,6 @@ def trace(decay: float, nesterov: bool = False) -> GradientTransformation:
     return GradientTransformation(init, update)
 
 
-def _safe_increment(count: Any) -> Any:
-    count = _np.asarray(count)
-    top = _np.asarray(_np.iinfo(count.dtype).max, count.dtype)
-    return _np.where(count < top, count + _np.asarray(1, count.dtype), top)
-
-
 def _bias_correction(moment: Any, decay: float, count: Any) -> Any:
     # 1 − decay**count in float32 (a weak float to an int32 power), as optax computes it
     correction = _np.asarray(1, _np.float32) - _np.power(
@@ -147,7 +141,9 @@ def scale_by_adam(
         del params
         mu = _tu.tree_map(lambda g, t: _const(1 - b1, g) * g + _const(b1, t) * t, updates, state.mu)
         nu = _tu.tree_map(lambda g, t: _const(1 - b2, g) * (g**2) + _const(b2, t) * t, updates, state.nu)
-        count = _safe_increment(state.count)
+        count = _np.asarray(state.count)
+        top = _np.asarray(_np.iinfo(count.dtype).max, count.dtype)
+        count = _np.where(count < top, count + _np.asarray(1, count.dtype), top)  # optax's safe increment
         mu_hat = _bias_correction(mu, b1, count)
         nu_hat = _bias_correction(nu, b2, count)
         new = _tu.tree_map(lambda m, v: m / (_np.sqrt(v + _const(eps_root, v)) + _const(eps, v)), mu_hat, nu_hat)

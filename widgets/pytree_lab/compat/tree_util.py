@@ -203,10 +203,6 @@ def register_dataclass(
     return nodetype
 
 
-def _flatten_ordered_dict(d: collections.OrderedDict) -> tuple:
-    return tuple((DictKey(k), d[k]) for k in d), tuple(d)
-
-
 def _flatten_defaultdict(d: collections.defaultdict) -> tuple:
     keys = _sorted_keys(d)
     return tuple((DictKey(k), d[k]) for k in keys), (d.default_factory, keys)
@@ -214,7 +210,7 @@ def _flatten_defaultdict(d: collections.defaultdict) -> tuple:
 
 register_pytree_with_keys(
     collections.OrderedDict,
-    _flatten_ordered_dict,
+    lambda d: (tuple((DictKey(k), d[k]) for k in d), tuple(d)),
     lambda keys, values: collections.OrderedDict(zip(keys, values)),
 )
 register_pytree_with_keys(
@@ -236,10 +232,6 @@ def _sorted_keys(d: dict) -> tuple:
         return tuple(sorted(d))
     except TypeError as err:
         raise ValueError("Comparator raised exception while sorting pytree dictionary keys.") from err
-
-
-def _is_namedtuple(x: Any) -> bool:
-    return isinstance(x, tuple) and hasattr(type(x), "_fields")
 
 
 class PyTreeDef:
@@ -386,7 +378,7 @@ def _node(tree: Any, keyed: bool) -> tuple[int, Any, Any, list]:
             return _CUSTOM, node_type, aux, list(pairs)
         children, aux = reg.flatten(tree)
         return _CUSTOM, node_type, aux, [(FlattenedIndexKey(i) if keyed else None, c) for i, c in enumerate(children)]
-    if _is_namedtuple(tree):
+    if isinstance(tree, tuple) and hasattr(node_type, "_fields"):  # a namedtuple
         return _NAMEDTUPLE, node_type, None, [(GetAttrKey(f), c) for f, c in zip(node_type._fields, tree)]
     return _LEAF, None, None, []
 

@@ -23,22 +23,16 @@ from ..exercises import (
     fmt_shape,
     is_unanswered,
     last_run,
-    record_output as record_output,
+    record_output,
     register_magic,
     run_guarded,
     type_name,
     watch_modules,
 )
 from . import catalogue as _catalogue
-from .catalogue import EXERCISES as EXERCISES, check as check, exercise as exercise
+from .catalogue import EXERCISES, check, exercise
 from .exercises import common, reruns
-from .prompts import (
-    PREDICTIONS as PREDICTIONS,
-    QUIZ as QUIZ,
-    grad_structure_quiz as grad_structure_quiz,
-    lesson_prediction as lesson_prediction,
-    quiz as quiz,
-)
+from .prompts import PREDICTIONS, QUIZ, grad_structure_quiz, lesson_prediction, quiz
 
 __all__ = [
     "EXERCISES",
@@ -199,9 +193,7 @@ def setup(shell=None) -> bool:
     return registered
 
 
-def load_ipython_extension(shell) -> None:  # `%load_ext pytree_lab.course`
-    setup(shell)
-
+load_ipython_extension = setup  # `%load_ext pytree_lab.course`
 
 # Bind the checker's tools now and guard the checker's own functions against replacement.
 with contextlib.suppress(ImportError):  # no numpy/jax yet: bound at the first check

@@ -10,8 +10,8 @@ made from the course notebooks. Each exercise cell (tagged `exercise:<id>`) beco
 autograded answer cell: the lesson's starter code, then the catalogue's reference solution in a
 `### BEGIN SOLUTION` region, which nbgrader's `generate_assignment` removes. Each check cell
 becomes an autograder test cell with points: the practice check the students know, then a
-`### BEGIN HIDDEN TESTS` region (removed from the released notebooks by nbgrader) that calls
-`pytree_lab.course.grading.summative` with a seed drawn here, when the course directory is made.
+`### BEGIN HIDDEN TESTS` region (removed from the released notebooks by nbgrader) that names the
+exercise and a seed drawn here, when the course directory is made, for `autograde.IsolatedGrades`.
 The seed exists only in the source notebooks, on the grading side.
 
 The instructor notebook (03) is not part of the assignment.
@@ -154,10 +154,7 @@ def make_source_notebook(notebook: dict, *, seeds: dict[str, int] | None = None)
                 raise ValueError(f"exercise {exercise_id!r} has no reference solution to put in the source")
             cell["source"] = f"{_source(cell).rstrip()}\n### BEGIN SOLUTION\n{solutions[0].rstrip()}\n### END SOLUTION"
             _meta(cell, grade=False, solution=True, locked=False, grade_id=f"{exercise_id}-answer")
-            cell["outputs"], cell["execution_count"] = [], None
-            continue
-        match = _CHECK_CALL.search(_source(cell))
-        if match and match.group(1) in EXERCISES:
+        elif (match := _CHECK_CALL.search(_source(cell))) and match.group(1) in EXERCISES:
             exercise_id = match.group(1)
             seed = seeds.setdefault(exercise_id, secrets.randbits(63))
             points = EXERCISES[exercise_id].points
@@ -169,8 +166,10 @@ def make_source_notebook(notebook: dict, *, seeds: dict[str, int] | None = None)
                 "### END HIDDEN TESTS"
             )
             _meta(cell, grade=True, solution=False, locked=True, points=points, grade_id=f"{exercise_id}-tests")
-            cell["outputs"], cell["execution_count"] = [], None
             graded.append(exercise_id)
+        else:
+            continue
+        cell["outputs"], cell["execution_count"] = [], None
     header = {"cell_type": "markdown", "id": "graded-assignment", "metadata": {}, "source": HEADER}
     title = next((i for i, c in enumerate(nb["cells"]) if c.get("cell_type") == "markdown"), -1)
     nb["cells"].insert(title + 1, header)

@@ -246,13 +246,10 @@ class SandboxedExecute(Execute):
             return super().preprocess(again, resources, km)
         except Exception as exc:  # noqa: BLE001
             self.log.error("the submission's kernel failed again (%s); grading the notebook as far as it ran", exc)
-            return max(again, nb, key=_cells_run), resources  # the run that got further
+            ran = lambda n: sum(1 for c in n.cells if c.cell_type == "code" and c.get("outputs"))  # noqa: E731
+            return max(again, nb, key=ran), resources  # the run that got further (more cells with outputs)
         finally:
             self.timeout = timeout
-
-
-def _cells_run(nb: NotebookNode) -> int:
-    return sum(1 for cell in nb.cells if cell.cell_type == "code" and cell.get("outputs"))
 
 
 # --------------------------------------------------------------------------- the answer runs
@@ -414,13 +411,6 @@ def _flat_cases(rng) -> tuple[list, list[dict]]:
     return cases, [{"grad_over_flat_params": [flat._FlatReferences(p).grad]} for p in points]
 
 
-def _cell_code(source: str) -> str:
-    lines = source.splitlines()
-    if lines and lines[0].lstrip().startswith("%%exercise"):
-        lines = lines[1:]
-    return "\n".join(lines)
-
-
 def grade_exercise(exercise_id: str, source: str | None, seed: int, **budgets: float) -> tuple[float, list[str]]:
     """The share (0..1) of cases the exercise cell's code gets right, and one line per case
     (sizes only, never a hidden case's values). `source` is the exercise cell as submitted."""
@@ -428,7 +418,8 @@ def grade_exercise(exercise_id: str, source: str | None, seed: int, **budgets: f
 
     if source is None:
         return 0.0, ["no exercise cell in the submission: 0."]
-    code = _cell_code(source)
+    lines = source.splitlines()
+    code = "\n".join(lines[1:] if lines and lines[0].lstrip().startswith("%%exercise") else lines)
     try:
         compile(code, "<exercise cell>", "exec")
     except (SyntaxError, ValueError) as exc:

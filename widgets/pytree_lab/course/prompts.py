@@ -119,16 +119,7 @@ def quiz(question_id: str = "grad_structure", *, evidence: Evidence | None = Non
     if question_id not in QUIZ:
         raise ValueError(f"unknown question {question_id!r}; the questions are: {', '.join(QUIZ)}")
     question, choices, answer, explanation, why_not = QUIZ[question_id]
-    return Quiz(
-        question,
-        choices,
-        answer,
-        explanation,
-        why_not=why_not,
-        quiz_id=question_id,
-        title="Check your understanding",
-        evidence=evidence,
-    )
+    return Quiz(question, choices, answer, explanation, why_not=why_not, quiz_id=question_id, evidence=evidence)
 
 
 def grad_structure_quiz(*, evidence: Evidence | None = None) -> Quiz:

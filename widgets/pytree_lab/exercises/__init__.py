@@ -5,54 +5,41 @@ a course uses only the names in `__all__`.
 
 from __future__ import annotations
 
+from ..formatting import fmt_number as fmt_num  # 8, 0.1235, 0 for -0.0
 from . import _grading
-from ._check import CheckContext as CheckContext, Grader as Grader, cell_python as cell_python, check as check
+from ._check import CheckContext, Grader, cell_python, check
 from ._grading import (
-    CheckResult as CheckResult,
-    Exercise as Exercise,
-    Outcome as Outcome,
+    CheckResult,
+    Exercise,
+    Outcome,
     _all_finite as all_finite,
     _as_number_array as as_number_array,
     _close as close,
     _fmt as fmt,
-    _fmt_num as fmt_num,
     _fmt_shape as fmt_shape,
     _grade_number as grade_number,
     _grade_tree as grade_tree,
     _TreeSpec as TreeSpec,
     _type_name as type_name,
-    bind_tools as bind_tools,
-    differentiates as differentiates,
-    is_unanswered as is_unanswered,
-    tools as tools,
-    tree_problem as tree_problem,
+    bind_tools,
+    differentiates,
+    is_unanswered,
+    tools,
+    tree_problem,
 )
-from ._guard import (
-    Guarded as Guarded,
-    TimeBudgetExceeded as TimeBudgetExceeded,
-    describe_failure as describe_failure,
-    exception_text as exception_text,
-    notes_for as notes_for,
-    run_guarded as run_guarded,
-    watch_modules as watch_modules,
-)
-from ._integrity import seal_mapping as seal_mapping
-from .cells import last_run as last_run, register_magic as register_magic
+from ._guard import Guarded, TimeBudgetExceeded, describe_failure, exception_text, notes_for, run_guarded, watch_modules
+from ._integrity import seal_mapping
+from .cells import last_run, register_magic
 from .evidence import (
-    Evidence as Evidence,
-    SavedEvidence as SavedEvidence,
-    aligned_trees as aligned_trees,
-    clear_evidence as clear_evidence,
-    default_evidence as default_evidence,
-    record_output as record_output,
-    save_evidence as save_evidence,
+    Evidence,
+    SavedEvidence,
+    aligned_trees,
+    clear_evidence,
+    default_evidence,
+    record_output,
+    save_evidence,
 )
-from .widgets import (
-    CheckButton as CheckButton,
-    EvidenceButton as EvidenceButton,
-    PredictionPrompt as PredictionPrompt,
-    Quiz as Quiz,
-)
+from .widgets import CheckButton, EvidenceButton, PredictionPrompt, Quiz
 
 # the checker's own functions are put back when a student's code replaces them
 watch_modules(_grading)

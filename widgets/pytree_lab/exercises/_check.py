@@ -194,8 +194,5 @@ def _grade_answer(exercise: Exercise, answer: Any, context: CheckContext) -> Che
         # reading a value answer failed: an object that is not numbers, or a checker bug
         return fail(f"Checking this answer failed ({said.removeprefix('it ')}). Is it made of numbers and arrays only?")
     outcome: Outcome = run.value
-    total = max(outcome.total_cases, 1)
-    passed = outcome.passed if outcome.passed is not None else outcome.passed_cases == outcome.total_cases
     lines = list(outcome.lines) + notes_for(run)
-    score = outcome.score if outcome.score is not None else (1.0 if passed else min(outcome.passed_cases / total, 1.0))
-    return result(passed, score, lines, (outcome.passed_cases, outcome.total_cases), outcome.unit)
+    return result(outcome.passed, outcome.score, lines, (outcome.passed_cases, outcome.total_cases), outcome.unit)

@@ -167,6 +167,12 @@ class Outcome:
     unit: str = ""  # what the counted parts are ("leaves", "cases"); the exercise's unit when ""
     score: float | None = None  # None: the share of parts passed (1 when passed)
 
+    def __post_init__(self) -> None:
+        if self.passed is None:
+            self.passed = self.passed_cases == self.total_cases
+        if self.score is None:
+            self.score = 1.0 if self.passed else min(self.passed_cases / max(self.total_cases, 1), 1.0)
+
 
 @dataclasses.dataclass(frozen=True)
 class Exercise:
@@ -202,9 +208,6 @@ class Exercise:
 
 
 # --------------------------------------------------------------------------- formatting
-
-
-_fmt_num = fmt_number  # the one number formatter: 8, 0.1235, 0 for -0.0
 
 
 def _fmt(value) -> str:
@@ -321,11 +324,11 @@ def _grade_number(
     if not math.isfinite(value):
         return wrong(f"Your answer is {value}: check for a division by zero or an overflow.")
     if _close(value, expected):
-        return Outcome(1, 1, [f"Correct: {what} is {_fmt_num(value)}."])
+        return Outcome(1, 1, [f"Correct: {what} is {fmt_number(value)}."])
     matches = [message for candidate, message in variants if _close(value, candidate)]
     if matches:
-        return wrong(f"You gave {_fmt_num(value)}. " + " Or: ".join(matches))
-    return wrong(f"You gave {_fmt_num(value)}, which is not {what}.")
+        return wrong(f"You gave {fmt_number(value)}. " + " Or: ".join(matches))
+    return wrong(f"You gave {fmt_number(value)}, which is not {what}.")
 
 
 # --------------------------------------------------------------------------- tree answers

@@ -27,7 +27,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..budget import WALL_FACTOR, clock, deadline_budget
+from ..budget import WALL_FACTOR, deadline_budget
 from ..formatting import clip
 from ..interpreter import InterpreterState, TimeBudgetExceeded
 
@@ -44,7 +44,6 @@ class Guarded:
     output_truncated: int = 0  # characters dropped
     replaced: tuple[str, ...] = ()  # "jax.grad", ... replaced during the call (and restored)
     restored: tuple[str, ...] = ()  # parts of the interpreter's state the call broke (put back)
-    seconds: float = 0.0
     processes: int = 0  # processes the call started (os.fork, subprocess), ended after it
     skipped: bool = False  # not called: the same function ran past its budget before
 
@@ -140,8 +139,10 @@ def run_guarded(
     """Call `fn(*args, **kwargs)` as student code: never raises, never runs past `budget` seconds
     of Python, keeps `output_limit` characters of output. With `once_stuck`, a function that ran
     past its budget in an earlier call is not called again (`skipped`, `timed_out`)."""
-    if once_stuck and _stuck(fn):
-        return Guarded(timed_out=True, skipped=True)
+    if once_stuck:
+        with contextlib.suppress(TypeError):  # unhashable or not weak-referenceable: never marked
+            if fn in _STUCK:
+                return Guarded(timed_out=True, skipped=True)
     interpreter = InterpreterState.capture()
     before = _snapshot()
     result = Guarded()
@@ -164,16 +165,8 @@ def run_guarded(
     return result
 
 
-def _stuck(fn: Any) -> bool:
-    try:
-        return fn in _STUCK
-    except TypeError:  # unhashable or not weak-referenceable
-        return False
-
-
 def _run(result: Guarded, before, fn, args, kwargs, budget, output_limit, capture) -> None:
     sink = _BoundedText(output_limit)
-    start = clock()
     redirect = (contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)) if capture else ()
     try:
         with contextlib.ExitStack() as stack:
@@ -195,7 +188,6 @@ def _run(result: Guarded, before, fn, args, kwargs, budget, output_limit, captur
     except TimeBudgetExceeded:  # a late alarm between the student's return and the timer's stop
         result.timed_out = True
     finally:
-        result.seconds = clock() - start
         result.replaced = _restore(before)
         result.output = sink.getvalue()
         result.output_truncated = sink.dropped

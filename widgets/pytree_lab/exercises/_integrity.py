@@ -244,7 +244,7 @@ def user_threads(before: set[int] | None = None) -> list[str]:
     """Names of running threads the notebook's own code started: one whose target (or `run`, or
     a Timer's function) is the user's code, or, when `before` is given, any thread started since."""
 
-    from ..budget import Watchdog
+    from ..budget import Watchdog, is_user_frame
 
     names = []
     for thread in threading.enumerate():
@@ -254,7 +254,8 @@ def user_threads(before: set[int] | None = None) -> list[str]:
             getattr(thread, "_target", None) or getattr(thread, "function", None) or getattr(type(thread), "run", None)
         )
         code = getattr(getattr(target, "__func__", target), "__code__", None)
-        by_user = code is not None and _user_code(code)
+        # (is_user_frame reads only the frame's f_code.co_filename)
+        by_user = code is not None and is_user_frame(types.SimpleNamespace(f_code=code))  # type: ignore[arg-type]
         if by_user or (
             before is not None
             and thread.ident not in before
@@ -264,12 +265,3 @@ def user_threads(before: set[int] | None = None) -> list[str]:
             # counts only when it runs the user's code
             names.append(thread.name)
     return names
-
-
-def _user_code(code: types.CodeType) -> bool:
-    from ..budget import is_user_frame
-
-    class _Frame:  # is_user_frame reads only f_code.co_filename
-        f_code = code
-
-    return is_user_frame(_Frame)  # type: ignore[arg-type]

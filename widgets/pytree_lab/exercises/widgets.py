@@ -44,9 +44,16 @@ class _ExerciseWidget(PageIntents, TextForm, anywidget.AnyWidget):
 
     def __init__(self, *, evidence: Evidence | None = None, **kwargs) -> None:
         refuse_unknown_widget_keywords(self, kwargs)  # a typo is an error, not a dropped argument
+        self._locks: dict[str, Any] = {}  # trait -> the value it keeps from now on
         super().__init__(**kwargs)
         self._evidence = evidence
         self.on_msg(self._on_front_end_msg)
+
+    @traitlets.validate("prediction", "selected")
+    def _locked(self, proposal):
+        """A revealed prediction and a quiz's first answer stay as they were (kept apart, in `_locks`:
+        during a front-end update traitlets validates after the new value is already in place)."""
+        return self._locks.get(proposal["trait"].name, proposal["value"])
 
     @property
     def evidence(self) -> Evidence:
@@ -185,54 +192,52 @@ class CheckButton(_ExerciseWidget):
         runs at a time per button (a second caller waits for the first)."""
         with self._check_lock:
             self.checks_run += 1
-            return self._check()
-
-    def _check(self) -> CheckResult | None:
-        self.attempts += 1
-        self.busy, self.status, self.announcement = True, "checking", f"Checking ({self.attempts})…"
-        try:
-            run = last_run(self.exercise.id)
+            self.attempts += 1
+            self.busy, self.status, self.announcement = True, "checking", f"Checking ({self.attempts})…"
             try:
-                answer = self._answer()
-            except Exception as exc:  # noqa: BLE001 - a name not defined yet, a broken getter
-                if run is not None and run.error_text:
-                    answer = Ellipsis
-                else:
-                    name = self._get_answer if isinstance(self._get_answer, str) else "your answer"
-                    self.result = None
-                    self.status, self.score = "error", 0.0
-                    self.feedback = (
-                        f"Could not get {name}: {exception_text(exc)}. Run the cell that defines it, then check again."
-                    )
-                    self.announcement = f"Check {self.attempts}: no answer yet. {self.feedback}"
-                    return None
-            stale = run.error_text if run is not None and run.error_text else None
-            code = run.code if run is not None else None
-            if stale is not None or not is_unanswered(answer):
-                self._tried += 1
-            context = CheckContext(rng=self._rng, cell=run, stale=stale, code=code, evidence=self.evidence)
-            result = check(self.exercise, answer, context)
-            self.result, self.score, self.feedback = result, result.score, result.feedback
-            self.status = "passed" if result.passed else "failed"
-            if not result.passed:
-                self.failed_attempts += 1
-            verdict = "passed" if result.passed else "not yet"
-            cases = (
-                f" ({result.cases_passed} of {result.cases_total} {result.unit} right)"
-                if result.cases_total > 1
-                else ""
-            )
-            offer = ""
-            if self.exercise.solutions and not self.exercise.graded and not self.solution and self._tried:
-                self.solution_available = True
-                if self.failed_attempts >= 2:
-                    offer = " A reference solution is available: “Show a reference solution”."
-            self.announcement = f"Check {self.attempts}: {verdict}, score {result.score:.2f}{cases}.{offer}"
-            return result
-        finally:
-            self.busy = False
-            if self.status == "checking":
-                self.status = "error"
+                run = last_run(self.exercise.id)
+                try:
+                    answer = self._answer()
+                except Exception as exc:  # noqa: BLE001 - a name not defined yet, a broken getter
+                    if run is not None and run.error_text:
+                        answer = Ellipsis
+                    else:
+                        name = self._get_answer if isinstance(self._get_answer, str) else "your answer"
+                        self.result = None
+                        self.status, self.score = "error", 0.0
+                        self.feedback = (
+                            f"Could not get {name}: {exception_text(exc)}. "
+                            "Run the cell that defines it, then check again."
+                        )
+                        self.announcement = f"Check {self.attempts}: no answer yet. {self.feedback}"
+                        return None
+                stale = run.error_text if run is not None and run.error_text else None
+                code = run.code if run is not None else None
+                if stale is not None or not is_unanswered(answer):
+                    self._tried += 1
+                context = CheckContext(rng=self._rng, cell=run, stale=stale, code=code, evidence=self.evidence)
+                result = check(self.exercise, answer, context)
+                self.result, self.score, self.feedback = result, result.score, result.feedback
+                self.status = "passed" if result.passed else "failed"
+                if not result.passed:
+                    self.failed_attempts += 1
+                verdict = "passed" if result.passed else "not yet"
+                cases = (
+                    f" ({result.cases_passed} of {result.cases_total} {result.unit} right)"
+                    if result.cases_total > 1
+                    else ""
+                )
+                offer = ""
+                if self.exercise.solutions and not self.exercise.graded and not self.solution and self._tried:
+                    self.solution_available = True
+                    if self.failed_attempts >= 2:
+                        offer = " A reference solution is available: “Show a reference solution”."
+                self.announcement = f"Check {self.attempts}: {verdict}, score {result.score:.2f}{cases}.{offer}"
+                return result
+            finally:
+                self.busy = False
+                if self.status == "checking":
+                    self.status = "error"
 
     def reveal_solution(self) -> str | None:
         """The reference solution of a practice exercise, once the student has checked at least once;
@@ -279,15 +284,10 @@ class PredictionPrompt(_ExerciseWidget):
     revealed = synced(traitlets.Bool(False), "bool, default False: the answer is shown.")
     answer = synced(traitlets.Unicode(""), "str, default '': the computed answer, empty until revealed.")
 
-    @traitlets.validate("prediction")
-    def _locked_once_revealed(self, proposal):
-        locked = getattr(self, "_revealed_prediction", None)
-        return locked if locked is not None else proposal["value"]
-
     @traitlets.observe("self_rating")
     def _rated(self, change):
         if self.revealed and change["new"]:
-            self.evidence.rate_prediction(self.prediction_id or self.prompt, self.self_rating)
+            self.evidence.rate_prediction(self.prediction_id, self.self_rating)
 
     def __init__(
         self,
@@ -301,7 +301,7 @@ class PredictionPrompt(_ExerciseWidget):
     ) -> None:
         super().__init__(kind="predict", prompt=prompt, title=title, evidence=evidence, **kwargs)
         self._reveal = reveal
-        self.prediction_id = prediction_id
+        self.prediction_id = prediction_id or prompt  # the prompt names it when no id is given
 
     def reveal(self) -> str | None:
         if self.revealed:
@@ -319,11 +319,11 @@ class PredictionPrompt(_ExerciseWidget):
             self.announcement = f"Could not compute the answer: {why}"
             return None
         answer = run.value
-        self._revealed_prediction = self.prediction
+        self._locks["prediction"] = self.prediction
         self.answer = answer
         self.revealed = True
         self.announcement = "Revealed. Compare it with your prediction:"
-        self.evidence.add_prediction(self.prompt, self.prediction, answer, self.prediction_id or self.prompt)
+        self.evidence.add_prediction(self.prompt, self.prediction, answer, self.prediction_id)
         return answer
 
     _intents: ClassVar[dict[str, Callable[..., Any]]] = {"reveal": reveal}
@@ -368,22 +368,13 @@ class Quiz(_ExerciseWidget):
         self._answer = answer
         self._explanation = explanation
         self._why_not = dict(enumerate(why_not)) if isinstance(why_not, list) else dict(why_not or {})
-        self.quiz_id = quiz_id
-        self.practice = False
-        earlier = self.evidence.quiz_answer(quiz_id or question)
+        self.quiz_id = quiz_id or question  # the question names it when no id is given
+        earlier = self.evidence.quiz_answer(self.quiz_id)
         if earlier is not None:  # the cell was run again: this widget is for practice
-            self.practice = True
             self.announcement = (
                 f"You answered this question before: your first answer, “{earlier['choice']}”, "
                 "is your score. This try is recorded as practice."
             )
-
-    @traitlets.validate("selected")
-    def _locked(self, proposal):
-        # the first answer counts (kept apart: during a front-end update traitlets validates after
-        # the new value is already in place)
-        locked = getattr(self, "_first_choice", None)
-        return locked if locked is not None else proposal["value"]
 
     def submit(self) -> bool | None:
         if self.answered:
@@ -394,7 +385,7 @@ class Quiz(_ExerciseWidget):
         if not 0 <= self.selected < len(self.choices):
             self.announcement = "Choose an answer first."
             return None
-        self._first_choice = self.selected
+        self._locks["selected"] = self.selected
         self.correct = self.selected == self._answer
         self.answered = True
         self.answer_index = self._answer
@@ -408,9 +399,8 @@ class Quiz(_ExerciseWidget):
         ]
         # the explanation is shown inside the same live region, so it is read after the verdict
         self.announcement = "Correct." if self.correct else f"Not quite: you chose “{self.choices[self.selected]}”."
-        earlier = self.evidence.quiz_answer(self.quiz_id or self.question)
+        earlier = self.evidence.quiz_answer(self.quiz_id)
         if earlier is not None:
-            self.practice = True
             self.announcement += (
                 f" Practice: your first answer, “{earlier['choice']}”"
                 f" ({'correct' if earlier['correct'] else 'not correct'}), stays your score."
@@ -420,7 +410,7 @@ class Quiz(_ExerciseWidget):
             self.choices[self.selected],
             self.correct,
             self._explanation,
-            quiz_id=self.quiz_id or self.question,
+            quiz_id=self.quiz_id,
         )
         return self.correct
 

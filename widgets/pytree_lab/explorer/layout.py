@@ -90,8 +90,8 @@ class LeafPicker:
     def __init__(self, ex: Any):
         self.ex = ex
         leaves = [n.leaf for n in ex.session.param_summary.root.walk() if n.leaf is not None and n.leaf.differentiable]
-        self.listed = [(path_label(lf.path) or "params", lf.path) for lf in leaves[:MAX_PICKER]]
-        self._labels = {lf.path: path_label(lf.path) or "params" for lf in leaves}
+        self.listed = [(path_label(lf.path), lf.path) for lf in leaves[:MAX_PICKER]]
+        self._labels = {lf.path: path_label(lf.path) for lf in leaves}
         self.dropdown = ipywidgets.Dropdown(
             options=self.listed,
             description="worked calculation for",

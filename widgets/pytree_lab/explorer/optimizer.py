@@ -140,7 +140,7 @@ def optimizer_rows(session: Any, r: StepResult, leaves: list, selected: str) -> 
     leaf = focus_leaf(leaves, selected)
     eng = session.engine
     view = decompose_state(state, r.params, eng)
-    name = path_label(leaf.path) or "params"
+    name = path_label(leaf.path)
     rows: list = []
 
     def add(what: str, value: Any, minor: bool = False, short: str = "", group: str = "") -> None:

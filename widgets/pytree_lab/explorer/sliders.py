@@ -39,7 +39,7 @@ class Element:
     def __init__(self, tree: str, leaf: Leaf, position: int):
         self.tree, self.leaf, self.flat_index, self.position = tree, leaf, leaf.index, position
         suffix = f"[{index_text(position, leaf.shape)}]" if leaf.shape else ""
-        self.label = (path_label(leaf.path) or tree) + suffix
+        self.label = path_label(leaf.path, tree) + suffix
         self.path = f"{tree}{leaf.path}{suffix}"  # the full path: a slider's title, a bar's tooltip
 
 
@@ -349,7 +349,7 @@ def with_selection(
     wanted = elements_of(leaves, "params", MAX_BARS)
     keys = {_key(el) for el in wanted}
     kept = [el for el in base if _key(el) not in keys][: MAX_BARS - len(wanted)]
-    name = path_label(path) or "params"
+    name = path_label(path)
     some = (
         f"the first {len(wanted)} of its {total:,} values"
         if total > len(wanted)
@@ -364,6 +364,6 @@ def describe(shown: Sequence[Element]) -> str:
     sizes = {el.leaf.path: el.leaf.size for el in shown}
     parts = []
     for path, n in Counter(el.leaf.path for el in shown).items():
-        name, size = path_label(path) or "params", sizes[path]
+        name, size = path_label(path), sizes[path]
         parts.append(f"{name} ({n} value{'s' * (n != 1)})" if n == size else f"{name} ({n} of {size} values)")
     return ", ".join(parts)

@@ -181,7 +181,7 @@ class DataView(View):
             for path, ty, why, summary in rows
         )
         if self.compact:  # one line that opens (the explorer's compact layout)
-            names = ", ".join(f"{esc(path_label(path[len('inputs') :]) or path)} {esc(ty)}" for path, ty, _, _ in rows)
+            names = ", ".join(f"{esc(path_label(path[len('inputs') :], path))} {esc(ty)}" for path, ty, _, _ in rows)
             self.html.value = (
                 f'<details class="ptl-data ptl-data-folded" aria-label="inputs shown as data"><summary>'
                 f"<b>Data</b> (fixed): {names}</summary><ul>{items}</ul></details>"

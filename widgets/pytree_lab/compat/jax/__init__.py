@@ -37,16 +37,19 @@ _MISSING = ("numpy", "autograd")
 _STAND_INS: dict[str, Any] = {}
 
 
+def _array_module(name: str) -> Any:
+    """This package's module `name`, or None where numpy or autograd cannot be imported."""
+    try:
+        return importlib.import_module(f".{name}", __name__)
+    except ModuleNotFoundError as err:
+        if (err.name or "").split(".")[0] not in _MISSING:
+            raise
+        return None
+
+
 def without_numpy() -> bool:
     """True when numpy or autograd cannot be imported here (the array parts are stand-ins)."""
-    try:
-        importlib.import_module(".numpy", __name__)
-        importlib.import_module("._autodiff", __name__)
-    except ModuleNotFoundError as err:
-        if (err.name or "").split(".")[0] in _MISSING:
-            return True
-        raise
-    return False
+    return _array_module("numpy") is None or _array_module("_autodiff") is None
 
 
 def engine_detail() -> str:
@@ -61,16 +64,12 @@ def __getattr__(name: str) -> Any:
     part = _ARRAY_PARTS.get(name)
     if part is None:
         raise missing(__name__, name, __dir__())
-    module_name, attr = part
-    try:
-        module = importlib.import_module(f".{module_name}", __name__)
-    except ModuleNotFoundError as err:
-        if (err.name or "").split(".")[0] not in _MISSING:
-            raise
+    module = _array_module(part[0])
+    if module is None:
         if name not in _STAND_INS:
             _STAND_INS[name] = _stand_in(name)
         return _STAND_INS[name]
-    value = module if attr is None else getattr(module, attr)
+    value = module if part[1] is None else getattr(module, part[1])
     globals()[name] = value
     return value
 

@@ -185,10 +185,6 @@ def ones(shape: Any, dtype: Any = None) -> _np.ndarray:
     return _lite(_np.ones(shape, dtype=_default_float(dtype)))
 
 
-def empty(shape: Any, dtype: Any = None) -> _np.ndarray:
-    return zeros(shape, dtype)  # JAX arrays are never uninitialised
-
-
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> _np.ndarray:
     if dtype is None:
         dtype = result_type(fill_value)
@@ -209,7 +205,7 @@ def ones_like(a: Any, dtype: Any = None, shape: Any = None) -> _np.ndarray:
     return full_like(a, 1, dtype, shape)
 
 
-empty_like = zeros_like
+empty, empty_like = zeros, zeros_like  # JAX arrays are never uninitialised
 
 
 def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) -> _np.ndarray:
@@ -431,31 +427,28 @@ class ArrayImpl(_JaxArrayMethods, _np.ndarray):
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         with _np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):  # JAX: inf, nan
-            return self._ufunc(ufunc, method, inputs, kwargs)
-
-    def _ufunc(self, ufunc: Any, method: str, inputs: tuple, kwargs: dict) -> Any:
-        plain = tuple(x.view(_np.ndarray) if isinstance(x, ArrayImpl) else x for x in inputs)
-        if method == "__call__" and builtins.any(isinstance(x, _Box) for x in inputs):
-            return _canon(getattr(_anp, ufunc.__name__)(*plain, **kwargs))  # a traced operand: trace it
-        if "out" in kwargs:  # in place (x += 1): numpy's own casting rules, nothing to canonicalise
-            kwargs["out"] = tuple(o.view(_np.ndarray) if isinstance(o, ArrayImpl) else o for o in kwargs["out"])
-            getattr(ufunc, method)(*plain, **kwargs)
-            return kwargs["out"][0] if len(kwargs["out"]) == 1 else kwargs["out"]
-        try:
-            result = getattr(ufunc, method)(*plain, **kwargs)
-        except ValueError as err:
-            if "could not be broadcast" in str(err):
-                shapes = ", ".join(str(_np.shape(_getval(x))) for x in inputs)
-                raise TypeError(f"{ufunc.__name__} got incompatible shapes for broadcasting: {shapes}.") from None
-            raise
-        if type(result) is tuple:
-            return _canon(tuple(_np.asarray(r) for r in result))
-        result = _np.asarray(result)
-        if method == "__call__" and result.dtype != bool:
-            target = result_type(*inputs)  # JAX's promotion: bool + 1 is int32, not numpy's int8/int64
-            if not (result.dtype.kind in "fc" and target.kind in "biu"):  # int / int: numpy's float
-                result = result.astype(target)
-        return _canon(result)
+            plain = tuple(x.view(_np.ndarray) if isinstance(x, ArrayImpl) else x for x in inputs)
+            if method == "__call__" and builtins.any(isinstance(x, _Box) for x in inputs):
+                return _canon(getattr(_anp, ufunc.__name__)(*plain, **kwargs))  # a traced operand: trace it
+            if "out" in kwargs:  # in place (x += 1): numpy's own casting rules, nothing to canonicalise
+                kwargs["out"] = tuple(o.view(_np.ndarray) if isinstance(o, ArrayImpl) else o for o in kwargs["out"])
+                getattr(ufunc, method)(*plain, **kwargs)
+                return kwargs["out"][0] if len(kwargs["out"]) == 1 else kwargs["out"]
+            try:
+                result = getattr(ufunc, method)(*plain, **kwargs)
+            except ValueError as err:
+                if "could not be broadcast" in str(err):
+                    shapes = ", ".join(str(_np.shape(_getval(x))) for x in inputs)
+                    raise TypeError(f"{ufunc.__name__} got incompatible shapes for broadcasting: {shapes}.") from None
+                raise
+            if type(result) is tuple:
+                return _canon(tuple(_np.asarray(r) for r in result))
+            result = _np.asarray(result)
+            if method == "__call__" and result.dtype != bool:
+                target = result_type(*inputs)  # JAX's promotion: bool + 1 is int32, not numpy's int8/int64
+                if not (result.dtype.kind in "fc" and target.kind in "biu"):  # int / int: numpy's float
+                    result = result.astype(target)
+            return _canon(result)
 
 
 class _TracedArray(_JaxArrayMethods, _ArrayBox):

@@ -19,7 +19,7 @@ from ...exercises import (
     type_name,
 )
 from .common import _lesson_setup, _same_tree, _whole_tree, graded_exercise
-from .reruns import RERUN_BUDGET, follows_the_lesson, passed
+from .reruns import RERUN_BUDGET, follows_the_lesson
 
 
 def _nested_params():
@@ -104,7 +104,7 @@ def right_at(point) -> dict:
 
 def grade(answer, context: CheckContext) -> Outcome:
     outcome = _grade_nested_scale_grad(answer)
-    if passed(outcome):
+    if outcome.passed:
         move = "build nested from `params` and compute g with jax.grad"
         return follows_the_lesson(EXERCISE, outcome, answer, context, "params", move, right_at)
     if context.cell is None:

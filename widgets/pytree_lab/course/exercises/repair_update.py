@@ -9,7 +9,7 @@ import dataclasses
 from ... import lesson
 from ...exercises import CheckContext, Outcome, TreeSpec, as_number_array, fmt_num, grade_tree, tools
 from .common import _lesson_setup, _lesson_step, _whole_tree, graded_exercise
-from .reruns import follows_the_lesson, passed
+from .reruns import follows_the_lesson
 
 _LR = fmt_num(lesson.LEARNING_RATE)  # the lesson's learning rate, as the sentences write it
 _BY_PATH = f"jax.tree.map(lambda p, g: p - {_LR} * g, params, grads)"
@@ -88,7 +88,7 @@ def _grade_repair_update(answer) -> Outcome:
 
 def grade(answer, context: CheckContext) -> Outcome:
     outcome = _grade_repair_update(answer)
-    if passed(outcome):
+    if outcome.passed:
         move = "compute it from `params` and `grads` with jax.tree.map"
         return follows_the_lesson(EXERCISE, outcome, answer, context, "params and grads", move, right_at)
     if context.cell is not None and "zip(" in (context.cell.code or ""):

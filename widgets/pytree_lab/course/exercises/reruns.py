@@ -9,7 +9,7 @@ from typing import Any
 
 from ... import lesson
 from ...exercises import CheckContext, Exercise, Outcome, cell_python, describe_failure, run_guarded, tools
-from .common import _same_tree, lesson_point
+from .common import _same_tree, _same_tree_guarded, lesson_point
 
 RERUNS = 2  # other parameter points per check
 RERUN_BUDGET = 10.0
@@ -34,10 +34,7 @@ def variant_changes(namespace: dict, code: str, point: dict, lesson_trees: dict)
         value = namespace.get(name)
         if not isinstance(value, dict):
             continue
-        swapped[name] = next(
-            (point[k] for k, tree in lesson_trees.items() if run_guarded(_same_tree, value, tree, budget=2.0).value),
-            None,
-        )
+        swapped[name] = next((point[k] for k, tree in lesson_trees.items() if _same_tree_guarded(value, tree)), None)
     # the notebook's own leaf objects of those trees, by identity, and the other point's leaf
     by_leaf = {
         id(leaf): other[key]
@@ -81,10 +78,6 @@ def other_point(rng, lesson_expected: dict[str, list[Any]], expected: Callable[[
         ):
             return point
     raise RuntimeError("no parameter point away from the lesson's was found")  # pragma: no cover
-
-
-def passed(outcome: Outcome) -> bool:
-    return outcome.passed if outcome.passed is not None else outcome.passed_cases == outcome.total_cases
 
 
 def follows_the_lesson(
@@ -160,9 +153,9 @@ def _rerun_problems(ex: Exercise, answer, context: CheckContext, changes, move, 
             if name in problems:
                 continue
             got = ns.get(name)
-            if any(run_guarded(_same_tree, got, right, budget=2.0).value for right in want[name]):
+            if any(_same_tree_guarded(got, right) for right in want[name]):
                 continue
-            if run_guarded(_same_tree, got, answers.get(name), budget=2.0).value:
+            if _same_tree_guarded(got, answers.get(name)):
                 changing = f"{changes} change" if " and " in changes else f"`{changes}` changes"
                 problems[name] = f"{name}: this value does not change when {changing}: {move}."
             else:
