@@ -513,10 +513,11 @@
   // opens instead), "none" (no preview of this notebook), "late" (JupyterLab showed it first).
   function said(what) { document.documentElement.dataset.ptlPreview = what; }
 
+  // Resolves once the preview is drawn (its stored widgets too) or there is none to draw.
   function preview() {
     var path = openedPath();
-    if (!path || !window.fetch) return said("none");
-    fetch(previewsUrl + path.split("/").map(encodeURIComponent).join("/") + ".json")
+    if (!path || !window.fetch) return Promise.resolve(said("none"));
+    return fetch(previewsUrl + path.split("/").map(encodeURIComponent).join("/") + ".json")
       .then(function (answer) { return answer.ok ? answer.json() : null; })
       .then(function (data) {
         if (!data) return said("none");
@@ -524,8 +525,10 @@
           if (saved) return said("saved");
           return linkTheme(data.storage).then(function () {
             if (previewEnded) return said("late");
-            if (document.body) showPreview(data);
-            else document.addEventListener("DOMContentLoaded", function () { if (!previewEnded) showPreview(data); });
+            if (document.body) return showPreview(data);
+            return new Promise(function (resolve) {
+              document.addEventListener("DOMContentLoaded", function () { resolve(previewEnded || showPreview(data)); });
+            });
           });
         });
       })
@@ -544,6 +547,7 @@
     status.textContent = "Opening the lesson: shown as the site stored it while JupyterLab starts (nothing here reacts yet).";
     var cells = child("div", "ptl-preview-cells", root);
     cells.inert = true;
+    var drawn = [];
     data.cells.forEach(function (cell) {
       var box = child("div", "ptl-preview-cell", cells);
       if (cell.markdown !== undefined) {
@@ -557,7 +561,7 @@
       child("pre", "ptl-preview-code", box).innerHTML = cell.code; // pygments' escaped HTML, made by the build
       cell.outputs.forEach(function (out) {
         if (out.stored) {
-          storedInto(child("div", "ptl-stored ptl-preview-out", box), out.stored, out.text, TEXT_ONLY);
+          drawn.push(storedInto(child("div", "ptl-stored ptl-preview-out", box), out.stored, out.text, TEXT_ONLY));
         } else if (out.png) {
           var img = child("img", "ptl-preview-out", box);
           img.alt = out.text || "an image output";
@@ -570,6 +574,7 @@
     document.body.appendChild(root);
     previewing = { root: root };
     said("shown");
+    return Promise.all(drawn);
   }
 
   // The cell at the top of the preview as the student scrolled it (0 where not scrolled).
@@ -640,8 +645,15 @@
   }
 
   if (script && script.hasAttribute("data-ptl-preview")) { // loaded by the page, not by JupyterLab
-    startKernel();
-    preview();
+    // the kernel's downloads (tens of MB) wait for the preview's (under 1 MB), which a slow link
+    // would otherwise share with them: until it is drawn, or 3 s
+    var kernelWaits = true;
+    var kernelGoes = function () {
+      if (kernelWaits) startKernel();
+      kernelWaits = false;
+    };
+    preview().then(kernelGoes, kernelGoes);
+    setTimeout(kernelGoes, 3000);
   }
 
   window._JUPYTERLAB = window._JUPYTERLAB || {};
