@@ -369,7 +369,7 @@ PYODIDE_KERNEL_PYPI = Path("extensions") / PYODIDE_KERNEL_EXTENSION / "static" /
 PRELOAD_PACKAGES = ["micropip", "ipython", "jedi"]
 # What the kernel would install from its own wheel index after Pyodide booted (jupyterlite-pyodide-
 # kernel 0.8.6's worker: piplite with micropip, then these with piplite): the lock names them too
-# (fix_hashes), so they are preloaded with the others and the worker installs nothing.
+# (preload), so they are preloaded with the others and the worker installs nothing.
 KERNEL_START_WHEELS = ("piplite", "ipykernel", "pyodide_kernel", "comm")
 KERNEL_START_PACKAGES = ["micropip", "piplite", "ipykernel", "comm", "pyodide-kernel", "jedi", "ipython"]
 
