@@ -603,12 +603,30 @@
     });
   }
 
+  // The cell at the notebook's top, kept there while JupyterLab still draws the cells above it
+  // (their heights change as their outputs render): until the student scrolls, clicks or types,
+  // or for 10 s.
+  function pin(panel, cell) {
+    cell.node.scrollIntoView({ block: "start" });
+    var at = cell.node.getBoundingClientRect().top;
+    var until = Date.now() + 10000;
+    var stop = function () { until = 0; };
+    ["wheel", "touchstart", "keydown", "mousedown"].forEach(function (type) {
+      panel.node.addEventListener(type, stop, { capture: true, once: true });
+    });
+    (function hold() {
+      if (Date.now() > until || !cell.node.isConnected) return;
+      if (Math.abs(cell.node.getBoundingClientRect().top - at) > 2) cell.node.scrollIntoView({ block: "start" });
+      requestAnimationFrame(hold);
+    })();
+  }
+
   // The preview goes; the notebook shows the cell the preview's top showed.
   function endPreview(panel, at) {
     previewEnded = true;
     if (!previewing) return;
     var cell = at > 0 && panel && panel.content && panel.content.widgets[at];
-    if (cell && cell.node && cell.node.isConnected) cell.node.scrollIntoView({ block: "start" });
+    if (cell && cell.node && cell.node.isConnected) pin(panel, cell);
     else if (cell && panel.content.scrollToItem) Promise.resolve(panel.content.scrollToItem(at, "start")).catch(function () {});
     previewing.root.remove();
     previewing = null;
