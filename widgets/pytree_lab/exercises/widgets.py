@@ -192,52 +192,54 @@ class CheckButton(_ExerciseWidget):
         runs at a time per button (a second caller waits for the first)."""
         with self._check_lock:
             self.checks_run += 1
-            self.attempts += 1
-            self.busy, self.status, self.announcement = True, "checking", f"Checking ({self.attempts})…"
+            return self._check()
+
+    def _check(self) -> CheckResult | None:
+        self.attempts += 1
+        self.busy, self.status, self.announcement = True, "checking", f"Checking ({self.attempts})…"
+        try:
+            run = last_run(self.exercise.id)
             try:
-                run = last_run(self.exercise.id)
-                try:
-                    answer = self._answer()
-                except Exception as exc:  # noqa: BLE001 - a name not defined yet, a broken getter
-                    if run is not None and run.error_text:
-                        answer = Ellipsis
-                    else:
-                        name = self._get_answer if isinstance(self._get_answer, str) else "your answer"
-                        self.result = None
-                        self.status, self.score = "error", 0.0
-                        self.feedback = (
-                            f"Could not get {name}: {exception_text(exc)}. "
-                            "Run the cell that defines it, then check again."
-                        )
-                        self.announcement = f"Check {self.attempts}: no answer yet. {self.feedback}"
-                        return None
-                stale = run.error_text if run is not None and run.error_text else None
-                code = run.code if run is not None else None
-                if stale is not None or not is_unanswered(answer):
-                    self._tried += 1
-                context = CheckContext(rng=self._rng, cell=run, stale=stale, code=code, evidence=self.evidence)
-                result = check(self.exercise, answer, context)
-                self.result, self.score, self.feedback = result, result.score, result.feedback
-                self.status = "passed" if result.passed else "failed"
-                if not result.passed:
-                    self.failed_attempts += 1
-                verdict = "passed" if result.passed else "not yet"
-                cases = (
-                    f" ({result.cases_passed} of {result.cases_total} {result.unit} right)"
-                    if result.cases_total > 1
-                    else ""
-                )
-                offer = ""
-                if self.exercise.solutions and not self.exercise.graded and not self.solution and self._tried:
-                    self.solution_available = True
-                    if self.failed_attempts >= 2:
-                        offer = " A reference solution is available: “Show a reference solution”."
-                self.announcement = f"Check {self.attempts}: {verdict}, score {result.score:.2f}{cases}.{offer}"
-                return result
-            finally:
-                self.busy = False
-                if self.status == "checking":
-                    self.status = "error"
+                answer = self._answer()
+            except Exception as exc:  # noqa: BLE001 - a name not defined yet, a broken getter
+                if run is not None and run.error_text:
+                    answer = Ellipsis
+                else:
+                    name = self._get_answer if isinstance(self._get_answer, str) else "your answer"
+                    self.result = None
+                    self.status, self.score = "error", 0.0
+                    self.feedback = (
+                        f"Could not get {name}: {exception_text(exc)}. Run the cell that defines it, then check again."
+                    )
+                    self.announcement = f"Check {self.attempts}: no answer yet. {self.feedback}"
+                    return None
+            stale = run.error_text if run is not None and run.error_text else None
+            code = run.code if run is not None else None
+            if stale is not None or not is_unanswered(answer):
+                self._tried += 1
+            context = CheckContext(rng=self._rng, cell=run, stale=stale, code=code, evidence=self.evidence)
+            result = check(self.exercise, answer, context)
+            self.result, self.score, self.feedback = result, result.score, result.feedback
+            self.status = "passed" if result.passed else "failed"
+            if not result.passed:
+                self.failed_attempts += 1
+            verdict = "passed" if result.passed else "not yet"
+            cases = (
+                f" ({result.cases_passed} of {result.cases_total} {result.unit} right)"
+                if result.cases_total > 1
+                else ""
+            )
+            offer = ""
+            if self.exercise.solutions and not self.exercise.graded and not self.solution and self._tried:
+                self.solution_available = True
+                if self.failed_attempts >= 2:
+                    offer = " A reference solution is available: “Show a reference solution”."
+            self.announcement = f"Check {self.attempts}: {verdict}, score {result.score:.2f}{cases}.{offer}"
+            return result
+        finally:
+            self.busy = False
+            if self.status == "checking":
+                self.status = "error"
 
     def reveal_solution(self) -> str | None:
         """The reference solution of a practice exercise, once the student has checked at least once;
