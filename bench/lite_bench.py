@@ -1,7 +1,7 @@
 """JupyterLite site numbers, old build vs new: size, page open -> first diagram, kernel ready, live
 diagram, first slider move; on this machine, with a 4x slower CPU, on a 10 Mbit/s link; a second visit.
 
-    python bench/lite_bench.py [--runs 5] [--variants old,new,lean,snapshot]
+    python bench/lite_bench.py [--runs 5] [--variants old,new,lean,snapshot,stock]
                                 [--conditions machine,cpu4x,10mbit] [--json FILE]
     python -m bench --only lite     # the same, as section 5 of `make bench`
 
@@ -38,6 +38,7 @@ import contextlib
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -99,12 +100,19 @@ def loaded_bytes(site: Path, net: browse.NetLog) -> int:
 
 # When a diagram is first on screen (the build's stored one, or else the live one): milliseconds
 # from the page's navigation start, kept by the page itself (again after a reload).
+# When the first diagram is on screen (the stored one or a live one), and when JupyterLab has drawn
+# the notebook's first cell (its own, not the stored-output preview the pages draw before it)
 FIRST_DIAGRAM = """
 new MutationObserver((_, observer) => {
     const item = document.querySelector('[role=tree] [role=treeitem]');
     if (item && item.checkVisibility()) { window.ptlFirstDiagram = performance.now(); observer.disconnect(); }
 }).observe(document, { childList: true, subtree: true });
+new MutationObserver((_, observer) => {
+    const cell = document.querySelector('#jp-main-dock-panel .jp-NotebookPanel .jp-Cell');
+    if (cell && cell.checkVisibility()) { window.ptlNotebookDrawn = performance.now(); observer.disconnect(); }
+}).observe(document, { childList: true, subtree: true });
 """
+DRAWN = "() => window.ptlNotebookDrawn"
 # The live slider of a cell (not a stored one: the build's outputs are inert) and the text of the
 # diagram after it, as a student sees them.
 LIVE_SLIDER = """(cell) => {
@@ -136,14 +144,20 @@ def move_slider(page, index: int) -> str:
     return value
 
 
-def one_run(playwright, site: Path, server: SiteServer, cpu: float = 1.0) -> dict:
+def one_run(playwright, site: Path, server: SiteServer, cpu: float = 1.0, stock: bool = False) -> dict:
     """A student's first visit (a fresh profile on disk), then a reload of the page (the second
-    visit: the same profile, its HTTP cache warm)."""
+    visit: the same profile, its HTTP cache warm). On the stock site (no kernel, no extension)
+    only JupyterLab's drawing of the notebook is timed."""
     with tempfile.TemporaryDirectory(prefix="pytree-lab-lite-profile-") as profile:
-        return _one_run(playwright, site, server, cpu, Path(profile))
+        return _one_run(playwright, site, server, cpu, Path(profile), stock)
 
 
-def _one_run(playwright, site: Path, server: SiteServer, cpu: float, profile: Path) -> dict:
+def _drawn(page) -> float:
+    """Seconds from the page's navigation to JupyterLab's first drawn cell of the notebook."""
+    return round(page.wait_for_function(DRAWN, timeout=browse.Timeouts.ms(browse.Timeouts.PAGE)).json_value() / 1000, 2)
+
+
+def _one_run(playwright, site: Path, server: SiteServer, cpu: float, profile: Path, stock: bool = False) -> dict:
     context, net = browse.cached_profile(playwright, profile)
     context.add_init_script(FIRST_DIAGRAM)
     since = lambda: round(time.monotonic() - net.started, 2)  # noqa: E731
@@ -153,6 +167,11 @@ def _one_run(playwright, site: Path, server: SiteServer, cpu: float, profile: Pa
         devtools.send("Emulation.setCPUThrottlingRate", {"rate": cpu})
         sent_at_open = server.sent
         browse.open_notebook(page, server.url, NOTEBOOK, net)
+        if stock:
+            first = {"notebook_drawn_s": _drawn(page)}
+            page.reload(timeout=browse.Timeouts.ms(browse.Timeouts.PAGE))
+            browse.show_notebook(page, NOTEBOOK)
+            return {**first, "second_visit_notebook_drawn_s": _drawn(page)}
         browse.wait_kernel_ready(page)
         kernel_ready = since()
         kernel_bytes = loaded_bytes(site, net)
@@ -170,6 +189,7 @@ def _one_run(playwright, site: Path, server: SiteServer, cpu: float, profile: Pa
         slider = since()
         first = {
             "first_diagram_visible_s": round(first_visible, 2),
+            "notebook_drawn_s": _drawn(page),
             "kernel_ready_s": kernel_ready,
             "setup_cell_done_s": setup_done,
             "first_diagram_s": diagram,
@@ -187,6 +207,7 @@ def _one_run(playwright, site: Path, server: SiteServer, cpu: float, profile: Pa
         browse.show_notebook(page, NOTEBOOK)
         browse.wait_kernel_ready(page)
         first["second_visit_kernel_ready_s"] = since()
+        first["second_visit_notebook_drawn_s"] = _drawn(page)
         first["second_visit_bytes_sent"] = server.sent - sent
         return first
     finally:
@@ -205,6 +226,11 @@ VARIANTS = {
     # the kernel started from a memory snapshot made at build time (`build.py --snapshot`,
     # experimental): opened only when asked for (--variants)
     "snapshot": {"fast_start": True, "stored_outputs": True, "snapshot": True},
+    # JupyterLite's own site with the notebook and nothing else (no extension, no kernel, no
+    # preview: `jupyter lite build --ignore-sys-prefix`): how soon JupyterLab alone draws the
+    # notebook here, the floor under every "kernel ready" (a kernel is ready only in a drawn
+    # notebook); opened only when asked for (--variants)
+    "stock": {"stock": True},
 }
 DEFAULT_VARIANTS = ("old", "new", "lean")
 RUNS = 5  # per variant; medians
@@ -229,6 +255,10 @@ def build_and_rebuild(tmp: Path, variants: tuple[str, ...]) -> tuple[dict, dict,
     try:
         for name in variants:
             sites[name] = tmp / f"site-{name}"
+            if VARIANTS[name].get("stock"):
+                manifests[name] = build_stock(sites[name], notebook)
+                build_s[name] = rebuild_s[name] = None
+                continue
             started = time.monotonic()
             manifests[name] = build_site(sites[name], [notebook], **VARIANTS[name])
             build_s[name] = round(time.monotonic() - started, 1)
@@ -240,6 +270,33 @@ def build_and_rebuild(tmp: Path, variants: tuple[str, ...]) -> tuple[dict, dict,
     finally:
         lite_build_module.BYTECODE_CACHE = saved_cache
     return sites, manifests, build_s, rebuild_s
+
+
+def build_stock(site: Path, notebook: Path) -> dict:
+    """JupyterLite's own build of the notebook, with none of the extensions installed here; the
+    totals of a build's manifest (no Pyodide, no wheels: the site has no kernel)."""
+    work = site.with_name(site.name + "-work")
+    work.mkdir()
+    jupyter = Path(sys.executable).with_name("jupyter")
+    command = [
+        str(jupyter),
+        "lite",
+        "build",
+        "--ignore-sys-prefix",
+        "--contents",
+        str(notebook),
+        "--output-dir",
+        str(site),
+    ]
+    subprocess.run(command, cwd=work, check=True, capture_output=True)
+    files = [p for p in site.rglob("*") if p.is_file()]
+    return {
+        "total_bytes": sum(p.stat().st_size for p in files),
+        "total_files": len(files),
+        "pyodide_core": [],
+        "lock_wheels": [],
+        "index_wheels": [],
+    }
 
 
 CONDITIONS = {
@@ -254,10 +311,12 @@ CONDITIONS = {
 # (key of a run, label, seconds or bytes): the rows of each condition's table, in order
 ROWS = (
     ("first_diagram_visible_s", "page open -> first diagram visible", "s"),
+    ("notebook_drawn_s", "page open -> JupyterLab drew the notebook", "s"),
     ("kernel_ready_s", "page open -> kernel ready", "s"),
     ("setup_cell_done_s", "page open -> setup cell done", "s"),
     ("first_diagram_s", "page open -> first live diagram", "s"),
     ("slider_answered_s", "page open -> first slider move answered", "s"),
+    ("second_visit_notebook_drawn_s", "second visit: reload -> notebook drawn", "s"),
     ("second_visit_kernel_ready_s", "second visit: reload -> kernel ready", "s"),
     ("bytes_to_first_paint", "sent by the server before first paint", "B"),
     ("bytes_to_kernel_ready", "loaded until kernel ready", "B"),
@@ -295,7 +354,8 @@ def measure(playwright, sites: dict, servers: dict, variants: tuple[str, ...], c
             for i in range(runs):
                 order = list(variants[i % len(variants) :]) + list(variants[: i % len(variants)])
                 for name in order:
-                    results[name].append(one_run(playwright, sites[name], servers[name], setting["cpu"]))
+                    stock = VARIANTS.get(name, {}).get("stock", False)
+                    results[name].append(one_run(playwright, sites[name], servers[name], setting["cpu"], stock))
         finally:
             for server in servers.values():
                 server.limit(None)
@@ -327,6 +387,8 @@ def judge(conditions: dict) -> list[dict]:
         if cond not in conditions:
             continue
         for name, medians in conditions[cond]["medians"].items():
+            if VARIANTS.get(name, {}).get("stock"):
+                continue  # the floor, not a build of the course
             value = medians.get(key)
             judged.append(
                 {
@@ -415,16 +477,19 @@ def report(r: dict) -> str:
             lines.append(f"  {label:46}{text}")
         for name in names:
             lines.append(
-                f"  {name} runs (diagram visible / kernel / setup / live diagram / slider / 2nd visit kernel, s): "
+                f"  {name} runs (diagram visible / notebook drawn / kernel / setup / live diagram / slider / "
+                "2nd visit notebook drawn / kernel, s): "
                 + "; ".join(
                     " / ".join(
                         str(x.get(k))
                         for k in (
                             "first_diagram_visible_s",
+                            "notebook_drawn_s",
                             "kernel_ready_s",
                             "setup_cell_done_s",
                             "first_diagram_s",
                             "slider_answered_s",
+                            "second_visit_notebook_drawn_s",
                             "second_visit_kernel_ready_s",
                         )
                     )
@@ -441,7 +506,12 @@ def report(r: dict) -> str:
         values = [r["variants"][n].get(key) for n in names]
         text = "".join(f"{'—' if v is None else f(v):>12}" for v in values)
         if with_old and r["variants"]["old"].get(key):
-            text += "".join(f"{r['variants'][n][key] / r['variants']['old'][key]:>11.2f}" for n in ratio_names)
+            text += "".join(
+                f"{'':>11}"
+                if r["variants"][n].get(key) is None
+                else f"{r['variants'][n][key] / r['variants']['old'][key]:>11.2f}"
+                for n in ratio_names
+            )
         lines.append(f"  {label:46}{text}")
     if r.get("targets"):
         lines += ["", "  targets (medians; judged per build):"]

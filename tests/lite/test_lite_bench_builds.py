@@ -15,7 +15,8 @@ import nbformat
 import pytest
 
 from bench import lite_bench
-from lite_build import build as lite_build_module
+from lite_build import browse, build as lite_build_module
+from lite_build.serve import SiteServer
 
 
 def test_first_build_and_rebuild_after_one_notebook_edit_are_timed(tmp_path, monkeypatch):
@@ -114,3 +115,21 @@ def test_every_condition_gives_every_row_on_the_built_site(lite_site, lite_serve
     judged = lite_bench.judge(measured)
     assert [(t["condition"], t["target_s"]) for t in judged] == [(c, s) for c, _, s, _ in lite_bench.TARGETS]
     assert all(isinstance(t["met"], bool) for t in judged)
+
+
+@pytest.mark.browser
+def test_the_stock_site_times_jupyterlab_drawing_the_notebook_and_is_no_build_of_the_course(tmp_path, pw):
+    # the floor under "kernel ready": JupyterLite's own site with the benchmark's notebook and
+    # nothing of the course (no extension, no kernel, no stored outputs)
+    site = tmp_path / "site-stock"
+    manifest = lite_bench.build_stock(site, lite_bench.write_notebook(tmp_path))
+    assert (site / "files" / lite_bench.NOTEBOOK).is_file()
+    assert not list(site.glob("extensions/*/*/package.json")) and not list(site.glob("extensions/*/package.json"))
+    assert "data-ptl" not in (site / "lab" / "index.html").read_text()
+    assert manifest["total_files"] == sum(1 for p in site.rglob("*") if p.is_file()) and manifest["total_bytes"] > 0
+    with SiteServer(site) as server:
+        run = lite_bench.one_run(pw, site, server, stock=True)
+    assert set(run) == {"notebook_drawn_s", "second_visit_notebook_drawn_s"}, run
+    assert all(0 < v < browse.Timeouts.PAGE for v in run.values()), run
+    medians = {"stock": {key: run.get(key) for key, _, _ in lite_bench.ROWS}}
+    assert lite_bench.judge({"machine": {"medians": medians}}) == []  # the floor is no build to judge
