@@ -111,8 +111,8 @@ def _uses_browser(item) -> bool:
 # tests that use the session's built site (tests/lite/conftest.py `lite_site`) share one group,
 # every other module is a group of its own (a worker that runs JupyterLab tests starts its own Lab
 # server, once; concurrent site builds share lite_build/.cache, whose writes are atomic). The
-# scheduler below hands out whole groups, longest first (seconds on a quiet 2-core machine,
-# rounded), so the run does not end waiting on one long group started last.
+# scheduler below hands out whole groups, longest first (seconds each took in a full `make test`
+# with `--durations=0`, rounded), so the run does not end waiting on one long group started last.
 _LITE_SITE_MODULES = {
     f"tests/lite/{name}.py"
     for name in (
@@ -129,23 +129,29 @@ _LITE_SITE_MODULES = {
 # a long test that shares no module fixture is a group of its own, so it runs beside its module
 _TERM_REGRADE = "tests/test_nbgrader.py::test_a_term_late_penalty_regrade_after_a_fixed_hidden_test_and_exports"
 _GROUP_SECONDS = {
-    "lite": 620,
-    "tests/test_nbgrader.py": 460,
-    _TERM_REGRADE: 180,
-    "tests/lite/test_lean_site.py": 170,
-    "tests/lite/test_bytecode_cache.py": 110,
-    "tests/browser/test_frontends.py": 120,
-    "tests/test_binder.py": 120,
-    "tests/test_documented_install.py": 110,
-    "tests/test_notebooks.py": 100,
-    "tests/browser/test_browser_explorer.py": 90,
-    "tests/browser/test_big_trees.py": 80,
-    "tests/browser/test_browser_lecture_layout.py": 90,
-    "tests/test_hub.py": 60,
-    "tests/test_floors_tool.py": 130,
-    "tests/browser/test_browser_export.py": 90,
+    "lite": 700,
+    "tests/test_nbgrader.py": 490,
+    _TERM_REGRADE: 165,
+    "tests/test_notebooks.py": 170,
+    "tests/test_binder.py": 140,
+    "tests/test_floors_tool.py": 125,
+    "tests/test_computed_answers.py": 125,
+    "tests/browser/test_browser_lecture_layout.py": 105,
+    "tests/browser/test_browser_explorer.py": 100,
+    "tests/test_documented_install.py": 90,
+    "tests/test_hub.py": 85,
+    "tests/lite/test_bytecode_cache.py": 80,
+    "tests/test_explorer_hostile.py": 75,
+    "tests/test_bench_runs.py": 70,
+    "tests/test_big_explorer.py": 70,
+    "tests/browser/test_frontends.py": 60,
+    "tests/browser/test_browser_bars.py": 60,
+    "tests/test_bad_input.py": 55,
     "tests/browser/test_contrast.py": 50,
+    "tests/lite/test_lean_site.py": 50,
     "tests/browser/test_keys_and_focus.py": 50,
+    "tests/browser/test_browser_exercises.py": 50,
+    "tests/test_explorer_layout.py": 50,
 }
 
 
