@@ -169,8 +169,9 @@ def _one_run(playwright, site: Path, server: SiteServer, cpu: float, profile: Pa
         browse.open_notebook(page, server.url, NOTEBOOK, net)
         if stock:
             first = {"notebook_drawn_s": _drawn(page)}
-            page.reload(timeout=browse.Timeouts.ms(browse.Timeouts.PAGE))
-            browse.show_notebook(page, NOTEBOOK)
+            # opened again by its address: a reload this soon can come before JupyterLab has
+            # saved the workspace that reopens the notebook
+            browse.open_notebook(page, server.url, NOTEBOOK, net)
             return {**first, "second_visit_notebook_drawn_s": _drawn(page)}
         browse.wait_kernel_ready(page)
         kernel_ready = since()
