@@ -98,10 +98,9 @@ def loaded_bytes(site: Path, net: browse.NetLog) -> int:
     return total
 
 
-# When a diagram is first on screen (the build's stored one, or else the live one): milliseconds
-# from the page's navigation start, kept by the page itself (again after a reload).
-# When the first diagram is on screen (the stored one or a live one), and when JupyterLab has drawn
-# the notebook's first cell (its own, not the stored-output preview the pages draw before it)
+# When a diagram is first on screen (the build's stored one, or else the live one), and when
+# JupyterLab has drawn the notebook's first cell (its own, not the preview the pages draw before
+# it): milliseconds from the page's navigation start, kept by the page itself (again after a reload).
 FIRST_DIAGRAM = """
 new MutationObserver((_, observer) => {
     const item = document.querySelector('[role=tree] [role=treeitem]');
@@ -234,6 +233,13 @@ VARIANTS = {
     "stock": {"stock": True},
 }
 DEFAULT_VARIANTS = ("old", "new", "lean", "stock")
+
+
+def is_stock(name: str) -> bool:
+    """The floor (JupyterLite's own site), not a build of the course."""
+    return VARIANTS.get(name, {}).get("stock", False)
+
+
 RUNS = 5  # per variant; medians
 
 
@@ -256,7 +262,7 @@ def build_and_rebuild(tmp: Path, variants: tuple[str, ...]) -> tuple[dict, dict,
     try:
         for name in variants:
             sites[name] = tmp / f"site-{name}"
-            if VARIANTS[name].get("stock"):
+            if is_stock(name):
                 manifests[name] = build_stock(sites[name], notebook)
                 build_s[name] = rebuild_s[name] = None
                 continue
@@ -355,8 +361,9 @@ def measure(playwright, sites: dict, servers: dict, variants: tuple[str, ...], c
             for i in range(runs):
                 order = list(variants[i % len(variants) :]) + list(variants[: i % len(variants)])
                 for name in order:
-                    stock = VARIANTS.get(name, {}).get("stock", False)
-                    results[name].append(one_run(playwright, sites[name], servers[name], setting["cpu"], stock))
+                    results[name].append(
+                        one_run(playwright, sites[name], servers[name], setting["cpu"], is_stock(name))
+                    )
         finally:
             for server in servers.values():
                 server.limit(None)
@@ -388,8 +395,8 @@ def judge(conditions: dict) -> list[dict]:
         if cond not in conditions:
             continue
         for name, medians in conditions[cond]["medians"].items():
-            if VARIANTS.get(name, {}).get("stock"):
-                continue  # the floor, not a build of the course
+            if is_stock(name):
+                continue
             value = medians.get(key)
             judged.append(
                 {
