@@ -16,7 +16,7 @@ from typing import Any
 
 from .formatting import fmt_number, visible
 from .summaries import Later, summarise_arrays
-from .tree_model import (  # noqa: F401 - the model's types, importable from here
+from .tree_model import (  # the model's types, importable from here too (__all__)
     _FLOAT_DTYPES,
     MAX_DEPTH,
     Leaf,
@@ -25,10 +25,8 @@ from .tree_model import (  # noqa: F401 - the model's types, importable from her
     TreeSummary,
     _fatal,
     _NewLeaf,
-    _split_path,
     _Unreadable,
     _unreadable_message,
-    dtype_shape_label,
     element_labels,
     gc_paused,
     path_label,
