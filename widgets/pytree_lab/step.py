@@ -214,7 +214,7 @@ class Staged:
                     self._compiled_event.set()
 
         thread = threading.Thread(target=compile_, name="pytree-lab compile", daemon=True)
-        _wait_at_exit(thread)
+        _compiles[:] = [t for t in _compiles if t.is_alive()] + [thread]  # waited for at exit
         thread.start()
 
     def _interpreters(self, closed: Any, out_tree: Any) -> tuple[Callable, Callable | None]:
@@ -250,10 +250,6 @@ class Staged:
 # script or an nbconvert run that ends right after making an explorer must exit cleanly.
 EXIT_WAIT = 120.0
 _compiles: list = []
-
-
-def _wait_at_exit(thread: Any) -> None:
-    _compiles[:] = [t for t in _compiles if t.is_alive()] + [thread]
 
 
 @atexit.register
