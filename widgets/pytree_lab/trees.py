@@ -322,16 +322,12 @@ def _describe(tree: Any, name: str, values: bool | str) -> tuple[TreeSummary, li
                     pending.append((node, obj, shape, dtype, len(leaves)))
                     leaves.append(None)
                     continue
-                leaf = _leaf(node.path, obj, len(leaves), values)
-                node.leaf = leaf
-            except _Unreadable as problem:
-                raise TreeError(_unreadable_message(name + node.path, obj, problem), node.path) from problem.error
+                node.leaf = leaf = _leaf(node.path, obj, len(leaves), values)
             except BaseException as err:
                 if _fatal(err):
                     raise
-                raise TreeError(
-                    _unreadable_message(name + node.path, obj, _Unreadable("leaf", err)), node.path
-                ) from err
+                unreadable = err if isinstance(err, _Unreadable) else _Unreadable("leaf", err)
+                raise TreeError(_unreadable_message(name + node.path, obj, unreadable), node.path) from unreadable.error
             leaves.append(leaf)
             continue
         node.kind, node.type_name, pieces = kids
