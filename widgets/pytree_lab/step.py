@@ -15,8 +15,12 @@ in the background; from `INTERPRET_EQNS` on it is never compiled (`Staged`).
 from __future__ import annotations
 
 import atexit
+import ctypes
 import functools
+import importlib
 import sys
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -120,8 +124,6 @@ def _malloc_trim() -> Any:
     """glibc's malloc_trim, None where there is none (musl, no libc.so.6, not Linux)."""
     if not sys.platform.startswith("linux"):
         return None
-    import ctypes
-
     try:
         return ctypes.CDLL("libc.so.6").malloc_trim
     except (OSError, AttributeError):
@@ -136,8 +138,6 @@ class Staged:
     without its gradient)."""
 
     def __init__(self, jitted: Callable, engine: Engine):
-        import threading
-
         self._jitted = jitted
         self._engine = engine
         self._signature: Any = None
@@ -195,8 +195,6 @@ class Staged:
         self.interpreted = False
 
     def _compile_in_background(self, traced: Any, generation: int) -> None:
-        import threading
-
         self.compiling = True
         self._compiled_event.clear()
 
@@ -218,8 +216,6 @@ class Staged:
         thread.start()
 
     def _interpreters(self, closed: Any, out_tree: Any) -> tuple[Callable, Callable | None]:
-        import importlib
-
         eng = self._engine
         core = importlib.import_module(eng.jax.__name__ + ".extend.core")
         run_all = core.jaxpr_as_fun(closed)
@@ -254,8 +250,6 @@ _compiles: list = []
 
 @atexit.register
 def _join_compiles() -> None:
-    import time
-
     deadline = time.monotonic() + EXIT_WAIT
     for thread in _compiles:
         thread.join(max(0.0, deadline - time.monotonic()))
