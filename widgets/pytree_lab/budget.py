@@ -399,13 +399,12 @@ def _by_watchdog(budget: _Budget, every: float | None = None, only_if=None) -> I
     while this says so (the main thread's stand-in, see `_budget`)."""
     target = threading.get_ident()
     lock = threading.Lock()
-    stop = threading.Event()
-    active = [True]
+    stop = threading.Event()  # set (under the lock) when the body ends
 
     def watch() -> None:
         while not stop.wait(every or budget.rule.interval):
             with lock:
-                if not active[0]:
+                if stop.is_set():
                     return
                 frame = sys._current_frames().get(target)
                 over = budget.over(frame)  # even if the body's cleanup could not run: this thread ends
@@ -420,7 +419,6 @@ def _by_watchdog(budget: _Budget, every: float | None = None, only_if=None) -> I
 
     def end() -> None:
         with lock:
-            active[0] = False
             stop.set()
         if budget.fired:  # one may still be pending: it must land here, not after the body
             _take_delivery()
