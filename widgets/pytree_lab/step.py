@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .engine import Engine, get_engine
-from .trees import x64_enabled
+from .trees import _scalar_dtype, x64_enabled
 
 __all__ = [
     "StepResult",
@@ -335,12 +335,8 @@ def pin_dtypes(tree: Any, engine: Engine | None = None) -> Any:
     x64 = x64_enabled()
 
     def pin(x):
-        if isinstance(x, bool):
-            return np.asarray(x)
-        if isinstance(x, int):
-            return np.asarray(x, np.int64 if x64 else np.int32)
-        if isinstance(x, float):
-            return np.asarray(x, np.float64 if x64 else np.float32)
+        if isinstance(x, (bool, int, float)):
+            return np.asarray(x, _scalar_dtype(x))
         if isinstance(x, (np.ndarray, np.generic)):
             return np.array(x, dtype=np.float32 if x.dtype == np.float64 and not x64 else x.dtype)
         if getattr(x, "weak_type", None) is False and type(x).__module__.startswith("jax"):
