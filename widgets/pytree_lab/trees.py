@@ -388,9 +388,7 @@ def _walk_str_dict(node: Node, obj: dict, push: Any, open_: dict, name: str) -> 
             return False
     keys = sorted(obj)
     for k in keys:
-        kt = texts.get(k)
-        if kt is None:
-            kt = _key_texts(k)
+        kt = texts.get(k) or _key_texts(k)
         child = obj[k]
         ct = type(child)
         if leafy and not (ct in _ARRAY_TYPES or ct in _ATOMS or child is None):
