@@ -72,9 +72,8 @@ def x64_enabled() -> bool:
 
 def _display_key(key: Any) -> str:
     """A dict key as the user reads it; look-alikes (`'a'` vs `'a '`) stay distinct."""
-    if isinstance(key, str):
-        if key and key == key.strip() and key.isprintable():
-            return key
+    if isinstance(key, str) and key and key == key.strip() and key.isprintable():
+        return key
     return repr(key)
 
 
