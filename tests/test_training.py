@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pytree_lab import lesson
-from pytree_lab.training import CHUNK, OptimizerError, TrainingStep, decompose_state
+from pytree_lab.optimizer_state import decompose_state
+from pytree_lab.training import CHUNK, OptimizerError, TrainingStep
 
 # optax's own code is not strict about dtypes: the tests that run it do so under JAX's default
 # dtype promotion (the lesson's model and the library's step are strict as everywhere).
@@ -519,7 +520,8 @@ def test_lite_optimizers_run_in_a_kernel_without_jax():
         from pytree_lab import lesson
         from pytree_lab.compat import optax
         from pytree_lab.engine import get_engine
-        from pytree_lab.training import TrainingStep, decompose_state
+        from pytree_lab.optimizer_state import decompose_state
+        from pytree_lab.training import TrainingStep
         assert get_engine().is_lite
         p = lesson.lesson_params()
         ts = TrainingStep(lesson.lesson_loss, optax.sgd(0.1, momentum=0.9))
@@ -534,7 +536,7 @@ def test_lite_optimizers_run_in_a_kernel_without_jax():
 
 def test_adams_constants_are_read_from_the_optimizer_as_built():
     from pytree_lab.compat import optax as lite_optax
-    from pytree_lab.training import adam_hyperparameters
+    from pytree_lab.optimizer_state import adam_hyperparameters
 
     assert adam_hyperparameters(optax.adam(0.1)) == {
         "b1": 0.9,

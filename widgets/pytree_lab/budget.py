@@ -104,7 +104,10 @@ class BudgetClock:
     reason: str | None = None
 
     def look(self, frame: FrameType, outside: set[int]) -> bool:
-        if not _user_code_running(frame, outside):
+        # only a user frame between the running frame and those already on the stack when the budget
+        # began counts (the notebook cell that built the explorer is the user's code too, but it is
+        # only waiting for the step)
+        if not any(is_user_frame(f) for f in _frames(frame, outside)):
             return False
         self.inside += TICK
         if id(frame) not in outside and is_user_frame(frame):
@@ -193,13 +196,6 @@ def _frames(frame: FrameType | None, outside: Container[int] = ()) -> Iterator[F
     while frame is not None and id(frame) not in outside:
         yield frame
         frame = frame.f_back
-
-
-def _user_code_running(frame: FrameType | None, outside: set[int]) -> bool:
-    """A user frame between the running frame and the frames that were already on the stack when
-    the budget began (the notebook cell that built the explorer is the user's code too, but it is
-    only waiting for the step: it must not count)."""
-    return any(is_user_frame(f) for f in _frames(frame, outside))
 
 
 def _in_cleanup(frame: FrameType | None, outside: set[int]) -> bool:
@@ -403,13 +399,12 @@ def _by_watchdog(budget: _Budget, every: float | None = None, only_if=None) -> I
     while this says so (the main thread's stand-in, see `_budget`)."""
     target = threading.get_ident()
     lock = threading.Lock()
-    stop = threading.Event()
-    active = [True]
+    stop = threading.Event()  # set (under the lock) when the body ends
 
     def watch() -> None:
         while not stop.wait(every or budget.rule.interval):
             with lock:
-                if not active[0]:
+                if stop.is_set():
                     return
                 frame = sys._current_frames().get(target)
                 over = budget.over(frame)  # even if the body's cleanup could not run: this thread ends
@@ -424,7 +419,6 @@ def _by_watchdog(budget: _Budget, every: float | None = None, only_if=None) -> I
 
     def end() -> None:
         with lock:
-            active[0] = False
             stop.set()
         if budget.fired:  # one may still be pending: it must land here, not after the body
             _take_delivery()

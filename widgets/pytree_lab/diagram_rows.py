@@ -8,7 +8,7 @@ import json
 import operator
 from typing import Any
 
-from .trees import Node, TreeSummary, _split_path, dtype_shape_label, gc_paused
+from .tree_model import Node, TreeSummary, _split_path, dtype_shape_label, gc_paused
 
 
 def _as_json_text(value: Any, widget: Any = None) -> str:

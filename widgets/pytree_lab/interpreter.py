@@ -289,16 +289,15 @@ def _refuse_exits(state: InterpreterState) -> None:
         _HOLDERS.add(id(state))
         if not first:
             return
-        doors = _DOORS
-        doors.clear()
-        doors["os._exit"] = os._exit
+        _DOORS.clear()
+        _DOORS["os._exit"] = os._exit
         refuse = _exit_refused("os._exit()")
         for module in _exit_homes():
             module._exit = refuse
         shell = ipython_shell()
         if shell is not None and hasattr(shell, "ask_exit"):
-            doors["shell"] = shell
-            doors["ask_exit"] = vars(shell).get("ask_exit", _ABSENT)
+            _DOORS["shell"] = shell
+            _DOORS["ask_exit"] = vars(shell).get("ask_exit", _ABSENT)
             shell.ask_exit = _exit_refused("exit() (or quit())")
 
 
@@ -314,13 +313,12 @@ def _allow_exits(state: InterpreterState) -> None:
     """Give the ways out back when the last holder is restored (safe to call again)."""
     with _EXITS_LOCK:
         _HOLDERS.discard(id(state))
-        doors = _DOORS
-        if _HOLDERS or not doors:
+        if _HOLDERS or not _DOORS:
             return
-        real = doors.pop("os._exit")
+        real = _DOORS.pop("os._exit")
         for module in _exit_homes():
             module._exit = real
-        shell, before = doors.pop("shell", None), doors.pop("ask_exit", _ABSENT)
+        shell, before = _DOORS.pop("shell", None), _DOORS.pop("ask_exit", _ABSENT)
         if shell is not None:
             if before is _ABSENT:
                 vars(shell).pop("ask_exit", None)

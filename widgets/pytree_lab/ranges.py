@@ -13,10 +13,7 @@ def nice(x: float) -> float:
     if not math.isfinite(x) or x <= 0:
         return 1.0
     power = 10.0 ** math.floor(math.log10(x))
-    for m in (1, 2, 5, 10):
-        if x <= m * power * (1 + 1e-12):
-            return _round(m * power)
-    return _round(10 * power)
+    return _round(next((m * power for m in (1, 2, 5) if x <= m * power * (1 + 1e-12)), 10 * power))
 
 
 def _round(x: float) -> float:

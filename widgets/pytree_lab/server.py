@@ -67,21 +67,18 @@ def nodelay_connection_class(base: type) -> type:
 
 
 def _unsupported(serverapp: Any, why: str) -> None:
+    try:
+        import jupyter_server
+
+        version = str(jupyter_server.__version__)
+    except Exception:
+        version = "unknown version"
     serverapp.log.warning(
         "pytree-lab: kernel websockets keep Nagle's algorithm (stock behaviour): %s "
         "(jupyter_server %s); small replies may wait ~40 ms for a delayed ACK.",
         why,
-        _server_version(),
+        version,
     )
-
-
-def _server_version() -> str:
-    try:
-        import jupyter_server
-
-        return str(jupyter_server.__version__)
-    except Exception:
-        return "unknown version"
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:

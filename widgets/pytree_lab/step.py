@@ -15,14 +15,18 @@ in the background; from `INTERPRET_EQNS` on it is never compiled (`Staged`).
 from __future__ import annotations
 
 import atexit
+import ctypes
 import functools
+import importlib
 import sys
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .engine import Engine, get_engine
-from .trees import x64_enabled
+from .trees import _scalar_dtype, x64_enabled
 
 __all__ = [
     "StepResult",
@@ -120,8 +124,6 @@ def _malloc_trim() -> Any:
     """glibc's malloc_trim, None where there is none (musl, no libc.so.6, not Linux)."""
     if not sys.platform.startswith("linux"):
         return None
-    import ctypes
-
     try:
         return ctypes.CDLL("libc.so.6").malloc_trim
     except (OSError, AttributeError):
@@ -136,8 +138,6 @@ class Staged:
     without its gradient)."""
 
     def __init__(self, jitted: Callable, engine: Engine):
-        import threading
-
         self._jitted = jitted
         self._engine = engine
         self._signature: Any = None
@@ -195,8 +195,6 @@ class Staged:
         self.interpreted = False
 
     def _compile_in_background(self, traced: Any, generation: int) -> None:
-        import threading
-
         self.compiling = True
         self._compiled_event.clear()
 
@@ -214,12 +212,10 @@ class Staged:
                     self._compiled_event.set()
 
         thread = threading.Thread(target=compile_, name="pytree-lab compile", daemon=True)
-        _wait_at_exit(thread)
+        _compiles[:] = [t for t in _compiles if t.is_alive()] + [thread]  # waited for at exit
         thread.start()
 
     def _interpreters(self, closed: Any, out_tree: Any) -> tuple[Callable, Callable | None]:
-        import importlib
-
         eng = self._engine
         core = importlib.import_module(eng.jax.__name__ + ".extend.core")
         run_all = core.jaxpr_as_fun(closed)
@@ -252,14 +248,8 @@ EXIT_WAIT = 120.0
 _compiles: list = []
 
 
-def _wait_at_exit(thread: Any) -> None:
-    _compiles[:] = [t for t in _compiles if t.is_alive()] + [thread]
-
-
 @atexit.register
 def _join_compiles() -> None:
-    import time
-
     deadline = time.monotonic() + EXIT_WAIT
     for thread in _compiles:
         thread.join(max(0.0, deadline - time.monotonic()))
@@ -345,12 +335,8 @@ def pin_dtypes(tree: Any, engine: Engine | None = None) -> Any:
     x64 = x64_enabled()
 
     def pin(x):
-        if isinstance(x, bool):
-            return np.asarray(x)
-        if isinstance(x, int):
-            return np.asarray(x, np.int64 if x64 else np.int32)
-        if isinstance(x, float):
-            return np.asarray(x, np.float64 if x64 else np.float32)
+        if isinstance(x, (bool, int, float)):
+            return np.asarray(x, _scalar_dtype(x))
         if isinstance(x, (np.ndarray, np.generic)):
             return np.array(x, dtype=np.float32 if x.dtype == np.float64 and not x64 else x.dtype)
         if getattr(x, "weak_type", None) is False and type(x).__module__.startswith("jax"):

@@ -31,17 +31,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
 from .engine import Engine, get_engine
-from .optimizer_state import (  # noqa: F401 - the optimizer's names, importable from the step engine too
-    OptimizerError,
-    StateView,
-    _bad_state_leaf,
-    _Optimizer,
-    adam_hyperparameters,
-    blamed,
-    decompose_state,
-    is_transformation,
-    optimizer_name,
-)
+from .optimizer_state import OptimizerError, _bad_state_leaf, _Optimizer, blamed
 from .step import Staged, StepResult, fresh, is_big_tree, pin_dtypes, return_freed_memory, sgd_update
 
 __all__ = ["TrainingStep", "CompiledStep", "TrainingResult", "RunResult"]

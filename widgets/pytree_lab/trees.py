@@ -16,7 +16,7 @@ from typing import Any
 
 from .formatting import fmt_number, visible
 from .summaries import Later, summarise_arrays
-from .tree_model import (  # noqa: F401 - the model's types, importable from here
+from .tree_model import (  # the model's types, importable from here too (__all__)
     _FLOAT_DTYPES,
     MAX_DEPTH,
     Leaf,
@@ -25,10 +25,8 @@ from .tree_model import (  # noqa: F401 - the model's types, importable from her
     TreeSummary,
     _fatal,
     _NewLeaf,
-    _split_path,
     _Unreadable,
     _unreadable_message,
-    dtype_shape_label,
     element_labels,
     gc_paused,
     path_label,
@@ -74,9 +72,8 @@ def x64_enabled() -> bool:
 
 def _display_key(key: Any) -> str:
     """A dict key as the user reads it; look-alikes (`'a'` vs `'a '`) stay distinct."""
-    if isinstance(key, str):
-        if key and key == key.strip() and key.isprintable():
-            return key
+    if isinstance(key, str) and key and key == key.strip() and key.isprintable():
+        return key
     return repr(key)
 
 
@@ -324,16 +321,12 @@ def _describe(tree: Any, name: str, values: bool | str) -> tuple[TreeSummary, li
                     pending.append((node, obj, shape, dtype, len(leaves)))
                     leaves.append(None)
                     continue
-                leaf = _leaf(node.path, obj, len(leaves), values)
-                node.leaf = leaf
-            except _Unreadable as problem:
-                raise TreeError(_unreadable_message(name + node.path, obj, problem), node.path) from problem.error
+                node.leaf = leaf = _leaf(node.path, obj, len(leaves), values)
             except BaseException as err:
                 if _fatal(err):
                     raise
-                raise TreeError(
-                    _unreadable_message(name + node.path, obj, _Unreadable("leaf", err)), node.path
-                ) from err
+                unreadable = err if isinstance(err, _Unreadable) else _Unreadable("leaf", err)
+                raise TreeError(_unreadable_message(name + node.path, obj, unreadable), node.path) from unreadable.error
             leaves.append(leaf)
             continue
         node.kind, node.type_name, pieces = kids
@@ -394,9 +387,7 @@ def _walk_str_dict(node: Node, obj: dict, push: Any, open_: dict, name: str) -> 
             return False
     keys = sorted(obj)
     for k in keys:
-        kt = texts.get(k)
-        if kt is None:
-            kt = _key_texts(k)
+        kt = texts.get(k) or _key_texts(k)
         child = obj[k]
         ct = type(child)
         if leafy and not (ct in _ARRAY_TYPES or ct in _ATOMS or child is None):

@@ -203,7 +203,7 @@ def optimizer_blame(result: Any, path: tuple, optimizer: Any, engine: Any) -> st
     """Why `updated` is not finite when the gradient is: the optimizer's state or its update."""
     import numpy as np
 
-    from ..training import optimizer_name
+    from ..optimizer_state import optimizer_name
 
     name = optimizer_name(optimizer)
     for which, state in (

@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np  # (the widget side: views.py, whose charts import it anyway)
 
 from ..calculation import CalcRow, fmt_value, focus_leaf
-from ..optimizer_state import adam_hyperparameters, decompose_state
+from ..optimizer_state import adam_hyperparameters, decompose_state, is_transformation
 from ..step import StepResult
-from ..training import is_transformation
 from ..trees import path_label
 
 __all__ = ["columns", "optimizer_rows", "foldable", "why_not_adam"]
