@@ -86,15 +86,12 @@ def _names_a_pageless_runner(argv: list[str]) -> bool:
     """`jupyter-nbconvert ...`, `jupyter nbconvert ...`, `python -m nbconvert ...`, the same for
     nbgrader, and `jupyter execute` (nbclient's command); POSIX and Windows paths (ntpath splits both)."""
     words = [ntpath.basename(a).lower().removesuffix(".exe").removesuffix("-script.py") for a in argv[:4]]
-    for i, word in enumerate(words):
-        after = words[i + 1] if i + 1 < len(words) else ""
-        if (
-            word in _PAGELESS_SCRIPTS
-            or (word == "jupyter" and after in _PAGELESS_SUBCOMMANDS)
-            or (word == "-m" and after in _PAGELESS_MODULES)
-        ):
-            return True
-    return False
+    return any(
+        word in _PAGELESS_SCRIPTS
+        or (word == "jupyter" and after in _PAGELESS_SUBCOMMANDS)
+        or (word == "-m" and after in _PAGELESS_MODULES)
+        for word, after in zip(words, [*words[1:], ""])
+    )
 
 
 @functools.cache
