@@ -362,11 +362,8 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
 
     def _lazy_boxes(self) -> list[str]:
         """The containers of the big trees (those whose rows are sent as they are opened)."""
-        boxes = list(self._boxes) if self._lazy_main else []
-        for p_boxes, lazy in zip(self._panel_boxes, self._lazy_panels):
-            if lazy:
-                boxes += p_boxes
-        return boxes
+        lazy = zip([self._lazy_main, *self._lazy_panels], [self._boxes, *self._panel_boxes])
+        return [p for big, boxes in lazy if big for p in boxes]
 
     def _panel_rows(self) -> list[dict]:
         return [
