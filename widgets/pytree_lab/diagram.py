@@ -294,8 +294,6 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         self.counts = [s.counts_line(_column_noun(s.name)) for s in summaries]
         if folding or self.collapsed:
             self.collapsed = [p for p in self.collapsed if p in containers] + folding
-        # A big tree's folded containers keep their children in the kernel until the page
-        # opens them (or a path inside is selected): the rows sent are the open part.
         shut = set(self.collapsed)
         self._opened = (self._opened & containers) | {p for p in self._lazy_boxes() if p not in shut}
         self.rows = align(summaries, order, self._opened if self._lazy_main else None)
