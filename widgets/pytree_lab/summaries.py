@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 from .formatting import GRID_MAX, fmt_number, fmt_small, fmt_small_rows
 
@@ -109,13 +109,11 @@ class Copied:
         return _small_summaries(self.stacked[rows], self.dtype, self.shape)
 
 
-class Later:
+class Later(NamedTuple):
     """A leaf's place in a `Copied` group: its summary is made when it is shown."""
 
-    __slots__ = ("group", "row")
-
-    def __init__(self, group: Copied, row: int):
-        self.group, self.row = group, row
+    group: Copied
+    row: int
 
 
 def summarise_arrays(items: list[tuple[Any, str, tuple, int]], later: bool = False) -> list:
