@@ -35,14 +35,12 @@ class TextForm:
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
-        if isinstance(data, dict) and not isinstance(bundle, tuple):
+        if isinstance(data, dict):
             # A composite (the explorer is an ipywidgets VBox of anywidgets and bqplot) gets the
             # metadata anywidget gives its own views: in Colab it names the custom widget manager
             # that renders third-party widgets (empty elsewhere).
-            metadata = _anywidget_repr_metadata()
-            if metadata:
+            if not isinstance(bundle, tuple) and (metadata := _anywidget_repr_metadata()):
                 bundle = (data, metadata)
-        if isinstance(data, dict):
             if _run_without_a_page():
                 data.pop(_WIDGET_VIEW, None)
             text = self.text()
