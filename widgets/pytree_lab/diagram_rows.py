@@ -138,9 +138,7 @@ def _align(
     while stack:
         row = stack.pop()
         rows.append(row)
-        children = kids.get(row["p"])
-        if children:
-            stack.extend(reversed(children))
+        stack.extend(reversed(kids.get(row["p"], ())))
     if seeded:
         rows = [r for r in rows if any(c is not None for c in r["c"])]
     for row in rows:
