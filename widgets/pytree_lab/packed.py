@@ -180,8 +180,7 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
             more = f" … ({values.size - cap:,} more)" if values.size > cap else ""
             shown = ", ".join(fmt_number(v) for v in values[:cap].tolist())
             lines.append(f"{layout.name}: packed [{shown}{more}]")
-            for i in sorted(layout.owner)[:cap]:
-                lines.append(f"  packed[{i}] <- {layout.label(i)}")
+            lines += [f"  packed[{i}] <- {layout.label(i)}" for i in range(min(cap, len(layout.owner)))]
             if len(layout.owner) > cap:
                 lines.append(f"  … {len(layout.owner) - cap:,} more positions")
         if self.readout:
