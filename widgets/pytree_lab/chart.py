@@ -427,9 +427,7 @@ class LossHistoryChart(_LossChart):
             return
         xs, ys = thin_line(ys_all, MAX_DRAWN)
         finite = ys_all[np.isfinite(ys_all)]
-        if finite.size == 0:
-            finite = np.zeros(1)
-        lo, hi = float(finite.min()), float(finite.max())
+        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
         use_log = self.log and lo > 0
         if use_log and self.y_log is None:
             self.y_log = bqplot.LogScale(min=1e-3, max=1.0)
