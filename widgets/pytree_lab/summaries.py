@@ -28,18 +28,6 @@ def _numeric(dtype: str) -> bool:
     return dtype[:1] in _NUMERIC_KINDS or dtype == "bfloat16"
 
 
-def _host(x: Any, size: int) -> Any:
-    """`x` as a numpy array, or None for array-likes that hold no values (jax.ShapeDtypeStruct
-    from eval_shape, a tracer inside jit)."""
-    import numpy as np
-
-    try:
-        a = np.asarray(x)
-    except Exception:  # a tracer refuses conversion; its shape and dtype are still shown
-        return None
-    return a if a.dtype != object and a.size == size else None
-
-
 def _as_floats(a: Any, dtype: str) -> Any:
     """Small arrays' values as floats: a float array as it is (its .tolist() gives the float64
     numbers astype would, without the copy), any other as float64."""
@@ -77,8 +65,12 @@ def _summarise_one(x: Any, size: int, dtype: str) -> Found:
         return _stats(mean, min(fin, default=0), max(fin, default=0), size - len(fin), size), None, None
     import numpy as np
 
-    a = _host(x, size)
-    if a is None:
+    # array-likes that hold no values: a jax.ShapeDtypeStruct from eval_shape, a tracer inside jit
+    try:
+        a = np.asarray(x)
+    except Exception:  # a tracer refuses conversion; its shape and dtype are still shown
+        return "no values", None, None
+    if a.dtype == object or a.size != size:
         return "no values", None, None
     if size <= GRID_MAX:
         return _small(_as_floats(a, dtype).ravel().tolist(), a.shape)
