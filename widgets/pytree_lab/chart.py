@@ -427,9 +427,7 @@ class LossHistoryChart(_LossChart):
             return
         xs, ys = thin_line(ys_all, MAX_DRAWN)
         finite = ys_all[np.isfinite(ys_all)]
-        if finite.size == 0:
-            finite = np.zeros(1)
-        lo, hi = float(finite.min()), float(finite.max())
+        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
         use_log = self.log and lo > 0
         if use_log and self.y_log is None:
             self.y_log = bqplot.LogScale(min=1e-3, max=1.0)
@@ -532,9 +530,7 @@ def thin_line(values, max_points: int = MAX_DRAWN):
     grid = np.concatenate([inner, np.full(pad, np.nan)]).reshape(buckets, width)
     filled = ~np.all(np.isnan(grid), axis=1)
     grid, rows = grid[filled], np.nonzero(filled)[0]
-    safe_lo = np.where(np.isnan(grid), np.inf, grid)
-    safe_hi = np.where(np.isnan(grid), -np.inf, grid)
-    i_lo, i_hi = np.argmin(safe_lo, axis=1), np.argmax(safe_hi, axis=1)
+    i_lo, i_hi = np.nanargmin(grid, axis=1), np.nanargmax(grid, axis=1)
     first, second = np.minimum(i_lo, i_hi), np.maximum(i_lo, i_hi)
     base = rows * width + 1  # the step number of each bucket's first value
     xs = np.stack([base + first, base + second], axis=1).reshape(-1)

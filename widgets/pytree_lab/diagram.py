@@ -294,8 +294,6 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         self.counts = [s.counts_line(_column_noun(s.name)) for s in summaries]
         if folding or self.collapsed:
             self.collapsed = [p for p in self.collapsed if p in containers] + folding
-        # A big tree's folded containers keep their children in the kernel until the page
-        # opens them (or a path inside is selected): the rows sent are the open part.
         shut = set(self.collapsed)
         self._opened = (self._opened & containers) | {p for p in self._lazy_boxes() if p not in shut}
         self.rows = align(summaries, order, self._opened if self._lazy_main else None)
@@ -362,11 +360,8 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
 
     def _lazy_boxes(self) -> list[str]:
         """The containers of the big trees (those whose rows are sent as they are opened)."""
-        boxes = list(self._boxes) if self._lazy_main else []
-        for p_boxes, lazy in zip(self._panel_boxes, self._lazy_panels):
-            if lazy:
-                boxes += p_boxes
-        return boxes
+        lazy = zip([self._lazy_main, *self._lazy_panels], [self._boxes, *self._panel_boxes])
+        return [p for big, boxes in lazy if big for p in boxes]
 
     def _panel_rows(self) -> list[dict]:
         return [

@@ -24,13 +24,10 @@ CELL_COLUMNS = {"ty": "type", "v": "value", "g": "grid", "i": "index", "nd": "no
 def _rows_by_column(rows: list[dict]) -> dict:
     """Rows as the page receives them: one list per column (module docstring)."""
     wire: dict = {name: [r[k] for r in rows] for k, name in ROW_COLUMNS.items()}
-    columns = len(rows[0]["c"]) if rows else 0
-    wire["cells"] = []
-    for col in range(columns):
-        cells = [r["c"][col] for r in rows]
-        wire["cells"].append(
-            {name: [None if c is None else c.get(k) for c in cells] for k, name in CELL_COLUMNS.items()}
-        )
+    wire["cells"] = [  # per tree: its cells, a column of the rows' cell lists
+        {name: [None if c is None else c.get(k) for c in cells] for k, name in CELL_COLUMNS.items()}
+        for cells in zip(*(r["c"] for r in rows))
+    ]
     return wire
 
 
@@ -141,9 +138,7 @@ def _align(
     while stack:
         row = stack.pop()
         rows.append(row)
-        children = kids.get(row["p"])
-        if children:
-            stack.extend(reversed(children))
+        stack.extend(reversed(kids.get(row["p"], ())))
     if seeded:
         rows = [r for r in rows if any(c is not None for c in r["c"])]
     for row in rows:

@@ -292,9 +292,7 @@ def short_error(err: BaseException, limit: int = 400) -> str:
         err = err.__cause__
     text = error_text(err).strip()
     if "Traceback (most recent call last)" in text:
-        lines = [ln for ln in text.splitlines() if ln.strip()]
-        text = lines[-1].strip() if lines else text
-        return clip(text, limit)
+        return clip([ln for ln in text.splitlines() if ln.strip()][-1].strip(), limit)
     name = error_name(err)
     return clip(f"{name}: {text}" if text else name, limit)
 

@@ -93,9 +93,7 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
 
         refuse_unknown_widget_keywords(self, kwargs)  # a typo is an error, not a dropped argument
         eng = engine or get_engine()
-        self._layouts = [_Layout(name, tree, eng)]
-        for other_name, other in (layouts or {}).items():
-            self._layouts.append(_Layout(other_name, other, eng))
+        self._layouts = [_Layout(n, t, eng) for n, t in [(name, tree), *(layouts or {}).items()]]
         first = self._layouts[0]
         self.packed = first.packed
         self.owner = first.owner
@@ -180,8 +178,7 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
             more = f" … ({values.size - cap:,} more)" if values.size > cap else ""
             shown = ", ".join(fmt_number(v) for v in values[:cap].tolist())
             lines.append(f"{layout.name}: packed [{shown}{more}]")
-            for i in sorted(layout.owner)[:cap]:
-                lines.append(f"  packed[{i}] <- {layout.label(i)}")
+            lines += [f"  packed[{i}] <- {layout.label(i)}" for i in range(min(cap, len(layout.owner)))]
             if len(layout.owner) > cap:
                 lines.append(f"  … {len(layout.owner) - cap:,} more positions")
         if self.readout:

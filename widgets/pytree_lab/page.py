@@ -104,16 +104,18 @@ def _filter(widget: Any, allowed: frozenset, sync_data: dict, apply: Callable[[d
         widget.send_state(known)  # the page shows the kernel's values again
 
 
+def page_writes_refused(widget) -> dict:
+    """How many page writes `widget` refused, per trait ({} when none)."""
+    return dict(widget.__dict__.get("_refused_page_writes", {}))
+
+
 class PageIntents:
     """Mixin for an ipywidgets widget: the page may write only the traits in `_page_intents`."""
 
     # The traits the page may write; every other synced trait is the kernel's.
     _page_intents: ClassVar[frozenset[str]] = frozenset()
 
-    @property
-    def refused_page_writes(self) -> dict[str, int]:
-        """How many page writes this widget refused, per trait ({} when none)."""
-        return page_writes_refused(self)
+    refused_page_writes = property(page_writes_refused)
 
     def set_state(self, sync_data: dict) -> None:
         _filter(self, self._page_intents, sync_data, super().set_state)  # type: ignore[misc]
@@ -140,8 +142,3 @@ def synced(trait: Any, help: str, by: str = "kernel", **tags: Any) -> Any:
 def is_number(value: Any, kinds: Any = (int, float)) -> TypeGuard[Any]:
     """`value` is one of `kinds` and not a bool (a bool is an int to Python, never a number meant)."""
     return isinstance(value, kinds) and not isinstance(value, bool)
-
-
-def page_writes_refused(widget) -> dict:
-    """How many page writes `widget` refused, per trait ({} when none)."""
-    return dict(widget.__dict__.get("_refused_page_writes", {}))

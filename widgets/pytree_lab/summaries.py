@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 from .formatting import GRID_MAX, fmt_number, fmt_small, fmt_small_rows
 
@@ -26,18 +26,6 @@ _STACK_MAX = 4096
 
 def _numeric(dtype: str) -> bool:
     return dtype[:1] in _NUMERIC_KINDS or dtype == "bfloat16"
-
-
-def _host(x: Any, size: int) -> Any:
-    """`x` as a numpy array, or None for array-likes that hold no values (jax.ShapeDtypeStruct
-    from eval_shape, a tracer inside jit)."""
-    import numpy as np
-
-    try:
-        a = np.asarray(x)
-    except Exception:  # a tracer refuses conversion; its shape and dtype are still shown
-        return None
-    return a if a.dtype != object and a.size == size else None
 
 
 def _as_floats(a: Any, dtype: str) -> Any:
@@ -77,8 +65,12 @@ def _summarise_one(x: Any, size: int, dtype: str) -> Found:
         return _stats(mean, min(fin, default=0), max(fin, default=0), size - len(fin), size), None, None
     import numpy as np
 
-    a = _host(x, size)
-    if a is None:
+    # array-likes that hold no values: a jax.ShapeDtypeStruct from eval_shape, a tracer inside jit
+    try:
+        a = np.asarray(x)
+    except Exception:  # a tracer refuses conversion; its shape and dtype are still shown
+        return "no values", None, None
+    if a.dtype == object or a.size != size:
         return "no values", None, None
     if size <= GRID_MAX:
         return _small(_as_floats(a, dtype).ravel().tolist(), a.shape)
@@ -109,13 +101,11 @@ class Copied:
         return _small_summaries(self.stacked[rows], self.dtype, self.shape)
 
 
-class Later:
+class Later(NamedTuple):
     """A leaf's place in a `Copied` group: its summary is made when it is shown."""
 
-    __slots__ = ("group", "row")
-
-    def __init__(self, group: Copied, row: int):
-        self.group, self.row = group, row
+    group: Copied
+    row: int
 
 
 def summarise_arrays(items: list[tuple[Any, str, tuple, int]], later: bool = False) -> list:

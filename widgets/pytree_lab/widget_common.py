@@ -35,14 +35,12 @@ class TextForm:
     def _repr_mimebundle_(self, **kwargs):
         bundle = super()._repr_mimebundle_(**kwargs)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
-        if isinstance(data, dict) and not isinstance(bundle, tuple):
+        if isinstance(data, dict):
             # A composite (the explorer is an ipywidgets VBox of anywidgets and bqplot) gets the
             # metadata anywidget gives its own views: in Colab it names the custom widget manager
             # that renders third-party widgets (empty elsewhere).
-            metadata = _anywidget_repr_metadata()
-            if metadata:
+            if not isinstance(bundle, tuple) and (metadata := _anywidget_repr_metadata()):
                 bundle = (data, metadata)
-        if isinstance(data, dict):
             if _run_without_a_page():
                 data.pop(_WIDGET_VIEW, None)
             text = self.text()
@@ -86,15 +84,12 @@ def _names_a_pageless_runner(argv: list[str]) -> bool:
     """`jupyter-nbconvert ...`, `jupyter nbconvert ...`, `python -m nbconvert ...`, the same for
     nbgrader, and `jupyter execute` (nbclient's command); POSIX and Windows paths (ntpath splits both)."""
     words = [ntpath.basename(a).lower().removesuffix(".exe").removesuffix("-script.py") for a in argv[:4]]
-    for i, word in enumerate(words):
-        after = words[i + 1] if i + 1 < len(words) else ""
-        if (
-            word in _PAGELESS_SCRIPTS
-            or (word == "jupyter" and after in _PAGELESS_SUBCOMMANDS)
-            or (word == "-m" and after in _PAGELESS_MODULES)
-        ):
-            return True
-    return False
+    return any(
+        word in _PAGELESS_SCRIPTS
+        or (word == "jupyter" and after in _PAGELESS_SUBCOMMANDS)
+        or (word == "-m" and after in _PAGELESS_MODULES)
+        for word, after in zip(words, [*words[1:], ""])
+    )
 
 
 @functools.cache
