@@ -47,15 +47,11 @@ def _array_module(name: str) -> Any:
         return None
 
 
-def without_numpy() -> bool:
-    """True when numpy or autograd cannot be imported here (the array parts are stand-ins)."""
-    return _array_module("numpy") is None or _array_module("_autodiff") is None
-
-
 def engine_detail() -> str:
-    """What this engine computes with, for its name: numpy + autograd, or, where numpy could
-    not be loaded, the tree operations alone on plain Python values."""
-    if without_numpy():
+    """What this engine computes with, for its name: numpy + autograd, or, where numpy or
+    autograd could not be loaded (the array parts are stand-ins), the tree operations alone on
+    plain Python values."""
+    if _array_module("numpy") is None or _array_module("_autodiff") is None:
         return "tree operations only, on plain Python values: numpy could not be loaded here"
     return "numpy + autograd"
 
