@@ -13,6 +13,7 @@ they are the stand-ins of `pytree_lab.compat._without_numpy`.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import Any
 
@@ -32,9 +33,6 @@ _ARRAY_PARTS: dict[str, tuple[str, str | None]] = {
     **{f: ("_autodiff", f) for f in "grad value_and_grad jit block_until_ready vmap jacrev jacfwd hessian".split()},
 }
 _MISSING = ("numpy", "autograd")
-# Where numpy is missing, each name's stand-in, made once: the same object at every access (the
-# exercises' check compares `jax.grad` before and after a student's code by identity).
-_STAND_INS: dict[str, Any] = {}
 
 
 def _array_module(name: str) -> Any:
@@ -62,14 +60,15 @@ def __getattr__(name: str) -> Any:
         raise missing(__name__, name, __dir__())
     module = _array_module(part[0])
     if module is None:
-        if name not in _STAND_INS:
-            _STAND_INS[name] = _stand_in(name)
-        return _STAND_INS[name]
+        return _stand_in(name)
     value = module if part[1] is None else getattr(module, part[1])
     globals()[name] = value
     return value
 
 
+# Where numpy is missing, each name's stand-in, made once: the same object at every access (the
+# exercises' check compares `jax.grad` before and after a student's code by identity).
+@functools.cache
 def _stand_in(name: str) -> Any:
     if name == "Array":
         return _without_numpy.Array
