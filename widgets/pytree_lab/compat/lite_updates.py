@@ -5,13 +5,16 @@ beside the copy, never over it. `lite_kernel.setup()` calls `tell_of_updates` at
 from __future__ import annotations
 
 import asyncio
+import html
+import json
+import os
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
 
 
 def site_base_url(href: str) -> str:
     """The site's root URL from a page's or the kernel worker's address (…/lab/…, …/extensions/… -> …/)."""
-    from urllib.parse import urlsplit, urlunsplit
-
     parts = urlsplit(href)
     path = parts.path
     for app in ("/extensions/", "/lab/", "/notebooks/", "/tree/", "/repl/", "/edit/", "/consoles/"):
@@ -26,8 +29,6 @@ def site_base_url(href: str) -> str:
 def _version_of(notebook: Any) -> tuple[str, str] | None:
     """(site_path, site_version) of a course notebook, given as its file or its text; None for
     any other notebook, and for one that cannot be read or is not JSON."""
-    import json
-
     try:
         nb = json.loads(notebook if isinstance(notebook, str) else notebook.read_text())
     except (OSError, ValueError):
@@ -59,9 +60,6 @@ async def find_updates(root: str, base_url: str, fetch_text: Any) -> list[dict]:
     For each: the student's copy stays as it is; the site's current version is written beside
     it as a new file (never over anything). `fetch_text(url)` returns the site file's text or
     None. Returns [{"site_path", "copy", "new"}] (paths relative to root)."""
-    from pathlib import Path
-    from urllib.parse import quote
-
     found = []
     root_path = Path(root)
     for copy in sorted(root_path.rglob("*.ipynb")):
@@ -92,9 +90,6 @@ async def find_updates(root: str, base_url: str, fetch_text: Any) -> list[dict]:
 
 def update_message(updates: list[dict], base_url: str) -> str:
     """HTML telling of each update, with one link that opens the new version (names escaped)."""
-    import html
-    from urllib.parse import quote
-
     items = []
     for u in updates:
         link = f"{base_url}lab/index.html?path={quote(u['new'])}"
@@ -124,8 +119,6 @@ async def _fetch_text(url: str, seconds: float = 5.0) -> str | None:
 async def tell_of_updates(root: str = "/drive") -> list[dict]:
     """In the browser: say which course notebooks have a newer published version (silent when
     none has, or when the site cannot be read)."""
-    import os
-
     import js
 
     if not os.path.isdir(root):
