@@ -20,7 +20,6 @@ from autograd.tracer import getval as _getval
 
 from .. import tree_util as _tu
 from . import numpy as _jnp
-from ._config import config  # noqa: F401  (jax.config, re-exported)
 from .lax import _stacked
 
 
