@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import autograd.numpy as _anp
 import numpy as _np
 from autograd.core import make_vjp as _make_vjp
 from autograd.extend import vspace as _vspace
@@ -154,8 +155,6 @@ def jacrev(
     """The Jacobian of `fun` (its output a tree of arrays): for each output leaf of shape S, a
     tree like the argument(s) at `argnums` whose leaves have shape S + the leaf's shape, as in
     JAX. One reverse pass per output element (autograd), so a Jacobian of a Jacobian works."""
-    import autograd.numpy as anp
-
     several = not isinstance(argnums, int)
 
     @functools.wraps(fun)
@@ -174,7 +173,7 @@ def jacrev(
                         "involving complex outputs, or function with integer outputs, use jax.vjp directly."
                     )
             layout[:] = [out_def, [tuple(leaf.shape) for leaf in leaves]]
-            return anp.concatenate([anp.ravel(leaf) for leaf in leaves]) if leaves else _np.zeros(0, _np.float32)
+            return _anp.concatenate([_anp.ravel(leaf) for leaf in leaves]) if leaves else _np.zeros(0, _np.float32)
 
         vjp, out, primals, treedef, aux = _traced(fun, argnums, has_aux, args, kwargs, flat_out)
         out_def, shapes = layout
@@ -186,7 +185,7 @@ def jacrev(
             size = int(_np.prod(shape, dtype=int))
             blocks = [
                 _jnp._canon(
-                    anp.reshape(anp.stack([rows[k][i] for k in range(start, start + size)]), shape + _np.shape(p))
+                    _anp.reshape(_anp.stack([rows[k][i] for k in range(start, start + size)]), shape + _np.shape(p))
                     if size
                     else _np.zeros(shape + _np.shape(p), _np.float32)
                 )
