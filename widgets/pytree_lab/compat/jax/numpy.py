@@ -177,12 +177,8 @@ def _default_float(dtype: Any) -> _np.dtype:
     return _np.dtype(_np.float32) if dtype is None else canonicalize_dtype(dtype)
 
 
-def zeros(shape: Any, dtype: Any = None) -> _np.ndarray:
-    return _lite(_np.zeros(shape, dtype=_default_float(dtype)))
-
-
-def ones(shape: Any, dtype: Any = None) -> _np.ndarray:
-    return _lite(_np.ones(shape, dtype=_default_float(dtype)))
+# numpy's, in JAX's dtypes (their default float64 becomes float32)
+zeros, ones, eye, identity = map(_wrap, (_anp.zeros, _anp.ones, _anp.eye, _anp.identity))
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> _np.ndarray:
@@ -217,14 +213,6 @@ def arange(start: Any, stop: Any = None, step: Any = None, dtype: Any = None) ->
 def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype: Any = None, axis: int = 0) -> Any:
     out = _anp.linspace(start, stop, num, endpoint=endpoint, axis=axis)
     return _lite(out.astype(_default_float(dtype)))
-
-
-def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> _np.ndarray:
-    return _lite(_np.eye(N, M, k, dtype=_default_float(dtype)))
-
-
-def identity(n: int, dtype: Any = None) -> _np.ndarray:
-    return eye(n, dtype=dtype)
 
 
 # --------------------------------------------------------------------------- comparisons and shapes (never traced)
