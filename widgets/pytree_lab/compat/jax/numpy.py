@@ -218,24 +218,20 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype:
 # --------------------------------------------------------------------------- comparisons and shapes (never traced)
 
 
-def _untraced(fn: Any, compare: bool) -> Any:
-    """numpy's `fn` on the values of traced arguments; a comparison's operands in JAX dtypes first
-    (the values JAX would compare), its answer an array."""
+def _compared(fn: Any) -> Any:
+    """numpy's comparison `fn` of the values of traced arguments, in JAX dtypes first (the values
+    JAX would compare); its answer an array."""
 
     @functools.wraps(fn)
-    def untraced(a: Any, *args: Any, **kwargs: Any) -> Any:
-        if not compare:
-            return fn(_getval(a), *args, **kwargs)
-        b, *rest = args
-        return _np.asarray(fn(asarray(_getval(a)), asarray(_getval(b)), *rest, **kwargs))
+    def compared(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+        return _np.asarray(fn(asarray(_getval(a)), asarray(_getval(b)), *args, **kwargs))
 
-    return untraced
+    return compared
 
 
 for _name in "allclose isclose array_equal".split():
-    globals()[_name] = _untraced(getattr(_np, _name), compare=True)
-for _name in "shape ndim size".split():
-    globals()[_name] = _untraced(getattr(_np, _name), compare=False)
+    globals()[_name] = _compared(getattr(_np, _name))
+shape, ndim, size = _np.shape, _np.ndim, _np.size  # numpy's read a traced value's .shape, .ndim, .size
 
 
 # --------------------------------------------------------------------------- traced functions
