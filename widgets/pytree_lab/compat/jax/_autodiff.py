@@ -233,13 +233,11 @@ def grad(
     return grad_f
 
 
-def jit(
-    fun: Callable | None = None, /, *, static_argnums: Any = None, static_argnames: Any = None, **options: Any
-) -> Any:
+def jit(fun: Callable | None = None, /, **options: Any) -> Any:
     """No compiler here: `fun` runs as written (numpy is already vectorised); `jax.jit`'s
-    arguments are accepted, so lesson code runs unchanged."""
+    arguments (static_argnums, static_argnames, ...) are accepted, so lesson code runs unchanged."""
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames, **options)
+        return functools.partial(jit, **options)
 
     @functools.wraps(fun)
     def jitted(*args: Any, **kwargs: Any) -> Any:
