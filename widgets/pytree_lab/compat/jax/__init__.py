@@ -32,7 +32,6 @@ _ARRAY_PARTS: dict[str, tuple[str, str | None]] = {
     "Array": ("numpy", "Array"),
     **{f: ("_autodiff", f) for f in "grad value_and_grad jit block_until_ready vmap jacrev jacfwd hessian".split()},
 }
-_MISSING = ("numpy", "autograd")
 
 
 def _array_module(name: str) -> Any:
@@ -40,7 +39,7 @@ def _array_module(name: str) -> Any:
     try:
         return importlib.import_module(f".{name}", __name__)
     except ModuleNotFoundError as err:
-        if (err.name or "").split(".")[0] not in _MISSING:
+        if (err.name or "").split(".")[0] not in ("numpy", "autograd"):
             raise
         return None
 
