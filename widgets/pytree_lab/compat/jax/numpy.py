@@ -367,10 +367,7 @@ class _At:
         return _AtIndex(self._x, idx)
 
 
-class _JaxArrayMethods:
-    """JAX's ``.at``, JAX's ``@`` errors and JAX's clamped reads, for the engine's arrays and for
-    traced values."""
-
+class _JaxArrayMethods:  # for ArrayImpl and _TracedArray
     __slots__ = ()
     shape: tuple
 
