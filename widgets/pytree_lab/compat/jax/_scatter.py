@@ -58,8 +58,7 @@ def _scatter_add(x: Any, idx: Any, v: Any) -> Any:
     return out
 
 
-# written with the primitives themselves, so a gradient of a gradient works too; the update's
-# cotangent is summed back to the shape of the value given (autograd's unbroadcast)
+# the update's cotangent is summed back to the shape of the value given (autograd's unbroadcast)
 _defvjp(
     _scatter_set,
     lambda ans, x, idx, v: lambda g: _scatter_set(g, idx, 0),
