@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import itertools
 import json
 import os
 from pathlib import Path
@@ -42,16 +43,13 @@ def _version_of(notebook: Any) -> tuple[str, str] | None:
 def _beside(copy: Any, version: str) -> Any:
     """Where the new version goes beside the student's copy: a new file, never their copy (an
     earlier check's file of the same version is used again)."""
-    stem = copy.name[: -len(".ipynb")]
-    n = 1
-    while True:
+    for n in itertools.count(1):
         suffix = f"new version {version[:6]}" + (f", {n}" if n > 1 else "")
-        candidate = copy.with_name(f"{stem} ({suffix}).ipynb")
+        candidate = copy.with_name(f"{copy.stem} ({suffix}).ipynb")
         if not candidate.exists():
             return candidate
         if (_version_of(candidate) or ("", ""))[1] == version:
             return candidate
-        n += 1
 
 
 async def find_updates(root: str, base_url: str, fetch_text: Any) -> list[dict]:
