@@ -264,7 +264,6 @@ def module(name: str) -> types.ModuleType:
     numpy = name == "jax.numpy"
     doc = "array() and asarray() give plain Python numbers and lists; every other name" if numpy else "every name"
     stand_in = types.ModuleType(name, f"{name} of the pytree-lab Lite engine without numpy: {doc} needs numpy.")
-    stand_in.__dict__.update(__pytree_lab_lite__=True, __pytree_lab_without_numpy__=True)
     if numpy:
         members = {"array": _array, "asarray": _asarray, "ndarray": Array}
         stand_in.__dict__.update(members, float32=float32, int32=int32, bool_=bool_, complex64=complex64)

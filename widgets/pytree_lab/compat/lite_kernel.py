@@ -34,12 +34,14 @@ At the end, `setup` looks for newer versions of the course's notebooks (`lite_up
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
 import sys
 from typing import Any
+from urllib.parse import urlsplit
 
-from . import _without_numpy
+from . import _without_numpy, install_as_jax
 from .lite_updates import tell_of_updates
 
 __all__ = [
@@ -134,8 +136,6 @@ async def probe(url: str, seconds: float = PROBE_SECONDS) -> str | None:
 
 
 def host(url: str) -> str:
-    from urllib.parse import urlsplit
-
     return urlsplit(url).netloc or url
 
 
@@ -179,8 +179,6 @@ def _settle(reason: str | None) -> str:
     if LOAD.outcome is None:
         LOAD.reason = reason
         if reason is None:
-            from . import install_as_jax
-
             install_as_jax()
             LOAD.outcome = "lite"
         else:
@@ -294,8 +292,6 @@ async def _with_progress(waiting: Any, started: float) -> Any:
 def imported_modules(code: str) -> set[str] | None:
     """The modules a cell imports (absolute names; `from m import n` gives m and m.n), or None
     for a cell that does not parse."""
-    import ast
-
     try:
         tree: ast.Module | None = ast.parse(code)
     except SyntaxError:
@@ -370,8 +366,6 @@ def degrade(reason: str, shell: Any = None) -> None:
     _without_numpy.REASON["text"] = f"it could not be downloaded in this browser ({reason})"
     _without_numpy.ALLOWED["on"] = True
     DEGRADED["on"] = True
-    from . import install_as_jax
-
     install_as_jax()
     _stand_ins_for_pytree_lab()
     _wait_in_cells_that_need_numpy()  # once degraded, it skips the kernel's fetch for numpy
@@ -400,8 +394,6 @@ def _remember_cell(info: Any) -> None:
 def names_bound(code: str) -> set[str]:
     """The names a cell's top level would define: assignments, imports, def/class, for and
     with targets (not what functions inside it bind locally)."""
-    import ast
-
     try:
         tree = ast.parse(code)
     except SyntaxError:

@@ -5,14 +5,17 @@ beside the copy, never over it. `lite_kernel.setup()` calls `tell_of_updates` at
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import html
+import itertools
+import json
+import os
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlsplit, urlunsplit
 
 
 def site_base_url(href: str) -> str:
     """The site's root URL from a page's or the kernel worker's address (…/lab/…, …/extensions/… -> …/)."""
-    from urllib.parse import urlsplit, urlunsplit
-
     parts = urlsplit(href)
     path = parts.path
     for app in ("/extensions/", "/lab/", "/notebooks/", "/tree/", "/repl/", "/edit/", "/consoles/"):
@@ -24,7 +27,13 @@ def site_base_url(href: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, path, "", ""))
 
 
-def _version_of(nb: Any) -> tuple[str, str] | None:
+def _version_of(notebook: Any) -> tuple[str, str] | None:
+    """(site_path, site_version) of a course notebook, given as its file or its text; None for
+    any other notebook, and for one that cannot be read or is not JSON."""
+    try:
+        nb = json.loads(notebook if isinstance(notebook, str) else notebook.read_text())
+    except (OSError, ValueError):
+        return None
     meta = nb.get("metadata", {}).get("pytree_lab") if isinstance(nb, dict) else None
     if isinstance(meta, dict) and isinstance(meta.get("site_path"), str) and isinstance(meta.get("site_version"), str):
         return meta["site_path"], meta["site_version"]
@@ -34,19 +43,13 @@ def _version_of(nb: Any) -> tuple[str, str] | None:
 def _beside(copy: Any, version: str) -> Any:
     """Where the new version goes beside the student's copy: a new file, never their copy (an
     earlier check's file of the same version is used again)."""
-    import json
-
-    stem = copy.name[: -len(".ipynb")]
-    n = 1
-    while True:
+    for n in itertools.count(1):
         suffix = f"new version {version[:6]}" + (f", {n}" if n > 1 else "")
-        candidate = copy.with_name(f"{stem} ({suffix}).ipynb")
+        candidate = copy.with_name(f"{copy.stem} ({suffix}).ipynb")
         if not candidate.exists():
             return candidate
-        with contextlib.suppress(OSError, ValueError):
-            if (_version_of(json.loads(candidate.read_text())) or ("", ""))[1] == version:
-                return candidate
-        n += 1
+        if (_version_of(candidate) or ("", ""))[1] == version:
+            return candidate
 
 
 async def find_updates(root: str, base_url: str, fetch_text: Any) -> list[dict]:
@@ -55,29 +58,19 @@ async def find_updates(root: str, base_url: str, fetch_text: Any) -> list[dict]:
     For each: the student's copy stays as it is; the site's current version is written beside
     it as a new file (never over anything). `fetch_text(url)` returns the site file's text or
     None. Returns [{"site_path", "copy", "new"}] (paths relative to root)."""
-    import json
-    from pathlib import Path
-    from urllib.parse import quote
-
     found = []
     root_path = Path(root)
     for copy in sorted(root_path.rglob("*.ipynb")):
         if ".ipynb_checkpoints" in copy.parts or "(new version " in copy.name:
             continue
-        try:
-            held = _version_of(json.loads(copy.read_text()))
-        except (OSError, ValueError):
-            continue
+        held = _version_of(copy)
         if held is None:
             continue
         site_path, version = held
         text = await fetch_text(base_url + "files/" + quote(site_path))
         if not text:
             continue
-        try:
-            published = _version_of(json.loads(text))
-        except ValueError:
-            continue
+        published = _version_of(text)
         if published is None or published[1] == version:
             continue
         new = _beside(copy, published[1])
@@ -95,9 +88,6 @@ async def find_updates(root: str, base_url: str, fetch_text: Any) -> list[dict]:
 
 def update_message(updates: list[dict], base_url: str) -> str:
     """HTML telling of each update, with one link that opens the new version (names escaped)."""
-    import html
-    from urllib.parse import quote
-
     items = []
     for u in updates:
         link = f"{base_url}lab/index.html?path={quote(u['new'])}"
@@ -127,8 +117,6 @@ async def _fetch_text(url: str, seconds: float = 5.0) -> str | None:
 async def tell_of_updates(root: str = "/drive") -> list[dict]:
     """In the browser: say which course notebooks have a newer published version (silent when
     none has, or when the site cannot be read)."""
-    import os
-
     import js
 
     if not os.path.isdir(root):

@@ -33,8 +33,6 @@ __all__ = [
     "apply_updates",
 ]
 
-__pytree_lab_lite__ = True
-
 
 class GradientTransformation(NamedTuple):
     """`init(params) -> state`, `update(updates, state, params=None) -> (updates, state)`."""

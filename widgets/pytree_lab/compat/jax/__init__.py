@@ -13,6 +13,7 @@ they are the stand-ins of `pytree_lab.compat._without_numpy`.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import Any
 
@@ -31,10 +32,6 @@ _ARRAY_PARTS: dict[str, tuple[str, str | None]] = {
     "Array": ("numpy", "Array"),
     **{f: ("_autodiff", f) for f in "grad value_and_grad jit block_until_ready vmap jacrev jacfwd hessian".split()},
 }
-_MISSING = ("numpy", "autograd")
-# Where numpy is missing, each name's stand-in, made once: the same object at every access (the
-# exercises' check compares `jax.grad` before and after a student's code by identity).
-_STAND_INS: dict[str, Any] = {}
 
 
 def _array_module(name: str) -> Any:
@@ -42,20 +39,16 @@ def _array_module(name: str) -> Any:
     try:
         return importlib.import_module(f".{name}", __name__)
     except ModuleNotFoundError as err:
-        if (err.name or "").split(".")[0] not in _MISSING:
+        if (err.name or "").split(".")[0] not in ("numpy", "autograd"):
             raise
         return None
 
 
-def without_numpy() -> bool:
-    """True when numpy or autograd cannot be imported here (the array parts are stand-ins)."""
-    return _array_module("numpy") is None or _array_module("_autodiff") is None
-
-
 def engine_detail() -> str:
-    """What this engine computes with, for its name: numpy + autograd, or, where numpy could
-    not be loaded, the tree operations alone on plain Python values."""
-    if without_numpy():
+    """What this engine computes with, for its name: numpy + autograd, or, where numpy or
+    autograd could not be loaded (the array parts are stand-ins), the tree operations alone on
+    plain Python values."""
+    if _array_module("numpy") is None or _array_module("_autodiff") is None:
         return "tree operations only, on plain Python values: numpy could not be loaded here"
     return "numpy + autograd"
 
@@ -66,14 +59,15 @@ def __getattr__(name: str) -> Any:
         raise missing(__name__, name, __dir__())
     module = _array_module(part[0])
     if module is None:
-        if name not in _STAND_INS:
-            _STAND_INS[name] = _stand_in(name)
-        return _STAND_INS[name]
+        return _stand_in(name)
     value = module if part[1] is None else getattr(module, part[1])
     globals()[name] = value
     return value
 
 
+# Where numpy is missing, each name's stand-in, made once: the same object at every access (the
+# exercises' check compares `jax.grad` before and after a student's code by identity).
+@functools.cache
 def _stand_in(name: str) -> Any:
     if name == "Array":
         return _without_numpy.Array

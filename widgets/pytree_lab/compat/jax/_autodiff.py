@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import autograd.numpy as _anp
 import numpy as _np
 from autograd.core import make_vjp as _make_vjp
 from autograd.extend import vspace as _vspace
@@ -20,7 +21,6 @@ from autograd.tracer import getval as _getval
 
 from .. import tree_util as _tu
 from . import numpy as _jnp
-from ._config import config  # noqa: F401  (jax.config, re-exported)
 from .lax import _stacked
 
 
@@ -155,8 +155,6 @@ def jacrev(
     """The Jacobian of `fun` (its output a tree of arrays): for each output leaf of shape S, a
     tree like the argument(s) at `argnums` whose leaves have shape S + the leaf's shape, as in
     JAX. One reverse pass per output element (autograd), so a Jacobian of a Jacobian works."""
-    import autograd.numpy as anp
-
     several = not isinstance(argnums, int)
 
     @functools.wraps(fun)
@@ -175,7 +173,7 @@ def jacrev(
                         "involving complex outputs, or function with integer outputs, use jax.vjp directly."
                     )
             layout[:] = [out_def, [tuple(leaf.shape) for leaf in leaves]]
-            return anp.concatenate([anp.ravel(leaf) for leaf in leaves]) if leaves else _np.zeros(0, _np.float32)
+            return _anp.concatenate([_anp.ravel(leaf) for leaf in leaves]) if leaves else _np.zeros(0, _np.float32)
 
         vjp, out, primals, treedef, aux = _traced(fun, argnums, has_aux, args, kwargs, flat_out)
         out_def, shapes = layout
@@ -187,7 +185,7 @@ def jacrev(
             size = int(_np.prod(shape, dtype=int))
             blocks = [
                 _jnp._canon(
-                    anp.reshape(anp.stack([rows[k][i] for k in range(start, start + size)]), shape + _np.shape(p))
+                    _anp.reshape(_anp.stack([rows[k][i] for k in range(start, start + size)]), shape + _np.shape(p))
                     if size
                     else _np.zeros(shape + _np.shape(p), _np.float32)
                 )
@@ -235,13 +233,11 @@ def grad(
     return grad_f
 
 
-def jit(
-    fun: Callable | None = None, /, *, static_argnums: Any = None, static_argnames: Any = None, **options: Any
-) -> Any:
+def jit(fun: Callable | None = None, /, **options: Any) -> Any:
     """No compiler here: `fun` runs as written (numpy is already vectorised); `jax.jit`'s
-    arguments are accepted, so lesson code runs unchanged."""
+    arguments (static_argnums, static_argnames, ...) are accepted, so lesson code runs unchanged."""
     if fun is None:
-        return functools.partial(jit, static_argnums=static_argnums, static_argnames=static_argnames, **options)
+        return functools.partial(jit, **options)
 
     @functools.wraps(fun)
     def jitted(*args: Any, **kwargs: Any) -> Any:

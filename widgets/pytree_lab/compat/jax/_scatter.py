@@ -8,10 +8,10 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-import autograd.numpy as _anp
 import numpy as _np
 from autograd.extend import defvjp as _defvjp, primitive as _primitive
 from autograd.numpy.numpy_boxes import ArrayBox as _ArrayBox
+from autograd.numpy.numpy_vjps import unbroadcast_f as _unbroadcast_f
 from autograd.tracer import getval as _getval
 
 
@@ -58,26 +58,15 @@ def _scatter_add(x: Any, idx: Any, v: Any) -> Any:
     return out
 
 
-def _sum_to_shape(t: Any, target: Any) -> Any:
-    """A cotangent of the broadcast update, summed back to the shape of the value given."""
-    shape = _np.shape(_getval(target))
-    while _anp.ndim(t) > len(shape):
-        t = _anp.sum(t, axis=0)
-    for axis, size in enumerate(shape):
-        if size == 1 and _anp.shape(t)[axis] != 1:
-            t = _anp.sum(t, axis=axis, keepdims=True)
-    return t
-
-
-# written with the primitives themselves, so a gradient of a gradient works too
+# the update's cotangent is summed back to the shape of the value given (autograd's unbroadcast)
 _defvjp(
     _scatter_set,
     lambda ans, x, idx, v: lambda g: _scatter_set(g, idx, 0),
     None,
-    lambda ans, x, idx, v: lambda g: _sum_to_shape(g[idx], v),
+    lambda ans, x, idx, v: _unbroadcast_f(v, lambda g: g[idx]),
 )
 _defvjp(
-    _scatter_add, lambda ans, x, idx, v: lambda g: g, None, lambda ans, x, idx, v: lambda g: _sum_to_shape(g[idx], v)
+    _scatter_add, lambda ans, x, idx, v: lambda g: g, None, lambda ans, x, idx, v: _unbroadcast_f(v, lambda g: g[idx])
 )
 
 

@@ -25,12 +25,9 @@ def ravel_pytree(pytree: Any) -> tuple[Any, Callable[[Any], Any]]:
     shapes = [_np.shape(leaf) for leaf in leaves]
     dtypes = [leaf.dtype for leaf in leaves]
     sizes = [int(_np.prod(s, dtype=int)) for s in shapes]
-    if leaves:
-        flat_dtype = _jnp.result_type(*dtypes)
-        flat = _anp.concatenate([_anp.ravel(leaf).astype(flat_dtype) for leaf in leaves])
-    else:
-        flat_dtype = _np.dtype(_np.float32)
-        flat = _np.zeros((0,), dtype=flat_dtype)
+    flat_dtype = _jnp.result_type(*dtypes)  # of no dtypes: float32
+    pieces = [_anp.ravel(leaf).astype(flat_dtype) for leaf in leaves]
+    flat = _anp.concatenate(pieces) if pieces else _np.zeros((0,), dtype=flat_dtype)
     total = sum(sizes)
     one_dtype = all(dtype == flat_dtype for dtype in dtypes)
 

@@ -32,13 +32,12 @@ def _scalar_pred(pred: Any, name: str) -> bool:
 
 def cond(pred: Any, true_fun: Callable, false_fun: Callable, *operands: Any) -> Any:
     """``true_fun(*operands)`` if pred else ``false_fun(*operands)`` (only the one taken runs)."""
-    out = true_fun(*operands) if bool(_scalar_pred(pred, "cond")) else false_fun(*operands)
-    return _tu.tree_map(_jnp.asarray, out)  # arrays, as JAX returns
+    return switch(bool(_scalar_pred(pred, "cond")), (false_fun, true_fun), *operands)
 
 
 def switch(index: Any, branches: Sequence[Callable], *operands: Any) -> Any:
     i = int(_scalar_pred(index, "switch"))
-    return _tu.tree_map(_jnp.asarray, branches[min(max(i, 0), len(branches) - 1)](*operands))
+    return _tu.tree_map(_jnp.asarray, branches[min(max(i, 0), len(branches) - 1)](*operands))  # arrays, as JAX returns
 
 
 def select(pred: Any, on_true: Any, on_false: Any) -> Any:

@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 import autograd.numpy as _anp
+import numpy as _np
 
-from . import numpy as _jnp
+from . import numpy as _jnp, random as _random
 from ._config import refusing as _refusing
 
 __getattr__ = _refusing(__name__, globals())  # a name JAX has and this engine lacks: says so
@@ -93,11 +94,9 @@ def softmax(x: Any, axis: int = -1) -> Any:
 
 
 def one_hot(x: Any, num_classes: int, dtype: Any = None, axis: int = -1) -> Any:
-    import numpy as np
-
-    x = np.asarray(_jnp._getval(x))
-    out = (x[..., None] == np.arange(num_classes)).astype(_jnp._default_float(dtype))
-    return np.moveaxis(out, -1, axis) if axis != -1 else out
+    x = _np.asarray(_jnp._getval(x))
+    out = (x[..., None] == _np.arange(num_classes)).astype(_jnp._default_float(dtype))
+    return _np.moveaxis(out, -1, axis) if axis != -1 else out
 
 
 def elu(x: Any, alpha: Any = 1.0) -> Any:
@@ -118,16 +117,12 @@ def _make_initializers() -> Any:
     import functools
     import types
 
-    import numpy as np
-
-    from . import random
-
     def _fans(shape: tuple) -> tuple[float, float]:
         if len(shape) < 1:
             return 1.0, 1.0
         if len(shape) == 1:
             return float(shape[0]), float(shape[0])
-        field = float(np.prod(shape[:-2])) if len(shape) > 2 else 1.0
+        field = float(_np.prod(shape[:-2])) if len(shape) > 2 else 1.0
         return shape[-2] * field, shape[-1] * field
 
     def variance_scaling(scale: float, mode: str, distribution: str, in_axis: int = -2, out_axis: int = -1,
@@ -144,14 +139,14 @@ def _make_initializers() -> Any:
             denominator = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[mode]
             variance = scale / denominator
             if distribution == "truncated_normal":  # JAX's: a standard normal cut at +-2, rescaled
-                draws = np.asarray(random.normal(key, (max(4 * int(np.prod(shape)), 16),)), np.float64)
-                kept = draws[np.abs(draws) < 2][: int(np.prod(shape))]
-                values = kept.reshape(shape) * np.sqrt(variance) / 0.87962566103423978
+                draws = _np.asarray(_random.normal(key, (max(4 * int(_np.prod(shape)), 16),)), _np.float64)
+                kept = draws[_np.abs(draws) < 2][: int(_np.prod(shape))]
+                values = kept.reshape(shape) * _np.sqrt(variance) / 0.87962566103423978
             elif distribution == "normal":
-                values = np.asarray(random.normal(key, shape), np.float64) * np.sqrt(variance)
+                values = _np.asarray(_random.normal(key, shape), _np.float64) * _np.sqrt(variance)
             elif distribution == "uniform":
-                limit = np.sqrt(3 * variance)
-                values = np.asarray(random.uniform(key, shape, minval=-1.0, maxval=1.0), np.float64) * limit
+                limit = _np.sqrt(3 * variance)
+                values = _np.asarray(_random.uniform(key, shape, minval=-1.0, maxval=1.0), _np.float64) * limit
             else:
                 raise ValueError(f"invalid distribution for variance scaling initializer: {distribution}")
             return _jnp.asarray(values, dtype=_jnp._default_float(dtype))
@@ -163,11 +158,11 @@ def _make_initializers() -> Any:
 
     def normal(stddev: float = 1e-2, dtype: Any = None) -> Any:
         return lambda key, shape, dtype=dtype: _jnp.asarray(
-            np.asarray(random.normal(key, shape)) * stddev, dtype=_jnp._default_float(dtype)
+            _np.asarray(_random.normal(key, shape)) * stddev, dtype=_jnp._default_float(dtype)
         )
 
     def uniform(scale: float = 1e-2, dtype: Any = None) -> Any:
-        return lambda key, shape, dtype=dtype: random.uniform(key, shape, dtype=dtype, maxval=scale)
+        return lambda key, shape, dtype=dtype: _random.uniform(key, shape, dtype=dtype, maxval=scale)
 
     module = types.ModuleType("jax.nn.initializers", _make_initializers.__doc__)
     module.__dict__.update(

@@ -177,12 +177,8 @@ def _default_float(dtype: Any) -> _np.dtype:
     return _np.dtype(_np.float32) if dtype is None else canonicalize_dtype(dtype)
 
 
-def zeros(shape: Any, dtype: Any = None) -> _np.ndarray:
-    return _lite(_np.zeros(shape, dtype=_default_float(dtype)))
-
-
-def ones(shape: Any, dtype: Any = None) -> _np.ndarray:
-    return _lite(_np.ones(shape, dtype=_default_float(dtype)))
+# numpy's, in JAX's dtypes (their default float64 becomes float32)
+zeros, ones, eye, identity = map(_wrap, (_anp.zeros, _anp.ones, _anp.eye, _anp.identity))
 
 
 def full(shape: Any, fill_value: Any, dtype: Any = None) -> _np.ndarray:
@@ -219,35 +215,23 @@ def linspace(start: Any, stop: Any, num: int = 50, endpoint: bool = True, dtype:
     return _lite(out.astype(_default_float(dtype)))
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None) -> _np.ndarray:
-    return _lite(_np.eye(N, M, k, dtype=_default_float(dtype)))
-
-
-def identity(n: int, dtype: Any = None) -> _np.ndarray:
-    return eye(n, dtype=dtype)
-
-
 # --------------------------------------------------------------------------- comparisons and shapes (never traced)
 
 
-def _untraced(fn: Any, compare: bool) -> Any:
-    """numpy's `fn` on the values of traced arguments; a comparison's operands in JAX dtypes first
-    (the values JAX would compare), its answer an array."""
+def _compared(fn: Any) -> Any:
+    """numpy's comparison `fn` of the values of traced arguments, in JAX dtypes first (the values
+    JAX would compare); its answer an array."""
 
     @functools.wraps(fn)
-    def untraced(a: Any, *args: Any, **kwargs: Any) -> Any:
-        if not compare:
-            return fn(_getval(a), *args, **kwargs)
-        b, *rest = args
-        return _np.asarray(fn(asarray(_getval(a)), asarray(_getval(b)), *rest, **kwargs))
+    def compared(a: Any, b: Any, *args: Any, **kwargs: Any) -> Any:
+        return _np.asarray(fn(asarray(_getval(a)), asarray(_getval(b)), *args, **kwargs))
 
-    return untraced
+    return compared
 
 
 for _name in "allclose isclose array_equal".split():
-    globals()[_name] = _untraced(getattr(_np, _name), compare=True)
-for _name in "shape ndim size".split():
-    globals()[_name] = _untraced(getattr(_np, _name), compare=False)
+    globals()[_name] = _compared(getattr(_np, _name))
+shape, ndim, size = _np.shape, _np.ndim, _np.size  # numpy's read a traced value's .shape, .ndim, .size
 
 
 # --------------------------------------------------------------------------- traced functions
@@ -383,10 +367,7 @@ class _At:
         return _AtIndex(self._x, idx)
 
 
-class _JaxArrayMethods:
-    """JAX's ``.at``, JAX's ``@`` errors and JAX's clamped reads, for the engine's arrays and for
-    traced values."""
-
+class _JaxArrayMethods:  # for ArrayImpl and _TracedArray
     __slots__ = ()
     shape: tuple
 
