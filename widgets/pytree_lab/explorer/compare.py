@@ -201,7 +201,7 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
     def reset(self) -> dict[str, StepResult | None]:
         """Every optimizer back to the starting params with a fresh state; the histories start again."""
         with self.lock:
-            if self.player.playing:
+            if self.playing:
                 self.player.stop("Paused: reset.")
             for s in self.sessions.values():
                 failure = s.reset()

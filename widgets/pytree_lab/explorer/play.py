@@ -59,10 +59,6 @@ class Player:
         self._next_at = self._sent_at = 0.0
         control.on_intent = self._intent
 
-    @property
-    def playing(self) -> bool:
-        return self.control.playing
-
     def play(self, steps_per_second: float | None = None, until: int | None = None) -> None:
         if steps_per_second is not None:
             if not is_number(steps_per_second) or not 0 < steps_per_second <= MAX_RATE:  # NaN and inf fail the range
@@ -236,7 +232,7 @@ class Playing:
     @property
     def playing(self) -> bool:
         """Whether steps are being played (the kernel's; the page asks through Play / Pause)."""
-        return self.player.playing
+        return self.play_control.playing
 
     # ------------------------------------------------------------------ output of steps from the page
     @property
@@ -257,7 +253,7 @@ class Playing:
 
     def _clicked(self, method: Any, *args: Any) -> None:
         """A button's step (Step, Step ×10, Reset), run as a step from the page; Reset stops playing."""
-        if method.__name__ == "reset" and self.player.playing:
+        if method.__name__ == "reset" and self.playing:
             self.player.stop("Paused: reset.")
         with self._from_page():
             method(*args)

@@ -352,7 +352,7 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         slider path (explorer/__init__.py) is six calls."""
         if not self.slider_panel.take(label, change):
             return  # the sliders follow the session: the caller recomputes once after
-        if self.player.playing:
+        if self.playing:
             self.player.stop("Paused: a slider moved.")
         with self.session.lock, self._from_page():
             self.schedule.moving = True
