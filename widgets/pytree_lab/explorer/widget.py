@@ -188,7 +188,6 @@ class SliderPanel:
                 self.session.notes = notes
 
     def param_sliders(self) -> list[tuple[Any, Slider]]:
-        """(element, Slider) of each parameter element with a slider, in order."""
         return [
             (spec.element, self.sliders[spec.label])
             for spec in self.session.specs
