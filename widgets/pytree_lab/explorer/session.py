@@ -262,13 +262,11 @@ class ExplorerSession:
         """A slider moved: its element (or the learning rate) takes `value`."""
         self.values[label] = float(value)
 
-    def _values_from_leaves(self, tree: str | None = None) -> None:
+    def _values_from_leaves(self, tree: str) -> None:
+        leaves = self.input_leaves if tree == "inputs" else self.param_leaves
         for s in self.specs:
-            el = s.element
-            if el is not None and tree in (None, el.tree):
-                self.values[s.label] = element_value(
-                    self.input_leaves if el.tree == "inputs" else self.param_leaves, el
-                )
+            if s.element is not None and s.element.tree == tree:
+                self.values[s.label] = element_value(leaves, s.element)
 
     def gather(self) -> tuple[Any, dict, float]:
         """Params, inputs and learning rate: the stored trees with the slider values written in."""
