@@ -189,12 +189,11 @@ def load(cls: Any, path: Any, loss_fn: Any, params: Any, inputs: Any = None, **k
     rest = {k: v for k, v in (inputs or {}).items() if k not in static}
     rest_leaves, rest_def = eng.tree_flatten(rest)
     inputs = {**eng.tree_unflatten(rest_def, take("inputs", len(rest_leaves))), **static}
-    lr = meta["learning_rate"]
     ex = cls(
         loss_fn,
         eng.tree_unflatten(treedef, take("params", len(leaves))),
         inputs,
-        lr,
+        meta["learning_rate"],
         sliders=meta["sliders"],
         bars=meta["bars"] or None,
         **kwargs,
