@@ -279,21 +279,15 @@ class PlayMixin(Playing):
 
     # the widget this mixes into (StepExplorer, an ipywidgets.VBox) has these
     session: Any
-    schedule: Any
     children: Any
     observe: Any
-    recompute: Any
-
-    @property
-    def lock(self) -> Any:
-        """The lock of one change at a time (the session's), which the player takes for a step."""
-        return self.session.lock
 
     def _sessions(self) -> list:
         return [self.session]
 
     def _start_play(self) -> None:
         """Called once the explorer's children are set: the output area goes under them."""
+        self.lock = self.session.lock  # one change at a time: the player takes it for a step
         self.debug = DebugArea()
         self.player = Player(self, self.play_control)
         self.children = [*self.children, self.debug.widget]
