@@ -170,7 +170,6 @@ def arrange(ex: Any, form: str, slider_box: ipywidgets.Widget) -> list[ipywidget
         diagram.collapsed = folding
     data = ex.data_view
     ex.views["DataView"].compact = True
-    ex.views["DataView"].refresh()
     # the bars and the loss line: a third of a projected screen high (the bars' figure taller by
     # its upright tick labels), the bars the wider; on a narrow page (1024 px) the loss line goes
     # under them rather than squeeze the bars' labels. The bars' table (its one line, and the note

@@ -309,8 +309,8 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         build_controls(self, fixed_range, self._clicked)
         self.slider_panel = SliderPanel(session, sliders, max_sliders)
         self.sliders: dict[str, Slider] = self.slider_panel.sliders
-        self.views["DataView"].refresh()
         self.children = arrange(self, self.layout_form, self.slider_panel.box)
+        self.views["DataView"].refresh()
         if self.presenter:
             present(self, True)
         self.observe(lambda change: present(self, change["new"]), "presenter")
