@@ -146,19 +146,17 @@ class SliderPanel:
         self.session = session
         module = SliderModule()  # the slider module, sent to the page once for all these sliders
         plan = session.plan_sliders(chosen, max_sliders)
-        labels = [spec.label for spec in plan]
-        shown = dict(zip(labels, short_labels(labels)))  # short (cut in the middle), no two alike
         self.sliders: dict[str, Slider] = {
             spec.label: Slider(
                 spec.value,
-                description=shown[spec.label],
+                description=shown,  # short (cut in the middle), no two alike
                 path=spec.path,
                 min=spec.min,
                 max=spec.max,
                 step=spec.step,
                 module=module,
             )
-            for spec in plan
+            for spec, shown in zip(plan, short_labels([spec.label for spec in plan]))
         }
         self.box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "330px"})
         self.following = False  # set while the sliders follow the session
