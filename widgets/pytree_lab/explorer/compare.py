@@ -115,8 +115,7 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
             self.sessions[name] = session
         step_controls(self, self._clicked, TOOLTIPS)
         self.loss_chart = LossLinesChart(list(self.sessions), title="Loss at each step, per optimizer")
-        self.table = ipywidgets.HTML()
-        self.table.add_class("ptl-compare-table")
+        self.table = ipywidgets.HTML().add_class("ptl-compare-table")
         self.diagram = PytreeDiagram()
         self.debug = DebugArea()
         self.player = Player(self, self.play_control)

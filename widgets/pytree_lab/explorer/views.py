@@ -151,8 +151,7 @@ class DataView(View):
 
     def __init__(self, session: Any):
         super().__init__(session)
-        self.widget = self.html = ipywidgets.HTML(layout={"width": "100%"})
-        self.html.add_class("pytree-lab-data")
+        self.widget = self.html = ipywidgets.HTML(layout={"width": "100%"}).add_class("pytree-lab-data")
         self.rows: list[tuple[str, str, str, str]] = []
         self.compact = False  # one line that opens (set by the explorer's compact layout)
         self.public = {"data_view": self.html}
