@@ -181,8 +181,7 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
         """`n` real steps of every optimizer (each one compiled loop), then every view drawn once.
         Returns `results`, or None when an optimizer's step failed (the message names it)."""
         with self.lock:
-            first = next(iter(self.sessions.values()))
-            first.check_steps(n)
+            next(iter(self.sessions.values())).check_steps(n)  # (the same check for every session)
             if self.closed:
                 return None
             failed, said = [], []
