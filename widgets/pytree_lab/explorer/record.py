@@ -150,8 +150,7 @@ def write_new(path: Any, suffix: str, written: dict, write: Any) -> Any:
     import os
     import pathlib
 
-    p = pathlib.Path(path)
-    p = p if p.suffix == suffix else p.with_suffix(suffix)
+    p = pathlib.Path(path).with_suffix(suffix)
     stem, k = p, 1
     while p.exists() and written.get(str(p.resolve())) != (p.stat().st_mtime_ns, p.stat().st_size):
         k += 1
