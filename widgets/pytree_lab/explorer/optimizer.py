@@ -3,6 +3,7 @@ optimizer's moment trees, updated) and side panels, and the worked calculation's
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any
 
@@ -97,10 +98,8 @@ def why_not_adam(session: Any, r: StepResult, view: Any, formulas: list, updates
         schedule = getattr(built, "_every_k_schedule", None)
         k = ""
         if schedule is not None:
-            try:
+            with contextlib.suppress(Exception):  # a schedule that does not answer: the sentence without k
                 k = str(int(np.asarray(schedule(multi.gradient_step) if callable(schedule) else schedule)))
-            except Exception:  # noqa: BLE001 - a schedule that does not answer: the sentence without k
-                k = ""
         done = int(np.asarray(multi.mini_step))
         if all(not np.any(np.asarray(u)) for u in updates) and done > 0:
             return (
