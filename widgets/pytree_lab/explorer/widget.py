@@ -166,9 +166,8 @@ class SliderPanel:
         move of its own (a step to run); False while the sliders follow the session."""
         slider = change["owner"]
         if slider.widened is not None:
-            lo, hi = slider.widened
+            self.session.notes.append(widened_note(slider.path, change["new"], *slider.widened))
             slider.widened = None
-            self.session.notes.append(widened_note(slider.path, change["new"], lo, hi))
         self.session.move(label, change["new"])
         return not self.following
 
