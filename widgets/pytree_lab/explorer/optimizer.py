@@ -149,7 +149,6 @@ def optimizer_rows(session: Any, r: StepResult, leaves: list, selected: str) -> 
     def at(tree: Any) -> Any:
         return np.asarray(eng.tree_leaves(tree)[leaf.index])
 
-    g = at(r.grads)
     hp = _adam_constants(session, r, view)
     count = next((v for k, v in view.rest.items() if k.startswith("adam count")), None)
     mu = next((t for k, t in view.moments.items() if k.startswith("adam mu")), None)
@@ -191,7 +190,7 @@ def optimizer_rows(session: Any, r: StepResult, leaves: list, selected: str) -> 
             )
     if updates is not None:
         add(
-            f"update[{name}] from the optimizer (∂L/∂{name} = {fmt_value(g)[0]})",
+            f"update[{name}] from the optimizer (∂L/∂{name} = {fmt_value(at(r.grads))[0]})",
             at(updates),
             minor=applied,
             short=f"update[{name}] returned by the optimizer",
