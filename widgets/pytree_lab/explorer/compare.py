@@ -115,8 +115,7 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
             self.sessions[name] = session
         step_controls(self, self._clicked, TOOLTIPS)
         self.loss_chart = LossLinesChart(list(self.sessions), title="Loss at each step, per optimizer")
-        self.table = ipywidgets.HTML()
-        self.table.add_class("ptl-compare-table")
+        self.table = ipywidgets.HTML().add_class("ptl-compare-table")
         self.diagram = PytreeDiagram()
         self.debug = DebugArea()
         self.player = Player(self, self.play_control)
@@ -182,8 +181,7 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
         """`n` real steps of every optimizer (each one compiled loop), then every view drawn once.
         Returns `results`, or None when an optimizer's step failed (the message names it)."""
         with self.lock:
-            first = next(iter(self.sessions.values()))
-            first.check_steps(n)
+            next(iter(self.sessions.values())).check_steps(n)  # (the same check for every session)
             if self.closed:
                 return None
             failed, said = [], []
@@ -201,7 +199,7 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
     def reset(self) -> dict[str, StepResult | None]:
         """Every optimizer back to the starting params with a fresh state; the histories start again."""
         with self.lock:
-            if self.player.playing:
+            if self.playing:
                 self.player.stop("Paused: reset.")
             for s in self.sessions.values():
                 failure = s.reset()

@@ -100,16 +100,14 @@ class DebugArea:
     LINE_CHARS = 240
 
     def __init__(self) -> None:
-        self.html = ipywidgets.HTML(layout={"width": "100%"})
-        self.html.add_class("pytree-lab-debug")
+        self.html = ipywidgets.HTML(layout={"width": "100%"}).add_class("pytree-lab-debug")
         self.clear_button = ipywidgets.Button(
             description="Clear output", tooltip="clear the output of steps run from the page", layout={"width": "auto"}
         )
         self.clear_button.on_click(lambda _: self.clear())
         self.widget = ipywidgets.VBox(
             [self.html, self.clear_button], layout={"display": "none", "align_items": "flex-start"}
-        )
-        self.widget.add_class("pytree-lab-debug-area")
+        ).add_class("pytree-lab-debug-area")
         self.lines: deque[str] = deque(maxlen=self.LINES)
         self.dropped = 0  # lines that scrolled out
         self._partial = ""  # the line being written (no newline yet)

@@ -97,8 +97,7 @@ class LeafPicker:
             description="worked calculation for",
             style={"description_width": "initial"},
             layout={"width": "auto", "max_width": "100%"},
-        )
-        self.dropdown.add_class("ptl-leaf-picker")
+        ).add_class("ptl-leaf-picker")
         self._following = False
         self.follow()
         self.dropdown.observe(self._picked, "value")
@@ -142,9 +141,7 @@ def present(ex: Any, on: bool) -> None:
 
 
 def _box(cls: type, children: list, name: str, **layout: str) -> ipywidgets.Box:
-    box = cls(children, layout=layout)
-    box.add_class(name)
-    return box
+    return cls(children, layout=layout).add_class(name)
 
 
 def arrange(ex: Any, form: str, slider_box: ipywidgets.Widget) -> list[ipywidgets.Widget]:
@@ -170,7 +167,6 @@ def arrange(ex: Any, form: str, slider_box: ipywidgets.Widget) -> list[ipywidget
         diagram.collapsed = folding
     data = ex.data_view
     ex.views["DataView"].compact = True
-    ex.views["DataView"].refresh()
     # the bars and the loss line: a third of a projected screen high (the bars' figure taller by
     # its upright tick labels), the bars the wider; on a narrow page (1024 px) the loss line goes
     # under them rather than squeeze the bars' labels. The bars' table (its one line, and the note

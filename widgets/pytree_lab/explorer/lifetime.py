@@ -138,8 +138,7 @@ class Lifetime:
         self._built.append(widget)
 
     def _close_widgets(self) -> None:
-        built = list(self.__dict__.get("_built", ()))
-        for widget in built + descendants(self):
+        for widget in [*self.__dict__.get("_built", ()), *descendants(self)]:
             if widget is not self:
                 with contextlib.suppress(Exception):
                     widget.close()

@@ -135,7 +135,6 @@ def explain(err: BaseException, input_names: list[str], param_summary: TreeSumma
 
     if isinstance(err, OptimizerError):  # the optimizer's own failure, already named
         return error_text(err)
-    text = short_error(err)
     name = error_name(err)
     hint = ""
     if name in _TRACER_ERRORS:
@@ -159,7 +158,7 @@ def explain(err: BaseException, input_names: list[str], param_summary: TreeSumma
                 f"params{empty[0]} is None: JAX treats None as an empty subtree with no leaves, "
                 "so it is not a parameter and has no gradient. "
             )
-    return f"{hint}The step failed: {text}"
+    return f"{hint}The step failed: {short_error(err)}"
 
 
 def over_budget(what: str, clock: Any, leaves: int, time_budget: float | None) -> str:

@@ -3,6 +3,7 @@ optimizer's moment trees, updated) and side panels, and the worked calculation's
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 from typing import Any
 
@@ -96,10 +97,8 @@ def why_not_adam(session: Any, r: StepResult, view: Any, formulas: list, updates
         schedule = getattr(built, "_every_k_schedule", None)
         k = ""
         if schedule is not None:
-            try:
+            with contextlib.suppress(Exception):  # a schedule that does not answer: the sentence without k
                 k = str(int(np.asarray(schedule(multi.gradient_step) if callable(schedule) else schedule)))
-            except Exception:  # noqa: BLE001 - a schedule that does not answer: the sentence without k
-                k = ""
         done = int(np.asarray(multi.mini_step))
         if all(not np.any(np.asarray(u)) for u in updates) and done > 0:
             return (
@@ -149,7 +148,6 @@ def optimizer_rows(session: Any, r: StepResult, leaves: list, selected: str) -> 
     def at(tree: Any) -> Any:
         return np.asarray(eng.tree_leaves(tree)[leaf.index])
 
-    g = at(r.grads)
     hp = _adam_constants(session, r, view)
     count = next((v for k, v in view.rest.items() if k.startswith("adam count")), None)
     mu = next((t for k, t in view.moments.items() if k.startswith("adam mu")), None)
@@ -191,7 +189,7 @@ def optimizer_rows(session: Any, r: StepResult, leaves: list, selected: str) -> 
             )
     if updates is not None:
         add(
-            f"update[{name}] from the optimizer (∂L/∂{name} = {fmt_value(g)[0]})",
+            f"update[{name}] from the optimizer (∂L/∂{name} = {fmt_value(at(r.grads))[0]})",
             at(updates),
             minor=applied,
             short=f"update[{name}] returned by the optimizer",

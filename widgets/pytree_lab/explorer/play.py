@@ -59,10 +59,6 @@ class Player:
         self._next_at = self._sent_at = 0.0
         control.on_intent = self._intent
 
-    @property
-    def playing(self) -> bool:
-        return self.control.playing
-
     def play(self, steps_per_second: float | None = None, until: int | None = None) -> None:
         if steps_per_second is not None:
             if not is_number(steps_per_second) or not 0 < steps_per_second <= MAX_RATE:  # NaN and inf fail the range
@@ -236,7 +232,7 @@ class Playing:
     @property
     def playing(self) -> bool:
         """Whether steps are being played (the kernel's; the page asks through Play / Pause)."""
-        return self.player.playing
+        return self.play_control.playing
 
     # ------------------------------------------------------------------ output of steps from the page
     @property
@@ -257,7 +253,7 @@ class Playing:
 
     def _clicked(self, method: Any, *args: Any) -> None:
         """A button's step (Step, Step ×10, Reset), run as a step from the page; Reset stops playing."""
-        if method.__name__ == "reset" and self.player.playing:
+        if method.__name__ == "reset" and self.playing:
             self.player.stop("Paused: reset.")
         with self._from_page():
             method(*args)
@@ -283,21 +279,15 @@ class PlayMixin(Playing):
 
     # the widget this mixes into (StepExplorer, an ipywidgets.VBox) has these
     session: Any
-    schedule: Any
     children: Any
     observe: Any
-    recompute: Any
-
-    @property
-    def lock(self) -> Any:
-        """The lock of one change at a time (the session's), which the player takes for a step."""
-        return self.session.lock
 
     def _sessions(self) -> list:
         return [self.session]
 
     def _start_play(self) -> None:
         """Called once the explorer's children are set: the output area goes under them."""
+        self.lock = self.session.lock  # one change at a time: the player takes it for a step
         self.debug = DebugArea()
         self.player = Player(self, self.play_control)
         self.children = [*self.children, self.debug.widget]

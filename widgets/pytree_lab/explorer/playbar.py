@@ -102,8 +102,7 @@ def step_controls(ex: Any, clicked: Callable[..., None], tooltips: tuple[str, ..
     `play_control`, Play / Pause with its speed and step number; and `controls`, the row holding
     them and `boxes`), wired to it: a button calls `clicked(method, *args)`, which runs the step
     as one from the page."""
-    ex.status = ipywidgets.HTML(layout={"width": "100%"})
-    ex.status.add_class("pytree-lab-status")
+    ex.status = ipywidgets.HTML(layout={"width": "100%"}).add_class("pytree-lab-status")
     ex.step_button, ex.step10_button, ex.reset_button = (
         ipywidgets.Button(description=d, tooltip=t) for d, t in zip(("Step", "Step ×10", "Reset"), tooltips)
     )
@@ -114,5 +113,4 @@ def step_controls(ex: Any, clicked: Callable[..., None], tooltips: tuple[str, ..
     ex.play_control = PlayControl()
     ex.controls = ipywidgets.HBox(
         [*buttons, ex.play_control, *boxes], layout={"flex_flow": "row wrap", "align_items": "center"}
-    )
-    ex.controls.add_class("pytree-lab-controls")
+    ).add_class("pytree-lab-controls")

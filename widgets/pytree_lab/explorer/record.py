@@ -150,8 +150,7 @@ def write_new(path: Any, suffix: str, written: dict, write: Any) -> Any:
     import os
     import pathlib
 
-    p = pathlib.Path(path)
-    p = p if p.suffix == suffix else p.with_suffix(suffix)
+    p = pathlib.Path(path).with_suffix(suffix)
     stem, k = p, 1
     while p.exists() and written.get(str(p.resolve())) != (p.stat().st_mtime_ns, p.stat().st_size):
         k += 1
@@ -189,12 +188,11 @@ def load(cls: Any, path: Any, loss_fn: Any, params: Any, inputs: Any = None, **k
     rest = {k: v for k, v in (inputs or {}).items() if k not in static}
     rest_leaves, rest_def = eng.tree_flatten(rest)
     inputs = {**eng.tree_unflatten(rest_def, take("inputs", len(rest_leaves))), **static}
-    lr = meta["learning_rate"]
     ex = cls(
         loss_fn,
         eng.tree_unflatten(treedef, take("params", len(leaves))),
         inputs,
-        lr,
+        meta["learning_rate"],
         sliders=meta["sliders"],
         bars=meta["bars"] or None,
         **kwargs,

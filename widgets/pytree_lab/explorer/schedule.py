@@ -39,7 +39,6 @@ class Schedule:
     `draw_slow(result, history)` draws the others; `failed(error)` says a slow draw that failed on a
     timer's turn; `lock` is held on a timer's turn (the explorer's lock: one change at a time)."""
 
-    # the constants live with the slider's in timing.py (every timing constant of a slider move)
     DRAG_GAP = timing.DRAG_GAP  # s between two slider moves' steps that makes them one drag
     VIEWS_TRAIL = timing.VIEWS_TRAIL  # s of pause in a drag after which the slow views follow
     VIEWS_EVERY = timing.VIEWS_EVERY  # s: the slow views follow a long drag at least this often

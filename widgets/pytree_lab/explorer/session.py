@@ -216,7 +216,7 @@ class ExplorerSession:
         return runner
 
     def _start_optimizer(self, learning_rate: float | None) -> float:
-        """Check the optimizer, make its first state, and say where the learning rate lives."""
+        """Check the optimizer, make its first state, say where the learning rate lives; returns the rate."""
         given = learning_rate is not None
         if given:
             shape = getattr(learning_rate, "shape", ())
@@ -224,7 +224,7 @@ class ExplorerSession:
                 what = f"an array of shape {tuple(shape)}" if shape != () else repr(learning_rate)
                 raise ValueError(f"learning_rate is one number (a float, or an array of shape ()), not {what}.")
         lr = float(learning_rate) if given else lesson.LEARNING_RATE  # type: ignore[arg-type]
-        self.learning_rate, self.rate_source = lr, "argument"
+        self.rate_source = "argument"
         if self.optimizer is None:
             return lr
         # a wrong optimizer is refused here, as a missing params tree is (OptimizerError says why)
@@ -236,7 +236,6 @@ class ExplorerSession:
             lr = cast(float, trainer.learning_rate_of(self.opt_state))  # a float: the rate is in the state
         elif trainer.lr_source == "fixed" and given:
             self.notes.append(messages.FIXED_RATE)
-        self.learning_rate = lr
         return lr
 
     @property
@@ -262,13 +261,11 @@ class ExplorerSession:
         """A slider moved: its element (or the learning rate) takes `value`."""
         self.values[label] = float(value)
 
-    def _values_from_leaves(self, tree: str | None = None) -> None:
+    def _values_from_leaves(self, tree: str) -> None:
+        leaves = self.input_leaves if tree == "inputs" else self.param_leaves
         for s in self.specs:
-            el = s.element
-            if el is not None and tree in (None, el.tree):
-                self.values[s.label] = element_value(
-                    self.input_leaves if el.tree == "inputs" else self.param_leaves, el
-                )
+            if s.element is not None and s.element.tree == tree:
+                self.values[s.label] = element_value(leaves, s.element)
 
     def gather(self) -> tuple[Any, dict, float]:
         """Params, inputs and learning rate: the stored trees with the slider values written in."""

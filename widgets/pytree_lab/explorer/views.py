@@ -24,9 +24,9 @@ from ..diagram import PytreeDiagram
 from ..trees import path_label
 from .messages import fmt_number
 from .optimizer import columns, foldable, optimizer_rows
-from .sliders import MAX_BARS, bar_values, chosen_bars, default_bars, describe, small_input, walk_leaves, with_selection
+from .sliders import bar_values, chosen_bars, default_bars, describe, small_input, walk_leaves, with_selection
 
-__all__ = ["View", "ViewSet", "VIEWS", "MAX_BARS"]
+__all__ = ["View", "ViewSet", "VIEWS"]
 
 
 class View:
@@ -44,7 +44,6 @@ class View:
         self.widget: Any = None
 
     def parts(self) -> list[tuple[str, int, ipywidgets.Widget]]:
-        """(slot, position, widget): slot "row" (beside the sliders) or "below"."""
         return [(*self.slot, self.widget)] if self.slot else []
 
     def show(self, result: Any) -> None:
@@ -152,8 +151,7 @@ class DataView(View):
 
     def __init__(self, session: Any):
         super().__init__(session)
-        self.widget = self.html = ipywidgets.HTML(layout={"width": "100%"})
-        self.html.add_class("pytree-lab-data")
+        self.widget = self.html = ipywidgets.HTML(layout={"width": "100%"}).add_class("pytree-lab-data")
         self.rows: list[tuple[str, str, str, str]] = []
         self.compact = False  # one line that opens (set by the explorer's compact layout)
         self.public = {"data_view": self.html}

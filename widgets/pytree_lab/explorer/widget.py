@@ -146,19 +146,17 @@ class SliderPanel:
         self.session = session
         module = SliderModule()  # the slider module, sent to the page once for all these sliders
         plan = session.plan_sliders(chosen, max_sliders)
-        labels = [spec.label for spec in plan]
-        shown = dict(zip(labels, short_labels(labels)))  # short (cut in the middle), no two alike
         self.sliders: dict[str, Slider] = {
             spec.label: Slider(
                 spec.value,
-                description=shown[spec.label],
+                description=shown,  # short (cut in the middle), no two alike
                 path=spec.path,
                 min=spec.min,
                 max=spec.max,
                 step=spec.step,
                 module=module,
             )
-            for spec in plan
+            for spec, shown in zip(plan, short_labels([spec.label for spec in plan]))
         }
         self.box = ipywidgets.VBox(list(self.sliders.values()), layout={"min_width": "330px"})
         self.following = False  # set while the sliders follow the session
@@ -168,9 +166,8 @@ class SliderPanel:
         move of its own (a step to run); False while the sliders follow the session."""
         slider = change["owner"]
         if slider.widened is not None:
-            lo, hi = slider.widened
+            self.session.notes.append(widened_note(slider.path, change["new"], *slider.widened))
             slider.widened = None
-            self.session.notes.append(widened_note(slider.path, change["new"], lo, hi))
         self.session.move(label, change["new"])
         return not self.following
 
@@ -188,7 +185,6 @@ class SliderPanel:
                 self.session.notes = notes
 
     def param_sliders(self) -> list[tuple[Any, Slider]]:
-        """(element, Slider) of each parameter element with a slider, in order."""
         return [
             (spec.element, self.sliders[spec.label])
             for spec in self.session.specs
@@ -310,8 +306,8 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         build_controls(self, fixed_range, self._clicked)
         self.slider_panel = SliderPanel(session, sliders, max_sliders)
         self.sliders: dict[str, Slider] = self.slider_panel.sliders
-        self.views["DataView"].refresh()
         self.children = arrange(self, self.layout_form, self.slider_panel.box)
+        self.views["DataView"].refresh()
         if self.presenter:
             present(self, True)
         self.observe(lambda change: present(self, change["new"]), "presenter")
@@ -352,7 +348,7 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         slider path (explorer/__init__.py) is six calls."""
         if not self.slider_panel.take(label, change):
             return  # the sliders follow the session: the caller recomputes once after
-        if self.player.playing:
+        if self.playing:
             self.player.stop("Paused: a slider moved.")
         with self.session.lock, self._from_page():
             self.schedule.moving = True
