@@ -163,6 +163,26 @@ def test_lists_tuples_and_dataclasses(params, loss):
     assert ex.result.loss_after == pytest.approx(0.64, abs=1e-6)
 
 
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class TwoWeights:
+    weight: jax.Array
+    w: jax.Array
+
+
+def test_selecting_a_field_marks_that_field_not_one_whose_name_starts_with_it():
+    # `.w` is a prefix of `.weight` as text; the worked calculation follows `.w` alone
+    params = TwoWeights(jnp.array([1.0, -1.0]), jnp.array(0.5))
+    ex = StepExplorer(lambda p, x: (jnp.dot(p.weight, x) + p.w - 3.0) ** 2, params, {"x": jnp.array([2.0, 1.0])})
+    ex.selected_path = ".w"
+    assert ex.calculation.focus == ".w"
+    marked = re.findall(r'class="ptl-calc-selected" data-path="([^"]*)"', ex.calculation.value)
+    assert marked and set(marked) == {".w"}
+    ex.selected_path = ".weight"
+    assert ex.calculation.focus == ".weight"
+    assert set(re.findall(r'class="ptl-calc-selected" data-path="([^"]*)"', ex.calculation.value)) == {".weight"}
+
+
 def _only_positive(v):
     if v < 0:
         raise ValueError("x[0] must be positive")

@@ -16,6 +16,7 @@ import ipywidgets
 
 from .formatting import fmt_number, fmt_value, grid_lines, is_slice_label
 from .step import StepResult
+from .tree_model import under
 from .trees import TreeSummary, path_label
 from .widget_common import TextForm, refuse_unknown_widget_keywords
 
@@ -146,7 +147,7 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
         body, last = [], None
         for row in rows:
             path = row.path
-            cls = ' class="ptl-calc-selected"' if sel and path and (path == sel or path.startswith(sel)) else ""
+            cls = ' class="ptl-calc-selected"' if sel and path and under(path, sel) else ""
             head = esc(row.section) if row.section != last else ""
             last = row.section
             value = grid_html(row.grid, row.what) if row.grid else esc(row.value)
@@ -190,7 +191,7 @@ class WorkedCalculation(TextForm, ipywidgets.HTML):
 def focus_leaf(leaves: list, selected: str) -> Any:
     """The leaf the worked calculation follows: the selected one, the first inside a selected
     container, else the first leaf."""
-    return next((lf for lf in leaves if selected and (lf.path == selected or lf.path.startswith(selected))), leaves[0])
+    return next((lf for lf in leaves if selected and under(lf.path, selected)), leaves[0])
 
 
 def _compact_table(rows: list[CalcRow], label: str) -> str:
