@@ -256,6 +256,16 @@ def test_second_derivative():
     np.testing.assert_allclose(float(lite), 12.0 - np.sin(2.0), rtol=1e-6)
 
 
+def test_stop_gradient_cuts_the_gradient_and_gives_a_value_float_can_read():
+    # the Lite engine's message for float() on a traced value points to stop_gradient: it must work
+    def loss(jax, jnp):
+        return lambda x: x * float(jax.lax.stop_gradient(x)) + jax.lax.stop_gradient(x) * x**2
+
+    real, lite = both(lambda jax, jnp: (jax.grad(loss(jax, jnp))(3.0), jax.grad(jax.grad(loss(jax, jnp)))(3.0)))
+    np.testing.assert_allclose([float(v) for v in lite], [float(v) for v in real], rtol=1e-6)
+    np.testing.assert_allclose([float(v) for v in lite], [3.0 + 2 * 3.0 * 3.0, 2 * 3.0], rtol=1e-6)
+
+
 def test_none_and_empty_subtrees_have_matching_gradients():
     params = {"w": np.array([1.0, 2.0], np.float32), "frozen": None, "empty": {}, "list": []}
 

@@ -7,7 +7,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import autograd.numpy as _anp
-from autograd.extend import defvjp as _defvjp, primitive as _primitive
 
 from .. import tree_util as _tu
 from . import numpy as _jnp
@@ -50,17 +49,10 @@ def select(pred: Any, on_true: Any, on_false: Any) -> Any:
     return _jnp._canon(_anp.where(p, on_true, on_false))
 
 
-@_primitive
-def _stop(x: Any) -> Any:
-    return x
-
-
-_defvjp(_stop, lambda ans, x: lambda g: _anp.zeros_like(g))
-
-
 def stop_gradient(x: Any) -> Any:
-    """The same values; no gradient flows through them (a tree: every leaf)."""
-    return _tu.tree_map(lambda leaf: _stop(leaf) if hasattr(leaf, "shape") or isinstance(leaf, float) else leaf, x)
+    """The same values; no gradient flows through them (a tree: every leaf). As in JAX, inside
+    `jax.grad` they are plain values again: ``float(stop_gradient(x))`` works there."""
+    return _tu.tree_map(_jnp._getval, x)
 
 
 def fori_loop(lower: int, upper: int, body_fun: Callable, init_val: Any) -> Any:
