@@ -1,5 +1,5 @@
-"""Every "this is what went wrong" sentence of the explorer, and the one helper that says an
-exception in a line (`short_error`).
+"""Every "this is what went wrong" sentence of the explorer (an exception in a line is the
+library's one `formatting.short_error`).
 
 Nothing here changes state: each function takes what it talks about and returns text. The
 session decides when a sentence is said; the widget shows it.
