@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import csv
+import importlib
 import json
 import os
 import pathlib
@@ -36,6 +37,7 @@ import tempfile
 import time
 from typing import Any
 
+import numpy as np
 from jupyter_client.manager import AsyncKernelManager
 from nbformat.notebooknode import NotebookNode
 from nbgrader.api import MissingEntry
@@ -47,7 +49,7 @@ from .. import lesson
 from ..exercises import tools
 from ..formatting import clip
 from .catalogue import EXERCISES
-from .exercises import grad_over_flat_params as flat
+from .exercises import grad_over_flat_params as flat, reruns
 from .exercises.common import _same_tree, lesson_point
 
 __all__ = [
@@ -370,8 +372,6 @@ def _run_cases(job: dict, n_cases: int, *, start: float = START_BUDGET, per_case
 def _tree(got: Any) -> Any:
     """The runner's plain numbers (a dict, or an array's nested lists) as a tree of arrays, for
     the practice check's own comparison."""
-    import numpy as np
-
     if isinstance(got, dict):
         return {k: _tree(v) for k, v in got.items()}
     try:
@@ -382,8 +382,6 @@ def _tree(got: Any) -> Any:
 
 def _numbers(tree: Any) -> Any:
     """A tree of arrays as the runner's plain numbers (nested lists)."""
-    import numpy as np
-
     return tools.jax.tree.map(lambda leaf: np.asarray(leaf, dtype=np.float64).tolist(), tree)
 
 
@@ -391,10 +389,6 @@ def _value_cases(exercise_id: str, rng) -> tuple[list[dict], list[dict]]:
     """The lesson's parameters, then hidden ones on the practice check's grid of halves (every
     gradient a whole number, so an answer rounded with int() is as right there): the runner's
     inputs, and each answer's right values (a list: the lesson allows more than one form)."""
-    import importlib
-
-    from .exercises import reruns
-
     right_at = importlib.import_module(f"{__package__}.exercises.{exercise_id}").right_at
     points = [lesson_point(lesson.lesson_params())]
     for _ in range(HIDDEN_RERUNS):
@@ -414,8 +408,6 @@ def _flat_cases(rng) -> tuple[list, list[dict]]:
 def grade_exercise(exercise_id: str, source: str | None, seed: int, **budgets: float) -> tuple[float, list[str]]:
     """The share (0..1) of cases the exercise cell's code gets right, and one line per case
     (sizes only, never a hidden case's values). `source` is the exercise cell as submitted."""
-    import numpy as np
-
     if source is None:
         return 0.0, ["no exercise cell in the submission: 0."]
     lines = source.splitlines()
