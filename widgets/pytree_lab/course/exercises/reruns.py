@@ -3,6 +3,8 @@ copy of the notebook's namespace (`CheckContext.rerun`), and must follow them.""
 
 from __future__ import annotations
 
+import ast
+import copy
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -21,9 +23,6 @@ def variant_changes(namespace: dict, code: str, point: dict, lesson_trees: dict)
     a container that holds leaves of them (broken = {"weight": grads["weight"]}) holds the other
     point's leaves there; containers the cell names are deep-copied, so a rerun cannot change
     the student's data."""
-    import ast
-    import copy
-
     changes = {}
     try:
         loaded = {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name)}
@@ -112,8 +111,6 @@ def follows_the_lesson(
 
 def _rerun_problems(ex: Exercise, answer, context: CheckContext, changes, move, expected) -> dict[str, str]:
     """name -> what the reruns showed about it, for the answer names the cell assigns."""
-    import ast
-
     code = cell_python(context.cell)
     if context.cell is None or context.cell.namespace is None or code is None:
         return {}
