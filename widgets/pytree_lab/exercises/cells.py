@@ -160,7 +160,6 @@ def register_magic(
     *,
     known: Callable[[str], object] | None = None,
     answer_names: dict[str, tuple[str, ...]] | None = None,
-    budget: float | None = None,
     explain: Callable[[BaseException, str], str] | None = None,
 ) -> bool:
     """Register `%%exercise` and the post-run hook in this IPython kernel (no-op elsewhere).
@@ -181,7 +180,7 @@ def register_magic(
             except ValueError as exc:
                 print(exc)
                 return
-        run_exercise_cell(exercise_id, cell, shell.user_ns, budget=budget, explain=explain)
+        run_exercise_cell(exercise_id, cell, shell.user_ns, explain=explain)
 
     shell.register_magic_function(exercise, magic_kind="cell", magic_name="exercise")
     events = shell.events
