@@ -544,7 +544,6 @@ def _is_registered_node(value) -> bool:
 
 
 def answer_names(text: str) -> list[str]:
-    """The notebook names an answer is held under: "g, fixed" -> ["g", "fixed"]."""
     return [name.strip() for name in text.split(",") if name.strip()]
 
 
