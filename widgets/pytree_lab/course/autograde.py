@@ -234,7 +234,7 @@ class SandboxedExecute(Execute):
         return cell, resources
 
     def preprocess(self, nb: NotebookNode, resources: Any = None, km: Any = None) -> tuple[NotebookNode, Any]:
-        original = copy.deepcopy(nb)
+        again = copy.deepcopy(nb)  # the notebook as it came, for a second run
         self._timed_out = False
         try:
             return super().preprocess(nb, resources, km)
@@ -243,7 +243,6 @@ class SandboxedExecute(Execute):
         timeout: int | None = self.timeout  # type: ignore[has-type]
         self.timeout = None if timeout is None else 2 * timeout
         self._timed_out = False
-        again = copy.deepcopy(original)
         try:
             return super().preprocess(again, resources, km)
         except Exception as exc:  # noqa: BLE001
