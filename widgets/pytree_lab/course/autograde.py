@@ -98,8 +98,7 @@ def _python_paths(env: dict | None = None) -> list[str]:
 
 def _holds(a: str, b: str) -> bool:
     """`a` is `b` or a folder above it."""
-    a, b = os.path.realpath(a), os.path.realpath(b)
-    return a == b or b.startswith(a.rstrip("/") + "/")
+    return pathlib.Path(os.path.realpath(b)).is_relative_to(os.path.realpath(a))
 
 
 def _first_link(path: str) -> str | None:
