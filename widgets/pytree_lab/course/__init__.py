@@ -26,6 +26,7 @@ from ..exercises import (
     record_output,
     register_magic,
     run_guarded,
+    save_evidence as _save_evidence,
     type_name,
     watch_modules,
 )
@@ -165,8 +166,6 @@ def save_evidence(path=None, *, evidence: Evidence | None = None):
     """Save the evidence recorded in this kernel (merged into the file when it exists) and say
     what the file now holds. Run alone in a kernel where nothing was recorded yet (after a
     restart, say), it explains what to run first and writes nothing."""
-    from ..exercises import save_evidence as _save
-
     log = default_evidence(evidence)
     if not len(log) and not log.expected:
         print(
@@ -176,7 +175,7 @@ def save_evidence(path=None, *, evidence: Evidence | None = None):
             "earlier is kept as it is."
         )
         return None
-    saved = _save(path, evidence=log)
+    saved = _save_evidence(path, evidence=log)
     print(saved.summary())
     return saved
 

@@ -197,16 +197,10 @@ def write_course(
             f"{'s' if len(existing) == 1 else ''}; nothing was written. "
             "Choose a new OUTDIR (a course directory is written once, with its own hidden seeds)."
         )
-    notebooks = []
-    for name in NOTEBOOKS:
-        nb = json.loads((folder / name).read_text(encoding="utf-8"))
-        notebooks.append((name, *make_source_notebook(nb)))
+    made = {name: make_source_notebook(json.loads((folder / name).read_text(encoding="utf-8"))) for name in NOTEBOOKS}
     source.mkdir(parents=True)
-    written, graded = [], {}
-    for name, nb, ids in notebooks:
-        path = source / name
-        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        written.append(path)
-        graded[name] = ids
+    for name, (nb, _) in made.items():
+        (source / name).write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     config.write_text(CONFIG.format(assignment=assignment, exchange=str(exchange)), encoding="utf-8")
-    return {"config": config, "notebooks": written, "exercises": graded}
+    graded = {name: ids for name, (_, ids) in made.items()}
+    return {"config": config, "notebooks": [source / name for name in made], "exercises": graded}

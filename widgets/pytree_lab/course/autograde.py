@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import csv
+import importlib
 import json
 import os
 import pathlib
@@ -36,6 +37,7 @@ import tempfile
 import time
 from typing import Any
 
+import numpy as np
 from jupyter_client.manager import AsyncKernelManager
 from nbformat.notebooknode import NotebookNode
 from nbgrader.api import MissingEntry
@@ -47,7 +49,7 @@ from .. import lesson
 from ..exercises import tools
 from ..formatting import clip
 from .catalogue import EXERCISES
-from .exercises import grad_over_flat_params as flat
+from .exercises import grad_over_flat_params as flat, reruns
 from .exercises.common import _same_tree, lesson_point
 
 __all__ = [
@@ -96,8 +98,7 @@ def _python_paths(env: dict | None = None) -> list[str]:
 
 def _holds(a: str, b: str) -> bool:
     """`a` is `b` or a folder above it."""
-    a, b = os.path.realpath(a), os.path.realpath(b)
-    return a == b or b.startswith(a.rstrip("/") + "/")
+    return pathlib.Path(os.path.realpath(b)).is_relative_to(os.path.realpath(a))
 
 
 def _first_link(path: str) -> str | None:
@@ -232,7 +233,7 @@ class SandboxedExecute(Execute):
         return cell, resources
 
     def preprocess(self, nb: NotebookNode, resources: Any = None, km: Any = None) -> tuple[NotebookNode, Any]:
-        original = copy.deepcopy(nb)
+        again = copy.deepcopy(nb)  # the notebook as it came, for a second run
         self._timed_out = False
         try:
             return super().preprocess(nb, resources, km)
@@ -241,7 +242,6 @@ class SandboxedExecute(Execute):
         timeout: int | None = self.timeout  # type: ignore[has-type]
         self.timeout = None if timeout is None else 2 * timeout
         self._timed_out = False
-        again = copy.deepcopy(original)
         try:
             return super().preprocess(again, resources, km)
         except Exception as exc:  # noqa: BLE001
@@ -370,8 +370,6 @@ def _run_cases(job: dict, n_cases: int, *, start: float = START_BUDGET, per_case
 def _tree(got: Any) -> Any:
     """The runner's plain numbers (a dict, or an array's nested lists) as a tree of arrays, for
     the practice check's own comparison."""
-    import numpy as np
-
     if isinstance(got, dict):
         return {k: _tree(v) for k, v in got.items()}
     try:
@@ -382,8 +380,6 @@ def _tree(got: Any) -> Any:
 
 def _numbers(tree: Any) -> Any:
     """A tree of arrays as the runner's plain numbers (nested lists)."""
-    import numpy as np
-
     return tools.jax.tree.map(lambda leaf: np.asarray(leaf, dtype=np.float64).tolist(), tree)
 
 
@@ -391,10 +387,6 @@ def _value_cases(exercise_id: str, rng) -> tuple[list[dict], list[dict]]:
     """The lesson's parameters, then hidden ones on the practice check's grid of halves (every
     gradient a whole number, so an answer rounded with int() is as right there): the runner's
     inputs, and each answer's right values (a list: the lesson allows more than one form)."""
-    import importlib
-
-    from .exercises import reruns
-
     right_at = importlib.import_module(f"{__package__}.exercises.{exercise_id}").right_at
     points = [lesson_point(lesson.lesson_params())]
     for _ in range(HIDDEN_RERUNS):
@@ -414,8 +406,6 @@ def _flat_cases(rng) -> tuple[list, list[dict]]:
 def grade_exercise(exercise_id: str, source: str | None, seed: int, **budgets: float) -> tuple[float, list[str]]:
     """The share (0..1) of cases the exercise cell's code gets right, and one line per case
     (sizes only, never a hidden case's values). `source` is the exercise cell as submitted."""
-    import numpy as np
-
     if source is None:
         return 0.0, ["no exercise cell in the submission: 0."]
     lines = source.splitlines()

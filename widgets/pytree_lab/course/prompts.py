@@ -122,9 +122,7 @@ def quiz(question_id: str = "grad_structure", *, evidence: Evidence | None = Non
     return Quiz(question, choices, answer, explanation, why_not=why_not, quiz_id=question_id, evidence=evidence)
 
 
-def grad_structure_quiz(*, evidence: Evidence | None = None) -> Quiz:
-    """The lesson's first "Check your understanding" question."""
-    return quiz("grad_structure", evidence=evidence)
+grad_structure_quiz = quiz  # the lesson's first "Check your understanding" question: quiz()'s default
 
 
 def _reveal_which_weight() -> str:

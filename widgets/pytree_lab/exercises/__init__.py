@@ -27,12 +27,11 @@ from ._grading import (
     tools,
     tree_problem,
 )
-from ._guard import Guarded, TimeBudgetExceeded, describe_failure, exception_text, notes_for, run_guarded, watch_modules
+from ._guard import describe_failure, exception_text, notes_for, run_guarded, watch_modules
 from ._integrity import seal_mapping
 from .cells import last_run, register_magic
 from .evidence import (
     Evidence,
-    SavedEvidence,
     aligned_trees,
     clear_evidence,
     default_evidence,
@@ -52,12 +51,9 @@ __all__ = [
     "EvidenceButton",
     "Exercise",
     "Grader",
-    "Guarded",
     "Outcome",
     "PredictionPrompt",
     "Quiz",
-    "SavedEvidence",
-    "TimeBudgetExceeded",
     "TreeSpec",
     "aligned_trees",
     "all_finite",

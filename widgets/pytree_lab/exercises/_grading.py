@@ -22,6 +22,7 @@ from ..formatting import clip, fmt_array, fmt_number
 from ..tree_model import dtype_shape_label
 from ..trees import TreeError, check_tree
 from . import _integrity
+from ._guard import run_guarded
 
 # --------------------------------------------------------------------------- compute helpers
 # numpy and jax are imported on first use: `import pytree_lab` must work in a kernel without them.
@@ -126,8 +127,6 @@ class _AutodiffSeen(contextlib.ExitStack):
 def differentiates(fn: Callable[..., Any], *args: Any, budget: float | None = 10.0):
     """Call `fn(*args)` guarded, with jit turned off (so a jitted function traces again, not
     from its cache), and return (run, True when an autodiff trace ran inside it)."""
-    from ._guard import run_guarded
-
     off = getattr(tools.jax, "disable_jit", contextlib.nullcontext)
     with _AutodiffSeen() as seen, off():
         run = run_guarded(fn, *args, budget=budget)
@@ -544,7 +543,6 @@ def _is_registered_node(value) -> bool:
 
 
 def answer_names(text: str) -> list[str]:
-    """The notebook names an answer is held under: "g, fixed" -> ["g", "fixed"]."""
     return [name.strip() for name in text.split(",") if name.strip()]
 
 

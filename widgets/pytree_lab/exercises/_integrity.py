@@ -24,6 +24,8 @@ import threading
 import types
 from typing import Any
 
+from ..budget import Watchdog, is_user_frame
+
 __all__ = ["seal", "seal_mapping", "verify", "user_threads", "sealed"]
 
 _PACKAGES = ("pytree_lab", "numpy", "jax", "jaxlib", "ml_dtypes")
@@ -243,9 +245,6 @@ _KERNEL_THREAD_PACKAGES = frozenset({"ipykernel", "jupyter_client", "zmq", "IPyt
 def user_threads(before: set[int] | None = None) -> list[str]:
     """Names of running threads the notebook's own code started: one whose target (or `run`, or
     a Timer's function) is the user's code, or, when `before` is given, any thread started since."""
-
-    from ..budget import Watchdog, is_user_frame
-
     names = []
     for thread in threading.enumerate():
         if thread is threading.current_thread() or not thread.is_alive() or isinstance(thread, Watchdog):

@@ -26,10 +26,8 @@ __all__ = ["CellRun", "last_run", "run_exercise_cell", "register_magic", "forget
 
 @dataclasses.dataclass
 class CellRun:
-    exercise_id: str
     code: str
     error_text: str = ""  # "" when the run finished
-    output: str = ""
     # the namespace the cell ran in (the notebook's), to run the code again on other inputs
     namespace: dict | None = dataclasses.field(default=None, repr=False, compare=False)
     # the names the cell reads and never assigns, as they were when it ran: a later cell may
@@ -71,7 +69,7 @@ def run_exercise_cell(
     try:
         compiled = compile(python, filename, "exec")
     except SyntaxError as exc:
-        record = CellRun(exercise_id, code, f"SyntaxError: {exc.msg} (line {exc.lineno})", namespace=namespace)
+        record = CellRun(code, f"SyntaxError: {exc.msg} (line {exc.lineno})", namespace=namespace)
         _RUNS[exercise_id] = record
         print(f"Your cell has a syntax error: {exc.msg} (line {exc.lineno}). Nothing ran; fix it and run again.")
         return record
@@ -80,8 +78,7 @@ def run_exercise_cell(
     error_text = exception_text(run.error) if run.error is not None else ""
     if run.timed_out:
         error_text = f"a time-out (still running after {budget:g} s)"
-    inputs = _inputs(python, namespace)
-    record = _RUNS[exercise_id] = CellRun(exercise_id, code, error_text, run.output, namespace=namespace, inputs=inputs)
+    record = _RUNS[exercise_id] = CellRun(code, error_text, namespace=namespace, inputs=_inputs(python, namespace))
     if run.output:
         print(run.output, end="" if run.output.endswith("\n") else "\n")
     for note in notes_for(run):
@@ -152,7 +149,7 @@ def _post_run_cell(result) -> None:
             continue
         error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
         text, namespace = exception_text(error) if error is not None else "", user_namespace()
-        _RUNS[exercise_id] = CellRun(exercise_id, code, text, namespace=namespace, inputs=_inputs(python, namespace))
+        _RUNS[exercise_id] = CellRun(code, text, namespace=namespace, inputs=_inputs(python, namespace))
 
 
 def register_magic(
@@ -160,7 +157,6 @@ def register_magic(
     *,
     known: Callable[[str], object] | None = None,
     answer_names: dict[str, tuple[str, ...]] | None = None,
-    budget: float | None = None,
     explain: Callable[[BaseException, str], str] | None = None,
 ) -> bool:
     """Register `%%exercise` and the post-run hook in this IPython kernel (no-op elsewhere).
@@ -181,7 +177,7 @@ def register_magic(
             except ValueError as exc:
                 print(exc)
                 return
-        run_exercise_cell(exercise_id, cell, shell.user_ns, budget=budget, explain=explain)
+        run_exercise_cell(exercise_id, cell, shell.user_ns, explain=explain)
 
     shell.register_magic_function(exercise, magic_kind="cell", magic_name="exercise")
     events = shell.events

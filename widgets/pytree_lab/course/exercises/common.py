@@ -3,6 +3,7 @@ computed with `jax.grad` when a check runs, a tree comparison, and the checker's
 
 from __future__ import annotations
 
+import ast
 import os
 import pathlib
 
@@ -143,8 +144,6 @@ def jax_hint(error: BaseException | str | None) -> str:
 def cell_hint(error: BaseException | str | None, code: str) -> str:
     """What JAX's error means for a student ("" when there is nothing to add), with the function
     named when the one function the cell defines returned None: said under the cell and on its card."""
-    import ast
-
     hint = jax_hint(error).strip()
     if hint.startswith("The function returns None"):
         body = code.split("\n", 1)[-1] if code.lstrip().startswith("%%") else code

@@ -79,11 +79,8 @@ class _FlatReferences:
         self.grad = _flat_grad_fn()(*self._args)
 
     @functools.cached_property
-    def _variants(self) -> dict[str, Any]:
+    def variants(self) -> dict[str, Any]:
         return _flat_variants_fn()(*self._args)
-
-    def __getitem__(self, name: str):
-        return self.grad if name == "grad" else self._variants[name]
 
 
 # Compiled once per (N, d). Run op by op, each new shape costs a compile per primitive: seconds.
@@ -143,7 +140,7 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
     """None when `out` is right, else one sentence in the exercise's terms. For a hidden case
     it never quotes values, only sizes in the exercise's symbols (N, d)."""
     np = tools.np
-    grad = np.asarray(refs["grad"])
+    grad = np.asarray(refs.grad)
     n, d = case.x.shape
     want = f"one array of shape {_shape_text(grad.shape, case)}"
     if out is None:
@@ -180,7 +177,7 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
     if arr.shape != grad.shape:
         got = f"shape {_shape_text(arr.shape, case)}"
         if arr.ndim == 0:
-            if close(arr, refs["loss"]):
+            if close(arr, refs.variants["loss"]):
                 return "you returned the loss value. Return its gradient with respect to flat_params (jax.grad)."
             return f"you returned a single number; return {want}."
         if arr.shape == (d,) and close(arr, grad[:-1]):
@@ -190,7 +187,7 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
             )
         if arr.shape == (d,):
             return f"your array has {got}: one entry short. The bias gradient goes last."
-        if arr.shape == tuple(case.x.shape) and close(arr, refs["grad_x"]):
+        if arr.shape == tuple(case.x.shape) and close(arr, refs.variants["grad_x"]):
             return (
                 "you differentiated with respect to x. Differentiate the first argument, flat_params "
                 "(argnums=0), and keep x fixed."
@@ -209,7 +206,7 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
             "not outside it: JAX can only follow what the loss computes from its argument), or nothing was "
             "differentiated (return jax.grad(loss)(flat_params), not an array of zeros)."
         )
-    if close(arr, refs["bias_first_read"]) or close(arr, np.roll(grad, 1)):
+    if close(arr, refs.variants["bias_first_read"]) or close(arr, np.roll(grad, 1)):
         return _BIAS_FIRST
     denominator = float(np.dot(grad, grad))
     ratio = float(np.dot(arr, grad)) / denominator if denominator > 0 else float("nan")
@@ -223,11 +220,11 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
         return "the sign is flipped. The loss is the sum of squared predictions; do not negate it."
     if close(arr, grad / 2):
         return "every entry is half the gradient. The derivative of p² is 2p: let jax.grad differentiate the square."
-    if close(arr, refs["no_bias"]):
+    if close(arr, refs.variants["no_bias"]):
         return "the bias is not in the predictions. Predictions are x @ weights + bias, with bias = flat_params[-1]."
-    if close(arr, refs["sum_of_predictions"]):
+    if close(arr, refs.variants["sum_of_predictions"]):
         return "this is the gradient of the sum of the predictions. Square each prediction, then sum."
-    if close(arr, refs["square_of_sum"]):
+    if close(arr, refs.variants["square_of_sum"]):
         return "this is the gradient of the square of the summed predictions. Square each prediction first, then sum."
     if arr.ndim == 1 and close(np.sort(arr), np.sort(grad)):
         return "the right numbers in the wrong order. Keep flat_params' order: the d weights, then the bias."

@@ -3,6 +3,8 @@ copy of the notebook's namespace (`CheckContext.rerun`), and must follow them.""
 
 from __future__ import annotations
 
+import ast
+import copy
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -15,20 +17,13 @@ RERUNS = 2  # other parameter points per check
 RERUN_BUDGET = 10.0
 
 
-def variant_changes(namespace: dict, code: str, point: dict, lesson_trees: dict) -> dict:
+def variant_changes(namespace: dict, loaded: set[str], point: dict, lesson_trees: dict) -> dict:
     """What a rerun changes in the notebook's namespace: the lesson's trees replaced by the other
     point's, under their names and under any other name that holds them (grads_apart = grads);
     a container that holds leaves of them (broken = {"weight": grads["weight"]}) holds the other
     point's leaves there; containers the cell names are deep-copied, so a rerun cannot change
-    the student's data."""
-    import ast
-    import copy
-
+    the student's data (`loaded`: the names the cell's code uses)."""
     changes = {}
-    try:
-        loaded = {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name)}
-    except SyntaxError:
-        loaded = set()
     swapped: dict[str, Any] = {}  # name -> the other point's tree, for names holding a lesson tree
     for name in loaded | set(lesson_trees):
         value = namespace.get(name)
@@ -112,15 +107,14 @@ def follows_the_lesson(
 
 def _rerun_problems(ex: Exercise, answer, context: CheckContext, changes, move, expected) -> dict[str, str]:
     """name -> what the reruns showed about it, for the answer names the cell assigns."""
-    import ast
-
     code = cell_python(context.cell)
     if context.cell is None or context.cell.namespace is None or code is None:
         return {}
     try:
-        assigned = {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        used = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name)]
     except SyntaxError:
         return {}
+    loaded, assigned = {n.id for n in used}, {n.id for n in used if isinstance(n.ctx, ast.Store)}
     every = ex.answer_names
     answers = answer if isinstance(answer, dict) and len(every) > 1 else {every[0]: answer}
     names = [n for n in every if n in assigned]
@@ -132,7 +126,7 @@ def _rerun_problems(ex: Exercise, answer, context: CheckContext, changes, move, 
     problems: dict[str, str] = {}
     for _ in range(RERUNS):
         point = other_point(context.rng, lesson_expected, expected)
-        rerun = context.rerun(variant_changes(context.cell.names(), code, point, trees), budget=RERUN_BUDGET)
+        rerun = context.rerun(variant_changes(context.cell.names(), loaded, point, trees), budget=RERUN_BUDGET)
         if rerun is None:
             break
         run, ns = rerun
