@@ -15,7 +15,6 @@ in the background; from `INTERPRET_EQNS` on it is never compiled (`Staged`).
 from __future__ import annotations
 
 import atexit
-import ctypes
 import functools
 import importlib
 import sys
@@ -124,6 +123,8 @@ def _malloc_trim() -> Any:
     """glibc's malloc_trim, None where there is none (musl, no libc.so.6, not Linux)."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes  # here, not at the top: every kernel imports this module, few trim memory
+
     try:
         return ctypes.CDLL("libc.so.6").malloc_trim
     except (OSError, AttributeError):
