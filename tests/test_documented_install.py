@@ -19,6 +19,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from kernel_harness import IpcKernelManager
 from nbclient import NotebookClient
 from test_notebooks import (
     CELL_TIMEOUT,
@@ -119,6 +120,7 @@ def _execute(name: str, venv: Path, workdir: Path, monkeypatch, *, answered: boo
         nb,
         timeout=CELL_TIMEOUT,
         kernel_name="student",
+        kernel_manager_class=IpcKernelManager,
         allow_errors=False,
         resources={"metadata": {"path": str(workdir)}},
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 import nbformat
+from kernel_harness import IpcKernelManager
 from nbclient import NotebookClient
 from nbclient.util import run_sync
 from test_computed_answers import HONEST
@@ -93,6 +94,7 @@ def test_lesson_01_honest_and_wrong_answers_with_a_restart_between_checks(tmp_pa
         nb,
         timeout=CELL_TIMEOUT,
         kernel_name="python3",
+        kernel_manager_class=IpcKernelManager,
         allow_errors=False,
         resources={"metadata": {"path": str(tmp_path)}},
     )
@@ -150,6 +152,7 @@ def test_lesson_02_wrong_packed_gradients_get_their_sentence_and_are_all_kept(tm
         nb,
         timeout=CELL_TIMEOUT,
         kernel_name="python3",
+        kernel_manager_class=IpcKernelManager,
         allow_errors=False,
         resources={"metadata": {"path": str(tmp_path)}},
     ).execute(env=kernel_env())

@@ -7,11 +7,10 @@ prediction and quiz in the evidence file. Oracles: the lessons' hand derivations
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 
 import nbformat
+from kernel_harness import IpcKernelManager, kernel_env
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,14 +50,6 @@ SAID = {
 }
 
 
-def _kernel_env() -> dict:
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env["JAX_PLATFORMS"] = "cpu"
-    env.pop("JUPYTER_PLATFORM_DIRS", None)
-    return env
-
-
 def _run(name: str, workdir: Path, answers: dict[str, str], extra: dict[str, str] | None = None):
     nb = nbformat.read(CONTENT / name, as_version=4)
     for cell in nb.cells:
@@ -70,8 +61,13 @@ def _run(name: str, workdir: Path, answers: dict[str, str], extra: dict[str, str
             cell.source += "\n" + extra[cell.get("id")]
     workdir.mkdir(parents=True, exist_ok=True)
     NotebookClient(
-        nb, timeout=300, kernel_name="python3", allow_errors=False, resources={"metadata": {"path": str(workdir)}}
-    ).execute(env=_kernel_env())
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        kernel_manager_class=IpcKernelManager,
+        allow_errors=False,
+        resources={"metadata": {"path": str(workdir)}},
+    ).execute(env=kernel_env())
     return nb
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from kernel_harness import IpcKernelManager, kernel_env
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,15 +141,6 @@ def fill_in_answers(nb, name: str, *, interactions: bool = True) -> None:
 # --------------------------------------------------------------------------- running
 
 
-def kernel_env() -> dict:
-    env = dict(os.environ)
-    # the kernelspec runs `python`: make it this venv's interpreter
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env["JAX_PLATFORMS"] = "cpu"
-    env.pop("JUPYTER_PLATFORM_DIRS", None)
-    return env
-
-
 def execute(name: str, workdir: Path, *, answered: bool, lite: bool = False, extra: str = ""):
     """Run a notebook in a fresh kernel with `workdir` as its folder; an error fails the test."""
     nb = nbformat.read(CONTENT / name, as_version=4)
@@ -164,6 +155,7 @@ def execute(name: str, workdir: Path, *, answered: bool, lite: bool = False, ext
         nb,
         timeout=CELL_TIMEOUT,
         kernel_name="python3",
+        kernel_manager_class=IpcKernelManager,
         allow_errors=False,
         resources={"metadata": {"path": str(workdir)}},
     )
@@ -687,6 +679,7 @@ def test_natural_wrong_answers_in_the_notebook(name, wrong, tmp_path):
         nb,
         timeout=CELL_TIMEOUT,
         kernel_name="python3",
+        kernel_manager_class=IpcKernelManager,
         allow_errors=False,
         resources={"metadata": {"path": str(tmp_path)}},
     )
@@ -713,7 +706,14 @@ def test_lesson_cells_re_run_after_the_last_say_what_they_said(tmp_path):
     nb = nbformat.read(CONTENT / LESSON, as_version=4)
     fill_in_answers(nb, LESSON)
     path = {"metadata": {"path": str(tmp_path)}}
-    client = NotebookClient(nb, timeout=CELL_TIMEOUT, kernel_name="python3", allow_errors=False, resources=path)
+    client = NotebookClient(
+        nb,
+        timeout=CELL_TIMEOUT,
+        kernel_name="python3",
+        kernel_manager_class=IpcKernelManager,
+        allow_errors=False,
+        resources=path,
+    )
 
     def printed(cell) -> str:
         return "".join(out.text for out in cell.outputs if out.output_type == "stream")

@@ -127,11 +127,8 @@ def fingerprint(ex):
 @pytest.mark.notebook  # a second, real kernel
 def test_a_saved_demo_loads_into_a_new_kernel_at_the_same_step_bit_for_bit(tmp_path):
     import json
-    import os
-    import sys
-    from pathlib import Path
 
-    from jupyter_client.manager import start_new_kernel
+    from kernel_harness import real_kernel
 
     ns: dict = {}
     exec(MODEL + FINGERPRINT, ns)
@@ -148,12 +145,8 @@ def test_a_saved_demo_loads_into_a_new_kernel_at_the_same_step_bit_for_bit(tmp_p
     mine.write_bytes(mine.read_bytes())  # rewritten by someone else since: kept too
     assert ex.save(mine) == tmp_path / "demo-2.npz"
 
-    env = dict(
-        os.environ, JAX_PLATFORMS="cpu", PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
-    )
     outputs: list = []
-    km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(tmp_path))
-    try:
+    with real_kernel(tmp_path) as (_km, kc):
         code = (
             MODEL + FINGERPRINT + "import jax; jax.config.update('jax_numpy_dtype_promotion', 'standard')\n"
             "from pytree_lab import StepExplorer\n"
@@ -161,9 +154,6 @@ def test_a_saved_demo_loads_into_a_new_kernel_at_the_same_step_bit_for_bit(tmp_p
             "fingerprint(ex)"
         )
         reply = kc.execute_interactive(code, timeout=180, output_hook=lambda msg: outputs.append(msg))
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
     assert reply["content"]["status"] == "ok", reply["content"]
     loaded = json.loads(
         eval(next(m["content"]["data"]["text/plain"] for m in outputs if m["msg_type"] == "execute_result"))

@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+from kernel_harness import IpcKernelManager
 from nbclient import NotebookClient
 
 CELLS = [
@@ -42,6 +43,7 @@ def test_exported_html_shows_the_trees_and_the_calculation(tmp_path: Path):
         nb,
         timeout=300,
         kernel_name="python3",
+        kernel_manager_class=IpcKernelManager,
         store_widget_state=False,
         resources={"metadata": {"path": str(tmp_path)}},
     ).execute()
