@@ -20,8 +20,8 @@ file system. Answer runs also have no network. docs/grading.md says what is and 
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
-import copy
 import csv
 import importlib
 import json
@@ -213,9 +213,10 @@ class SandboxedKernelManager(AsyncKernelManager):
 class SandboxedExecute(Execute):
     """nbgrader's Execute step with the kernel under bubblewrap. The run only makes the outputs
     the formgrader shows (the points come from `IsolatedGrades`). A kernel that stays busy past
-    two cells' time-outs in a row (interrupts it swallows), or dies, ends the run; it is run
-    once more with twice the time-out (a busy grader), then the notebook goes on to grading with
-    the outputs it got, instead of failing the whole submission."""
+    two cells' time-outs in a row (interrupts it swallows), or dies, ends the run, and the notebook
+    goes on to grading with the outputs it got, instead of failing the whole submission. It is
+    not run again: what the submission did once it does again, and the points never depend on
+    this run."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
@@ -233,23 +234,12 @@ class SandboxedExecute(Execute):
         return cell, resources
 
     def preprocess(self, nb: NotebookNode, resources: Any = None, km: Any = None) -> tuple[NotebookNode, Any]:
-        again = copy.deepcopy(nb)  # the notebook as it came, for a second run
         self._timed_out = False
         try:
             return super().preprocess(nb, resources, km)
         except Exception as exc:  # noqa: BLE001 - the kernel's run decides no grade
-            self.log.warning("the submission's kernel failed (%s); running it once more, with twice the time-out", exc)
-        timeout: int | None = self.timeout  # type: ignore[has-type]
-        self.timeout = None if timeout is None else 2 * timeout
-        self._timed_out = False
-        try:
-            return super().preprocess(again, resources, km)
-        except Exception as exc:  # noqa: BLE001
-            self.log.error("the submission's kernel failed again (%s); grading the notebook as far as it ran", exc)
-            ran = lambda n: sum(1 for c in n.cells if c.cell_type == "code" and c.get("outputs"))  # noqa: E731
-            return max(again, nb, key=ran), resources  # the run that got further (more cells with outputs)
-        finally:
-            self.timeout = timeout
+            self.log.error("the submission's kernel failed (%s); grading the notebook as far as it ran", exc)
+            return nb, resources  # the cells run so far keep their outputs (nbclient runs `nb` in place)
 
 
 # --------------------------------------------------------------------------- the answer runs
@@ -457,33 +447,43 @@ class IsolatedGrades(NbGraderPreprocessor):
             grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
             if grade_id.endswith("-answer") and cell.cell_type == "code":
                 answers[grade_id.removesuffix("-answer")] = cell.source
-        for cell in nb.cells:
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if not meta.get("grade") or meta.get("solution") or cell.cell_type != "code":
-                continue
-            match = _MARKER.search(cell.get("source", ""))
-            try:  # a test that cannot reach its verdict fails: never the kernel's output, never "no output"
-                if match is None or match.group(1) not in EXERCISES:
-                    raise ValueError("this test cell holds no hidden test of the course (its hidden region is missing)")
-                exercise_id, seed = match.group(1), int(match.group(2))
-                points = float(meta.get("points", EXERCISES[exercise_id].points))
-                fraction, lines = grade_exercise(
-                    exercise_id, answers.get(exercise_id), seed, start=self.start_budget, per_case=self.case_budget
-                )
-            except Exception as exc:  # noqa: BLE001
-                self.log.error("grading %s failed: %s", meta.get("grade_id"), exc)
-                error = {"ename": "GradingError", "evalue": str(exc), "traceback": [f"GradingError: {exc}"]}
-                cell.outputs = [NotebookNode(output_type="error", **error)]
-                continue
-            earned = round(points * min(max(fraction, 0.0), 1.0), 3)
-            text = f"Graded {exercise_id}: {earned:g} of {points:g} points\n" + "".join(f"  - {x}\n" for x in lines)
-            cell.outputs = [
-                NotebookNode(output_type="stream", name="stdout", text=text),
-                NotebookNode(
-                    output_type="execute_result", execution_count=None, metadata={}, data={"text/plain": repr(earned)}
-                ),
-            ]
+        tests = [
+            cell
+            for cell in nb.cells
+            if cell.cell_type == "code"
+            and (meta := cell.get("metadata", {}).get("nbgrader", {})).get("grade")
+            and not meta.get("solution")
+        ]
+        # each answer run is a sandboxed process of its own: a notebook's runs go side by side
+        with concurrent.futures.ThreadPoolExecutor(max(1, min(len(tests), os.cpu_count() or 1))) as pool:
+            for cell, outputs in zip(tests, pool.map(lambda cell: self._outputs(cell, answers), tests)):
+                cell.outputs = outputs
         return nb, resources
+
+    def _outputs(self, cell: NotebookNode, answers: dict[str, str]) -> list[NotebookNode]:
+        """The test cell's outputs: its exercise's points, or the error that kept it from a verdict."""
+        meta = cell.metadata.nbgrader
+        match = _MARKER.search(cell.get("source", ""))
+        try:  # a test that cannot reach its verdict fails: never the kernel's output, never "no output"
+            if match is None or match.group(1) not in EXERCISES:
+                raise ValueError("this test cell holds no hidden test of the course (its hidden region is missing)")
+            exercise_id, seed = match.group(1), int(match.group(2))
+            points = float(meta.get("points", EXERCISES[exercise_id].points))
+            fraction, lines = grade_exercise(
+                exercise_id, answers.get(exercise_id), seed, start=self.start_budget, per_case=self.case_budget
+            )
+        except Exception as exc:  # noqa: BLE001
+            self.log.error("grading %s failed: %s", meta.get("grade_id"), exc)
+            error = {"ename": "GradingError", "evalue": str(exc), "traceback": [f"GradingError: {exc}"]}
+            return [NotebookNode(output_type="error", **error)]
+        earned = round(points * min(max(fraction, 0.0), 1.0), 3)
+        text = f"Graded {exercise_id}: {earned:g} of {points:g} points\n" + "".join(f"  - {x}\n" for x in lines)
+        return [
+            NotebookNode(output_type="stream", name="stdout", text=text),
+            NotebookNode(
+                output_type="execute_result", execution_count=None, metadata={}, data={"text/plain": repr(earned)}
+            ),
+        ]
 
 
 class ExerciseScores(CsvExportPlugin):
