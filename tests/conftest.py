@@ -107,7 +107,7 @@ def _uses_browser(item) -> bool:
     return item.get_closest_marker("browser") is not None or "pw" in getattr(item, "fixturenames", ())
 
 
-# `make test` runs the suite in three pytest-xdist workers, in groups (`_group`): the JupyterLite
+# `make test` runs the suite in four pytest-xdist workers, in groups (`_group`): the JupyterLite
 # tests that use the session's built site (tests/lite/conftest.py `lite_site`) share one group,
 # every other module is a group of its own (a worker that runs JupyterLab tests starts its own Lab
 # server, once; concurrent site builds share lite_build/.cache, whose writes are atomic). The

@@ -57,8 +57,6 @@ from nbgrader.preprocessors import AssignLatePenalties, CheckCellMetadata, Ignor
 
 from nbgrader.preprocessors import ClearOutput, DeduplicateIds, OverwriteKernelspec
 
-from pytree_lab.course.autograde import IsolatedGrades, ReleasedCells, SandboxedExecute
-
 c = get_config()  # noqa: F821 - provided by nbgrader
 
 c.CourseDirectory.course_id = "pytree-lab"
@@ -77,7 +75,7 @@ c.Autograde.sanitize_preprocessors = [
     ClearOutput,
     DeduplicateIds,
     OverwriteKernelspec,
-    ReleasedCells,
+    "pytree_lab.course.autograde.ReleasedCells",  # the course's steps by import path: only autograde imports jax
     CheckCellMetadata,
 ]
 
@@ -85,17 +83,18 @@ c.Autograde.sanitize_preprocessors = [
 # IsolatedGrades runs each exercise cell's code in a fresh sandboxed process of its own, on the
 # lesson's values and hidden cases, and writes the points into the test cells.
 c.Autograde.autograde_preprocessors = [
-    SandboxedExecute,
+    "pytree_lab.course.autograde.SandboxedExecute",
     IgnorePattern,
     ClearMetadataPreprocessor,
     LimitOutput,
-    IsolatedGrades,
+    "pytree_lab.course.autograde.IsolatedGrades",
     SaveAutoGrades,
     AssignLatePenalties,
     CheckCellMetadata,
 ]
-# Seconds per cell of the submission's kernel run; a run past it is retried once with twice the
-# time, then graded without outputs. Answer runs have their own budgets:
+# Seconds per cell of the submission's kernel run (its outputs are what the formgrader shows; a
+# kernel that hangs past two time-outs or dies is graded with the outputs it got). Answer runs,
+# which make the points, have their own budgets:
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
 c.IsolatedGrades.start_budget = 120  # python + jax start, then the first case
