@@ -38,6 +38,22 @@ class IpcKernelManager(AsyncKernelManager):
             shutil.rmtree(os.path.dirname(self.ip), ignore_errors=True)
 
 
+def notebook_client(nb: Any, folder: Path | str, *, timeout: int = 300, kernel_name: str = "python3", **kw: Any):
+    """nbclient's client for `nb`, run in `folder` by a kernel on sockets of its own; a cell that
+    raises fails the run."""
+    from nbclient import NotebookClient
+
+    return NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name=kernel_name,
+        kernel_manager_class=IpcKernelManager,
+        allow_errors=False,
+        resources={"metadata": {"path": str(folder)}},
+        **kw,
+    )
+
+
 def kernel_env(**extra: str) -> dict[str, str]:
     """The environment a test's kernel runs in: JAX on the CPU, this Python's folder first on PATH
     (the kernelspec runs `python`), Jupyter's usual folders."""

@@ -19,8 +19,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from kernel_harness import IpcKernelManager
-from nbclient import NotebookClient
+from kernel_harness import notebook_client
 from test_notebooks import (
     CELL_TIMEOUT,
     CONTENT,
@@ -116,14 +115,7 @@ def _execute(name: str, venv: Path, workdir: Path, monkeypatch, *, answered: boo
         )
     )
     monkeypatch.setenv("JUPYTER_PATH", str(share))
-    client = NotebookClient(
-        nb,
-        timeout=CELL_TIMEOUT,
-        kernel_name="student",
-        kernel_manager_class=IpcKernelManager,
-        allow_errors=False,
-        resources={"metadata": {"path": str(workdir)}},
-    )
+    client = notebook_client(nb, workdir, timeout=CELL_TIMEOUT, kernel_name="student")
     client.execute(env=env)
     where = cell_text(nb, "where")
     assert f"PREFIX {venv}\n" in where, where  # the student venv's kernel ran it

@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 
 import nbformat
-from kernel_harness import IpcKernelManager
-from nbclient import NotebookClient
+from kernel_harness import notebook_client
 from nbclient.util import run_sync
 from test_computed_answers import HONEST
 from test_notebooks import CELL_TIMEOUT, CONTENT, LESSON, PACKED, cell_text, fill_in_answers, kernel_env
@@ -90,14 +89,7 @@ def test_lesson_01_honest_and_wrong_answers_with_a_restart_between_checks(tmp_pa
     at = next(i for i, c in enumerate(nb.cells) if c.get("id") == "diagnose-result") + 1
     nb.cells.insert(at, nbformat.v4.new_code_cell('_card = check_cell("repair_update")\n_card', id="late-check"))
     first_check = next(i for i, c in enumerate(nb.cells) if c.get("id") == "check-squared-norm")
-    client = NotebookClient(
-        nb,
-        timeout=CELL_TIMEOUT,
-        kernel_name="python3",
-        kernel_manager_class=IpcKernelManager,
-        allow_errors=False,
-        resources={"metadata": {"path": str(tmp_path)}},
-    )
+    client = notebook_client(nb, tmp_path, timeout=CELL_TIMEOUT)
     with client.setup_kernel(env=kernel_env()):
         for index in range(first_check + 1):  # up to the first check
             client.execute_cell(nb.cells[index], index)
@@ -148,14 +140,7 @@ def test_lesson_02_wrong_packed_gradients_get_their_sentence_and_are_all_kept(tm
         for case, (body, said) in FLAT_CASES.items()
     }
     _attempts(nb, attempts)
-    NotebookClient(
-        nb,
-        timeout=CELL_TIMEOUT,
-        kernel_name="python3",
-        kernel_manager_class=IpcKernelManager,
-        allow_errors=False,
-        resources={"metadata": {"path": str(tmp_path)}},
-    ).execute(env=kernel_env())
+    notebook_client(nb, tmp_path, timeout=CELL_TIMEOUT).execute(env=kernel_env())
     for n, (case, (_, _, words)) in enumerate(attempts.items()):
         said = cell_text(nb, f"attempt-{n}") + cell_text(nb, f"attempt-{n}-check")
         assert words in said and "Check 1: not yet" in said, (case, said[:2000])

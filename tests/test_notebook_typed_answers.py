@@ -10,8 +10,7 @@ import json
 from pathlib import Path
 
 import nbformat
-from kernel_harness import IpcKernelManager, kernel_env
-from nbclient import NotebookClient
+from kernel_harness import kernel_env, notebook_client
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTENT = ROOT / "content"
@@ -60,14 +59,7 @@ def _run(name: str, workdir: Path, answers: dict[str, str], extra: dict[str, str
         if extra and cell.get("id") in extra:
             cell.source += "\n" + extra[cell.get("id")]
     workdir.mkdir(parents=True, exist_ok=True)
-    NotebookClient(
-        nb,
-        timeout=300,
-        kernel_name="python3",
-        kernel_manager_class=IpcKernelManager,
-        allow_errors=False,
-        resources={"metadata": {"path": str(workdir)}},
-    ).execute(env=kernel_env())
+    notebook_client(nb, workdir).execute(env=kernel_env())
     return nb
 
 

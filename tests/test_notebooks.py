@@ -24,8 +24,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from kernel_harness import IpcKernelManager, kernel_env
-from nbclient import NotebookClient
+from kernel_harness import kernel_env, notebook_client
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTENT = ROOT / "content"
@@ -151,14 +150,7 @@ def execute(name: str, workdir: Path, *, answered: bool, lite: bool = False, ext
     if extra:
         nb.cells.append(nbformat.v4.new_code_cell(extra, id="test-extra"))
     workdir.mkdir(parents=True, exist_ok=True)
-    client = NotebookClient(
-        nb,
-        timeout=CELL_TIMEOUT,
-        kernel_name="python3",
-        kernel_manager_class=IpcKernelManager,
-        allow_errors=False,
-        resources={"metadata": {"path": str(workdir)}},
-    )
+    client = notebook_client(nb, workdir, timeout=CELL_TIMEOUT)
     client.execute(env=kernel_env())
     return nb
 
@@ -675,14 +667,7 @@ def test_natural_wrong_answers_in_the_notebook(name, wrong, tmp_path):
     nb = nbformat.read(CONTENT / name, as_version=4)
     fill_in_answers(nb, name)
     inject_wrong_answers(nb, wrong)
-    client = NotebookClient(
-        nb,
-        timeout=CELL_TIMEOUT,
-        kernel_name="python3",
-        kernel_manager_class=IpcKernelManager,
-        allow_errors=False,
-        resources={"metadata": {"path": str(tmp_path)}},
-    )
+    client = notebook_client(nb, tmp_path, timeout=CELL_TIMEOUT)
     client.execute(env=kernel_env())  # no cell raised: Run All went through every wrong answer
     for n, (exercise_id, code, words) in enumerate(wrong):
         said = cell_text(nb, f"wrong-{n}") + cell_text(nb, f"wrong-{n}-check")
@@ -705,15 +690,7 @@ def test_lesson_cells_re_run_after_the_last_say_what_they_said(tmp_path):
     counts what was recorded, which the second run doubled."""
     nb = nbformat.read(CONTENT / LESSON, as_version=4)
     fill_in_answers(nb, LESSON)
-    path = {"metadata": {"path": str(tmp_path)}}
-    client = NotebookClient(
-        nb,
-        timeout=CELL_TIMEOUT,
-        kernel_name="python3",
-        kernel_manager_class=IpcKernelManager,
-        allow_errors=False,
-        resources=path,
-    )
+    client = notebook_client(nb, tmp_path, timeout=CELL_TIMEOUT)
 
     def printed(cell) -> str:
         return "".join(out.text for out in cell.outputs if out.output_type == "stream")

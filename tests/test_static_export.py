@@ -15,8 +15,7 @@ import sys
 from pathlib import Path
 
 import nbformat
-from kernel_harness import IpcKernelManager
-from nbclient import NotebookClient
+from kernel_harness import notebook_client
 
 CELLS = [
     "import jax.numpy as jnp\n"
@@ -39,14 +38,7 @@ def test_exported_html_shows_the_trees_and_the_calculation(tmp_path: Path):
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.cells = [nbformat.v4.new_code_cell(src) for src in CELLS]
-    NotebookClient(
-        nb,
-        timeout=300,
-        kernel_name="python3",
-        kernel_manager_class=IpcKernelManager,
-        store_widget_state=False,
-        resources={"metadata": {"path": str(tmp_path)}},
-    ).execute()
+    notebook_client(nb, tmp_path, store_widget_state=False).execute()
     source = tmp_path / "lesson.ipynb"
     nbformat.write(nb, source)
     # every widget output carries its live view and the text form beside it
