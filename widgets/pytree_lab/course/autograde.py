@@ -20,7 +20,6 @@ file system. Answer runs also have no network. docs/grading.md says what is and 
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import csv
 import importlib
@@ -447,43 +446,33 @@ class IsolatedGrades(NbGraderPreprocessor):
             grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
             if grade_id.endswith("-answer") and cell.cell_type == "code":
                 answers[grade_id.removesuffix("-answer")] = cell.source
-        tests = [
-            cell
-            for cell in nb.cells
-            if cell.cell_type == "code"
-            and (meta := cell.get("metadata", {}).get("nbgrader", {})).get("grade")
-            and not meta.get("solution")
-        ]
-        # each answer run is a sandboxed process of its own: a notebook's runs go side by side
-        with concurrent.futures.ThreadPoolExecutor(max(1, min(len(tests), os.cpu_count() or 1))) as pool:
-            for cell, outputs in zip(tests, pool.map(lambda cell: self._outputs(cell, answers), tests)):
-                cell.outputs = outputs
+        for cell in nb.cells:
+            meta = cell.get("metadata", {}).get("nbgrader", {})
+            if not meta.get("grade") or meta.get("solution") or cell.cell_type != "code":
+                continue
+            match = _MARKER.search(cell.get("source", ""))
+            try:  # a test that cannot reach its verdict fails: never the kernel's output, never "no output"
+                if match is None or match.group(1) not in EXERCISES:
+                    raise ValueError("this test cell holds no hidden test of the course (its hidden region is missing)")
+                exercise_id, seed = match.group(1), int(match.group(2))
+                points = float(meta.get("points", EXERCISES[exercise_id].points))
+                fraction, lines = grade_exercise(
+                    exercise_id, answers.get(exercise_id), seed, start=self.start_budget, per_case=self.case_budget
+                )
+            except Exception as exc:  # noqa: BLE001
+                self.log.error("grading %s failed: %s", meta.get("grade_id"), exc)
+                error = {"ename": "GradingError", "evalue": str(exc), "traceback": [f"GradingError: {exc}"]}
+                cell.outputs = [NotebookNode(output_type="error", **error)]
+                continue
+            earned = round(points * min(max(fraction, 0.0), 1.0), 3)
+            text = f"Graded {exercise_id}: {earned:g} of {points:g} points\n" + "".join(f"  - {x}\n" for x in lines)
+            cell.outputs = [
+                NotebookNode(output_type="stream", name="stdout", text=text),
+                NotebookNode(
+                    output_type="execute_result", execution_count=None, metadata={}, data={"text/plain": repr(earned)}
+                ),
+            ]
         return nb, resources
-
-    def _outputs(self, cell: NotebookNode, answers: dict[str, str]) -> list[NotebookNode]:
-        """The test cell's outputs: its exercise's points, or the error that kept it from a verdict."""
-        meta = cell.metadata.nbgrader
-        match = _MARKER.search(cell.get("source", ""))
-        try:  # a test that cannot reach its verdict fails: never the kernel's output, never "no output"
-            if match is None or match.group(1) not in EXERCISES:
-                raise ValueError("this test cell holds no hidden test of the course (its hidden region is missing)")
-            exercise_id, seed = match.group(1), int(match.group(2))
-            points = float(meta.get("points", EXERCISES[exercise_id].points))
-            fraction, lines = grade_exercise(
-                exercise_id, answers.get(exercise_id), seed, start=self.start_budget, per_case=self.case_budget
-            )
-        except Exception as exc:  # noqa: BLE001
-            self.log.error("grading %s failed: %s", meta.get("grade_id"), exc)
-            error = {"ename": "GradingError", "evalue": str(exc), "traceback": [f"GradingError: {exc}"]}
-            return [NotebookNode(output_type="error", **error)]
-        earned = round(points * min(max(fraction, 0.0), 1.0), 3)
-        text = f"Graded {exercise_id}: {earned:g} of {points:g} points\n" + "".join(f"  - {x}\n" for x in lines)
-        return [
-            NotebookNode(output_type="stream", name="stdout", text=text),
-            NotebookNode(
-                output_type="execute_result", execution_count=None, metadata={}, data={"text/plain": repr(earned)}
-            ),
-        ]
 
 
 class ExerciseScores(CsvExportPlugin):
