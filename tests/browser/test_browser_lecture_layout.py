@@ -283,11 +283,15 @@ def test_the_folded_parts_open_by_mouse_and_keyboard(lecture_nb):
     tree_item(xor.locator(".ptl-trees"), "['Dense_1']['kernel']").locator(":scope > .ptl-line").click()
     assert nb.wait_for_value("ex_xor.selected_path", "['Dense_1']['kernel']") == "['Dense_1']['kernel']"
     assert nb.wait_for_value("ex_xor.leaf_picker.dropdown.value", "['Dense_1']['kernel']") == "['Dense_1']['kernel']"
+    # the kernel's state comes before the page has drawn it: the calculation for the new leaf
+    # replaces the old one's markup (and its disclosure) when it arrives, so wait for it first
+    kernel = "['Dense_1']['kernel']"
+    folded = xor.locator(f".ptl-calc-folded[data-focus={css_string(kernel)}]")
+    folded.wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
     # every leaf one keypress away: the disclosure under the calculation opens with Enter
-    summary = xor.locator(".ptl-calc-all > summary")
-    summary.focus()
+    folded.locator(".ptl-calc-all > summary").focus()
     nb.page.keyboard.press("Enter")
-    assert xor.locator(".ptl-calc-all").evaluate("el => el.open") is True
+    folded.locator(".ptl-calc-all[open]").wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
     assert xor.locator(".ptl-calc-all").get_by_text("∂L/∂Dense_0/kernel").count() >= 1
     # the moments' toggle, by keyboard
     toggle = xor.locator(".ptl-fold-group")
