@@ -60,6 +60,7 @@ def test_the_pins_are_locked_and_exact():
 
 def test_every_module_is_checked_against_its_model():
     assert [m.name for m in MODULES] == [
+        "calculation.js",
         "chart.js",
         "diagram.js",
         "exercises.js",

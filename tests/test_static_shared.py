@@ -44,7 +44,7 @@ def test_a_module_gets_the_script_when_it_calls_it(name):
     if name == "slider_proxy.js":
         assert sent == source and not any(_calls(source, n) for n in SHARED_NAMES)
         return
-    # the six widget modules all draw with h and keep their keys
+    # the seven widget modules all draw with h and keep their keys
     assert _calls(source, "h") and _calls(source, "keepKeys") and _calls(source, "watchKernel")
     assert sent == SHARED_JS + "\n" + source
     assert sent.count("function keepKeys(") == 1 and sent.count("function h(") == 1

@@ -11,7 +11,8 @@ explorer fits a projected screen.
   a line per row, in the diagram and the calculation), a small transformer (37 leaves) at most
   one and a half; the lesson's swapped-gradients demo within one viewport too.
 - The page's controls of the folded parts work, by mouse and keyboard: the moments' toggle, the
-  worked calculation's leaf picker, the every-leaf disclosure.
+  worked calculation's leaf picker, the every-leaf disclosure (still open, and still focused,
+  once a step has drawn the calculation again).
 Screenshots of the three lecture demos, light and dark, go to artifacts/screenshots/.
 """
 
@@ -292,6 +293,16 @@ def test_the_folded_parts_open_by_mouse_and_keyboard(lecture_nb):
     folded.locator(".ptl-calc-all > summary").focus()
     nb.page.keyboard.press("Enter")
     folded.locator(".ptl-calc-all[open]").wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    # a step draws the calculation again, with the new numbers: the disclosure the student opened
+    # stays open and the focus stays on its summary (static/calculation.js)
+    new_loss = "[r.value for r in ex_xor.calculation.rows() if r.what == 'new loss'][0]"
+    before = nb.value(new_loss)
+    nb.run("ex_xor.step()")
+    after = nb.value(new_loss)
+    assert after != before
+    folded.locator("tr", has_text="new loss").filter(has_text=after).wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    assert folded.locator(".ptl-calc-all").evaluate("el => el.open") is True
+    assert nb.page.evaluate("() => document.activeElement.matches('.ptl-calc-all > summary')") is True
     assert xor.locator(".ptl-calc-all").get_by_text("∂L/∂Dense_0/kernel").count() >= 1
     # the moments' toggle, by keyboard
     toggle = xor.locator(".ptl-fold-group")
@@ -301,6 +312,6 @@ def test_the_folded_parts_open_by_mouse_and_keyboard(lecture_nb):
     assert nb.wait_for_value("ex_xor.diagram.foldable_open", True) is True
     xor.locator(".ptl-panel-title", has_text="optimizer state").wait_for(state="visible")
     assert toggle.get_attribute("aria-expanded") == "true"
-    nb.run("ex_xor.diagram.foldable_open = False")
+    nb.run("ex_xor.diagram.foldable_open = False\nex_xor.reset()")
     # keys typed in the explorer never reach the notebook (its cells are unchanged)
     assert nb.page.evaluate("() => window.jupyterapp.shell.currentWidget.content.model.cells.length") == len(CELLS)

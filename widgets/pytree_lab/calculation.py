@@ -12,9 +12,11 @@ import html
 from dataclasses import dataclass
 from typing import Any
 
-import ipywidgets
+import anywidget
+import traitlets
 
 from .formatting import fmt_number, fmt_value, grid_lines, is_slice_label
+from .page import PageIntents, static_asset, synced
 from .step import StepResult
 from .tree_model import under
 from .trees import TreeSummary, path_label
@@ -40,13 +42,18 @@ class CalcRow:
     group: str = ""  # the folded form draws the rows of one group in a disclosure titled so
 
 
-class WorkedCalculation(TextForm, ipywidgets.HTML):
+class WorkedCalculation(PageIntents, TextForm, anywidget.AnyWidget):
     """The step written out: forward (prediction, residual, loss), backward (dL/dŷ, one
     gradient per leaf), update (p − η·g = new p), after (new prediction, new loss).
 
     `show(result, order)` draws a step; `select(path)` highlights the rows of a leaf;
-    `rows()` and `text()` give the same content without a front end.
+    `rows()` and `text()` give the same content without a front end. The page draws `value`
+    again at each step, keeping the disclosures the person opened open (static/calculation.js).
     """
+
+    _esm = static_asset("calculation.js")
+    _css = static_asset("calculation.css")
+    value = synced(traitlets.Unicode(""), "str, default '': the calculation's markup, every text in it escaped.")
 
     def __init__(self, engine: Any, **kwargs: Any):
         refuse_unknown_widget_keywords(self, kwargs)
