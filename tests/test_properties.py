@@ -179,7 +179,7 @@ def test_diagnose_of_unrelated_trees_follows_jax(a, b):
 @given(float_trees)
 def test_engine_tree_operations_and_step_agree_with_jax(params):
     eng = get_engine()
-    assert eng.paths(params) == [p for p, _ in flat(params)]
+    assert [eng.keystr(p) for p, _ in eng.tree_flatten_with_path(params)[0]] == [p for p, _ in flat(params)]
     leaves, treedef = eng.tree_flatten(params)
     assert treedef == jax.tree.structure(params)
     rebuilt = eng.tree_unflatten(treedef, leaves)

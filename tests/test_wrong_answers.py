@@ -353,6 +353,11 @@ def test_huge_output_is_bounded_and_said():
     assert "printed a lot" in " ".join(_guard.notes_for(run))
 
 
+def test_every_keyword_but_the_guards_own_reaches_the_students_function():
+    run = _guard.run_guarded(lambda **kw: kw, capture=False, output_limit=3, budget=5)
+    assert run.ok and run.value == {"capture": False, "output_limit": 3}
+
+
 def test_aligned_trees_for_the_evidence():
     from pytree_lab.exercises import aligned_trees
 

@@ -289,12 +289,21 @@ def test_the_folded_parts_open_by_mouse_and_keyboard(lecture_nb):
     kernel = "['Dense_1']['kernel']"
     folded = xor.locator(f".ptl-calc-folded[data-focus={css_string(kernel)}]")
     folded.wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    # the leaf's moments, by mouse
+    moments = folded.locator(".ptl-calc-group").first
+    moments.locator(":scope > summary").click()
+    assert moments.evaluate("el => el.open") is True
     # every leaf one keypress away: the disclosure under the calculation opens with Enter
     folded.locator(".ptl-calc-all > summary").focus()
     nb.page.keyboard.press("Enter")
     folded.locator(".ptl-calc-all[open]").wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
-    # a step draws the calculation again, with the new numbers: the disclosure the student opened
-    # stays open and the focus stays on its summary (static/calculation.js)
+    # a 2x8 gradient wider than the column, scrolled sideways to its last values
+    grid = folded.locator('.ptl-calc-all .ptl-grid[aria-label="∂L/∂Dense_0/kernel"]')
+    scrolled = grid.evaluate("el => { el.scrollLeft = el.scrollWidth; return el.scrollLeft; }")
+    assert scrolled > 0
+    # a step draws the calculation again, with the new numbers: what the student opened stays
+    # open, the focus stays on its summary and the matrix where it was scrolled to
+    # (static/calculation.js)
     new_loss = "[r.value for r in ex_xor.calculation.rows() if r.what == 'new loss'][0]"
     before = nb.value(new_loss)
     nb.run("ex_xor.step()")
@@ -302,7 +311,9 @@ def test_the_folded_parts_open_by_mouse_and_keyboard(lecture_nb):
     assert after != before
     folded.locator("tr", has_text="new loss").filter(has_text=after).wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
     assert folded.locator(".ptl-calc-all").evaluate("el => el.open") is True
+    assert moments.evaluate("el => el.open") is True
     assert nb.page.evaluate("() => document.activeElement.matches('.ptl-calc-all > summary')") is True
+    assert grid.evaluate("el => el.scrollLeft") == scrolled
     assert xor.locator(".ptl-calc-all").get_by_text("∂L/∂Dense_0/kernel").count() >= 1
     # the moments' toggle, by keyboard
     toggle = xor.locator(".ptl-fold-group")

@@ -85,11 +85,6 @@ class Engine:
 
         check_tree(tree, name)
 
-    def paths(self, tree: Any) -> list[str]:
-        """Leaf paths as keystr strings, in flatten order."""
-        flat, _ = self.tree_flatten_with_path(tree)
-        return [self.keystr(p) for p, _ in flat]
-
     def __repr__(self) -> str:
         return f"<Engine {self.name}>"
 

@@ -131,13 +131,11 @@ def run_guarded(
     fn: Callable[..., Any],
     *args: Any,
     budget: float | None = DEFAULT_BUDGET,
-    output_limit: int = OUTPUT_LIMIT,
-    capture: bool = True,
     once_stuck: bool = False,
     **kwargs: Any,
 ) -> Guarded:
     """Call `fn(*args, **kwargs)` as student code: never raises, never runs past `budget` seconds
-    of Python, keeps `output_limit` characters of output. With `once_stuck`, a function that ran
+    of Python, keeps `OUTPUT_LIMIT` characters of output. With `once_stuck`, a function that ran
     past its budget in an earlier call is not called again (`skipped`, `timed_out`)."""
     if once_stuck:
         with contextlib.suppress(TypeError):  # unhashable or not weak-referenceable: never marked
@@ -147,7 +145,7 @@ def run_guarded(
     before = _snapshot()
     result = Guarded()
     try:
-        _run(result, before, fn, args, kwargs, budget, output_limit, capture)
+        _run(result, before, fn, args, kwargs, budget)
     except BaseException as exc:  # noqa: BLE001 - the cleanup itself failed (an interpreter left
         # without recursion depth by a C extension): what the code did is said, the state restored below
         if result.error is None and not result.timed_out:
@@ -165,13 +163,10 @@ def run_guarded(
     return result
 
 
-def _run(result: Guarded, before, fn, args, kwargs, budget, output_limit, capture) -> None:
-    sink = _BoundedText(output_limit)
-    redirect = (contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink)) if capture else ()
+def _run(result: Guarded, before, fn, args, kwargs, budget) -> None:
+    sink = _BoundedText(OUTPUT_LIMIT)
     try:
-        with contextlib.ExitStack() as stack:
-            for ctx in redirect:
-                stack.enter_context(ctx)
+        with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
             try:
                 with deadline_budget(budget):
                     try:
