@@ -118,6 +118,25 @@ def test_explorer_calculation_and_status_escape_hostile_keys(open_nb):
     # said once on screen: in the status line above the controls, not again in the diagram's banner
     assert alert.is_visible() and not nb.panel.locator(".ptl-message").last.is_visible()
     assert_nothing_ran(nb)
+    # The calculation's module draws the kernel's markup in its own vocabulary only, whoever wrote
+    # the state (on the Lite site, a notebook's saved widget state is drawn by the same module
+    # before any kernel exists): a crafted value keeps its table's cells, and nothing else.
+    crafted = (
+        '<table class="ptl-calc"><tr data-path="x"><td onmouseover="window.__pwned=7">crafted cell</td>'
+        f'<td style="background: url(x)">{IMG}<script>window.__pwned=8</script>'
+        '<a href="javascript:window.__pwned=9">a link</a><b>bold</b></td></tr></table>'
+    )
+    nb.run(f"ex.calculation.value = {crafted!r}")
+    cell = nb.panel.locator(".pytree-lab-calculation td", has_text="crafted cell")
+    cell.wait_for(timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    cell.hover()
+    drawn = nb.panel.locator(".pytree-lab-calculation tr[data-path='x']")
+    kept = "el => [...el.querySelectorAll('*')].map(e => [e.outerHTML.split('>')[0], e.textContent])"
+    assert drawn.evaluate(kept) == [
+        ["<td", "crafted cell"],
+        ["<td", ""],
+    ]
+    assert_nothing_ran(nb)
 
 
 def test_the_page_sends_intents_and_bogus_ones_are_refused(open_nb, tmp_path):

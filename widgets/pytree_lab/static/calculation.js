@@ -9,8 +9,34 @@
 // opened (every leaf's rows, a group of rows) stays open, the focus stays on its summary, and a
 // matrix scrolled sideways keeps its place. A disclosure is the same one when its summary reads
 // the same; a matrix, when its name (aria-label) is the same.
+//
+// The markup is parsed inert (a <template>) and only its own vocabulary is kept: the elements
+// and attributes calculation.py writes. A state the kernel did not write (a notebook's saved
+// widget state, drawn before any kernel on the Lite site; a crafted comm message) can put no
+// script, handler, link or image on the page: any other element goes, with what it holds, and so
+// does any other attribute.
 
 /** @typedef {{ value: string }} Model */
+
+const TAGS = new Set(["TABLE", "CAPTION", "TBODY", "TR", "TH", "TD", "DIV", "SPAN", "DETAILS", "SUMMARY"]);
+const ATTRIBUTES = new Set(["class", "data-path", "data-focus", "aria-label", "role", "scope", "colspan"]);
+const GRID_WIDTH = /^--ptl-grid-ch: \d+$/; // the one style calculation.py writes (a grid's cell width)
+
+/** The calculation's markup as nodes, in its own vocabulary only. @param {string} value */
+function calculationNodes(value) {
+  const template = document.createElement("template");
+  template.innerHTML = value;
+  for (const node of template.content.querySelectorAll("*")) {
+    if (!TAGS.has(node.tagName)) {
+      node.remove();
+      continue;
+    }
+    for (const { name, value: text } of Array.from(node.attributes)) {
+      if (!ATTRIBUTES.has(name) && !(name === "style" && GRID_WIDTH.test(text))) node.removeAttribute(name);
+    }
+  }
+  return template.content;
+}
 
 /** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
@@ -29,7 +55,7 @@ function render({ model, el }) {
     for (const grid of root.querySelectorAll(".ptl-grid")) {
       if (grid.scrollLeft > 0) scrolled.set(grid.getAttribute("aria-label") ?? "", grid.scrollLeft);
     }
-    root.innerHTML = model.get("value");
+    root.replaceChildren(calculationNodes(model.get("value") || ""));
     for (const details of root.querySelectorAll("details")) {
       if (open.has(summaryKey(details))) details.open = true;
     }
