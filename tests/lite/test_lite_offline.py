@@ -596,8 +596,9 @@ BUTTON_TOPS = """(cell) => [...cell.querySelectorAll('.ptl-stored button.pytree-
 
 def test_a_stored_explorer_keeps_its_charts_room_and_its_layout_before_the_kernel(lite_server, pw):
     """Lesson 01's explorer as stored: each chart (bqplot needs the kernel) is a placeholder named by
-    its title, as high as the chart will be (its layout, applied as ipywidgets applies it), and the
-    Step / Step x10 / Reset buttons sit in one row as in the live explorer."""
+    its title, as high as the chart will be (its layout, applied as ipywidgets applies it), the
+    Step / Step x10 / Reset buttons sit in one row as in the live explorer, and the worked
+    calculation shows the lesson's loss before and after the step (4, then 0.64)."""
     browser = browse.launch(pw)
     try:
         context, net = browse.offline_context(browser)
@@ -612,6 +613,11 @@ def test_a_stored_explorer_keeps_its_charts_room_and_its_layout_before_the_kerne
         prompt = cell.locator(".jp-InputPrompt").first.text_content()
         stored = cell.locator(".ptl-stored").count()
         shown, tops = cell.evaluate(PLACEHOLDERS), cell.evaluate(BUTTON_TOPS)
+        # the worked calculation, drawn by its own module from the stored state: the lesson's numbers
+        calculation = cell.locator(".ptl-stored .pytree-lab-calculation .ptl-calc").first
+        calculation.wait_for(timeout=browse.Timeouts.ms(browse.Timeouts.PAGE))
+        # (its rows' cells by their text: the cell is drawn once scrolled to, its text is there before)
+        rows = calculation.evaluate("t => [...t.querySelectorAll('tr')].map(r => [...r.cells].map(c => c.textContent))")
         cell.scroll_into_view_if_needed()
         shot = ROOT / "artifacts" / "screenshots" / "lite-stored-explorer.png"
         shot.parent.mkdir(parents=True, exist_ok=True)
@@ -624,6 +630,8 @@ def test_a_stored_explorer_keeps_its_charts_room_and_its_layout_before_the_kerne
     expected = [[f"{title}: drawn when the cell runs", int(height.removesuffix("px"))] for title, height in figures]
     assert sorted(shown) == sorted(expected), (shown, figures)
     assert len(tops) == 3 and len(set(tops)) == 1, tops
+    named = {cells[-2]: cells[-1] for cells in rows if len(cells) >= 2}
+    assert (named.get("loss L"), named.get("new loss")) == ("4", "0.64"), rows
 
 
 # ---------------------------------------------------------------- the kernel starts before the notebook is drawn
