@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-# The course's reference solutions are files of this repository (content/solutions), never in the
+# The course's reference solutions are files of this repository (course_source/solutions), never in the
 # installed package: the tests read them from here wherever pytree-lab is installed (a checkout, or
 # `pip install --target` on an accelerator's image), in kernels they start too.
-os.environ.setdefault("PYTREE_LAB_SOLUTIONS", str(Path(__file__).resolve().parents[1] / "content" / "solutions"))
+os.environ.setdefault("PYTREE_LAB_SOLUTIONS", str(Path(__file__).resolve().parents[1] / "course_source" / "solutions"))
 
 # JAX's strict modes for every test, as equinox's tests run: rank promotion "raise" (`x + b` with
 # x of shape (4, 8) and b of shape (8,) fails instead of broadcasting silently) and dtype

@@ -24,7 +24,7 @@ from pytree_lab.exercises import CheckButton, CheckContext, Evidence, cells, che
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "widgets" / "pytree_lab"
-SOLUTIONS = ROOT / "content" / "solutions"
+SOLUTIONS = ROOT / "course_source" / "solutions"
 
 
 def _imports(package: str):
@@ -227,7 +227,7 @@ def test_the_add_an_exercise_example_builds_and_is_checked_as_a_click_does():
     module.__package__ = "pytree_lab.course.exercises"
     exec(compile(module_code, "docs/course.md", "exec"), module.__dict__)  # noqa: S102 - our own docs
     ex = module.EXERCISE
-    assert ex.id == "bias_grad" and ex.solutions == ()  # no content/solutions/bias_grad.py
+    assert ex.id == "bias_grad" and ex.solutions == ()  # no course_source/solutions/bias_grad.py
     ns = {"jax": jax, "jnp": jnp, "grads": {"weight": jnp.array([-8.0, -4.0]), "bias": jnp.array(-4.0)}}
     for code, verdict in (("bias_grad = grads['bias']", True), ("bias_grad = -grads['bias']", False)):
         magic, body = cell.split("\n", 1)

@@ -27,7 +27,7 @@ from pytree_lab.exercises import (
     Quiz,
 )
 
-SOLUTIONS = pathlib.Path(__file__).parents[1] / "content" / "solutions"
+SOLUTIONS = pathlib.Path(__file__).parents[1] / "course_source" / "solutions"
 STATIC = pathlib.Path(pytree_lab.__file__).parent / "static"
 
 # the lesson's names, as the notebook defines them before its exercise cells
@@ -43,7 +43,7 @@ updated = jax.tree.map(lambda p, g: p - 0.05 * g, params, grads)
 
 
 def _load(*exercise_ids: str) -> types.SimpleNamespace:
-    """The lesson's names after the reference solutions (content/solutions/<id>.py) ran."""
+    """The lesson's names after the reference solutions (course_source/solutions/<id>.py) ran."""
     namespace: dict = {}
     exec(LESSON, namespace)  # noqa: S102 - the lesson's own code
     for exercise_id in exercise_ids:

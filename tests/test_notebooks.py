@@ -2,7 +2,7 @@
 
 Each notebook is executed with nbclient in a fresh kernel of this venv's python:
 - *answered*: every exercise cell (tagged `exercise:<id>`) gets the reference solution from
-  content/solutions/, the prediction prompts get a typed prediction and are revealed, the quiz is
+  course_source/solutions/, the prediction prompts get a typed prediction and are revealed, the quiz is
   answered; the outputs must show the hand-derived numbers and every check must pass with score 1;
 - *unanswered*: exactly as a student first opens it; it must run without an error and say
   "not answered yet" where an answer is missing;
@@ -28,7 +28,7 @@ from kernel_harness import kernel_env, notebook_client
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTENT = ROOT / "content"
-SOLUTIONS = ROOT / "content" / "solutions"
+SOLUTIONS = ROOT / "course_source" / "solutions"
 FIRST_CELL = ROOT / "lite_build" / "first_cell.py"
 
 LESSON = "01_pytrees.ipynb"

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import email
 import email.policy
+import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -137,8 +140,9 @@ def test_changelog_names_the_current_version_or_unreleased():
     assert re.search(rf"^## \[{re.escape(VERSION)}\]", text, re.M)
 
 
-def test_wheel_ships_the_course_notebooks_and_the_nbgrader_command_needs_nothing_else(wheel, tmp_path):
-    # `pytree-lab nbgrader` from the wheel alone: unpacked away from any checkout, run elsewhere
+def test_wheel_ships_the_course_notebooks_and_the_nbgrader_command_takes_the_instructors_solutions(wheel, tmp_path):
+    # `pytree-lab nbgrader` from the wheel alone: unpacked away from any checkout, run elsewhere;
+    # the package holds no reference solution, so they come from the instructor's folder
     notebooks = sorted(n for n in wheel.namelist() if n.endswith(".ipynb"))
     assert notebooks == [
         "pytree_lab/course/notebooks/01_pytrees.ipynb",
@@ -146,24 +150,44 @@ def test_wheel_ships_the_course_notebooks_and_the_nbgrader_command_needs_nothing
     ]
     for name in notebooks:
         assert wheel.read(name) == (REPO / "content" / Path(name).name).read_bytes()
+    assert not [n for n in wheel.namelist() if "solutions" in n or "course_source" in n]
     wheel.extractall(tmp_path / "site")
     work = tmp_path / "work"
     work.mkdir()
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-I",
-            "-c",
-            "import sys; sys.path.insert(0, sys.argv[1]); "
-            "from pytree_lab.course.cli import main; sys.exit(main(['nbgrader', 'course']))",
-            str(tmp_path / "site"),
-        ],
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTREE_LAB_SOLUTIONS"}
+
+    def pytree_lab(*args: str, **extra: str) -> subprocess.CompletedProcess:
+        code = "import sys; sys.path.insert(0, sys.argv[1]); from pytree_lab.course.cli import main; "
+        code += "sys.exit(main(sys.argv[2:]))"
+        return subprocess.run(
+            [sys.executable, "-I", "-c", code, str(tmp_path / "site"), "nbgrader", *args],
+            cwd=work,
+            env={**env, **extra},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
+    # none given: one sentence that says where to name them, no traceback, nothing written
+    run = pytree_lab("course")
+    assert run.returncode == 2 and run.stdout == "", run.stderr[-3000:]
+    assert run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+    assert run.stderr.startswith("pytree-lab nbgrader: no reference solution (squared_norm.py, ")
+    assert "--solutions DIR or PYTREE_LAB_SOLUTIONS." in run.stderr
+    assert list(work.iterdir()) == []
+    # a folder that lacks them says the same of that folder
+    run = pytree_lab("course", "--solutions", str(tmp_path))
+    assert run.returncode == 2 and f"in {tmp_path}: " in run.stderr and list(work.iterdir()) == []
+    # PYTREE_LAB_SOLUTIONS, then --solutions: each writes the course with the given solutions
+    solutions = REPO / "course_source" / "solutions"
+    run = pytree_lab("by-env", PYTREE_LAB_SOLUTIONS=str(solutions))
     assert run.returncode == 0, run.stderr[-3000:]
+    run = pytree_lab("course", "--solutions", str(solutions))
+    assert run.returncode == 0, run.stderr[-3000:]
+    source = (work / "course" / "source" / "pytrees" / "01_pytrees.ipynb").read_text()
+    assert json.dumps((solutions / "squared_norm.py").read_text().rstrip("\n"))[1:-1] in source
+    assert (work / "by-env" / "source" / "pytrees" / "01_pytrees.ipynb").is_file()
+    shutil.rmtree(work / "by-env")
     written = sorted(str(p.relative_to(work)) for p in work.rglob("*") if p.is_file())
     assert written == [
         "course/nbgrader_config.py",

@@ -1,7 +1,7 @@
 """The pytree lesson notebook itself, in a real JupyterLab page: run it, then use its widgets.
 
 The notebook is the committed content/01_pytrees.ipynb with the exercise scaffolds replaced by
-the reference solutions (content/solutions/), as a student who has done the work would have it.
+the reference solutions (course_source/solutions/), as a student who has done the work would have it.
 Each browser action ends in an assertion on the page (the aria-live announcement) and on the
 Python state in the notebook's kernel.
 """

@@ -26,6 +26,7 @@ import re
 import secrets
 
 from .catalogue import EXERCISES
+from .exercises.common import reference_solution
 
 __all__ = ["ASSIGNMENT", "NOTEBOOKS", "find_content", "make_source_notebook", "write_course"]
 
@@ -148,7 +149,7 @@ def make_source_notebook(notebook: dict, *, seeds: dict[str, int] | None = None)
             continue
         exercise_id = _exercise_id(cell)
         if exercise_id is not None:
-            solutions = EXERCISES[exercise_id].solutions
+            solutions = reference_solution(exercise_id)  # the instructor's, read now (--solutions)
             if not solutions:
                 raise ValueError(f"exercise {exercise_id!r} has no reference solution to put in the source")
             cell["source"] = f"{_source(cell).rstrip()}\n### BEGIN SOLUTION\n{solutions[0].rstrip()}\n### END SOLUTION"

@@ -1,11 +1,12 @@
 """The `pytree-lab` command.
 
-pytree-lab nbgrader OUTDIR [--content DIR]   write the course as an nbgrader course directory
+pytree-lab nbgrader OUTDIR [--content DIR] [--solutions DIR]   the course as an nbgrader course directory
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import sys
 
@@ -23,24 +24,28 @@ def _refusal(outdir: str) -> str | None:
 
 
 def _nbgrader(args) -> int:
+    if args.solutions:  # where reference_solution (and so the assignment's source) reads them
+        os.environ["PYTREE_LAB_SOLUTIONS"] = str(pathlib.Path(args.solutions).expanduser().resolve())
     from .assignment import ASSIGNMENT, write_course
     from .catalogue import EXERCISES
+    from .exercises.common import reference_solution
 
-    refusal = _refusal(args.outdir)
-    if refusal is not None:
+    missing = ", ".join(f"{i}.py" for i, ex in EXERCISES.items() if ex.graded and not reference_solution(i))
+    where = os.environ.get("PYTREE_LAB_SOLUTIONS") or "this install (a package ships none)"
+    refusal = _refusal(args.outdir) or (
+        missing
+        and f"no reference solution ({missing}) in {where}: name the "
+        "instructor's folder of them with --solutions DIR or PYTREE_LAB_SOLUTIONS."
+    )
+    if refusal:
         print(f"pytree-lab nbgrader: {refusal}", file=sys.stderr)
         return 2
     try:
         made = write_course(args.outdir, content=args.content, assignment=ASSIGNMENT)
-    except OSError as exc:
-        if isinstance(exc, FileExistsError) or exc.filename is None:  # write_course's own sentence
-            print(f"pytree-lab nbgrader: {exc}", file=sys.stderr)
-            return 2
-        print(
-            f"pytree-lab nbgrader: cannot write into {args.outdir} ({exc.strerror or exc}): "
-            "choose a folder you can write to.",
-            file=sys.stderr,
-        )
+    except OSError as exc:  # a FileExistsError (or no file named) is write_course's own sentence
+        own = isinstance(exc, FileExistsError) or exc.filename is None
+        why = f"cannot write into {args.outdir} ({exc.strerror or exc}): choose a folder you can write to."
+        print(f"pytree-lab nbgrader: {exc if own else why}", file=sys.stderr)
         return 2
     print(f"wrote {made['config']}")
     for path in made["notebooks"]:
@@ -68,12 +73,10 @@ def main(argv: list[str] | None = None) -> int:
         "course notebooks as an autograded assignment. Nothing in OUTDIR is replaced.",
     )
     grader.add_argument("outdir", metavar="OUTDIR")
-    grader.add_argument(
-        "--content",
-        metavar="DIR",
-        default=None,
-        help="the folder holding the course notebooks (default: the ones installed with the package)",
-    )
+    content = "the folder holding the course notebooks (default: the ones installed with the package)"
+    grader.add_argument("--content", metavar="DIR", help=content)
+    solutions = "the instructor's folder of reference solutions, <exercise id>.py (default: $PYTREE_LAB_SOLUTIONS"
+    grader.add_argument("--solutions", metavar="DIR", help=f"{solutions}, else a checkout's course_source/solutions)")
     grader.set_defaults(run=_nbgrader)
     args = parser.parse_args(argv)
     return args.run(args)

@@ -71,14 +71,14 @@ def self_check() -> str | None:
     return None
 
 
-# content/solutions/<id>.py of a checkout: the reference solutions are not in the package
-SOLUTIONS = pathlib.Path(__file__).resolve().parents[4] / "content" / "solutions"  # a checkout's
+# course_source/solutions/<id>.py of a checkout: outside content/ (what students open), not in the package
+SOLUTIONS = pathlib.Path(__file__).resolve().parents[4] / "course_source" / "solutions"
 
 
 def reference_solution(exercise_id: str) -> tuple[str, ...]:
-    """The exercise's reference solution, `<id>.py` in the folder `$PYTREE_LAB_SOLUTIONS` names (an
-    instructor's course folder) or else a checkout's `content/solutions`, where that file is found:
-    an installed package holds none."""
+    """The exercise's reference solution, `<id>.py` in the folder `$PYTREE_LAB_SOLUTIONS` names (the
+    instructor's; `pytree-lab nbgrader --solutions` sets it) or else a checkout's
+    `course_source/solutions`, where that file is found: an installed package holds none."""
     path = pathlib.Path(os.environ.get("PYTREE_LAB_SOLUTIONS") or SOLUTIONS) / f"{exercise_id}.py"
     return (path.read_text(encoding="utf-8").rstrip("\n"),) if path.is_file() else ()
 
