@@ -446,6 +446,54 @@ def test_a_string_input_at_construction_gets_the_static_hint(capfd):
     assert ok.status.value == "" and ok.result.loss == pytest.approx(0.25 + 4.0)
 
 
+def test_an_int_input_used_as_a_slice_gets_the_static_hint_and_the_last_good_step_stays(capfd):
+    # a student slices the batch with an int input n: JAX's raw IndexError, now a sentence naming static=['n']
+    def loss(p, x, n):
+        return jnp.sum(x[:n] @ p["w"]) ** 2
+
+    p, x = {"w": jnp.array([1.0, -1.0])}, jnp.array([[1.0, 2.0], [3.0, 5.0], [4.0, 4.0]])
+    ok = StepExplorer(lambda p, x, n: jnp.sum(x[:2] @ p["w"]) ** 2, p, {"x": x, "n": 2})
+    assert ok.result.loss == pytest.approx(9.0)  # (1 - 2) + (3 - 5) = -3
+    before = snapshot(ok)
+    ok.set_loss(loss)
+    assert_failed_cleanly(ok, before, ["uses the int input 'n' as a Python number", "static=['n']"], capfd)
+    assert "IndexError" in html.unescape(ok.status.value)  # JAX's own words after the sentence
+    fixed = StepExplorer(loss, p, {"x": x, "n": 2}, static=["n"])
+    assert fixed.status.value == "" and fixed.result.loss == pytest.approx(9.0)
+
+
+def test_float_class_labels_get_a_sentence_naming_their_dtype_and_the_last_good_step_stays(capfd):
+    def loss(p, x, y):  # cross-entropy: the labels index the log-probabilities
+        logp = jax.nn.log_softmax(x @ p["w"])
+        return -logp[jnp.arange(y.shape[0]), y].mean()
+
+    p, x = {"w": jnp.zeros((2, 3))}, jnp.array([[1.0, 0.0], [0.0, 1.0]])
+    ex = StepExplorer(loss, p, {"x": x, "y": jnp.array([0.0, 2.0])})
+    said = html.unescape(ex.status.value)
+    assert ex.result is None and "indexes an array with float32 values" in said and "y.astype(np.int32)" in said
+    ex = StepExplorer(loss, p, {"x": x, "y": jnp.array([0, 2])})
+    assert ex.result.loss == pytest.approx(math.log(3.0), rel=1e-6)  # three equal logits
+    before = snapshot(ex)
+    ex.set_loss(lambda p, x, y: loss(p, x, y.astype(jnp.float32)))
+    assert_failed_cleanly(ex, before, ["indexes an array with float32 values", "give the labels as integers"], capfd)
+
+
+def test_a_batch_whose_step_fails_is_not_taken_and_the_data_line_keeps_the_last_good_one(capfd):
+    def loss(p, x):
+        return jnp.sum(jnp.log(x) @ p["w"]) ** 2
+
+    ex = StepExplorer(loss, {"w": jnp.array([1.0, 1.0])}, {"x": jnp.array([[1.0, 1.0], [1.0, 1.0], [1.0, 1.0]])})
+    good = ex.set_inputs({"x": jnp.array([[1.0, 2.0], [1.0, 1.0], [1.0, 1.0]])})
+    assert good.loss == pytest.approx(math.log(2.0) ** 2, rel=1e-6)
+    data = ex.data_view.value
+    before = snapshot(ex)
+    assert ex.set_inputs({"x": jnp.array([[1.0, -2.0], [1.0, 1.0], [1.0, 1.0]])}) is None  # log(-2): a NaN loss
+    assert_failed_cleanly(ex, before, ["The loss is nan", "keeps its last good inputs"], capfd)
+    assert ex.data_view.value == data and "[1, 2]" in data and "-2" not in ex.text()
+    assert np.asarray(ex.session.input_leaves[0]).tolist() == [[1.0, 2.0], [1.0, 1.0], [1.0, 1.0]]
+    assert ex.step(1).loss == pytest.approx(good.loss_after)  # the step went from the good batch, not to NaN
+
+
 # --------------------------------------------------------------------------- the diagram's comparison
 
 

@@ -129,15 +129,27 @@ def type_hint(params: Any, leaf: Leaf, obj: Any) -> str:
     )
 
 
-def explain(err: BaseException, input_names: list[str], param_summary: TreeSummary) -> str:
-    """The step's error in the lesson's terms, with the original error after it."""
+def explain(err: BaseException, input_names: list[str], param_summary: TreeSummary, inputs: Any = None) -> str:
+    """The step's error in the lesson's terms, with the original error after it (`inputs`: the
+    inputs' TreeSummary, whose int scalars a slice or shape may need as static=)."""
     from ..training import OptimizerError
 
     if isinstance(err, OptimizerError):  # the optimizer's own failure, already named
         return error_text(err)
-    name = error_name(err)
+    name, said = error_name(err), error_text(err)
+    ints = [leaf.path[2:-2] for leaf in getattr(inputs, "leaves", ()) if leaf.dtype.startswith(("int", "uint"))]
     hint = ""
-    if name in _TRACER_ERRORS:
+    if ints and ("must be static" in said or "concrete values of integer" in said):
+        hint = (
+            f"The loss uses the int input {ints[0]!r} as a Python number (a slice, a shape or a "
+            f"range), which inside value_and_grad is a traced array: give StepExplorer(..., static=[{ints[0]!r}]). "
+        )
+    elif dtype := re.search(r"(?:Indexer must have integer|indices must be of integer type).*?(float\d+)", said):
+        hint = (
+            f"The loss indexes an array with {dtype[1]} values, as class labels given as floats do: "
+            "give the labels as integers, e.g. y.astype(np.int32). "
+        )
+    elif name in _TRACER_ERRORS:
         hint = (
             "The loss turns a traced value into a Python bool or number (an `if`, `while`, `int()` or "
             "`float()` on an array): inside value_and_grad the arrays are tracers, not numbers. Use "
@@ -189,6 +201,9 @@ def prediction_failed(err: BaseException | None, target_key: str) -> str:
         f"only. It is called as prediction_fn(params, **inputs) without {target_key!r}; for a "
         "batch it may return one prediction per example."
     )
+
+
+INPUTS_KEPT = "The explorer keeps its last good inputs: fix the batch and call set_inputs again."
 
 
 def not_finite(name: str, where: str) -> str:

@@ -178,7 +178,7 @@ class ExplorerSession:
         if isinstance(err, KeyboardInterrupt):
             return interrupted
         self.last_traceback = messages.traceback_text(err)  # a user's loss or optimizer can raise anything
-        return messages.explain(err, self.input_names, self.param_summary)
+        return messages.explain(err, self.input_names, self.param_summary, self.input_summary)
 
     def _compile(self, loss_fn: Callable, with_extras: bool = True) -> Any:
         extras = extras_fn(self) if self.prediction_fn is not None and with_extras else None

@@ -20,7 +20,7 @@ from ..step import StepResult
 from ..widget_common import TextForm, refuse_unknown_widget_keywords
 from .layout import arrange, check_layout, present
 from .lifetime import Lifetime
-from .messages import short_error, widened_note
+from .messages import INPUTS_KEPT, short_error, widened_note
 from .play import PlayMixin
 from .playbar import build_controls
 from .schedule import Schedule
@@ -60,11 +60,14 @@ class PythonChanges:
         session: Any
         views: Any
         slider_panel: Any
+        diagram: Any
         closed: bool
 
         def recompute(self) -> StepResult | None: ...
 
         def _fail(self, text: str) -> None: ...
+
+        def _note(self, text: str, kind: str = "info") -> None: ...
 
     @one_at_a_time
     def set_params(self, params: Any) -> StepResult | None:
@@ -84,11 +87,21 @@ class PythonChanges:
     def set_inputs(self, inputs: dict) -> StepResult | None:
         """New input values: the same keys; a new batch may change the first dimension (compiled once
         per shape), labels of another int width are cast when every value fits (batches.py); the
-        rest is refused with the path named. Static inputs (static=[...]) may change: it recompiles."""
-        failure = self.session.set_inputs(inputs)
+        rest is refused with the path named, and a batch whose step fails is not kept (the last good
+        one stays). Static inputs (static=[...]) may change: it recompiles."""
+        s = self.session
+        kept = (list(s.input_leaves), s.input_data, s.static, s.slider_step, dict(s.values), s.good_now)
+        failure = s.set_inputs(inputs)
         if not failure:
             self.views["DataView"].refresh()
-        return self._after_change(failure, keep_notes=False)
+        result = self._after_change(failure, keep_notes=False)
+        if result is None and not failure and not self.closed:  # the new batch's step failed: not taken
+            s.input_leaves[:], s.input_data, s.static, s.slider_step, values, s.good_now = kept
+            s.values.update(values)
+            self.views["DataView"].refresh()
+            self.slider_panel.follow(False)
+            self._note(f"{self.diagram.message} {INPUTS_KEPT}", "error")
+        return result
 
     @one_at_a_time
     def set_loss(self, loss_fn: Callable) -> StepResult | None:
