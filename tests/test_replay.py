@@ -161,3 +161,98 @@ def test_a_saved_demo_loads_into_a_new_kernel_at_the_same_step_bit_for_bit(tmp_p
     here = json.loads(ns["fingerprint"](ex))
     assert loaded == here and here["step"] == 12 and here["boxes"] == [True, True] and here["selected"] == "['w']"
     assert len(here["frame"][0]) == 12  # loss, rate, 3 params, count and 2 x 3 moments
+
+
+# ---------------------------------------------------------------------------------------- what load refuses
+def small_demo(tmp_path, **kwargs):
+    """An explorer of a {"hidden": {"w", "b"}} model (the dict's order: w, then b) after 3 steps, and its demo."""
+    params = {"hidden": {"w": np.array([0.5, -0.5], np.float32), "b": np.float32(0.0)}}
+    ex = StepExplorer(lambda p, x, y: loss(p["hidden"], x, y), params, {"x": X, "y": Y}, **kwargs)
+    ex.step(3)
+    return ex, params, ex.save(tmp_path / "demo")
+
+
+def test_a_failed_save_leaves_the_earlier_demo_bit_for_bit_and_no_temporary_file(tmp_path, monkeypatch):
+    ex, params, path = small_demo(tmp_path)
+    good = path.read_bytes()
+    ex.step(2)
+
+    def full_disk(f, **arrays):  # the disk fills after 90 kB of the new demo
+        f.write(b"\0" * 90_000)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(np, "savez", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        ex.save(path)
+    assert path.read_bytes() == good and sorted(p.name for p in tmp_path.iterdir()) == ["demo.npz"]
+    with pytest.raises(OSError):  # a first save that fails leaves no file behind either
+        ex.save(tmp_path / "other")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["demo.npz"]
+    monkeypatch.undo()
+    back = StepExplorer.load(path, ex.session.loss_fn, params, {"x": X, "y": Y})
+    assert back.history == ex.history[:4] and back.control_step() == 3  # the demo as saved, 3 steps in
+    assert ex.save(path) == path and path.read_bytes() != good  # its own file, written again once there is room
+
+
+def test_load_refuses_a_file_that_is_not_a_demo_in_one_sentence(tmp_path):
+    ex, params, path = small_demo(tmp_path)
+    text = tmp_path / "notes.npz"
+    text.write_bytes(b"hello")
+    crafted = tmp_path / "crafted.npz"  # a 1 MB member that claims to be the params, and a pickle
+    np.savez(crafted, meta=np.asarray(str(np.load(path)["meta"])), **{"params/0": np.zeros(250_000, np.float32)})
+    pickled = tmp_path / "pickled.npz"
+    np.savez(pickled, meta=np.array([{"format": record.FORMAT}], dtype=object))
+    for bad in (text, crafted, pickled, tmp_path / "demo-copy.txt"):
+        if bad.suffix == ".txt":
+            bad.write_bytes(path.read_bytes()[:5000])  # a demo cut short
+        with pytest.raises(ValueError) as err:
+            StepExplorer.load(bad, ex.session.loss_fn, params, {"x": X, "y": Y})
+        assert str(err.value) == f"{bad} is not a pytree-lab demo: load a file that StepExplorer.save wrote."
+
+
+def test_load_refuses_another_model_in_one_sentence_naming_the_leaf(tmp_path):
+    ex, params, path = small_demo(tmp_path)
+    wider = {"hidden": {"w": np.zeros(3, np.float32), "b": np.float32(0.0)}}
+    with pytest.raises(ValueError) as err:
+        StepExplorer.load(path, ex.session.loss_fn, wider, {"x": X, "y": Y})
+    assert str(err.value) == (
+        f"The params given do not fit the demo in {path}: the demo's params tree holds params['hidden']['w'] "
+        "float32[2] where the params given hold params['hidden']['w'] float32[3]; give the params of the model "
+        "the demo was saved from."
+    )
+    renamed = {"hidden": {"w": np.zeros(2, np.float32), "bias": np.float32(0.0)}}
+    with pytest.raises(ValueError, match=r"holds params\['hidden'\]\['b'\] float32\[\] where the params given hold "):
+        StepExplorer.load(path, ex.session.loss_fn, renamed, {"x": X, "y": Y})
+    wrong_batch = r"The inputs given do not fit .* inputs\['x'\] float32\[3, 2\] where .*\[4, 2\]"
+    with pytest.raises(ValueError, match=wrong_batch):
+        StepExplorer.load(path, ex.session.loss_fn, params, {"x": np.zeros((4, 2), np.float32), "y": Y})
+
+
+@optax_adam
+def test_load_refuses_an_optimizer_state_of_another_type_in_one_sentence(tmp_path):
+    ex, params, path = small_demo(tmp_path, optimizer=optax.inject_hyperparams(optax.adam)(learning_rate=0.3))
+    for opt, makes in (
+        (None, "none (no optimizer)"),
+        (optax.sgd(0.3), "EmptyState, EmptyState"),
+        (optax.adam(0.3), "ScaleByAdamState, EmptyState"),  # the same leaves' shapes, in other places
+    ):
+        with pytest.raises(ValueError) as err:
+            StepExplorer.load(path, ex.session.loss_fn, params, {"x": X, "y": Y}, optimizer=opt)
+        assert str(err.value) == (
+            f"The demo in {path} was saved with an optimizer whose state is InjectStatefulHyperparamsState, "
+            f"ScaleByAdamState, EmptyState, and the optimizer given makes {makes}: give StepExplorer.load the "
+            "optimizer the demo was saved with."
+        )
+    back = StepExplorer.load(
+        path, ex.session.loss_fn, params, {"x": X, "y": Y}, optimizer=optax.inject_hyperparams(optax.adam)(0.3)
+    )
+    same = lambda t: [np.asarray(x).tobytes() for x in jax.tree.leaves(t)]  # noqa: E731
+    assert same(back.opt_state) == same(ex.opt_state) and same(back.params) == same(ex.params)
+
+
+def test_a_reloaded_tree_keeps_the_order_it_was_written_in(tmp_path):
+    ex, params, path = small_demo(tmp_path)
+    back = StepExplorer.load(path, ex.session.loss_fn, params, {"x": X, "y": Y})
+    rows = lambda e: [row["p"] for row in e.diagram.rows]  # noqa: E731
+    assert rows(back) == rows(ex) == ["['hidden']", "['hidden']['w']", "['hidden']['b']"]  # JAX's order: b, w
+    assert back.text() == ex.text() and back.data_view.value == ex.data_view.value

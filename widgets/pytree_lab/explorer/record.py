@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import array
 import math
+import re
 from typing import Any
 
 __all__ = ["History", "Trail", "history_dict", "to_dataframe", "TRAIL_NUMBERS"]
@@ -113,6 +114,14 @@ def to_dataframe(session: Any) -> Any:
 FORMAT = "pytree-lab demo 1"
 
 
+def layout(tree: Any, eng: Any) -> list:
+    """What a loaded tree must match: its structure (node types named) and each leaf's path, shape, dtype."""
+    import numpy as np
+
+    flat, treedef = eng.tree_flatten_with_path(tree)
+    return [str(treedef), *([eng.keystr(p), list(np.shape(x)), str(np.asarray(x).dtype)] for p, x in flat)]
+
+
 def save(ex: Any, path: Any, written: dict) -> Any:
     """Write `ex`'s demo to `path` (numpy's .npz, no pickle) by `write_new`: params, inputs,
     optimizer state, the record with its trajectories, the sliders' values, the bars and the boxes."""
@@ -128,7 +137,8 @@ def save(ex: Any, path: Any, written: dict) -> Any:
             arrays[f"{name}/{i}"] = np.stack([point[which][i] for point in s.trail])
     meta = {
         "format": FORMAT,
-        "shapes": [[list(np.shape(x)), str(np.asarray(x).dtype)] for x in s.param_leaves],
+        "trees": [layout(t, eng) for t in (s.params_tree, s.inputs_tree, s.opt_state)],
+        "points": [len(s.history), len(s.trail)],
         "learning_rate": None if s.rate_source == "fixed" else s.learning_rate,
         "sliders": [spec.label for spec in s.specs],
         "values": s.values,
@@ -146,66 +156,129 @@ def save(ex: Any, path: Any, written: dict) -> Any:
 def write_new(path: Any, suffix: str, written: dict, write: Any) -> Any:
     """`write(file)` to `path` (with `suffix`): a file there that this explorer did not write
     (`written`: its paths and their stat) is kept, the new one goes to `name-2{suffix}`, ...
-    Returns the path written."""
+    Written to a new file in the same folder, then renamed over: a failed write (a full disk)
+    leaves what was there as it was. Returns the path written."""
     import os
     import pathlib
+    import secrets
 
     p = pathlib.Path(path).with_suffix(suffix)
     stem, k = p, 1
     while p.exists() and written.get(str(p.resolve())) != (p.stat().st_mtime_ns, p.stat().st_size):
         k += 1
         p = stem.with_name(f"{stem.stem}-{k}{suffix}")
-    with open(p, "wb" if p.exists() else "xb") as f:  # "xb": never over a file made meanwhile
-        write(f)
+    reserved = not p.exists()
+    if reserved:  # "xb": never over a file made meanwhile
+        open(p, "xb").close()
+    temp = p.with_name(f".{p.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(temp, "xb") as f:
+            write(f)
+        os.replace(temp, p)
+    except BaseException:
+        for made in (temp, p) if reserved else (temp,):
+            made.unlink(missing_ok=True)
+        raise
     written[str(p.resolve())] = (os.stat(p).st_mtime_ns, os.stat(p).st_size)
     return p
 
 
-def load(cls: Any, path: Any, loss_fn: Any, params: Any, inputs: Any = None, **kwargs: Any) -> Any:
-    """A new explorer of `cls` from a saved demo: the loss, the optimizer and the trees' structure
-    are the code's (as given to `StepExplorer`), the numbers and choices the file's."""
-    import json
+def _as_written(tree: Any, like: Any) -> Any:
+    """`tree` as JAX rebuilt it (dicts in sorted key order) with its dicts in `like`'s order."""
+    if type(tree) is dict and isinstance(like, dict):
+        return {k: _as_written(tree[k], like[k]) for k in like}
+    if type(tree) in (list, tuple) and isinstance(like, (list, tuple)):
+        return type(tree)(_as_written(t, w) for t, w in zip(tree, like))
+    return tree
+
+
+def _read(z: Any, name: str, shape: Any, dtype: Any) -> Any:
+    """The member `name` of the demo's zip `z` as an array, read only when it is stored as written
+    (never compressed: no member holds more than the file) and its header declares `shape` and
+    `dtype` (any text for None); never a pickle. ValueError or KeyError otherwise."""
+    import zipfile
 
     import numpy as np
+    from numpy.lib import format as npy
 
-    with np.load(path, allow_pickle=False) as f:
-        data = dict(f.items())
-    meta = json.loads(str(data["meta"]))
-    if meta.get("format") != FORMAT:
-        raise ValueError(f"{path} is not a pytree-lab demo (StepExplorer.save writes one).")
+    info = z.getinfo(f"{name}.npy")
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise ValueError(name)
+    with z.open(info) as f:
+        version = npy.read_magic(f)
+        got, fortran, kind = (npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0)(f)
+        if got != tuple(shape) or fortran or (kind != np.dtype(dtype) if dtype else kind.kind != "U"):
+            raise ValueError(name)
+        return np.frombuffer(f.read(), kind).reshape(shape)
+
+
+def load(cls: Any, path: Any, loss_fn: Any, params: Any, inputs: Any = None, **kwargs: Any) -> Any:
+    """A new explorer of `cls` from a saved demo: the loss, the optimizer and the trees' structure
+    are the code's (as given to `StepExplorer`), the numbers and choices the file's. Each member
+    of the file is checked against what the code's trees need before it is read."""
+    import json
+    import zipfile
+
     from ..engine import get_engine
+    from ..step import pin_dtypes
 
     eng = kwargs.get("engine") or get_engine()
-    leaves, treedef = eng.tree_flatten(params)
-    shapes = [[list(np.shape(x)), str(np.asarray(x).dtype)] for x in leaves]
-    if shapes != meta["shapes"]:
-        raise ValueError(
-            f"The params given do not fit the demo in {path}: its leaves are {meta['shapes']} (shape, "
-            f"dtype), the params given {shapes}. Give the params of the model the demo was saved from."
-        )
-    take = lambda name, n: [data[f"{name}/{i}"] for i in range(n)]  # noqa: E731
     static = {k: v for k, v in (inputs or {}).items() if k in set(kwargs.get("static", ()))}
     rest = {k: v for k, v in (inputs or {}).items() if k not in static}
-    rest_leaves, rest_def = eng.tree_flatten(rest)
-    inputs = {**eng.tree_unflatten(rest_def, take("inputs", len(rest_leaves))), **static}
+    not_demo = ValueError(f"{path} is not a pytree-lab demo: load a file that StepExplorer.save wrote.")
+    try:
+        with zipfile.ZipFile(path) as z:
+            meta = json.loads(str(_read(z, "meta", (), None)))
+        trees, (points, kept) = meta["trees"], meta["points"]
+    except (ValueError, KeyError, TypeError, zipfile.BadZipFile):
+        raise not_demo from None
+    for what, tree, saved in zip(("params", "inputs"), (params, rest), trees):
+        given = layout(pin_dtypes(tree, eng), eng)
+        if given != saved:
+            raise _misfit(what, saved, given, path)
+    try:
+        with zipfile.ZipFile(path) as z:
+
+            def take(name: str, saved: list, n: int | None = None) -> list:  # a tree's leaves, or n points of each
+                shape = [] if n is None else [n]
+                return [
+                    _read(z, f"{name}/{i}", shape + leaf[1], leaf[2])
+                    for i, leaf in enumerate(saved[1:] if n != 0 else [])
+                ]
+
+            leaves = {name: take(name, saved) for name, saved in zip(("params", "inputs", "state"), trees)}
+            leaves |= {
+                "trail_params": take("trail_params", trees[0], kept),
+                "trail_state": take("trail_state", trees[2], kept),
+            }
+            history, rates = (_read(z, name, (points,), "float64") for name in ("history", "rates"))
+    except (ValueError, KeyError, TypeError, IndexError, zipfile.BadZipFile):
+        raise not_demo from None
+    rebuilt = _as_written(eng.tree_unflatten(eng.tree_structure(rest), leaves["inputs"]), rest)
     ex = cls(
         loss_fn,
-        eng.tree_unflatten(treedef, take("params", len(leaves))),
-        inputs,
+        _as_written(eng.tree_unflatten(eng.tree_structure(params), leaves["params"]), params),
+        {k: static[k] if k in static else rebuilt[k] for k in (inputs or {})},
         meta["learning_rate"],
         sliders=meta["sliders"],
         bars=meta["bars"] or None,
         **kwargs,
     )
     s = ex.session
+    if layout(s.opt_state, eng) != trees[2]:
+        ex.close()
+        names = lambda t: ", ".join(re.findall(r"\[(\w+)\]", t[0])) or "none (no optimizer)"  # noqa: E731
+        raise ValueError(
+            f"The demo in {path} was saved with an optimizer whose state is {names(trees[2])}, and the "
+            f"optimizer given makes {names(layout(s.opt_state, eng))}: give StepExplorer.load the optimizer "
+            "the demo was saved with."
+        )
     with s.lock:
-        state_leaves, state_def = eng.tree_flatten(s.opt_state)
-        s.opt_state = eng.tree_unflatten(state_def, [s._frozen(x) for x in take("state", len(state_leaves))])
-        s.history, s.rates = array.array("d", data["history"]), array.array("d", data["rates"])
+        s.opt_state = eng.tree_unflatten(eng.tree_structure(s.opt_state), [s._frozen(x) for x in leaves["state"]])
+        s.history, s.rates = array.array("d", history), array.array("d", rates)
         s.trail = Trail()
-        if "trail_params/0" in data:
-            tp, ts = take("trail_params", len(leaves)), take("trail_state", len(state_leaves))
-            s.trail += [([x[t] for x in tp], [x[t] for x in ts]) for t in range(len(tp[0]))]
+        tp, ts = leaves["trail_params"], leaves["trail_state"]
+        s.trail += [([x[t] for x in tp], [x[t] for x in ts]) for t in range(kept)]
         s.trail.cut, s._new_point = meta["cut"], not meta["moved"]
         s.values.update(meta["values"])
     ex.fixed_range_box.value, ex.log_scale_box.value = meta["boxes"]
@@ -213,3 +286,14 @@ def load(cls: Any, path: Any, loss_fn: Any, params: Any, inputs: Any = None, **k
     ex.recompute()
     ex.selected_path = meta["selected"]
     return ex
+
+
+def _misfit(what: str, saved: list, given: list, path: Any) -> ValueError:
+    """The sentence for a model whose `what` tree is not the demo's: the first leaf that differs."""
+    a, b = next(((a, b) for a, b in zip([*saved[1:], None], [*given[1:], None]) if a != b), (None, None))
+    said = lambda leaf: f"{what}{leaf[0]} {leaf[2]}{leaf[1]}" if leaf else "no more leaves"  # noqa: E731
+    differs = f"holds {said(a)} where the {what} given hold {said(b)}" if a or b else f"is {saved[0]}, not {given[0]}"
+    return ValueError(
+        f"The {what} given do not fit the demo in {path}: the demo's {what} tree {differs}; give the {what} of the "
+        "model the demo was saved from."
+    )
