@@ -101,6 +101,25 @@ c.Execute.interrupt_on_timeout = True
 c.IsolatedGrades.start_budget = 120  # python + jax start, then the first case
 c.IsolatedGrades.case_budget = 10  # each further case
 
+# What the grader takes from a submission (pytree_lab.intake; docs/grading.md): nbgrader's copies
+# follow links, so collect and autograde refuse links, hard links and special files; collect dates
+# a submission by when its files reached the exchange; the feedback holds no hidden test or seed.
+c.ExchangeFactory.collect = "pytree_lab.intake.Collect"
+
+
+def refuse_unsafe(**submission):  # autograde's step before its copy
+    from pytree_lab.intake import refuse_unsafe
+
+    refuse_unsafe(**submission)
+
+
+c.Autograde.pre_convert_hook = refuse_unsafe
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
+
 # Late submissions (docs/grading.md): a due date (`nbgrader db assignment add pytrees
 # --duedate=...`), and a penalty (or c.AssignLatePenalties.plugin_class, your own rule)
 # c.LateSubmissionPlugin.penalty_method = "zero"
