@@ -156,14 +156,15 @@ class ExplorerSession:
 
     # ------------------------------------------------------------------ copies, compile, runner
     def _frozen(self, x: Any) -> Any:
-        """A leaf as the explorer stores it: immutable, never the caller's object."""
+        """A leaf as the explorer stores it: immutable, never the caller's object, committed to the step's
+        device as the step's outputs are (a jnp.array is not: a change of placement compiles again)."""
         import numpy as np
 
         if isinstance(x, np.ndarray) and self.engine.is_lite:
             x.setflags(write=False)  # pin_dtypes made this copy; a loss cannot write into it
             return x
-        elsewhere = self.device is not None and hasattr(x, "devices") and x.devices() != {self.device}
-        if isinstance(x, np.ndarray) or elsewhere:  # a copy on the step's device: never the caller's moved
+        elsewhere = hasattr(x, "devices") and (x.devices() != {self.device} or not getattr(x, "committed", True))
+        if isinstance(x, np.ndarray) or (self.device is not None and elsewhere):  # never the caller's moved
             return self.engine.jax.device_put(x, self.device)
         return x
 
@@ -229,8 +230,8 @@ class ExplorerSession:
             return lr
         # a wrong optimizer is refused here, as a missing params tree is (OptimizerError says why)
         trainer = TrainingStep(self.loss_fn, self.optimizer, engine=self.engine, static=self.static)
-        with self.on_device():
-            self.opt_state = trainer.init(self.params_tree, lr)
+        with self.on_device():  # the state placed as the step's new states are (`_frozen`)
+            self.opt_state = self.engine.tree_map(self._frozen, trainer.init(self.params_tree, lr))
         self.rate_source = trainer.lr_source
         if trainer.lr_source == "state" and not given:
             lr = cast(float, trainer.learning_rate_of(self.opt_state))  # a float: the rate is in the state
@@ -436,7 +437,8 @@ class ExplorerSession:
         if self.optimizer is not None:
             try:
                 with self.on_device():
-                    self.opt_state = self.runner().init(self.params_tree, self.learning_rate)
+                    state = self.runner().init(self.params_tree, self.learning_rate)
+                self.opt_state = self.engine.tree_map(self._frozen, state)  # placed as the step's states are
             except BaseException as err:  # noqa: BLE001 - said in the widget
                 return (
                     messages.error_text(err)
