@@ -81,6 +81,10 @@ def test_executed_export_with_default_options_shows_the_text_forms(tmp_path):
         (["/venv/bin/python", "/venv/bin/jupyterhub-singleuser"], False),
         (["/venv/bin/python", "/venv/bin/voila", "a.ipynb"], False),
         (["/venv/bin/python", "-m", "pytest", "tests/test_nbconvert.py"], False),  # a word, not the command
+        (["/venv/bin/python", "/venv/bin/jupyter-lab", "/home/ta/courses/nbgrader"], False),  # a folder's name
+        (["/venv/bin/python", "-m", "jupyterlab", "nbgrader"], False),
+        (["jupyter-lab", "--notebook-dir", "execute"], False),
+        (["/usr/bin/python3.11", "-u", "-m", "nbgrader", "autograde", "ps1"], True),
         ([], False),
     ],
 )

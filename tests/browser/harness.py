@@ -131,11 +131,15 @@ class LabServer:
                 self.proc.wait(Timeouts.SERVER_STOP)
 
 
-def start_lab(base: Path | None = None, args: Sequence[str] = ()) -> LabServer:
-    """Start JupyterLab on a free port and wait until its API answers (`args`: more options)."""
+def start_lab(
+    base: Path | None = None, args: Sequence[str] = (), program: Sequence[str] = (), root: str = "notebooks"
+) -> LabServer:
+    """Start JupyterLab on a free port and wait until its API answers (`args`: more options;
+    `program`: the command instead of `python -m jupyterlab`; `root`: the name of its folder)."""
     base = Path(base or tempfile.mkdtemp(prefix="pytree-lab-browser-"))
     dirs = {
-        name: base / name for name in ("notebooks", "config", "data", "runtime", "settings", "workspaces", "ipython")
+        name: base / (root if name == "notebooks" else name)
+        for name in ("notebooks", "config", "data", "runtime", "settings", "workspaces", "ipython")
     }
     for d in dirs.values():
         d.mkdir(parents=True, exist_ok=True)
@@ -164,9 +168,7 @@ def start_lab(base: Path | None = None, args: Sequence[str] = ()) -> LabServer:
     port = free_port()
     log_path = base / "server.log"
     cmd = [
-        sys.executable,
-        "-m",
-        "jupyterlab",
+        *(program or [sys.executable, "-m", "jupyterlab"]),
         "--no-browser",
         "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}",

@@ -4,7 +4,7 @@ A widget's mimebundle carries its text form (text/plain and an escaped <pre>) be
 view: an HTML export of a notebook saved in JupyterLab shows it. A kernel run by `jupyter
 nbconvert --execute`, `jupyter execute` or nbgrader has no page, and nbconvert would prefer the
 stored view (blank offline) over the text: there the bundle holds the text form only. The kernel
-knows who runs it by its parent process's command line.
+knows who runs it by the program its parent process runs (never a word after it, such as a folder).
 
 `StepExplorer(learning_rat=0.1)` would otherwise run at the default rate: a keyword typo is an
 error that says what was meant.
@@ -17,6 +17,7 @@ import difflib
 import functools
 import html
 import inspect
+import itertools
 import ntpath
 import os
 import sys
@@ -82,14 +83,16 @@ def _parent_command_line() -> list[str]:
 
 def _names_a_pageless_runner(argv: list[str]) -> bool:
     """`jupyter-nbconvert ...`, `jupyter nbconvert ...`, `python -m nbconvert ...`, the same for
-    nbgrader, and `jupyter execute` (nbclient's command); POSIX and Windows paths (ntpath splits both)."""
-    words = [ntpath.basename(a).lower().removesuffix(".exe").removesuffix("-script.py") for a in argv[:4]]
-    return any(
-        word in _PAGELESS_SCRIPTS
-        or (word == "jupyter" and after in _PAGELESS_SUBCOMMANDS)
-        or (word == "-m" and after in _PAGELESS_MODULES)
-        for word, after in zip(words, [*words[1:], ""])
-    )
+    nbgrader, and `jupyter execute` (nbclient's command); POSIX and Windows paths (ntpath splits both).
+    Only the program is read (after the interpreter and its options), never its arguments: a
+    JupyterLab started in a folder named `nbgrader` has a page."""
+    words = [ntpath.basename(a).lower().removesuffix(".exe").removesuffix("-script.py") for a in argv]
+    if words and words[0].startswith("python"):
+        words = list(itertools.dropwhile(lambda w: w.startswith("-") and w != "-m", words[1:]))
+    w = [*words, "", "", ""]
+    if w[0] == "-m":
+        return w[1] in _PAGELESS_MODULES or (w[1] == "jupyter" and w[2] in _PAGELESS_SUBCOMMANDS)
+    return w[0] in _PAGELESS_SCRIPTS or (w[0] == "jupyter" and w[1] in _PAGELESS_SUBCOMMANDS)
 
 
 @functools.cache
