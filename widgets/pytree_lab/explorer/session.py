@@ -156,16 +156,14 @@ class ExplorerSession:
 
     # ------------------------------------------------------------------ copies, compile, runner
     def _frozen(self, x: Any) -> Any:
-        """A leaf as the explorer stores it: immutable, never the caller's object, committed to the step's
-        device as the step's outputs are (a jnp.array is not: a change of placement compiles again)."""
+        """A leaf as the explorer stores it: immutable, never the caller's object, committed to the step's device."""
         import numpy as np
 
         if isinstance(x, np.ndarray) and self.engine.is_lite:
             x.setflags(write=False)  # pin_dtypes made this copy; a loss cannot write into it
             return x
-        elsewhere = hasattr(x, "devices") and (x.devices() != {self.device} or not getattr(x, "committed", True))
-        if isinstance(x, np.ndarray) or (self.device is not None and elsewhere):  # never the caller's moved
-            return self.engine.jax.device_put(x, self.device)
+        if isinstance(x, np.ndarray) or (hasattr(x, "devices") and (x.devices() != {self.device} or not x.committed)):
+            return self.engine.jax.device_put(x, self.device)  # a jnp.array too (uncommitted): the same buffer
         return x
 
     def on_device(self) -> Any:
@@ -230,7 +228,7 @@ class ExplorerSession:
             return lr
         # a wrong optimizer is refused here, as a missing params tree is (OptimizerError says why)
         trainer = TrainingStep(self.loss_fn, self.optimizer, engine=self.engine, static=self.static)
-        with self.on_device():  # the state placed as the step's new states are (`_frozen`)
+        with self.on_device():  # committed as the step's new states are, or the second step compiles again
             self.opt_state = self.engine.tree_map(self._frozen, trainer.init(self.params_tree, lr))
         self.rate_source = trainer.lr_source
         if trainer.lr_source == "state" and not given:
