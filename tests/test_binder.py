@@ -1,11 +1,13 @@
 """The Binder / repo2docker environment (binder/), from its files alone.
 
 repo2docker itself needs Docker, which these machines do not have; this test does what it does
-for a `requirements.txt` repository: a fresh venv, `pip install -r binder/requirements.txt`, then
-`binder/postBuild` in the repository's root. Then, inside that venv alone (no PYTHONPATH, none
-of the dev extra's tools), the three course notebooks run with nbclient, the answers left as
-the students get them, and pytree-lab's server extension and the first-lesson start page are
-configured.
+for a `requirements.txt` repository: a fresh venv, `pip install -r binder/requirements.txt`, the
+repository's files copied into a home (Binder's repository is the student's home), then
+`binder/postBuild` run there. Then, inside that venv alone (no PYTHONPATH, none of the dev
+extra's tools), the three course notebooks run with nbclient, the answers left as the students
+get them, and pytree-lab's server extension and the first-lesson start page are configured. No
+file of that home, of `make lab`'s root or of the Lite site's notebooks holds a line of a
+reference solution (tests/student_trees.py).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from student_trees import SOLUTION_LINES, SOLUTIONS, leaks
 
 pytestmark = pytest.mark.install
 
@@ -96,14 +99,35 @@ def binder_venv(tmp_path_factory):
         env=env,
         cwd=ROOT,
     )
-    sh(["bash", str(ROOT / "binder" / "postBuild")], env=env, cwd=ROOT)
+    # repo2docker copies the repository (its files as a clone has them) into the home, then runs
+    # postBuild there
+    home = venv.parent / "home"
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        if (ROOT / name).is_file():
+            (home / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, home / name)
+    assert (home / "course_source" / "solutions").is_dir()  # the repository has them; postBuild deletes them
+    sh(["bash", str(home / "binder" / "postBuild")], env=env, cwd=home)
     return venv
 
 
-def test_binder_environment_runs_the_three_notebooks(binder_venv, tmp_path):
+@pytest.fixture(scope="module")
+def binder_home(binder_venv) -> Path:
+    return binder_venv.parent / "home"
+
+
+def test_binder_environment_runs_the_three_notebooks(binder_venv, binder_home, tmp_path):
     env = clean_env(binder_venv)
+    content = binder_home / "content"
     out = sh(
-        [str(binder_venv / "bin" / "python"), "-c", RUN_NOTEBOOKS, str(ROOT / "content"), str(tmp_path), *NOTEBOOKS],
+        [str(binder_venv / "bin" / "python"), "-c", RUN_NOTEBOOKS, str(content), str(tmp_path), *NOTEBOOKS],
         env=env,
         cwd=tmp_path,
     )
@@ -122,6 +146,47 @@ def test_binder_environment_runs_the_three_notebooks(binder_venv, tmp_path):
     names = {p["name"].lower() for p in json.loads(listed)}
     assert {"jax", "optax", "jupyterlab", "pytree-lab", "anywidget", "bqplot"} <= names
     assert not names & {"pytest", "playwright", "nbgrader", "jupyterhub", "equinox", "hypothesis", "jupytext"}
+
+
+def test_the_binder_home_holds_no_reference_solution(binder_home):
+    # the student's home after postBuild: the lessons, none of the instructor's side (the
+    # reference solutions, and the tests, which hold right answers of their own)
+    assert (binder_home / "content" / "01_pytrees.ipynb").is_file() and (binder_home / "binder").is_dir()
+    assert not (binder_home / "course_source").exists() and not (binder_home / "tests").exists()
+    assert leaks(binder_home) == []
+
+
+def test_the_solution_lines_searched_for_are_each_solutions_own(tmp_path):
+    files = {p.stem: p.read_text(encoding="utf-8") for p in SOLUTIONS.glob("*.py")}
+    assert sorted(files) == sorted(SOLUTION_LINES)  # every reference solution is searched for
+    for exercise, lines in SOLUTION_LINES.items():
+        assert lines and all(line in [s.strip() for s in files[exercise].splitlines()] for line in lines), exercise
+    # the search finds a solution pasted into a notebook (JSON), a text file, and the folder itself
+    nb = {"cells": [{"cell_type": "code", "source": files["nested_scale_grad"]}]}
+    (tmp_path / "a.ipynb").write_text(json.dumps(nb))
+    (tmp_path / "notes.md").write_text(files["squared_norm"])
+    shutil.copytree(SOLUTIONS, tmp_path / "course_source" / "solutions")
+    found = leaks(tmp_path)
+    assert any(f.startswith("a.ipynb: nested_scale_grad: pred = ") for f in found), found
+    assert any(f.startswith("notes.md: squared_norm: norm_squared = ") for f in found), found
+    assert "course_source: a solution file" in found
+
+
+def test_make_lab_and_the_lite_site_hold_no_reference_solution(tmp_path):
+    # `make lab` roots JupyterLab at content/; the Lite site's notebooks are content/*.ipynb
+    make = (ROOT / "Makefile").read_text()
+    assert "--ServerApp.root_dir=content " in make and make.count("root_dir") == 1
+    assert leaks(ROOT / "content") == []
+    sys.path.insert(0, str(ROOT))
+    try:
+        from lite_build.build import collect_notebooks
+    finally:
+        sys.path.remove(str(ROOT))
+    for source, name in collect_notebooks([]):
+        assert source.parent == ROOT / "content" and name.endswith(".ipynb")
+        shutil.copy2(source, tmp_path / name)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(NOTEBOOKS)
+    assert leaks(tmp_path) == []
 
 
 def test_binder_server_extension_and_first_lesson(binder_venv, tmp_path):

@@ -9,8 +9,11 @@ import ast
 import functools
 import importlib.util
 import itertools
+import json
+import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 
@@ -238,3 +241,66 @@ def test_the_add_an_exercise_example_builds_and_is_checked_as_a_click_does():
         assert card.result.passed is verdict, card.feedback
     assert "You gave 4. The sign is flipped" in card.feedback
     assert card.evidence.checks[-1]["exercise_id"] == "bias_grad"
+
+
+_GRADE_IT = r"""
+import json, sys
+from pytree_lab.course import autograde
+cells = json.load(sys.stdin)
+print("VERDICT " + json.dumps(autograde.grade_notebook(cells, {"bias_grad": 11})["bias_grad"].__dict__))
+"""
+
+
+@pytest.mark.notebook  # nbgrader's grader: a sandboxed answer run
+def test_the_add_an_exercise_example_is_graded_as_nbgrader_grades_it(tmp_path):
+    """docs/course.md's exercise added to a copy of the package as the page says (its module and
+    the catalogue's lines, no edit to autograde.py): a right and a wrong submission graded."""
+    page = (ROOT / "docs" / "course.md").read_text(encoding="utf-8")
+    module_code, line, cell, _ = re.findall(r"```python\n(.*?)```", page.split("## Add an exercise", 1)[1], re.S)
+    package = tmp_path / "site" / "pytree_lab"  # outside the grader's folder (which no sandbox holds)
+    shutil.copytree(PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    (package / "course" / "exercises" / "bias_grad.py").write_text(module_code, encoding="utf-8")
+    catalogue = package / "course" / "catalogue.py"
+    text = catalogue.read_text(encoding="utf-8").replace(
+        "repair_update, squared_norm\n", "repair_update, squared_norm, bias_grad\n"
+    )
+    catalogue.write_text(
+        text.replace("    grad_over_flat_params,\n)", f"    grad_over_flat_params,\n{line.rstrip()}\n)")
+    )
+    notebook = json.loads((ROOT / "content" / "01_pytrees.ipynb").read_text(encoding="utf-8"))
+    lesson = [
+        {"code": "".join(c["source"]), "exercise": None}
+        for c in notebook["cells"]
+        if c["cell_type"] == "code"
+        and "check_cell(" not in "".join(c["source"])
+        and "%%exercise" not in "".join(c["source"])
+    ]
+    env = {**os.environ, "PYTHONPATH": str(package.parent), "JAX_PLATFORMS": "cpu"}
+    (tmp_path / "course").mkdir()
+    shares = {}
+    for code in (
+        "bias_grad = grads['bias']",
+        "bias_grad = -4.0",
+        "bias_grad = -grads['bias']",
+    ):
+        answer = {"code": re.sub(r"bias_grad = \.\.\..*", code, cell), "exercise": "bias_grad"}
+        done = subprocess.run(
+            [sys.executable, "-c", _GRADE_IT],
+            input=json.dumps([*lesson, answer]),
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path / "course",
+            timeout=600,
+        )
+        verdict = json.loads(
+            next(x for x in done.stdout.splitlines() if x.startswith("VERDICT ")).removeprefix("VERDICT ")
+        )
+        shares[code] = verdict["share"]
+        assert verdict["regrade"] is False and len(verdict["lines"]) == 3, (verdict, done.stderr[-2000:])
+    # computed: every case; typed in: the lesson's values only; the sign flipped: none
+    assert shares == {
+        "bias_grad = grads['bias']": 1.0,
+        "bias_grad = -4.0": pytest.approx(1 / 3),
+        "bias_grad = -grads['bias']": 0.0,
+    }

@@ -283,7 +283,6 @@ def assert_no_hidden_data(recorder: Recorder, feedback: str) -> None:
     worked_flat, worked_x = recorder.calls[0]
     np.testing.assert_array_equal(worked_flat, [1.0, 0.0, 0.0])
     np.testing.assert_array_equal(worked_x, [[2.0, 3.0]])
-    # (a last call of the worked example again, with jit off, sees whether jax.grad runs inside)
     hidden = [(flat, x) for flat, x in recorder.calls[1:] if x.shape != (1, 2) or not np.array_equal(x, worked_x)]
     assert len(hidden) >= 3
     assert len({x.shape for _, x in hidden}) >= 2  # several N and d
@@ -298,8 +297,8 @@ def test_grad_over_flat_params_reference_passes_on_example_and_hidden_cases():
     answer = Recorder(packed.grad_over_flat_params)
     result = check("grad_over_flat_params", answer, rng=_rng(1))
     assert (result.passed, result.score) == (True, 1.0), result.feedback
-    # five cases, then one more call of the worked example with jit off, to see jax.grad run inside
-    assert result.cases_total == 5 and len(answer.calls) == 6
+    # five cases, one call each
+    assert result.cases_total == 5 and len(answer.calls) == 5
     np.testing.assert_allclose(
         np.asarray(packed.grad_over_flat_params(jnp.array([1.0, 0.0, 0.0]), jnp.array([[2.0, 3.0]]))), [8.0, 12.0, 4.0]
     )

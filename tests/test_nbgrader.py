@@ -545,32 +545,6 @@ def test_refuses_an_outdir_it_cannot_use_in_one_sentence(tmp_path, monkeypatch, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["FILE"] and (tmp_path / "FILE").read_text() == "notes"
 
 
-def test_an_answer_run_holds_a_huge_allocation_and_has_no_network():
-    # one exercise cell: the lesson's repair, right only where the sandbox held both attacks
-    from pytree_lab.course.autograde import grade_exercise
-
-    grader = socket.create_server(("127.0.0.1", 0))
-    grader.setblocking(False)
-    attacks = f"""\
-import os, socket, time, numpy as np
-try:
-    socket.create_connection(("127.0.0.1", {grader.getsockname()[1]}), timeout=5).sendall(b"grade me")
-    reached = True
-except OSError:
-    reached = False
-try:
-    big = np.ones(20 * 10**9 // 8)  # 20 GB
-    allocated = True
-except MemoryError:
-    allocated = False
-"""
-    held = "\nif reached or allocated:\n    fixed = None\n"
-    share, lines = grade_exercise("repair_update", attacks + solution("repair_update") + held, 7)
-    reached = was_reached(grader)
-    assert share == 1.0, lines  # each case ran, and was refused the network and the 20 GB
-    assert not reached
-
-
 def test_a_term_late_penalty_regrade_after_a_fixed_hidden_test_and_exports(tmp_path):
     """docs/grading.md's commands for a term, on one late student with the reference answers: a
     due date and a late penalty, a hidden test that was broken (its region lost) and fixed, then

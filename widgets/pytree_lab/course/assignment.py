@@ -81,8 +81,9 @@ c.Autograde.sanitize_preprocessors = [
 ]
 
 # Grades: the submission's kernel runs under bubblewrap (SandboxedExecute) and decides nothing;
-# IsolatedGrades runs each exercise cell's code in a fresh sandboxed process of its own, on the
-# lesson's values and hidden cases, and writes the points into the test cells.
+# IsolatedGrades runs the notebook's code again in one fresh sandboxed process, with each
+# exercise's cases (the lesson's values and hidden ones) at its cell, and writes the points into
+# the test cells; MarkRegrades leaves a test the grading machine could not finish to a grader.
 c.Autograde.autograde_preprocessors = [
     "pytree_lab.course.autograde.SandboxedExecute",
     IgnorePattern,
@@ -90,16 +91,17 @@ c.Autograde.autograde_preprocessors = [
     LimitOutput,
     "pytree_lab.course.autograde.IsolatedGrades",
     SaveAutoGrades,
+    "pytree_lab.course.autograde.MarkRegrades",
     AssignLatePenalties,
     CheckCellMetadata,
 ]
 # Seconds per cell of the submission's kernel run (its outputs are what the formgrader shows; a
-# kernel that hangs past two time-outs or dies is graded with the outputs it got). Answer runs,
-# which make the points, have their own budgets:
+# kernel that hangs past two time-outs or dies is graded with the outputs it got). The answer run,
+# which makes the points, has its own budgets (each cell and case: seconds of its own CPU time):
 c.Execute.timeout = 60
 c.Execute.interrupt_on_timeout = True
-c.IsolatedGrades.start_budget = 120  # python + jax start, then the first case
-c.IsolatedGrades.case_budget = 10  # each further case
+c.IsolatedGrades.cpu_budget = 300  # CPU seconds of one notebook's answer run
+c.IsolatedGrades.wall_budget = 900  # seconds of the clock; past them: "not graded: regrade"
 
 # What the grader takes from a submission (pytree_lab.intake; docs/grading.md): nbgrader's copies
 # follow links, so collect and autograde refuse links, hard links and special files; collect dates

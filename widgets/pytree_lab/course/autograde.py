@@ -3,13 +3,15 @@
 nbgrader still runs each submitted notebook in a kernel (its outputs are what the formgrader
 shows), but that kernel decides no grade. After it, `IsolatedGrades` (an autograde
 preprocessor, set in the course's `nbgrader_config.py`) grades each exercise from the submitted
-notebook's text alone: it takes the exercise cell's code, runs it in a fresh Python process of
-its own with the lesson's values and with hidden cases drawn from the seed in the source
-notebook's hidden-test region, reads back only plain numbers, and compares them in the grader's
-own process with answers it computes itself (jax, before and apart from any student code). The
+notebook's text alone: one fresh sandboxed Python (`answer_run`) runs the notebook's code cell
+after cell, as the kernel did (imports, helpers, earlier answers, magics), and at each exercise
+cell its declared cases (`Exercise.cases`: the lesson's values, then hidden ones drawn from the
+seed in the source notebook's hidden-test region), and sends back plain numbers only. They are
+compared in the grader's own process with the right values, which never enter the sandbox. The
 points are written into the test cell as its only output, so nothing the student's kernel
-printed, displayed or hid counts; a case without a verdict (an error, a crash, a hang past the
-budget) scores 0, and a test cell that could not be graded gets an error output (0 in nbgrader).
+printed, displayed or hid counts. A case the answer got wrong, crashed on or spent its CPU
+budget on scores 0; one the grading machine left without a verdict (the clock ran out) is
+marked "not graded: regrade" and left to a grader (`MarkRegrades`), never 0.
 
 Both the submission's kernel (`SandboxedKernelManager`) and the answer runs run under
 bubblewrap: they see the Python environment read-only and write only a scratch folder of their
@@ -20,9 +22,10 @@ file system. Answer runs also have no network. docs/grading.md says what is and 
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import csv
-import importlib
+import dataclasses
 import json
 import os
 import pathlib
@@ -39,29 +42,27 @@ from typing import Any
 import numpy as np
 from jupyter_client.manager import AsyncKernelManager
 from nbformat.notebooknode import NotebookNode
-from nbgrader.api import MissingEntry
+from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.plugins import CsvExportPlugin
 from nbgrader.preprocessors import Execute, NbGraderPreprocessor, OverwriteCells
 from traitlets import Float
 
-from .. import lesson
-from ..exercises import tools
-from ..formatting import clip
+from ..exercises import Case, Exercise
 from .catalogue import EXERCISES
-from .exercises import grad_over_flat_params as flat, reruns
-from .exercises.common import _same_tree, lesson_point
+from .exercises.common import _same_tree
 
 __all__ = [
     "ExerciseScores",
     "IsolatedGrades",
+    "MarkRegrades",
     "ReleasedCells",
     "SandboxedExecute",
     "SandboxedKernelManager",
-    "grade_exercise",
+    "grade_notebook",
+    "notebook_cells",
     "sandbox",
 ]
 
-HIDDEN_RERUNS = 2  # hidden cases per value exercise, after the lesson's own values
 _MARKER = re.compile(r"graded outside the student's kernel: exercise (\w+), seed (\d+)")
 _HIDDEN = re.compile(r"^[ \t]*### BEGIN HIDDEN TESTS.*?^[ \t]*### END HIDDEN TESTS[^\n]*\n?", re.M | re.S)
 
@@ -118,10 +119,11 @@ MEMORY = 8 << 30
 NOBODY = 65534  # a grader running as root runs the student's code as this user
 
 
-def _limits(scratch: str) -> list[str]:
-    """The command that starts the student's code with the limits; as the grader's own user, or as
-    nobody when the grader is root (root's processes are not held by a task limit)."""
-    limits = ["prlimit", f"--nproc={TASKS}", f"--as={MEMORY}", "--core=0"]
+def _limits(scratch: str, cpu: float | None = None) -> list[str]:
+    """The command that starts the student's code with the limits (and `cpu` seconds of CPU time);
+    as the grader's own user, or as nobody when the grader is root (root's processes are not held
+    by a task limit)."""
+    limits = ["prlimit", f"--nproc={TASKS}", f"--as={MEMORY}", "--core=0", *([f"--cpu={int(cpu)}"] if cpu else [])]
     if os.getuid() != 0:
         return limits
     for folder, _dirs, names in os.walk(scratch):
@@ -131,13 +133,22 @@ def _limits(scratch: str) -> list[str]:
     return ["setpriv", *drop, *limits]
 
 
-def sandbox(scratch: str, *, cwd: str | None = None, share: tuple = (), env: dict | None = None) -> list[str]:
+# What the sandbox's environment holds of the grader's: nothing else (no token, no secret)
+KEPT_ENV = ("PATH", "LANG", "LC_ALL", "PYTHONPATH", "JAX_PLATFORMS")
+
+
+def sandbox(
+    scratch: str, *, cwd: str | None = None, share: tuple = (), env: dict | None = None, cpu: float | None = None
+) -> list[str]:
     """bubblewrap's arguments, then the limits' command: the system and the Python environment
-    read-only, `scratch` writable (mounted at `cwd` when given), `share` folders writable where
-    they are; no network and nothing else of the host's file system. A path that holds the
-    grader's folder is never mounted (a Python environment inside it is, alone)."""
+    read-only, `scratch` writable (mounted at `cwd` when given, and HOME), `share` folders
+    writable where they are; no network, nothing else of the host's file system, and of the
+    environment only `KEPT_ENV`. A path that holds the grader's folder is never mounted (a Python
+    environment inside it is, alone)."""
     course = os.getcwd()
+    env = dict(os.environ) if env is None else env
     args = ["bwrap", "--die-with-parent", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
+    args += ["--clearenv", *(a for k in KEPT_ENV if k in env for a in ("--setenv", k, env[k]))]
     args += ["--unshare-user"] if os.getuid() else []  # root needs none, and setpriv's nobody is unmapped in one
     args += ["--ro-bind", "/usr", "/usr", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
     start = len(args)  # after /tmp's tmpfs: a Python environment under /tmp (a CI checkout) is reached too
@@ -173,7 +184,7 @@ def sandbox(scratch: str, *, cwd: str | None = None, share: tuple = (), env: dic
     above = [str(f) for f in reversed(pathlib.PurePosixPath(where).parents) if str(f) not in ("/", "/tmp")]
     args += [arg for folder in above for arg in ("--perms", "0755", "--dir", folder)]  # the way to it
     args += ["--bind", scratch, where, "--chdir", where, "--setenv", "HOME", where, "--setenv", "TMPDIR", "/tmp"]
-    return [*args, "--remount-ro", "/", *_limits(scratch)]
+    return [*args, "--remount-ro", "/", *_limits(scratch, cpu)]
 
 
 class SandboxedKernelManager(AsyncKernelManager):
@@ -191,16 +202,15 @@ class SandboxedKernelManager(AsyncKernelManager):
     async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
         cwd = os.path.abspath(kw.get("cwd") or os.getcwd())
         self._scratch = tempfile.mkdtemp(prefix="pytree-lab-kernel-")
-        shutil.copytree(cwd, self._scratch, dirs_exist_ok=True)
+        # the submission's files without its notebooks: a regraded folder's notebook holds hidden tests
+        shutil.copytree(cwd, self._scratch, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.ipynb"))
         if os.getuid() == 0:  # the kernel runs as nobody: it makes its sockets here and reads its file
             os.chown(self._sockets, NOBODY, NOBODY)
             os.chmod(self.connection_file, 0o644)
-        env = kw.get("env") or dict(os.environ)
-        # its parent process is not in its process namespace: the kernel must not watch for it
-        sandboxed = sandbox(self._scratch, cwd=cwd, share=(self._sockets,), env=env)
-        cmd = [*sandboxed, "env", "-u", "JPY_PARENT_PID", *kernel_cmd]
-        env = {**env, "HOME": cwd, "IPYTHONDIR": os.path.join(cwd, ".ipython"), "MPLCONFIGDIR": cwd}
-        await super()._async_launch_kernel(cmd, **{**kw, "env": env})
+        # of the environment, KEPT_ENV only (not JPY_PARENT_PID: its parent is not in its namespace)
+        sandboxed = sandbox(self._scratch, cwd=cwd, share=(self._sockets,), env=kw.get("env") or dict(os.environ))
+        cmd = [*sandboxed, "env", f"IPYTHONDIR={os.path.join(cwd, '.ipython')}", f"MPLCONFIGDIR={cwd}", *kernel_cmd]
+        await super()._async_launch_kernel(cmd, **kw)
 
     async def _async_cleanup_resources(self, restart: bool = False) -> None:
         await super()._async_cleanup_resources(restart=restart)
@@ -241,79 +251,37 @@ class SandboxedExecute(Execute):
             return nb, resources  # the cells run so far keep their outputs (nbclient runs `nb` in place)
 
 
-# --------------------------------------------------------------------------- the answer runs
+# --------------------------------------------------------------------------- the answer run
 
-# Runs in the sandbox with `python -I`: only jax and numpy (the course package is hidden from it).
-# Once they are imported it writes an empty line; then it execs the exercise cell (asserts left
-# out: they check the lesson's own numbers) once per case and writes one JSON line per case to
-# the descriptor it was given; the cell's own prints go to stderr, dropped.
-_RUNNER = r"""
-import ast, json, os, sys
-job = json.loads(sys.stdin.read())
-out = os.fdopen(os.dup(1), "w")
-os.dup2(2, 1)
-import numpy as np, jax, jax.numpy as jnp
-out.write("{}\n")
-out.flush()
-class NoAsserts(ast.NodeTransformer):
-    def visit_Assert(self, node):
-        return ast.copy_location(ast.Pass(), node)
-tree = ast.fix_missing_locations(NoAsserts().visit(ast.parse(job["code"])))
-code = compile(tree, "<exercise cell>", "exec")
-def plain(v, depth=0):
-    if depth > 8 or isinstance(v, (str, bytes)) or v is None or callable(v):
-        return None
-    if isinstance(v, dict):
-        return {str(k): plain(x, depth + 1) for k, x in v.items()}
-    return np.asarray(v, dtype=np.float64).tolist()
-inputs = job["inputs"]
-x = jnp.asarray(inputs["x"], dtype=jnp.float32)
-target = jnp.float32(inputs["target"])
-def loss(p):
-    prediction = jnp.dot(p["weight"], x) + p["bias"]
-    return (prediction - target) ** 2
-def tree(d):
-    return {k: jnp.asarray(v, dtype=jnp.float32) for k, v in d.items()}
-for case in job["cases"]:
-    try:
-        if job["function"]:
-            ns = {"jax": jax, "jnp": jnp, "np": np, "__name__": "__main__"}
-            exec(code, ns)
-            args = [jnp.asarray(a, dtype=jnp.float32) for a in case]
-            line = {"answers": {job["names"][0]: plain(ns[job["names"][0]](*args))}}
-        else:
-            ns = {"jax": jax, "jnp": jnp, "np": np, "__name__": "__main__", "x": x, "loss": loss}
-            ns.update(params=tree(case["params"]), grads=tree(case["grads"]), value=jnp.float32(case["value"]))
-            ns["broken"] = {"weight": ns["grads"]["weight"]}  # the lesson's tree without bias, as in its cell
-            exec(code, ns)
-            line = {"answers": {n: plain(ns[n]) for n in job["names"] if n in ns}}
-    except BaseException as exc:
-        line = {"error": type(exc).__name__}
-    out.write(json.dumps(line) + "\n")
-    out.flush()
-"""
-
-START_BUDGET = 120.0  # seconds for the answer run to start (python, jax)
-CASE_BUDGET = 10.0  # seconds per further case
+CPU_BUDGET = 300  # CPU seconds of one notebook's answer run (answer_run bounds each cell and case)
+WALL_BUDGET = 900.0  # seconds of the clock: past them, what is left is the machine's, to regrade
+_ERRORS = {n for n, v in vars(builtins).items() if isinstance(v, type) and issubclass(v, BaseException)}
 
 
-def _run_cases(job: dict, n_cases: int, *, start: float = START_BUDGET, per_case: float = CASE_BUDGET) -> list:
-    """One fresh sandboxed process for the exercise's cases: a dict per case that answered,
-    an error text per case that failed, None per case that never answered (time, crash)."""
-    results: list = []
+def _job_tree(tree: Any) -> Any:
+    """A case's trees as JSON for the answer run: each leaf {"array": numbers, "dtype": name}."""
+    if isinstance(tree, dict):
+        return {str(k): _job_tree(v) for k, v in tree.items()}
+    if isinstance(tree, (tuple, list)):
+        return [_job_tree(v) for v in tree]
+    arr = np.asarray(tree)
+    return {"array": arr.tolist(), "dtype": str(arr.dtype)}
+
+
+def _run_notebook(job: dict, *, cpu: float = CPU_BUDGET, wall: float = WALL_BUDGET) -> tuple[dict, str]:
+    """One sandboxed `answer_run` process for a notebook: {(exercise, case): result} for the
+    cases it answered, and how it ended: "done", "crashed" (it ended first: the code's doing) or
+    "late" (the clock ran out: the machine's)."""
+    results: dict = {}
+    ending = "late"
     with tempfile.TemporaryDirectory(prefix="pytree-lab-answer-") as scratch:
-        hide = [p for p in _python_paths() if os.path.isdir(os.path.join(p, "pytree_lab"))]
-        hidden = [arg for p in hide for arg in ("--tmpfs", os.path.realpath(os.path.join(p, "pytree_lab")))]
-        bwrap = sandbox(scratch)
-        at = bwrap.index("--remount-ro")
-        cmd = [*bwrap[:at], *hidden, *bwrap[at:], sys.executable, "-I", "-c", _RUNNER]
+        bwrap = sandbox(scratch, cpu=cpu, env={**os.environ, "JAX_PLATFORMS": "cpu"})
+        # the grader's own import path: the answer run imports the very course this grader has
+        start = "import json, runpy, sys; "
+        start += "sys.path[:] = json.loads(sys.argv[1]); runpy.run_module(sys.argv[2], None, '__main__')"
+        cmd = [*bwrap, sys.executable, "-I", "-c", start, json.dumps(sys.path), f"{__package__}.answer_run"]
         proc = subprocess.Popen(
-            cmd,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,
-            env={"PATH": "/usr/bin:/bin", "JAX_PLATFORMS": "cpu", "LANG": "C.UTF-8"},
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True
         )
         try:
             assert proc.stdin is not None and proc.stdout is not None
@@ -321,28 +289,18 @@ def _run_cases(job: dict, n_cases: int, *, start: float = START_BUDGET, per_case
             proc.stdin.close()
             picker = selectors.DefaultSelector()
             picker.register(proc.stdout, selectors.EVENT_READ)
-            buffer = b""
-            deadline = time.monotonic() + start
-            ready = False
-            while len(results) < n_cases:
+            buffer, deadline = b"", time.monotonic() + wall
+            while ending == "late":
                 left = deadline - time.monotonic()
                 if left <= 0 or not picker.select(timeout=left):
                     break
                 chunk = os.read(proc.stdout.fileno(), 1 << 16)
-                if not chunk:
-                    break
                 buffer += chunk
-                while b"\n" in buffer and len(results) < n_cases:
-                    line, buffer = buffer.split(b"\n", 1)
-                    deadline = time.monotonic() + per_case
-                    if not ready:
-                        ready = True
-                        continue
-                    try:
-                        result = json.loads(line)
-                    except ValueError:
-                        result = {"error": "unreadable output"}
-                    results.append(result if isinstance(result, dict) else {"error": "unreadable output"})
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    ending = _read_line(line, job["cases"], results) or ending
+                if not chunk and ending == "late":
+                    ending = "crashed"
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -350,7 +308,28 @@ def _run_cases(job: dict, n_cases: int, *, start: float = START_BUDGET, per_case
             for pipe in (proc.stdin, proc.stdout):  # closed here, whatever ended the reading
                 if pipe is not None:
                     pipe.close()
-    return results + [None] * (n_cases - len(results))
+    return results, ending
+
+
+def _read_line(line: bytes, cases: dict, results: dict) -> str | None:
+    """Keeps one result line's first answer for its case (numbers and a built-in exception's
+    name only: nothing else a line holds is read); "done" for the run's last line."""
+    try:
+        got = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(got, dict) or got.get("done") is True:
+        return "done" if isinstance(got, dict) and got else None
+    key = (got.get("exercise"), got.get("case"))
+    if key[0] not in cases or not isinstance(key[1], int) or not 0 <= key[1] < len(cases[key[0]]) or key in results:
+        return None
+    answers = got.get("answers")
+    if isinstance(answers, dict):
+        results[key] = {"answers": answers}
+    else:
+        results[key] = {"error": got.get("error") if got.get("error") in _ERRORS else "", "late": False}
+        results[key]["timed_out"] = got.get("timed_out") is True
+    return None
 
 
 # --------------------------------------------------------------------------- grading
@@ -367,111 +346,140 @@ def _tree(got: Any) -> Any:
         return None
 
 
-def _numbers(tree: Any) -> Any:
-    """A tree of arrays as the runner's plain numbers (nested lists)."""
-    return tools.jax.tree.map(lambda leaf: np.asarray(leaf, dtype=np.float64).tolist(), tree)
+@dataclasses.dataclass
+class Verdict:
+    """One exercise's grade: the share of its cases right (0..1), a line per case (the grader's
+    words only, never a hidden case's values), and whether it must be graded again (the grading
+    machine, not the answer, left cases without a verdict)."""
+
+    share: float
+    lines: list[str]
+    regrade: bool = False
 
 
-def _value_cases(exercise_id: str, rng) -> tuple[list[dict], list[dict]]:
-    """The lesson's parameters, then hidden ones on the practice check's grid of halves (every
-    gradient a whole number, so an answer rounded with int() is as right there): the runner's
-    inputs, and each answer's right values (a list: the lesson allows more than one form)."""
-    right_at = importlib.import_module(f"{__package__}.exercises.{exercise_id}").right_at
-    points = [lesson_point(lesson.lesson_params())]
-    for _ in range(HIDDEN_RERUNS):
-        points.append(reruns.other_point(rng, right_at(points[0]), right_at))
-    cases = [{k: _numbers(p[k]) for k in ("params", "grads")} | {"value": float(p["value"])} for p in points]
-    return cases, [right_at(p) for p in points]
+def _case_line(case: Case, result: dict | None, ending: str) -> tuple[float | None, str]:
+    if result is None:
+        if ending == "late":
+            return None, f"{case.label}: not graded: regrade (the grading machine ran out of time)."
+        return 0.0, f"{case.label}: the run ended before this case (it crashed, or used up its CPU time): 0."
+    if "answers" not in result:
+        why = "ran past its time budget" if result["timed_out"] else f"raised {result['error'] or 'an exception'}"
+        return 0.0, f"{case.label}: the code {why}: 0."
+    wrong = [
+        n for n, forms in case.right.items() if not any(_same_tree(_tree(result["answers"].get(n)), f) for f in forms)
+    ]
+    return 1 - len(wrong) / len(case.right), f"{case.label}: " + (
+        "right." if not wrong else f"{', '.join(wrong)} not right."
+    )
 
 
-def _flat_cases(rng) -> tuple[list, list[dict]]:
-    """The practice check's worked example, then its hidden (N, d) sizes with values drawn here:
-    the runner's inputs and the right answers."""
-    points = [flat._worked_case(), *(flat._hidden_case(rng, n, d) for n, d in flat._HIDDEN_SIZES)]
-    cases = [[p.flat_params.tolist(), p.x.tolist()] for p in points]
-    return cases, [{"grad_over_flat_params": [flat._FlatReferences(p).grad]} for p in points]
+def _cases(ex: Exercise, seed: int):
+    if ex.cases is None:
+        raise ValueError(f"exercise {ex.id!r} declares no cases (Exercise.cases) to grade it on")
+    return ex.cases(np.random.default_rng(seed))
 
 
-def grade_exercise(exercise_id: str, source: str | None, seed: int, **budgets: float) -> tuple[float, list[str]]:
-    """The share (0..1) of cases the exercise cell's code gets right, and one line per case
-    (sizes only, never a hidden case's values). `source` is the exercise cell as submitted."""
-    if source is None:
-        return 0.0, ["no exercise cell in the submission: 0."]
-    lines = source.splitlines()
-    code = "\n".join(lines[1:] if lines and lines[0].lstrip().startswith("%%exercise") else lines)
-    try:
-        compile(code, "<exercise cell>", "exec")
-    except (SyntaxError, ValueError) as exc:
-        return 0.0, [f"the exercise cell does not compile ({getattr(exc, 'msg', exc)}): 0."]
-    rng = np.random.default_rng(seed)
-    ex = EXERCISES[exercise_id]
-    function = ex.answer_kind == "function"
-    cases, expected = _flat_cases(rng) if function else _value_cases(exercise_id, rng)
-    inputs = _numbers(lesson.lesson_inputs())
-    job = {"code": code, "names": list(ex.answer_names), "function": function, "cases": cases, "inputs": inputs}
-    results = _run_cases(job, len(cases), **budgets)
-    scores, lines = [], []
-    for index, (result, want) in enumerate(zip(results, expected)):
-        size = f"N = {len(cases[index][1])}" if function else "other lesson parameters"
-        label = (
-            f"hidden case {index} ({size})" if index else "the worked example" if function else "the lesson's values"
-        )
-        if result is None or "error" in result:
-            why = "no answer within the time budget (or the run crashed)"
-            why = f"the code raised {clip(str(result['error']), 80)}" if result else why
-            scores.append(0.0)
-            lines.append(f"{label}: {why}: 0.")
+def grade_notebook(
+    cells: list[dict], seeds: dict[str, int], *, per_cell: float = 60.0, per_case: float = 10.0, **budgets: float
+) -> dict[str, Verdict]:
+    """Each exercise of `seeds` graded on its declared cases (`Exercise.cases`, drawn from its
+    seed) in one sandboxed run of the submitted notebook's code: `cells` are its code cells in
+    order ({"code": ..., "exercise": the id of an exercise cell, else None}), test cells left out;
+    they run up to the last exercise graded. `per_cell` / `per_case`: seconds of the code's own
+    CPU time per cell and per case; `budgets`: the whole run's `cpu` and `wall` seconds."""
+    declared = {i: list(_cases(EXERCISES[i], seed)) for i, seed in seeds.items()}
+    wire = {i: [{"names": _job_tree(c.names), "args": _job_tree(c.args)} for c in cs] for i, cs in declared.items()}
+    last = max((n for n, cell in enumerate(cells) if cell.get("exercise") in seeds), default=-1)
+    job = {"cells": cells[: last + 1], "cases": wire, "budgets": (per_cell, per_case)}
+    results, ending = _run_notebook(job, **budgets)
+    present = {cell.get("exercise") for cell in cells}
+    verdicts = {}
+    for exercise_id, cases in declared.items():
+        if exercise_id not in present:
+            verdicts[exercise_id] = Verdict(0.0, ["no exercise cell in the submission: 0."])
             continue
-        answers = result.get("answers") if isinstance(result.get("answers"), dict) else {}
-        wrong = [
-            name for name, forms in want.items() if not any(_same_tree(_tree(answers.get(name)), f) for f in forms)
-        ]
-        scores.append(1 - len(wrong) / len(want))
-        lines.append(f"{label}: " + ("right." if not wrong else f"{', '.join(wrong)} not right."))
-    return sum(scores) / len(scores), lines
+        graded = [_case_line(case, results.get((exercise_id, i)), ending) for i, case in enumerate(cases)]
+        shares = [share for share, _ in graded]
+        regrade = None in shares
+        share = 0.0 if regrade else sum(shares) / len(shares)  # type: ignore[arg-type]
+        verdicts[exercise_id] = Verdict(share, [line for _, line in graded], regrade)
+    return verdicts
+
+
+def notebook_cells(nb: NotebookNode) -> tuple[list[dict], dict[str, tuple[str, int, Any]]]:
+    """A submitted notebook's code cells for `grade_notebook` (its test cells left out), and each
+    test cell's exercise: {exercise: (seed, the test cell)}."""
+    cells, tests = [], {}
+    for cell in nb.cells:
+        grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
+        if cell.cell_type != "code":
+            continue
+        if grade_id.endswith("-tests"):
+            match = _MARKER.search(cell.get("source", ""))
+            tests[grade_id] = (match.group(1) if match else "", int(match.group(2)) if match else 0, cell)
+        else:
+            exercise_id = grade_id.removesuffix("-answer") if grade_id.endswith("-answer") else None
+            cells.append({"code": cell.source, "exercise": exercise_id})
+    return cells, tests
 
 
 class IsolatedGrades(NbGraderPreprocessor):
-    """Writes each test cell's points from `grade_exercise`, replacing what the kernel printed:
-    an execute_result with the points (nbgrader's partial credit), after one line per case."""
+    """Writes each test cell's points from `grade_notebook`, replacing what the kernel printed:
+    an execute_result with the points (nbgrader's partial credit), after one line per case. A test
+    cell left without a verdict by the grading machine gets a `NotGraded` error (`MarkRegrades`
+    then leaves it to be graded again)."""
 
-    start_budget = Float(START_BUDGET, help="seconds for an answer run to start and grade its first case").tag(
-        config=True
-    )
-    case_budget = Float(CASE_BUDGET, help="seconds per further case of an answer run").tag(config=True)
+    cpu_budget = Float(CPU_BUDGET, help="CPU seconds of one notebook's answer run").tag(config=True)
+    wall_budget = Float(WALL_BUDGET, help="seconds of the clock for one notebook's answer run").tag(config=True)
 
     def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
-        answers = {}
-        for cell in nb.cells:
-            grade_id = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id", "")
-            if grade_id.endswith("-answer") and cell.cell_type == "code":
-                answers[grade_id.removesuffix("-answer")] = cell.source
-        for cell in nb.cells:
-            meta = cell.get("metadata", {}).get("nbgrader", {})
-            if not meta.get("grade") or meta.get("solution") or cell.cell_type != "code":
-                continue
-            match = _MARKER.search(cell.get("source", ""))
-            try:  # a test that cannot reach its verdict fails: never the kernel's output, never "no output"
-                if match is None or match.group(1) not in EXERCISES:
-                    raise ValueError("this test cell holds no hidden test of the course (its hidden region is missing)")
-                exercise_id, seed = match.group(1), int(match.group(2))
-                points = float(meta.get("points", EXERCISES[exercise_id].points))
-                fraction, lines = grade_exercise(
-                    exercise_id, answers.get(exercise_id), seed, start=self.start_budget, per_case=self.case_budget
-                )
-            except Exception as exc:  # noqa: BLE001
-                self.log.error("grading %s failed: %s", meta.get("grade_id"), exc)
-                error = {"ename": "GradingError", "evalue": str(exc), "traceback": [f"GradingError: {exc}"]}
+        cells, tests = notebook_cells(nb)
+        seeds = {i: seed for i, seed, _ in tests.values() if i in EXERCISES}
+        try:
+            verdicts = grade_notebook(cells, seeds, cpu=self.cpu_budget, wall=self.wall_budget)
+        except Exception as exc:  # noqa: BLE001 - the grader failed: every test cell fails with it
+            self.log.error("grading failed: %s", exc)
+            verdicts = {}
+        for grade_id, (exercise_id, _, cell) in tests.items():
+            verdict = verdicts.get(exercise_id)
+            if verdict is None:  # the course's own fault, seen in the log: the test fails, never passes
+                why = "the grader failed" if exercise_id in EXERCISES else "its hidden test region is missing"
+                self.log.error("grading %s failed: %s", grade_id, why)
+                error = {"ename": "GradingError", "evalue": why, "traceback": [f"GradingError: {why}"]}
                 cell.outputs = [NotebookNode(output_type="error", **error)]
                 continue
-            earned = round(points * min(max(fraction, 0.0), 1.0), 3)
-            text = f"Graded {exercise_id}: {earned:g} of {points:g} points\n" + "".join(f"  - {x}\n" for x in lines)
+            if verdict.regrade:
+                text = "not graded: regrade (the grading machine ran out of time)"
+                self.log.error("%s: %s", grade_id, text)
+                cell.outputs = [NotebookNode(output_type="error", ename="NotGraded", evalue=text, traceback=[text])]
+                continue
+            points = float(cell.metadata["nbgrader"].get("points", EXERCISES[exercise_id].points))
+            earned = round(points * min(max(verdict.share, 0.0), 1.0), 3)
+            text = f"Graded {exercise_id}: {earned:g} of {points:g} points\n" + "".join(
+                f"  - {x}\n" for x in verdict.lines
+            )
             cell.outputs = [
                 NotebookNode(output_type="stream", name="stdout", text=text),
                 NotebookNode(
                     output_type="execute_result", execution_count=None, metadata={}, data={"text/plain": repr(earned)}
                 ),
             ]
+        return nb, resources
+
+
+class MarkRegrades(NbGraderPreprocessor):
+    """After nbgrader's SaveAutoGrades: a test cell `IsolatedGrades` left `NotGraded` has no
+    automatic score in the gradebook and needs a grader (the formgrader lists it), never a 0."""
+
+    def preprocess(self, nb: NotebookNode, resources: dict) -> tuple[NotebookNode, dict]:
+        info = resources["nbgrader"]
+        with Gradebook(info["db_url"]) as gb:
+            for cell in nb.cells:
+                if any(o.get("ename") == "NotGraded" for o in cell.get("outputs", [])):
+                    ids = (cell.metadata["nbgrader"]["grade_id"], info["notebook"], info["assignment"], info["student"])
+                    grade = gb.find_grade(*ids)
+                    grade.auto_score, grade.needs_manual_grade = None, True
+                    gb.db.commit()
         return nb, resources
 
 

@@ -9,6 +9,7 @@ from ..formatting import fmt_number as fmt_num  # 8, 0.1235, 0 for -0.0
 from . import _grading
 from ._check import CheckContext, Grader, cell_python, check
 from ._grading import (
+    Case,
     CheckResult,
     Exercise,
     Outcome,
@@ -22,7 +23,6 @@ from ._grading import (
     _TreeSpec as TreeSpec,
     _type_name as type_name,
     bind_tools,
-    differentiates,
     is_unanswered,
     tools,
     tree_problem,
@@ -44,6 +44,7 @@ from .widgets import CheckButton, EvidenceButton, PredictionPrompt, Quiz
 watch_modules(_grading)
 
 __all__ = [
+    "Case",
     "CheckButton",
     "CheckContext",
     "CheckResult",
@@ -65,7 +66,6 @@ __all__ = [
     "close",
     "default_evidence",
     "describe_failure",
-    "differentiates",
     "exception_text",
     "fmt",
     "fmt_num",

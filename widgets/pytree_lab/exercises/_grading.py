@@ -14,7 +14,7 @@ import math
 import re
 import sys
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..diagnose import diagnose
@@ -22,7 +22,6 @@ from ..formatting import clip, fmt_array, fmt_number
 from ..tree_model import dtype_shape_label
 from ..trees import TreeError, check_tree
 from . import _integrity
-from ._guard import run_guarded
 
 # --------------------------------------------------------------------------- compute helpers
 # numpy and jax are imported on first use: `import pytree_lab` must work in a kernel without them.
@@ -91,48 +90,6 @@ class _Tools:
 tools = _Tools()
 
 
-# --------------------------------------------------------------------------- did it differentiate?
-
-
-class _AutodiffSeen(contextlib.ExitStack):
-    """Counts autodiff traces started while active: JAX's JVP and linearize traces (every
-    grad, value_and_grad, vjp, jacrev, jacfwd, hessian and jvp starts one) and the Lite engine's
-    reverse pass (autograd's make_vjp)."""
-
-    count = 0
-
-    def __enter__(self) -> _AutodiffSeen:
-        ad = sys.modules.get("jax._src.interpreters.ad")
-        for name in ("JVPTrace", "LinearizeTrace"):
-            cls = getattr(ad, name, None) if ad is not None else None
-            if isinstance(cls, type):  # its own __init__, or (jax 0.4.30's JVPTrace) Trace's
-                self._wrap(cls, "__init__")
-        lite = sys.modules.get("pytree_lab.compat.jax._autodiff")
-        if lite is not None and hasattr(lite, "_make_vjp"):
-            self._wrap(lite, "_make_vjp")
-        return self
-
-    def _wrap(self, owner, attr: str) -> None:
-        own = not isinstance(owner, type) or attr in vars(owner)  # else inherited (jax 0.4.30)
-        original, seen = (vars(owner)[attr] if isinstance(owner, type) and own else getattr(owner, attr)), self
-
-        def counting(*args, **kwargs):
-            seen.count += 1
-            return original(*args, **kwargs)
-
-        setattr(owner, attr, counting)
-        self.callback(*((setattr, owner, attr, original) if own else (delattr, owner, attr)))
-
-
-def differentiates(fn: Callable[..., Any], *args: Any, budget: float | None = 10.0):
-    """Call `fn(*args)` guarded, with jit turned off (so a jitted function traces again, not
-    from its cache), and return (run, True when an autodiff trace ran inside it)."""
-    off = getattr(tools.jax, "disable_jit", contextlib.nullcontext)
-    with _AutodiffSeen() as seen, off():
-        run = run_guarded(fn, *args, budget=budget)
-    return run, seen.count > 0
-
-
 # --------------------------------------------------------------------------- results
 
 
@@ -174,6 +131,18 @@ class Outcome:
 
 
 @dataclasses.dataclass(frozen=True)
+class Case:
+    """One point an exercise is graded at, declared once for the practice check and the grader:
+    the notebook names set before its cell runs again (value answers) or the arguments the answer
+    function is called with, and each answer name's right values (any of them is right)."""
+
+    label: str
+    right: dict[str, list] = dataclasses.field(repr=False)
+    names: dict[str, Any] = dataclasses.field(default_factory=dict, repr=False)
+    args: tuple = dataclasses.field(default=(), repr=False)
+
+
+@dataclasses.dataclass(frozen=True)
 class Exercise:
     """One auto-checked exercise: its id, title, what the answer is and how it is graded."""
 
@@ -204,6 +173,9 @@ class Exercise:
     budget: float = 10.0
     # how a count of graded parts is called in the feedback ("leaves", "cases", "parts")
     unit: str = "parts"
+    # `cases(rng)`: the lesson's case, then hidden ones drawn from `rng`, one at a time (an
+    # iterator): the practice check reruns the cell on them, nbgrader's grader grades on them
+    cases: Callable[[Any], Iterator[Case]] | None = dataclasses.field(default=None, repr=False)
 
 
 # --------------------------------------------------------------------------- formatting

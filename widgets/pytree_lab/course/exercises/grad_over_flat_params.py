@@ -8,16 +8,17 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Iterator
 from typing import Any
 
 from ...exercises import (
+    Case,
     CheckContext,
     Outcome,
     all_finite,
     as_number_array,
     close,
     describe_failure,
-    differentiates,
     fmt,
     fmt_num,
     fmt_shape,
@@ -68,6 +69,15 @@ def _hidden_case(rng, n: int, d: int) -> _FlatCase:
     flat = rng.normal(size=d + 1).astype(np.float32)
     x = rng.normal(size=(n, d)).astype(np.float32)
     return _FlatCase(flat, x, True)
+
+
+def _cases(rng) -> Iterator[Case]:
+    """The exercise's cases (`Exercise.cases`): the worked example, then the hidden sizes with
+    values drawn from `rng`, one at a time."""
+    for index, size in enumerate([None, *_HIDDEN_SIZES]):
+        flat = _worked_case() if size is None else _hidden_case(rng, *size)
+        label = f"hidden case {index} (N = {size[0]})" if size else "the worked example"
+        yield Case(label, {"grad_over_flat_params": [_FlatReferences(flat).grad]}, args=(flat.flat_params, flat.x))
 
 
 class _FlatReferences:
@@ -263,28 +273,24 @@ def _grade_grad_over_flat_params(answer, context: CheckContext) -> Outcome:
                 "grad_over_flat_params), without parentheses after the name."
             )
         return Outcome(0, 1, [line])
-    sizes = [None, *_HIDDEN_SIZES]
-    passed = 0
+    passed, total = 0, 1 + len(_HIDDEN_SIZES)
     problems: dict[str, list[int]] = {}
     notes: list[str] = []
     outputs: list = []  # what the function returned, case by case (to see an answer written in)
-    for index, size in enumerate(sizes):
-        # each case exists only from here on: earlier answers cannot see later inputs
-        case = _worked_case() if size is None else _hidden_case(context.rng, *size)
+    for index, declared in enumerate(_cases(context.rng)):  # each drawn once the one before is graded
+        case = _FlatCase(declared.args[0], declared.args[1], index > 0)
         run = run_guarded(answer, *case.args(), budget=CASE_BUDGET, once_stuck=True)
         tampered = [n for n in run.replaced if n.split(".")[0] not in ("jax", "numpy", "builtins")]
         if tampered:
             return Outcome(
                 0,
-                len(sizes),
+                total,
                 [
                     "Your code changed the checker itself (" + ", ".join(tampered) + "). It was put back; "
                     "this check does not count. Check again with a function that only computes."
                 ],
                 passed=False,
             )
-        # the expected gradient is computed only after the student's code has returned, so no
-        # frame or object reachable while it runs holds it
         if not run.ok:
             problem = describe_failure(run, what="your function", budget=CASE_BUDGET, hidden=case.hidden)
             problem = problem and problem + jax_hint(run.error)
@@ -302,28 +308,10 @@ def _grade_grad_over_flat_params(answer, context: CheckContext) -> Outcome:
         else:
             problems.setdefault(problem, []).append(index)
         if run.timed_out:  # one endless loop is enough: do not wait for it once per case
-            problems[problem].extend(range(index + 1, len(sizes)))  # type: ignore[index]  # it has a problem
+            problems[problem].extend(range(index + 1, total))  # type: ignore[index]  # it has a problem
             break
-    total = len(sizes)
     hidden = total - 1
     if passed == total:
-        # right numbers; the exercise asks for them from jax.grad, not from a derivation by hand
-        run, differentiated = differentiates(answer, *_worked_case().args(), budget=CASE_BUDGET)
-        if run.ok and not differentiated:
-            return Outcome(
-                passed,
-                total,
-                [
-                    f"All {total} cases give the right numbers, but your function computes them without "
-                    "differentiating: no jax.grad (nor value_and_grad, vjp or jacrev) ran inside it. The "
-                    "exercise asks for the gradient using jax.grad: write the loss as a function of flat_params "
-                    "(the sum of squared predictions) and return jax.grad(loss)(flat_params), so JAX derives "
-                    "it instead of a formula worked out by hand."
-                ]
-                + notes,
-                passed=False,
-                score=0.5,
-            )
         lines = [
             f"All {total} cases pass: the worked example ([8, 12, 4] for flat_params = [1, 0, 0], "
             f"x = [[2, 3]]) and {hidden} hidden cases of other sizes."
@@ -337,7 +325,7 @@ def _grade_grad_over_flat_params(answer, context: CheckContext) -> Outcome:
                 "written into it?)."
             )
         for problem, indices in problems.items():
-            lines.append(f"- {_cases_label(indices, sizes)}: {problem}")
+            lines.append(f"- {_cases_label(indices, [None, *_HIDDEN_SIZES])}: {problem}")
     return Outcome(passed, total, lines + notes)
 
 
@@ -352,4 +340,5 @@ EXERCISE = graded_exercise(
     answer_name="grad_over_flat_params",
     points=4,
     unit="cases",
+    cases=_cases,
 )

@@ -19,7 +19,7 @@ from ...exercises import (
     type_name,
 )
 from .common import _lesson_setup, _same_tree, _whole_tree, graded_exercise
-from .reruns import RERUN_BUDGET, follows_the_lesson
+from .reruns import RERUN_BUDGET, follows_the_lesson, lesson_cases
 
 
 def _nested_params():
@@ -106,7 +106,7 @@ def grade(answer, context: CheckContext) -> Outcome:
     outcome = _grade_nested_scale_grad(answer)
     if outcome.passed:
         move = "build nested from `params` and compute g with jax.grad"
-        return follows_the_lesson(EXERCISE, outcome, answer, context, "params", move, right_at)
+        return follows_the_lesson(EXERCISE, outcome, answer, context, "params", move)
     if context.cell is None:
         return outcome
     found = run_guarded(_nested_evidence, context.cell.namespace, budget=RERUN_BUDGET)
@@ -193,4 +193,5 @@ EXERCISE = graded_exercise(
     answer_name="g",
     points=2,
     unit="leaves",
+    cases=lesson_cases(right_at),
 )

@@ -9,7 +9,7 @@ import dataclasses
 from ... import lesson
 from ...exercises import CheckContext, Outcome, TreeSpec, as_number_array, fmt_num, grade_tree, tools
 from .common import _lesson_setup, _lesson_step, _whole_tree, graded_exercise
-from .reruns import follows_the_lesson
+from .reruns import follows_the_lesson, lesson_cases
 
 _LR = fmt_num(lesson.LEARNING_RATE)  # the lesson's learning rate, as the sentences write it
 _BY_PATH = f"jax.tree.map(lambda p, g: p - {_LR} * g, params, grads)"
@@ -90,7 +90,7 @@ def grade(answer, context: CheckContext) -> Outcome:
     outcome = _grade_repair_update(answer)
     if outcome.passed:
         move = "compute it from `params` and `grads` with jax.tree.map"
-        return follows_the_lesson(EXERCISE, outcome, answer, context, "params and grads", move, right_at)
+        return follows_the_lesson(EXERCISE, outcome, answer, context, "params and grads", move)
     if context.cell is not None and "zip(" in (context.cell.code or ""):
         zipped = {f"- {_SWAPPED}": f"- {_ZIP}", f"- {_KEYS_SWAPPED}": f"- {_ZIP_KEYS}"}
         return dataclasses.replace(outcome, lines=[zipped.get(line, line) for line in outcome.lines])
@@ -111,4 +111,6 @@ EXERCISE = graded_exercise(
     answer_name="fixed",
     points=2,
     unit="leaves",
+    # the lesson's gradient tree without its bias, as the lesson's cell builds it
+    cases=lesson_cases(right_at, lambda point: {"broken": {"weight": point["grads"]["weight"]}}),
 )

@@ -6,11 +6,11 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ... import lesson
-from ...exercises import CheckContext, Exercise, Outcome, cell_python, describe_failure, run_guarded, tools
+from ...exercises import Case, CheckContext, Exercise, Outcome, cell_python, describe_failure, run_guarded, tools
 from .common import _same_tree, _same_tree_guarded, lesson_point
 
 RERUNS = 2  # other parameter points per check
@@ -75,19 +75,44 @@ def other_point(rng, lesson_expected: dict[str, list[Any]], expected: Callable[[
     raise RuntimeError("no parameter point away from the lesson's was found")  # pragma: no cover
 
 
+def lesson_cases(right_at: Callable[[dict], dict[str, list]], derived: Callable[[dict], dict] | None = None):
+    """A value exercise's cases (`Exercise.cases`): the lesson's parameters, then `RERUNS` other
+    points drawn from `rng` (`other_point`). Each sets the lesson's trees and loss value (and what
+    `derived(point)` adds: repair_update's `broken`); `right_at(point)` is what is right there."""
+
+    def cases(rng) -> Iterator[Case]:
+        first = lesson_point(lesson.lesson_params())
+        points = [first] + [other_point(rng, right_at(first), right_at) for _ in range(RERUNS)]
+        for index, point in enumerate(points):
+            names = {k: point[k] for k in ("params", "grads", "value", "updated")} | (derived or dict)(point)
+            label = f"hidden case {index} (other lesson parameters)" if index else "the lesson's values"
+            yield Case(label, right_at(point), names=names)
+
+    return cases
+
+
+def rerun_at(context: CheckContext, case: Case, lesson_case: Case, budget: float = RERUN_BUDGET):
+    """The exercise cell run again at `case` (`CheckContext.rerun`: (the run, its namespace), or
+    None): the case's names set, and any other name the cell reads that holds a lesson tree (or
+    leaves of one) given the case's. The practice check and nbgrader's grader both rerun this way."""
+    code = cell_python(context.cell)
+    if context.cell is None or context.cell.namespace is None or code is None:
+        return None
+    try:
+        loaded = {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name)}
+    except SyntaxError:
+        return None
+    trees = {k: v for k, v in lesson_case.names.items() if isinstance(v, dict)}
+    changes = variant_changes(context.cell.names(), loaded, case.names, trees)
+    return context.rerun(changes, budget=budget)
+
+
 def follows_the_lesson(
-    ex: Exercise,
-    outcome: Outcome,
-    answer,
-    context: CheckContext,
-    changes: str,
-    move: str,
-    expected: Callable[[dict], dict[str, Any]],
+    ex: Exercise, outcome: Outcome, answer, context: CheckContext, changes: str, move: str
 ) -> Outcome:
-    """`outcome`, unless a rerun of the exercise cell at other lesson parameters (`changes`: the
-    names that change) shows an answer name not following them; `expected(point)` gives each
-    answer name's right values at a point (any of them is right), `move` says how to compute it."""
-    problems = _rerun_problems(ex, answer, context, changes, move, expected)
+    """`outcome`, unless a rerun of the exercise cell at the exercise's hidden cases (`changes`:
+    the names that change) shows an answer name not following them (`move` says how to compute it)."""
+    problems = _rerun_problems(ex, answer, context, changes, move)
     if not problems:
         return outcome
     if "," not in ex.answer_name:
@@ -105,28 +130,25 @@ def follows_the_lesson(
     return dataclasses.replace(outcome, passed=False, score=right / total, lines=lines, passed_cases=right)
 
 
-def _rerun_problems(ex: Exercise, answer, context: CheckContext, changes, move, expected) -> dict[str, str]:
+def _rerun_problems(ex: Exercise, answer, context: CheckContext, changes, move) -> dict[str, str]:
     """name -> what the reruns showed about it, for the answer names the cell assigns."""
     code = cell_python(context.cell)
-    if context.cell is None or context.cell.namespace is None or code is None:
+    if ex.cases is None or context.cell is None or code is None:
         return {}
     try:
-        used = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name)]
+        assigned = {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
     except SyntaxError:
         return {}
-    loaded, assigned = {n.id for n in used}, {n.id for n in used if isinstance(n.ctx, ast.Store)}
     every = ex.answer_names
     answers = answer if isinstance(answer, dict) and len(every) > 1 else {every[0]: answer}
     names = [n for n in every if n in assigned]
     if not names:
         return {}
-    lesson_trees = lesson_point(lesson.lesson_params())
-    trees = {k: lesson_trees[k] for k in ("params", "grads", "updated")}
-    lesson_expected = expected(lesson_trees)
+    cases = ex.cases(context.rng)
+    lesson_case = next(cases)
     problems: dict[str, str] = {}
-    for _ in range(RERUNS):
-        point = other_point(context.rng, lesson_expected, expected)
-        rerun = context.rerun(variant_changes(context.cell.names(), loaded, point, trees), budget=RERUN_BUDGET)
+    for case in cases:
+        rerun = rerun_at(context, case, lesson_case)
         if rerun is None:
             break
         run, ns = rerun
@@ -142,12 +164,11 @@ def _rerun_problems(ex: Exercise, answer, context: CheckContext, changes, move, 
                     ),
                 )
             break
-        want = expected(point)
         for name in names:
             if name in problems:
                 continue
             got = ns.get(name)
-            if any(_same_tree_guarded(got, right) for right in want[name]):
+            if any(_same_tree_guarded(got, right) for right in case.right[name]):
                 continue
             if _same_tree_guarded(got, answers.get(name)):
                 changing = f"{changes} change" if " and " in changes else f"`{changes}` changes"

@@ -17,7 +17,7 @@ from ...exercises import (
     type_name,
 )
 from .common import _lesson_step, graded_exercise
-from .reruns import follows_the_lesson
+from .reruns import follows_the_lesson, lesson_cases
 
 
 def _squared_norm_parts():
@@ -136,7 +136,7 @@ def right_at(point) -> dict:
 
 def grade(answer, context: CheckContext) -> Outcome:
     outcome = _grade_squared_norm(answer)
-    return follows_the_lesson(EXERCISE, outcome, answer, context, "grads", "compute it from `grads`", right_at)
+    return follows_the_lesson(EXERCISE, outcome, answer, context, "grads", "compute it from `grads`")
 
 
 EXERCISE = graded_exercise(
@@ -150,4 +150,5 @@ EXERCISE = graded_exercise(
     answer_name="norm_squared, manual",
     points=2,
     unit="values",
+    cases=lesson_cases(right_at),
 )
