@@ -1,6 +1,7 @@
 """One XLA compile of each of the explorer's compiled functions per explorer and input shape
-(issue 44): building, Step, Step x10, a slider move, Reset, set_inputs of the same shape, Play and
-a saved demo loaded into a new explorer never compile one again.
+(issue 44): building, Step, Step x10, a slider move, Reset, set_inputs of the same shape, Play, an
+HTML export (which steps from every point of the record again) and a saved demo loaded into a new
+explorer never compile one again.
 
 Traces are not the oracle here: a function traced once can still be compiled again when an
 argument's placement changes (an optimizer state of uncommitted arrays on the first call, the
@@ -139,6 +140,8 @@ def test_each_compiled_function_compiles_once_per_explorer(model, compiles, tmp_
     phase("reset, step(1)", lambda: ex.reset() and ex.step(1))
     phase("set_inputs of the same shape", lambda: ex.set_inputs(new_inputs))
     phase("play 3 steps", lambda: asyncio.run(play_three()))
+    # the loop's points are kept as numpy arrays; the export steps from every point again
+    phase("step(5), export_html", lambda: ex.step(5) and ex.export_html(tmp_path / "run"))
     steps = ex.session.step_number
     ex = phase("save, load", lambda: StepExplorer.load(ex.save(tmp_path / "demo"), loss_fn, params, inputs, **options))
     phase("the loaded explorer's step(1)", lambda: ex.step(1))

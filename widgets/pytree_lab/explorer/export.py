@@ -56,9 +56,10 @@ def page_data(ex: Any) -> dict:
     steps, before, after, other = [], [], [], []
     try:  # a step that fails, or a run too big, leaves no widget behind
         for t in range(points):
-            params_leaves, state_leaves = s.trail[t]
-            params = eng.tree_unflatten(s._param_def, list(params_leaves))
-            state = eng.tree_unflatten(state_def, list(state_leaves)) if state_def is not None else None
+            # the point's numbers as arrays, placed as a live step's are (no compile again)
+            params_leaves, state_leaves = ([s._frozen(eng.numpy.asarray(x)) for x in xs] for xs in s.trail[t])
+            params = eng.tree_unflatten(s._param_def, params_leaves)
+            state = eng.tree_unflatten(state_def, state_leaves) if state_def is not None else None
             try:
                 result = s.step_from(params, state, inputs, s.rates[t])
             except TimeBudgetExceeded:
