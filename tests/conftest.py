@@ -133,6 +133,8 @@ _GROUP_SECONDS = {
     "tests/test_nbgrader.py": 490,
     _TERM_REGRADE: 165,
     "tests/test_notebooks.py": 170,
+    "tests/test_graded_in_context.py": 300,
+    "tests/test_nbgrader_intake.py": 75,
     "tests/test_binder.py": 140,
     "tests/test_floors_tool.py": 125,
     "tests/test_computed_answers.py": 125,
@@ -178,6 +180,8 @@ _NOTEBOOK_MODULES = {
         "test_notebook_student",
         "test_static_export_execute",
         "test_nbgrader",
+        "test_nbgrader_intake",
+        "test_graded_in_context",
         "test_hub",
         "test_server_extension",
     )

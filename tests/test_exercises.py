@@ -458,18 +458,16 @@ def test_non_callable_answers():
 
 @settings(max_examples=8, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1))
-def test_hand_derived_gradient_matches_every_hidden_case_but_is_not_what_was_asked(seed):
+def test_hand_derived_gradient_matches_every_hidden_case(seed):
     # independent of jax: agreement in every case means the checker's jax.grad reference is the
-    # lesson's gradient; the exercise asks for jax.grad, so a formula by hand is told so
+    # lesson's gradient (a formula by hand computes from its inputs: it passes, as when graded)
     result = check(
         "grad_over_flat_params",
         lambda flat_params, x: _hand_gradient(flat_params, x).astype(np.float32),
         rng=_rng(seed),
     )
-    assert (result.cases_passed, result.cases_total, result.passed, result.score) == (5, 5, False, 0.5), result.feedback
-    assert result.feedback.startswith(
-        "All 5 cases give the right numbers, but your function computes them without differentiating: no jax.grad"
-    )
+    assert (result.cases_passed, result.cases_total, result.passed, result.score) == (5, 5, True, 1.0), result.feedback
+    assert result.feedback.startswith("All 5 cases pass: the worked example ([8, 12, 4]")
 
 
 # --------------------------------------------------------------------------- widgets

@@ -7,7 +7,8 @@ course's `nbgrader_config.py` as `pytree-lab nbgrader` writes it, run on local f
           gradebook.db and a named pipe; its second notebook tries to read each of them. Nothing
           of them reaches autograded/, the feedback or the log; the linked notebook is not graded
           (0, a missing notebook) and the log says why; the feedback holds no hidden test or seed.
-- peek:   prints the seeds its kernel can read in its own notebook (xfail: see its test).
+- peek:   prints whatever notebook its kernel can read in its own folder: none there (the
+  kernel's copy of its folder holds no notebook), so no seed reaches its feedback.
 - the exchange: a student who backdates `timestamp.txt`, the file times and the inbound
   folder's name, and leaves a link, a hard link and a named pipe there: collect takes none of
   them and dates the submission by when its files reached the exchange.
@@ -203,12 +204,6 @@ def test_collect_takes_no_link_and_dates_by_the_exchange(released, tmp_path):
         assert f"{late / name} is {why}" in log and "not collected" in log
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the submission's kernel reads the notebook it runs, whose test cells hold the hidden "
-    "regions restored before the run (ReleasedCells): pytree_lab.course.autograde's kernel folder "
-    "is a copy of the autograded one, so a cell that prints its own notebook puts the seed in the feedback",
-)
 def test_a_kernel_that_prints_its_own_notebook_puts_no_seed_in_the_feedback(links):
     course = links["course"]
     (html,) = (course / "feedback" / "peek" / "pytrees").glob("*.html")

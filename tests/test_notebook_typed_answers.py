@@ -1,6 +1,6 @@
 """Both lessons run top to bottom in a real kernel (nbclient) with answers that are not computed
-the way the lesson asks: the lesson's numbers typed in, and a packed gradient derived by hand in
-numpy. Every check must say "not yet" and why; and lesson 02, answered properly, keeps its
+the way the lesson asks: the lesson's numbers typed in, and a packed gradient that returns the
+worked example's answer. Every check must say "not yet" and why; and lesson 02, answered properly, keeps its
 prediction and quiz in the evidence file. Oracles: the lessons' hand derivations (96; grads
 [-8, -4] and -4; d/dscale -4; the update [1.4, -0.8] and 0.2; [8, 12, 4])."""
 
@@ -22,9 +22,7 @@ TYPED_IN = {
     '"scale": jnp.array(-4.)}',
     "repair_update": 'fixed = {"weight": jnp.array([1.4, -0.8]), "bias": jnp.array(0.2)}',
     "grad_over_flat_params": "def grad_over_flat_params(flat_params, x):\n"
-    "    f, x = np.asarray(flat_params), np.asarray(x)\n"
-    "    predictions = x @ f[:-1] + f[-1]\n"
-    "    return np.concatenate([2 * x.T @ predictions, [2 * predictions.sum()]])",
+    "    return jnp.array([8., 12., 4.])  # the worked example's answer",
 }
 
 SAID = {
@@ -43,8 +41,8 @@ SAID = {
         "and `grads` with jax.tree.map.",
     ],
     "check-flat": [
-        "Check 1: not yet, score 0.50 (5 of 5 cases right)",
-        "All 5 cases give the right numbers, but your function computes them without differentiating",
+        "Check 1: not yet, score 0.20 (1 of 5 cases right)",
+        "Your function returned the same array in every case, although each case has other flat_params and x",
     ],
 }
 
@@ -86,7 +84,7 @@ def test_lesson_01_with_the_numbers_typed_in_says_not_yet(tmp_path):
     }
 
 
-def test_lesson_02_with_a_numpy_gradient_says_not_yet_and_keeps_prediction_and_quiz(tmp_path):
+def test_lesson_02_with_the_answer_written_in_says_not_yet_and_keeps_prediction_and_quiz(tmp_path):
     extra = {
         "predict-argnums": "_p = lesson_prediction('argnums_shape')\n_p.prediction = 'the shape of x, (1, 2)'\n"
         "print('revealed:', _p.reveal())",
@@ -101,7 +99,7 @@ def test_lesson_02_with_a_numpy_gradient_says_not_yet_and_keeps_prediction_and_q
     assert "correct: True" in _text(nb, "quiz-ravel")
     record = json.loads((tmp_path / "packed-parameters-evidence.json").read_text())
     assert [(c["exercise_id"], c["passed"], c["score"]) for c in record["checks"]] == [
-        ("grad_over_flat_params", False, 0.5)
+        ("grad_over_flat_params", False, 0.2)
     ]
     # the function answer is kept as its code, not as <function ... at 0x...>
     assert record["checks"][0]["answer"] == TYPED_IN["grad_over_flat_params"]
