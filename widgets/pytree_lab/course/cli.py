@@ -32,11 +32,8 @@ def _nbgrader(args) -> int:
 
     missing = ", ".join(f"{i}.py" for i, ex in EXERCISES.items() if ex.graded and not reference_solution(i))
     where = os.environ.get("PYTREE_LAB_SOLUTIONS") or "this install (a package ships none)"
-    refusal = _refusal(args.outdir) or (
-        missing
-        and f"no reference solution ({missing}) in {where}: name the "
-        "instructor's folder of them with --solutions DIR or PYTREE_LAB_SOLUTIONS."
-    )
+    where += ": name the instructor's folder of them with --solutions DIR or PYTREE_LAB_SOLUTIONS."
+    refusal = _refusal(args.outdir) or (missing and f"no reference solution ({missing}) in {where}")
     if refusal:
         print(f"pytree-lab nbgrader: {refusal}", file=sys.stderr)
         return 2
@@ -50,10 +47,9 @@ def _nbgrader(args) -> int:
     print(f"wrote {made['config']}")
     for path in made["notebooks"]:
         ids = made["exercises"][path.name]
-        points = sum(EXERCISES[i].points for i in ids)
         print(
             f"wrote {path} ({len(ids)} graded exercise{'s' if len(ids) != 1 else ''}: "
-            f"{', '.join(ids)}; {points:g} points)"
+            f"{', '.join(ids)}; {sum(EXERCISES[i].points for i in ids):g} points)"
         )
     print(
         f"next, in {args.outdir}: nbgrader generate_assignment {ASSIGNMENT}; "
