@@ -13,7 +13,8 @@ with Chromium's CPU throttled 4x and with the server limited to 10 Mbit/s). Sect
 3 run on two servers side by side: pytree-lab as installed (its jupyter_server extension sets
 TCP_NODELAY on kernel websockets) and stock (the extension switched off); targets are judged on
 the server as installed.
-6 (training) 100 optimizer steps, compiled loop vs hand-written jitted optax loops.
+6 (training) 100 optimizer steps, compiled loop vs hand-written jitted optax loops; an explorer's
+first steps (build, Step, Step, Step ×10, Reset + Step).
 8 (devices) a slider move and step(100) on the host CPU and, where JAX sees one, the accelerator.
 7 (hub) a class of N = 5, 10, 20 students on a real JupyterHub on 127.0.0.1 (bench/hub.py):
 server start, kernel memory after lesson 01, slider round trips, hub/proxy CPU, node capacity.
@@ -444,6 +445,9 @@ def main(argv: list[str] | None = None) -> int:
         r = training.run(*((15,) if args.quick else ()))
         results["training"] = r
         _print(training.table(r))
+        save()
+        results["explorer_first_steps"] = first = training.run_explorer(*((2,) if args.quick else ()))
+        _print(training.table_explorer(first))
         save()
         from .lab import BenchLab, Chromium
 

@@ -181,6 +181,101 @@ def table(r: dict) -> Table:
     return t
 
 
+# ---------------------------------------------------------------------------------------- an explorer's first steps
+FIRST_STEPS = ("build", "first Step", "second Step", "Step ×10", "Reset + Step")
+
+
+def _explorers() -> dict:
+    """The lesson's explorer (plain SGD) and an XOR MLP's (2-8-1, tanh, optax.adam), each built
+    fresh by its function (JAX arrays as params, as a model's init gives them)."""
+    import jax.numpy as jnp
+    import numpy as np
+    import optax
+
+    from pytree_lab import StepExplorer
+
+    x = np.array([[0, 0], [0, 1], [1, 0], [1, 1]], np.float32)
+    y = np.array([0, 1, 1, 0], np.float32)
+
+    def xor_loss(p, x, y):
+        h = jnp.tanh(x @ p["hidden"]["w"] + p["hidden"]["b"])
+        return jnp.mean(((h @ p["out"]["w"] + p["out"]["b"])[:, 0] - y) ** 2)
+
+    def xor():
+        rng = np.random.default_rng(0)
+        params = {
+            "hidden": {"w": jnp.asarray(rng.normal(size=(2, 8)), jnp.float32), "b": jnp.zeros(8, jnp.float32)},
+            "out": {"w": jnp.asarray(rng.normal(size=(8, 1)), jnp.float32), "b": jnp.zeros(1, jnp.float32)},
+        }
+        return StepExplorer(xor_loss, params, {"x": x, "y": y}, 0.05, optimizer=lambda lr: optax.adam(lr))
+
+    return {"lesson model, plain SGD": StepExplorer, "XOR MLP 2-8-1, optax.adam": xor}
+
+
+def run_explorer(repeats: int = 5) -> dict:
+    """Milliseconds of each of `FIRST_STEPS` (medians over `repeats` fresh explorers: each builds
+    and compiles its own step), how many times XLA compiled one of the explorer's functions after
+    the first Step (issue 44: none; counted from JAX's compile events) and whether every step worked."""
+    import jax
+
+    compiled: list[str] = []
+
+    def listen(event: str, seconds: float, **kw) -> None:
+        if event == "/jax/core/compile/backend_compile_duration" and "(_traced" in str(kw.get("fun_name")):
+            compiled.append(str(kw.get("fun_name")))
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    results: dict = {}
+    try:
+        for name, build in _explorers().items():
+            times: dict = {phase: [] for phase in FIRST_STEPS}
+            again, ok = 0, True
+            for _ in range(repeats):
+                box: list = []
+                for phase, act in zip(
+                    FIRST_STEPS,
+                    (
+                        lambda: box.append(build()) or box[0],
+                        lambda: box[0].step(1),
+                        lambda: box[0].step(1),
+                        lambda: box[0].step(10),
+                        lambda: box[0].reset() and box[0].step(1),
+                    ),
+                ):
+                    if phase == "second Step":
+                        compiled.clear()
+                    t0 = time.perf_counter()
+                    ok = act() is not None and ok  # a step that failed returns None (said in the widget)
+                    times[phase].append((time.perf_counter() - t0) * 1e3)
+                again += len(compiled)
+                box[0].close()
+            results[name] = {
+                "ms": {phase: summary(v) for phase, v in times.items()},
+                "compiles_after_first_step": again,
+                "steps_ok": ok,
+            }
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    return results
+
+
+def table_explorer(r: dict) -> Table:
+    t = Table(
+        "6c. An explorer's first steps: a fresh StepExplorer, then Step, Step, Step ×10, Reset + Step (median)",
+        ["model | optimizer", *FIRST_STEPS, "compiles after the first Step", "every step ok"],
+    )
+    for name, v in r.items():
+        ms = [fmt(v["ms"][phase]["median"], " ms") for phase in FIRST_STEPS]
+        t.add(name, *ms, fmt(v["compiles_after_first_step"]), fmt(v["steps_ok"]))
+    n = min(s["n"] for v in r.values() for s in v["ms"].values())
+    t.notes.append(
+        f"medians over {n} fresh explorers each; build compiles the slider step (value_and_grad, update), the first "
+        "Step the n-step loop; after it nothing compiles again (issue 44: an optimizer state or params of "
+        "uncommitted arrays compiled the loop again at the second Step)"
+    )
+    return t
+
+
 if __name__ == "__main__":
     res = run()
     print(table(res).render())

@@ -37,6 +37,9 @@ def test_the_bench_in_process_sections_run_and_agree(tmp_path):
     assert r["text_form"]["leaves"] == 100_000 and r["text_form"]["same_paths"]["chars"] > 0
     assert [run["ok"] for run in r["lecture"]["runs"]] == [True] * len(r["lecture"]["runs"])
     assert all(case["agree"] for case in r["training"].values())  # the same numbers as optax by hand
+    first = r["explorer_first_steps"]  # an explorer's first steps: nothing compiles again after the first Step
+    assert len(first) == 2 and all(v["compiles_after_first_step"] == 0 for v in first.values())
+    assert all(v["steps_ok"] and v["ms"]["Reset + Step"]["n"] > 0 for v in first.values())
 
 
 def test_a_big_tree_explorer_run_by_the_bench_steps(tmp_path):
