@@ -55,8 +55,7 @@ def page_data(ex: Any) -> dict:
     _, inputs, _ = s.gather()
     steps, before, after, other = [], [], [], []
     try:  # a step that fails, or a run too big, leaves no widget behind
-        for t in range(points):
-            # the point's numbers as arrays, placed as a live step's are (no compile again)
+        for t in range(points):  # each point's numbers as arrays placed as a live step's are: no compile again
             params_leaves, state_leaves = ([s._frozen(eng.numpy.asarray(x)) for x in xs] for xs in s.trail[t])
             params = eng.tree_unflatten(s._param_def, params_leaves)
             state = eng.tree_unflatten(state_def, state_leaves) if state_def is not None else None
