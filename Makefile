@@ -20,10 +20,14 @@ unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: lab test test-fast test-floors test-pythons bench lite chromium bubblewrap hub-tools clean a11y-deps js-deps js-check lint docs
 
-$(STAMP): pyproject.toml
+# The library with its dev extra, and beside it (editable) the Lite engine and the JupyterLite
+# kernel's glue that this repository also builds (packages/pytree-lab-lite, lite_build/kernel):
+# the tests compare the engine with JAX and run the glue; pytree-lab itself needs neither.
+LITE_PACKAGES := packages/pytree-lab-lite lite_build/kernel
+$(STAMP): pyproject.toml $(addsuffix /pyproject.toml,$(LITE_PACKAGES))
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet --no-compile -e ".[dev]"  # (modules compile as first imported)
+	$(PY) -m pip install --quiet --no-compile -e ".[dev]" $(addprefix -e ,$(LITE_PACKAGES))  # (modules compile as first imported)
 	touch $(STAMP)
 
 # Debian's bubblewrap: nbgrader's autograde runs student code in it (docs/grading.md,

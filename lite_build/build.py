@@ -5,7 +5,8 @@
 What goes in (see README.md):
 - the course notebooks content/*.ipynb (plus any --contents), each starting with the
   setup cell of first_cell.py (injected when a notebook lacks it);
-- the project's wheel, built from this checkout;
+- the project's wheels, built from this checkout: pytree-lab, pytree-lab-lite (the Lite
+  engine, packages/pytree-lab-lite) and pytree-lab-site (the kernel's glue, lite_build/kernel);
 - the pinned pure-Python wheels of kernel-wheels.txt (hash-checked);
 - the front ends of jupyterlab-widgets, anywidget, bqplot and bqscales, taken from those
   same wheels, so browser and kernel versions cannot drift apart;
@@ -51,6 +52,7 @@ BYTECODE_CACHE = CACHE / "bytecode"
 MIRROR_ENV = CACHE / "mirror"
 KERNEL_WHEELS = HERE / "kernel-wheels.txt"
 FIRST_CELL = HERE / "first_cell.py"
+KERNEL_GLUE = HERE / "kernel"  # the pytree-lab-site wheel: the setup cell's logic (pytree_lab_site)
 SITE_CONFIG = HERE / "jupyter-lite.json"
 MANIFEST_NAME = "pytree-lab-site.json"
 # Written last into every site this build makes: the list of its files and their sha256.
@@ -288,8 +290,18 @@ def wheel_metadata(whl: Path) -> tuple[str, str, list[str]]:
     return normalize(meta["Name"]), meta["Version"], meta.get_all("Requires-Dist") or []
 
 
-def build_project_wheel(dest: Path) -> Path:
-    """The project's own wheel, built from the checkout as it is now."""
+# The project's own wheels, built from the checkout: the library, its Lite engine (JAX's part the
+# course uses, on numpy + autograd) and the site kernel's glue (the setup cell's logic).
+PROJECT_WHEELS = {
+    "pytree_lab": ROOT,
+    "pytree_lab_lite": ROOT / "packages" / "pytree-lab-lite",
+    "pytree_lab_site": KERNEL_GLUE,
+}
+
+
+def build_project_wheels(dest: Path) -> list[Path]:
+    """The project's own wheels (PROJECT_WHEELS), built from the checkout as it is now; the
+    library's first."""
     dest.mkdir(parents=True, exist_ok=True)
     run(
         [
@@ -302,13 +314,16 @@ def build_project_wheel(dest: Path) -> Path:
             "--no-deps",
             "--wheel-dir",
             str(dest),
-            str(ROOT),
+            *map(str, PROJECT_WHEELS.values()),
         ]
     )
-    wheels = list(dest.glob("pytree_lab-*.whl"))
-    if len(wheels) != 1:
-        raise BuildError(f"expected one pytree_lab wheel, found {wheels}")
-    return wheels[0]
+    built = []
+    for name in PROJECT_WHEELS:
+        wheels = list(dest.glob(f"{name}-*.whl"))
+        if len(wheels) != 1:
+            raise BuildError(f"expected one {name} wheel, found {wheels}")
+        built += wheels
+    return built
 
 
 def download(url: str, dest: Path, timeout: float = 60.0) -> None:
@@ -570,8 +585,8 @@ SNAPSHOT_NAME = "kernel.snap"  # static/pyodide/kernel.snap.gz and kernel.snap.f
 # What the setup cell (first_cell.py) installs and imports goes into the snapshot too: the cell then
 # finds it installed and imported (a restored kernel runs its first Python slower, see README).
 SETUP_CELL_WHEELS = ("anywidget", "ipywidgets", "psygnal", "jupyterlab_widgets", "widgetsnbextension")
-SETUP_CELL_WHEELS += ("typing_extensions", "pytree_lab")
-SNAPSHOT_IMPORTS = "import piplite.piplite, pyodide_kernel, anywidget, ipywidgets, pytree_lab.compat.lite_kernel"
+SETUP_CELL_WHEELS += ("typing_extensions", "pytree_lab", "pytree_lab_lite", "pytree_lab_site")
+SNAPSHOT_IMPORTS = "import piplite.piplite, pyodide_kernel, anywidget, ipywidgets, pytree_lab_site.lite_kernel"
 # Pyodide 314.0.6's loadPyodide restores a snapshot into the memory the wasm module defines, which
 # is smaller than the snapshot (the INITIAL_MEMORY it sets is ignored: RangeError in restoreSnapshot):
 # grow it first.
@@ -821,32 +836,36 @@ def check_requirements(index_wheels: list[Path], lock: dict, extension_index: di
 
 
 def lite_kernel_array_packages() -> list[str]:
-    """ARRAY_PACKAGES of pytree_lab.compat.lite_kernel (what the setup cell's setup() installs),
+    """ARRAY_PACKAGES of pytree_lab_site.lite_kernel (what the setup cell's setup() installs),
     read from the checkout's source: the build environment need not import it."""
     import ast
 
-    source = (ROOT / "widgets" / "pytree_lab" / "compat" / "lite_kernel.py").read_text()
+    source = (KERNEL_GLUE / "pytree_lab_site" / "lite_kernel.py").read_text()
     for node in ast.parse(source).body:
         if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "ARRAY_PACKAGES" for t in node.targets):
             return list(ast.literal_eval(node.value))
-    raise BuildError("pytree_lab/compat/lite_kernel.py has no ARRAY_PACKAGES list")
+    raise BuildError("pytree_lab_site/lite_kernel.py has no ARRAY_PACKAGES list")
 
 
-def check_setup_cell_installs(project: Path) -> None:
-    """The setup cell installs pytree-lab without deps (so diagrams need no numpy), so it
-    must name every runtime dependency itself; fail when pyproject gains one it lacks."""
+def check_setup_cell_installs(projects: list[Path]) -> None:
+    """The setup cell installs the project's wheels without deps (so diagrams need no numpy), so
+    it must name every runtime dependency itself; fail when a pyproject gains one it lacks."""
     from packaging.requirements import Requirement
 
     named = {normalize(n) for n in re.findall(r'"([A-Za-z0-9._-]+)"', setup_cell_source())}
     named |= {normalize(n) for n in lite_kernel_array_packages()}
-    _, _, requires = wheel_metadata(project)
-    missing = [
-        str(req)
-        for req in map(Requirement, requires)
-        if (req.marker is None or req.marker.evaluate(PYODIDE_MARKERS)) and normalize(req.name) not in named
-    ]
+    missing = []
+    for project in projects:
+        name, _, requires = wheel_metadata(project)
+        missing += [
+            f"{name}: {req}"
+            for req in map(Requirement, requires)
+            if (req.marker is None or req.marker.evaluate(PYODIDE_MARKERS)) and normalize(req.name) not in named
+        ]
+        if name not in named:
+            missing.append(f"{name} itself")
     if missing:
-        raise BuildError(f"first_cell.py does not install these pytree-lab dependencies: {missing}")
+        raise BuildError(f"first_cell.py does not install these dependencies of the project's wheels: {missing}")
 
 
 # ---------------------------------------------------------------- notebooks
@@ -1310,9 +1329,10 @@ def build_site(
 
         wheels = fetch_wheels(pins)
         log(f"  {len(wheels)} pinned wheels (sha256 checked)")
-        project = build_project_wheel(stage / "project")
-        log(f"  project wheel {project.name} built from the checkout")
-        check_setup_cell_installs(project)
+        projects = build_project_wheels(stage / "project")
+        project = projects[0]
+        log(f"  project wheels {', '.join(w.name for w in projects)} built from the checkout")
+        check_setup_cell_installs(projects)
 
         lock_info = rewrite_lock(pyodide_dir / "pyodide-lock.json", dict(wheels), PYODIDE_CDN_URL, included)
         for name in lock_info["local"]:
@@ -1321,7 +1341,7 @@ def build_site(
 
         pypi_dir = stage / "pypi"
         pypi_dir.mkdir()
-        index_wheels = [w for n, w in wheels.items() if n not in lock_info["local"]] + [project]
+        index_wheels = [w for n, w in wheels.items() if n not in lock_info["local"]] + projects
         for whl in index_wheels:
             shutil.copy2(whl, pypi_dir / whl.name)
 

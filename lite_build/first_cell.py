@@ -10,10 +10,11 @@ if sys.platform == "emscripten":
         def _render_traceback_(self):  # one sentence, not the installer's traceback
             return [str(self)]
 
-    # Widgets and the course package come from this site's own wheels (no numpy needed).
+    # Widgets, the course package, its Lite engine (JAX's part the course uses) and the kernel's
+    # glue come from this site's own wheels (no numpy needed).
     try:
         await piplite.install(["anywidget", "ipywidgets"])
-        await piplite.install("pytree-lab", deps=False)
+        await piplite.install(["pytree-lab", "pytree-lab-lite", "pytree-lab-site"], deps=False)
     except Exception as err:
         raise SetupFailed(
             f"The course packages could not be installed from this site ({type(err).__name__}: "
@@ -23,6 +24,6 @@ if sys.platform == "emscripten":
         ) from None
     # numpy and pandas load from Pyodide's CDN in the background: the next cells run at once, a cell
     # that needs numpy waits for them (bounded) or says in one line why not; `import jax` works either way.
-    import pytree_lab.compat.lite_kernel
+    import pytree_lab_site.lite_kernel
 
-    await pytree_lab.compat.lite_kernel.setup()
+    await pytree_lab_site.lite_kernel.setup()

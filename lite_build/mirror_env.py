@@ -12,8 +12,8 @@ packages:
 - numpy and pandas at the versions in the site's `static/pyodide/pyodide-lock.json`,
   `--no-deps` (their dependencies are among the site's wheels);
 - ipykernel (the browser has its own kernel; a CPython kernel needs the real one);
-- no jax; the kernel starts with `install_as_jax()`, as the setup cell does in the browser
-  once numpy has arrived, so `import jax` gives the Lite engine.
+- no jax; the kernel starts with `pytree_lab_lite.install_as_jax()`, as the setup cell does in
+  the browser once numpy has arrived, so `import jax` and `import optax` give the Lite engine.
 
 The interpreter is pyenv's CPython 3.13.0 (the newest here that the pinned IPython accepts;
 `LITE_MIRROR_PYTHON` overrides it). If it is missing, this fails with a sentence saying so.
@@ -36,7 +36,7 @@ DEFAULT_ENV = ROOT / ".venv-lite"
 DEFAULT_PYTHON = Path.home() / ".pyenv" / "versions" / "3.13.0" / "bin" / "python3.13"
 KERNEL_NAME = "python3"
 KERNEL_DISPLAY = "Python 3 (Lite mirror)"
-STARTUP = "import pytree_lab.compat as _c; _c.install_as_jax(); del _c"
+STARTUP = "import pytree_lab_lite as _c; _c.install_as_jax(); del _c"
 STAMP = ".pytree-lab-mirror.json"
 
 
@@ -94,8 +94,8 @@ def make(site: Path, env_dir: Path = DEFAULT_ENV) -> Path:
     python = interpreter()
     wheels = site_wheels(site)
     pins = lock_versions(site)
-    # the project's own wheel changes with every edit: it is reinstalled alone, the rest kept
-    project = [w for w in wheels if w.name.startswith("pytree_lab-")]
+    # the project's own wheels change with every edit: they are reinstalled alone, the rest kept
+    project = [w for w in wheels if w.name.split("-")[0] in ("pytree_lab", "pytree_lab_lite", "pytree_lab_site")]
     want = {
         "python": str(python),
         "wheels": {w.name: hashlib.sha256(w.read_bytes()).hexdigest() for w in wheels if w not in project},

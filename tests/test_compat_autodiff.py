@@ -19,8 +19,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
-from pytree_lab.compat import jax as lite_jax
-from pytree_lab.compat.jax import numpy as lite_jnp
+from pytree_lab_lite import jax as lite_jax
+from pytree_lab_lite.jax import numpy as lite_jnp
 
 ENGINES = [(real_jax, real_jnp), (lite_jax, lite_jnp)]
 # JAX's ravel_pytree joins leaves of several dtypes by its standard promotion (int32 and float32
@@ -344,7 +344,7 @@ def test_jit_runs_the_function_and_accepts_jax_arguments():
 def test_ravel_pytree_matches_jax(params):
     from jax.flatten_util import ravel_pytree as real_ravel
 
-    from pytree_lab.compat.jax.flatten_util import ravel_pytree as lite_ravel
+    from pytree_lab_lite.jax.flatten_util import ravel_pytree as lite_ravel
 
     r_flat, r_unravel = real_ravel(params)
     l_flat, l_unravel = lite_ravel(params)
@@ -377,7 +377,7 @@ def test_grad_through_unravel_matches_jax():
 def test_ravel_pytree_mixed_dtypes_and_empty():
     from jax.flatten_util import ravel_pytree as real_ravel
 
-    from pytree_lab.compat.jax.flatten_util import ravel_pytree as lite_ravel
+    from pytree_lab_lite.jax.flatten_util import ravel_pytree as lite_ravel
 
     tree = {"a": np.ones(2, np.float32), "b": np.arange(2, dtype=np.int32)}
     (r, r_un), (lt, l_un) = real_ravel(tree), lite_ravel(tree)

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from pytree_lab.compat import jax as lite_jax
-from pytree_lab.compat.jax import numpy as lite_jnp
+from pytree_lab_lite import jax as lite_jax
+from pytree_lab_lite.jax import numpy as lite_jnp
 
 ENGINES = [(real_jax, real_jnp), (lite_jax, lite_jnp)]
 pytestmark = pytest.mark.usefixtures("cpu_reference")  # a TPU's pow and exp are not the CPU's to 1e-6

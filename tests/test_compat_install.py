@@ -60,7 +60,7 @@ def test_without_real_jax_lesson_code_runs_on_the_lite_engine(blocked):
     lines = run_kernel(
         blocked,
         '''
-        from pytree_lab.compat import install_as_jax, active_engine
+        from pytree_lab_lite import install_as_jax, active_engine
         print(active_engine())
         print(install_as_jax(), install_as_jax())
         ''',
@@ -78,7 +78,7 @@ def test_without_real_jax_lesson_code_runs_on_the_lite_engine(blocked):
         str(["['bias']", "['weight']"]),
         "[-4.0, -8.0, -4.0]",
         "0.1.0+pytree-lab-lite",
-        "pytree_lab.compat.jax.numpy pytree_lab.compat.jax.tree",
+        "pytree_lab_lite.jax.numpy pytree_lab_lite.jax.tree",
         "[]",
     ]
 
@@ -87,7 +87,7 @@ def test_the_engine_seam_labels_the_lite_engine_honestly():
     lines = run_kernel(
         {"jax", "jaxlib"},
         '''
-        from pytree_lab.compat import install_as_jax
+        from pytree_lab_lite import install_as_jax
         install_as_jax()
         from pytree_lab.engine import get_engine
         engine = get_engine()
@@ -101,7 +101,7 @@ def test_real_jax_wins_where_it_imports():
     lines = run_kernel(
         set(),
         '''
-        from pytree_lab.compat import install_as_jax
+        from pytree_lab_lite import install_as_jax
         print(install_as_jax())
         import jax
         print(jax.__name__, "lite" in jax.__version__, type(jax.numpy.ones(1)).__module__.startswith("jax"))
@@ -113,7 +113,7 @@ def test_real_jax_wins_where_it_imports():
 def test_in_this_process_real_jax_is_kept():
     import jax
 
-    from pytree_lab.compat import active_engine, install_as_jax
+    from pytree_lab_lite import active_engine, install_as_jax
 
     before = dict(sys.modules)
     assert install_as_jax() == "jax" == active_engine()
@@ -127,8 +127,8 @@ def test_importing_compat_loads_neither_numpy_nor_autograd():
     lines = run_kernel(
         {"numpy", "autograd", "jax", "jaxlib"},  # a fresh Lite kernel before numpy is loaded
         '''
-        import pytree_lab.compat
-        from pytree_lab.compat import tree_util
+        import pytree_lab_lite
+        from pytree_lab_lite import tree_util
         flat, treedef = tree_util.tree_flatten_with_path({"layer": {"weight": [1.0, 2.0], "bias": 0.0}, "name": None})
         print([tree_util.keystr(p) for p, _ in flat], treedef)
         ''',

@@ -18,7 +18,7 @@ import jax.flatten_util  # makes real_jax.flatten_util an attribute
 import numpy as np
 import pytest
 
-from pytree_lab.compat import jax as lite_jax
+from pytree_lab_lite import jax as lite_jax
 
 ENGINES = {"jax": real_jax, "lite": lite_jax}
 

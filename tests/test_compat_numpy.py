@@ -1,4 +1,4 @@
-"""`pytree_lab.compat.jax.numpy` against `jax.numpy`: JAX's dtypes and the lessons' functions.
+"""`pytree_lab_lite.jax.numpy` against `jax.numpy`: JAX's dtypes and the lessons' functions.
 
 Python floats become float32 and ints int32 (64-bit types are off in JAX by default); reductions
 and mixed-kind functions give JAX's dtypes; the operators the lessons use work on the arrays.
@@ -10,7 +10,7 @@ import jax.numpy as real_jnp
 import numpy as np
 import pytest
 
-from pytree_lab.compat.jax import numpy as lite_jnp
+from pytree_lab_lite.jax import numpy as lite_jnp
 
 # the Lite engine is compared with JAX on the host's CPU (numpy's arithmetic; docs/backends.md)
 pytestmark = pytest.mark.usefixtures("cpu_reference")
@@ -116,7 +116,7 @@ def test_result_type_follows_jax():
 
 def test_every_listed_function_exists_in_real_jax_numpy():
     # the Lite engine must not invent names: code written against it runs on real JAX
-    from pytree_lab.compat.jax.numpy import _TRACED
+    from pytree_lab_lite.jax.numpy import _TRACED
 
     assert [n for n in _TRACED if not hasattr(real_jnp, n)] == []
 
@@ -145,7 +145,7 @@ TRACED = {
 def test_functions_inside_grad_match_jax(name):
     import jax as real_jax
 
-    from pytree_lab.compat import jax as lite_jax
+    from pytree_lab_lite import jax as lite_jax
 
     x = np.array([1.0, -2.0], np.float32)
     real = real_jax.value_and_grad(lambda v: TRACED[name](real_jnp, v))(x)
@@ -156,7 +156,7 @@ def test_functions_inside_grad_match_jax(name):
 
 
 def test_array_isinstance_covers_numpy_scalars_and_traced_values():
-    from pytree_lab.compat import jax as lite_jax
+    from pytree_lab_lite import jax as lite_jax
 
     bias = lite_jnp.array(0.0) - 0.05 * lite_jnp.array(-4.0)  # numpy arithmetic gives a numpy scalar
     assert isinstance(bias, lite_jax.Array) and isinstance(bias, lite_jnp.ndarray)

@@ -1,4 +1,4 @@
-"""`pytree_lab.compat.tree_util` against real `jax.tree_util`, on hypothesis-generated pytrees.
+"""`pytree_lab_lite.tree_util` against real `jax.tree_util`, on hypothesis-generated pytrees.
 
 Same leaves in the same order, same key paths (keystr), same treedef text, same equality of
 treedefs, same success or ValueError for tree_map over two trees, and the same key path named
@@ -17,7 +17,7 @@ import jax.tree_util as jtu
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from pytree_lab.compat import tree_util as ctu
+from pytree_lab_lite import tree_util as ctu
 
 # ---- node types known to both registries
 
@@ -413,8 +413,8 @@ def test_stdlib_only():
     # The tree model describes plain-Python trees in a kernel without numpy.
     code = (
         "import sys\n"
-        "from pytree_lab.compat import tree_util\n"
-        "import pytree_lab.compat\n"
+        "from pytree_lab_lite import tree_util\n"
+        "import pytree_lab_lite\n"
         "print(tree_util.keystr(tree_util.tree_flatten_with_path({'layer': {'w': 1}})[0][0][0]))\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'autograd', 'jax', 'jaxlib'))\n"
         "print(bad)\n"

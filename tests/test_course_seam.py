@@ -67,7 +67,7 @@ def test_no_private_name_crosses_between_the_toolkit_and_the_course():
     assert crossing == []
 
 
-PACKAGES = ("exercises", "course", "explorer", "compat")  # and the core: every other module
+PACKAGES = ("exercises", "course", "explorer")  # and the core: every other module (the Lite engine: its own)
 
 
 def _package_of(parts: list[str]) -> str:
@@ -80,7 +80,7 @@ def _private(name: str) -> bool:
 
 def test_no_private_name_is_imported_across_the_package_boundaries():
     """A name another package needs is public in its owner module (issue 31 §1): no `_module` and
-    no `_name` is imported from one of exercises, course, explorer, compat and the core into another."""
+    no `_name` is imported from one of exercises, course, explorer and the core into another."""
     crossing = []
     for where, target, names in _imports("."):
         if not target.startswith("pytree_lab"):

@@ -93,8 +93,8 @@ def test_a_wrong_device_gets_a_sentence(device, error, words):
 
 
 def test_the_lite_engine_computes_on_the_cpu_only():
-    from pytree_lab.compat import jax as lite_jax
     from pytree_lab.engine import Engine
+    from pytree_lab_lite import jax as lite_jax
 
     lite = Engine(lite_jax)
     assert choose_device(None, lite, [np.zeros(3)]) is None

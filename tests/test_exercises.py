@@ -723,8 +723,8 @@ class _Block:
         if name.split(".")[0] in ("jax", "jaxlib"):
             raise ImportError(f"{name} is not installed here")
 sys.meta_path.insert(0, _Block())
-from pytree_lab import compat
-engine = compat.install_as_jax()
+import pytree_lab_lite
+engine = pytree_lab_lite.install_as_jax()
 import jax, jax.numpy as jnp
 from pytree_lab import check
 x = jnp.array([2.0, 1.0])

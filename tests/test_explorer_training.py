@@ -365,8 +365,8 @@ def test_close_closes_the_new_widgets_too():
 @optax_adam
 @pytest.mark.usefixtures("cpu_reference")
 def test_the_lite_engine_explorer_runs_its_own_adam_like_optax():
-    from pytree_lab.compat import jax as lite_jax, optax as lite_optax
     from pytree_lab.engine import Engine
+    from pytree_lab_lite import jax as lite_jax, optax as lite_optax
 
     eng = Engine(lite_jax)
 

@@ -6,8 +6,8 @@ Each notebook is executed with nbclient in a fresh kernel of this venv's python:
   answered; the outputs must show the hand-derived numbers and every check must pass with score 1;
 - *unanswered*: exactly as a student first opens it; it must run without an error and say
   "not answered yet" where an answer is missing;
-- *Lite engine*: answered, with `import jax` bound to pytree_lab.compat.jax and no optax, as in
-  the JupyterLite kernel: the same numbers.
+- *Lite engine*: answered, with `import jax` bound to pytree_lab_lite.jax and `import optax` to
+  pytree_lab_lite.optax, as in the JupyterLite kernel: the same numbers.
 
 Expected values are the lessons' hand derivations (4.0 -> 0.64, grads [-8, -4] and -4, squared
 norm 96, d/dscale -4, [8, 12, 4], loss 0.25, ...), never numbers copied from a previous run.
@@ -47,12 +47,12 @@ PREDICTIONS = {
     "predict-treedef": "the dict and its keys; the values come from the new leaves",
 }
 
-# The Lite kernel's situation, recreated in CPython: `import jax` is the Lite engine and optax
-# cannot be imported.
+# The Lite kernel's situation, recreated in CPython: `import jax` and `import optax` are the Lite
+# engine's (pytree_lab_lite.install_as_jax does the same where JAX cannot be imported).
 LITE_ENGINE_CELL = """\
 import sys
-sys.modules["optax"] = None
-from pytree_lab.compat import jax as lite_jax
+from pytree_lab_lite import jax as lite_jax, optax as lite_optax
+sys.modules["optax"] = lite_optax
 sys.modules["jax"] = lite_jax
 for name in ("numpy", "tree", "tree_util", "flatten_util"):
     sys.modules["jax." + name] = getattr(lite_jax, name)
@@ -491,7 +491,7 @@ def test_notebook_runs_on_the_lite_engine(name, tmp_path):
     if name == LESSON:
         assert re.search(r"Before/after: 4\.0 0\.6399999\d*\n", cell_text(nb, "update"))
         assert "grads['weight']: [-8. -4.]" in cell_text(nb, "value-and-grad")
-        assert "Adam's layout, built by hand" in cell_text(nb, "optimizer-state")
+        assert "optimizer state (optax.adam)" in cell_text(nb, "optimizer-state")  # the Lite kernel's optax
         assert "grads['bias']: -4.0" in cell_text(nb, "value-and-grad")
         assert "after [1.4, -0.8, 0.2]" in cell_text(nb, "explorer-result")
         assert "All leaves agree with the hand-derived update." in cell_text(nb, "verify-leaves")

@@ -94,8 +94,8 @@ def test_packed_view_goes_through_the_engine_seam():
 
 
 def test_packed_view_with_the_lite_engine_matches_jax():
-    from pytree_lab.compat import jax as lite_jax
     from pytree_lab.engine import Engine
+    from pytree_lab_lite import jax as lite_jax
 
     lite = Engine(lite_jax)
     assert lite.is_lite

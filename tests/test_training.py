@@ -269,8 +269,8 @@ def test_a_run_stops_before_a_step_that_is_not_finite():
     last = ts.step(run.params, None, lesson_inputs(), 10.0)
     assert math.isfinite(last.loss) and not math.isfinite(last.loss_after)
     # the Lite engine's loop stops at the same point
-    from pytree_lab.compat import jax as lite_jax
     from pytree_lab.engine import Engine
+    from pytree_lab_lite import jax as lite_jax
 
     def lite_loss(p, x, target):
         return (lite_jax.numpy.dot(p["weight"], x) + p["bias"] - target) ** 2
@@ -418,8 +418,8 @@ def test_two_adams_are_told_apart_by_where_they_are():
 
 # ------------------------------------------------------------------ the Lite engine's optimizers
 def _lite():
-    from pytree_lab.compat import jax as lite_jax, optax as lite_optax
     from pytree_lab.engine import Engine
+    from pytree_lab_lite import jax as lite_jax, optax as lite_optax
 
     return Engine(lite_jax), lite_jax, lite_optax
 
@@ -518,7 +518,7 @@ def test_lite_optimizers_run_in_a_kernel_without_jax():
         sys.meta_path.insert(0, _Block())
         import numpy as np
         from pytree_lab import lesson
-        from pytree_lab.compat import optax
+        from pytree_lab_lite import optax
         from pytree_lab.engine import get_engine
         from pytree_lab.optimizer_state import decompose_state
         from pytree_lab.training import TrainingStep
@@ -535,8 +535,8 @@ def test_lite_optimizers_run_in_a_kernel_without_jax():
 
 
 def test_adams_constants_are_read_from_the_optimizer_as_built():
-    from pytree_lab.compat import optax as lite_optax
     from pytree_lab.optimizer_state import adam_hyperparameters
+    from pytree_lab_lite import optax as lite_optax
 
     assert adam_hyperparameters(optax.adam(0.1)) == {
         "b1": 0.9,

@@ -32,8 +32,10 @@ SITE=${DEVICE_SITE:-$(mktemp -d)/site}
 export PIP_CONFIG_FILE=/dev/null
 python3 -m pip install --isolated -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "$WHEELS"/*.whl || exit
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$SITE   # the image's JAX stays first
-# pytree-lab itself, --target as well (hatchling, from the wheels, builds it)
-python3 -m pip install --isolated -q --no-index --no-deps --no-build-isolation --no-compile --target "$SITE" . || exit
+# pytree-lab itself, --target as well (hatchling, from the wheels, builds it), with the Lite engine
+# (packages/pytree-lab-lite) and the JupyterLite kernel's glue (lite_build/kernel) the tests use
+python3 -m pip install --isolated -q --no-index --no-deps --no-build-isolation --no-compile --target "$SITE" \
+  . packages/pytree-lab-lite lite_build/kernel || exit  # and the Lite engine and the site's glue, which tests compare
 export JUPYTER_PATH=$SITE/share/jupyter${JUPYTER_PATH:+:$JUPYTER_PATH}  # where --target puts the lab extensions
 [ -n "${DEVICE_TIER_FIRST:-}" ] && bash -c "$DEVICE_TIER_FIRST"
 python3 -c 'import jax, pytree_lab; print("JAX", jax.__version__, jax.devices(), "pytree-lab", pytree_lab.__file__)' \

@@ -172,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         "--disable-pip-version-check",
         "--no-compile",
         f"{ROOT}[jax]",
+        ROOT / "packages" / "pytree-lab-lite",  # the Lite engine: test_training and the notebooks' Lite runs
         *pins,
         *TEST_TOOLS,
     )

@@ -153,7 +153,7 @@ class Block:
         if name.split(".")[0] in ("jax", "jaxlib", "optax"):
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
 sys.meta_path.insert(0, Block())
-from pytree_lab.compat import install_as_jax
+from pytree_lab_lite import install_as_jax
 assert install_as_jax() == "lite"
 cases = json.loads(sys.argv[1])
 out = {}

@@ -1,4 +1,4 @@
-"""`pytree_lab.compat.lite_kernel.setup()` and the background load, with test doubles for the browser.
+"""`pytree_lab_site.lite_kernel.setup()` and the background load, with test doubles for the browser.
 
 In the browser the CDN is never reachable here, so the paths where numpy does arrive, or
 where the CDN answers but the download stalls or fails, are driven by doubles of Pyodide's
@@ -89,7 +89,7 @@ kernel_module = types.ModuleType("pyodide_kernel.kernel")
 kernel_module._load_packages_from_imports = kernel_load_packages_from_imports
 sys.modules.update({"pyodide_kernel": types.ModuleType("pyodide_kernel"), "pyodide_kernel.kernel": kernel_module})
 
-from pytree_lab.compat import lite_kernel
+from pytree_lab_site import lite_kernel
 lite_kernel.PROGRESS_SECONDS = case.get("progress_seconds", 2.0)
 
 async def main():
@@ -196,7 +196,7 @@ def test_the_setup_cell_does_not_wait_and_a_diagram_cell_does_not_either():
 
 
 def lite_kernel_still_works() -> str:
-    from pytree_lab.compat.lite_kernel import STILL_WORKS
+    from pytree_lab_site.lite_kernel import STILL_WORKS
 
     return STILL_WORKS
 
@@ -260,7 +260,7 @@ def test_a_site_with_numpy_included_probes_its_own_copy():
         ("from pytree_lab import PytreeDiagram\nPytreeDiagram({'a': 1.0})", False),
         ("from pytree_lab import describe, diagnose", False),
         ("from pytree_lab import PytreeDiagram, describe, get_engine", True),
-        ("from pytree_lab.compat import optax", True),
+        ("from pytree_lab_lite import optax", True),
         ("import pytree_lab", False),
         ("x = {'a': [1.0, 2.0]}", False),
         ("import json, math", False),
@@ -268,7 +268,7 @@ def test_a_site_with_numpy_included_probes_its_own_copy():
     ],
 )
 def test_which_cells_wait_for_numpy(code, waits):
-    from pytree_lab.compat.lite_kernel import cell_needs_numpy
+    from pytree_lab_site.lite_kernel import cell_needs_numpy
 
     assert cell_needs_numpy(code) is waits
 
@@ -278,7 +278,7 @@ def test_a_cell_with_ipython_syntax_is_read_as_ipython_runs_it():
         import json
         from IPython.core.interactiveshell import InteractiveShell
         InteractiveShell.instance()
-        from pytree_lab.compat.lite_kernel import cell_needs_numpy
+        from pytree_lab_site.lite_kernel import cell_needs_numpy
         print(json.dumps([cell_needs_numpy("%load_ext autoreload\\nimport numpy as np"),
                           cell_needs_numpy("!ls\\nimport jax"),
                           cell_needs_numpy("%time x = 1")]))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from pytree_lab.compat import lite_updates
+from pytree_lab_site import lite_updates
 
 BASE = "https://teacher.example.org/ml-2026/"
 

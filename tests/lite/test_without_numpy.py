@@ -27,7 +27,7 @@ from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 shell = InteractiveShell.instance()
 
-from pytree_lab.compat import lite_kernel
+from pytree_lab_site import lite_kernel
 lite_kernel.degrade("the request was refused (test)", shell=shell)
 
 cells = json.loads(sys.argv[1])
@@ -127,7 +127,7 @@ def test_regular_kernel_without_numpy_still_refuses_the_lite_engine():
         import sys
         sys.modules["numpy"] = None
         try:
-            from pytree_lab.compat import jax
+            from pytree_lab_lite import jax
         except ImportError as err:
             print("refused", type(err).__name__)
     ''')
@@ -337,7 +337,7 @@ def test_the_exercises_integrity_check_passes_on_the_lite_engine_and_still_catch
     if "numpy" not in blocked:  # numpy there: the setup cell's plain install, no degrading
         script = script.replace(
             'lite_kernel.degrade("the request was refused (test)", shell=shell)',
-            "from pytree_lab.compat import install_as_jax; assert install_as_jax() == 'lite'",
+            "from pytree_lab_lite import install_as_jax; assert install_as_jax() == 'lite'",
         )
     proc = subprocess.run(
         [sys.executable, "-c", script, json.dumps(INTEGRITY_CELLS)],

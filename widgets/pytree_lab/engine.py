@@ -3,7 +3,8 @@
 The explorer and `gradient_step` ask one object for `value_and_grad` and the tree operations.
 In a live kernel that object wraps real JAX (`jax.value_and_grad`, `jax.tree.map`,
 `jax.tree_util`). In a JupyterLite kernel, where jaxlib cannot be installed, it wraps the
-Lite engine (`pytree_lab.compat.jax`, numpy + autograd) which offers the same functions.
+Lite engine (`pytree_lab_lite.jax` of the pytree-lab-lite package, numpy + autograd) which offers
+the same functions; pytree-lab does not depend on it, and finds it only where it is installed.
 Real JAX always wins where it exists.
 """
 
@@ -13,8 +14,6 @@ import functools
 import importlib
 from collections.abc import Callable
 from typing import Any
-
-from .compat import is_lite
 
 __all__ = ["Engine", "get_engine", "choose_device", "ACCELERATOR_PARAMS"]
 
@@ -47,7 +46,7 @@ class Engine:
 
         Told by the module itself (the Lite engine marks itself), never by a version string.
         """
-        return is_lite(self.jax)
+        return bool(getattr(self.jax, "__pytree_lab_lite__", False))
 
     @property
     def name(self) -> str:
@@ -132,12 +131,13 @@ def device_label(device: Any) -> str:
 
 @functools.cache
 def get_engine() -> Engine:
-    """The engine for this kernel: real JAX if importable, else the JupyterLite engine."""
+    """The engine for this kernel: real JAX if importable, else the Lite engine where the
+    pytree-lab-lite package is installed (the JupyterLite site installs it)."""
     try:
         import jax
     except ImportError:
         try:
-            from .compat import jax
+            jax = importlib.import_module("pytree_lab_lite.jax")
         except ImportError as err:  # pragma: no cover - depends on the kernel
             raise ImportError("pytree-lab needs JAX to compute gradients: `pip install pytree-lab[jax]`") from err
     return Engine(jax)

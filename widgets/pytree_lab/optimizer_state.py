@@ -101,11 +101,11 @@ def _check_engine(opt: Any, lite: bool, then: str = "") -> None:
         raise OptimizerError(
             "This optimizer needs JAX (optax runs on jaxlib, which cannot be installed in this "
             "kernel). The Lite engine has sgd, momentum and adam with optax's update rules: "
-            f"`from pytree_lab.compat import optax`{then}."
+            f"`import optax` gives them in the browser kernel (`from pytree_lab_lite import optax` elsewhere){then}."
         )
     if not lite and getattr(opt, "__pytree_lab_lite__", False):
         raise OptimizerError(
-            "This is the Lite engine's optimizer (pytree_lab.compat.optax, for the browser kernel), and this "
+            "This is the Lite engine's optimizer (pytree_lab_lite.optax, for the browser kernel), and this "
             "kernel runs JAX: use optax itself. Install it with `pip install optax` (or "
             "`pip install \"pytree-lab[jax]\"`, which brings JAX and optax), restart the kernel, then "
             "`import optax`."

@@ -19,7 +19,7 @@ rate is refused, not ignored.
 fixed-size buffer of losses (every n uses the same code); if the steps diverge it stops, and says
 so, at the last point before the first non-finite loss. A big tree (`step.LEAN_LEAVES` leaves)
 takes the lean path (`step.Staged`, the plain update in numpy: `step.sgd_update`). In the
-JupyterLite kernel the optimizers of `pytree_lab.compat.optax` run in a plain Python loop.
+JupyterLite kernel the optimizers of `pytree_lab_lite.optax` run in a plain Python loop.
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ class TrainingStep:
         with blamed(f"The optimizer's update ({opt.name}) failed: ", _AT_FAULT):
             updates, new_state = transformation.update(grads, state, params)
         self._check_updates(params, updates)
-        optax = importlib.import_module(".compat.optax" if eng.is_lite else "optax", __package__)
+        optax = importlib.import_module("pytree_lab_lite.optax" if eng.is_lite else "optax")
         return updates, optax.apply_updates(params, updates), new_state
 
     def _check_updates(self, params: Any, updates: Any) -> None:

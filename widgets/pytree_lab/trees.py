@@ -51,11 +51,11 @@ __all__ = [
 
 def active_tree_util() -> Any:
     """The tree library already imported in this kernel (never imported here): `jax.tree_util`
-    (or the Lite engine installed as ``jax``), else the Lite `tree_util`, else None."""
+    (or the Lite engine installed as ``jax``), else pytree-lab-lite's `tree_util`, else None."""
     jax = sys.modules.get("jax")
     if jax is not None:
         return getattr(jax, "tree_util", None) or sys.modules.get("jax.tree_util")
-    return sys.modules.get("pytree_lab.compat.tree_util")
+    return sys.modules.get("pytree_lab_lite.tree_util")
 
 
 def x64_enabled() -> bool:

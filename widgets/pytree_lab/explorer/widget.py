@@ -231,8 +231,8 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
     hyperparameters are shown apart as optimizer state. The learning-rate slider appears only
     where it changes the step: no optimizer, ``optimizer=lambda lr: optax.adam(lr)``, or
     ``optax.inject_hyperparams(optax.adam)(learning_rate=...)``; a fixed ``optax.adam(0.1)``
-    keeps its rate. In the Lite engine (no JAX) use `pytree_lab.compat.optax` (sgd, momentum,
-    adam with optax's rules).
+    keeps its rate. In the Lite engine (no JAX) `import optax` gives pytree_lab_lite.optax (sgd,
+    momentum, adam with optax's rules).
 
     `step(n)` takes n real steps as one compiled loop and moves the explorer there (sliders
     follow; `params`, `opt_state` and `history` say where it is); `reset()` goes back to the

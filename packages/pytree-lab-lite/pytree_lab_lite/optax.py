@@ -15,6 +15,9 @@ from typing import Any, NamedTuple
 import numpy as _np
 
 from . import tree_util as _tu
+from .jax._config import refusing as _refusing
+
+__getattr__ = _refusing(__name__, globals())  # a name optax has and this subset lacks: says so
 
 __all__ = [
     "GradientTransformation",

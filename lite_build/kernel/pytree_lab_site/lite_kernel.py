@@ -3,7 +3,7 @@
 Called by every course notebook's setup cell (lite_build/first_cell.py) in the browser, after
 pytree-lab itself is installed from the site:
 
-    await pytree_lab.compat.lite_kernel.setup()
+    await pytree_lab_site.lite_kernel.setup()
 
 numpy and pandas are compiled for the browser and come from Pyodide's CDN (unless the site
 was built with them included). `setup` starts loading them (with autograd and bqplot) in the
@@ -41,7 +41,9 @@ import sys
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import _without_numpy, install_as_jax
+from pytree_lab_lite import install_as_jax, use_stand_ins
+
+from . import _without_numpy
 from .lite_updates import tell_of_updates
 
 __all__ = [
@@ -54,6 +56,12 @@ __all__ = [
     "INSTALL_SECONDS",
 ]
 
+# In the browser kernel the Lite engine works without numpy too (tree operations only, until
+# numpy arrives); in a regular kernel without numpy it fails as before (`pip install` is the
+# answer there, not a tree-only engine).
+if sys.platform == "emscripten":
+    use_stand_ins(_without_numpy)
+
 PROBE_SECONDS = 8.0  # no answer at all from the CDN in this time: treat it as unreachable
 INSTALL_SECONDS = 240.0  # the CDN answered: numpy + pandas (~15 MB) on a slow school network
 ARRAY_PACKAGES = ["numpy", "autograd", "bqplot"]  # bqplot brings pandas
@@ -64,9 +72,9 @@ WAITS_FOR_NUMPY_MODULES = NEEDS_NUMPY_MODULES | {"jax", "optax"}
 # lazily imported names of pytree_lab that need numpy
 NEEDS_NUMPY_NAMES = ("StepExplorer", "PackedView", "StepResult", "gradient_step")
 # pytree_lab's modules that import numpy (or jax) when they are imported
-NEEDS_NUMPY_SUBMODULES = {
-    "pytree_lab." + m
-    for m in ("explorer", "step", "packed", "chart", "training", "engine", "compat.jax", "compat.optax")
+NEEDS_NUMPY_SUBMODULES = {"pytree_lab." + m for m in ("explorer", "step", "packed", "chart", "training", "engine")} | {
+    "pytree_lab_lite.jax",
+    "pytree_lab_lite.optax",
 }
 
 STILL_WORKS = (
@@ -364,7 +372,7 @@ def _failed(err: BaseException) -> str:
 def degrade(reason: str, shell: Any = None) -> None:
     """Set the kernel up to work on trees without numpy (see the module docstring)."""
     _without_numpy.REASON["text"] = f"it could not be downloaded in this browser ({reason})"
-    _without_numpy.ALLOWED["on"] = True
+    use_stand_ins(_without_numpy)
     DEGRADED["on"] = True
     install_as_jax()
     _stand_ins_for_pytree_lab()

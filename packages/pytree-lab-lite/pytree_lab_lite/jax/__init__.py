@@ -5,10 +5,10 @@ package offers the same names (`grad`, `value_and_grad`, `jit`, `jax.numpy`, `ja
 `jax.tree_util`, `jax.flatten_util`, ...) so lesson code runs unchanged in the browser, with
 gradients from autograd. It is not JAX (`__version__` says so): `jit` runs the function as
 written, `vmap` is a loop, `jax.random` draws other numbers, there are no devices.
-`pytree_lab.compat.install_as_jax()` makes it ``jax`` only where real JAX cannot be imported.
+`pytree_lab_lite.install_as_jax()` makes it ``jax`` only where real JAX cannot be imported.
 
 The array parts are imported on first use; where numpy cannot be loaded (a Lite page offline)
-they are the stand-ins of `pytree_lab.compat._without_numpy`.
+they are the stand-ins a host gave `pytree_lab_lite.use_stand_ins` (the site's kernel glue).
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ import functools
 import importlib
 from typing import Any
 
-from ... import __version__ as _package_version
-from .. import _without_numpy
+from .. import __version__ as _package_version, stand_ins as _stand_ins
 from . import tree, tree_util
-from ._config import config, missing
+from ._config import config, missing as _missing
 
 # A local version label: it sorts near the package version and never claims to be a JAX release.
 __version__ = f"{_package_version}+pytree-lab-lite"
@@ -56,7 +55,7 @@ def engine_detail() -> str:
 def __getattr__(name: str) -> Any:
     part = _ARRAY_PARTS.get(name)
     if part is None:
-        raise missing(__name__, name, __dir__())
+        raise _missing(__name__, name, __dir__())
     module = _array_module(part[0])
     if module is None:
         return _stand_in(name)
@@ -69,20 +68,21 @@ def __getattr__(name: str) -> Any:
 # exercises' check compares `jax.grad` before and after a student's code by identity).
 @functools.cache
 def _stand_in(name: str) -> Any:
+    given = _stand_ins()
     if name == "Array":
-        return _without_numpy.Array
+        return given.Array
     if _ARRAY_PARTS[name][1] is None:  # a module
-        return _without_numpy.module(f"jax.{name}")
+        return given.module(f"jax.{name}")
     if name in ("grad", "value_and_grad"):
-        return _without_numpy.needs_numpy_gradient(f"jax.{name}")
-    return _without_numpy.needs_numpy(f"jax.{name}")
+        return given.needs_numpy_gradient(f"jax.{name}")
+    return given.needs_numpy(f"jax.{name}")
 
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_ARRAY_PARTS))
 
 
-if not _without_numpy.ALLOWED["on"]:  # outside the browser kernel, the Lite engine needs numpy and autograd
+if _stand_ins() is None:  # with no stand-ins given (outside the browser kernel), the engine needs numpy and autograd
     importlib.import_module(".numpy", __name__)
     importlib.import_module("._autodiff", __name__)
 

@@ -49,7 +49,7 @@ def missing(module: str, attr: str, present: list[str]) -> NotInLiteEngine:
     and what works instead (a close name the engine has, or the list of them)."""
     import difflib
 
-    short = module.replace("pytree_lab.compat.jax", "jax")
+    short = module.removeprefix("pytree_lab_lite.")
     where = (
         f"{short}.{attr} is not in the pytree-lab Lite engine, the part of JAX that runs in this browser "
         "kernel (JAX itself cannot run in the browser); in a regular Jupyter kernel with JAX it works if JAX has it."

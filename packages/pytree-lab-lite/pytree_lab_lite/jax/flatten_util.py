@@ -8,7 +8,7 @@ from typing import Any
 import autograd.numpy as _anp
 import numpy as _np
 
-from ..tree_util import tree_flatten, tree_unflatten
+from ..tree_util import tree_flatten as _tree_flatten, tree_unflatten as _tree_unflatten
 from . import numpy as _jnp
 
 
@@ -20,7 +20,7 @@ def ravel_pytree(pytree: Any) -> tuple[Any, Callable[[Any], Any]]:
     when they shared one, it casts nothing (unravel(flat * 2.5) of int leaves gives floats).
     Both directions work inside `grad`.
     """
-    leaves, treedef = tree_flatten(pytree)
+    leaves, treedef = _tree_flatten(pytree)
     leaves = [_jnp.asarray(leaf) for leaf in leaves]
     shapes = [_np.shape(leaf) for leaf in leaves]
     dtypes = [leaf.dtype for leaf in leaves]
@@ -46,6 +46,6 @@ def ravel_pytree(pytree: Any) -> tuple[Any, Callable[[Any], Any]]:
                 piece = piece.astype(dtype)
             pieces.append(piece)
             start += size
-        return tree_unflatten(treedef, pieces)
+        return _tree_unflatten(treedef, pieces)
 
     return flat, unravel

@@ -11,18 +11,14 @@ still be built, described and drawn. An `Array` refuses arithmetic with the same
 from __future__ import annotations
 
 import math
-import sys
 import types
 from collections.abc import Iterable
 from typing import Any
 
 __all__ = ["NumpyUnavailable", "module", "needs_numpy"]
 
-# Why numpy is missing, as the setup cell found out (set by pytree_lab.compat.lite_kernel).
+# Why numpy is missing, as the setup cell found out (set by pytree_lab_site.lite_kernel).
 REASON = {"text": "numpy could not be loaded in this kernel"}
-# Stand-ins are for the browser kernel only: in a regular kernel without numpy, importing the
-# Lite engine fails as before (`pip install` is the answer there, not a tree-only engine).
-ALLOWED = {"on": sys.platform == "emscripten"}
 
 
 class NumpyUnavailable(ModuleNotFoundError):
@@ -57,7 +53,7 @@ def needs_numpy_gradient(what: str) -> Any:
         positions = (argnums,) if isinstance(argnums, int) else tuple(argnums)
 
         def transformed(*args: Any, **kwargs: Any) -> Any:
-            from . import tree_util
+            from pytree_lab_lite import tree_util
 
             chosen = tuple(args[i] for i in positions if i < len(args))
             for leaf in tree_util.tree_leaves(chosen):
