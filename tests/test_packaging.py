@@ -103,6 +103,29 @@ def test_requirements_have_floors_and_no_caps(metadata):
     ]
 
 
+def test_the_wheel_ships_neither_the_lite_engine_nor_the_site_glue(wheel, metadata, dist):
+    """The Lite engine is its own distribution (packages/pytree-lab-lite) and the JupyterLite
+    kernel's glue the site's (lite_build/kernel): `pip install "pytree-lab[jax]"` brings neither,
+    and nothing in the library imports them (it finds the engine by name only where JAX is missing)."""
+    names = wheel.namelist()
+    assert not [n for n in names if n.startswith(("pytree_lab/compat/", "pytree_lab_lite/", "pytree_lab_site/"))]
+    assert not [n for n in names if re.search(r"lite_kernel|lite_updates|_without_numpy", n)]
+    reqs = [Requirement(r) for r in metadata.get_all("Requires-Dist")]
+    assert not [
+        r
+        for r in reqs
+        if r.name in ("pytree-lab-lite", "pytree-lab-site", "autograd")
+        and not (r.marker and r.marker.evaluate({"extra": "dev"}) and not r.marker.evaluate({"extra": "jax"}))
+    ]
+    sdist = next(dist.glob("*.tar.gz"))
+    with tarfile.open(sdist) as tar:
+        assert not [n for n in tar.getnames() if "/compat/" in n or "pytree_lab_lite" in n or "pytree_lab_site" in n]
+    for path in (REPO / "widgets" / "pytree_lab").rglob("*.py"):
+        source = path.read_text(encoding="utf-8")
+        imports = re.findall(r"^\s*(?:from|import)\s+(pytree_lab_\w+|\.+compat)\b", source, re.M)
+        assert not imports, f"{path.relative_to(REPO)} imports {imports}"
+
+
 def test_sdist_has_license_changelog_and_metadata(dist):
     (sdist,) = dist.glob("*.tar.gz")
     root = f"pytree_lab-{VERSION}"
