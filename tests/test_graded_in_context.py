@@ -298,3 +298,32 @@ except MemoryError:
         grader.close()
     assert verdict.share == 1.0, verdict.lines  # each case ran, and was refused the network and the 20 GB
     assert not reached
+
+
+def test_code_that_swallows_every_stop_or_waits_costs_only_its_own_exercise(tmp_path, monkeypatch):
+    """A loop that catches every stop is ended by the system (its CPU limit) and one that sleeps
+    by the grader (no answer, no CPU time): each scores 0, and the notebook is graded on without
+    that cell (the repair after them is right)."""
+    monkeypatch.chdir(tmp_path)
+    swallow = "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass"
+    cells = lesson_cells("squared_norm", swallow)
+    at = next(i for i, c in enumerate(cells) if c["exercise"] == "nested_scale_grad")
+    cells[at] = {
+        "code": "%%exercise nested_scale_grad\nimport time\nwhile True:\n    try:\n        time.sleep(1)\n"
+        "    except BaseException:\n        pass",
+        "exercise": "nested_scale_grad",
+    }
+    at = next(i for i, c in enumerate(cells) if c["exercise"] == "repair_update")
+    cells[at] = {"code": "%%exercise repair_update\n" + REPAIR, "exercise": "repair_update"}
+    seeds = {"squared_norm": 1, "nested_scale_grad": 2, "repair_update": 3}
+    verdicts = autograde.grade_notebook(cells, seeds, per_cell=2.0, per_case=2.0, stall=15.0)
+    for exercise_id in ("squared_norm", "nested_scale_grad"):
+        verdict = verdicts[exercise_id]
+        assert (verdict.share, verdict.regrade) == (0.0, False), verdict
+        assert all(
+            line.endswith(
+                ("never finished (it crashed, or ran or waited past its budget): 0.", "ran past its time budget: 0.")
+            )
+            for line in verdict.lines
+        ), verdict.lines
+    assert verdicts["repair_update"].share == 1.0, verdicts["repair_update"].lines

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
 CELL_BUDGET = 60.0  # seconds of the notebook's own code per cell
@@ -46,33 +50,54 @@ def _failed(run) -> dict:
     return {"error": type(run.error).__name__ if run.error is not None else "", "timed_out": run.timed_out}
 
 
-def grade_cell(exercise_id: str, cases: list, shell, budget: float = CASE_BUDGET) -> list[dict]:
-    """One result per case for the exercise cell that just ran in `shell`."""
+def grade_cell(exercise_id: str, cases: list, shell, budget: float = CASE_BUDGET) -> Iterator[dict]:
+    """One result per case for the exercise cell that just ran in `shell`, each as it is known."""
     from ..exercises import Case, CheckContext, last_run, run_guarded
     from .catalogue import EXERCISES
     from .exercises.reruns import rerun_at
 
     ex = EXERCISES[exercise_id]
     declared = [Case("", {}, names=_arrays(c.get("names", {})), args=tuple(_arrays(c.get("args", [])))) for c in cases]
-    results = []
     for case in declared:
+        _cap(budget)
         if ex.answer_kind == "function":
             run = run_guarded(shell.user_ns.get(ex.answer_names[0]), *case.args, budget=budget, once_stuck=True)
-            results.append({"answers": {ex.answer_names[0]: _plain(run.value)}} if run.ok else _failed(run))
+            yield {"answers": {ex.answer_names[0]: _plain(run.value)}} if run.ok else _failed(run)
             continue
         rerun = rerun_at(CheckContext(cell=last_run(exercise_id)), case, declared[0], budget)
         if rerun is None:
-            results.append({"error": "", "timed_out": False})
+            yield {"error": "", "timed_out": False}
             continue
         run, ns = rerun
-        results.append({"answers": {n: _plain(ns[n]) for n in ex.answer_names if n in ns}} if run.ok else _failed(run))
-    return results
+        yield {"answers": {n: _plain(ns[n]) for n in ex.answer_names if n in ns}} if run.ok else _failed(run)
+
+
+def _cap(seconds: float) -> None:
+    """The CPU time this process may still use (twice `seconds`, and 30 s for imports and
+    compiles) before the system ends it: code that swallows every stop of the guard ends the run
+    here (the grader goes on without its cell); never past the run's own hard limit."""
+    hard = resource.getrlimit(resource.RLIMIT_CPU)[1]
+    want = int(time.process_time() + 2 * seconds) + 30
+    resource.setrlimit(resource.RLIMIT_CPU, (want if hard == resource.RLIM_INFINITY else min(want, hard), hard))
 
 
 def main() -> None:
     job = json.loads(sys.stdin.read())
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # the notebook's own prints: not where results are read
+    lock = threading.Lock()
+
+    def write(line: dict) -> None:
+        with lock:
+            out.write(json.dumps(line) + "\n")
+            out.flush()
+
+    def beat() -> None:  # the run's CPU time: the grader tells computing (a slow machine) from waiting
+        while True:
+            time.sleep(2.0)
+            write({"beat": time.process_time()})
+
+    threading.Thread(target=beat, daemon=True).start()
     from IPython.core.interactiveshell import InteractiveShell
 
     from .. import course
@@ -81,19 +106,17 @@ def main() -> None:
     shell = InteractiveShell.instance()
     course.setup(shell)
     cell_budget, case_budget = job.get("budgets", (CELL_BUDGET, CASE_BUDGET))
-    out.write("{}\n")
-    out.flush()
-    for cell in job["cells"]:
+    for index, cell in enumerate(job["cells"]):
         exercise_id, code = cell.get("exercise"), cell["code"]
         if exercise_id and not code.lstrip().startswith("%%exercise"):
             code = f"%%exercise {exercise_id}\n{code}"
+        write({"cell": index})
+        _cap(cell_budget)
         run_guarded(shell.run_cell, code, budget=cell_budget)
         if exercise_id in job["cases"]:
-            for index, result in enumerate(grade_cell(exercise_id, job["cases"][exercise_id], shell, case_budget)):
-                out.write(json.dumps({"exercise": exercise_id, "case": index, **result}) + "\n")
-                out.flush()
-    out.write(json.dumps({"done": True}) + "\n")
-    out.flush()
+            for case, result in enumerate(grade_cell(exercise_id, job["cases"][exercise_id], shell, case_budget)):
+                write({"exercise": exercise_id, "case": case, **result})
+    write({"done": True})
 
 
 if __name__ == "__main__":

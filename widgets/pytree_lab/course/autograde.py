@@ -27,6 +27,7 @@ import contextlib
 import csv
 import dataclasses
 import json
+import logging
 import os
 import pathlib
 import re
@@ -268,20 +269,37 @@ def _job_tree(tree: Any) -> Any:
     return {"array": arr.tolist(), "dtype": str(arr.dtype)}
 
 
-def _run_notebook(job: dict, *, cpu: float = CPU_BUDGET, wall: float = WALL_BUDGET) -> tuple[dict, str]:
-    """One sandboxed `answer_run` process for a notebook: {(exercise, case): result} for the
-    cases it answered, and how it ended: "done", "crashed" (it ended first: the code's doing) or
-    "late" (the clock ran out: the machine's)."""
-    results: dict = {}
-    ending = "late"
-    with tempfile.TemporaryDirectory(prefix="pytree-lab-answer-") as scratch:
+_LOG = logging.getLogger(__name__)
+STALL = 60.0  # seconds of the clock with under 5 % of a core's CPU time used: the code waits (sleep, input)
+RESTARTS = 3  # answer runs after the first, each without the cell where the one before ended
+
+
+@dataclasses.dataclass
+class _Run:
+    """What one answer run said: {(exercise, case): result}, the cell it was in (its index, or
+    None before the first) and how it ended: "done"; "ended" (the code's doing: a crash, its CPU
+    budget, a wait); "late" (the clock ran out: the machine's); "broken" (it ended before any
+    cell: the grader's own environment)."""
+
+    results: dict = dataclasses.field(default_factory=dict)
+    cell: int | None = None
+    ending: str = "late"
+    cpu: float = 0.0
+    stderr: bytes = b""
+
+
+def _run_notebook(job: dict, *, cpu: float = CPU_BUDGET, wall: float = WALL_BUDGET, stall: float = STALL) -> _Run:
+    """One sandboxed `answer_run` process for a notebook, read until it ends, waits (`STALL`)
+    or the clock runs out."""
+    run = _Run()
+    with tempfile.TemporaryDirectory(prefix="pytree-lab-answer-") as scratch, tempfile.TemporaryFile() as errors:
         bwrap = sandbox(scratch, cpu=cpu, env={**os.environ, "JAX_PLATFORMS": "cpu"})
         # the grader's own import path: the answer run imports the very course this grader has
         start = "import json, runpy, sys; "
         start += "sys.path[:] = json.loads(sys.argv[1]); runpy.run_module(sys.argv[2], None, '__main__')"
         cmd = [*bwrap, sys.executable, "-I", "-c", start, json.dumps(sys.path), f"{__package__}.answer_run"]
         proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, start_new_session=True
         )
         try:
             assert proc.stdin is not None and proc.stdout is not None
@@ -290,17 +308,21 @@ def _run_notebook(job: dict, *, cpu: float = CPU_BUDGET, wall: float = WALL_BUDG
             picker = selectors.DefaultSelector()
             picker.register(proc.stdout, selectors.EVENT_READ)
             buffer, deadline = b"", time.monotonic() + wall
-            while ending == "late":
-                left = deadline - time.monotonic()
-                if left <= 0 or not picker.select(timeout=left):
+            moved, moved_cpu = time.monotonic(), 0.0  # when the run last answered, and its CPU time then
+            while run.ending == "late" and (now := time.monotonic()) < deadline:
+                if now - moved > stall and run.cpu - moved_cpu < 0.05 * (now - moved):
+                    run.ending = "ended"  # the code waits: no answer, and almost no CPU time used
                     break
+                if not picker.select(timeout=min(deadline - now, 1.0)):
+                    continue
                 chunk = os.read(proc.stdout.fileno(), 1 << 16)
                 buffer += chunk
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
-                    ending = _read_line(line, job["cases"], results) or ending
-                if not chunk and ending == "late":
-                    ending = "crashed"
+                    if _read_line(line, job["cases"], run):
+                        moved, moved_cpu = time.monotonic(), run.cpu
+                if not chunk and run.ending == "late":
+                    run.ending = "ended" if run.cell is not None else "broken"
         finally:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -308,28 +330,38 @@ def _run_notebook(job: dict, *, cpu: float = CPU_BUDGET, wall: float = WALL_BUDG
             for pipe in (proc.stdin, proc.stdout):  # closed here, whatever ended the reading
                 if pipe is not None:
                     pipe.close()
-    return results, ending
+            errors.seek(max(0, errors.seek(0, 2) - 2000))
+            run.stderr = errors.read()
+    return run
 
 
-def _read_line(line: bytes, cases: dict, results: dict) -> str | None:
-    """Keeps one result line's first answer for its case (numbers and a built-in exception's
-    name only: nothing else a line holds is read); "done" for the run's last line."""
+def _read_line(line: bytes, cases: dict, run: _Run) -> bool:
+    """Reads one line of the answer run: a case's first result (numbers and a built-in
+    exception's name only: nothing else a line holds is read), the cell it starts, its CPU time
+    (a heartbeat), its end. True when the run moved on (anything but a heartbeat)."""
     try:
         got = json.loads(line)
     except ValueError:
-        return None
-    if not isinstance(got, dict) or got.get("done") is True:
-        return "done" if isinstance(got, dict) and got else None
+        return False
+    if not isinstance(got, dict):
+        return False
+    if isinstance(got.get("beat"), (int, float)):
+        run.cpu = float(got["beat"])
+        return False
+    if got.get("done") is True:
+        run.ending = "done"
+    elif isinstance(got.get("cell"), int):
+        run.cell = got["cell"]
     key = (got.get("exercise"), got.get("case"))
-    if key[0] not in cases or not isinstance(key[1], int) or not 0 <= key[1] < len(cases[key[0]]) or key in results:
-        return None
+    if key[0] not in cases or not isinstance(key[1], int) or not 0 <= key[1] < len(cases[key[0]]) or key in run.results:
+        return True
     answers = got.get("answers")
     if isinstance(answers, dict):
-        results[key] = {"answers": answers}
+        run.results[key] = {"answers": answers}
     else:
-        results[key] = {"error": got.get("error") if got.get("error") in _ERRORS else "", "late": False}
-        results[key]["timed_out"] = got.get("timed_out") is True
-    return None
+        error = got.get("error") if got.get("error") in _ERRORS else ""
+        run.results[key] = {"error": error, "timed_out": got.get("timed_out") is True}
+    return True
 
 
 # --------------------------------------------------------------------------- grading
@@ -359,9 +391,13 @@ class Verdict:
 
 def _case_line(case: Case, result: dict | None, ending: str) -> tuple[float | None, str]:
     if result is None:
-        if ending == "late":
-            return None, f"{case.label}: not graded: regrade (the grading machine ran out of time)."
-        return 0.0, f"{case.label}: the run ended before this case (it crashed, or used up its CPU time): 0."
+        if ending in ("late", "broken"):
+            why = "the grading machine ran out of time" if ending == "late" else "the grader's own run failed"
+            return None, f"{case.label}: not graded: regrade ({why})."
+        return (
+            0.0,
+            f"{case.label}: the exercise's code never finished (it crashed, or ran or waited past its budget): 0.",
+        )
     if "answers" not in result:
         why = "ran past its time budget" if result["timed_out"] else f"raised {result['error'] or 'an exception'}"
         return 0.0, f"{case.label}: the code {why}: 0."
@@ -380,25 +416,51 @@ def _cases(ex: Exercise, seed: int):
 
 
 def grade_notebook(
-    cells: list[dict], seeds: dict[str, int], *, per_cell: float = 60.0, per_case: float = 10.0, **budgets: float
+    cells: list[dict],
+    seeds: dict[str, int],
+    *,
+    per_cell: float = 60.0,
+    per_case: float = 10.0,
+    log: logging.Logger = _LOG,
+    **budgets: float,
 ) -> dict[str, Verdict]:
     """Each exercise of `seeds` graded on its declared cases (`Exercise.cases`, drawn from its
     seed) in one sandboxed run of the submitted notebook's code: `cells` are its code cells in
     order ({"code": ..., "exercise": the id of an exercise cell, else None}), test cells left out;
     they run up to the last exercise graded. `per_cell` / `per_case`: seconds of the code's own
-    CPU time per cell and per case; `budgets`: the whole run's `cpu` and `wall` seconds."""
+    CPU time per cell and per case; `budgets`: the whole run's `cpu`, `wall` and `stall` seconds. A cell
+    where the code ended the run (a crash, its CPU budget, a wait) is left out of the next run."""
     declared = {i: list(_cases(EXERCISES[i], seed)) for i, seed in seeds.items()}
     wire = {i: [{"names": _job_tree(c.names), "args": _job_tree(c.args)} for c in cs] for i, cs in declared.items()}
     last = max((n for n, cell in enumerate(cells) if cell.get("exercise") in seeds), default=-1)
-    job = {"cells": cells[: last + 1], "cases": wire, "budgets": (per_cell, per_case)}
-    results, ending = _run_notebook(job, **budgets)
+    job: dict[str, Any] = {"cells": list(cells[: last + 1]), "cases": wire, "budgets": (per_cell, per_case)}
+    results: dict = {}
+    ended: dict[str, str] = {}  # exercise -> how its cell's run ended, where the code ended it
+    ending = "broken"
+    for _ in range(1 + RESTARTS):
+        run = _run_notebook(job, **budgets)
+        results.update(run.results)
+        ending = run.ending
+        if ending in ("done", "late", "broken") or run.cell is None:
+            if ending == "broken":
+                log.error("the answer run failed before the notebook's first cell: %s", run.stderr[-2000:])
+            break
+        # the code ended the run in one cell: the next run goes on without that cell
+        exercise = job["cells"][run.cell].get("exercise")
+        job["cells"][run.cell] = {"code": "", "exercise": None}
+        if exercise in job["cases"]:
+            ended[exercise] = run.ending
+            job["cases"] = {k: v for k, v in job["cases"].items() if k != exercise}
+    else:
+        ending = "ended"
     present = {cell.get("exercise") for cell in cells}
     verdicts = {}
     for exercise_id, cases in declared.items():
         if exercise_id not in present:
             verdicts[exercise_id] = Verdict(0.0, ["no exercise cell in the submission: 0."])
             continue
-        graded = [_case_line(case, results.get((exercise_id, i)), ending) for i, case in enumerate(cases)]
+        how = ended.get(exercise_id, ending if exercise_id in job["cases"] else "ended")
+        graded = [_case_line(case, results.get((exercise_id, i)), how) for i, case in enumerate(cases)]
         shares = [share for share, _ in graded]
         regrade = None in shares
         share = 0.0 if regrade else sum(shares) / len(shares)  # type: ignore[arg-type]
@@ -436,7 +498,7 @@ class IsolatedGrades(NbGraderPreprocessor):
         cells, tests = notebook_cells(nb)
         seeds = {i: seed for i, seed, _ in tests.values() if i in EXERCISES}
         try:
-            verdicts = grade_notebook(cells, seeds, cpu=self.cpu_budget, wall=self.wall_budget)
+            verdicts = grade_notebook(cells, seeds, cpu=self.cpu_budget, wall=self.wall_budget, log=self.log)
         except Exception as exc:  # noqa: BLE001 - the grader failed: every test cell fails with it
             self.log.error("grading failed: %s", exc)
             verdicts = {}
