@@ -153,3 +153,110 @@ function watchKernel(model, el) {
     notice?.remove();
   };
 }
+
+// Grids of values (diagram.js valueGrid, calculation.py grid_html): a grid narrower than its
+// values first takes a narrower number format (3, then 2 significant digits; each value's full
+// text in its title), and cut still, scrolls sideways: focusable then, named by its aria-label,
+// the arrows (Home, End, Page Up/Down) scroll it a column at a time. Under every grid, a line
+// says its shape (`2×8`), the digits shown when narrowed, and how many columns are out of sight.
+
+/** A grid's shape from its rows: a matrix's, or its slices' (`[1,2,:,:]`) before it. @param {Element} grid */
+function gridShape(grid) {
+  const rows = grid.querySelectorAll(":scope > .ptl-grid-row");
+  const slices = grid.querySelectorAll(":scope > .ptl-grid-slice");
+  const cols = rows.length ? rows[0].children.length : 0;
+  if (!slices.length) return [rows.length, cols];
+  const last = (slices[slices.length - 1].textContent || "").replace(/[[\]\s]/g, "").split(",");
+  const lead = last.filter((t) => t !== ":").map((t) => Number(t) + 1);
+  return [...lead, Math.round(rows.length / slices.length), cols];
+}
+
+/** A number's text in at most `digits` significant digits, where that is shorter. @param {string} text @param {number} digits */
+function narrowNumber(text, digits) {
+  const x = Number(text);
+  if (!/^-?[\d.]+(e[-+]?\d+)?$/.test(text) || !Number.isFinite(x)) return text;
+  const plain = String(Number(x.toPrecision(digits)));
+  const exp = x.toExponential(digits - 1).replace(/\.?0*e\+?/, "e");
+  const best = plain.length <= exp.length ? plain : exp;
+  return best.length < text.length ? best : text;
+}
+
+/** Every grid under `root` not fitted yet: its shape line, narrower numbers, keys. @param {ParentNode} root */
+function fitGrids(root) {
+  for (const grid of root.querySelectorAll(".ptl-grid:not([data-ptl-fit])")) {
+    if (!(grid instanceof HTMLElement)) continue;
+    grid.dataset.ptlFit = "1";
+    const box = h("span", "ptl-grid-box");
+    const note = h("span", "ptl-grid-note");
+    grid.replaceWith(box);
+    box.append(grid, note);
+    const cells = /** @type {HTMLElement[]} */ ([...grid.querySelectorAll(".ptl-grid-cell")]);
+    const texts = cells.map((c) => c.textContent || "");
+    const chars = grid.style.getPropertyValue("--ptl-grid-ch");
+    const shape = gridShape(grid).join("×");
+    let digits = 0;
+    let width = -1;
+    const cut = () => grid.scrollWidth > grid.clientWidth + 1;
+    const show = (/** @type {number} */ d) => {
+      const shown = d ? texts.map((t) => narrowNumber(t, d)) : texts;
+      cells.forEach((c, k) => {
+        c.textContent = shown[k];
+        if (d && shown[k] !== texts[k]) c.title = texts[k];
+        else c.removeAttribute("title");
+      });
+      grid.style.setProperty("--ptl-grid-ch", d ? String(Math.max(1, ...shown.map((t) => t.length))) : chars);
+      digits = d && shown.some((t, k) => t !== texts[k]) ? d : 0;
+    };
+    const tell = () => {
+      const g = grid.getBoundingClientRect();
+      const left = g.left + grid.clientLeft;
+      const right = left + grid.clientWidth;
+      let before = 0;
+      let after = 0;
+      for (const c of grid.querySelector(":scope > .ptl-grid-row")?.children || []) {
+        const r = c.getBoundingClientRect();
+        if (r.right > right + 0.5) after++;
+        else if (r.left < left - 0.5) before++;
+      }
+      const plural = (/** @type {number} */ n) => `${n} more column${n === 1 ? "" : "s"}`;
+      const more = after ? `${plural(after)} →` : before ? `← ${plural(before)}` : "";
+      note.textContent = [shape, digits ? `${digits} digits` : "", more].filter(Boolean).join(" · ");
+    };
+    const fit = () => {
+      const now = box.parentElement?.clientWidth ?? 0;
+      if (!grid.isConnected || Math.abs(now - width) < 1) return;
+      width = now;
+      show(0);
+      if (cut()) show(3);
+      if (cut()) show(2);
+      if (cut()) show(3);
+      const scrolls = cut();
+      if (scrolls) grid.tabIndex = 0;
+      else grid.removeAttribute("tabindex");
+      tell();
+    };
+    grid.addEventListener("scroll", tell, { passive: true });
+    grid.addEventListener("keydown", (e) => {
+      if (grid.tabIndex < 0 || e.altKey || e.ctrlKey || e.metaKey) return;
+      const column = (cells[0]?.getBoundingClientRect().width || 40) + parseFloat(getComputedStyle(cells[0]?.parentElement || grid).columnGap || "0");
+      /** @type {Record<string, number>} */
+      const by = { ArrowRight: column, ArrowLeft: -column, PageDown: grid.clientWidth, PageUp: -grid.clientWidth,
+        End: grid.scrollWidth, Home: -grid.scrollWidth };
+      if (!(e.key in by)) return;
+      grid.scrollBy({ left: by[e.key] });
+      e.preventDefault();
+      e.stopPropagation();
+    });
+    note.textContent = shape;
+    /** @type {any} */ (grid).ptlFit = fit;
+    if (grid.isConnected) fit();
+    // one observer per module: a cell or column that changes width fits the grids in it again
+    GRID_OBSERVER ||= new ResizeObserver((entries) => {
+      for (const { target } of entries)
+        for (const g of target.querySelectorAll(".ptl-grid[data-ptl-fit]")) /** @type {any} */ (g).ptlFit?.();
+    });
+    GRID_OBSERVER.observe(box.parentElement || box);
+  }
+}
+/** @type {ResizeObserver | null} */
+let GRID_OBSERVER = null;

@@ -59,6 +59,7 @@ function render({ model, el }) {
     for (const details of root.querySelectorAll("details")) {
       if (open.has(summaryKey(details))) details.open = true;
     }
+    fitGrids(root); // each grid's shape, narrower numbers, keys (static/_shared.js)
     for (const grid of root.querySelectorAll(".ptl-grid")) {
       const left = scrolled.get(grid.getAttribute("aria-label") ?? "");
       if (left) grid.scrollLeft = left;

@@ -272,6 +272,7 @@ function makeTree({ model, label, columns, rows, counts, className, folded: hidd
       td.append(valueGrid(cell.g, `${td.dataset.column || ""} ${r.p || r.l}`.trim(), chars));
     }
     else if (cell.v !== undefined && cell.v !== "") td.append(h("span", "ptl-val", cell.v));
+    if (cell.g) fitGrids(td); // its shape under it, narrower numbers, keys (static/_shared.js)
     if (cell.nd) td.append(h("span", "ptl-nd", "not differentiable"));
     if (cell.i !== undefined) {
       const badge = h("span", "ptl-idx", `#${cell.i}`);
