@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 
 import jax
 import jax.numpy as jnp
@@ -291,9 +292,16 @@ def test_ticks_are_unique_and_cut_in_the_middle():
     ]
     # whole keys go from the middle: the block and the layer's own name both stay (27 characters:
     # at 26, `blocks[0]/…/kernel[0,1]` would be both)
-    assert fit_ticks(["blocks[0]/mlp/fc1/kernel[0,1]", "blocks[0]/mlp/fc2/kernel[0,1]"]) == [
+    two_blocks = ["blocks[0]/mlp/fc1/kernel[0,1]", "blocks[0]/mlp/fc2/kernel[0,1]", "blocks[1]/mlp/fc1/kernel[0,1]"]
+    assert fit_ticks(two_blocks) == [
         "blocks[0]/…/fc1/kernel[0,1]",
         "blocks[0]/…/fc2/kernel[0,1]",
+        "blocks[1]/…/fc1/kernel[0,1]",
+    ]
+    # keys every tick shares go first where the ticks would be cut (issue 44): one block's two layers
+    assert fit_ticks(["blocks[0]/mlp/fc1/kernel[0,1]", "blocks[0]/mlp/fc2/kernel[0,1]"]) == [
+        "mlp/fc1/kernel[0,1]",
+        "mlp/fc2/kernel[0,1]",
     ]
     # cuts that would make two labels one keep both whole
     same_end = ["first_very_long_module_name_x/kernel[0,0]", "first_very_long_module_name_y/kernel[0,0]"]
@@ -439,3 +447,78 @@ def test_loss_line_ticks_are_whole_steps_at_every_length():
         t = list(chart.x_axis.tick_values)
         assert t and _integers(t) and t[0] == 0 and len(t) <= 11, (n, t)
         assert len(chart.point.x) == (1 if n else 0)
+
+
+def flax_params():
+    """A flax.linen MLP's params as flax writes them: {"params": {"Dense_0": {"kernel", "bias"}, ...}}."""
+    keys = jax.random.split(jax.random.PRNGKey(2), 3)
+    sizes = [(2, 8), (8, 8), (8, 1)]
+    layers = {
+        f"Dense_{i}": {"kernel": jax.random.normal(k, s) * 0.5, "bias": jnp.full(s[1], 0.1)}
+        for i, (k, s) in enumerate(zip(keys, sizes))
+    }
+    return {"params": layers}
+
+
+def flax_loss(variables, x):
+    h = x
+    for i in range(3):
+        layer = variables["params"][f"Dense_{i}"]
+        h = h @ layer["kernel"] + layer["bias"]
+        h = jnp.tanh(h) if i < 2 else h
+    return jnp.mean((h[:, 0] - Y) ** 2)
+
+
+@mlp_broadcasts
+def test_flax_labels_keep_the_layer_that_tells_them_apart():
+    """Issue 44: every visible slider read `params/…/kernel[0,0]` (the cut dropped `Dense_2`)."""
+    last = ["params/Dense_0/kernel[0,0]", "params/Dense_1/kernel[0,0]", "params/Dense_2/kernel[0,0]"]
+    ex = StepExplorer(flax_loss, flax_params(), {"x": X}, 0.1, sliders=[*last, "params/Dense_2/bias[0]"])
+    try:
+        shown_labels = [s.description for s in ex.sliders.values()]
+        # the shared `params/` goes before the layer's name; nothing is cut, no two alike
+        assert shown_labels == ["Dense_0/kernel[0,0]", "Dense_1/kernel[0,0]", "Dense_2/kernel[0,0]", "Dense_2/bias[0]"]
+        assert ex.sliders["params/Dense_2/kernel[0,0]"].path == "params['params']['Dense_2']['kernel'][0,0]"
+    finally:
+        ex.close()
+    ex = StepExplorer(flax_loss, flax_params(), {"x": X}, 0.1)  # the default sliders and bars
+    try:
+        described = [s.description for label, s in ex.sliders.items() if label != "learning_rate"]
+        assert len(described) >= 8 and len(set(described)) == len(described), described
+        # one form for all: each the layer, the leaf and the element, none cut, none with `params/`
+        assert all(re.fullmatch(r"Dense_\d/(kernel|bias)\[[\d,]+\]", d) for d in described), described
+        labels = ticks(ex)  # 26 characters fit the ticks: `params/` stays there
+        assert len(set(labels)) == len(labels) and all(
+            re.fullmatch(r"params/Dense_\d/(kernel|bias)\[[\d,]+\]", t) for t in labels
+        ), labels
+    finally:
+        ex.close()
+
+
+@mlp_broadcasts
+def test_equinox_mlp_labels_are_whole_and_distinct():
+    eqx = pytest.importorskip("equinox")
+    model = eqx.nn.MLP(2, 1, width_size=8, depth=2, key=jax.random.PRNGKey(0))
+    params, static = eqx.partition(model, eqx.is_inexact_array)
+
+    def loss(p, x):
+        return jnp.mean((jax.vmap(eqx.combine(p, static))(x)[:, 0] - Y) ** 2)
+
+    ex = StepExplorer(
+        loss,
+        params,
+        {"x": X},
+        0.1,
+        sliders=["layers[0]/weight[0,0]", "layers[1]/weight[0,0]", "layers[2]/weight[0,0]", "layers[2]/bias[0]"],
+    )
+    try:
+        assert [s.description for s in ex.sliders.values()] == [
+            "layers[0]/weight[0,0]",
+            "layers[1]/weight[0,0]",
+            "layers[2]/weight[0,0]",
+            "layers[2]/bias[0]",
+        ]
+        labels = ticks(ex)
+        assert len(set(labels)) == len(labels) and all("…" not in t for t in labels), labels
+    finally:
+        ex.close()

@@ -111,8 +111,8 @@ def test_flax_style_labels_keep_their_layer():
     )
     try:
         shown = [s.description for label, s in ex.sliders.items() if label != "learning_rate"]
-        # 26 characters: the only cut that fits (params/…/kernel[0,0]) reads alike for both, so whole
-        assert shown == ["params/Dense_0/kernel[0,0]", "params/Dense_1/kernel[0,0]"]
+        # 26 characters: the shared `params/` goes first (issue 44), the layer and element stay whole
+        assert shown == ["Dense_0/kernel[0,0]", "Dense_1/kernel[0,0]"]
     finally:
         ex.close()
 

@@ -258,22 +258,27 @@ def elide(label: str, limit: int) -> str:
 
 
 def short_labels(labels: list[str], limit: int = 24) -> list[str]:
-    """`elide` of each label, made longer where two would read the same (`Dense_0/…/kernel[0,0]`
-    beside `Dense_1/…/kernel[0,0]`): no two labels on one screen alike. A label given twice
-    gets its position (`w #3`)."""
+    """`elide` of each label, no two on one screen alike, all cut to one length: the leading keys
+    every label of three or more keys shares are dropped first where they would be cut, as many
+    as make them fit, up to a layer's name (`params/Dense_2/kernel[0,0]` beside
+    `params/Dense_0/bias[0]`: `Dense_2/kernel[0,0]`), then
+    where two would read the same (`Dense_0/…/kernel[0,0]`, `Dense_1/…/kernel[0,0]`) every cut
+    grows until none do. A label given twice gets its position (`w #3`)."""
     seen = Counter(labels)
     names = [f"{t} #{i}" if seen[t] > 1 else t for i, t in enumerate(labels)]
-    out = {name: elide(name, limit) for name in names}
+    keys = [name.split("/") for name in names if name.count("/") >= 2]
+    common = min((len(k) - 2 for k in keys), default=0)
+    common = next((j for j in range(common) if len({k[j] for k in keys}) > 1), common)
+    # as few as make the longest fit (all it shares where none do): one cut for every label
+    drop = next((j for j in range(common) if max(len("/".join(k[j:])) for k in keys) <= limit), common)
+    shorter = ["/".join(name.split("/")[drop:]) if name.count("/") >= 2 else name for name in names]
+    names = shorter if len(set(shorter)) == len(names) else names
     longest = max(map(len, names), default=0)
-    while limit < longest:
-        counts = Counter(out.values())
-        clashing = [name for name in names if counts[out[name]] > 1 and out[name] != name]
-        if not clashing:
-            break
+    out = [elide(name, limit) for name in names]
+    while limit < longest and len(set(out)) < len(out):
         limit += 1
-        out.update({name: elide(name, limit) for name in clashing})
-    counts = Counter(out.values())
-    return [out[name] if counts[out[name]] == 1 else name for name in names]
+        out = [elide(name, limit) for name in names]
+    return out if len(set(out)) == len(out) else names
 
 
 def clip(text: str, limit: int) -> str:
