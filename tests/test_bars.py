@@ -372,14 +372,22 @@ def transformer():
 @transformer_broadcasts
 def test_transformer_default_bars_and_a_selected_output_layer(transformer):
     ex = transformer
-    slid = [el.path for el, _ in ex.param_sliders]
-    emb = element_paths("['embedding']", (VOCAB, D))
-    assert slid == emb[:23] and shown(ex) == emb[:24]  # 23 sliders beside the learning rate, one more bar
-    ex.selected_path = "['out']['w']"
-    out_w = element_paths("['out']['w']", (D, VOCAB))
-    assert shown(ex) == out_w[:24]  # a leaf of 24 values fills the chart
-    assert "out/w" in ex.chart_view.note and "24 values" in ex.chart_view.note
-    assert sorted(ex.chart_view.bars.selected) == list(range(24))
+    # 23 sliders beside the learning rate, spread over the 21 kinds of leaves (issue 44: all 23 sat
+    # in the embedding): one element of each of block_0's 16 leaves, the embedding, ln_f's two,
+    # out's two, then block_1's first two; each with a gradient that is not zero here
+    slid = [el for el, _ in ex.param_sliders]
+    leaves = [el.leaf.path for el in slid]
+    assert len(slid) == 23 and len(set(leaves)) == 23
+    block_0 = [leaf for leaf in leaves if leaf.startswith("['block_0']")]
+    assert len(block_0) == 16 and "['block_1']['ln1']['scale']" in leaves and "['block_1']['ln1']['bias']" in leaves
+    assert {"['embedding']", "['ln_f']['scale']", "['ln_f']['bias']", "['out']['w']", "['out']['b']"} <= set(leaves)
+    grads = jax.tree.leaves(ex.result.grads)
+    assert all(float(np.ravel(grads[el.flat_index])[el.position]) != 0.0 for el in slid)
+    assert [str(el.path) for el in slid] == shown(ex)[:23] and len(shown(ex)) == 24  # the bars: these, one more
+    assert "23 parameter elements from 23 leaves" in ex.text()
+    before = shown(ex)
+    ex.selected_path = "['out']['w']"  # it has a bar already: the bars stay (a click on a bar never moves them)
+    assert shown(ex) == before
     # a container of 16 leaves and 172 values (norms 2 x 8, attention 4 x 20, mlp 32 + 8 + 32 + 4)
     ex.selected_path = "['block_1']"
     assert shown(ex) == element_paths("['block_1']['ln1']['scale']", (D,)) + element_paths(

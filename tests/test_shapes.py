@@ -199,6 +199,12 @@ def test_default_sliders_and_bars_skip_rows_the_batch_does_not_use():
         bars = [el.label for el in ex.views["ChartView"].elements]
         assert bars[:9] == expected and len(bars) == 24
         assert not any(b.startswith(("embedding[0,", "embedding[1,", "embedding[4,", "embedding[5,")) for b in bars)
+        # the worked calculation opens on the embedding's first row with a gradient, not row 0's zeros
+        row = next(r for r in ex.calculation.rows() if r.what.startswith("∂L/∂embedding"))
+        assert row.what == "∂L/∂embedding[2,:]"
+        np.testing.assert_allclose([float(v) for v in row.value.strip("[]").split(", ")], grads["embedding"][2], 1e-3)
+        update = next(r for r in ex.calculation.rows() if r.section == "update" and r.path == "['embedding']")
+        assert update.what.startswith("embedding[2,:] − ")
         before = ex.result.loss
         ex.sliders["embedding[2,0]"].value = ex.sliders["embedding[2,0]"].value + 0.5
         assert ex.result.loss != before  # a default slider moves the loss

@@ -15,7 +15,7 @@ from typing import Any
 import anywidget
 import traitlets
 
-from .formatting import fmt_number, fmt_value, grid_lines, is_slice_label
+from .formatting import GRID_MAX, HEAD, fmt_number, fmt_value, grid_lines, index_text, is_slice_label
 from .page import PageIntents, static_asset, synced
 from .step import StepResult
 from .tree_model import under
@@ -119,9 +119,10 @@ class WorkedCalculation(PageIntents, TextForm, anywidget.AnyWidget):
         self._leaf_count = len(leaves)
         self.focus = first.path if first is not None else ""
         grads, updated, before = (eng.tree_leaves(t) for t in (r.grads, r.updated, r.params))
+        part = {leaf.index: nonzero_part(grads[leaf.index]) for leaf in shown}  # (suffix, take)
         for leaf in shown:
-            name = path_label(leaf.path)
-            add("backward", f"∂L/∂{name}", grads[leaf.index], leaf.path)
+            name = path_label(leaf.path) + part[leaf.index][0]
+            add("backward", f"∂L/∂{name}", part[leaf.index][1](grads[leaf.index]), leaf.path)
         if hidden > 0:
             rows.append(CalcRow("backward", f"… {hidden} more leaves", "in the diagram's grads column"))
         lr = fmt_number(r.learning_rate)
@@ -131,12 +132,12 @@ class WorkedCalculation(PageIntents, TextForm, anywidget.AnyWidget):
             rows.extend(self.optimizer_rows(r, shown, self._selected))
         steps = eng.tree_leaves(updates) if by_optimizer else grads
         for leaf in shown:
-            name = path_label(leaf.path)
-            p, d = (fmt_value(t[leaf.index])[0] for t in (before, steps))
+            name, take = path_label(leaf.path) + part[leaf.index][0], part[leaf.index][1]
+            p, d = (fmt_value(take(t[leaf.index]))[0] for t in (before, steps))
             d = f"({d})" if d.startswith("-") else d
             short = f"{name} + update" if by_optimizer else f"{name} − {lr}·∂L/∂{name}"
             what = f"{short} = {p} + {d}" if by_optimizer else f"{short} = {p} − {lr}·{d}"
-            add("update", what, updated[leaf.index], leaf.path, short)
+            add("update", what, take(updated[leaf.index]), leaf.path, short)
         if hidden > 0:
             rows.append(CalcRow("update", f"… {hidden} more leaves", "in the diagram's updated column"))
         if "new_prediction" in x:
@@ -193,6 +194,23 @@ class WorkedCalculation(PageIntents, TextForm, anywidget.AnyWidget):
             lines.append(f"{head:<9} {r.what:<{width}}  {values[0]}")
             lines.extend(f"{'':<9} {'':<{width}}  {v}" for v in values[1:])
         return "\n".join(lines)
+
+
+def nonzero_part(grad: Any) -> tuple[str, Any]:
+    """A leaf too big to show whole whose first values have a zero gradient (an embedding's rows
+    the batch does not use) is shown by its part that has one: a matrix's first such row
+    (`[2,:]`), a vector's values from the first such one (`[40:48]`); else ("", the whole)."""
+    import numpy as np
+
+    g = np.asarray(grad)
+    rows = g.reshape(-1, g.shape[-1]) if g.ndim >= 2 else g.reshape(-1, 1)
+    hit: Any = np.flatnonzero(np.any(rows != 0, axis=1)) if g.size > GRID_MAX else []
+    k = int(hit[0]) if len(hit) else 0
+    if k < (HEAD if g.ndim < 2 else 1):
+        return "", lambda a: a
+    if g.ndim < 2:
+        return f"[{k}:{min(k + HEAD, g.size)}]", lambda a: np.asarray(a)[k : k + HEAD]
+    return f"[{index_text(k, g.shape[:-1])},:]", lambda a: np.asarray(a).reshape(-1, g.shape[-1])[k]
 
 
 def focus_leaf(leaves: list, selected: str) -> Any:

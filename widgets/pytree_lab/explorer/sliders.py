@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -75,6 +76,37 @@ def elements(
     `moving` (leaf index -> flat positions): only those positions (`moving_positions`)."""
     floats = (leaf for leaf in walk_leaves(summary) if leaf.differentiable and keep(leaf))
     return elements_of(floats, tree, limit, moving)
+
+
+def _kind(leaf: Leaf) -> tuple:
+    """A leaf's kind: its path without its layers' numbers (`attn/q/w` of every `block_i`)."""
+    return tuple(
+        key for key in re.sub(r"\[\d+\]", "", path_label(leaf.path)).split("/") if not re.search(r"_\d+$", key)
+    )
+
+
+def _kinds(els: Iterable[Element]) -> set:
+    return {_kind(el.leaf) for el in els}
+
+
+def spread(summary: TreeSummary, limit: int, moving: dict[int, Any] | None) -> list[Element]:
+    """At most `limit` parameter elements spread over the kinds of leaves (`_kind`): the first leaf
+    of each kind, then the second of each, ..., one element of each leaf a round, only those whose
+    gradient is not zero where `moving` says (sliders.moving_positions); in display order."""
+    floats = [leaf for leaf in walk_leaves(summary) if leaf.differentiable]
+    seen: Counter = Counter()
+    order = []
+    for k, leaf in enumerate(floats):
+        seen[_kind(leaf)] += 1
+        order.append((seen[_kind(leaf)], k, leaf))
+    order.sort(key=lambda t: t[:2])
+    pools = [range(leaf.size) if moving is None else moving.get(leaf.index, ()) for *_, leaf in order]
+    picked: list[tuple] = []
+    for r in itertools.count():
+        picked += [(k, pool[r], leaf) for (_, k, leaf), pool in zip(order, pools) if r < len(pool)]
+        if len(picked) >= limit or r >= max(map(len, pools), default=0):
+            break
+    return [Element("params", leaf, pos) for k, pos, leaf in sorted(picked[:limit], key=lambda t: t[:2])]
 
 
 def moving_positions(eng: Any, grads: Any) -> dict[int, list[int]]:
@@ -270,7 +302,7 @@ def plan(session: Any, chosen: Iterable[str] | None, max_sliders: int) -> tuple[
     params, inputs, rate, moving = session.param_summary, session.input_summary, session.learning_rate, session.moving
     if not isinstance(max_sliders, int) or max_sliders < 0:
         raise ValueError(f"max_sliders must be a whole number of 0 or more, not {max_sliders!r}.")
-    notes, passed_over = [], False
+    notes, passed_over, spread_out = [], False, False
     if chosen is None:
         input_els = elements(inputs, "inputs", max_sliders, small_input)
         param_els = elements(params, "params", max_sliders)
@@ -278,6 +310,11 @@ def plan(session: Any, chosen: Iterable[str] | None, max_sliders: int) -> tuple[
             live = elements(params, "params", max_sliders, moving=moving)
             passed_over = [_key(el) for el in live] != [_key(el) for el in param_els]
             param_els = live if live else param_els
+            room = max(max_sliders - len(input_els) - bool(session.rate_slides), 0)
+            if _kinds(param_els[:room]) != {
+                _kind(leaf) for leaf in walk_leaves(params) if leaf.differentiable
+            }:  # a big model's
+                param_els, passed_over, spread_out = spread(params, room, moving) or param_els, False, True
         want_rate = True
     else:
         input_els, param_els, want_rate = _chosen(chosen, max_sliders, params, inputs)
@@ -300,6 +337,13 @@ def plan(session: Any, chosen: Iterable[str] | None, max_sliders: int) -> tuple[
             f"so moving one changes the loss; {passed:,} elements before them in the tree have a zero gradient "
             "at this point (an embedding's rows the batch does not use, a unit that is off). sliders=[...] and "
             "bars=[...] choose others (docs/explorer.md)."
+        )
+    if spread_out and kept:
+        notes.append(
+            f"The default sliders and bars are {len(kept)} parameter elements from "
+            f"{len({el.flat_index for el in kept})} leaves, spread over the model's kinds of leaves (each "
+            "layer's weights, biases, norms), each with a gradient that is not zero here, so moving one changes "
+            "the loss. sliders=[...] and bars=[...] choose others (docs/explorer.md)."
         )
     labels = [el.label for el in entries if el is not None]
     clash = {lab for lab in labels if labels.count(lab) > 1} | ({LEARNING_RATE} & set(labels))
@@ -327,7 +371,12 @@ def default_bars(slid: Iterable[Element], params: TreeSummary, moving: dict[int,
     """The parameter elements with sliders, then the first others in display order, up to `MAX_BARS`
     (of those in `moving`, whose gradient is not zero, where given: sliders.moving_positions)."""
     out = {_key(el): el for el in slid if el.tree == "params"}
-    for el in elements(params, "params", MAX_BARS + len(out), moving=moving):
+    more = elements(params, "params", MAX_BARS + len(out), moving=moving)
+    if _kinds(list(out.values()) + more) != {
+        _kind(leaf) for leaf in walk_leaves(params) if leaf.differentiable
+    }:  # a big model's
+        more = spread(params, MAX_BARS, moving)  # a superset of its default sliders
+    for el in more:
         out.setdefault(_key(el), el)
     return list(out.values())[:MAX_BARS]
 
