@@ -121,6 +121,15 @@ def test_lesson_cells_without_numpy():
     )
 
 
+def test_import_optax_without_numpy_is_one_line_and_the_lesson_goes_on():
+    """Lesson 01's Adam cell says `import optax` in both kernels: without numpy (no Lite optax
+    either) it gets the one line, not a traceback, and the names it would bind are numpy's absence."""
+    optax_cell, later = run(["import optax\nfrom pytree_lab import StepExplorer", "optax.adam(0.1)"])
+    assert optax_cell["stderr"].count("\n") == 1 and "Traceback" not in optax_cell["stderr"], optax_cell
+    assert optax_cell["stderr"].startswith("optax is not available: numpy could not be downloaded")
+    assert "set by an earlier cell that needed numpy" in later["stderr"], later
+
+
 def test_regular_kernel_without_numpy_still_refuses_the_lite_engine():
     """Outside the browser, no stand-ins: the Lite engine needs numpy, as the README says."""
     code = textwrap.dedent('''

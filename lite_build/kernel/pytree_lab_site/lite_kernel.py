@@ -66,9 +66,10 @@ PROBE_SECONDS = 8.0  # no answer at all from the CDN in this time: treat it as u
 INSTALL_SECONDS = 240.0  # the CDN answered: numpy + pandas (~15 MB) on a slow school network
 ARRAY_PACKAGES = ["numpy", "autograd", "bqplot"]  # bqplot brings pandas
 LOCK_PACKAGES = ["numpy", "pandas"]  # compiled, in Pyodide's lock: loaded by Pyodide itself, first
-NEEDS_NUMPY_MODULES = {"numpy", "pandas", "autograd", "bqplot", "bqscales", "traittypes", "scipy"}
+# (optax is the Lite engine's subset here, installed as `optax` once numpy has arrived)
+NEEDS_NUMPY_MODULES = {"numpy", "pandas", "autograd", "bqplot", "bqscales", "traittypes", "scipy", "optax"}
 # what a cell may import that needs numpy once it runs: it waits for the background load
-WAITS_FOR_NUMPY_MODULES = NEEDS_NUMPY_MODULES | {"jax", "optax"}
+WAITS_FOR_NUMPY_MODULES = NEEDS_NUMPY_MODULES | {"jax"}
 # lazily imported names of pytree_lab that need numpy
 NEEDS_NUMPY_NAMES = ("StepExplorer", "PackedView", "StepResult", "gradient_step")
 # pytree_lab's modules that import numpy (or jax) when they are imported
