@@ -108,11 +108,15 @@ def test_the_views_show_each_optimizers_numbers():
     )
     cmp.step(2)
     assert cmp.diagram.columns == [f"{n} {c}" for n in names for c in ("params", "update")]
-    # the loss lines: one per optimizer, its history, in its own colour, with a legend
+    # the loss lines: one per optimizer, its history, in its own colour; no legend over them (it
+    # covered sgd's line): the table beside the chart is the legend, a swatch of each line's colour
     lines = cmp.loss_chart.lines
     assert [(line.labels, line.colors, line.display_legend) for line in lines] == [
-        ([name], [color], True) for name, color in zip(names, LINE_COLORS)
+        ([name], [color], False) for name, color in zip(names, LINE_COLORS)
     ]
+    assert not cmp.loss_chart.figure.marks[0].display_legend
+    for name, color in zip(names, LINE_COLORS):
+        assert f"background:{color}\"></span> {name}</td>" in cmp.table.value
     for line, name in zip(lines, names):
         assert np.array_equal(line.y, np.asarray(cmp.histories[name])) and np.array_equal(line.x, [0, 1, 2])
         assert f"{name}</td><td class=\"ptl-compare-step\">2</td><td class=\"ptl-compare-loss\">" in cmp.table.value
@@ -181,3 +185,63 @@ def test_wrong_arguments_are_said():
     with pytest.raises(TypeError, match="did you mean 'columns'"):
         OptimizerComparison(mlp_loss, p, i, {"sgd": optax.sgd(0.1)}, column=["update"])
     assert "OptimizerComparison" in pytree_lab.__all__
+
+
+@strict_off
+def test_a_rate_slider_runs_its_optimizer_again_with_that_rate_as_optax_does():
+    """A learning-rate slider per optimizer whose rate slides (a function of the rate, or
+    inject_hyperparams): a move runs that optimizer again from the start, as many steps as it
+    had taken, bit for bit its own optax loop with the new rate; the others stay where they were.
+    A rate fixed inside its optimizer gets no slider, and a line says so. The log-scale box puts
+    every line on one log scale, as the explorer's box does."""
+    opts = {
+        "sgd": lambda lr: optax.sgd(lr),
+        "adam": lambda lr: optax.adam(lr),
+        "injected": optax.inject_hyperparams(optax.adam)(learning_rate=0.05),
+        "momentum": optax.sgd(0.1, momentum=0.9),
+    }
+    cmp = OptimizerComparison(mlp_loss, mlp_params(), {"x": X, "y": Y}, opts, learning_rate={"sgd": 0.1, "adam": 0.05})
+    assert list(cmp.rate_sliders) == ["sgd", "adam", "injected"]
+    assert [cmp.rate_sliders[n].value for n in ("sgd", "adam")] == [0.1, 0.05]
+    assert [s.description for s in cmp.rate_sliders.values()] == ["sgd rate", "adam rate", "injected rate"]
+    side = cmp.children[2].children[1]
+    assert side.children[-1].value.startswith("momentum: the learning rate is fixed inside the optimizer")
+    cmp.step(4)
+    before = {n: list(h) for n, h in cmp.histories.items()}
+    cmp.rate_sliders["sgd"].value = 0.3  # as a move from the page sets it
+    cmp.set_rate("injected", 0.2)  # from Python: the slider follows
+    cmp.rate_sliders["adam"].value = 0.12
+    assert cmp.rate_sliders["injected"].value == pytest.approx(0.2)
+    expected = {
+        "sgd": optax.sgd(0.3),
+        "adam": optax.adam(0.12),
+        "injected": optax.inject_hyperparams(optax.adam)(learning_rate=0.2),
+    }
+    for name, opt in expected.items():
+        losses, points, _, state = hand_loop(opt, 4)
+        assert np.array_equal(np.asarray(cmp.histories[name]), np.asarray(losses, np.float64)), name
+        assert leaves_equal(cmp.opt_states[name], state), name
+        for shown, hand in zip(jax.tree.leaves(cmp.params[name]), jax.tree.leaves(points[-1])):
+            # the rate injected into the state as the step's argument: XLA may fuse its last bits otherwise
+            np.testing.assert_array_max_ulp(np.asarray(shown), np.asarray(hand), maxulp=0 if name != "injected" else 2)
+        assert cmp.histories[name] != before[name]
+    assert list(cmp.histories["momentum"]) == before["momentum"]  # the others stay
+    assert cmp.play_control.step == 4 and "</td><td class=\"ptl-compare-step\">4</td>" in cmp.table.value
+    cmp.step(1)  # on from there with the new rate
+    losses, *_ = hand_loop(optax.sgd(0.3), 5)
+    assert np.array_equal(np.asarray(cmp.histories["sgd"]), np.asarray(losses, np.float64))
+    cmp.reset()  # back to the start, the slid rate kept
+    assert cmp.rate_sliders["sgd"].value == 0.3 and len(cmp.histories["sgd"]) == 1
+    with pytest.raises(ValueError, match="keeps its learning rate inside it"):
+        cmp.set_rate("momentum", 0.2)
+    # the log-scale box: every line on the one log scale while every loss is positive
+    cmp.step(3)
+    cmp.log_scale_box.value = True
+    chart = cmp.loss_chart
+    assert chart.y_log is not None and chart.y_axis.scale is chart.y_log
+    assert all(line.scales["y"] is chart.y_log for line in chart.lines)
+    low = min(min(h) for h in cmp.histories.values())
+    assert chart.y_log.min <= low and chart.y_log.min == 10 ** np.floor(np.log10(low))
+    cmp.log_scale_box.value = False
+    assert chart.y_axis.scale is chart.y_linear and all(line.scales["y"] is chart.y_linear for line in chart.lines)
+    cmp.close()

@@ -2,7 +2,9 @@
 one 2-8-1 MLP, stepped by a click on Step and played from the page's Play button; each
 optimizer's losses (read in the kernel, and as shown in the page's table) are those of its own
 optax loop, written by hand and run here in the test process, bit for bit, and its update of a
-leaf, as the page's diagram shows it, is that loop's. Screenshots, light
+leaf, as the page's diagram shows it, is that loop's. Adam's learning-rate slider, moved by
+keyboard in the page, runs adam again with that rate, bit for bit that rate's optax loop; the
+legend is the table beside the chart (no bqplot legend over the lines). Screenshots, light
 and dark, at 1440 px (docs/img/optimizer-comparison.png is the light one)."""
 
 from __future__ import annotations
@@ -20,16 +22,20 @@ from .test_browser_play import MODEL
 pytestmark = pytest.mark.browser
 
 SHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
-OPTIMIZERS = "{'sgd': optax.sgd(0.1), 'momentum': optax.sgd(0.1, momentum=0.9), 'adam': optax.adam(0.05)}"
+OPTIMIZERS = (
+    "{'sgd': lambda lr: optax.sgd(lr), 'momentum': lambda lr: optax.sgd(lr, momentum=0.9), "
+    "'adam': lambda lr: optax.adam(lr)}"
+)
+RATES = {"sgd": 0.1, "momentum": 0.1, "adam": 0.05}
 CELLS = [
     MODEL,
     "from pytree_lab import OptimizerComparison\n"
-    f"cmp = OptimizerComparison(mlp_loss, mlp_params(), {{'x': X, 'y': Y}}, {OPTIMIZERS})\n"
+    f"cmp = OptimizerComparison(mlp_loss, mlp_params(), {{'x': X, 'y': Y}}, {OPTIMIZERS}, learning_rate={RATES})\n"
     "cmp",
 ]
 
 
-def optax_loop(name: str, n: int) -> tuple[list[float], float]:
+def optax_loop(name: str, n: int, rate: float | None = None) -> tuple[list[float], float]:
     """`name`'s loss at each of the first n + 1 points and the update of Dense_1's bias from the
     last: optax's loop written by hand, its step jitted."""
     import jax
@@ -37,7 +43,7 @@ def optax_loop(name: str, n: int) -> tuple[list[float], float]:
 
     ns: dict = {"optax": optax}
     exec(MODEL, ns)
-    opt = eval(OPTIMIZERS, ns)[name]
+    opt = eval(OPTIMIZERS, ns)[name](RATES[name] if rate is None else rate)
 
     @jax.jit
     def step(params, state):
@@ -84,7 +90,11 @@ def wait_table_step(nb, n: int) -> None:
 def test_step_and_play_from_the_page_are_each_optimizers_own_optax_loop(nb):
     names = ["sgd", "momentum", "adam"]
     box = nb.panel.locator(".pytree-lab-comparison").first
-    assert box.locator(".bqplot .legendtext").all_text_contents() == names  # the loss chart's legend
+    assert box.locator(".bqplot .legendtext").count() == 0  # no legend over the lines: the table is it
+    swatches = box.locator(".ptl-compare tbody td:first-child span").evaluate_all(
+        "ss => ss.map(s => getComputedStyle(s).backgroundColor)"
+    )
+    assert swatches == ["rgb(31, 119, 180)", "rgb(255, 127, 14)", "rgb(44, 160, 44)"]  # LINE_COLORS
     box.locator(".pytree-lab-step-button", has_text="Step").first.click()
     wait_table_step(nb, 1)
     box.locator(".ptl-play-select").first.select_option("10")
@@ -108,6 +118,20 @@ def test_step_and_play_from_the_page_are_each_optimizers_own_optax_loop(nb):
         assert cell.text_content() == f"[{fmt_number(update)}]", name
     # the diagram: one update column per optimizer, rows aligned by path
     assert box.locator(".ptl-head .ptl-colname").all_text_contents() == [f"{n} update" for n in names]
+    # adam's rate slider, two keys to the right: adam's run again, that rate's optax loop
+    rates = box.locator(".ptl-slider")
+    assert rates.locator("label").all_text_contents() == [f"{n} rate" for n in names]
+    rates.nth(2).locator("input[type=range]").focus()
+    nb.page.keyboard.press("ArrowRight")
+    nb.page.keyboard.press("ArrowRight")
+    rate = nb.kernel.wait_for("cmp.sessions['adam'].learning_rate", lambda v: v > 0.0551)
+    losses, _ = optax_loop("adam", steps, rate)
+    assert rate == pytest.approx(0.06)
+    nb.kernel.wait_for("list(cmp.histories['adam'])", lambda v: v == losses)  # bit for bit
+    assert nb.value("list(cmp.histories['sgd'])") == histories["sgd"]
+    # the log-scale box: the chart's loss axis on a log scale
+    box.locator(".widget-checkbox input").first.check()
+    nb.kernel.wait_for("cmp.loss_chart.y_axis.scale is cmp.loss_chart.y_log", bool)
     SHOTS.mkdir(parents=True, exist_ok=True)
     size = nb.page.viewport_size
     try:

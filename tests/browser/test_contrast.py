@@ -92,9 +92,24 @@ packed = PackedView(params,
 packed.select_leaf("['layer']['weight']")
 packed""",
     "Slider(0.25, description='learning_rate', min=0.0, max=1.0, step=0.01)",
+    # 15: an optimizer comparison after three steps: its legend (the table beside the chart, one
+    # swatch per line), its rate sliders, the line saying a rate is fixed, the log-scale box
+    """\
+import optax
+from pytree_lab import OptimizerComparison
+def cmp_loss(p, x, y):
+    return jnp.mean((x @ p["w"] + p["b"] - y) ** 2)
+cmp = OptimizerComparison(
+    cmp_loss, {"w": jnp.array([0.5, -0.5]), "b": jnp.array(0.0)},
+    {"x": jnp.array([[1.0, 2.0], [0.0, 1.0]]), "y": jnp.array([1.0, 0.0])},
+    {"sgd": lambda lr: optax.sgd(lr), "momentum": optax.sgd(0.1, momentum=0.9), "adam": lambda lr: optax.adam(lr)},
+    learning_rate={"sgd": 0.1, "adam": 0.05},
+)
+cmp.step(3)
+cmp""",
 ]
 
-ROOTS = ".ptl-ex, .ptl-diagram, .pytree-lab-explorer, .ptl-packed, .ptl-slider"
+ROOTS = ".ptl-ex, .ptl-diagram, .pytree-lab-explorer, .ptl-packed, .ptl-slider, .pytree-lab-comparison"
 
 # Contrast of every text element under the widget roots, computed in the page: the text colour
 # (SVG text: its fill) over the backgrounds of its ancestors, composited, each colour resolved by
@@ -185,6 +200,7 @@ def every_widget(open_module_nb):
     # the bar table opened, its selected element pressed
     panel.locator(".pytree-lab-explorer").first.locator(".ptl-bars summary").click()
     panel.locator(".ptl-bars-pick[aria-pressed='true']").first.wait_for()
+    panel.locator(".pytree-lab-comparison .ptl-compare-step", has_text="3").first.wait_for()
     page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
     return nb
 

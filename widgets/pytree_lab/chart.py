@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import anywidget
 import bqplot
@@ -327,7 +328,12 @@ class _LossChart:
     """What the loss charts share: a step axis (whole steps only), a linear loss axis, and the
     figure holding them with the marks `_marks` makes on those scales."""
 
-    def __init__(self, title: str, layout: dict, **figure: object):
+    history: Any  # what `show` drew last
+
+    def __init__(self, title: str, layout: dict, *, log: bool = False, **figure: object):
+        self.log = log  # the loss on a log scale when every value is positive (set_log)
+        self.on_new_widget: Callable | None = None  # told of a widget made later (the log scale)
+        self.y_log: bqplot.LogScale | None = None  # made when first needed
         self.x_scale = bqplot.LinearScale(min=0.0, max=1.0)
         self.y_linear = bqplot.LinearScale(min=0.0, max=1.0)
         self.x_axis = bqplot.Axis(scale=self.x_scale, label="step", tick_format="d", tick_values=[0.0, 1.0])
@@ -344,6 +350,34 @@ class _LossChart:
 
     def _marks(self, scales: dict) -> list:
         raise NotImplementedError
+
+    def show(self, history: Any) -> None:
+        raise NotImplementedError
+
+    def set_log(self, log: bool) -> None:
+        self.log = bool(log)
+        self.show(self.history)
+
+    def _y_scale(self, lo: float, hi: float, marks: Sequence[Any]) -> tuple[Any, bool]:
+        """The loss axis for finite losses lo..hi, set on `marks`: log (whole decades) when asked
+        and every loss is positive, else linear with 0; returns (the scale, whether log)."""
+        use_log = self.log and lo > 0
+        if use_log and self.y_log is None:
+            self.y_log = bqplot.LogScale(min=1e-3, max=1.0)
+            if self.on_new_widget is not None:
+                self.on_new_widget(self.y_log)
+        scale = self.y_log if use_log and self.y_log is not None else self.y_linear
+        if use_log:
+            y_min, y_max = 10 ** math.floor(math.log10(lo)), 10 ** math.ceil(math.log10(hi))
+            y_max = y_max if y_max > y_min else y_min * 10
+        else:
+            y_min, y_max = _padded(lo, hi)
+        scale.min, scale.max = float(y_min), float(y_max)
+        if self.y_axis.scale is not scale:
+            self.y_axis.scale = scale
+            for mark in marks:
+                mark.scales = {"x": self.x_scale, "y": scale}
+        return scale, use_log
 
     def _steps(self, n: int) -> None:
         """The step axis for `n` points: from 0, at most about eight whole-number ticks."""
@@ -370,12 +404,11 @@ class LossHistoryChart(_LossChart):
     """
 
     def __init__(self, title: str = "Loss at each step", *, log: bool = False):
-        self.log = log
-        self.on_new_widget: Callable | None = None  # told of a widget made later (the log scale)
         self.history: Sequence[float] = []
         self._few_ticks = False  # presenter mode (set_scale): about five round loss ticks
-        self.y_log: bqplot.LogScale | None = None  # made when first needed
-        super().__init__(title, {"flex": "1 1 320px", "min_width": "260px", "max_width": "560px", "height": "300px"})
+        super().__init__(
+            title, {"flex": "1 1 320px", "min_width": "260px", "max_width": "560px", "height": "300px"}, log=log
+        )
 
     def _marks(self, scales: dict) -> list:
         # no point until a step worked: a point at loss 0 would be a step that did not happen
@@ -407,10 +440,6 @@ class LossHistoryChart(_LossChart):
     def on_log_scale(self) -> bool:
         return self.y_log is not None and self.y_axis.scale is self.y_log
 
-    def set_log(self, log: bool) -> None:
-        self.log = bool(log)
-        self.show(self.history)
-
     def show(self, history: Sequence[float]) -> None:
         """Draw `history` (once per step or run, and when a slider moves the current point): past
         `MAX_DRAWN` points thinned (`thin_line`: every spike and dip kept, the first and the last
@@ -428,31 +457,16 @@ class LossHistoryChart(_LossChart):
         xs, ys = thin_line(ys_all, MAX_DRAWN)
         finite = ys_all[np.isfinite(ys_all)]
         lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
-        use_log = self.log and lo > 0
-        if use_log and self.y_log is None:
-            self.y_log = bqplot.LogScale(min=1e-3, max=1.0)
-            if self.on_new_widget is not None:
-                self.on_new_widget(self.y_log)
-        scale = self.y_log if use_log and self.y_log is not None else self.y_linear
-        if use_log:
-            y_min = 10 ** math.floor(math.log10(lo))
-            y_max = 10 ** math.ceil(math.log10(hi))
-            if y_max <= y_min:
-                y_max = y_min * 10
-        else:
-            y_min, y_max = _padded(lo, hi)
         with self.figure.hold_sync(), self.line.hold_sync(), self.point.hold_sync():
             self._steps(int(ys_all.size))
-            scale.min, scale.max = float(y_min), float(y_max)
+            scale, use_log = self._y_scale(lo, hi, [self.line, self.point])
             if self._few_ticks and not use_log:
-                gap = nice((y_max - y_min) / 5)
-                self.y_axis.tick_values = [k * gap for k in range(math.ceil(y_min / gap), math.floor(y_max / gap) + 1)]
+                gap = nice((scale.max - scale.min) / 5)
+                self.y_axis.tick_values = [
+                    k * gap for k in range(math.ceil(scale.min / gap), math.floor(scale.max / gap) + 1)
+                ]
             elif self.y_axis.tick_values is not None:
                 self.y_axis.tick_values = None
-            if self.y_axis.scale is not scale:
-                self.y_axis.scale = scale
-                self.line.scales = {"x": self.x_scale, "y": scale}
-                self.point.scales = {"x": self.x_scale, "y": scale}
             old_x = self.line.x
             if old_x is None or np.shape(old_x) != xs.shape or not np.array_equal(old_x, xs):
                 self.line.x = xs
@@ -468,7 +482,8 @@ LINE_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b")
 
 class LossLinesChart(_LossChart):
     """Several loss lines on one step axis (an optimizer comparison): one line per run (a bqplot
-    Lines mark each, in `LINE_COLORS`), with a legend of their `names`. `show(histories)` draws
+    Lines mark each, in `LINE_COLORS`; no legend drawn over the lines: its owner names them beside
+    the chart, each in its line's colour) for the runs `names`. `show(histories)` draws
     each run's losses from step 0 (runs of other lengths end where they end), each point marked
     while there are few (`MARKED` at most: a single point is a dot); past `MAX_DRAWN` steps each
     line is thinned as the explorer's loss line is (`thin_line`: every spike and dip kept)."""
@@ -477,11 +492,12 @@ class LossLinesChart(_LossChart):
 
     def __init__(self, names: Sequence[str], title: str = "Loss at each step"):
         self.names = list(names)
+        self.history: Sequence[Sequence[float]] = []
         layout = {"flex": "1 1 360px", "min_width": "280px", "max_width": "640px", "height": "320px"}
-        super().__init__(title, layout, legend_location="top-right")
+        super().__init__(title, layout)
 
     def _marks(self, scales: dict) -> list:
-        style = {"display_legend": True, "stroke_width": 2, "marker": "circle", "marker_size": 24}
+        style = {"stroke_width": 2, "marker": "circle", "marker_size": 24}
         self.lines = [
             bqplot.Lines(x=[], y=[], scales=scales, colors=[color], labels=[name], **style)
             for name, color in zip(self.names, LINE_COLORS)
@@ -491,13 +507,14 @@ class LossLinesChart(_LossChart):
     def show(self, histories: Sequence[Sequence[float]]) -> None:
         import numpy as np
 
+        self.history = histories
         ys = [np.asarray(h, dtype=np.float64).reshape(-1) for h in histories]
         n = max((y.size for y in ys), default=0)
         finite = np.concatenate([y[np.isfinite(y)] for y in ys] + [np.zeros(0)])
         with self.figure.hold_sync():
             self._steps(n)
             lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-            self.y_linear.min, self.y_linear.max = _padded(lo, hi)
+            self._y_scale(lo, hi, self.lines)
             for line, y in zip(self.lines, ys):
                 with line.hold_sync():
                     line.x, line.y = thin_line(y, MAX_DRAWN)

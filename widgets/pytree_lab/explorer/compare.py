@@ -19,6 +19,7 @@ from ..diagram import PytreeDiagram
 from ..engine import Engine
 from ..formatting import fmt_number
 from ..page import PageIntents
+from ..slider import Slider, SliderModule
 from ..step import StepResult
 from ..training import OptimizerError
 from ..widget_common import TextForm, refuse_unknown_widget_keywords
@@ -28,6 +29,7 @@ from .lifetime import Lifetime
 from .play import Player, Playing
 from .playbar import step_controls
 from .session import ExplorerSession
+from .sliders import _rate_range
 
 __all__ = ["OptimizerComparison", "COLUMNS"]
 
@@ -66,15 +68,19 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
 
     `loss_fn(params, **inputs)`, `params`, `inputs`, `static=`, `time_budget=`, `engine=` and
     `device=` are as `StepExplorer`'s; `optimizers` names each optimizer (an optax
-    GradientTransformation, or ``lambda lr: ...`` with `learning_rate`), at most six. Every
+    GradientTransformation, or ``lambda lr: ...`` with `learning_rate`, one rate or a dict of
+    each one's: ``{"sgd": 0.1, "adam": 0.05}``), at most six. Every
     optimizer starts from the same params with a fresh state and takes its own steps: Step,
     Step ×10, Reset and Play / Pause (`step(n)`, `reset()`, `play()`, `pause()`) drive all of
     them at once. Each one's numbers are those of its own hand-written optax loop, bit for bit.
 
-    The loss chart has one line per optimizer (a legend with the names, one colour each) and a
-    table of each one's step and loss now; the diagram puts every optimizer's `columns` side by
-    side, rows aligned by path: some of "params", "grads", "update" (what the optimizer adds)
-    and "updated" (default: update alone), headed ``name column``.
+    The loss chart has one line per optimizer, one colour each, and beside it (never over a line)
+    a table of each one's colour, name, step and loss now, and under it a learning-rate slider
+    for each optimizer whose rate slides (``lambda lr: ...`` or ``optax.inject_hyperparams``):
+    moving it runs that optimizer again from the start with that rate, as many steps as it had
+    taken (`set_rate`); "log-scale loss" puts the chart on a log scale. The diagram puts every
+    optimizer's `columns` side by side, rows aligned by path: some of "params", "grads", "update"
+    (what the optimizer adds) and "updated" (default: update alone), headed ``name column``.
 
     `histories`, `history_dict()` and `to_dataframe()` give each optimizer's record (losses,
     learning rates, every parameter's and moment's trajectory), `params`, `opt_states` and
@@ -88,7 +94,7 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
         params: Any,
         inputs: dict | None = None,
         optimizers: Mapping[str, Any] | None = None,
-        learning_rate: float | None = None,
+        learning_rate: float | Mapping[str, float] | None = None,
         *,
         columns: Iterable[str] = ("update",),
         static: Iterable[str] = (),
@@ -103,25 +109,42 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
         self.add_class("pytree-lab-comparison")
         self.lock = threading.RLock()  # one change at a time, for every session
         self.sessions: dict[str, ExplorerSession] = {}
+        rates = learning_rate if isinstance(learning_rate, Mapping) else dict.fromkeys(runs, learning_rate)
         for name, opt in runs.items():
             try:
                 session = ExplorerSession(
-                    loss_fn, params, inputs, learning_rate, optimizer=opt, static=static,
+                    loss_fn, params, inputs, rates.get(name), optimizer=opt, static=static,
                     time_budget=time_budget, engine=engine, device=device,
                 )  # fmt: skip
             except OptimizerError as err:  # which of the optimizers it is
                 raise OptimizerError(f"{name!r}: {err}") from None
             session.lock = self.lock
             self.sessions[name] = session
-        step_controls(self, self._clicked, TOOLTIPS)
+        self.log_scale_box = ipywidgets.Checkbox(description="log-scale loss", indent=False, layout={"width": "auto"})
+        step_controls(self, self._clicked, TOOLTIPS, (self.log_scale_box,))
         self.loss_chart = LossLinesChart(list(self.sessions), title="Loss at each step, per optimizer")
-        self.table = ipywidgets.HTML().add_class("ptl-compare-table")
+        self.log_scale_box.observe(lambda change: self.loss_chart.set_log(change["new"]), "value")
+        self.table = ipywidgets.HTML().add_class("ptl-compare-table")  # the chart's legend too
+        module, self._following = SliderModule(), False
+        self.rate_sliders = {  # each sliding rate's slider: a move runs that optimizer again (set_rate)
+            name: Slider(s.learning_rate, description=f"{name} rate", path=name, module=module,
+                         **dict(zip(("min", "max", "step"), _rate_range(s.learning_rate))))
+            for name, s in self.sessions.items() if s.rate_slides
+        }  # fmt: skip
+        for name, slider in self.rate_sliders.items():
+            slider.observe(
+                lambda c, n=name: None if self._following else self._clicked(self.set_rate, n, c["new"]), "value"
+            )
+        fixed = [n for n, s in self.sessions.items() if not s.rate_slides]
+        note = ipywidgets.HTML(
+            f"{html.escape(', '.join(fixed))}: the learning rate is fixed inside the optimizer "
+            "(lambda lr: … slides it)."
+        )
+        side = ipywidgets.VBox([self.table, *self.rate_sliders.values(), *([note] if fixed else [])])
         self.diagram = PytreeDiagram()
         self.debug = DebugArea()
         self.player = Player(self, self.play_control)
-        row = ipywidgets.HBox(
-            [self.loss_chart.figure, self.table], layout={"flex_flow": "row wrap", "align_items": "center"}
-        )
+        row = ipywidgets.HBox([self.loss_chart.figure, side], layout={"flex_flow": "row wrap", "align_items": "center"})
         self.children = [self.status, self.controls, row, self.diagram, self.debug.widget]
         self._start_lifetime()
         self.recompute()
@@ -196,6 +219,22 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
             results = self.recompute(said)
             return None if failed or any(r is None for r in results.values()) else results
 
+    def set_rate(self, name: str, rate: float) -> dict[str, StepResult | None]:
+        """`name`'s learning rate is `rate` (its slider follows): that optimizer runs again from the
+        starting params with a fresh state, as many steps as it had taken (Reset goes back to it)."""
+        with self.lock:
+            s, slider = self.sessions[name], self.rate_sliders.get(name)
+            if slider is None:
+                raise ValueError(f"{name!r} keeps its learning rate inside it: give lambda lr: ... to slide it.")
+            n, s.learning_rate = s.step_number, float(rate)
+            self._following, slider.value = True, s.learning_rate
+            self._following = False
+            failure, computed = s.reset(), s.compute()
+            if not failure and n and computed.result is not None:
+                s.commit(computed)  # the starting point, then the run from it
+                failure = s.run(n)
+            return self.recompute([("error", f"{name}: {failure}")] if failure else [])
+
     def reset(self) -> dict[str, StepResult | None]:
         """Every optimizer back to the starting params with a fresh state; the histories start again."""
         with self.lock:
@@ -238,7 +277,8 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
             for (name, s), color in zip(self.sessions.items(), LINE_COLORS)
         )
         self.table.value = (
-            '<table class="ptl-compare" aria-label="each optimizer\'s loss now" style="border-spacing:12px 2px">'
+            '<table class="ptl-compare" aria-label="each optimizer\'s line, step and loss now" '
+            'style="border-spacing:12px 2px">'
             f"<thead><tr><th>optimizer</th><th>step</th><th>loss</th></tr></thead><tbody>{rows}</tbody></table>"
         )
         errors = [t for k, t in said if k == "error"]
@@ -266,7 +306,7 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
             super().close()
 
 
-SWATCH = "display:inline-block;width:14px;height:4px;vertical-align:middle;margin-right:4px;"
+SWATCH = "display:inline-block;width:22px;height:4px;vertical-align:middle;margin-right:4px;"
 
 
 TOOLTIPS = (  # of Step, Step ×10 and Reset
