@@ -35,6 +35,40 @@ function under(owner, path) {
   return owner.startsWith(path) && (next === "[" || next === ".");
 }
 
+/**
+ * The bars' tick labels never overprint: whenever two would overlap (many bars, large text, a
+ * narrow chart), only every k-th is shown, k the smallest that leaves no two shown overlapping
+ * (each one's full name is in the table and its bar's tooltip). Laid out again as bqplot draws
+ * its ticks or the figure changes size. Returns what stops it.
+ * @param {Element} figure @param {() => number} bars
+ */
+function thinTicks(figure, bars) {
+  let frame = 0;
+  const thin = () => {
+    frame = 0;
+    const axis = [...figure.querySelectorAll(".axis")].find((a) => a.querySelectorAll(".tick text").length === bars());
+    if (!axis) return;
+    const texts = /** @type {SVGTextElement[]} */ ([...axis.querySelectorAll(".tick text")]);
+    const boxes = texts.map((t) => t.getBoundingClientRect());
+    const apart = (/** @type {DOMRect} */ a, /** @type {DOMRect} */ b) =>
+      Math.min(a.right, b.right) - Math.max(a.left, b.left) <= 1 || Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) <= 1;
+    let k = 1;
+    while (k < texts.length && !boxes.every((b, i) => i + k >= boxes.length || apart(b, boxes[i + k]))) k++;
+    texts.forEach((t, i) => {
+      const want = i % k ? "hidden" : "";
+      if (t.style.visibility !== want) t.style.visibility = want; // (unchanged: no mutation, no loop)
+    });
+    figure.toggleAttribute("data-ptl-thinned", k > 1);
+  };
+  const later = () => { if (!frame) frame = requestAnimationFrame(thin); };
+  const mutations = new MutationObserver(later);
+  mutations.observe(figure, { subtree: true, childList: true, characterData: true, attributeFilter: ["transform", "x", "y", "dy", "style", "class"] });
+  const sizes = new ResizeObserver(later);
+  sizes.observe(figure);
+  later();
+  return () => { mutations.disconnect(); sizes.disconnect(); cancelAnimationFrame(frame); };
+}
+
 /** @type {import("@anywidget/types").Render<Model>} */
 function render({ model, el }) {
   const unwatchKernel = watchKernel(model, el);
@@ -113,6 +147,11 @@ function render({ model, el }) {
     const scope = root.closest(".pytree-lab-explorer") || document;
     const figure = scope.querySelector(`.${CSS.escape(cls)}`);
     if (!figure) return false;
+    if (figure !== thinned) {
+      unthin();
+      thinned = figure;
+      unthin = thinTicks(figure, () => (model.get("rows") || []).length);
+    }
     name(figure, model.get("title"));
     figure.setAttribute("aria-describedby", id);
     for (const other of scope.querySelectorAll(".bqplot.figure:not([aria-label])")) {
@@ -132,6 +171,9 @@ function render({ model, el }) {
   }
 
   // the explorer's stock parts and the figure are drawn by other views, maybe after this one
+  /** @type {Element|null} */
+  let thinned = null;
+  let unthin = () => {};
   let tries = 0;
   const settle = () => {
     const explorer = /** @type {HTMLElement|null} */ (root.closest(".pytree-lab-explorer"));
@@ -146,6 +188,7 @@ function render({ model, el }) {
   model.on("change:selected_path", paint);
   return () => {
     clearTimeout(timer);
+    unthin();
     for (const ev of events) model.off(ev, draw);
     model.off("change:selected_path", paint);
     root.remove();
