@@ -549,3 +549,35 @@ def test_the_explorers_seven_sliders_show_without_scrolling_their_box(go_on_nb):
     )
     # the lesson's explorer: weight[0], weight[1], bias, x[0], x[1], target and the learning rate
     assert seen == {"n": 7, "scrolls": False, "cut": 0}
+
+
+SAVED = """(path) => {
+  const w = [...window.jupyterapp.shell.widgets('main')].find(w => w.context && w.context.path === path);
+  return {dirty: w.context.model.dirty, modified: w.context.contentsModel && w.context.contentsModel.last_modified};
+}"""
+
+
+def test_ctrl_s_in_a_widget_saves_the_notebook(go_on_nb):
+    """Ctrl+S with the focus on a slider saves the notebook (JupyterLab's save): the dirty marker
+    goes and the file on disk is written again. The slider keeps the focus; its own keys stay its own."""
+    nb = go_on_nb
+    page = nb.page
+    output = nb.panel.locator(".jp-Cell").nth(1).locator(".jp-OutputArea")
+    slider = output.locator('input[type="range"]')
+    page.evaluate(
+        """(path) => { const w = [...window.jupyterapp.shell.widgets('main')]
+             .find(w => w.context && w.context.path === path); w.context.model.dirty = true; }""",
+        nb.path,
+    )
+    before = page.evaluate(SAVED, nb.path)
+    assert before["dirty"] is True
+    page.wait_for_timeout(1100)  # the file's time moves on by a second at least
+    slider.focus()
+    page.keyboard.press("Control+s")
+    page.wait_for_function(f"(path) => !({SAVED})(path).dirty", arg=nb.path, timeout=Timeouts.ms(Timeouts.ROUND_TRIP))
+    after = page.evaluate(SAVED, nb.path)
+    assert after["modified"] != before["modified"], (before, after)
+    assert slider.evaluate("el => el === document.activeElement")
+    before_cells = cells(nb)
+    page.keyboard.press("s")  # a plain s (command mode: nothing) stays in the widget
+    assert_cells_kept(nb, before_cells, "s in the slider")

@@ -47,7 +47,7 @@ function h(tag, props, text) {
  *
  * The keys a student needs to go on are the notebook's, from anywhere in a widget: Escape puts
  * the focus on the widget's cell (command mode, where the arrows and Shift+Enter go on), and
- * Shift/Ctrl/Alt+Enter run the cell. One listener on the window (once per page, before lumino's
+ * Shift/Ctrl/Alt+Enter run the cell, Ctrl/Cmd+S saves the notebook. One listener on the window (once per page, before lumino's
  * on the document in either phase) lifts the opt-outs from the key's target and its ancestors
  * for that key alone, and the root lets it through.
  * @param {HTMLElement} root
@@ -84,10 +84,11 @@ function keepKeys(root) {
   }, true);
 }
 
-/** Escape, and Enter with Shift, Ctrl, Alt or Meta: the notebook's keys (see keepKeys). */
+/** Escape, Enter with Shift, Ctrl, Alt or Meta, and Ctrl/Cmd+S (save): the notebook's keys (see keepKeys). */
 function notebookKey(/** @type {Event} */ e) {
   return e instanceof KeyboardEvent
-    && (e.key === "Escape" || (e.key === "Enter" && (e.shiftKey || e.ctrlKey || e.altKey || e.metaKey)));
+    && (e.key === "Escape" || (e.key === "Enter" && (e.shiftKey || e.ctrlKey || e.altKey || e.metaKey))
+      || (e.key.toLowerCase() === "s" && (e.ctrlKey || e.metaKey) && !e.altKey));
 }
 
 // After a kernel restart (or a kernel that died), the widget manager marks every widget of the
