@@ -121,6 +121,7 @@ XDIST := -n 4 --no-loadscope-reorder
 XDIST_FAST := -n 3 --no-loadscope-reorder
 test: $(STAMP) lint chromium bubblewrap hub-tools a11y-deps js-deps
 	$(PY) -m pytest $(XDIST)
+	$(MAKE) test-pythons
 
 # The quick loop while editing: the kernel tier without its slow tests (tests/conftest.py says
 # which test is in which tier). make test runs every tier.
@@ -140,16 +141,16 @@ test-device:
 test-floors: $(STAMP)
 	$(PY) tools/floors.py --venv .venv-floors
 
-# The Pythons job: the time budget's and the guard's tests (they lean on CPython's C API and
-# tracing: PyThreadState_SetAsyncExc, the recursion counter, line tracers, signals, fork) on each
-# CPython in PYTHONS besides .venv's, from pyenv: .venv-3.12 and .venv-3.13 with the jax extra
-# and the test tools, made once (again when pyproject.toml changes). The classifiers name only
-# the Pythons this job and CI run.
+# The Pythons job, run by make test after the suite: the guard's and the exercises' tests (they
+# lean on how each CPython runs signals, line tracers and its recursion limit) on each CPython in
+# PYTHONS besides .venv's, from pyenv: .venv-3.12 and .venv-3.13 with the jax extra and the test
+# tools, made once (again when pyproject.toml changes). The classifiers name only the Pythons
+# this job and CI run.
 PYTHONS      ?= 3.12 3.13
 PYENV_ROOT   ?= $(HOME)/.pyenv
-PYTHON_TESTS := tests/test_budget.py tests/test_guard_kernel.py tests/test_crash_trees.py \
-                tests/test_wrong_answers.py tests/test_check_integrity.py tests/test_exercise_verdicts.py
-PYTHON_DEPS  := pytest hypothesis ipykernel jupyter_client nbclient nbformat equinox autograd treescope markdown-it-py
+PYTHON_TESTS := tests/test_guard.py tests/test_guard_kernel.py tests/test_crash_trees.py \
+                tests/test_wrong_answers.py tests/test_exercise_verdicts.py tests/test_exercises.py
+PYTHON_DEPS  := pytest pytest-xdist hypothesis ipykernel jupyter_client nbclient nbformat equinox autograd treescope markdown-it-py
 test-pythons:
 	@set -e; for v in $(PYTHONS); do \
 	  venv=.venv-$$v; \
@@ -161,7 +162,7 @@ test-pythons:
 	    touch $$venv/.installed; \
 	  fi; \
 	  echo "== Python $$v"; \
-	  $$venv/bin/python -m pytest -p no:cacheprovider -m kernel -q $(PYTHON_TESTS); \
+	  $$venv/bin/python -m pytest -p no:cacheprovider -q -n 2 $(PYTHON_TESTS); \
 	done
 
 bench: $(STAMP) chromium hub-tools

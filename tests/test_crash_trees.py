@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -25,7 +26,6 @@ from kernel_harness import output, real_kernel, send_intent
 from pytree_lab import PackedView, exercises, gradient_step
 from pytree_lab.course import EXERCISES, check
 from pytree_lab.exercises import aligned_trees, record_output, run_guarded, save_evidence
-from pytree_lab.interpreter import headroom
 from pytree_lab.trees import TreeError, TreeTooDeepError, check_tree
 
 
@@ -36,17 +36,34 @@ def _fresh_evidence():
     exercises.clear_evidence()
 
 
+def _headroom(cap: int = 400) -> int:
+    """How many more Python frames fit from here (up to `cap`)."""
+    depth = 0
+
+    def down() -> None:
+        nonlocal depth
+        depth += 1
+        if depth < cap:
+            down()
+
+    try:
+        down()
+    except RecursionError:
+        pass
+    return depth
+
+
 def interpreter() -> tuple:
     """What a broken guard leaves behind, as plain values (the usable depth measured from here)."""
     return (
-        sys.getrecursionlimit(),
+        _headroom(),
         signal.getitimer(signal.ITIMER_REAL),
         signal.getitimer(signal.ITIMER_PROF),
         signal.getsignal(signal.SIGALRM),
         signal.getsignal(signal.SIGPROF),
         sys.gettrace(),
         sys.stdout,
-        headroom(5000),
+        sys.getprofile(),
     )
 
 
@@ -205,7 +222,7 @@ def _flattens(tree):
 
 
 @pytest.mark.parametrize("kind", ["dict contains itself", "list nested 5,000 deep", "custom node holds itself"])
-def test_a_function_answer_that_returns_or_flattens_such_a_tree(kind):
+def test_a_function_answer_that_returns_such_a_tree(kind):
     tree, said = HOSTILE[kind]()
     said = (
         said.split(" refers back")[0].replace("g", "your function's result", 1) if "refers" in said else "levels deep"
@@ -215,17 +232,32 @@ def test_a_function_answer_that_returns_or_flattens_such_a_tree(kind):
     assert interpreter() == before
     assert not returned.passed and said in returned.feedback, returned.feedback
     still_computes()
-    # JAX's flatten giving up inside the student's own call: the guard gives the lost depth back
-    flattened = check("grad_over_flat_params", _flattens(tree))
-    assert interpreter() == before
-    assert not flattened.passed
-    if kind == "list nested 5,000 deep" and sys.version_info >= (3, 13):
-        # Python 3.13 lets C code recurse 10,000 levels: JAX flattens it, the verdict is on the values
-        assert "cases pass" in flattened.feedback, flattened.feedback
-    else:
-        assert "went deeper than Python allows" in flattened.feedback, flattened.feedback
-    assert "without recursion" not in flattened.feedback
-    still_computes()
+
+
+FLATTENS = """
+import signal, sys
+import jax, jax.numpy as jnp
+from pytree_lab.course import check
+g = {"layer": {"weight": jnp.array([1.0, 2.0]), "bias": jnp.array(0.0)}, "scale": jnp.array(1.0)}
+g["layer"]["bias"] = g
+def grad_over_flat_params(flat_params, x):  # no recursion written: JAX's own flatten recurses
+    jax.tree_util.tree_flatten_with_path(g, is_leaf=lambda node: node is None)
+    return jnp.zeros(3)
+out = sys.stdout
+result = check("grad_over_flat_params", grad_over_flat_params)
+print(result.passed, "went deeper than Python allows" in result.feedback)
+print(sys.stdout is out, signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0), sys.gettrace() is None)
+print(float(jnp.sum(jnp.array([1.0, 2.0]) ** 2)))
+"""
+
+
+def test_a_function_answer_that_flattens_such_a_tree_is_said_and_everything_is_given_back():
+    """JAX's flatten giving up inside the student's own call: said as a RecursionError, and the
+    guard gives back everything it changed (the levels JAX's C code kept are the kernel's loss
+    until it restarts: only CPython's internals could give them back), in a process of its own."""
+    done = subprocess.run([sys.executable, "-c", FLATTENS], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["False", "True", "True", "True", "True", "5.0"], done.stdout
 
 
 def test_every_exercise_id_is_covered():
@@ -298,16 +330,6 @@ def test_the_depth_check_follows_the_recursion_limit_and_the_stack():
 # --------------------------------------------------------------------------- the guard itself
 
 
-def _leaks_depth():
-    deep: list = [1.0]
-    node = deep
-    for _ in range(1500):
-        inner = [1.0]
-        node.append(inner)
-        node = inner
-    jax.tree_util.tree_flatten_with_path(deep, is_leaf=lambda n: n is None)
-
-
 def _limit(n):
     return lambda: sys.setrecursionlimit(n)
 
@@ -342,7 +364,6 @@ def _loop_with_timer():
 
 
 BREAKERS = {
-    "JAX loses the recursion count": _leaks_depth,
     "recursion limit 60": _limit(60),
     "recursion limit 100000": _limit(100_000),
     "an interval timer and handler": _timer,
@@ -390,10 +411,9 @@ import json, signal, sys
 import jax.numpy as jnp
 from pytree_lab.course import check_button
 from pytree_lab.exercises import record_output, save_evidence
-from pytree_lab.interpreter import headroom
 def state():
     return [sys.getrecursionlimit(), list(signal.getitimer(signal.ITIMER_REAL)),
-            repr(signal.getsignal(signal.SIGALRM)), repr(sys.gettrace()), headroom(5000)]
+            repr(signal.getsignal(signal.SIGALRM)), repr(sys.gettrace())]
 record_output("kept before", [1.0, 2.0])
 g = {"layer": {"weight": jnp.array([1.0, 2.0]), "bias": jnp.array(0.0)}, "scale": jnp.array(1.0)}
 g["layer"]["bias"] = g
@@ -449,24 +469,21 @@ def test_an_error_in_a_finalizer_while_an_answer_runs_is_not_printed():
     assert sys.unraisablehook is hook
 
 
-class _FailsWhenCollected:
-    def __del__(self):
-        raise RecursionError("a finalizer that fails (JAX's gc callback near a lost recursion depth)")
+def test_a_finalizers_error_while_the_code_runs_is_the_codes_and_not_printed():
+    """While guarded code runs, an error in a finalizer is the code's: the caller's hook never sees
+    it; after the call, it does."""
+    from pytree_lab.exercises import run_guarded
 
-
-def test_a_finalizers_error_before_the_interpreter_is_repaired_is_the_codes_and_not_printed():
-    """From capture to restore (the guarded code, then the repair of what it broke) an error in a
-    finalizer is the guarded code's: the caller's hook never sees it; after restore, it does."""
-    from pytree_lab.interpreter import InterpreterState
+    class FailsWhenCollected:
+        def __del__(self):
+            raise RecursionError("a finalizer that fails")
 
     seen = []
     previous, sys.unraisablehook = sys.unraisablehook, lambda args: seen.append(str(args.exc_value))
     try:
-        state = InterpreterState.capture()
-        _FailsWhenCollected()  # collected at once: its __del__ raises, an "unraisable" error
-        state.restore()
+        assert run_guarded(lambda: FailsWhenCollected() and 1).ok
         assert seen == []
-        _FailsWhenCollected()
-        assert seen == ["a finalizer that fails (JAX's gc callback near a lost recursion depth)"]
+        FailsWhenCollected()
+        assert seen == ["a finalizer that fails"]
     finally:
         sys.unraisablehook = previous

@@ -557,7 +557,7 @@ def test_a_view_that_fails_after_the_step_keeps_the_last_good_step(monkeypatch):
     assert "text/plain" in ex._repr_mimebundle_()
 
 
-@pytest.mark.parametrize("exc", [SystemExit(3), KeyboardInterrupt(), GeneratorExit()])
+@pytest.mark.parametrize("exc", [SystemExit(3), GeneratorExit()])
 def test_base_exceptions_from_the_loss_keep_the_kernel_alive(exc):
     ex = StepExplorer()
     good = ex.result
@@ -567,6 +567,22 @@ def test_base_exceptions_from_the_loss_keep_the_kernel_alive(exc):
 
     assert ex.set_loss(loss) is None
     assert ex.result is good and 'role="alert"' in ex.status.value
+
+
+def test_a_kernel_interrupt_in_the_loss_ends_the_cell_and_keeps_the_last_good_step():
+    """The Stop button (KeyboardInterrupt) is never swallowed: it ends the cell that runs."""
+    ex = StepExplorer()
+    good = ex.result
+
+    def loss(p, x, target):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        ex.set_loss(loss)
+    assert ex.result is good
+    with pytest.raises(KeyboardInterrupt):
+        ex.step(3)
+    assert ex.result is good and len(ex.history) == len(good and ex.history)
 
 
 def test_close_closes_every_child_widget():

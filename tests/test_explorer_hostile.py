@@ -565,56 +565,22 @@ def _sum_of_squares(p, scale):
     return sum((w * w) * scale for w in p.values())  # the loss's own Python: one line per leaf
 
 
-def test_jax_tracing_a_many_leaf_loss_is_not_the_users_loop(monkeypatch):
-    from pytree_lab import budget
-
-    monkeypatch.setattr(budget, "SLOW_FACTOR", 1000.0)  # only the loss's own Python counts here
+def test_jax_tracing_a_many_leaf_loss_is_not_the_users_loop():
+    """Tracing 6,000 leaves takes longer than the budget, but almost none of it is the loss's own
+    Python (the innermost frame is JAX's): library frames never count."""
     n = 6_000
     ex = StepExplorer(
         _sum_of_squares,
         _many_leaves(n),
         {"scale": jnp.asarray(np.float32(1.0))},
         sliders=["learning_rate"],
-        time_budget=1.0,
+        time_budget=0.5,
     )
-    # tracing 6,000 leaves takes longer than the budget, but almost none of it is the loss's own
-    # Python. The budget samples the stack every TICK (0.25 s): at a budget of one tick, a single
-    # sample that met the loss's generator line stopped the step (seen in CI under load); four
-    # ticks leave the heuristic room. 3,000 leaves traced in 0.75-2.75 s depending on the machine's
-    # load, too close to the budget to show it: 6,000 take about twice that
     assert ex.result is not None, ex.status.value
-    assert ex.session.clock.inside > 1.0, ex.session.clock.inside
     values = np.asarray([i % 7 - 3 for i in range(n)], np.float64)
     assert ex.result.loss == pytest.approx(float(np.sum(values**2)))
     assert float(ex.result.grads["w00004"]) == 2.0 * 1  # 4 % 7 - 3 = 1: d(w²)/dw = 2
-    assert ex.session.clock.own < 1.0 and "endless loop" not in ex.status.value
-    ex.close()
-
-
-def test_a_many_leaf_loss_that_is_slow_is_told_how_to_be_fast_not_called_an_endless_loop(monkeypatch):
-    import html
-
-    from pytree_lab import budget
-
-    monkeypatch.setattr(budget, "SLOW_FACTOR", 1.0)  # library work called from the loss counts one budget
-    ex = StepExplorer(
-        _sum_of_squares,
-        _many_leaves(6_000),
-        {"scale": jnp.asarray(np.float32(1.0))},
-        sliders=["learning_rate"],
-        time_budget=0.25,
-    )
-    text = html.unescape(_alert(ex))
-    assert "which usually means an endless loop" not in text
-    assert "stopped after" in text and "it is not an endless loop" in text and "6,000 parameter leaves" in text
-    assert "Fewer, bigger leaves (stack the layers' weights into arrays) make it fast" in text
-    assert "time_budget=None" in text and "sliders=[...]" in text
-    assert "No step has worked yet, so none is shown." in text
-    # a slider move does not pay for the slow step again: the message says so at once
-    ex.sliders["learning_rate"].value = 0.1
-    moved = html.unescape(_alert(ex))
-    assert "it is not an endless loop" in moved and "Moving a slider does not try again; ex.recompute()" in moved
-    assert ex.session.clock.inside >= 0.25  # the clock of the stopped step: no new step was run
+    assert ex.session.clock.own < 0.5 and "endless loop" not in ex.status.value
     ex.close()
 
 
@@ -624,5 +590,6 @@ def test_an_endless_loop_in_the_loss_is_still_stopped_as_one():
             pass
 
     ex = StepExplorer(endless, _many_leaves(10), {"scale": jnp.asarray(np.float32(1.0))}, time_budget=0.5)
-    assert "which usually means an endless loop" in _alert(ex) and ex.session.clock.reason == "own"
+    assert "which usually means an endless loop" in _alert(ex) and ex.session.clock.fired
+    assert 0.5 <= ex.session.clock.own < 5.0
     ex.close()

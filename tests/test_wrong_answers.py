@@ -7,7 +7,6 @@ out of check(), and the widget back from "Checking…". Oracles: the lessons' ha
 
 from __future__ import annotations
 
-import gc
 import json
 import sys
 import time
@@ -105,11 +104,6 @@ def prints_a_lot(flat_params, x):
     return good(flat_params, x)
 
 
-def patches_grad(flat_params, x):
-    jax.grad = lambda f, *a, **k: lambda *args: jnp.zeros(3)
-    return good(flat_params, x)
-
-
 def bias_first(flat_params, x):
     return jax.grad(lambda p: jnp.sum((x @ p[1:] + p[0]) ** 2))(flat_params)
 
@@ -134,7 +128,6 @@ FUNCTION_ANSWERS = [
     (returns_weights_only, "the bias gradient is missing"),
     (missing_return, "returned None"),
     (calls_exit, "sys.exit()"),
-    (keyboard_interrupt, "KeyboardInterrupt"),
     (endless, "still running after 3 s of computing"),
     (endless_swallowing, "still running after 3 s of computing"),
     (sleeps, "still running after 3 s of computing"),
@@ -187,56 +180,11 @@ def test_value_answers_through_check(exercise_id, answer, words):
     assert words in result.feedback, result.feedback
 
 
-def test_monkeypatched_grad_is_put_back_and_later_verdicts_are_right():
-    real = jax.grad
-    result = course.check("grad_over_flat_params", patches_grad, evidence=Evidence())
-    assert "replaced jax.grad" in result.feedback
-    assert jax.grad is real
-    assert course.check("grad_over_flat_params", good, evidence=Evidence()).passed
-
-
-def test_a_patch_made_outside_any_check_cannot_change_a_verdict(monkeypatch):
-    monkeypatch.setattr(jnp, "sum", lambda *a, **k: 0.0)
-    monkeypatch.setattr(np, "allclose", lambda *a, **k: True)
-    assert not course.check("squared_norm", 80.0, evidence=Evidence()).passed
-    assert course.check("squared_norm", 96.0, evidence=Evidence()).passed
-
-
-def test_the_self_check_refuses_to_grade_in_a_broken_kernel(monkeypatch):
-    # a kernel whose numbers changed without any checker function being replaced (a replaced one
-    # is put back before the check, see test_check_integrity.py): the lesson's learning rate
-    from pytree_lab import lesson
-
-    monkeypatch.setattr(lesson, "LEARNING_RATE", 0.5)
-    result = course.check("squared_norm", 96.0, evidence=Evidence())
-    assert not result.passed and "cannot trust this kernel" in result.feedback
-
-
-def test_patching_the_checker_does_not_pass():
-    def cheat(flat_params, x):
-        flat_exercise._diagnose_flat_output = lambda *a, **k: None
-        return jnp.zeros(flat_params.shape)
-
-    original = flat_exercise._diagnose_flat_output
-    result = course.check("grad_over_flat_params", cheat, evidence=Evidence())
-    assert not result.passed and "changed the checker" in result.feedback
-    assert flat_exercise._diagnose_flat_output is original
-
-
-def test_reading_the_expected_gradient_from_frames_or_gc_finds_nothing():
-    def snoop(flat_params, x):
-        frame = sys._getframe(1)
-        while frame is not None:
-            for value in frame.f_locals.values():
-                if isinstance(value, flat_exercise._FlatReferences):
-                    return value.grad
-            frame = frame.f_back
-        for obj in gc.get_objects():
-            if isinstance(obj, flat_exercise._FlatReferences):
-                return obj.grad
-        return jnp.zeros(flat_params.shape)
-
-    assert not course.check("grad_over_flat_params", snoop, evidence=Evidence()).passed
+def test_a_kernel_interrupt_in_an_answer_ends_the_check_it_is_never_swallowed():
+    """The Stop button (KeyboardInterrupt) ends the cell that runs: a check never turns it into feedback."""
+    with pytest.raises(KeyboardInterrupt):
+        course.check("grad_over_flat_params", keyboard_interrupt, evidence=Evidence())
+    assert course.check("grad_over_flat_params", good, evidence=Evidence()).passed  # and the next check works
 
 
 def test_predicting_the_hidden_cases_from_numpy_seed_fails():
@@ -268,11 +216,13 @@ def test_the_exercise_cell_runs_guarded_and_a_failed_run_is_not_graded(capsys):
     for code, words in [
         ("import sys; sys.exit()", "sys.exit()"),
         ("while True: pass", "still running"),
-        ("raise KeyboardInterrupt", "KeyboardInterrupt"),
+        ("import time; time.sleep(30)", "still running"),
         ("def f(): return f()\nf()", "RecursionError"),
     ]:
         cells.run_exercise_cell("squared_norm", code, ns, budget=1.0)
         assert words in capsys.readouterr().out
+    with pytest.raises(KeyboardInterrupt):  # the Stop button ends the cell: never swallowed
+        cells.run_exercise_cell("squared_norm", "raise KeyboardInterrupt", ns, budget=1.0)
     cells.forget()
 
 
@@ -326,10 +276,8 @@ def test_the_page_cannot_write_a_solution_or_a_verdict():
 
 
 def test_the_time_budget_also_holds_off_the_main_thread():
-    # where no interval timer can be used (another thread), a watchdog thread stops it
+    # where no interval timer can be used (another thread), a line tracer stops it
     import threading
-
-    from pytree_lab import budget
 
     found = {}
 
@@ -338,13 +286,12 @@ def test_the_time_budget_also_holds_off_the_main_thread():
             pass
 
     def run():
-        found["driver"] = budget.driver(budget.Deadline(0.5))
         found["run"] = _guard.run_guarded(student, budget=0.5)
 
     thread = threading.Thread(target=run)
     thread.start()
     thread.join(20)
-    assert not thread.is_alive() and found["run"].timed_out and found["driver"] == "watchdog"
+    assert not thread.is_alive() and found["run"].timed_out
 
 
 def test_huge_output_is_bounded_and_said():
@@ -371,11 +318,14 @@ def test_aligned_trees_for_the_evidence():
 
 def test_without_interval_timers_the_tracer_budget_is_used(monkeypatch):
     # the JupyterLite kernel's situation (Pyodide has no setitimer), on the main thread
-    from pytree_lab import budget
+    import signal
 
-    monkeypatch.setattr(budget.sys, "platform", "emscripten")
-    assert budget.driver(budget.Deadline(0.5)) == "tracer"
-    assert budget.driver(budget.BudgetClock(0.5)) is None  # the explorer's: no tracer over a step
+    from pytree_lab import guard
+
+    monkeypatch.setattr(guard.sys, "platform", "emscripten")
+    with guard.time_budget(0.5, traced=False) as budget:  # the explorer's: no tracer over a step
+        assert sys.gettrace() is None and signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+    assert not budget.fired
 
     def student():
         while True:
@@ -414,27 +364,13 @@ print("AFTER:", shell.user_ns["r"].feedback)
     assert "AFTER: Your last run of the exercise cell raised SystemExit" in out.stdout
 
 
-class _PatchesWhenRead:
-    """An answer leaf whose __array__ replaces jnp.sum (student code runs when it is read)."""
-
-    def __array__(self, dtype=None, copy=None):
-        jnp.sum = lambda *a, **k: "patched"
-        return np.array([1.4, -0.8], np.float32)
-
-
 class _ExitsWhenRead:
     def __array__(self, dtype=None, copy=None):
         sys.exit("student code exited")
 
 
 def test_recording_an_answer_as_evidence_runs_it_guarded_like_grading():
-    real_sum = jnp.sum
     evidence = Evidence()
-    try:
-        course.check("repair_update", {"weight": _PatchesWhenRead(), "bias": jnp.array(0.2)}, evidence=evidence)
-        assert jnp.sum is real_sum  # put back after grading and after recording
-    finally:
-        jnp.sum = real_sum
     result = course.check("repair_update", {"weight": _ExitsWhenRead(), "bias": jnp.array(0.2)}, evidence=evidence)
     assert not result.passed and "sys.exit()" in result.feedback  # no SystemExit out of check()
     recorded = evidence.checks[-1]["answer"]

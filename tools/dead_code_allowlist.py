@@ -143,3 +143,7 @@ jacfwd  # unused function (pytree_lab_lite.jax: imported on first use, by name i
 hessian  # unused function (pytree_lab_lite.jax: imported on first use, by name in _ARRAY_PARTS)
 block_until_ready  # unused function (pytree_lab_lite.jax: imported on first use, by name in _ARRAY_PARTS)
 vmap  # unused function (pytree_lab_lite.jax: imported on first use, by name in _ARRAY_PARTS)
+_.auto_score  # unused attribute (nbgrader's gradebook: MarkRegrades writes it)
+_.needs_manual_grade  # unused attribute (nbgrader's gradebook)
+_.f_trace_lines  # unused attribute (CPython reads it: no line events in library frames)
+_.ask_exit  # unused attribute (IPython calls it: exit() refused while guarded code runs)

@@ -55,7 +55,7 @@ def blamed(before: str, after: str) -> Iterator[None]:
     try:
         yield
     except BaseException as err:  # noqa: BLE001 - the optimizer's own code: said as its failure
-        from .budget import TimeBudgetExceeded
+        from .guard import TimeBudgetExceeded
 
         if isinstance(err, (KeyboardInterrupt, TimeBudgetExceeded, OptimizerError)):  # not the optimizer's to own
             raise

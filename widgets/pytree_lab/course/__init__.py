@@ -28,11 +28,9 @@ from ..exercises import (
     run_guarded,
     save_evidence as _save_evidence,
     type_name,
-    watch_modules,
 )
-from . import catalogue as _catalogue
 from .catalogue import EXERCISES, check, exercise
-from .exercises import common, reruns
+from .exercises import common
 from .prompts import PREDICTIONS, QUIZ, grad_structure_quiz, lesson_prediction, quiz
 
 __all__ = [
@@ -197,4 +195,3 @@ load_ipython_extension = setup  # `%load_ext pytree_lab.course`
 # Bind the checker's tools now and guard the checker's own functions against replacement.
 with contextlib.suppress(ImportError):  # no numpy/jax yet: bound at the first check
     bind_tools()
-watch_modules(_catalogue, common, reruns, *_catalogue.MODULES)

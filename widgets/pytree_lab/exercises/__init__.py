@@ -6,7 +6,6 @@ a course uses only the names in `__all__`.
 from __future__ import annotations
 
 from ..formatting import fmt_number as fmt_num  # 8, 0.1235, 0 for -0.0
-from . import _grading
 from ._check import CheckContext, Grader, cell_python, check
 from ._grading import (
     Case,
@@ -27,8 +26,7 @@ from ._grading import (
     tools,
     tree_problem,
 )
-from ._guard import describe_failure, exception_text, notes_for, run_guarded, watch_modules
-from ._integrity import seal_mapping
+from ._guard import describe_failure, exception_text, notes_for, run_guarded
 from .cells import last_run, register_magic
 from .evidence import (
     Evidence,
@@ -39,9 +37,6 @@ from .evidence import (
     save_evidence,
 )
 from .widgets import CheckButton, EvidenceButton, PredictionPrompt, Quiz
-
-# the checker's own functions are put back when a student's code replaces them
-watch_modules(_grading)
 
 __all__ = [
     "Case",
@@ -79,9 +74,7 @@ __all__ = [
     "register_magic",
     "run_guarded",
     "save_evidence",
-    "seal_mapping",
     "tools",
     "tree_problem",
     "type_name",
-    "watch_modules",
 ]

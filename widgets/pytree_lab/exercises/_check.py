@@ -1,16 +1,14 @@
-"""One check of an answer, end to end: `check(exercise, answer, context)` runs the integrity check
-before, the answer's own code and the grader guarded, the integrity check after, and records the
-result once. A grader (`Grader`) gets the answer and a `CheckContext`: what it may use besides."""
+"""One check of an answer, end to end: `check(exercise, answer, context)` runs the answer's own
+code and the grader guarded and records the result once. A grader (`Grader`) gets the answer and
+a `CheckContext`: what it may use besides."""
 
 from __future__ import annotations
 
 import ast
 import dataclasses
 import secrets
-import threading
 from typing import Any, Protocol
 
-from . import _integrity
 from ._grading import NOT_ANSWERED, CheckResult, Exercise, Outcome, answer_problem, bind_tools, is_unanswered, tools
 from ._guard import Guarded, describe_failure, notes_for, run_guarded
 from .cells import CellRun, ipython_python
@@ -80,16 +78,14 @@ def cell_python(cell: CellRun | None) -> str | None:
 
 def check(exercise: Exercise, answer: Any, context: CheckContext | None = None) -> CheckResult:
     """Grade `answer` for `exercise` and record the result in the context's evidence log once,
-    never raising: a broken answer, a broken checker or a tampered one each end in a sentence.
+    never raising: a broken answer or a broken checker each end in a sentence.
 
     `context.stale`: what went wrong in the student's last run of the exercise cell, when it did;
     the value still in the variable is then an older attempt's, so it is not graded: the check is
     recorded with that error. `exercise.explain(exercise, result, context)` may say the feedback plainly.
 
-    Before and after grading, the checker's functions and the numpy / jax functions it relies on
-    are compared with references taken at import (`exercises._integrity`): anything replaced (by
-    the answer, by an earlier cell, or by a thread) is put back and the check does not count; so
-    does a check while a thread the notebook started is still running.
+    A practice check defends against mistakes, not against code that sets out to fool it
+    (docs/checks.md): grades come from nbgrader's sandbox.
     """
     bind_tools()
     context = context or CheckContext()
@@ -108,38 +104,8 @@ def check(exercise: Exercise, answer: Any, context: CheckContext | None = None) 
 
 
 def _checked(exercise: Exercise, answer: Any, context: CheckContext) -> CheckResult:
-    earlier = _integrity.verify()
-    threads_before = {thread.ident for thread in threading.enumerate() if thread.ident is not None}  # all started
-    waiting = _integrity.user_threads()
     graded = _grade_answer(exercise, answer, context)
-    during = [name for name in _integrity.verify() if name not in earlier]
-    started = [name for name in _integrity.user_threads(threads_before) if name not in waiting]
-    by = (("Before this check, code in this notebook had", earlier), ("During this check, your code", during))
-    problems = [
-        f"{who} replaced part of the checker or of the numpy / jax functions it relies on ({_names(names)}). "
-        "It was put back."
-        for who, names in by
-        if names
-    ]
-    if waiting or started:
-        problems.append(
-            f"A thread started from this notebook is still running ({_names(waiting + started)}): "
-            "it could change the checker at any moment. Stop it (or restart the kernel)."
-        )
-    if not problems:
-        return graded
-    return dataclasses.replace(
-        graded,
-        passed=False,
-        score=0.0,
-        feedback=" ".join(problems) + " This check does not count: check again with an answer that only computes.",
-        cases_passed=0,
-    )
-
-
-def _names(names: list[str], limit: int = 4) -> str:
-    shown = ", ".join(names[:limit])
-    return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+    return graded
 
 
 def _grade_answer(exercise: Exercise, answer: Any, context: CheckContext) -> CheckResult:
@@ -158,13 +124,6 @@ def _grade_answer(exercise: Exercise, answer: Any, context: CheckContext) -> Che
         )
     if is_unanswered(answer):
         return fail(NOT_ANSWERED)
-    if exercise.self_check is not None:
-        problem = exercise.self_check()
-        if problem:
-            return fail(
-                f"The checker cannot trust this kernel: {problem} Restart the kernel (Kernel → Restart), "
-                "run the notebook again, then check."
-            )
     if exercise.answer_kind != "function":
         # one check before any JAX call: a tree that contains itself, or nests thousands of levels
         # deep, would make JAX's flatten recurse until the interpreter breaks
@@ -176,12 +135,6 @@ def _grade_answer(exercise: Exercise, answer: Any, context: CheckContext) -> Che
     run = run_guarded(
         exercise.grade, answer, context, budget=None if exercise.answer_kind == "function" else exercise.budget
     )
-    checker_parts = [name for name in run.replaced if name.split(".")[0] not in ("jax", "numpy", "builtins")]
-    if checker_parts:
-        return fail(
-            "Your code changed the checker itself (" + ", ".join(checker_parts) + "). It was put back; "
-            "this check does not count. Check again with an answer that only computes."
-        )
     if not run.ok:
         said = describe_failure(run, what="it") or ""
         if run.timed_out or not isinstance(run.error, Exception):

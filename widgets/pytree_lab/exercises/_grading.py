@@ -13,7 +13,6 @@ import importlib
 import math
 import re
 import sys
-import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,28 +20,9 @@ from ..diagnose import diagnose
 from ..formatting import clip, fmt_array, fmt_number
 from ..tree_model import dtype_shape_label
 from ..trees import TreeError, check_tree
-from . import _integrity
 
 # --------------------------------------------------------------------------- compute helpers
 # numpy and jax are imported on first use: `import pytree_lab` must work in a kernel without them.
-
-
-class _Frozen:
-    """A module's namespace as it was when bound: `jnp.sum` here stays the real `jnp.sum`
-    even after a student's `jnp.sum = ...` in the notebook."""
-
-    def __init__(self, module, nested=()):
-        self.__dict__.update(vars(module))
-        # names a module serves lazily (a module-level __getattr__, as the Lite engine's jax
-        # does) are bound too, so they are frozen like the rest
-        for name in dir(module):
-            if name not in self.__dict__:
-                with contextlib.suppress(Exception):  # a lazy name that cannot load here (no numpy) stays absent
-                    self.__dict__[name] = getattr(module, name)
-        for name in nested:
-            sub = vars(module).get(name)
-            if isinstance(sub, types.ModuleType):
-                self.__dict__[name] = _Frozen(sub)
 
 
 _TOOLS: dict[str, Any] = {}
@@ -52,24 +32,18 @@ def bind_tools() -> None:
     """Bind numpy and the engine's jax / jax.numpy now (the course does this when imported)."""
     from ..engine import get_engine
 
-    bound = _TOOLS.get("np"), _TOOLS.get("engine")
     if "np" not in _TOOLS:
         import numpy
         import numpy.random  # a lazily loaded submodule in numpy 2
 
-        _TOOLS["np"] = _Frozen(numpy, ("random",))
+        _TOOLS["np"] = numpy
     engine = get_engine()
     if _TOOLS.get("engine") is not engine:
         jax = engine.jax
         for sub in ("tree", "tree_util", "flatten_util"):
             with contextlib.suppress(ImportError):  # every engine has them
                 importlib.import_module(f"{jax.__name__}.{sub}")
-        _TOOLS.update(engine=engine, jax=_Frozen(jax, ("tree", "tree_util", "flatten_util")), jnp=_Frozen(engine.numpy))
-    if (_TOOLS.get("np"), _TOOLS.get("engine")) != bound:
-        # what was just bound is the reference every later check is compared with (only then:
-        # a later call must not take a student's change to the bound tools as the reference)
-        _integrity.seal()
-        _integrity.seal_mapping("the checker's numpy and jax", _TOOLS)
+        _TOOLS.update(engine=engine, jax=jax, jnp=engine.numpy)
 
 
 def _tool(name: str):
@@ -165,8 +139,6 @@ class Exercise:
     # graded elsewhere (nbgrader, with these points): the reveal shows no solution
     graded: bool = False
     points: float = 1.0
-    # a hand-derived sanity check of the checker's own tools; returns None or what is broken
-    self_check: Callable[[], str | None] | None = dataclasses.field(default=None, repr=False)
     # the feedback said plainly from what the cell shows (its error, a name set to None), or None
     explain: Callable[[Any, Any, Any], str | None] | None = dataclasses.field(default=None, repr=False)
     # seconds of student code per case (function answers) / per check (values)

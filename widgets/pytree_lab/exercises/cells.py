@@ -18,7 +18,7 @@ import hashlib
 import linecache
 from collections.abc import Callable
 
-from ..interpreter import ipython_shell
+from ..guard import ipython_shell
 from ._guard import DEFAULT_BUDGET, describe_failure, exception_text, notes_for, run_guarded
 
 __all__ = ["CellRun", "last_run", "run_exercise_cell", "register_magic", "forget"]

@@ -23,8 +23,8 @@ import math
 import pathlib
 from typing import Any
 
-from ..budget import TimeBudgetExceeded
 from ..formatting import fmt_number, short_error
+from ..guard import TimeBudgetExceeded
 from ..page import SHARED_JS, STATIC
 from . import record
 

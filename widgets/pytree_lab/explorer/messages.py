@@ -173,18 +173,8 @@ def explain(err: BaseException, input_names: list[str], param_summary: TreeSumma
     return f"{hint}The step failed: {short_error(err)}"
 
 
-def over_budget(what: str, clock: Any, leaves: int, time_budget: float | None) -> str:
-    """A step stopped by its time budget: slow work on a big model, or the loss's own endless loop."""
-    if clock is not None and clock.reason == "slow":
-        return (
-            f"{what} stopped after {fmt_number(round(clock.inside))} s, and it is not an endless loop: the "
-            f"loss's own Python ran about {fmt_number(round(clock.own, 1))} s of that; the rest was JAX "
-            f"working on what the loss asked for (tracing or running its operations one by one), which "
-            f"grows with the model: {leaves:,} parameter leaves here. Fewer, bigger leaves (stack the "
-            "layers' weights into arrays) make it fast; StepExplorer(..., time_budget=None) waits as "
-            "long as it takes, and sliders=[...] keeps only the sliders you need. The last good step "
-            "stays on screen."
-        )
+def over_budget(what: str, time_budget: float | None) -> str:
+    """A step stopped by its time budget: the loss's own code ran past it (an endless loop)."""
     return (
         f"{what} stopped: the loss (or prediction_fn) ran for more than {fmt_number(time_budget)} s "
         "of its own Python code, which usually means an endless loop. The last good step stays on "

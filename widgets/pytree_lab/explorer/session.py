@@ -23,8 +23,8 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from .. import lesson
-from ..budget import TimeBudgetExceeded, user_code_budget
 from ..engine import Engine, choose_device, device_label, get_engine
+from ..guard import TimeBudgetExceeded, time_budget
 from ..page import is_number
 from ..step import StepResult, pin_dtypes
 from ..training import CompiledStep, OptimizerError, TrainingStep
@@ -115,7 +115,7 @@ class ExplorerSession:
         self.extra: Any = None  # trees shown in their own panel (show_extra)
         # what was said once: the op-by-op program (and its failed background compile), a slow step
         self._said_staged: Any = None
-        self._said_slow, self.too_slow = False, ""  # too_slow: the message of a step stopped as too slow (not a loop)
+        self._said_slow = False
 
         # Our own copies of the trees (never the caller's arrays), in the dtypes JAX gives them.
         self.params_tree = _pinned("params", params, eng)
@@ -144,7 +144,7 @@ class ExplorerSession:
         self._new_point = True  # the next good step is a newly visited point (else the current one moved)
         self.good_now = False  # the last compute succeeded (a step can start from here)
         self.last_good: StepResult | None = None
-        self.clock: Any = None  # the last step's BudgetClock (what it saw)
+        self.clock: Any = None  # the last step's guard.Budget (what the loss's own code used)
         # what reset goes back to
         self.initial = (list(self.param_leaves), list(self.input_leaves), dict(self.static), self.input_data)
         self.learning_rate = self._start_optimizer(learning_rate)
@@ -170,12 +170,10 @@ class ExplorerSession:
         """A context in which JAX computes on the explorer's device (its step, the optimizer's init)."""
         return contextlib.nullcontext() if self.device is None else self.engine.jax.default_device(self.device)
 
-    def _failure_text(self, err: BaseException, what: str, interrupted: str) -> str:
-        """What a step (`what`) that raised `err` says (`interrupted`: for a KeyboardInterrupt)."""
+    def _failure_text(self, err: BaseException, what: str) -> str:
+        """What a step (`what`) that raised `err` says."""
         if isinstance(err, TimeBudgetExceeded):
-            return messages.over_budget(what, self.clock, len(self.param_leaves), self.time_budget)
-        if isinstance(err, KeyboardInterrupt):
-            return interrupted
+            return messages.over_budget(what, self.time_budget)
         self.last_traceback = messages.traceback_text(err)  # a user's loss or optimizer can raise anything
         return messages.explain(err, self.input_names, self.param_summary, self.input_summary)
 
@@ -198,7 +196,7 @@ class ExplorerSession:
         """The step the explorer shows at a point of its record (params, optimizer state and rate
         kept there): the same compiled step as `compute`, under the same guard (its device, the
         loss's callbacks quiet, the time budget), for a replay (export.py)."""
-        with self.on_device(), _quiet_callbacks(), user_code_budget(self.time_budget) as self.clock:
+        with self.on_device(), _quiet_callbacks(), time_budget(self.time_budget, traced=False) as self.clock:
             return replace(self._call_step(self.slider_step, params, inputs, lr, state), params=params)
 
     def runner(self) -> TrainingStep:
@@ -394,11 +392,13 @@ class ExplorerSession:
             if problem:
                 return problem
             deadline = time.monotonic() + self.time_budget if self.time_budget else None
-            with self.on_device(), _quiet_callbacks(), user_code_budget(self.time_budget) as self.clock:
+            with self.on_device(), _quiet_callbacks(), time_budget(self.time_budget, traced=False) as self.clock:
                 keep, rate = self.trail.room(int(n)), lr if self.rate_slides else None
                 run = self.runner().run(params, self.opt_state, inputs, rate, int(n), deadline=deadline, keep=keep)
+        except KeyboardInterrupt:
+            raise  # the Stop button ends the cell that runs
         except BaseException as err:  # noqa: BLE001 - said in the widget; the kernel survives it
-            return self._failure_text(err, "The steps", "The steps were interrupted; the explorer stays where it was.")
+            return self._failure_text(err, "The steps")
         fmt = messages.fmt_number
         if run.stopped_loss is not None:
             self.notes.append(
@@ -459,18 +459,13 @@ class ExplorerSession:
     def compute(self, moving: bool = False) -> Computed:
         """The step for the current values; nothing the loss raises (BaseException included) escapes.
         `moving`: a slider move asks (a step stopped as too slow is not paid for again)."""
-        if self.too_slow and moving:
-            return Computed(
-                failure=self.too_slow + " Moving a slider does not try again; ex.recompute() (or "
-                "set_loss, set_params, a Step click) does."
-            )
         try:
             params, inputs, lr = self.gather()
             problem = self.check_inputs(lr)
             if problem:
                 return Computed(failure=problem)
             started = time.monotonic()
-            with self.on_device(), _quiet_callbacks(), user_code_budget(self.time_budget) as self.clock:
+            with self.on_device(), _quiet_callbacks(), time_budget(self.time_budget, traced=False) as self.clock:
                 try:
                     result = self._call_step(self.slider_step, params, inputs, lr)
                 except Exception:
@@ -483,15 +478,15 @@ class ExplorerSession:
                     self.slider_step = plain
                 result = replace(result, params=params)
             if self.prediction_fn is not None:
-                with self.on_device(), _quiet_callbacks(), user_code_budget(self.time_budget) as self.clock:
+                with self.on_device(), _quiet_callbacks(), time_budget(self.time_budget, traced=False) as self.clock:
                     result = with_extras(result)
             problem = self.check_result(result)
             if problem:
                 return Computed(failure=problem)
+        except KeyboardInterrupt:
+            raise  # the Stop button ends the cell that runs
         except BaseException as err:  # noqa: BLE001 - said in the widget; the kernel survives it
-            text = self._failure_text(err, "The step", "The step was interrupted; the last good step stays on screen.")
-            if isinstance(err, TimeBudgetExceeded) and self.clock is not None and self.clock.reason == "slow":
-                self.too_slow = text
+            text = self._failure_text(err, "The step")
             return Computed(failure=text)
         return Computed(result=result, took=time.monotonic() - started)
 
@@ -504,7 +499,7 @@ class ExplorerSession:
         """`computed.result` (shown) is the current point now: recorded in history. Returns the notes."""
         result = computed.result
         assert result is not None
-        self.last_good, self.good_now, self.too_slow = result, True, ""
+        self.last_good, self.good_now = result, True
         self.trail.put(self._new_point or not self.history, result, self.engine)
         if self._new_point or not self.history:
             self.history.append(result.loss)  # a new point after a step

@@ -51,26 +51,6 @@ def _whole_tree(answer, trees) -> str | None:
     return next((sentence for tree, sentence in trees if _same_tree_guarded(answer, tree)), None)
 
 
-def self_check() -> str | None:
-    """The checker's tools against the lessons' hand derivations (loss 4, grads [-8, -4] and -4,
-    the packed example's [8, 12, 4]). None when they agree."""
-    from .grad_over_flat_params import _FLAT_EXAMPLE_PARAMS, _FLAT_EXAMPLE_X, _flat_grad_fn
-
-    try:
-        _, grads, _, loss, loss_after = _lesson_step()
-        flat = _flat_grad_fn()(tools.jnp.array(_FLAT_EXAMPLE_PARAMS), tools.jnp.array(_FLAT_EXAMPLE_X))
-        got = [loss, *tools.np.ravel(grads["weight"]), float(grads["bias"]), loss_after, *tools.np.ravel(flat)]
-    except BaseException as exc:  # noqa: BLE001
-        return f"computing the lesson's worked example failed ({exception_text(exc)})."
-    want = (4.0, -8.0, -4.0, -4.0, 0.64, 8.0, 12.0, 4.0)
-    if len(got) != len(want) or any(not abs(float(a) - b) < 1e-4 for a, b in zip(got, want)):
-        return (
-            "jax or numpy in this kernel no longer computes the lesson's worked example "
-            "(loss 4, gradients [-8, -4] and -4): something replaced one of their functions."
-        )
-    return None
-
-
 # course_source/solutions/<id>.py of a checkout: outside content/ (what students open), not in the package
 SOLUTIONS = pathlib.Path(__file__).resolve().parents[4] / "course_source" / "solutions"
 
@@ -94,7 +74,6 @@ def graded_exercise(exercise_id: str, title: str, task: str, answer_kind: str, g
         grade,
         solutions=reference_solution(exercise_id),
         graded=True,
-        self_check=self_check,
         explain=said_plainly,
         **fields,
     )

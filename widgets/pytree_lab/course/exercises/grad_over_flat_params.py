@@ -280,17 +280,6 @@ def _grade_grad_over_flat_params(answer, context: CheckContext) -> Outcome:
     for index, declared in enumerate(_cases(context.rng)):  # each drawn once the one before is graded
         case = _FlatCase(declared.args[0], declared.args[1], index > 0)
         run = run_guarded(answer, *case.args(), budget=CASE_BUDGET, once_stuck=True)
-        tampered = [n for n in run.replaced if n.split(".")[0] not in ("jax", "numpy", "builtins")]
-        if tampered:
-            return Outcome(
-                0,
-                total,
-                [
-                    "Your code changed the checker itself (" + ", ".join(tampered) + "). It was put back; "
-                    "this check does not count. Check again with a function that only computes."
-                ],
-                passed=False,
-            )
         if not run.ok:
             problem = describe_failure(run, what="your function", budget=CASE_BUDGET, hidden=case.hidden)
             problem = problem and problem + jax_hint(run.error)
