@@ -101,7 +101,7 @@ js-check: $(JS_DEPS)
 
 # The checks (configured in pyproject.toml; docs/lint.md): ruff's lint rules and its layout
 # (`ruff format --check`) over the whole tree, mypy over the library, vulture's dead-code check
-# over it (then its size in lines), tsc over its ES modules.
+# over it, tsc over its ES modules; then the shipped Python's lines and tokens per package (tools/sizes.py).
 # Any finding fails the target, and so `make test` and CI. ruff and mypy come with the dev
 # extra; LINT_PY runs them from another environment (mypy still reads the project venv's
 # packages).
@@ -111,7 +111,7 @@ lint: $(STAMP) js-check
 	$(LINT_PY) -m ruff format --check .
 	$(LINT_PY) -m mypy --python-executable $(PY)
 	$(LINT_PY) -m vulture
-	@echo "widgets/pytree_lab: $$(find widgets/pytree_lab -name '*.py' | xargs cat | wc -l) lines as ruff formats them"
+	@$(PY) tools/sizes.py
 
 # pytest-xdist workers on two cores: four for the whole suite (a third of its time waits on
 # kernels, servers, pages and graders: 1,488 s against 1,700-1,770 s with three, same day),

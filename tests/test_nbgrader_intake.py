@@ -25,7 +25,7 @@ import stat
 from pathlib import Path
 
 import pytest
-from test_nbgrader import BIN, grades, run
+from test_nbgrader import BIN, grades, run, solution, submission
 
 pytestmark = pytest.mark.notebook
 
@@ -84,6 +84,14 @@ def links(released, tmp_path_factory):
     peek.mkdir(parents=True)
     nb["cells"][1]["source"] = PEEK
     (peek / "02_packed_parameters.ipynb").write_text(json.dumps(nb))
+    # right answers, but the first exercise's cell and its check cell deleted together
+    answers = lambda ex: "DELETE" if ex == "squared_norm" else solution(ex)  # noqa: E731
+    submission(
+        course / "release" / "pytrees",
+        course / "submitted" / "deleted" / "pytrees",
+        answers,
+        drop_tests=("squared_norm",),
+    )
     graded = run(NBGRADER, "autograde", "pytrees", cwd=course, home=home, timeout=1500)
     run(NBGRADER, "generate_feedback", "pytrees", cwd=course, home=home)
     return {"course": course, "home": home, "log": graded.stdout + graded.stderr}
@@ -210,3 +218,15 @@ def test_a_kernel_that_prints_its_own_notebook_puts_no_seed_in_the_feedback(link
     (html,) = (course / "feedback" / "peek" / "pytrees").glob("*.html")
     assert "notebooks here: []" in html.read_text()  # the cell ran, and found none to read
     assert not [s for s in seeds(course) if s in html.read_text()]
+
+
+def test_a_deleted_exercise_cell_with_its_check_cell_costs_that_exercise_only(links):
+    """nbgrader's restore of a missing test cell raised KeyError when the answer cell before it was
+    deleted too, and the whole submission was flagged with 0: now that exercise scores 0."""
+    got = grades(links["course"])["deleted"]
+    assert got == {"squared_norm": 0.0, "nested_scale_grad": 2.0, "repair_update": 2.0, "grad_over_flat_params": 4.0}
+    assert "KeyError" not in links["log"] and "Removing failed assignment" not in links["log"]
+    nb = json.loads((links["course"] / "autograded" / "deleted" / "pytrees" / "01_pytrees.ipynb").read_text())
+    tests = [c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "squared_norm-tests"]
+    said = "".join("".join(o.get("text", "")) for o in tests[0]["outputs"])
+    assert "no exercise cell in the submission: 0." in said, said

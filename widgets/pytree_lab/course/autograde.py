@@ -85,6 +85,33 @@ class ReleasedCells(OverwriteCells):
                 cell.source = source
         return super().preprocess_cell(cell, resources, index)
 
+    def add_missing_grade_cells(self, nb: NotebookNode, resources: Any) -> tuple[NotebookNode, Any]:
+        """nbgrader's, after putting back each answer cell the student deleted, empty (its
+        exercise scores 0), after the nearest cell of the source still there: nbgrader puts a
+        deleted test cell back after the cell before it, and raised KeyError when that was the
+        deleted answer cell, failing the whole submission."""
+        source = self.gradebook.find_notebook(self.notebook_id, self.assignment_id)
+        order = [c.name for c in source.source_cells]
+        solutions = {c.name for c in source.solution_cells}
+
+        def where(name: str) -> int | None:
+            found = (
+                i for i, c in enumerate(nb.cells) if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == name
+            )
+            return next(found, None)
+
+        for n, name in enumerate(order):
+            if name in solutions and where(name) is None:
+                before = next((i for i in map(where, reversed(order[:n])) if i is not None), -1)
+                meta = {"grade": False, "solution": True, "locked": False, "grade_id": name, "schema_version": 3}
+                cell = NotebookNode(cell_type="code", execution_count=None, outputs=[], source=_DELETED)
+                cell.metadata = NotebookNode(nbgrader=NotebookNode(meta))
+                nb.cells.insert(before + 1, cell)
+        return super().add_missing_grade_cells(nb, resources)
+
+
+_DELETED = "# this answer cell was missing from the submission"
+
 
 # --------------------------------------------------------------------------- the sandbox
 
@@ -481,7 +508,8 @@ def notebook_cells(nb: NotebookNode) -> tuple[list[dict], dict[str, tuple[str, i
             tests[grade_id] = (match.group(1) if match else "", int(match.group(2)) if match else 0, cell)
         else:
             exercise_id = grade_id.removesuffix("-answer") if grade_id.endswith("-answer") else None
-            cells.append({"code": cell.source, "exercise": exercise_id})
+            if cell.source != _DELETED:  # an answer cell put back empty: no exercise cell in the submission
+                cells.append({"code": cell.source, "exercise": exercise_id})
     return cells, tests
 
 
