@@ -245,16 +245,21 @@ def grad_over_flat_params(flat_params, x):  # no recursion written: JAX's own fl
     return jnp.zeros(3)
 out = sys.stdout
 result = check("grad_over_flat_params", grad_over_flat_params)
-print(result.passed, "went deeper than Python allows" in result.feedback)
-print(sys.stdout is out, signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0), sys.gettrace() is None)
+print(result.passed, "went deeper than Python allows" in result.feedback, sys.stdout is out)
+print(signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0), sys.gettrace() is None)
 print(float(jnp.sum(jnp.array([1.0, 2.0]) ** 2)))
 """
 
 
 def test_a_function_answer_that_flattens_such_a_tree_is_said_and_everything_is_given_back():
     """JAX's flatten giving up inside the student's own call: said as a RecursionError, and the
-    guard gives back everything it changed (the levels JAX's C code kept are the kernel's loss
-    until it restarts: only CPython's internals could give them back), in a process of its own."""
+    guard gives back everything it changed, in a process of its own. The levels JAX's C code kept
+    are the kernel's loss until it restarts (only CPython's internals could give them back)."""
+    if sys.version_info >= (3, 12):
+        pytest.skip(
+            "on CPython 3.12 and later the levels JAX kept are C levels: no call into C runs after it, "
+            "print's included, so the kernel must restart (docs/checks.md)"
+        )
     done = subprocess.run([sys.executable, "-c", FLATTENS], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["False", "True", "True", "True", "True", "5.0"], done.stdout

@@ -224,16 +224,19 @@ def time_budget(seconds: float | None, *, traced: bool = True) -> Iterator[Budge
         yield budget
     finally:
         budget.running = False  # first: a tick that comes late does nothing
-        with contextlib.suppress(ValueError):
+        if budget in _RUNNING:
             _RUNNING.remove(budget)
-        if before is not None:
-            if any(b.thread == budget.thread for b in _RUNNING):  # an outer budget goes on ticking
-                signal.setitimer(signal.ITIMER_REAL, TICK, TICK)
-            else:
-                signal.setitimer(signal.ITIMER_REAL, *before[1])
-                signal.signal(signal.SIGALRM, before[0])
-        elif traced:
-            sys.settrace(trace)
+        try:
+            if before is not None:
+                if any(b.thread == budget.thread for b in _RUNNING):  # an outer budget goes on ticking
+                    signal.setitimer(signal.ITIMER_REAL, TICK, TICK)
+                else:
+                    signal.setitimer(signal.ITIMER_REAL, *before[1])  # the timer first, then its handler
+                    signal.signal(signal.SIGALRM, before[0])
+            elif traced:
+                sys.settrace(trace)
+        except RecursionError:  # no C depth left (a C extension kept it): the inert handler stays
+            pass
 
 
 # --------------------------------------------------------------------------- a guarded call
@@ -319,19 +322,20 @@ def _given_back() -> Iterator[None]:
     try:
         yield
     finally:
-        sys.setrecursionlimit(limit)
-        if sys.gettrace() is not trace:
-            sys.settrace(trace)
-        if sys.getprofile() is not profile:  # (cProfile's, under %prun, cannot be set back: kept)
-            sys.setprofile(profile if callable(profile) else None)
-        sys.stdout, sys.stderr = out, err
-        for timer, name, left, handler in timers:
-            signal.setitimer(timer, *left)
-            signal.signal(name, handler)
-        sys.unraisablehook = hook
-        if shell is not None and not had_exit:
-            with contextlib.suppress(AttributeError):
+        sys.stdout, sys.stderr, sys.unraisablehook = out, err, hook  # first: no call needed
+        try:  # each a call into C: where a C extension kept the C depth (CPython 3.12+), none can run
+            if shell is not None and not had_exit and "ask_exit" in vars(shell):
                 del shell.ask_exit
+            sys.setrecursionlimit(limit)
+            if sys.gettrace() is not trace:
+                sys.settrace(trace)
+            if sys.getprofile() is not profile:  # (cProfile's, under %prun, cannot be set back: kept)
+                sys.setprofile(profile if callable(profile) else None)
+            for timer, name, left, handler in timers:
+                signal.setitimer(timer, *left)
+                signal.signal(name, handler)
+        except RecursionError:
+            pass
 
 
 def _through(levels: int, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
