@@ -534,18 +534,12 @@ WRONG_IN_LESSON = [
     ("squared_norm", "import sys\nsys.exit()", "sys.exit()"),
     ("squared_norm", "while True:\n    pass", "still running after"),
     ("squared_norm", "import time\ntime.sleep(60)", "still running after"),
-    # computed from grads (a value typed in is told to compute it), with a flood of output / a patch
+    # computed from grads (a value typed in is told to compute it), with a flood of output
     (
         "squared_norm",
         "print('x' * 10_000_000)\nnorm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))"
         "\nmanual = jnp.sum(grads['weight'] ** 2) + grads['bias'] ** 2",
         "passed",
-    ),
-    (
-        "squared_norm",
-        "jax.grad = lambda f: f\nnorm_squared = sum(jnp.sum(g ** 2) for g in jax.tree.leaves(grads))"
-        "\nmanual = jnp.sum(grads['weight'] ** 2) + grads['bias'] ** 2",
-        "replaced jax.grad",
     ),
     (
         "nested_scale_grad",

@@ -82,7 +82,7 @@ print("PROBE numpy-imported", "numpy" in sys.modules)
 # time budget's line tracer stops it; the explorer's budget is off there (no driver).
 BUDGET_CELL = """\
 import time
-from pytree_lab import budget
+from pytree_lab import guard
 from pytree_lab.exercises import run_guarded
 
 def endless():
@@ -91,7 +91,9 @@ def endless():
 
 started = time.monotonic()
 guarded = run_guarded(endless, budget=0.5)
-print("PROBE budget-drivers", budget.driver(budget.Deadline(0.5)), budget.driver(budget.BudgetClock(0.5)))
+with guard.time_budget(0.5, traced=False):  # the explorer's: neither a timer nor a tracer here
+    explorer_driver = "tracer" if sys.gettrace() is not None else "None"
+print("PROBE budget-drivers", "tracer" if not guard._signals() else "itimer", explorer_driver)
 print("PROBE budget-stopped", guarded.timed_out, guarded.error is None, time.monotonic() - started < 15)
 print("PROBE budget-tracer-left", sys.gettrace() is None)
 """

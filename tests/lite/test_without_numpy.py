@@ -327,19 +327,16 @@ def test_lesson_without_numpy_draws_its_trees_and_saves_its_evidence(tmp_path):
 # ------------------------------------------------- the exercises' integrity check on the Lite engine
 
 INTEGRITY_CELLS = [
-    "import jax, jax.numpy as jnp\nfrom pytree_lab.exercises._guard import notes_for, run_guarded\n"
+    "import jax, jax.numpy as jnp\n"
     "print(jax.grad is jax.grad, jax.value_and_grad is jax.value_and_grad, jax.jit is jax.jit,"
     " jax.vmap is jax.vmap, jax.numpy is jax.numpy)",
-    "print(run_guarded(lambda: jnp.sum).replaced, notes_for(run_guarded(lambda: None)))",
-    "kept = jax.grad\nrun = run_guarded(lambda: setattr(jax, 'grad', lambda f: f))\n"
-    "print(run.replaced, jax.grad is kept, notes_for(run)[0].startswith('Your code replaced jax.grad;'))",
 ]
 
 
 @pytest.mark.parametrize("blocked", [("jax", "jaxlib"), ("numpy", "jax", "jaxlib", "autograd", "bqplot", "pandas")])
-def test_the_exercises_integrity_check_passes_on_the_lite_engine_and_still_catches_a_replacement(blocked):
+def test_the_lite_engines_public_functions_are_the_same_objects_at_every_access(blocked):
     """Issue 33: the Lite engine's public functions are the same objects at every access (with
-    numpy, and as stand-ins without it), so a student who replaced nothing is not told so."""
+    numpy, and as stand-ins without it)."""
     script = SCRIPT.replace(
         '("numpy", "jax", "jaxlib", "autograd", "bqplot", "pandas", "optax")', repr(blocked + ("optax",))
     )
@@ -357,7 +354,5 @@ def test_the_exercises_integrity_check_passes_on_the_lite_engine_and_still_catch
     )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")), None)
     assert line is not None, proc.stdout + proc.stderr
-    same, untouched, replaced = json.loads(line[len("RESULT") :])
+    (same,) = json.loads(line[len("RESULT") :])
     assert same == {"stdout": "True True True True True\n", "stderr": "", "error": None}, same
-    assert untouched["stdout"] == "() []\n", untouched
-    assert replaced["stdout"] == "('jax.grad',) True True\n", replaced
