@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from .. import lesson
 from ..engine import Engine, choose_device, device_label, get_engine
-from ..guard import TimeBudgetExceeded, time_budget
+from ..guard import TimeBudgetExceeded, interrupted, time_budget
 from ..page import is_number
 from ..step import StepResult, pin_dtypes
 from ..training import CompiledStep, OptimizerError, TrainingStep
@@ -395,9 +395,9 @@ class ExplorerSession:
             with self.on_device(), _quiet_callbacks(), time_budget(self.time_budget, traced=False) as self.clock:
                 keep, rate = self.trail.room(int(n)), lr if self.rate_slides else None
                 run = self.runner().run(params, self.opt_state, inputs, rate, int(n), deadline=deadline, keep=keep)
-        except KeyboardInterrupt:
-            raise  # the Stop button ends the cell that runs
         except BaseException as err:  # noqa: BLE001 - said in the widget; the kernel survives it
+            if interrupted(err):  # the Stop button ends the cell that runs
+                raise KeyboardInterrupt from None
             return self._failure_text(err, "The steps")
         fmt = messages.fmt_number
         if run.stopped_loss is not None:
@@ -468,8 +468,8 @@ class ExplorerSession:
             with self.on_device(), _quiet_callbacks(), time_budget(self.time_budget, traced=False) as self.clock:
                 try:
                     result = self._call_step(self.slider_step, params, inputs, lr)
-                except Exception:
-                    if self.prediction_fn is None:
+                except Exception as err:
+                    if self.prediction_fn is None or interrupted(err):
                         raise
                     # the loss may be fine and only prediction_fn fail: try the step without it
                     plain = self._compile(self.loss_fn, with_extras=False)
@@ -483,9 +483,9 @@ class ExplorerSession:
             problem = self.check_result(result)
             if problem:
                 return Computed(failure=problem)
-        except KeyboardInterrupt:
-            raise  # the Stop button ends the cell that runs
         except BaseException as err:  # noqa: BLE001 - said in the widget; the kernel survives it
+            if interrupted(err):  # the Stop button ends the cell that runs
+                raise KeyboardInterrupt from None
             text = self._failure_text(err, "The step")
             return Computed(failure=text)
         return Computed(result=result, took=time.monotonic() - started)

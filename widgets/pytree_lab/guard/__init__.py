@@ -48,6 +48,7 @@ __all__ = [
     "Budget",
     "Guarded",
     "TimeBudgetExceeded",
+    "interrupted",
     "ipython_shell",
     "is_user_frame",
     "run",
@@ -204,12 +205,29 @@ def _signals() -> bool:
 
 @contextlib.contextmanager
 def time_budget(seconds: float | None, *, traced: bool = True) -> Iterator[Budget]:
-    """Bounds the block: `seconds` of CPU time in the user's own frames (None: none). Without a
-    main-thread signal a line tracer drives it, where `traced` allows (the explorer's step does
-    not: a tracer would slow the Lite engine's pure-Python step several times over)."""
+    """Bounds the block: `seconds` of the user's own frames (None: no limit), IPython's exit()
+    refused meanwhile (it would end the kernel after the cell). Without a main-thread signal a
+    line tracer drives it, where `traced` allows (the explorer's step does not: a tracer would
+    slow the Lite engine's pure-Python step several times over)."""
     budget = Budget(seconds)
-    if seconds is None:
-        yield budget
+    shell = ipython_shell()
+    had_exit = shell is not None and "ask_exit" in vars(shell)
+    if shell is not None:
+        shell.ask_exit = _refused_exit  # IPython's exit() would end the kernel after the cell
+    try:
+        with _timed(budget, traced):
+            yield budget
+    finally:
+        if shell is not None and not had_exit:
+            with contextlib.suppress(AttributeError, RecursionError):
+                del shell.ask_exit
+
+
+@contextlib.contextmanager
+def _timed(budget: Budget, traced: bool) -> Iterator[None]:
+    """The budget's driver, from its start to its end."""
+    if budget.seconds is None:
+        yield
         return
     signals = _signals()
     before = (signal.getsignal(signal.SIGALRM), signal.getitimer(signal.ITIMER_REAL)) if signals else None
@@ -221,7 +239,7 @@ def time_budget(seconds: float | None, *, traced: bool = True) -> Iterator[Budge
             signal.setitimer(signal.ITIMER_REAL, TICK, TICK)
         elif traced:
             sys.settrace(_traced_call)
-        yield budget
+        yield
     finally:
         budget.running = False  # first: a tick that comes late does nothing
         if budget in _RUNNING:
@@ -290,6 +308,14 @@ class _Output(io.TextIOBase):
         return len(text)
 
 
+def interrupted(err: BaseException) -> bool:
+    """A kernel interrupt: a KeyboardInterrupt, or one that JAX turned into its runtime error
+    (the Stop button while a loss's callback ran)."""
+    if isinstance(err, KeyboardInterrupt):
+        return True
+    return "RuntimeError" in type(err).__name__ and str(err).rstrip().endswith("KeyboardInterrupt")
+
+
 def ipython_shell() -> Any:
     """The running IPython shell, or None."""
     ipython = sys.modules.get("IPython")
@@ -297,7 +323,7 @@ def ipython_shell() -> Any:
 
 
 def _refused_exit(*args: Any, **kwargs: Any) -> None:
-    raise SystemExit("exit()")  # IPython's exit() / quit() / %exit would end the kernel after the cell
+    raise SystemExit("exit()")
 
 
 _TIMERS = [
@@ -309,23 +335,17 @@ _TIMERS = [
 def _given_back() -> Iterator[None]:
     """Everything user code may change of the interpreter's state, put back on the way out: the
     recursion limit, the trace and profile functions, stdout and stderr, the profiling timers and
-    their handlers (SIGALRM's is the budget's own), IPython's exit; an error a finalizer of the
-    code raises meanwhile is the code's, never printed."""
+    their handlers (SIGALRM's is the budget's own); an error a finalizer of the code raises
+    meanwhile is the code's, never printed."""
     limit, trace, profile, out, err = sys.getrecursionlimit(), sys.gettrace(), sys.getprofile(), sys.stdout, sys.stderr
     hook, sys.unraisablehook = sys.unraisablehook, lambda _: None
     main = _signals()
     timers = [(t, n, signal.getitimer(t), signal.getsignal(n)) for t, n in _TIMERS] if main else []
-    shell = ipython_shell()
-    had_exit = shell is not None and "ask_exit" in vars(shell)
-    if shell is not None:
-        shell.ask_exit = _refused_exit
     try:
         yield
     finally:
         sys.stdout, sys.stderr, sys.unraisablehook = out, err, hook  # first: no call needed
         try:  # each a call into C: where a C extension kept the C depth (CPython 3.12+), none can run
-            if shell is not None and not had_exit and "ask_exit" in vars(shell):
-                del shell.ask_exit
             sys.setrecursionlimit(limit)
             if sys.gettrace() is not trace:
                 sys.settrace(trace)
@@ -380,6 +400,8 @@ def run(
         interrupt = exc
     except BaseException as exc:  # noqa: BLE001 - user code may raise anything
         result.error = exc
+        if interrupted(exc):
+            interrupt = KeyboardInterrupt()
         exc.__traceback__ = None  # it holds the user's frames (and whatever they reference)
     result.output, result.output_truncated = "".join(kept.parts), kept.dropped
     if interrupt is not None:
