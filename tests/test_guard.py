@@ -72,6 +72,21 @@ def test_a_stop_never_lands_after_the_guard_returned():
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
+def _state() -> tuple:
+    """What the guard must give back, as plain values."""
+    return (
+        sys.getrecursionlimit(),
+        sys.gettrace(),
+        sys.getprofile(),
+        sys.stdout,
+        sys.stderr,
+        signal.getsignal(signal.SIGPROF),
+        signal.getitimer(signal.ITIMER_PROF),
+        signal.getsignal(signal.SIGALRM),
+        signal.getitimer(signal.ITIMER_REAL),
+    )
+
+
 def test_everything_the_code_changed_is_given_back():
     def breaks_everything():
         sys.setrecursionlimit(500)
@@ -82,30 +97,10 @@ def test_everything_the_code_changed_is_given_back():
         signal.setitimer(signal.ITIMER_PROF, 50.0)
         raise SystemExit(3)
 
-    before = (
-        sys.getrecursionlimit(),
-        sys.gettrace(),
-        sys.getprofile(),
-        sys.stdout,
-        sys.stderr,
-        signal.getsignal(signal.SIGPROF),
-        signal.getitimer(signal.ITIMER_PROF),
-        signal.getsignal(signal.SIGALRM),
-        signal.getitimer(signal.ITIMER_REAL),
-    )
+    before = _state()
     run = guard.run(breaks_everything)
     assert isinstance(run.error, SystemExit)
-    after = (
-        sys.getrecursionlimit(),
-        sys.gettrace(),
-        sys.getprofile(),
-        sys.stdout,
-        sys.stderr,
-        signal.getsignal(signal.SIGPROF),
-        signal.getitimer(signal.ITIMER_PROF),
-        signal.getsignal(signal.SIGALRM),
-        signal.getitimer(signal.ITIMER_REAL),
-    )
+    after = _state()
     assert after == before
 
 
