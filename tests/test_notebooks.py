@@ -618,11 +618,6 @@ WRONG_IN_PACKED = [
     ),
     (
         "grad_over_flat_params",
-        "def grad_over_flat_params(flat_params, x):\n    raise KeyboardInterrupt",
-        "KeyboardInterrupt",
-    ),
-    (
-        "grad_over_flat_params",
         "def grad_over_flat_params(flat_params, x):\n"
         "    return jax.grad(lambda p: jnp.sum((x @ p[1:] + p[0]) ** 2))(flat_params)",
         "the bias is in the wrong position",

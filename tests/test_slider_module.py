@@ -112,7 +112,9 @@ def test_an_explorer_sends_the_slider_module_once(explorer):
     # worked calculation became a module of its own (it keeps what the person opened open across
     # redraws): its script, and the shared one with it (7.6 KB); 160.2 KB once that script keeps
     # only its own markup's elements and attributes (a state the kernel did not write runs nothing)
-    assert total < 161_000, total
+    # 161,000 before the grids' fitting and keyboard scrolling (issue 44), which every widget
+    # module's copy of the shared script carries: 185.5 KB now, for issue 45's first paint to take back
+    assert total < 186_000, total
 
 
 def test_closing_the_explorer_closes_its_slider_module():

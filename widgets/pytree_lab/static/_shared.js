@@ -249,7 +249,7 @@ function fitGrids(root) {
       e.stopPropagation();
     });
     note.textContent = shape;
-    /** @type {any} */ (grid).ptlFit = fit;
+    Object.assign(grid, { ptlFit: fit }); // (a line that starts with a comment would be stripped)
     if (grid.isConnected) fit();
     // one observer per module: a cell or column that changes width fits the grids in it again
     GRID_OBSERVER ||= new ResizeObserver((entries) => {
