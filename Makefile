@@ -154,11 +154,11 @@ PYTHON_DEPS  := pytest pytest-xdist hypothesis ipykernel jupyter_client nbclient
 test-pythons:
 	@set -e; for v in $(PYTHONS); do \
 	  venv=.venv-$$v; \
-	  if [ ! -f $$venv/.installed ] || [ pyproject.toml -nt $$venv/.installed ]; then \
+	  if [ ! -f $$venv/.installed ] || [ pyproject.toml -nt $$venv/.installed ] || [ Makefile -nt $$venv/.installed ]; then \
 	    py=$$(ls -d $(PYENV_ROOT)/versions/$$v.*/bin/python$$v 2>/dev/null | sort -V | tail -1); \
 	    [ -n "$$py" ] || { echo "error: no Python $$v in $(PYENV_ROOT)/versions (pyenv install $$v)" >&2; exit 1; }; \
 	    $$py -m venv $$venv; \
-	    $$venv/bin/python -m pip install --quiet -e ".[jax]" $(PYTHON_DEPS); \
+	    $$venv/bin/python -m pip install --quiet -e ".[jax]" -e packages/pytree-lab-lite $(PYTHON_DEPS); \
 	    touch $$venv/.installed; \
 	  fi; \
 	  echo "== Python $$v"; \
