@@ -162,7 +162,8 @@ class ExplorerSession:
         if isinstance(x, np.ndarray) and self.engine.is_lite:
             x.setflags(write=False)  # pin_dtypes made this copy; a loss cannot write into it
             return x
-        if isinstance(x, np.ndarray) or (hasattr(x, "devices") and (x.devices() != {self.device} or not x.committed)):
+        committed = getattr(x, "committed", getattr(x, "_committed", True))  # (`_committed` before jax 0.4.31)
+        if isinstance(x, np.ndarray) or (hasattr(x, "devices") and (x.devices() != {self.device} or not committed)):
             return self.engine.jax.device_put(x, self.device)  # a jnp.array too (uncommitted): the same buffer
         return x
 
