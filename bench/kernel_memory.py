@@ -2,8 +2,10 @@
 
 A fresh ipykernel of this environment (started with jupyter_client, as a single-user server
 starts it) runs lesson 01's code cells one by one; after each cell the kernel's RSS (every
-page it maps, shared libraries included) and USS (the pages only this kernel holds: what a
-second kernel on the same node adds) are read with psutil. The cells that add the most are
+page it maps, shared libraries included), its own memory (anonymous and privately written pages,
+smaps' Private_Dirty: what one more kernel on a node adds, whatever else runs there) and USS
+(every page no other process maps: the libraries' pages too when nothing else maps them, so it
+depends on what else runs) are read. The cells that add the most are
 listed, and the finished kernel is split by what the pages back (smaps: jaxlib / XLA's shared
 library, other libraries, the heap and anonymous memory).
 
@@ -11,8 +13,7 @@ Variants, each in its own fresh kernel, so one run compares them side by side:
 
 - `as is`: the kernel as jupyter starts it;
 - `one malloc arena`: MALLOC_ARENA_MAX=2 (glibc keeps one heap per thread by default, and
-  XLA's CPU client starts a thread pool per core plus its own threads);
-- `single-threaded XLA`: XLA_FLAGS with its CPU thread pools at one thread, plus the above.
+  XLA's CPU client starts a thread pool per core plus its own threads).
 """
 
 from __future__ import annotations
@@ -29,10 +30,6 @@ from .stats import Table, fmt
 VARIANTS = {
     "as is": {},
     "one malloc arena": {"MALLOC_ARENA_MAX": "2"},
-    "single-threaded XLA": {
-        "MALLOC_ARENA_MAX": "2",
-        "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
-    },
 }
 
 
@@ -63,6 +60,18 @@ def _smaps_split(pid: int) -> dict:
     return out
 
 
+def _own_mb(pid: int) -> float:
+    """The kernel's own memory: pages it wrote (heap, stacks, libraries' relocated data), which no
+    other kernel can share; the libraries' clean pages are shared by every kernel on the node."""
+    with open(f"/proc/{pid}/smaps_rollup") as f:
+        return next(int(line.split()[1]) * 1024 / 1e6 for line in f if line.startswith("Private_Dirty:"))
+
+
+IMPORT_TARGET_MB = 25  # the widgets' import, after JAX's own
+OWN_TARGET_MB = 220  # a student kernel's own memory after lesson 01
+IMPORT_CELLS = ["import jax, jax.numpy as jnp\njnp.zeros(2).block_until_ready()", "from pytree_lab import StepExplorer"]
+
+
 def measure(env_extra: dict, cells: list[str], timeout: float = 600.0) -> dict:
     import psutil
     from jupyter_client.manager import KernelManager
@@ -82,9 +91,9 @@ def measure(env_extra: dict, cells: list[str], timeout: float = 600.0) -> dict:
 
         def mem():
             full = proc.memory_full_info()
-            return full.rss / 1e6, full.uss / 1e6
+            return full.rss / 1e6, full.uss / 1e6, _own_mb(pid)
 
-        rss0, uss0 = mem()
+        rss0, uss0, own0 = mem()
         steps = []
         errors = []
         for i, code in enumerate(cells):
@@ -105,13 +114,14 @@ def measure(env_extra: dict, cells: list[str], timeout: float = 600.0) -> dict:
                     kc.get_iopub_msg(timeout=0.05)
                 except queue.Empty:
                     break
-            rss, uss = mem()
+            rss, uss, own = mem()
             steps.append(
                 {
                     "cell": i,
                     "first_line": code.strip().splitlines()[0][:70] if code.strip() else "",
                     "rss_mb": rss,
                     "uss_mb": uss,
+                    "own_mb": own,
                 }
             )
         threads = proc.num_threads()
@@ -123,6 +133,7 @@ def measure(env_extra: dict, cells: list[str], timeout: float = 600.0) -> dict:
             "errors": errors,
             "rss_mb": steps[-1]["rss_mb"] if steps else rss0,
             "uss_mb": steps[-1]["uss_mb"] if steps else uss0,
+            "own_mb": steps[-1]["own_mb"] if steps else own0,
             "threads": threads,
             "split": split,
         }
@@ -136,7 +147,13 @@ def run(variants=tuple(VARIANTS)) -> dict:
     from tests.hub_harness import lesson_cells
 
     cells = lesson_cells()
-    return {name: measure(VARIANTS[name], cells) for name in variants}
+    out = {name: measure(VARIANTS[name], cells) for name in variants}
+    imp = measure({}, IMPORT_CELLS)["steps"]
+    out["the widgets' import"] = {
+        "rss_mb": imp[1]["rss_mb"] - imp[0]["rss_mb"],
+        "own_mb": imp[1]["own_mb"] - imp[0]["own_mb"],
+    }
+    return out
 
 
 def table(r: dict) -> list[Table]:
@@ -146,6 +163,7 @@ def table(r: dict) -> list[Table]:
             "kernel",
             "RSS at start",
             "RSS after lesson 01",
+            f"own after (target {OWN_TARGET_MB} MB)",
             "USS after",
             "jaxlib/XLA .so",
             "other .so",
@@ -154,12 +172,14 @@ def table(r: dict) -> list[Table]:
             "errors",
         ],
     )
-    for name, m in r.items():
+    kernels = {name: m for name, m in r.items() if "split" in m}
+    for name, m in kernels.items():
         s = m["split"]
         t.add(
             name,
             fmt(m["start_rss_mb"], " MB"),
             fmt(m["rss_mb"], " MB"),
+            fmt(m["own_mb"], " MB"),
             fmt(m["uss_mb"], " MB"),
             fmt(s["xla_so_mb"], " MB"),
             fmt(s["other_so_mb"], " MB"),
@@ -168,10 +188,16 @@ def table(r: dict) -> list[Table]:
             str(len(m["errors"])),
         )
     t.notes.append(
-        "RSS counts shared libraries' pages, which every kernel on a node maps from the same files; USS is "
-        "what one more kernel adds"
+        "RSS counts shared libraries' pages, which every kernel on a node maps from the same files; own "
+        "(smaps' Private_Dirty) is what one more kernel adds; USS adds the libraries' pages no other process maps now"
     )
-    first = next(iter(r.values()))
+    imp = r.get("the widgets' import")
+    if imp:
+        t.notes.append(
+            f"`from pytree_lab import StepExplorer` after JAX's import and first array: RSS +{imp['rss_mb']:.1f} MB, "
+            f"own +{imp['own_mb']:.1f} MB (target {IMPORT_TARGET_MB} MB)"
+        )
+    first = next(iter(kernels.values()))
     prev = first["start_rss_mb"]
     growth = []
     for step in first["steps"]:
@@ -179,7 +205,7 @@ def table(r: dict) -> list[Table]:
         prev = step["rss_mb"]
     growth.sort(key=lambda g: -g[0])
     t2 = Table(
-        f"7b. Where lesson 01's RSS comes from ({next(iter(r))}): the cells that add the most",
+        f"7b. Where lesson 01's RSS comes from ({next(iter(kernels))}): the cells that add the most",
         ["cell", "first line", "adds RSS", "RSS after"],
     )
     for added, step in growth[:8]:

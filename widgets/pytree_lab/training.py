@@ -24,13 +24,14 @@ JupyterLite kernel the optimizers of `pytree_lab_lite.optax` run in a plain Pyth
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
-from .engine import Engine, get_engine
+from .engine import Engine, get_engine, to_host
 from .optimizer_state import OptimizerError, _bad_state_leaf, _Optimizer, blamed
 from .step import Staged, StepResult, fresh, is_big_tree, pin_dtypes, return_freed_memory, sgd_update
 
@@ -39,6 +40,7 @@ __all__ = ["TrainingStep", "CompiledStep", "TrainingResult", "RunResult"]
 _AT_FAULT = ". The optimizer is at fault here, not the loss or the learning rate."
 # Losses of one compiled loop call: n steps are taken in ceil(n / CHUNK) calls of the same code.
 CHUNK = 256
+KEPT_ROOM = 1 << 22  # numbers: up to this, a kept run's buffers hold CHUNK points (one loop compiled)
 
 
 @dataclass(frozen=True)
@@ -292,7 +294,7 @@ class TrainingStep:
                 "or optax.inject_hyperparams(optax.adam)(learning_rate=0.1)."
             )
         leaves = [x for x in self.engine.tree_leaves(params) if hasattr(x, "dtype")]
-        dtype = np.result_type(*[np.asarray(x).dtype for x in leaves]) if leaves else np.float32
+        dtype = np.result_type(*[x.dtype for x in leaves]) if leaves else np.float32
         if not np.issubdtype(dtype, np.floating):
             dtype = np.float32
         return np.asarray(learning_rate, dtype=dtype)
@@ -335,10 +337,8 @@ class TrainingStep:
         """One step from `params` with every intermediate value."""
         lr = self._lr_value(learning_rate, params, opt_state)
         step_fn = self._lean_step if self.lean else self._compiled_step
-        traces = dict(self.trace_counts)
-        value, grads, updates, updated, new_state, loss_after, extras = step_fn(params, opt_state, inputs, lr)
-        if self.trace_counts != traces:  # XLA compiled: what its compiler freed goes back to the system
-            return_freed_memory()
+        with self._returning_freed_memory():
+            value, grads, updates, updated, new_state, loss_after, extras = step_fn(params, opt_state, inputs, lr)
         if self.lr_source == "state":
             shown_lr = cast(float, self.learning_rate_of(new_state))  # a float: the rate is in the state
         elif self.lr_source == "fixed":
@@ -347,10 +347,10 @@ class TrainingStep:
             shown_lr = float(lr)
         return TrainingResult(
             params,
-            float(value),
+            float(to_host(value)),
             grads,
             updated,
-            float(loss_after),
+            float(to_host(loss_after)),
             shown_lr,
             dict(extras),
             opt_state=opt_state,
@@ -380,15 +380,28 @@ class TrainingStep:
         chunk of `CHUNK` compiled steps, or each step of a big tree's loop): `timed_out` is then
         True. `keep=True` also gives the params and optimizer state at each step's start (`points`).
         """
-        import time
-
-        import numpy as np
-
         n = int(n)
         if n < 0:
             raise ValueError(f"n must be 0 or more, got {n}")
 
         lr = self._lr_value(learning_rate, params, opt_state)
+        with self._returning_freed_memory():
+            return self._run(params, opt_state, inputs, lr, n, deadline, keep)
+
+    @contextlib.contextmanager
+    def _returning_freed_memory(self) -> Iterator[None]:
+        """After a call that traced (so XLA compiled), what the compiler freed goes back to the system."""
+        traces = dict(self.trace_counts)
+        try:
+            yield
+        finally:
+            if self.trace_counts != traces:
+                return_freed_memory()
+
+    def _run(self, params, opt_state, inputs, lr, n, deadline, keep) -> RunResult:
+        import time
+
+        import numpy as np
 
         def chunk(p, s, k, deadline=None, keep=False):
             """k steps: (taken, params, state, losses, kept points)."""
@@ -402,17 +415,17 @@ class TrainingStep:
                     if deadline is not None and losses and time.monotonic() > deadline:
                         break
                     if keep:
-                        kept.append(tuple([np.asarray(x) for x in self.engine.tree_leaves(t)] for t in (p, s)))
+                        kept.append(tuple([np.asarray(to_host(x)) for x in self.engine.tree_leaves(t)] for t in (p, s)))
                     value, p, s = self._one(p, s, inputs, lr)
-                    losses.append(float(np.asarray(value)))
+                    losses.append(float(to_host(value)))
                     if not math.isfinite(losses[-1]):
                         break
                 return len(losses), p, s, losses, kept
-            p, s, buf, kept = self._run_fn(p, s, inputs, lr, np.int32(k), self._buffers(p, s) if keep else None)
-            if keep:  # the stacked buffers, one point per step
-                leaves = [[np.asarray(b) for b in self.engine.tree_leaves(t)] for t in kept]
+            p, s, buf, kept = self._run_fn(p, s, inputs, lr, np.int32(k), self._buffers(p, s, k) if keep else None)
+            if keep:  # the stacked buffers, one point per step: the k points taken come over
+                leaves = [[np.asarray(to_host(b[:k])) for b in self.engine.tree_leaves(t)] for t in kept]
                 kept = [tuple([b[t] for b in bufs] for bufs in leaves) for t in range(k)]
-            return k, p, s, np.asarray(buf)[:k].tolist(), kept
+            return k, p, s, np.asarray(to_host(buf))[:k].tolist(), kept
 
         losses: list[float] = []
         points: list | None = [] if keep else None
@@ -438,11 +451,15 @@ class TrainingStep:
             return RunResult(p, s, losses, done + back, float(chunk_losses[j]), False, points)
         return RunResult(p, s, losses, done, None, False, points)
 
-    def _buffers(self, p: Any, s: Any) -> Any:
-        """Room for `CHUNK` points of (params, state) in the compiled loop (`run(..., keep=True)`)."""
+    def _buffers(self, p: Any, s: Any, k: int) -> Any:
+        """Room for the points of (params, state) of `k` steps in the compiled loop (`run(...,
+        keep=True)`): `CHUNK` points while they hold at most `KEPT_ROOM` numbers (one loop compiled
+        for every k), else the power of two from k (a 1M-parameter model's step(1): 1 point, not 256)."""
         import jax.numpy as jnp
 
-        return self.engine.tree_map(lambda x: jnp.zeros((CHUNK, *jnp.shape(x)), jnp.result_type(x)), (p, s))
+        size = sum(int(jnp.size(x)) for x in self.engine.tree_leaves((p, s)))
+        rows = CHUNK if CHUNK * size <= KEPT_ROOM else min(CHUNK, 1 << (k - 1).bit_length())
+        return self.engine.tree_map(lambda x: jnp.zeros((rows, *jnp.shape(x)), jnp.result_type(x)), (p, s))
 
 
 class CompiledStep(TrainingStep):
