@@ -252,14 +252,6 @@ HONEST = {
         "import optax\nnorm_squared = optax.tree.norm(grads) ** 2\n"
         'manual = sum(float((g ** 2).sum()) for g in (grads["weight"], grads["bias"]))',
     ),
-    "nested model with scale on the weight term only": (
-        "nested_scale_grad",
-        'nested = {"layer": params, "scale": jnp.array(1.)}\n'
-        "def nested_loss(p):\n"
-        '    pred = p["scale"] * jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"]\n'
-        "    return (pred - 3.) ** 2\n"
-        "g = jax.grad(nested_loss)(nested)",
-    ),
     "nested with leaves copied and (3 - pred) squared": (
         "nested_scale_grad",
         'nested = {"layer": {"weight": params["weight"], "bias": params["bias"]}, "scale": jnp.float32(1.0)}\n'

@@ -209,7 +209,9 @@ def test_the_check_cell_prints_nothing_and_the_card_text_follows_every_check(cap
         assert capsys.readouterr().out == course.PRACTICE + "\n"
         text = card._repr_mimebundle_()[0]["text/plain"]
         assert "Check 1: passed, score 1.00" in text and "norm_squared: Correct: the squared norm" in text
-        shell.user_ns["norm_squared"] = jnp.sqrt(shell.user_ns["norm_squared"])
+        # the student takes a square root in the exercise cell, runs it and clicks again
+        cells.run_exercise_cell("squared_norm", NORM_CODE + "\nnorm_squared = jnp.sqrt(norm_squared)", shell.user_ns)
+        capsys.readouterr()
         card.check()
         text = card._repr_mimebundle_()[0]["text/plain"]
         assert "Check 2: not yet, score 0.50" in text and "Check 1" not in text

@@ -144,7 +144,7 @@ VALUE_ANSWERS = [
     ("squared_norm", sum(g**2 for g in LEAVES), "broadcasts the bias's square"),
     ("squared_norm", 96.0 / 3, "mean over the 3 values"),
     ("squared_norm", float(np.sqrt(96.0)), "That is the norm"),
-    ("squared_norm", 80.0, "the bias gradient's square is missing"),
+    ("squared_norm", 80.0, "the weight leaf alone, or weight[0]'s and the bias's"),
     ("squared_norm", 76.0, "without squaring it"),
     ("squared_norm", (-16.0) ** 2, "You squared the sum"),
     ("squared_norm", "96", "a string"),

@@ -14,12 +14,11 @@ from ...exercises import (
     close,
     fmt_num,
     grade_tree,
-    run_guarded,
     tools,
     type_name,
 )
 from .common import _lesson_setup, _same_tree, _whole_tree, graded_exercise
-from .reruns import RERUN_BUDGET, follows_the_lesson, lesson_cases
+from .reruns import at_cases, follows_the_lesson, lesson_cases
 
 
 def _nested_params():
@@ -35,42 +34,61 @@ def _nested_loss(p, x, target):
     return _residual_loss(p, x, target) ** 2
 
 
-def _grade_nested_scale_grad(answer) -> Outcome:
+def _scale_on_weight_loss(p, x, target):
+    jnp = tools.jnp
+    return (p["scale"] * jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"] - target) ** 2
+
+
+def _scaled_loss(p, x, target):
+    jnp = tools.jnp
+    return p["scale"] * (jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"] - target) ** 2
+
+
+_WHOLE = 4  # the first near-misses are said of the whole tree, the others leaf by leaf
+
+
+def _near(names) -> list:
+    """g's near-misses at a case (`names`: its trees), each with what it says."""
     jax, jnp = tools.jax, tools.jnp
-    nested = _nested_params()
+    nested = {"layer": names["params"], "scale": jnp.array(1.0)}
     _, x, target, _ = _lesson_setup()
     grads = jax.grad(_nested_loss)(nested, x, target)
-    # mistakes recognised by the whole tree, never by one leaf that happens to equal a value
-    whole = _whole_tree(
-        answer,
+    return [
+        (nested, "g holds the parameter value, not its gradient, at every leaf: g = jax.grad(nested_loss)(nested)."),
         (
-            (
-                nested,
-                "g holds the parameter value, not its gradient, at every leaf: g = jax.grad(nested_loss)(nested).",
-            ),
-            (
-                jax.grad(_residual_loss)(nested, x, target),
-                "g is the gradient of the residual pred − 3, not of the squared error: nested_loss must return "
-                "(pred - 3.) ** 2.",
-            ),
+            jax.grad(_residual_loss)(nested, x, target),
+            "g is the gradient of the residual pred − 3, not of the squared error: nested_loss must return "
+            "(pred - 3.) ** 2.",
         ),
-    )
-    if whole is not None:
-        return Outcome(0, 3, ["0 of 3 leaves of the gradient tree are right.", f"- {whole}"])
+        (
+            jax.grad(_scale_on_weight_loss)(nested, x, target),
+            "g is the gradient of s·(w·x) + b: scale multiplies the bias too, pred = scale * (w·x + b) "
+            "(where the bias is 0, as at the lesson's start, the two agree).",
+        ),
+        (
+            jax.grad(_scaled_loss)(nested, x, target),
+            "g is the gradient of scale · (w·x + b − 3)²: scale multiplies the prediction, not the squared "
+            "error: pred = scale * (w·x + b), then (pred - 3.) ** 2.",
+        ),
+        (
+            jax.tree.map(lambda g: -g, grads),
+            "the sign is flipped. The residual is prediction − target, which is negative here.",
+        ),
+        (
+            jax.tree.map(jnp.zeros_like, grads),
+            "is 0: the loss does not depend on this leaf. Does nested_loss read it through its argument p "
+            "(not from params outside the function)?",
+        ),
+    ]
+
+
+def _grade_nested_scale_grad(answer, near: list) -> Outcome:
+    _, x, target, _ = _lesson_setup()
+    grads = tools.jax.grad(_nested_loss)(_nested_params(), x, target)
     spec = TreeSpec(
         expected=grads,
         name="the gradient tree",
-        related=(
-            (
-                jax.tree.map(lambda g: -g, grads),
-                "the sign is flipped. The residual is prediction − target, which is negative here.",
-            ),
-            (
-                jax.tree.map(jnp.zeros_like, grads),
-                "is 0: the loss does not depend on this leaf. Does nested_loss read it through its argument p "
-                "(not from params outside the function)?",
-            ),
-        ),
+        related=tuple(near[_WHOLE:]),
         hints={
             "['scale']": "At the start the prediction is 1 and the residual is −2; d/dscale multiplies "
             "the derivative of the squared loss by w·x + b.",
@@ -80,6 +98,10 @@ def _grade_nested_scale_grad(answer) -> Outcome:
         },
     )
     outcome = grade_tree(answer, spec)
+    # a mistake recognised by the whole tree, never by one leaf that happens to equal a value
+    whole = None if outcome.passed else _whole_tree(answer, near[:_WHOLE])
+    if whole is not None:
+        return Outcome(outcome.passed_cases, 3, [outcome.lines[0], f"- {whole}"])
     if outcome.passed:
         outcome.lines.append(
             f"d loss / d scale: {fmt_num(grads['scale'])}, as derived by hand "
@@ -88,35 +110,31 @@ def _grade_nested_scale_grad(answer) -> Outcome:
     return outcome
 
 
-def _scale_on_weight_loss(p, x, target):
-    """The nested model with `scale` on the weight term only, s·(w·x) + b: at the lesson's start
-    (b = 0) it is the lesson's model, and its gradient there is the same, so it is right too."""
-    jnp = tools.jnp
-    return (p["scale"] * jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"] - target) ** 2
-
-
 def right_at(point) -> dict:
-    """g's right values at a point: the gradient of either nested model."""
+    """g's right value at a point: the gradient of the nested model s·(w·x + b)."""
     _, x, target, _ = _lesson_setup()
-    nested = {"layer": point["params"], "scale": tools.jnp.array(1.0)}
-    return {"g": [tools.jax.grad(loss)(nested, x, target) for loss in (_nested_loss, _scale_on_weight_loss)]}
+    return {"g": [tools.jax.grad(_nested_loss)({"layer": point["params"], "scale": tools.jnp.array(1.0)}, x, target)]}
 
 
 def grade(answer, context: CheckContext) -> Outcome:
-    outcome = _grade_nested_scale_grad(answer)
+    seen = at_cases(EXERCISE, answer, context)
+    outcome = _grade_nested_scale_grad(answer, seen.near(_near, "g"))
     if outcome.passed:
         move = "build nested from `params` and compute g with jax.grad"
-        return follows_the_lesson(EXERCISE, outcome, answer, context, "params", move)
+        return follows_the_lesson(EXERCISE, outcome, seen, "params", move, _near)
     if context.cell is None:
         return outcome
-    found = run_guarded(_nested_evidence, context.cell.namespace, budget=RERUN_BUDGET)
-    if not (found.ok and found.value):
+    try:  # the student's own nested_loss runs: under the check's guard
+        found = _nested_evidence(context.cell.namespace)
+    except Exception:  # noqa: BLE001 - evidence that cannot be read is no evidence
+        found = None
+    if not found:
         return outcome
     # the evidence says it first; the tree-level sentences that say the same go
     same = ("holds the parameter value", "gradient of the residual", "is 0: the loss does not depend")
     lines = outcome.lines
     kept = [line for line in lines[1:] if not any(words in line for words in same)]
-    return dataclasses.replace(outcome, lines=lines[:1] + [f"- {found.value}"] + kept)
+    return dataclasses.replace(outcome, lines=lines[:1] + [f"- {found}"] + kept)
 
 
 def _nested_evidence(namespace) -> str | None:
@@ -193,5 +211,5 @@ EXERCISE = graded_exercise(
     answer_name="g",
     points=2,
     unit="leaves",
-    cases=lesson_cases(right_at),
+    cases=lesson_cases(right_at, _near),
 )

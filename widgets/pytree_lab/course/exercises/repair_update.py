@@ -9,7 +9,7 @@ import dataclasses
 from ... import lesson
 from ...exercises import CheckContext, Outcome, TreeSpec, as_number_array, fmt_num, grade_tree, tools
 from .common import _lesson_setup, _lesson_step, _whole_tree, graded_exercise
-from .reruns import follows_the_lesson, lesson_cases
+from .reruns import at_cases, follows_the_lesson, lesson_cases
 
 _LR = fmt_num(lesson.LEARNING_RATE)  # the lesson's learning rate, as the sentences write it
 _BY_PATH = f"jax.tree.map(lambda p, g: p - {_LR} * g, params, grads)"
@@ -35,43 +35,45 @@ _ZIP_KEYS = (
 )
 
 
-def _grade_repair_update(answer) -> Outcome:
-    jax, jnp = tools.jax, tools.jnp
-    params, grads, updated, loss_before, loss_after = _lesson_step()
+_WHOLE = 2  # the first near-misses are said of the whole tree, the others leaf by leaf
+
+
+def _near(names) -> list:
+    """fixed's near-misses at a case (`names`: its trees), each with what it says."""
+    jax, lr = tools.jax, lesson.LEARNING_RATE
+    params, grads, updated = names["params"], names["grads"], names["updated"]
+    return [
+        ({"weight": params["weight"] - lr * grads["bias"], "bias": params["bias"] - lr * grads["weight"]}, _SWAPPED),
+        ({"weight": updated["bias"], "bias": updated["weight"]}, _KEYS_SWAPPED),
+        (
+            params,
+            "still holds the original parameter: it was not updated. Every parameter leaf needs "
+            "its own gradient leaf in tree.map.",
+        ),
+        (grads, "holds the gradient, not the updated parameter (p − learning_rate · g)."),
+        (
+            jax.tree.map(lambda p, g: p + lr * g, params, grads),
+            "holds p + learning_rate · g, a step uphill; subtract the gradient.",
+        ),
+    ]
+
+
+def _grade_repair_update(answer, near: list) -> Outcome:
+    jnp = tools.jnp
+    _, _, updated, loss_before, loss_after = _lesson_step()
     spec = TreeSpec(
         expected=updated,
         name="the updated parameter tree",
-        related=(
-            (
-                params,
-                "still holds the original parameter: it was not updated. Every parameter leaf needs "
-                "its own gradient leaf in tree.map.",
-            ),
-            (grads, "holds the gradient, not the updated parameter (p − learning_rate · g)."),
-            (
-                jax.tree.map(lambda p, g: p + lesson.LEARNING_RATE * g, params, grads),
-                "holds p + learning_rate · g, a step uphill; subtract the gradient.",
-            ),
-        ),
+        related=tuple(near[_WHOLE:]),
         hints={
             "['weight']": f"Use p − {_LR} · g with the weight gradient from value_and_grad.",
             "['bias']": f"Use p − {_LR} · g with the bias gradient; restore bias in the gradient tree first.",
         },
     )
-    lr = lesson.LEARNING_RATE
-    whole = _whole_tree(
-        answer,
-        (
-            (
-                {"weight": params["weight"] - lr * grads["bias"], "bias": params["bias"] - lr * grads["weight"]},
-                _SWAPPED,
-            ),
-            ({"weight": updated["bias"], "bias": updated["weight"]}, _KEYS_SWAPPED),
-        ),
-    )
-    if whole is not None:
-        return Outcome(0, 2, ["0 of 2 leaves of the updated parameter tree are right.", f"- {whole}"])
     outcome = grade_tree(answer, spec)
+    whole = None if outcome.passed else _whole_tree(answer, near[:_WHOLE])
+    if whole is not None:
+        return Outcome(outcome.passed_cases, 2, [outcome.lines[0], f"- {whole}"])
     # The loss at the student's tree: the lesson's evidence that the repair worked.
     with contextlib.suppress(Exception):  # a malformed tree already has its feedback above
         leaves = {k: as_number_array(v) for k, v in answer.items()} if isinstance(answer, dict) else {}
@@ -87,10 +89,11 @@ def _grade_repair_update(answer) -> Outcome:
 
 
 def grade(answer, context: CheckContext) -> Outcome:
-    outcome = _grade_repair_update(answer)
+    seen = at_cases(EXERCISE, answer, context)
+    outcome = _grade_repair_update(answer, seen.near(_near, "fixed"))
     if outcome.passed:
         move = "compute it from `params` and `grads` with jax.tree.map"
-        return follows_the_lesson(EXERCISE, outcome, answer, context, "params and grads", move)
+        return follows_the_lesson(EXERCISE, outcome, seen, "params and grads", move, _near)
     if context.cell is not None and "zip(" in (context.cell.code or ""):
         zipped = {f"- {_SWAPPED}": f"- {_ZIP}", f"- {_KEYS_SWAPPED}": f"- {_ZIP_KEYS}"}
         return dataclasses.replace(outcome, lines=[zipped.get(line, line) for line in outcome.lines])
@@ -112,5 +115,5 @@ EXERCISE = graded_exercise(
     points=2,
     unit="leaves",
     # the lesson's gradient tree without its bias, as the lesson's cell builds it
-    cases=lesson_cases(right_at, lambda point: {"broken": {"weight": point["grads"]["weight"]}}),
+    cases=lesson_cases(right_at, _near, lambda point: {"broken": {"weight": point["grads"]["weight"]}}),
 )

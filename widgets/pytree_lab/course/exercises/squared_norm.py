@@ -3,8 +3,6 @@ weight and bias contributions directly (manual)."""
 
 from __future__ import annotations
 
-import math
-
 from ...exercises import (
     CheckContext,
     Outcome,
@@ -16,68 +14,81 @@ from ...exercises import (
     tools,
     type_name,
 )
-from .common import _lesson_step, graded_exercise
-from .reruns import follows_the_lesson, lesson_cases
+from .common import graded_exercise
+from .reruns import at_cases, follows_the_lesson, lesson_cases
+
+# weight[1]'s gradient is the bias's at every point of the lesson model (x[1] = 1): no value tells
+# their squares apart, so a sentence names both
+_EITHER = "in this lesson weight[1]'s gradient equals the bias's, so the value cannot tell which"
 
 
-def _squared_norm_parts():
+def _near(names) -> list:
+    """The near-misses of the squared norm at a case (`names`: its trees), each with what it says;
+    the last three are shapes (one value per value, one per leaf, the bias broadcast)."""
     jax, jnp = tools.jax, tools.jnp
-    params, grads, updated, _, _ = _lesson_step()
+    params, grads, updated = names["params"], names["grads"], names["updated"]
     leaves = jax.tree.leaves(grads)
-    expected = float(sum(jnp.sum(g**2) for g in leaves))
-    weight_part = float(jnp.sum(grads["weight"] ** 2))
-    bias_part = float(grads["bias"] ** 2)
-    total = float(sum(jnp.sum(g) for g in leaves))
+    expected = sum(jnp.sum(g**2) for g in leaves)
+    weight_part = jnp.sum(grads["weight"] ** 2)
+    total = sum(jnp.sum(g) for g in leaves)
     n_values = sum(int(g.size) for g in leaves)
-    variants = [
-        (math.sqrt(expected), "That is the norm; the exercise asks for the squared norm (no square root)."),
-        (weight_part, "That is the weight leaf alone: the bias gradient's square is missing."),
-        (bias_part, "That is the bias leaf alone: add the weight leaf's squares too."),
+    return [
+        (jnp.sqrt(expected), "That is the norm; the exercise asks for the squared norm (no square root)."),
         (
-            weight_part + float(grads["bias"]),
-            "The bias gradient was added without squaring it: square every leaf's values, the bias too.",
+            weight_part,
+            "That adds two of the three squares: the weight leaf alone, or weight[0]'s and the bias's "
+            f"({_EITHER} is missing). Add the square of every value.",
         ),
         (
-            float(sum(jnp.sum(jnp.abs(g)) for g in leaves)),
+            grads["bias"] ** 2,
+            f"That is one value's square: the bias leaf alone, or weight[1]'s ({_EITHER}). Add the squares "
+            "of every value of every leaf.",
+        ),
+        (
+            weight_part + grads["bias"],
+            f"The bias gradient (or weight[1]'s: {_EITHER}) was added without squaring it: square every value of "
+            "every leaf.",
+        ),
+        (
+            sum(jnp.sum(jnp.abs(g)) for g in leaves),
             "That is the sum of absolute gradients: square each value before adding.",
         ),
         (total, "That is the sum of the gradients: square each value before adding."),
         (total**2, "You squared the sum; sum the squares instead."),
         (expected / n_values, f"That is a mean over the {n_values} values (jnp.mean); the exercise asks for a sum."),
         (
-            float(sum(jnp.mean(g**2) for g in leaves)),
+            sum(jnp.mean(g**2) for g in leaves),
             "You averaged inside each leaf (jnp.mean); add every value's square instead (jnp.sum).",
         ),
         (
-            float(len(leaves)),
+            jnp.asarray(float(len(leaves))),
             f"That is {len(leaves)}, the number of gradient leaves: square every value of every leaf and add them up.",
         ),
         (
-            float(n_values),
+            jnp.asarray(float(n_values)),
             f"That is {n_values}, the number of values in the gradient leaves: square each value and add them up.",
         ),
         (
-            float(sum(jnp.sum(p**2) for p in jax.tree.leaves(params))),
+            sum(jnp.sum(p**2) for p in jax.tree.leaves(params)),
             "That is the squared norm of the parameters, not of the gradient leaves.",
         ),
         (
-            float(sum(jnp.sum(p**2) for p in jax.tree.leaves(updated))),
+            sum(jnp.sum(p**2) for p in jax.tree.leaves(updated)),
             "That is the squared norm of the updated parameters, not of the gradient leaves.",
         ),
+        (jnp.concatenate([jnp.ravel(g**2) for g in leaves]), "per value"),
+        (jnp.stack([jnp.sum(g**2) for g in leaves]), "per leaf"),
+        # sum(g**2 for g in leaves) without a reduction inside each leaf: the bias's square is
+        # broadcast onto every weight entry, giving a weight-shaped array
+        (grads["weight"] ** 2 + grads["bias"] ** 2, "broadcast"),
     ]
-    per_value = jnp.concatenate([jnp.ravel(g**2) for g in leaves])
-    per_leaf = jnp.stack([jnp.sum(g**2) for g in leaves])
-    # sum(g**2 for g in leaves) without a reduction inside each leaf: the bias's square is
-    # broadcast onto every weight entry, giving a weight-shaped array
-    broadcast = grads["weight"] ** 2 + grads["bias"] ** 2
-    return expected, variants, per_value, per_leaf, broadcast
 
 
-def _grade_one_norm(answer, name: str, parts) -> Outcome:
+def _grade_one_norm(answer, name: str, expected: float, near: list) -> Outcome:
     np = tools.np
-    expected, variants, per_value, per_leaf, broadcast = parts
+    *variants, (per_value, _), (per_leaf, _), (broadcast, _) = near
     arr = as_number_array(answer)
-    if arr is not None and arr.shape == tuple(broadcast.shape) and close(arr, broadcast):
+    if arr is not None and arr.shape == np.shape(broadcast) and close(arr, broadcast):
         return Outcome(
             0,
             1,
@@ -92,7 +103,7 @@ def _grade_one_norm(answer, name: str, parts) -> Outcome:
             values = np.asarray([float(np.asarray(v).sum()) for v in answer])
         except (TypeError, ValueError):
             values = None
-        if values is not None and values.shape == tuple(per_leaf.shape) and close(np.sort(values), np.sort(per_leaf)):
+        if values is not None and values.shape == np.shape(per_leaf) and close(np.sort(values), np.sort(per_leaf)):
             return Outcome(
                 0,
                 1,
@@ -113,20 +124,21 @@ def _grade_one_norm(answer, name: str, parts) -> Outcome:
     return outcome
 
 
-def _grade_squared_norm(answer) -> Outcome:
-    """`norm_squared` alone, or {"norm_squared": ..., "manual": ...}: each graded."""
-    parts = _squared_norm_parts()
+def _grade_squared_norm(answer, seen) -> Outcome:
+    """`norm_squared` alone, or {"norm_squared": ..., "manual": ...}: each graded, saying a near-miss
+    only where it explains that name's value at every case (`seen`)."""
+    expected = right_at(seen.lesson)["norm_squared"][0]
     if isinstance(answer, dict) and set(answer) <= {"norm_squared", "manual"} and answer:
         outcomes = []
         for name in ("norm_squared", "manual"):
             if name not in answer or answer[name] is None or answer[name] is Ellipsis:
                 outcomes.append(Outcome(0, 1, [f"{name}: not answered yet (replace its `...`)."]))
             else:
-                outcomes.append(_grade_one_norm(answer[name], name, parts))
+                outcomes.append(_grade_one_norm(answer[name], name, expected, seen.near(_near, name)))
         passed = sum(o.passed_cases for o in outcomes)
         lines = [line for o in outcomes for line in o.lines]
         return Outcome(passed, 2, [f"{passed} of 2 values right."] + lines)
-    return _grade_one_norm(answer, "norm_squared", parts)
+    return _grade_one_norm(answer, "norm_squared", expected, seen.near(_near, "norm_squared"))
 
 
 def right_at(point) -> dict:
@@ -135,8 +147,10 @@ def right_at(point) -> dict:
 
 
 def grade(answer, context: CheckContext) -> Outcome:
-    outcome = _grade_squared_norm(answer)
-    return follows_the_lesson(EXERCISE, outcome, answer, context, "grads", "compute it from `grads`")
+    seen = at_cases(EXERCISE, answer, context)
+    return follows_the_lesson(
+        EXERCISE, _grade_squared_norm(answer, seen), seen, "grads", "compute it from `grads`", _near
+    )
 
 
 EXERCISE = graded_exercise(
@@ -150,5 +164,5 @@ EXERCISE = graded_exercise(
     answer_name="norm_squared, manual",
     points=2,
     unit="values",
-    cases=lesson_cases(right_at),
+    cases=lesson_cases(right_at, _near),
 )
