@@ -3,8 +3,9 @@
 // lab/index.html and notebooks/index.html, before JupyterLite itself. It checks, in parallel
 // with JupyterLite's own start:
 // - the files the Python kernel loads (static/pyodide/, pypi/) against the build's list of every
-//   file with its size (pytree-lab-files.json): a missing or cut file is a broken upload (the
-//   publisher's to fix), a request that fails without an answer is the network (the student's);
+//   file with its size and sha256 (pytree-lab-files.json): a missing or cut file is a broken upload
+//   (the publisher's to fix), a request that fails without an answer is the network (the student's);
+//   when the kernel fails to start, their contents against the sha256s (a damaged copy);
 // - the browser's storage: IndexedDB available, and room left under the site's quota;
 // - a student's stored copy of a course notebook that is older than the site's version.
 (function () {
@@ -52,7 +53,10 @@
             "missing on the server (HTTP " + answer.status + "), so Python may not start here; " + REUPLOAD);
           return null;
         }
-        return answer.json().then(headAll);
+        return answer.json().then(function (manifest) {
+          hashOnFailure(manifest.files);
+          return headAll(manifest);
+        });
       },
       function () {
         say("network", "The site's files could not be loaded (no answer from the server): " + NETWORK);
@@ -88,6 +92,45 @@
       } else if (refused.length) {
         say("server", "The server refused some of the site's files (" + listed(refused) +
           "): try again later, and if it stays, tell whoever published the site.");
+      }
+    });
+  }
+
+  // A file of the right size can still hold other bytes (a damaged copy): the kernel's worker then
+  // fails (Pyodide refuses a wheel whose sha256 is not its lock's) and the kernel stays "Unknown".
+  // When the page's kernel worker says it failed (remoteEntry.js marks "ptl-kernel-failed"), the
+  // files are read again (from the browser's cache: the worker has just loaded them) and each is
+  // compared with the build's sha256; nothing is read twice while the kernel starts well.
+  function hashOnFailure(files) {
+    if (!window.PerformanceObserver || !window.crypto || !crypto.subtle) return;
+    var watch = new PerformanceObserver(function (list) {
+      if (!list.getEntriesByName("ptl-kernel-failed").length) return;
+      watch.disconnect();
+      hashAll(files);
+    });
+    watch.observe({ type: "mark", buffered: true });
+  }
+
+  function hex(buffer) {
+    return Array.from(new Uint8Array(buffer), function (b) { return b.toString(16).padStart(2, "0"); }).join("");
+  }
+
+  function hashAll(files) {
+    var names = Object.keys(files).filter(function (p) { return /^(static\/pyodide|pypi)\//.test(p); });
+    var damaged = [], unread = 0;
+    return Promise.all(names.map(function (path) {
+      return fetch(root + path, { cache: "no-cache" })
+        .then(function (answer) { return answer.ok ? answer.arrayBuffer() : Promise.reject(); })
+        .then(function (bytes) { return crypto.subtle.digest("SHA-256", bytes); })
+        .then(function (digest) { if (hex(digest) !== files[path][1]) damaged.push(path); }, function () { unread += 1; });
+    })).then(function () {
+      if (damaged.length) {
+        say("upload", "This copy of the site is damaged: " + damaged.length + " of the files Python needs " +
+          (damaged.length === 1 ? "differs" : "differ") + " from what the build made (" + listed(damaged) +
+          "), so Python cannot start here; " + REUPLOAD);
+      } else if (!unread) {
+        say("kernel", "Python could not start in this page although the site's files are intact: reload the " +
+          "page, and if it stays, tell whoever published the site.");
       }
     });
   }

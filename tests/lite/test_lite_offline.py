@@ -11,6 +11,7 @@ bound has run out; the lesson's tree diagram drawn from plain Python values, one
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import json
 import re
@@ -921,3 +922,76 @@ def test_the_lesson_is_drawn_before_jupyterlab_starts_and_handed_over_without_a_
     # in the dark theme: a dark page, light text (JupyterLab's own theme variables)
     back, text = (sum(int(v) for v in re.findall(r"\d+", c)[:3]) for c in dark)
     assert back < 150 < 450 < text, dark
+
+
+# The most colourful pixel of an element's screenshot: max - min of its red, green and blue (0 is grey).
+COLOUR_SPREAD = """async (png) => {
+    const img = new Image();
+    img.src = 'data:image/png;base64,' + png;
+    await img.decode();
+    const canvas = document.createElement('canvas');
+    canvas.width = img.width; canvas.height = img.height;
+    const g = canvas.getContext('2d');
+    g.drawImage(img, 0, 0);
+    const d = g.getImageData(0, 0, img.width, img.height).data;
+    let most = 0;
+    for (let i = 0; i < d.length; i += 4) most = Math.max(most, Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]));
+    return most;
+}"""
+SITE_NOTE = "saved with the site: run the cell to make it live"
+
+
+def test_a_stored_explorer_looks_inert_and_a_click_says_to_run_the_cell_and_stored_text_is_noted(lite_server, pw):
+    """Lesson 01's explorer as stored, with the kernel ready and the cell not run: its sliders are
+    drawn grey (dimmed, not in the accent colour), a click on one moves nothing and its note then
+    says to run the cell; the stored text under a cell carries the same note as a stored widget,
+    and running that cell takes the note away with the stored output."""
+    browser = browse.launch(pw)
+    try:
+        context, net = browse.offline_context(browser)
+        page = context.new_page()
+        page.set_viewport_size({"width": 1440, "height": 900})
+        browse.open_notebook(page, lite_server.url, LESSON, net)
+        site_file = f"{lite_server.url}/files/{LESSON}"
+        at = page.evaluate(CELL_INDEX, [site_file, "explorer"])
+        cell = browse.cell(page, at)
+        slider = cell.locator(".ptl-stored input[type=range]").first
+        slider.wait_for(timeout=browse.Timeouts.ms(browse.Timeouts.PAGE))
+        browse.wait_kernel_ready(page)
+        cell.scroll_into_view_if_needed()
+        note = cell.locator(".ptl-stored-note").first
+        before = {"note": note.text_content(), "value": slider.input_value()}
+        before["back"] = note.evaluate("e => getComputedStyle(e).backgroundColor")
+        spread = page.evaluate(COLOUR_SPREAD, base64.b64encode(slider.screenshot()).decode())
+        box = slider.bounding_box()
+        page.mouse.click(box["x"] + box["width"] * 0.9, box["y"] + box["height"] / 2)
+        page.wait_for_function(
+            "(el) => el.textContent.startsWith('not live yet')", arg=note.element_handle(), timeout=5000
+        )
+        after = {"note": note.text_content(), "value": slider.input_value(), "visible": note.is_visible()}
+        after["back"] = note.evaluate("e => getComputedStyle(e).backgroundColor")
+        page.screenshot(path=str(ROOT / "artifacts" / "screenshots" / "lite-stored-explorer-clicked.png"))
+
+        # stored text: the describe cell's printed tree, noted as a stored widget is
+        text_at = page.evaluate(
+            """async ([url]) => (await (await fetch(url)).json()).cells.findIndex(c => c.cell_type === 'code' &&
+                [].concat(c.source).join('').includes('print(describe(params))'))""",
+            [site_file],
+        )
+        text_cell = browse.cell(page, text_at)
+        text_cell.scroll_into_view_if_needed()
+        text_note = text_cell.locator(".ptl-stored-text .ptl-stored-note")
+        text_note.first.wait_for(timeout=browse.Timeouts.ms(browse.Timeouts.WIDGET))
+        stored_text = {"note": text_note.all_text_contents(), "output": browse.cell_output(page, text_at)}
+        browse.run_cell(page, text_at)  # offline, without the cells above: its own output (an error) replaces it
+        ran_text = {"notes": text_cell.locator(".ptl-stored-note").count(), "output": browse.cell_output(page, text_at)}
+        context.close()
+    finally:
+        browser.close()
+    assert before["note"] == SITE_NOTE, before
+    assert spread <= 8, spread  # grey: the live slider's accent (#1976d2) spreads 185
+    assert after["note"] == "not live yet: run the cell to make it live (Shift+Enter)" and after["visible"], after
+    assert after["value"] == before["value"], (before, after)  # the click moved nothing
+    assert after["back"] == "rgb(25, 118, 210)" != before["back"], (before, after)  # said louder: the brand colour
+    assert stored_text["note"] == [SITE_NOTE] and "weight: float32[2]" in stored_text["output"], stored_text
+    assert ran_text["notes"] == 0 and "weight: float32[2]" not in ran_text["output"], ran_text

@@ -153,6 +153,23 @@ def test_a_missing_project_wheel_is_named_and_a_cut_wheel_is_damaged(lite_site, 
     assert "pypi/anywidget-" in lines[0]["text"] and one_sentence(lines[0]["text"])
 
 
+def test_a_pyodide_wheel_of_the_right_size_with_other_bytes_is_named_as_damaged(lite_site, tmp_path, pw):
+    """Random bytes of the wheel's own size: the sizes agree, Pyodide refuses the wheel (its sha256 is
+    not the lock's) and the kernel never starts; the page compares the contents with the build's list."""
+    copy = broken_copy(lite_site, tmp_path / "site", remove=["static/pyodide/ipython-*.whl"])
+    wheel = next(lite_site.glob("static/pyodide/ipython-*.whl"))
+    (copy / "static" / "pyodide" / wheel.name).write_bytes(os.urandom(wheel.stat().st_size))
+    with SiteServer(copy) as server:
+        lines, seconds = notice_of(pw, server.url)
+    assert [line["cause"] for line in lines] == ["upload"], lines
+    assert lines[0]["text"] == (
+        "This copy of the site is damaged: 1 of the files Python needs differs from what the build made "
+        f"(static/pyodide/{wheel.name}), so Python cannot start here; whoever published the site should upload "
+        "the whole built folder again (or rebuild it with make lite-build)."
+    )
+    assert one_sentence(lines[0]["text"]) and seconds < WAIT_S
+
+
 def test_a_network_failure_is_not_called_a_broken_upload(lite_server, pw):
     def drop_wheels(context):
         context.route("**/static/pyodide/*.whl", lambda route: route.abort("connectionreset"))

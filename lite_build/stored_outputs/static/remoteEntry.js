@@ -199,10 +199,11 @@
   }
 
   var CSS =
-    ".ptl-stored{position:relative}" +
+    ".ptl-stored,.ptl-stored-text{position:relative}" +
     ".ptl-stored-note{position:absolute;top:0;right:0;z-index:1;padding:0 6px;font-size:var(--jp-ui-font-size0,11px);" +
     "color:var(--jp-ui-font-color2,#616161);background:var(--jp-layout-color1,#fff);opacity:.9}" +
-    ".ptl-stored-body button,.ptl-stored-body input,.ptl-stored-body select{opacity:.55}" +
+    ".ptl-stored-note.ptl-stored-said{color:var(--jp-ui-inverse-font-color1,#fff);background:var(--jp-brand-color1,#1976d2);opacity:1}" +
+    ".ptl-stored-body :is(button,input,select,[role=slider],[role=button]){opacity:.5;filter:grayscale(1)}" +
     ".ptl-stored-later{box-sizing:border-box;padding:8px;color:var(--jp-ui-font-color2,#616161);font-style:italic;" +
     "border:1px dashed var(--jp-border-color2,#e0e0e0)}";
 
@@ -213,15 +214,44 @@
     tag.textContent = css;
   }
 
+  // The quiet note of a stored output (a .ptl-stored or .ptl-stored-text box); a click on the output says it louder.
+  function note(node, text) {
+    addStyle("ptl-stored-style", CSS);
+    var line = child("div", "ptl-stored-note", node);
+    line.setAttribute("role", "status");
+    line.textContent = text;
+    node.addEventListener("click", function () {
+      line.textContent = "not live yet: run the cell to make it live (Shift+Enter)";
+      line.classList.add("ptl-stored-said");
+    });
+  }
+
+  // Stored text outputs carry the note too: in a notebook of the site (metadata.pytree_lab), a code
+  // cell with outputs and no execution count shows what the build stored; each of its outputs but a
+  // stored widget (noted already) gets the note, until the cell runs and its outputs are new ones.
+  function noteText(panel) {
+    if (!panel.context.model.getMetadata("pytree_lab")) return;
+    panel.content.widgets.forEach(function (cell) {
+      if (cell.model.type !== "code") return;
+      Promise.resolve(cell.ready).then(function () {
+        var outputs = cell.model.outputs;
+        if (cell.model.executionCount !== null || !cell.outputArea) return;
+        cell.outputArea.widgets.forEach(function (shown, i) {
+          var out = outputs.get(i);
+          if (!out || out.data[MIME] || shown.hasClass("ptl-stored-text")) return;
+          shown.addClass("ptl-stored-text");
+          note(shown.node, NOTES.site);
+        });
+      });
+    });
+  }
+
   // A stored widget into node (a .ptl-stored box): its quiet note, then its models, inert; its
   // text form where it cannot be drawn.
   function storedInto(node, data, text, sanitizer) {
-    addStyle("ptl-stored-style", CSS);
-    var note = child("div", "ptl-stored-note", node);
-    note.setAttribute("role", "note");
-    note.textContent = NOTES[data.from === "notebook" ? "notebook" : "site"];
+    note(node, NOTES[data.from === "notebook" ? "notebook" : "site"]);
     var body = child("div", "ptl-stored-body", node);
-    body.inert = true; // a control needs the kernel: none reacts until the cell runs
+    body.inert = true; // a control needs the kernel: none reacts until the cell runs (dimmed, a click says so)
     return draw(data, data.model_id, body, sanitizer).catch(function (err) {
       body.textContent = "";
       child("pre", "", body).textContent = String(text || "");
@@ -567,7 +597,9 @@
           img.alt = out.text || "an image output";
           img.src = "data:image/png;base64," + out.png;
         } else if (out.text) {
-          child("pre", "ptl-preview-out", box).textContent = out.text;
+          var stored = child("div", "ptl-stored-text", box);
+          note(stored, NOTE);
+          child("pre", "ptl-preview-out", stored).textContent = out.text;
         }
       });
     });
@@ -650,7 +682,7 @@
         });
         tracker.widgetAdded.connect(function (_, panel) {
           panel.context.ready
-            .then(function () { return revisit(panel.context.model); })
+            .then(function () { noteText(panel); return revisit(panel.context.model); })
             .catch(function (err) { console.warn(NAME, err); });
           if (path && panel.context.path === path) {
             var at = 0;
