@@ -124,16 +124,24 @@ def _side(frame) -> str | None:
 
 @functools.cache  # a click makes millions of calls (JAX's own): each file is placed once
 def _side_of_file(filename: str) -> str | None:
+    """"course" (pytree_lab/course/), "toolkit" (the rest of pytree_lab: the guard, the exercise
+    tools, the tree model) or None (the student's code, JAX, the standard library)."""
     path = pathlib.Path(filename).resolve()
-    for side in ("course", "exercises"):
-        if path.is_relative_to(IMPORTED / side):
-            return side
-    return None
+    if path.is_relative_to(IMPORTED / "course"):
+        return "course"
+    return "toolkit" if path.is_relative_to(IMPORTED) else None
 
 
-def test_a_check_click_crosses_from_the_toolkit_into_the_course_once():
-    """Measured: at every call during one click, the toolkit -> course steps on the stack."""
-    button = course.check_button("squared_norm", lambda: 96.0, evidence=Evidence())
+def _click_steps(exercise_id: str) -> dict[tuple[str, ...], int]:
+    """One click on the exercise's card after its reference solution ran as the exercise cell (so
+    the check runs the cell again at every case): at every call into the toolkit or the course, the
+    sides of the stack in order, and how many toolkit -> course steps they hold."""
+    ns: dict = {}
+    exec(LESSON_NAMESPACE, ns)  # noqa: S102 - the lesson's own names, then the solution's cell
+    cells.run_exercise_cell(exercise_id, (SOLUTIONS / f"{exercise_id}.py").read_text(encoding="utf-8"), ns)
+    names = EXERCISES[exercise_id].answer_names
+    read = (lambda: ns[names[0]]) if len(names) == 1 else (lambda: {n: ns[n] for n in names})
+    button = course.check_button(exercise_id, read, evidence=Evidence())
     seen: set[tuple[str, ...]] = set()  # the sides of the stack, in order, at each call
 
     def profile(frame, event, arg):
@@ -152,10 +160,41 @@ def test_a_check_click_crosses_from_the_toolkit_into_the_course_once():
         button._on_front_end_msg(button, {"type": "check"}, [])  # what a click sends
     finally:
         sys.setprofile(None)
-    assert button.status == "passed"
-    steps = {sides: sum(1 for step in itertools.pairwise(sides) if step == ("exercises", "course")) for sides in seen}
-    assert ("exercises", "course", "exercises") in steps  # the widget's check, the grader, its helpers
-    assert max(steps.values()) == 1, steps
+        cells.forget()
+    assert button.status == "passed", button.feedback
+    return {sides: sum(1 for step in itertools.pairwise(sides) if step == ("toolkit", "course")) for sides in seen}
+
+
+@pytest.mark.parametrize("exercise_id", sorted(EXERCISES))
+def test_a_check_click_crosses_from_the_toolkit_into_the_course_once(exercise_id):
+    """Measured for every exercise, its cell run again at the hidden cases: at every call during
+    one click, the toolkit -> course steps on the stack."""
+    steps = _click_steps(exercise_id)
+    assert ("toolkit", "course", "toolkit") in steps  # the widget's check, the grader, its helpers
+    assert max(steps.values()) == 1, [sides for sides, n in steps.items() if n > 1]
+
+
+def _private_reads(source: str) -> list[str]:
+    """Each private attribute read (`owner._name`) on anything but self, cls or super()."""
+    reads = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            owner = node.value
+            mine = isinstance(owner, ast.Name) and owner.id in ("self", "cls")
+            if not mine and getattr(getattr(owner, "func", None), "id", None) != "super":
+                reads.append(ast.unparse(node))
+    return reads
+
+
+def test_the_course_reads_no_private_attribute_of_what_the_toolkit_gives_it():
+    """Not only imports: `button._answer()` on the toolkit's widget crosses the seam too."""
+    planted = "answer = button._answer()\nself._tried += 1\nsuper()._launch()\nx.__class__"
+    assert _private_reads(planted) == ["button._answer"]  # the rule catches what it is for
+    found = {
+        p.relative_to(PACKAGE).as_posix(): _private_reads(p.read_text(encoding="utf-8"))
+        for p in (PACKAGE / "course").rglob("*.py")
+    }
+    assert {where: reads for where, reads in found.items() if reads} == {}
 
 
 # --------------------------------------------------------------------------- reference solutions

@@ -176,7 +176,8 @@ class CheckButton(_ExerciseWidget):
                     self._draining = False
                 raise
 
-    def _answer(self):
+    def read_answer(self):
+        """The answer as a click reads it now (a NameError for a name not defined yet)."""
         if callable(self._get_answer):
             return self._get_answer()
         namespace = user_namespace() or {}
@@ -200,7 +201,7 @@ class CheckButton(_ExerciseWidget):
         try:
             run = last_run(self.exercise.id)
             try:
-                answer = self._answer()
+                answer = self.read_answer()
             except Exception as exc:  # noqa: BLE001 - a name not defined yet, a broken getter
                 if run is not None and run.error_text:
                     answer = Ellipsis
