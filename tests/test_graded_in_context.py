@@ -19,6 +19,7 @@ import sys
 import time
 
 import pytest
+from test_true_diagnoses import NEAR_MISSES
 
 from pytree_lab.course import autograde
 
@@ -191,6 +192,49 @@ def test_a_typed_in_answer_earns_only_the_lessons_share(exercise_id, code, tmp_p
     assert verdict.share == pytest.approx(1 / 3), verdict.lines  # the lesson's values only
     assert verdict.lines[0] == "the lesson's values: right."
     assert all(line.endswith("not right.") for line in verdict.lines[1:]), verdict.lines
+
+
+ELEVEN = 'value, grads = jax.value_and_grad(loss)(params)\nprint("loss:", float(value))'  # lesson 01's cell 11
+# answers right at every case, which the lesson's numbers once misjudged, and near-misses right at
+# the lesson's values only or named by a coincidence of them (tests/test_true_diagnoses.py)
+AGREE = {
+    "norm with a (1,) bias": (
+        "squared_norm",
+        NORM + 'manual = jnp.sum(grads["weight"] ** 2) + grads["bias"].reshape(1) ** 2',
+        "",
+    ),
+    "repair after cell 11 ran again": ("repair_update", REPAIR, ELEVEN),
+    **{name: (exercise_id, code, "") for name, (exercise_id, code, _, _) in NEAR_MISSES.items()},
+}
+
+
+def test_the_grader_and_the_practice_check_agree_on_each_near_miss(tmp_path, monkeypatch):
+    """Each answer in the notebook, checked as the student checks it and graded as nbgrader grades
+    it: both right, or both wrong with the near-miss named (the grader: right at the lesson's values
+    at most)."""
+    monkeypatch.chdir(tmp_path)
+    verdicts = practice_checks("01_pytrees.ipynb", AGREE)
+    shares = {}
+    rounds: dict[str, list[str]] = {}  # one variant per exercise in a submission
+    for name, (exercise_id, _, _) in AGREE.items():
+        rounds.setdefault(exercise_id, []).append(name)
+    for n in range(max(map(len, rounds.values()))):
+        chosen = {names[n]: AGREE[names[n]] for names in rounds.values() if n < len(names)}
+        cells = lesson_cells(None, notebook="01_pytrees.ipynb")
+        for exercise_id, code, before in chosen.values():
+            at = next(i for i, c in enumerate(cells) if c["exercise"] == exercise_id)
+            cells[at : at + 1] = [
+                *([{"code": before, "exercise": None}] if before else []),
+                {"code": code, "exercise": exercise_id},
+            ]
+        graded = autograde.grade_notebook(cells, {exercise_id: 20261207 for exercise_id, _, _ in chosen.values()})
+        shares |= {name: graded[exercise_id].share for name, (exercise_id, _, _) in chosen.items()}
+    for name, (passed, score, feedback) in verdicts.items():
+        right = name in ("norm with a (1,) bias", "repair after cell 11 ran again")
+        assert (passed, score == 1.0, shares[name] == 1.0) == (right,) * 3, (name, shares[name], feedback)
+        if not right:
+            assert NEAR_MISSES[name][2] in feedback, (name, feedback)
+    assert shares["scale on the weight term only, s·(w·x) + b"] == pytest.approx(1 / 3)  # the lesson's values only
 
 
 def test_the_feedback_holds_only_the_graders_words(tmp_path, monkeypatch):

@@ -5,6 +5,8 @@ the packed example's gradient [8, 12, 4])."""
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import pytest
 from test_computed_answers import run_and_check
 
@@ -123,6 +125,106 @@ def test_a_repair_checked_after_a_later_cell_rebound_a_name_it_read_is_rerun_wit
         result = course.check_button("repair_update", lambda: ns["fixed"], evidence=Evidence(), rng=rng).check()
         assert (result.passed, result.score) == (True, 1.0), result.feedback
     assert ns["lr"] == 0.01  # the notebook's names are left as they are
+
+
+SCALE_ON_WEIGHT = "p['scale'] * jnp.dot(p['layer']['weight'], x) + p['layer']['bias']"
+NORM_OF = "norm_squared = {expr}\nmanual = norm_squared"
+
+# A near-miss a student tried, the sentence it gets and the sentence it once got from a coincidence
+# of the lesson's numbers (the start has bias 0 and residual -2, and x[1] = 1 makes weight[1]'s
+# gradient the bias's at every point): the cell runs again at the hidden cases, where the
+# coincidence is gone, and a near-miss is said only where it explains every case.
+NEAR_MISSES = {
+    "scale on the weight term only, s·(w·x) + b": (
+        "nested_scale_grad",
+        nested(pred=SCALE_ON_WEIGHT),
+        "g: right at the lesson's values, but not at others: g is the gradient of s·(w·x) + b: scale multiplies "
+        "the bias too, pred = scale * (w·x + b) (where the bias is 0, as at the lesson's start, the two agree).",
+        "without numbers of the lesson written in",
+    ),
+    "scale multiplies the loss": (
+        "nested_scale_grad",
+        nested(
+            pred="jnp.dot(p['layer']['weight'], x) + p['layer']['bias']", ret="return p['scale'] * (pred - 3.) ** 2"
+        ),
+        "2 of 3 leaves of the gradient tree are right.\n- g is the gradient of scale · (w·x + b − 3)²: scale "
+        "multiplies the prediction, not the squared error: pred = scale * (w·x + b), then (pred - 3.) ** 2.",
+        "the sign is flipped",
+    ),
+    "weight[1]'s square missing": (
+        "squared_norm",
+        NORM_OF.format(expr="grads['weight'][0] ** 2 + grads['bias'] ** 2"),
+        "norm_squared: You gave 80. That adds two of the three squares: the weight leaf alone, or weight[0]'s and "
+        "the bias's (in this lesson weight[1]'s gradient equals the bias's, so the value cannot tell which is "
+        "missing). Add the square of every value.",
+        "the bias gradient's square is missing",
+    ),
+    "the squared norm of section 6's two-weight gradient": (
+        "squared_norm",
+        NORM_OF.format(expr="sum(jnp.sum(g ** 2) for g in jax.tree.leaves(two_grads))"),
+        "norm_squared: You gave 256, which is not the squared norm of all gradient leaves.",
+        "You squared the sum",
+    ),
+}
+
+
+def _with_section_6(notebook: dict) -> dict:
+    """The notebook's names after section 6: its two-weight model's gradient (w_x = [1, -1], w_z = 0,
+    z = [1, 3]: prediction 1, residual -2, so [-8, -4], [-4, -12] and -4; squares 256)."""
+    two = {"w_x": jnp.array([1.0, -1.0]), "w_z": jnp.array([0.0, 0.0]), "bias": jnp.array(0.0)}
+    z = jnp.array([1.0, 3.0])
+
+    def two_loss(p):
+        return (jnp.dot(p["w_x"], notebook["x"]) + jnp.dot(p["w_z"], z) + p["bias"] - 3.0) ** 2
+
+    return {**notebook, "two_grads": jax.grad(two_loss)(two)}
+
+
+@pytest.mark.parametrize("case", list(NEAR_MISSES))
+def test_a_near_miss_is_said_only_where_it_explains_every_case(case):
+    from test_computed_answers import NOTEBOOK
+
+    exercise_id, code, said, untrue = NEAR_MISSES[case]
+    notebook = _with_section_6(NOTEBOOK)
+    assert sum(float((g**2).sum()) for g in jax.tree.leaves(notebook["two_grads"])) == 256.0  # the hand value
+    result, _ = run_and_check(exercise_id, code, notebook)
+    assert not result.passed
+    assert said in result.feedback, result.feedback
+    assert untrue not in result.feedback
+
+
+def test_an_answer_of_one_value_in_shape_1_is_one_number_at_every_case():
+    """jnp.sum(..., keepdims=True) and a (1,) bias: right at the lesson's values, so right at every
+    case (the check and the grader compare alike), never 'numbers of the lesson written in'."""
+    code = (
+        "norm_squared = jnp.sum(jnp.concatenate([jnp.ravel(g) for g in jax.tree.leaves(grads)]) ** 2, keepdims=True)\n"
+        "manual = jnp.sum(grads['weight'] ** 2) + grads['bias'].reshape(1) ** 2"
+    )
+    result, ns = run_and_check("squared_norm", code)
+    assert ns["norm_squared"].shape == ns["manual"].shape == (1,)
+    assert (result.passed, result.score) == (True, 1.0), result.feedback
+
+
+def test_the_repair_from_broken_passes_whichever_cells_ran_again_before_it():
+    """Lesson 01 re-run out of order: the value_and_grad cell again after `broken` was built binds
+    `grads` to a new tree (equal values, other objects). The repair is right in either order."""
+    import numpy as np
+    from test_computed_answers import NOTEBOOK
+
+    from pytree_lab import course
+
+    code = 'fixed = jax.tree.map(lambda p, g: p - 0.05 * g, params, {**broken, "bias": grads["bias"]})'
+    again = {**NOTEBOOK, "grads": jax.grad(NOTEBOOK["loss"])(NOTEBOOK["params"])}  # cell 11 run again
+    assert again["broken"]["weight"] is not again["grads"]["weight"]
+    for notebook in (NOTEBOOK, again):
+        ns = dict(notebook)
+        cells.run_exercise_cell("repair_update", code, ns)
+        for seed in range(3):
+            card = course.check_button(
+                "repair_update", lambda: ns["fixed"], evidence=Evidence(), rng=np.random.default_rng(seed)
+            )
+            result = card.check()
+            assert (result.passed, result.score) == (True, 1.0), result.feedback
 
 
 FLAT = "def grad_over_flat_params(flat_params, x):\n{body}\n"
