@@ -308,8 +308,9 @@ def test_a_loss_that_reads_the_outer_params_does_not_depend_on_its_argument():
     assert float(ns["g"]["layer"]["bias"]) == 0.0  # equals the parameter bias 0 by coincidence
     assert result.feedback == (
         "1 of 3 leaves of the gradient tree are right.\n"
-        "- nested_loss does not depend on p['layer']['bias'], p['layer']['weight'] (its gradient there is 0): "
-        "the loss reads those leaves from outside (params?) instead of through its argument p. JAX "
+        "- nested_loss does not depend on p['layer']['bias'], p['layer']['weight'] (its gradient is 0 at every "
+        "point tried): the loss does not use them, or reads them from outside (params?) instead of through its "
+        "argument p. JAX "
         'differentiates only what the loss computes from p: read every leaf through p, as p["layer"]["weight"].'
     )
 

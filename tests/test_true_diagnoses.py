@@ -151,6 +151,12 @@ NEAR_MISSES = {
         "multiplies the prediction, not the squared error: pred = scale * (w·x + b), then (pred - 3.) ** 2.",
         "the sign is flipped",
     ),
+    "the bias squared in the prediction (its gradient is 0 where the bias is, at the start)": (
+        "nested_scale_grad",
+        nested(pred="p['scale'] * (jnp.dot(p['layer']['weight'], x) + p['layer']['bias'] ** 2)"),
+        "2 of 3 leaves of the gradient tree are right.\n- ['layer']['bias']: 0 is not the right value.",
+        "does not depend on",
+    ),
     "weight[1]'s square missing": (
         "squared_norm",
         NORM_OF.format(expr="grads['weight'][0] ** 2 + grads['bias'] ** 2"),

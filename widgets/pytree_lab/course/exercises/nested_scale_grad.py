@@ -125,7 +125,7 @@ def grade(answer, context: CheckContext) -> Outcome:
     if context.cell is None:
         return outcome
     try:  # the student's own nested_loss runs: under the check's guard
-        found = _nested_evidence(context.cell.namespace)
+        found = _nested_evidence(context.cell.namespace, [case.names["params"] for case, _ in seen.samples[1:]])
     except Exception:  # noqa: BLE001 - evidence that cannot be read is no evidence
         found = None
     if not found:
@@ -137,10 +137,11 @@ def grade(answer, context: CheckContext) -> Outcome:
     return dataclasses.replace(outcome, lines=lines[:1] + [f"- {found}"] + kept)
 
 
-def _nested_evidence(namespace) -> str | None:
+def _nested_evidence(namespace, others: list) -> str | None:
     """The first thing wrong, found from the student's own nested and nested_loss: the tree,
     then the loss's value at the start (squared?), then which leaves it does not depend on,
-    then whether g is its gradient. None when the evidence is not there."""
+    then whether g is its gradient (`others`: the params of the other cases). None when the evidence
+    is not there."""
     if not isinstance(namespace, dict):
         return None
     jax = tools.jax
@@ -183,13 +184,15 @@ def _nested_evidence(namespace) -> str | None:
     np, theirs = tools.np, jax.grad(nested_loss)(nested)
     paths, reference = _leaves_paths(theirs), _leaves_paths(jax.grad(_nested_loss)(want, x, target))
     unused = [path for path, ref in reference.items() if path in paths and not np.any(paths[path]) and np.any(ref)]
+    for params in others:  # 0 at every case, not only where the lesson's bias 0 makes it so
+        there = _leaves_paths(jax.grad(nested_loss)({"layer": params, "scale": tools.jnp.array(1.0)}))
+        unused = [path for path in unused if path in there and not np.any(there[path])]
     if unused:
-        reads = ", ".join(f"p{path}" for path in unused)
+        reads, them = ", ".join(f"p{path}" for path in unused), "it" if len(unused) == 1 else "them"
         return (
-            f"nested_loss does not depend on {reads} (its gradient there is 0): the loss reads "
-            f"{'that leaf' if len(unused) == 1 else 'those leaves'} from outside (params?) instead of "
-            "through its argument p. JAX differentiates only what the loss computes from p: "
-            'read every leaf through p, as p["layer"]["weight"].'
+            f"nested_loss does not depend on {reads} (its gradient is 0 at every point tried): the loss does "
+            f"not use {them}, or reads {them} from outside (params?) instead of through its argument p. JAX "
+            'differentiates only what the loss computes from p: read every leaf through p, as p["layer"]["weight"].'
         )
     if g is not None and not _same_tree(g, theirs):
         return "g is not the gradient of your nested_loss at nested: g = jax.grad(nested_loss)(nested)."
