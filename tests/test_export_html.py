@@ -120,8 +120,8 @@ def test_a_run_too_big_for_one_page_is_refused_before_its_points_are_drawn(tmp_p
     ex = StepExplorer(lambda p: (p["w"] ** 2).sum(), {"w": np.ones(40, np.float32)})
     ex.step(50)
     monkeypatch.setattr(export, "MAX_BYTES", 100_000)  # a point: 0.7 kB of rows, 24 bars of 4 numbers (51: 118 kB)
-    drawn, step_from = [], ex.session.step_from
-    monkeypatch.setattr(ex.session, "step_from", lambda *a: drawn.append(a) or step_from(*a))
+    drawn, step_at = [], ex.session.step_at
+    monkeypatch.setattr(ex.session, "step_at", lambda *a: drawn.append(a) or step_at(*a))
     with pytest.raises(ValueError, match=r"too big for one page: about 1\d\d,\d\d\d bytes .* ex.save\(path\)"):
         ex.export_html(tmp_path / "big.html")
     assert len(drawn) == 1 and not (tmp_path / "big.html").exists()

@@ -30,6 +30,7 @@ from .play import Player, Playing
 from .playbar import step_controls
 from .session import ExplorerSession
 from .sliders import _rate_range
+from .views import ViewSet
 
 __all__ = ["OptimizerComparison", "COLUMNS"]
 
@@ -142,10 +143,14 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
         )
         side = ipywidgets.VBox([self.table, *self.rate_sliders.values(), *([note] if fixed else [])])
         self.diagram = PytreeDiagram()
+        # each optimizer's views of the registry drawn in a comparison (views.py; the loss lines and
+        # aligned columns above are the comparison's own), under its name
+        self.views = {name: ViewSet(s, "comparison") for name, s in self.sessions.items()}
+        each = [ipywidgets.VBox([ipywidgets.Label(n), *v.parts()]) for n, v in self.views.items() if v]
         self.debug = DebugArea()
         self.player = Player(self, self.play_control)
         row = ipywidgets.HBox([self.loss_chart.figure, side], layout={"flex_flow": "row wrap", "align_items": "center"})
-        self.children = [self.status, self.controls, row, self.diagram, self.debug.widget]
+        self.children = [self.status, self.controls, row, self.diagram, *each, self.debug.widget]
         self._start_lifetime()
         self.recompute()
 
@@ -262,6 +267,7 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
             r = s.last_good
             if r is not None:
                 trees.update({f"{name} {col}": getattr(r, COLUMNS[col], None) for col in self.columns})
+                self.views[name].show(r)
         first = next(iter(self.sessions.values()))
         self.diagram.set_trees(trees or {"params": first.params_tree}, order=first.param_summary)
         self.diagram.caption = (
@@ -291,7 +297,8 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
             f"{name}: step {s.step_number}, loss {fmt_number(s.history[-1]) if s.history else '–'}"
             for name, s in self.sessions.items()
         ]
-        return "Optimizer comparison\n" + "\n".join(lines) + "\n\n" + self.diagram.text()
+        each = "".join(f"\n\n{name}: {v.text()}" for name, v in self.views.items() if v.text())
+        return "Optimizer comparison\n" + "\n".join(lines) + "\n\n" + self.diagram.text() + each
 
     def close(self) -> None:
         """Close the comparison and every widget it built; the numbers (params, histories) stay."""
@@ -301,7 +308,7 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
                 self.player.stop()
                 self.loss_chart.close()
             self._close_widgets()
-            for s in self.__dict__.get("sessions", {}).values():
+            for s in [*self.__dict__.get("sessions", {}).values(), *self.__dict__.get("views", {}).values()]:
                 s.close()
             super().close()
 

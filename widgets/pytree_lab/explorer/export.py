@@ -1,15 +1,15 @@
 """A run as one HTML file that replays it offline: `StepExplorer.export_html(path)`.
 
 The page holds every point of the record (`session.trail`, beside `history`): a step slider, the
-before/after bars of the explorer's bar elements, the loss line with a marker at the step, and
-the aligned diagram drawn by the widget's own module (static/diagram.js) from a small in-page
-model. No kernel, no network: the scripts, styles and numbers are in the file (its CSP allows
-nothing else).
+before/after bars of the explorer's bar elements, the loss line with a marker at the step, the
+aligned diagram drawn by the widget's own module (static/diagram.js) from a small in-page model,
+and the text of every other view the registry draws in a replay (views.py). No kernel, no
+network: the scripts, styles and numbers are in the file (its CSP allows nothing else).
 
-Each point's diagram is the step the live explorer shows there, computed again by the same
-compiled step from the point's kept params and optimizer state (the trail keeps no gradients):
-the rows are built by the diagram's own code (`PytreeDiagram.set_trees`, the explorer's
-`columns`), so they are the live widget's rows at that step, text for text. The loss line is
+Each point is the step the live explorer shows there, computed again by the same compiled step
+from the point's kept params and optimizer state (the trail keeps no gradients) and drawn by
+new views of the explorer's own classes (`ViewSet.again("replay")`), each keeping its `replay()`:
+the diagram's rows are the live widget's rows at that step, text for text. The loss line is
 `history`, the bars' values the trail's params and the step's `updated`.
 
 Size: about (points x the diagram rows' text) of JSON; a 100-step 2-8-2 MLP with Adam is a few
@@ -27,6 +27,7 @@ from ..formatting import fmt_number, short_error
 from ..guard import TimeBudgetExceeded
 from ..page import SHARED_JS, STATIC
 from . import record
+from .views import ViewSet
 
 __all__ = ["export_html", "page_data", "MAX_BYTES"]
 
@@ -39,51 +40,38 @@ def _num(x: float) -> float | None:
 
 def page_data(ex: Any) -> dict:
     """The numbers the page replays, by point: what `export_html` embeds (JSON-ready)."""
-    from ..diagram import PytreeDiagram
-    from .optimizer import columns, foldable
-    from .sliders import bar_values
-
-    s, eng = ex.session, ex.session.engine
+    s = ex.session
     points = min(len(s.trail), len(s.history))
     if not points:
         raise ValueError("There is no run to export yet: the explorer has no step on record (take a step first).")
     live = ex.diagram
-    diagram = PytreeDiagram()
-    diagram.foldable_open = live.foldable_open
-    elements = ex.views["ChartView"]._ready()
-    state_def = eng.tree_structure(s.opt_state) if s.opt_state is not None else None
+    views = ViewSet(s, "replay", **ex.views.options)  # the explorer's views (registry), drawn here at each point
+    views["DiagramView"].diagram.foldable_open = live.foldable_open
+    kept: dict[str, list] = {name: [] for name in views}
+    other = []
     _, inputs, _ = s.gather()
-    steps, before, after, other = [], [], [], []
     try:  # a step that fails, or a run too big, leaves no widget behind
-        for t in range(points):  # each point's numbers as arrays placed as a live step's are: no compile again
-            params_leaves, state_leaves = ([s._frozen(eng.numpy.asarray(x)) for x in xs] for xs in s.trail[t])
-            params = eng.tree_unflatten(s._param_def, params_leaves)
-            state = eng.tree_unflatten(state_def, state_leaves) if state_def is not None else None
+        for t in range(points):
             try:
-                result = s.step_from(params, state, inputs, s.rates[t])
-            except TimeBudgetExceeded:
-                raise ValueError(f"Point {t} of the run could not be computed again within the time budget.") from None
-            except KeyboardInterrupt:
-                raise
+                result = s.step_at(t, inputs)
             except BaseException as err:  # the user's loss (SystemExit included): one sentence, not its traceback
-                raise ValueError(f"Point {t} of the run could not be computed again: {short_error(err)}") from None
+                if isinstance(err, KeyboardInterrupt):
+                    raise
+                why = " within the time budget." if isinstance(err, TimeBudgetExceeded) else f": {short_error(err)}"
+                raise ValueError(f"Point {t} of the run could not be computed again{why}") from None
             if not math.isclose(result.loss, s.history[t], rel_tol=1e-4, abs_tol=1e-7):
                 other.append(t)  # the inputs or the loss changed since this point
-            trees, extra = columns(s, result)
-            diagram.foldable = foldable(trees, extra)
-            diagram.set_trees(trees, order=s.param_summary, extra=extra, fold=False)
-            got = diagram.get_state(["rows", "panels", "counts"])
-            if t == 0:  # the first point's rows say the page's size: a run far too big stops here
-                _fits(points * (len(got["rows"]) + len(got["panels"]) + 64 * len(elements)))  # a bar: 4 numbers
-            steps.append(
-                {"rows": json.loads(got["rows"]), "panels": json.loads(got["panels"]), "counts": got["counts"]}
-            )
-            b, a = bar_values(eng, result, elements)
-            before.append(b)
-            after.append(a)
-        fixed = diagram.get_state(["columns", "foldable", "foldable_open", "message", "message_kind"])
+            views.show(result)
+            for name, view in views.items():
+                kept[name].append(view.replay())
+            if t == 0:  # the first point says the page's size (a bar: 4 numbers): a run far too big stops here
+                _fits(points * (len(json.dumps([v[0] for v in kept.values()])) + 64 * len(views["ChartView"].elements)))
+        fixed = views["DiagramView"].diagram.get_state(
+            ["columns", "foldable", "foldable_open", "message", "message_kind"]
+        )
+        elements = views["ChartView"].elements
     finally:
-        diagram.close()
+        views.close(widgets=True)
     losses = list(s.history[:points])
     cut = (
         f" The trajectories kept the first {points:,} of {len(s.history):,} points (record.TRAIL_NUMBERS)."
@@ -96,6 +84,7 @@ def page_data(ex: Any) -> dict:
             "again with the explorer's inputs and loss now (they changed during the run): the diagram and "
             "the bars' after there are the step with the inputs and loss now."
         )
+    before, after = zip(*kept.pop("ChartView"))
     return {
         "title": "pytree-lab replay",
         "note": f"{points} points, recorded by StepExplorer; replayed without a kernel.{cut}",
@@ -117,8 +106,10 @@ def page_data(ex: Any) -> dict:
             "caption": live.caption,
             "selected_path": live.selected_path,
             "collapsed": list(live.collapsed),
-            "steps": steps,
+            "steps": kept.pop("DiagramView"),
         },
+        # every other view: its text at each point (one text where it never changes), as text
+        "views": [{"name": n, "text": v[0] if v.count(v[0]) == len(v) else v} for n, v in kept.items() if any(v)],
     }
 
 
@@ -130,14 +121,10 @@ def _fits(size: int) -> None:
         )
 
 
-def _script_safe(text: str) -> str:
-    """JSON text that cannot end its <script> element: <, > and & as JSON escapes."""
-    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-
-
 def page(data: dict) -> str:
     """The page's HTML text for `data` (from `page_data`)."""
-    blob = _script_safe(json.dumps(data, allow_nan=False, separators=(",", ":")))
+    blob = json.dumps(data, allow_nan=False, separators=(",", ":"))  # < > & as JSON escapes: it cannot end its script
+    blob = blob.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     _fits(len(blob))
     module = (STATIC / "diagram.js").read_text(encoding="utf-8").replace("export default { render };", "")
     replay = (STATIC / "_replay.js").read_text(encoding="utf-8")

@@ -133,8 +133,8 @@ def present(ex: Any, on: bool) -> None:
     their ticks, and the compact layout's left column (its sliders' text is wider)."""
     (ex.add_class if on else ex.remove_class)("ptl-presenter")
     scale = PRESENTER_SCALE if on else 1.0
-    ex.chart_view.scale = scale
-    ex.history_view.set_scale(scale)
+    for view in ex.views.values():  # each view's part (the charts' margins and room for their ticks)
+        view.present(scale)
     left = getattr(ex, "left_column", None)
     if left is not None:
         left.layout.flex = LEFT_COLUMN[bool(on)]

@@ -23,7 +23,6 @@ step, Step ×10, a played step or `step(n)` adds points; `reset()` starts the re
 
 from __future__ import annotations
 
-import array
 import math
 import re
 from typing import Any
@@ -145,7 +144,7 @@ def save(ex: Any, path: Any, written: dict) -> Any:
         "bars": [e.path for e in ex.views["ChartView"].base or []],
         "selected": ex.selected_path,
         "boxes": [ex.fixed_range_box.value, ex.log_scale_box.value],
-        "moved": not s._new_point,
+        "moved": not s.new_point,
         "cut": s.trail.cut,
     }
     arrays |= {"history": np.asarray(s.history), "rates": np.asarray(s.rates), "meta": np.asarray(json.dumps(meta))}
@@ -273,13 +272,12 @@ def load(cls: Any, path: Any, loss_fn: Any, params: Any, inputs: Any = None, **k
             f"optimizer given makes {names(layout(s.opt_state, eng))}: give StepExplorer.load the optimizer "
             "the demo was saved with."
         )
+    tp, ts = leaves["trail_params"], leaves["trail_state"]
+    trail = Trail(([x[t] for x in tp], [x[t] for x in ts]) for t in range(kept))
+    trail.cut = meta["cut"]
     with s.lock:
-        s.opt_state = eng.tree_unflatten(eng.tree_structure(s.opt_state), [s._frozen(x) for x in leaves["state"]])
-        s.history, s.rates = array.array("d", history), array.array("d", rates)
-        s.trail = Trail()
-        tp, ts = leaves["trail_params"], leaves["trail_state"]
-        s.trail += [([x[t] for x in tp], [x[t] for x in ts]) for t in range(kept)]
-        s.trail.cut, s._new_point = meta["cut"], not meta["moved"]
+        s.restore(leaves["state"], history, rates, trail)
+        s.new_point = not meta["moved"]
         s.values.update(meta["values"])
     ex.fixed_range_box.value, ex.log_scale_box.value = meta["boxes"]
     ex.slider_panel.follow(False)

@@ -35,23 +35,18 @@ def _loop_time() -> float | None:
 
 
 class Schedule:
-    """Draws a step's views now or later. `fast_views` are drawn at once (each `view.show(result)`),
-    `draw_slow(result, history)` draws the others; `failed(error)` says a slow draw that failed on a
-    timer's turn; `lock` is held on a timer's turn (the explorer's lock: one change at a time)."""
+    """Draws a step's `views` (a views.ViewSet) now or later: the fast ones at once (each
+    `view.show(result)`), the others by `views.show_slow`; `failed(error)` says a slow draw that failed on
+    a timer's turn; `lock` is held on a timer's turn (the explorer's lock: one change at a time)."""
 
     DRAG_GAP = timing.DRAG_GAP  # s between two slider moves' steps that makes them one drag
     VIEWS_TRAIL = timing.VIEWS_TRAIL  # s of pause in a drag after which the slow views follow
     VIEWS_EVERY = timing.VIEWS_EVERY  # s: the slow views follow a long drag at least this often
     VIEWS_SOON = timing.VIEWS_SOON  # s after a single move's fast views that its slow views follow
 
-    def __init__(
-        self,
-        fast_views: list,
-        draw_slow: Callable[[Any, bool], None],
-        failed: Callable[[BaseException], None],
-        lock: Any,
-    ):
-        self.fast_views, self._draw_slow, self._failed, self._lock = list(fast_views), draw_slow, failed, lock
+    def __init__(self, views: Any, failed: Callable[[BaseException], None], lock: Any):
+        self.fast_views = [view for view in views.values() if view.fast]  # drawn by the schedule itself
+        self._draw_slow, self._failed, self._lock = views.show_slow, failed, lock
         self.moving = False  # the step being shown comes from a slider move
         self.closed = False
         self.due: Any = None  # a step whose slow views wait (for the drag to pause, or VIEWS_SOON)

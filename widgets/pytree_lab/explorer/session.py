@@ -141,7 +141,7 @@ class ExplorerSession:
         # the learning rate of the step from each point (NaN: fixed inside the optimizer); each point's params and state
         self.rates, self.trail = array.array("d"), record.Trail()
         self.last_traceback = ""  # the traceback of the last step that raised ("" when none)
-        self._new_point = True  # the next good step is a newly visited point (else the current one moved)
+        self.new_point = True  # the next good step is a newly visited point (else the current one moved)
         self.good_now = False  # the last compute succeeded (a step can start from here)
         self.last_good: StepResult | None = None
         self.clock: Any = None  # the last step's guard.Budget (what the loss's own code used)
@@ -193,12 +193,21 @@ class ExplorerSession:
         state = self.opt_state if state is None else state
         return step.step(params, state, inputs, lr if self.rate_slides else None)
 
-    def step_from(self, params: Any, state: Any, inputs: dict, lr: float) -> StepResult:
-        """The step the explorer shows at a point of its record (params, optimizer state and rate
-        kept there): the same compiled step as `compute`, under the same guard (its device, the
-        loss's callbacks quiet, the time budget), for a replay (export.py)."""
+    def step_at(self, t: int, inputs: dict) -> StepResult:
+        """The step shown at point `t` of the record (its params, optimizer state and rate, placed as a live step's):
+        `compute`'s compiled step under the same guard (device, quiet callbacks, time budget), for a replay."""
+        eng = self.engine
+        kept = [[self._frozen(eng.numpy.asarray(x)) for x in xs] for xs in self.trail[t]]
+        params = eng.tree_unflatten(self._param_def, kept[0])
+        state = None if self.opt_state is None else eng.tree_unflatten(eng.tree_structure(self.opt_state), kept[1])
         with self.on_device(), _quiet_callbacks(), time_budget(self.time_budget, traced=False) as self.clock:
-            return replace(self._call_step(self.slider_step, params, inputs, lr, state), params=params)
+            return replace(self._call_step(self.slider_step, params, inputs, self.rates[t], state), params=params)
+
+    def restore(self, state: list, history: Any, rates: Any, trail: record.Trail) -> None:
+        """A saved record made the session's own (record.load), its optimizer state placed as a step's."""
+        eng = self.engine
+        self.opt_state = eng.tree_unflatten(eng.tree_structure(self.opt_state), [self._frozen(x) for x in state])
+        self.history, self.rates, self.trail = array.array("d", history), array.array("d", rates), trail
 
     def runner(self) -> TrainingStep:
         """The engine of n steps for the current loss (and optimizer): with an optimizer the
@@ -417,7 +426,7 @@ class ExplorerSession:
             self.trail += run.points[1:] if run.points else []
             self.rates.extend([self.rates[-1] if self.rates else math.nan] * (len(run.losses) - 1))  # the run's rate
             self.opt_state = run.opt_state
-            self._new_point = True
+            self.new_point = True
             self._move_params(self.engine.tree_leaves(run.params))
         return ""
 
@@ -445,7 +454,7 @@ class ExplorerSession:
                     else f"The optimizer's init failed: {messages.short_error(err)}"
                 )
         self.history, self.rates, self.trail = array.array("d"), array.array("d"), record.Trail()
-        self._new_point = True
+        self.new_point = True
         self._move_params(params0)
         return ""
 
@@ -494,21 +503,21 @@ class ExplorerSession:
     @property
     def step_number(self) -> int:
         """The step number of the point the session stands on (its count in `history`)."""
-        return len(self.history) if (self._new_point or not self.history) else len(self.history) - 1
+        return len(self.history) if (self.new_point or not self.history) else len(self.history) - 1
 
     def commit(self, computed: Computed) -> list[str]:
         """`computed.result` (shown) is the current point now: recorded in history. Returns the notes."""
         result = computed.result
         assert result is not None
         self.last_good, self.good_now = result, True
-        self.trail.put(self._new_point or not self.history, result, self.engine)
-        if self._new_point or not self.history:
+        self.trail.put(self.new_point or not self.history, result, self.engine)
+        if self.new_point or not self.history:
             self.history.append(result.loss)  # a new point after a step
             self.rates.append(result.learning_rate)
         else:
             self.history[-1] = result.loss  # the same point moved (a slider, a new input or loss)
             self.rates[-1] = result.learning_rate
-        self._new_point = False
+        self.new_point = False
         notes, self.notes = self.notes, []
         if not self.param_summary.leaves:
             notes.append(messages.NO_LEAVES)

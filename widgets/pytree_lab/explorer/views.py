@@ -4,9 +4,13 @@ A `View` is drawn from a computed step and computes no numbers: `show(result)` d
 `select(path)` follows the selection, `text()` is its part of the explorer's text form. `fast`
 views follow every slider move at once; the others follow when the schedule says (schedule.py).
 `parts()` says where its widgets go in the explorer (`slot`: the row beside the sliders, or below),
-and `public` which attributes the explorer exposes for it.
+and `public` which attributes the explorer exposes for it. A view reads the session only through
+`Session` (what it may ask of it) and is drawn wherever its `where` says, each through `ViewSet`:
+the live explorer (presenter mode too: `present(scale)`), the replay page (export.py keeps its
+`replay()` at each point of the record) and OptimizerComparison (one for each optimizer).
 
-A new view is one class here and one entry in `VIEWS` (the order of the text form).
+A new view is one class (here, or in a module of its own) and one entry in `VIEWS` (the order
+of the text form).
 """
 
 from __future__ import annotations
@@ -14,19 +18,42 @@ from __future__ import annotations
 import contextlib
 import functools
 import html
-from typing import Any
+import json
+from typing import Any, Protocol
 
 import ipywidgets
 
 from ..calculation import WorkedCalculation
 from ..chart import BeforeAfterChart, LossHistoryChart
 from ..diagram import PytreeDiagram
-from ..trees import path_label
+from ..engine import Engine
+from ..step import StepResult
+from ..trees import TreeSummary, path_label
+from .lifetime import descendants
 from .messages import fmt_number
 from .optimizer import columns, foldable, optimizer_rows
 from .sliders import bar_values, chosen_bars, default_bars, describe, small_input, walk_leaves, with_selection
 
-__all__ = ["View", "ViewSet", "VIEWS"]
+__all__ = ["View", "ViewSet", "VIEWS", "Session"]
+
+
+class Session(Protocol):
+    """What a view may read of the session it draws (an `ExplorerSession`); a view changes none of it."""
+
+    engine: Engine
+    optimizer: Any  # None: p − η·g
+    rate_source: str  # where the learning rate lives: "argument", "state" or "fixed"
+    device_name: str
+    params_tree: Any
+    param_summary: TreeSummary  # the trees as written (their order), without values
+    input_summary: TreeSummary
+    input_data: TreeSummary  # the inputs with their values
+    static: dict
+    specs: list  # the sliders' SliderSpecs (none in an OptimizerComparison)
+    moving: dict[int, list[int]] | None  # leaf -> positions whose gradient moved at the start
+    history: Any  # the loss at every point visited (a sequence of floats)
+    last_good: StepResult | None
+    extra: Any  # show_extra's trees
 
 
 class View:
@@ -36,8 +63,9 @@ class View:
     options: tuple[str, ...] = ()  # the explorer's keywords this view takes (ViewSet passes them)
     after_record = False  # drawn once the step is recorded in the history (the loss line)
     slot: tuple[str, int] | None = None  # where `widget` goes: "row" (beside the sliders) or "below", position
+    where: tuple[str, ...] = ("explorer", "replay", "comparison")  # what draws it (the module doc)
 
-    def __init__(self, session: Any):
+    def __init__(self, session: Session):
         self.session = session
         self.selected = ""
         self.public: dict[str, Any] = {}
@@ -55,6 +83,13 @@ class View:
     def text(self) -> str:
         return ""
 
+    def replay(self) -> Any:
+        """What the replay page keeps of the step shown (JSON): by default its text, shown as text."""
+        return self.text()
+
+    def present(self, scale: float) -> None:
+        """Presenter mode: text `scale` times the usual size (1: off); the page's CSS sizes the rest."""
+
     def close(self) -> None:
         """Let go of what the view holds beyond its widgets (which the explorer closes)."""
 
@@ -66,8 +101,9 @@ class ChartView(View):
     fast = True
     options = ("bars",)
     slot = ("row", 0)  # the bars, their note and their table (text alternative and keyboard path) as one box
+    where = ("explorer", "replay")  # (the comparison shows each optimizer's update in its diagram)
 
-    def __init__(self, session: Any, bars: Any = None):
+    def __init__(self, session: Session, bars: Any = None):
         super().__init__(session)
         self.elements: list = []
         self._result: Any = None
@@ -98,8 +134,8 @@ class ChartView(View):
 
     def show(self, result: Any) -> None:
         self._ready()
-        self._result = result
-        self.chart.show(*bar_values(self.session.engine, result, self.elements))
+        self._result, self.values = result, bar_values(self.session.engine, result, self.elements)  # before, after
+        self.chart.show(*self.values)
         self.chart.highlight(self.selected)
 
     def select(self, path: str) -> None:
@@ -116,14 +152,21 @@ class ChartView(View):
         note = f" {self.chart.note}" if self.chart.note else ""
         return f"Bars (before and after the step): {describe(self.elements)}.{note}"
 
+    def replay(self) -> Any:
+        return self.values
+
+    def present(self, scale: float) -> None:
+        self.chart.scale = scale
+
 
 class LossLineView(View):
     """The loss at every point visited (`history`)."""
 
     after_record = True
     slot = ("row", 1)
+    where = ("explorer",)  # the replay page and the comparison draw their loss lines from the record
 
-    def __init__(self, session: Any):
+    def __init__(self, session: Session):
         super().__init__(session)
         self.line = LossHistoryChart()
         self.widget = self.line.figure
@@ -140,6 +183,9 @@ class LossLineView(View):
         more = f" ({len(history)} points)" if len(history) > 12 else ""
         return "Loss at each point visited: " + " → ".join(fmt_number(v) for v in history[-12:]) + more
 
+    def present(self, scale: float) -> None:
+        self.line.set_scale(scale)
+
     def close(self) -> None:
         self.line.close()  # its log scale is not reachable while the linear one is shown
 
@@ -148,13 +194,17 @@ class DataView(View):
     """Inputs without sliders, as data: shape, dtype and values or a summary (not per step)."""
 
     slot = ("below", 1)
+    where = ("explorer", "replay")
 
-    def __init__(self, session: Any):
+    def __init__(self, session: Session):
         super().__init__(session)
         self.widget = self.html = ipywidgets.HTML(layout={"width": "100%"}).add_class("pytree-lab-data")
         self.rows: list[tuple[str, str, str, str]] = []
         self.compact = False  # one line that opens (set by the explorer's compact layout)
         self.public = {"data_view": self.html}
+
+    def show(self, result: Any) -> None:
+        self.refresh()  # the inputs of the step shown
 
     def refresh(self) -> None:
         """Draw the session's input data (after a new input or a reset)."""
@@ -202,8 +252,9 @@ class DiagramView(View):
     """The aligned trees (params | grads | the optimizer's moments | updated) and side panels."""
 
     slot = ("below", 2)
+    where = ("explorer", "replay")  # (the comparison aligns every optimizer's columns in one diagram)
 
-    def __init__(self, session: Any):
+    def __init__(self, session: Session):
         super().__init__(session)
         self.widget = self.diagram = PytreeDiagram()
         self.diagram.set_trees({"params": session.params_tree}, order=session.param_summary)
@@ -240,13 +291,18 @@ class DiagramView(View):
         text = self.diagram.text()
         return f"{text}\n({self.diagram.caption})" if self.session.device_name else text
 
+    def replay(self) -> Any:
+        got = self.diagram.get_state(["rows", "panels", "counts"])  # the rows the page's diagram.js draws
+        return {"rows": json.loads(got["rows"]), "panels": json.loads(got["panels"]), "counts": got["counts"]}
+
 
 class CalculationView(View):
     """The step written out by hand: forward, backward, update, after (and the optimizer's rows)."""
 
     slot = ("below", 3)
+    where = ("explorer",)  # every leaf's rows at every point: too big for a replay page (its diagram has the numbers)
 
-    def __init__(self, session: Any):
+    def __init__(self, session: Session):
         super().__init__(session)
         self.widget = self.calculation = WorkedCalculation(session.engine)
         if session.optimizer is not None:
@@ -272,17 +328,20 @@ VIEWS: tuple[type[View], ...] = (DiagramView, DataView, CalculationView, LossLin
 
 
 class ViewSet(dict):
-    """The explorer's views by class name, made from `VIEWS`, and what is done to all of them."""
+    """The views by class name of `VIEWS` drawn `where` ("explorer", "replay" or "comparison": the
+    module doc), each given the `options` it takes, and what is done to all of them."""
 
-    def __init__(self, session: Any, **options: Any):
+    def __init__(self, session: Session, where: str = "explorer", **options: Any):
+        self.options = options
         super().__init__(
             (cls.__name__, cls(session, **{k: options[k] for k in cls.options if k in options}))
             for cls in VIEWS  # VIEWS as it is now (a registration)
+            if where in cls.where
         )
 
-    def parts(self, slot: str) -> list[ipywidgets.Widget]:
-        """The views' widgets for `slot` ("row" or "below"), in their positions."""
-        found = [(pos, i, w) for i, v in enumerate(self.values()) for s, pos, w in v.parts() if s == slot]
+    def parts(self, slot: str = "") -> list[ipywidgets.Widget]:
+        """The views' widgets for `slot` ("row" or "below"; "": both), in their positions."""
+        found = [(pos, i, w) for i, v in enumerate(self.values()) for s, pos, w in v.parts() if slot in ("", s)]
         return [w for _, _, w in sorted(found, key=lambda item: item[:2])]
 
     def show_slow(self, result: Any, history: bool = True, only_after_record: bool = False) -> None:
@@ -292,10 +351,17 @@ class ViewSet(dict):
             if not view.fast and (history or not view.after_record) and (view.after_record or not only_after_record):
                 view.show(result)
 
+    def show(self, result: Any) -> None:
+        for view in self.values():
+            view.show(result)
+
     def text(self) -> str:
         return "\n\n".join(p for p in (view.text() for view in self.values()) if p)
 
-    def close(self) -> None:
+    def close(self, widgets: bool = False) -> None:
+        """Let every view go; `widgets`: close their widgets too (views of no explorer, which closes its own)."""
         for view in self.values():
             with contextlib.suppress(Exception):
                 view.close()
+            for widget in [w for _, _, part in view.parts() for w in descendants(part)] if widgets else []:
+                widget.close()

@@ -92,13 +92,10 @@ class PythonChanges:
         s = self.session
         kept = (list(s.input_leaves), s.input_data, s.static, s.slider_step, dict(s.values), s.good_now)
         failure = s.set_inputs(inputs)
-        if not failure:
-            self.views["DataView"].refresh()
-        result = self._after_change(failure, keep_notes=False)
+        result = self._after_change(failure, keep_notes=False)  # the data line follows the step shown
         if result is None and not failure and not self.closed:  # the new batch's step failed: not taken
             s.input_leaves[:], s.input_data, s.static, s.slider_step, values, s.good_now = kept
             s.values.update(values)
-            self.views["DataView"].refresh()
             self.slider_panel.follow(False)
             self._note(f"{self.diagram.message} {INPUTS_KEPT}", "error")
         return result
@@ -320,14 +317,13 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         self.slider_panel = SliderPanel(session, sliders, max_sliders)
         self.sliders: dict[str, Slider] = self.slider_panel.sliders
         self.children = arrange(self, self.layout_form, self.slider_panel.box)
-        self.views["DataView"].refresh()
+        self.views["DataView"].refresh()  # (the first step may fail: the data shows anyway)
         if self.presenter:
             present(self, True)
         self.observe(lambda change: present(self, change["new"]), "presenter")
         self._start_play()  # play.py: the player, and the output area under the rest
         self.schedule = Schedule(
-            [view for view in self.views.values() if view.fast],  # drawn by the schedule itself
-            self.views.show_slow,
+            self.views,
             lambda err: self._fail(f"The step was computed, but showing it failed: {short_error(err)}."),
             session.lock,
         )

@@ -1,15 +1,17 @@
 // @ts-check
 // The replay page of an exported run (explorer/export.py): a step slider, the before/after bars,
-// the loss line, and the aligned diagram drawn by diagram.js's own `render` from a small in-page
-// model (get/set/on/off/save_changes), every point's numbers embedded in the page as JSON
-// (#ptl-replay-data). No kernel, no network. All text goes through textContent, never HTML.
+// the loss line, the aligned diagram drawn by diagram.js's own `render` from a small in-page
+// model (get/set/on/off/save_changes), and every other view's text (explorer/views.py), every
+// point's numbers embedded in the page as JSON (#ptl-replay-data). No kernel, no network. All
+// text goes through textContent, never HTML.
 
 /**
  * @typedef {{ labels: string[], paths: string[], before: (number|null)[][], after: (number|null)[][],
  *             before_text: string[][], after_text: string[][] }} ReplayBars
  * @typedef {{ title: string, note: string, start: number, loss: (number|null)[], loss_text: string[],
  *             rate_text: string[], log_scale: boolean, bars: ReplayBars,
- *             diagram: Record<string, any> & { steps: Record<string, any>[] } }} ReplayData
+ *             diagram: Record<string, any> & { steps: Record<string, any>[] },
+ *             views: { name: string, text: string | string[] }[] }} ReplayData
  */
 
 /**
@@ -175,9 +177,16 @@ function replayPage(diagram) {
   const diagramBox = mk("section", "ptl-replay-diagram");
   diagramBox.setAttribute("aria-label", "the aligned trees at this step");
 
+  // ---- every other view: its text at the step (one text where it never changes)
+  const texts = data.views.map((v) => {
+    const pre = mk("pre", "ptl-replay-text");
+    pre.dataset.view = v.name;
+    return /** @type {[string | string[], HTMLElement]} */ ([v.text, pre]);
+  });
+
   const row = mk("div", "ptl-replay-row");
   row.append(barsFig, lossFig);
-  root.append(head, controls, row, diagramBox);
+  root.append(head, controls, row, diagramBox, ...texts.map(([, pre]) => pre));
   diagram.render({ model, el: diagramBox });
 
   /** Everything at step `t`. @param {number} t */
@@ -200,6 +209,7 @@ function replayPage(diagram) {
     marker.setAttribute("cy", String(ly(data.loss[t])));
     guide.setAttribute("x1", String(lx(t)));
     guide.setAttribute("x2", String(lx(t)));
+    for (const [text, pre] of texts) pre.textContent = typeof text === "string" ? text : text[t];
     Object.assign(traits, steps[t]);
     fire("change:rows");
     fire("change:panels");
