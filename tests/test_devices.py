@@ -9,8 +9,10 @@ for "the host's CPU" and "the accelerator" so the size rule is exercised with re
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -23,6 +25,7 @@ import pytest
 from pytree_lab import StepExplorer
 from pytree_lab.engine import ACCELERATOR_PARAMS, choose_device, device_label, get_engine
 from pytree_lab.exercises._grading import TYPED_RTOL, _close, number_rtol
+from pytree_lab.formatting import fmt_number
 
 HOST = jax.devices("cpu")[0]
 DEVICES = list(dict.fromkeys([HOST, jax.devices()[0]]))  # the host, and the accelerator where there is one
@@ -206,16 +209,176 @@ def test_float64_update_is_the_devices_own(device):
 
 
 def test_lean_update_of_accelerator_grads_is_done_there():
-    from pytree_lab.step import _on_host, sgd_update
+    from pytree_lab.step import sgd_update
+    from pytree_lab.summaries import on_host
 
-    assert _on_host(np.zeros(2)) and _on_host(jax.device_put(np.zeros(2), HOST))
+    assert on_host(np.zeros(2)) and on_host(jax.device_put(np.zeros(2), HOST))
     accel = jax.devices()[0]
     p = jax.device_put(np.arange(3.0, dtype=np.float32), accel)
     g = jax.device_put(np.full(3, 0.5, np.float32), accel)
     out = sgd_update({"p": p}, {"p": g}, 0.1)["p"]
     assert np.array_equal(np.asarray(out), np.asarray(p - 0.1 * g))
     if accel.platform != "cpu":
-        assert not _on_host(g) and out.devices() == {accel}
+        assert not on_host(g) and out.devices() == {accel}
+
+
+# ------------------------------------------------------------------------------- what crosses to the host
+def _square_mlp(width, batch=8):
+    """Four square tanh layers of `width` (4 x 2048 x 2048: 16,785,408 parameters) on a small batch."""
+    r = np.random.default_rng(0)
+    params = {
+        f"l{i}": {
+            "w": (r.normal(size=(width, width)) / np.sqrt(width)).astype(np.float32),
+            "b": np.zeros((1, width), np.float32),
+        }
+        for i in range(4)
+    }
+    return params, {
+        "x": r.normal(size=(batch, width)).astype(np.float32),
+        "y": r.normal(size=(batch, width)).astype(np.float32),
+    }
+
+
+def _mlp_loss(p, x, y):
+    h = x
+    for k in sorted(p):
+        h = jnp.tanh(h @ p[k]["w"] + p[k]["b"])
+    return jnp.mean((h - y) ** 2)
+
+
+@contextlib.contextmanager
+def _host_reads_refused(accel, allowed, refused):
+    """JAX's transfer guard does not watch the host's CPU devices (their arrays are host memory):
+    for the second host device standing in for an accelerator, numpy's and jax.Array's conversions
+    of its arrays are refused here instead (said in `refused`: the explorer says a failed view in
+    its widget), but inside `jax.device_get` (`allowed()` is True)."""
+    from jax._src.array import ArrayImpl
+
+    def refuse(x):
+        if isinstance(x, ArrayImpl) and not allowed() and x.devices() == {accel}:
+            refused.append(f"{x.dtype}{list(x.shape)}")
+            raise AssertionError(f"an implicit read of a {x.dtype}{list(x.shape)} array on {accel}")
+
+    real = {name: getattr(np, name) for name in ("asarray", "array", "asanyarray")}
+    value = ArrayImpl._value
+
+    def wrap(f):
+        return lambda x, *a, **k: (refuse(x), f(x, *a, **k))[1]
+
+    try:
+        for name, f in real.items():
+            setattr(np, name, wrap(f))
+        ArrayImpl._value = property(lambda self: (refuse(self), value.fget(self))[1])
+        yield
+    finally:
+        for name, f in real.items():
+            setattr(np, name, f)
+        ArrayImpl._value = value
+
+
+def _bytes_per_move(width: int) -> dict:
+    """One slider move of a four-layer `width` MLP on the accelerator, every view drawn: the bytes
+    each explicit `jax.device_get` fetched from it (an implicit read fails the move), its loss,
+    the moved element after the step, and the diagram's line for the first layer's weights."""
+    cpus = jax.devices("cpu")
+    accel = jax.devices()[0] if jax.devices()[0].platform != "cpu" else cpus[1]
+    params, inputs = _square_mlp(width)
+    ex = StepExplorer(_mlp_loss, params, inputs, learning_rate=0.05, device=accel, time_budget=None)
+    label, slider = next((k, v) for k, v in ex.sliders.items() if k.startswith("l0/w"))
+    fetched: list = []
+    refused: list = []
+    inside = [0]
+    real_get = jax.device_get
+
+    def counting_get(tree):
+        fetched.extend(x.nbytes for x in jax.tree.leaves(tree) if isinstance(x, jax.Array) and x.devices() == {accel})
+        inside[0] += 1
+        try:
+            return real_get(tree)
+        finally:
+            inside[0] -= 1
+
+    def guard():
+        if accel.platform == "cpu":
+            return _host_reads_refused(accel, lambda: inside[0] > 0, refused)
+        return jax.transfer_guard_device_to_host("disallow")
+
+    jax.device_get = counting_get
+    try:
+        moves = []
+        span = slider.max - slider.min
+        for value in (slider.value + 0.1 * span, slider.value - 0.2 * span):  # the first move, and one more
+            fetched.clear()
+            with guard():
+                slider.value = value
+            moves.append(sum(fetched))
+    finally:
+        jax.device_get = real_get
+    el = next(s.element for s in ex.session.specs if s.label == label)
+    return {
+        "refused": refused,
+        "status": ex.status.value,  # a view that failed says so there
+        "bytes": moves,
+        "model_bytes": sum(a.nbytes for a in jax.tree.leaves(params)),
+        "loss": ex.result.loss,
+        "value": ex.session.values[label],
+        "updated": float(real_get(ex.result.updated["l0"]["w"]).reshape(-1)[el.position]),
+        "position": int(el.position),
+        "w_line": next(ln for ln in ex.diagram.text().splitlines() if "── w " in ln),  # l0's
+    }
+
+
+_MOVE_SCRIPT = (
+    "import json, sys; sys.path.insert(0, 'tests'); import jax; "
+    "jax.config.update('jax_numpy_rank_promotion', 'raise'); jax.config.update('jax_numpy_dtype_promotion', 'strict'); "
+    "import test_devices as t; print(json.dumps([t._bytes_per_move(w) for w in (2048, 256)]))"
+)
+
+
+def test_a_slider_move_brings_over_what_is_drawn_not_the_model():
+    """A 16,785,408-parameter model (67 MB a tree) on the accelerator, or on a second host device
+    standing in for one: a slider move with every view drawn (the bars, the diagram's summaries,
+    the worked calculation) fetches the same few bytes as a 263,168-parameter model of the same
+    tree, and its numbers are the ones JAX gives for the moved point."""
+    if jax.devices()[0].platform != "cpu":
+        big, small = _bytes_per_move(2048), _bytes_per_move(256)
+    else:
+        env = {**os.environ, "JAX_PLATFORMS": "cpu", "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+        done = subprocess.run(
+            [sys.executable, "-c", _MOVE_SCRIPT],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+            cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        big, small = json.loads(done.stdout.strip().splitlines()[-1])
+    assert big["model_bytes"] == 16_785_408 * 4
+    assert big["refused"] == small["refused"] == [] and big["status"] == small["status"] == ""
+    # what is drawn is the same for both: the bars' elements, four numbers a leaf for the diagram,
+    # a row's first values for the calculation; nothing grows with the model
+    assert big["bytes"] == small["bytes"]
+    assert 0 < max(big["bytes"]) < 16_384
+    # the numbers of the moved point: the slider's value written where the tree lives, one step from there
+    params, inputs = _square_mlp(2048)
+    w = params["l0"]["w"].reshape(-1)
+    w[big["position"]] = big["value"]
+    with jax.default_device(HOST):
+        value, grads = jax.jit(jax.value_and_grad(_mlp_loss))(params, **inputs)
+        g = np.asarray(grads["l0"]["w"])
+    rtol = number_rtol("float32", jax.devices()[0].platform)  # a TPU's matmuls round their inputs to bfloat16
+    assert big["loss"] == pytest.approx(float(value), rel=rtol)
+    assert big["updated"] == pytest.approx(np.float32(big["value"]) - 0.05 * g.reshape(-1)[big["position"]], rel=1e-4)
+    # the diagram's summaries of the big leaves, reduced on the device: what numpy says of them here
+    (pm, plo, phi), (gm, glo, ghi), _ = re.findall(r"mean (\S+), min (\S+), max (\S+)", big["w_line"])
+    assert "float32[2048,2048]" in big["w_line"]
+    assert (plo, phi) == (fmt_number(float(w.min())), fmt_number(float(w.max())))
+    # a mean of 4M numbers summed in float32 there, shown to 4 digits: within its rounding of the values' scale
+    assert float(pm) == pytest.approx(w.mean(dtype=np.float64), rel=1e-3, abs=1e-6 * np.abs(w).max())
+    for shown, host in ((gm, g.mean(dtype=np.float64)), (glo, g.min()), (ghi, g.max())):
+        assert float(shown) == pytest.approx(float(host), rel=max(rtol, 1e-3), abs=rtol * np.abs(g).max())
 
 
 # ------------------------------------------------------------------------------- tolerances

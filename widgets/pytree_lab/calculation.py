@@ -18,6 +18,7 @@ import traitlets
 from .formatting import GRID_MAX, HEAD, fmt_number, fmt_value, grid_lines, index_text, is_slice_label
 from .page import PageIntents, static_asset, synced
 from .step import StepResult
+from .summaries import on_host, to_host
 from .tree_model import under
 from .trees import TreeSummary, path_label
 from .widget_common import TextForm, refuse_unknown_widget_keywords
@@ -202,15 +203,17 @@ def nonzero_part(grad: Any) -> tuple[str, Any]:
     (`[2,:]`), a vector's values from the first such one (`[40:48]`); else ("", the whole)."""
     import numpy as np
 
-    g = np.asarray(grad)
+    def own(a: Any) -> Any:  # an array on an accelerator stays there: only the part shown comes over
+        return np.asarray(a) if on_host(a) else a
+
+    g = own(grad)
     rows = g.reshape(-1, g.shape[-1]) if g.ndim >= 2 else g.reshape(-1, 1)
-    hit: Any = np.flatnonzero(np.any(rows != 0, axis=1)) if g.size > GRID_MAX else []
-    k = int(hit[0]) if len(hit) else 0
+    k = int(to_host((rows != 0).any(axis=1).argmax())) if g.size > GRID_MAX else 0  # the first row with one
     if k < (HEAD if g.ndim < 2 else 1):
         return "", lambda a: a
     if g.ndim < 2:
-        return f"[{k}:{min(k + HEAD, g.size)}]", lambda a: np.asarray(a)[k : k + HEAD]
-    return f"[{index_text(k, g.shape[:-1])},:]", lambda a: np.asarray(a).reshape(-1, g.shape[-1])[k]
+        return f"[{k}:{min(k + HEAD, g.size)}]", lambda a: own(a)[k : k + HEAD]
+    return f"[{index_text(k, g.shape[:-1])},:]", lambda a: own(a).reshape(-1, g.shape[-1])[k]
 
 
 def focus_leaf(leaves: list, selected: str) -> Any:

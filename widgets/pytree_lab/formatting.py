@@ -216,20 +216,27 @@ def fmt_value(a: Any) -> tuple[str, tuple]:
     grid (`grid_rows`: its own shape), a bigger leaf by its first values, shape, count and mean."""
     import numpy as np
 
-    arr = np.asarray(a)
+    from .summaries import _reducer, on_host, to_host
+
+    far = not on_host(a) and a.size > GRID_MAX and a.dtype.kind in "fiub"
+    arr = np.asarray(to_host(a)) if not far else a  # on an accelerator: its first values and mean come over
     if arr.dtype.kind not in "fiub":
         return str(a), ()
-    arr = arr.astype(np.float64)
     if arr.size <= GRID_MAX:
+        arr = arr.astype(np.float64)
         texts = [fmt_number(v) for v in arr.ravel().tolist()]
         grid = tuple(map(tuple, grid_rows(texts, arr.shape))) if arr.ndim >= 2 else ()
         return nested_text(texts, arr.shape), grid
-    flat = arr.ravel()
-    finite = flat[np.isfinite(flat)]
-    mean = fmt_number(float(finite.mean())) if finite.size else "nan"
+    if far:
+        flat, (bad, m, _, _) = to_host((a.reshape(-1)[:HEAD], _reducer()(a)))
+        mean = fmt_number(float(m)) if bad < a.size else "nan"
+    else:
+        flat = arr.astype(np.float64).ravel()
+        finite = flat[np.isfinite(flat)]
+        mean = fmt_number(float(finite.mean())) if finite.size else "nan"
     shape = "" if arr.ndim == 1 else "×".join(map(str, arr.shape)) + ", "
-    head = ", ".join(fmt_number(v) for v in flat[:HEAD].tolist())
-    return f"[{head}, …] ({shape}{flat.size} values, mean {mean})", ()
+    head = ", ".join(fmt_number(v) for v in flat[:HEAD].astype(np.float64).tolist())
+    return f"[{head}, …] ({shape}{arr.size} values, mean {mean})", ()
 
 
 def elide(label: str, limit: int) -> str:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .engine import Engine, get_engine
+from .summaries import on_host
 from .trees import _scalar_dtype, x64_enabled
 
 __all__ = [
@@ -278,7 +279,7 @@ def sgd_update(params: Any, grads: Any, learning_rate: float, engine: Engine | N
     out: list = [None] * len(p_leaves)
     groups: dict = {}
     for i, (p, g) in enumerate(zip(p_leaves, g_leaves)):
-        if not _on_host(g):  # computed on an accelerator: its own arithmetic (a TPU's float64 is not IEEE's)
+        if not on_host(g):  # computed on an accelerator: its own arithmetic (a TPU's float64 is not IEEE's)
             out[i] = p - lr * g
             continue
         a, b = np.asarray(p), np.asarray(g)
@@ -298,12 +299,6 @@ def sgd_update(params: Any, grads: Any, learning_rate: float, engine: Engine | N
             out[i] = new[start : start + a.size].reshape(a.shape)
             start += a.size
     return eng.tree_unflatten(treedef, out)
-
-
-def _on_host(x: Any) -> bool:
-    """Whether an array lives on the host's CPU (numpy, or a JAX array there)."""
-    devices = getattr(x, "devices", None)
-    return not callable(devices) or all(d.platform == "cpu" for d in devices())
 
 
 def _flush(x: Any, tiny: float) -> Any:

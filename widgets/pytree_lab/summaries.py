@@ -1,20 +1,22 @@
 """Value summaries of array leaves: the values of small leaves, count/mean/min/max of big ones.
 
-Computed in the kernel and never shipped whole. A model repeats a few (dtype, shape) pairs
-thousands of times, so `summarise_arrays` reduces a stack of equal leaves in one numpy pass
-instead of a handful of numpy calls per leaf. numpy is imported only here, when an array leaf
-is summarised: an array leaf means numpy is there.
+Computed in the kernel and never shipped whole; a leaf on an accelerator is reduced there
+(`_reducer`: four numbers come back, or a small leaf's values, which are drawn). A model repeats
+a few (dtype, shape) pairs thousands of times, so `summarise_arrays` reduces a stack of equal
+leaves in one numpy pass instead of a handful of numpy calls per leaf. numpy is imported only
+here, when an array leaf is summarised: an array leaf means numpy is there.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 from typing import Any, NamedTuple
 
 from .formatting import GRID_MAX, fmt_number, fmt_small, fmt_small_rows
 
-__all__ = ["summarise_array", "summarise_arrays", "summarise_group"]
+__all__ = ["summarise_array", "summarise_arrays", "summarise_group", "all_finite", "on_host", "to_host"]
 
 # (summary text, values or None, grid text or None): a Leaf's summary, values and grid
 Found = tuple  # tuple[str, tuple | None, str | None]
@@ -158,6 +160,10 @@ def summarise_group(objs: list, dtype: str, shape: tuple, size: int, later: bool
     """(summary, values, grid) of leaves that share a dtype and shape, in order: stacked and
     reduced together, small ones formatted with one template per shape (with `later`, copied
     and left for later: a `Later` each)."""
+    if size > GRID_MAX and (dtype[:1] == "f" or dtype == "bfloat16") and not on_host(objs[0]):
+        got = to_host([_reducer()(x) for x in objs])  # four numbers a leaf come over
+        return [(_stats(float(m), float(lo), float(hi), int(bad), size), None, None) for bad, m, lo, hi in got]
+    objs = to_host(objs) if objs and not on_host(objs[0]) else objs  # a small leaf's values are drawn
     stacked = None
     plain = any(getattr(type(obj), "__pytree_lab_plain_array__", False) for obj in objs)  # no numpy here
     if not plain and len(objs) > 1 and 0 < size <= _STACK_MAX and _numeric(dtype):
@@ -197,3 +203,48 @@ def _big_summaries(stacked: Any, dtype: str, objs: list) -> list[Found]:
         else:  # NaN or Inf inside: the per-leaf path counts them and summarises the rest
             out.append(_summarise_one(objs[k], stacked.shape[1], dtype))
     return out
+
+
+def on_host(x: Any) -> bool:
+    """Whether the values of `x` are in the host's memory: anything but a JAX array placed on
+    another device than the host's CPU (an accelerator, or a second host device standing in for
+    one). What is drawn of an array elsewhere is reduced there, and fetched by `to_host`."""
+    try:
+        return all(d.platform == "cpu" and d.id == 0 for d in x.devices())
+    except Exception:  # noqa: BLE001 - not a JAX array (numpy's, the Lite engine's), a tracer, a deleted one
+        return True
+
+
+def to_host(x: Any) -> Any:
+    """An array, or a list or tuple of them, with the values of those not on the host fetched by
+    one `jax.device_get` (an explicit transfer, which JAX's transfer guard lets through)."""
+    if all(map(on_host, x if isinstance(x, (list, tuple)) else [x])):
+        return x
+    import jax
+
+    return jax.device_get(x)
+
+
+def all_finite(leaves: list) -> list[bool]:
+    """Whether each leaf's values are all finite (a leaf on an accelerator is checked there)."""
+    import numpy as np
+
+    bad = to_host([(~np.isfinite(np.asarray(x))).sum() if on_host(x) else _reducer()(x)[0] for x in leaves])
+    return [int(b) == 0 for b in bad]
+
+
+@functools.cache
+def _reducer() -> Any:
+    """A float leaf's non-finite count, and the mean, min and max of its finite values, computed
+    where it lives (jitted: one program per shape and dtype)."""
+    import jax
+    import jax.numpy as jnp
+
+    def reduce(x: Any) -> tuple:
+        x = x.ravel() if x.dtype in (jnp.float32, jnp.float64) else x.ravel().astype(jnp.float32)
+        ok = jnp.isfinite(x)
+        n = ok.sum()
+        mean = jnp.where(ok, x, 0).sum() / jnp.maximum(n, 1).astype(x.dtype)
+        return x.size - n, mean, jnp.where(ok, x, jnp.inf).min(), jnp.where(ok, x, -jnp.inf).max()
+
+    return jax.jit(reduce)

@@ -31,9 +31,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple, cast
 
-from .engine import Engine, get_engine, to_host
+from .engine import Engine, get_engine
 from .optimizer_state import OptimizerError, _bad_state_leaf, _Optimizer, blamed
 from .step import Staged, StepResult, fresh, is_big_tree, pin_dtypes, return_freed_memory, sgd_update
+from .summaries import to_host
 
 __all__ = ["TrainingStep", "CompiledStep", "TrainingResult", "RunResult"]
 

@@ -27,11 +27,12 @@ from ..engine import Engine, choose_device, device_label, get_engine
 from ..guard import TimeBudgetExceeded, interrupted, time_budget
 from ..page import is_number
 from ..step import StepResult, pin_dtypes
+from ..summaries import all_finite, on_host
 from ..training import CompiledStep, OptimizerError, TrainingStep
 from ..trees import describe
 from . import batches, messages, record
 from .prediction import extras_fn, with_extras
-from .sliders import LEARNING_RATE, SliderSpec, element_value, moving_positions, plan
+from .sliders import LEARNING_RATE, SliderSpec, element_values, moving_positions, plan
 
 __all__ = ["ExplorerSession", "Computed", "MAX_STEPS", "SLOW_STEP_S"]
 
@@ -270,25 +271,26 @@ class ExplorerSession:
 
     def _values_from_leaves(self, tree: str) -> None:
         leaves = self.input_leaves if tree == "inputs" else self.param_leaves
-        for s in self.specs:
-            if s.element is not None and s.element.tree == tree:
-                self.values[s.label] = element_value(leaves, s.element)
+        specs = [s for s in self.specs if s.element is not None and s.element.tree == tree]
+        self.values.update(zip([s.label for s in specs], element_values(leaves, [s.element for s in specs])))
 
     def gather(self) -> tuple[Any, dict, float]:
         """Params, inputs and learning rate: the stored trees with the slider values written in."""
         import numpy as np
 
         leaves = {"params": list(self.param_leaves), "inputs": list(self.input_leaves)}
-        copies: dict[tuple, Any] = {}
+        writes: dict[tuple, dict[int, float]] = {}
         for s in self.specs:
-            el = s.element
-            if el is None:
-                continue
-            key = (el.tree, el.flat_index)
-            if key not in copies:
-                copies[key] = np.array(leaves[el.tree][el.flat_index], copy=True)
-            copies[key].reshape(-1)[el.position] = self.values[s.label]
-        for (tree, i), a in copies.items():
+            if s.element is not None:
+                writes.setdefault((s.element.tree, s.element.flat_index), {})[s.element.position] = self.values[s.label]
+        for (tree, i), at in writes.items():
+            leaf, pos = leaves[tree][i], np.fromiter(at, np.intp, len(at))
+            values = np.asarray(list(at.values()), leaf.dtype)  # rounded to the leaf's dtype as numpy writes them
+            if on_host(leaf):
+                a = np.array(leaf, copy=True)
+                a.reshape(-1)[pos] = values
+            else:  # written where the leaf lives: nothing of it comes over
+                a = leaf.reshape(-1).at[pos].set(values).reshape(leaf.shape)
             leaves[tree][i] = self._frozen(a)
         eng = self.engine
         params = eng.tree_unflatten(self._param_def, leaves["params"])
@@ -573,8 +575,6 @@ class ExplorerSession:
         return ""
 
     def check_result(self, result: StepResult) -> str:
-        import numpy as np
-
         if not math.isfinite(result.loss):
             return (
                 f"The loss is {result.loss} for these values, so this step is not shown; "
@@ -582,8 +582,9 @@ class ExplorerSession:
             )
         eng = self.engine
         for name, tree in (("grads", result.grads), ("updated", result.updated)):
-            for path, leaf in eng.tree_flatten_with_path(tree)[0]:
-                if not np.all(np.isfinite(np.asarray(leaf))):
+            flat = eng.tree_flatten_with_path(tree)[0]
+            for (path, _), finite in zip(flat, all_finite([leaf for _, leaf in flat])):
+                if not finite:
                     if name == "updated" and self.optimizer is not None:
                         blame = messages.optimizer_blame(result, path, self.optimizer, eng)
                         if blame:

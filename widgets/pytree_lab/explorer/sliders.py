@@ -21,6 +21,7 @@ from typing import Any
 
 from ..formatting import index_text
 from ..ranges import span
+from ..summaries import on_host, to_host
 from ..tree_model import under
 from ..trees import Leaf, TreeSummary, path_label
 
@@ -129,16 +130,24 @@ def small_input(leaf: Leaf) -> bool:
     return len(leaf.shape) == 0 or (len(leaf.shape) == 1 and leaf.size <= SMALL_INPUT)
 
 
-def element_value(leaves: list, el: Element) -> float:
+def element_values(leaves: list, els: Sequence[Element]) -> list[float]:
+    """The values of the elements `els` of `leaves`: of a leaf on an accelerator, those elements
+    alone come over (one `jax.device_get`)."""
     import numpy as np
 
-    return float(np.asarray(leaves[el.flat_index]).ravel()[el.position])
+    at: dict[int, list[int]] = {}
+    for e in els:
+        at.setdefault(e.flat_index, []).append(e.position)
+    picked = [
+        (np.asarray(leaves[i]) if on_host(leaves[i]) else leaves[i]).reshape(-1)[np.asarray(p)] for i, p in at.items()
+    ]
+    rows = {i: iter(a.tolist()) for i, a in zip(at, to_host(picked))}
+    return [float(next(rows[e.flat_index])) for e in els]
 
 
 def bar_values(eng: Any, result: Any, shown: Sequence[Element]) -> tuple[list[float], list[float]]:
     """The bars' values before and after the step `result`."""
-    before, after = eng.tree_leaves(result.params), eng.tree_leaves(result.updated)
-    return [element_value(before, e) for e in shown], [element_value(after, e) for e in shown]
+    return element_values(eng.tree_leaves(result.params), shown), element_values(eng.tree_leaves(result.updated), shown)
 
 
 def _names(tree: str, path: str) -> list[str]:
@@ -353,7 +362,7 @@ def plan(session: Any, chosen: Iterable[str] | None, max_sliders: int) -> tuple[
             specs.append(SliderSpec(LEARNING_RATE, LEARNING_RATE, None, float(rate), *_rate_range(rate)))
             continue
         label = f"{el.tree}/{el.label}" if el.label in clash else el.label
-        value = element_value(session.input_leaves if el.tree == "inputs" else session.param_leaves, el)
+        value = element_values(session.input_leaves if el.tree == "inputs" else session.param_leaves, [el])[0]
         specs.append(SliderSpec(label, el.path, el, value, *span(value)))
     return specs, notes
 
