@@ -303,3 +303,13 @@ def test_every_short_form_of_a_message_is_cut_between_words():
     named = {"w": "the weight of the first layer of the model, before its first step"}
     said = " ".join(grade_tree(named, TreeSpec({"w": 1.0}, "the tree")).lines)
     assert "'the weight of the first layer of the model …'" in said, said
+
+
+def test_a_typed_in_value_beside_a_wrong_one_is_told_to_compute_it():
+    """The cases decide each name: 96 typed in is not right because the other name is wrong."""
+    result, _ = run_and_check("squared_norm", "norm_squared = 96.0\nmanual = jnp.sum(grads['weight'] ** 2)")
+    assert (result.passed, result.score) == (False, 0.0)
+    assert result.feedback.splitlines()[:2] == [
+        "0 of 2 values right.",
+        "norm_squared: this value does not change when `grads` changes: compute it from `grads`.",
+    ]

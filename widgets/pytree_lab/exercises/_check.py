@@ -91,7 +91,7 @@ def check(exercise: Exercise, answer: Any, context: CheckContext | None = None) 
     context = context or CheckContext()
     if context.rng is None:  # seeded by the operating system, never by numpy's global state
         context = dataclasses.replace(context, rng=tools.np.random.default_rng(secrets.randbits(128)))
-    result = _checked(exercise, answer, context)
+    result = _grade_answer(exercise, answer, context)
     said = None
     if exercise.explain is not None:  # what the cell shows, said plainly
         said = run_guarded(exercise.explain, exercise, result, context, budget=exercise.budget).value
@@ -101,11 +101,6 @@ def check(exercise: Exercise, answer: Any, context: CheckContext | None = None) 
         log = default_evidence(context.evidence)
         log.add_check(exercise, result, answer, code=context.code, error=context.stale or "")
     return result
-
-
-def _checked(exercise: Exercise, answer: Any, context: CheckContext) -> CheckResult:
-    graded = _grade_answer(exercise, answer, context)
-    return graded
 
 
 def _grade_answer(exercise: Exercise, answer: Any, context: CheckContext) -> CheckResult:

@@ -43,13 +43,25 @@ def _flat_loss(flat_params, x):
 
 @dataclasses.dataclass(frozen=True)
 class _FlatCase:
-    flat_params: Any  # numpy float32 (d + 1,)
-    x: Any  # numpy float32 (N, d)
+    """One case: flat_params (d + 1,) and x (N, d) as numpy float32, whether it is hidden, its right
+    gradient and, only when an answer is wrong, the gradients of typical wrong losses that explain
+    it (`variants`). All from jax.grad."""
+
+    flat_params: Any
+    x: Any
     hidden: bool
 
     def args(self) -> tuple:
         """Fresh arrays per call: a function that changes its inputs cannot affect later cases."""
         return tools.jnp.asarray(self.flat_params.copy()), tools.jnp.asarray(self.x.copy())
+
+    @functools.cached_property
+    def grad(self) -> Any:
+        return _flat_grad_fn()(*self.args())
+
+    @functools.cached_property
+    def variants(self) -> dict[str, Any]:
+        return _flat_variants_fn()(*self.args())
 
 
 # (N, d) of the hidden cases: several sizes; N >= 2 so a mean differs from a sum, d != 2 in most
@@ -59,38 +71,18 @@ class _FlatCase:
 _HIDDEN_SIZES = ((3, 1), (5, 2), (6, 3), (8, 4))
 
 
-def _worked_case() -> _FlatCase:
-    np = tools.np
-    return _FlatCase(np.array(_FLAT_EXAMPLE_PARAMS, np.float32), np.array(_FLAT_EXAMPLE_X, np.float32), False)
-
-
-def _hidden_case(rng, n: int, d: int) -> _FlatCase:
-    np = tools.np
-    flat = rng.normal(size=d + 1).astype(np.float32)
-    x = rng.normal(size=(n, d)).astype(np.float32)
-    return _FlatCase(flat, x, True)
-
-
 def _cases(rng) -> Iterator[Case]:
     """The exercise's cases (`Exercise.cases`): the worked example, then the hidden sizes with
     values drawn from `rng`, one at a time."""
+    np = tools.np
     for index, size in enumerate([None, *_HIDDEN_SIZES]):
-        flat = _worked_case() if size is None else _hidden_case(rng, *size)
+        if size is None:
+            flat, x = np.array(_FLAT_EXAMPLE_PARAMS, np.float32), np.array(_FLAT_EXAMPLE_X, np.float32)
+        else:
+            flat = rng.normal(size=size[1] + 1).astype(np.float32)
+            x = rng.normal(size=size).astype(np.float32)
         label = f"hidden case {index} (N = {size[0]})" if size else "the worked example"
-        yield Case(label, {"grad_over_flat_params": [_FlatReferences(flat).grad]}, args=(flat.flat_params, flat.x))
-
-
-class _FlatReferences:
-    """The right gradient (computed for every case) and, only when an answer is wrong, the
-    gradients of typical wrong losses that explain it. All from jax.grad."""
-
-    def __init__(self, case: _FlatCase) -> None:
-        self._args = case.args()
-        self.grad = _flat_grad_fn()(*self._args)
-
-    @functools.cached_property
-    def variants(self) -> dict[str, Any]:
-        return _flat_variants_fn()(*self._args)
+        yield Case(label, {"grad_over_flat_params": [_FlatCase(flat, x, bool(size)).grad]}, args=(flat, x))
 
 
 # Compiled once per (N, d). Run op by op, each new shape costs a compile per primitive: seconds.
@@ -146,11 +138,11 @@ def _shape_text(shape, case: _FlatCase) -> str:
     return f"{symbolic} = {fmt_shape(shape)}"
 
 
-def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | None:
+def _diagnose_flat_output(out, case: _FlatCase) -> str | None:
     """None when `out` is right, else one sentence in the exercise's terms. For a hidden case
     it never quotes values, only sizes in the exercise's symbols (N, d)."""
     np = tools.np
-    grad = np.asarray(refs.grad)
+    grad = np.asarray(case.grad)
     n, d = case.x.shape
     want = f"one array of shape {_shape_text(grad.shape, case)}"
     if out is None:
@@ -187,7 +179,7 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
     if arr.shape != grad.shape:
         got = f"shape {_shape_text(arr.shape, case)}"
         if arr.ndim == 0:
-            if close(arr, refs.variants["loss"]):
+            if close(arr, case.variants["loss"]):
                 return "you returned the loss value. Return its gradient with respect to flat_params (jax.grad)."
             return f"you returned a single number; return {want}."
         if arr.shape == (d,) and close(arr, grad[:-1]):
@@ -197,7 +189,7 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
             )
         if arr.shape == (d,):
             return f"your array has {got}: one entry short. The bias gradient goes last."
-        if arr.shape == tuple(case.x.shape) and close(arr, refs.variants["grad_x"]):
+        if arr.shape == tuple(case.x.shape) and close(arr, case.variants["grad_x"]):
             return (
                 "you differentiated with respect to x. Differentiate the first argument, flat_params "
                 "(argnums=0), and keep x fixed."
@@ -216,7 +208,7 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
             "not outside it: JAX can only follow what the loss computes from its argument), or nothing was "
             "differentiated (return jax.grad(loss)(flat_params), not an array of zeros)."
         )
-    if close(arr, refs.variants["bias_first_read"]) or close(arr, np.roll(grad, 1)):
+    if close(arr, case.variants["bias_first_read"]) or close(arr, np.roll(grad, 1)):
         return _BIAS_FIRST
     denominator = float(np.dot(grad, grad))
     ratio = float(np.dot(arr, grad)) / denominator if denominator > 0 else float("nan")
@@ -230,11 +222,11 @@ def _diagnose_flat_output(out, case: _FlatCase, refs: _FlatReferences) -> str | 
         return "the sign is flipped. The loss is the sum of squared predictions; do not negate it."
     if close(arr, grad / 2):
         return "every entry is half the gradient. The derivative of p² is 2p: let jax.grad differentiate the square."
-    if close(arr, refs.variants["no_bias"]):
+    if close(arr, case.variants["no_bias"]):
         return "the bias is not in the predictions. Predictions are x @ weights + bias, with bias = flat_params[-1]."
-    if close(arr, refs.variants["sum_of_predictions"]):
+    if close(arr, case.variants["sum_of_predictions"]):
         return "this is the gradient of the sum of the predictions. Square each prediction, then sum."
-    if close(arr, refs.variants["square_of_sum"]):
+    if close(arr, case.variants["square_of_sum"]):
         return "this is the gradient of the square of the summed predictions. Square each prediction first, then sum."
     if arr.ndim == 1 and close(np.sort(arr), np.sort(grad)):
         return "the right numbers in the wrong order. Keep flat_params' order: the d weights, then the bias."
@@ -250,8 +242,9 @@ def _cases_label(indices: list[int], sizes: list) -> str:
     """The cases `indices` name, by their sizes (None: the worked example, else (N, d))."""
     if len(indices) == len(sizes):
         return "Every case"
-    worked = _worked_case()
-    parts = [f"Worked example (flat_params = {fmt(worked.flat_params)}, x = {fmt(worked.x)})"] if 0 in indices else []
+    np = tools.np
+    worked = fmt(np.array(_FLAT_EXAMPLE_PARAMS, np.float32)), fmt(np.array(_FLAT_EXAMPLE_X, np.float32))
+    parts = [f"Worked example (flat_params = {worked[0]}, x = {worked[1]})"] if 0 in indices else []
     hidden = [f"{i} (N = {sizes[i][0]}, d = {sizes[i][1]})" for i in indices if sizes[i] is not None]
     if hidden:
         parts.append(("hidden case " if len(hidden) == 1 else "hidden cases ") + ", ".join(hidden))
@@ -278,7 +271,7 @@ def _grade_grad_over_flat_params(answer, context: CheckContext) -> Outcome:
     notes: list[str] = []
     outputs: list = []  # what the function returned, case by case (to see an answer written in)
     for index, declared in enumerate(_cases(context.rng)):  # each drawn once the one before is graded
-        case = _FlatCase(declared.args[0], declared.args[1], index > 0)
+        case = _FlatCase(*declared.args, index > 0)
         run = run_guarded(answer, *case.args(), budget=CASE_BUDGET, once_stuck=True)
         if not run.ok:
             problem = describe_failure(run, what="your function", budget=CASE_BUDGET, hidden=case.hidden)
@@ -287,7 +280,7 @@ def _grade_grad_over_flat_params(answer, context: CheckContext) -> Outcome:
             looked = run_guarded(tree_problem, run.value, "your function's result", budget=CASE_BUDGET)
             problem = looked.value if looked.ok else None
             if problem is None:
-                problem = _diagnose_flat_output(run.value, case, _FlatReferences(case))
+                problem = _diagnose_flat_output(run.value, case)
             out = as_number_array(run.value)
             if out is not None:
                 outputs.append(out)

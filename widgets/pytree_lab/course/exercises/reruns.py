@@ -20,40 +20,22 @@ RERUNS = 2  # other parameter points per check
 RERUN_BUDGET = 10.0
 
 
-def variant_changes(namespace: dict, loaded: set[str], point: dict, lesson_trees: dict) -> dict:
-    """What a rerun changes in the notebook's namespace: the lesson's trees replaced by the other
-    point's, under their names and under any other name that holds them (grads_apart = grads);
-    a container that holds leaves of them (broken = {"weight": grads["weight"]}) holds the other
-    point's leaves there; containers the cell names are deep-copied, so a rerun cannot change
-    the student's data (`loaded`: the names the cell's code uses)."""
+def variant_changes(namespace: dict, loaded: set[str], names: dict, lesson_trees: dict) -> dict:
+    """What a rerun changes in the notebook's namespace: the case's `names`, and any other name the
+    cell reads that holds one of the lesson's trees (grads_apart = grads) given the case's tree; the
+    other containers the cell reads are deep-copied, so a rerun cannot change the student's data
+    (`loaded`: the names the cell's code uses). Values decide, never which object a name holds."""
     changes = {}
-    swapped: dict[str, Any] = {}  # name -> the other point's tree, for names holding a lesson tree
-    for name in loaded | set(lesson_trees):
+    for name in loaded - set(names):
         value = namespace.get(name)
-        if not isinstance(value, dict):
-            continue
-        swapped[name] = next((point[k] for k, tree in lesson_trees.items() if _same_tree(value, tree)), None)
-    # the notebook's own leaf objects of those trees, by identity, and the other point's leaf
-    by_leaf = {
-        id(leaf): other[key]
-        for name, other in swapped.items()
-        if other is not None
-        for key, leaf in namespace[name].items()
-        if key in other
-    }
-    for name in loaded:
-        if name not in namespace or name in point:
-            continue
-        value = namespace[name]
-        if swapped.get(name) is not None:
-            changes[name] = swapped[name]
+        swapped = next((names[k] for k, tree in lesson_trees.items() if _same_tree(value, tree)), None)
+        if swapped is not None:
+            changes[name] = swapped
         elif isinstance(value, (dict, list, set)):
-            if isinstance(value, dict) and by_leaf:
-                value = {k: by_leaf.get(id(v), v) for k, v in value.items()}
             run = run_guarded(copy.deepcopy, value, budget=2.0)
             if run.ok:
                 changes[name] = run.value
-    return {**changes, **point}
+    return {**changes, **names}
 
 
 Near = Callable[[dict], list]  # a case's names -> its near-misses [(value or tree, sentence)]
@@ -182,8 +164,28 @@ def follows_the_lesson(
     """`outcome` (graded at the lesson's case), unless an answer name the cell assigns is wrong at a
     hidden case (`changes`: the names that change; `move` says how to compute it): a near-miss that
     explains every case is said, else that the value does not follow them."""
-    problems = _rerun_problems(ex, seen, changes, move, near) if outcome.passed else {}
-    if not problems:
+    (_, answers), *others = seen.samples
+    problems: dict[str, str] = {}
+    for name in (n for n in ex.answer_names if n in seen.assigned):
+        wrong = [got for case, got in others if not any(_same_tree(got[name], r) for r in case.right[name])]
+        slip = next((s for v, s in seen.near(near, name) if _same_tree(answers.get(name), v)), None)
+        if seen.failed is not None:
+            problems[name] = (
+                f"{name}: your cell, run again with other values in {changes} (to see that the answer is "
+                f"computed from them), {seen.failed.rstrip('.')}. Compute the answer from {changes}, not from the "
+                "lesson's numbers."
+            )
+        elif wrong and slip is not None:
+            problems[name] = f"{name}: right at the lesson's values, but not at others: {slip}"
+        elif wrong and _same_tree(wrong[0][name], answers.get(name)):
+            changing = f"{changes} change" if " and " in changes else f"`{changes}` changes"
+            problems[name] = f"{name}: this value does not change when {changing}: {move}."
+        elif wrong:
+            problems[name] = (
+                f"{name}: right for the lesson's {changes}, but not when {changes} hold other "
+                f"values: {move}, without numbers of the lesson written in."
+            )
+    if not problems or ("," not in ex.answer_name and not outcome.passed):  # several: each Correct line
         return outcome
     if "," not in ex.answer_name:
         return dataclasses.replace(outcome, passed=False, score=0.0, passed_cases=0, lines=[*problems.values()])
@@ -198,32 +200,3 @@ def follows_the_lesson(
         lines[0] = f"{right} of 2 values right."
     total = max(outcome.total_cases, 1)
     return dataclasses.replace(outcome, passed=False, score=right / total, lines=lines, passed_cases=right)
-
-
-def _rerun_problems(ex: Exercise, seen: Seen, changes: str, move: str, near: Near) -> dict[str, str]:
-    """name -> what the reruns showed about it, for the answer names the cell assigns."""
-    (_, answers), *others = seen.samples
-    problems: dict[str, str] = {}
-    for name in (n for n in ex.answer_names if n in seen.assigned):
-        if seen.failed is not None:
-            problems[name] = (
-                f"{name}: your cell, run again with other values in {changes} (to see that the answer is "
-                f"computed from them), {seen.failed.rstrip('.')}. Compute the answer from {changes}, not from the "
-                "lesson's numbers."
-            )
-            continue
-        wrong = [got for case, got in others if not any(_same_tree(got[name], r) for r in case.right[name])]
-        if not wrong:
-            continue
-        slip = next((s for v, s in seen.near(near, name) if _same_tree(answers.get(name), v)), None)
-        if slip is not None:
-            problems[name] = f"{name}: right at the lesson's values, but not at others: {slip}"
-        elif _same_tree(wrong[0][name], answers.get(name)):
-            changing = f"{changes} change" if " and " in changes else f"`{changes}` changes"
-            problems[name] = f"{name}: this value does not change when {changing}: {move}."
-        else:
-            problems[name] = (
-                f"{name}: right for the lesson's {changes}, but not when {changes} hold other "
-                f"values: {move}, without numbers of the lesson written in."
-            )
-    return problems
