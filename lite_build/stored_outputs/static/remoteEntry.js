@@ -383,8 +383,10 @@
   // build patches jupyterlite-pyodide-kernel to ask: lite_build/build.py, "the kernel starts with
   // the page") and makes its own otherwise. On <html data-ptl-kernel>: "starting", then "started"
   // (Pyodide up, the kernel imported) or "failed"; "taken" once the kernel has it; "declined"
-  // (other options) or "unused" (no kernel took it a minute after JupyterLab restored): stopped.
+  // (other options) or "unused" (no kernel took it a minute after JupyterLab restored): stopped;
+  // "late": none started, the link is slow (kernelLate).
   var early = null; // the worker no kernel has taken yet: {worker, options}
+  var kernelWaits = true; // the page has not started its worker yet (nor has JupyterLab its own)
 
   function kernelSaid(what) {
     document.documentElement.dataset.ptlKernel = what;
@@ -431,8 +433,29 @@
     worker.postMessage({ id: "ptl-start", type: "APPLY", path: ["ptlStart"], argumentList: [{ type: "RAW", value: options }] });
   }
 
+  // On a slow link (the page's own files came at under 30 Mbit/s) the kernel's tens of MB would
+  // share it with JupyterLab's own files, and JupyterLab would draw the notebook seconds later
+  // (3.3x JupyterLite's own site at 10 Mbit/s): there the kernel starts as JupyterLite starts it,
+  // once JupyterLab has opened the notebook, and its bytes follow JupyterLab's. Decided once, by
+  // whichever asks first (the page's start of the kernel, or the plugin's); a cached file tells nothing.
+  var late = null;
+
+  function kernelLate() {
+    if (late === null) {
+      var best = 0;
+      performance.getEntriesByType("resource").forEach(function (e) {
+        var took = e.responseEnd - e.responseStart;
+        if (e.encodedBodySize >= 16384 && e.transferSize > 0) best = Math.max(best, took > 0 ? e.encodedBodySize / took : Infinity);
+      });
+      late = best > 0 && best < 3750; // bytes a millisecond: 30 Mbit/s
+      if (late) kernelSaid("late");
+    }
+    return late;
+  }
+
   // Asked by the notebook's Pyodide kernel (the build's patch of its initWorker) with its options.
   window.ptlKernelWorker = function (options) {
+    kernelWaits = false; // a kernel is starting: the page starts none of its own after this
     var offered = early;
     early = null;
     if (!offered) return null;
@@ -673,7 +696,7 @@
       autoStart: true,
       requires: [notebook.INotebookTracker],
       activate: function (app, tracker) {
-        startEarly(app).catch(function (err) { console.warn(NAME, err); });
+        if (!kernelLate()) startEarly(app).catch(function (err) { console.warn(NAME, err); });
         var path = openedPath();
         // the preview goes once JupyterLab shows the notebook, or 10 s after it restored without it
         app.restored.then(function () {
@@ -697,9 +720,8 @@
   if (script && script.hasAttribute("data-ptl-preview")) { // loaded by the page, not by JupyterLab
     // the kernel's downloads (tens of MB) wait for the preview's (under 1 MB), which a slow link
     // would otherwise share with them: until it is drawn, or 3 s
-    var kernelWaits = true;
     var kernelGoes = function () {
-      if (kernelWaits) startKernel();
+      if (kernelWaits && !kernelLate()) startKernel();
       kernelWaits = false;
     };
     preview().then(kernelGoes, kernelGoes);
