@@ -25,23 +25,14 @@ def _nested_params():
     return {"layer": lesson.lesson_params(), "scale": tools.jnp.array(1.0)}
 
 
-def _residual_loss(p, x, target):
-    jnp = tools.jnp
-    return p["scale"] * (jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"]) - target
+def _residual(s, wx, b, target):
+    return s * (wx + b) - target
 
 
-def _nested_loss(p, x, target):
-    return _residual_loss(p, x, target) ** 2
-
-
-def _scale_on_weight_loss(p, x, target):
-    jnp = tools.jnp
-    return (p["scale"] * jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"] - target) ** 2
-
-
-def _scaled_loss(p, x, target):
-    jnp = tools.jnp
-    return p["scale"] * (jnp.dot(p["layer"]["weight"], x) + p["layer"]["bias"] - target) ** 2
+def _nested_loss(p, form=lambda s, wx, b, target: _residual(s, wx, b, target) ** 2):
+    """The nested model's loss at p, (s·(w·x + b) − 3)², or a near-miss's `form` of the same parts."""
+    _, x, target, _ = _lesson_setup()
+    return form(p["scale"], tools.jnp.dot(p["layer"]["weight"], x), p["layer"]["bias"], target)
 
 
 _WHOLE = 4  # the first near-misses are said of the whole tree, the others leaf by leaf
@@ -51,22 +42,21 @@ def _near(names) -> list:
     """g's near-misses at a case (`names`: its trees), each with what it says."""
     jax, jnp = tools.jax, tools.jnp
     nested = {"layer": names["params"], "scale": jnp.array(1.0)}
-    _, x, target, _ = _lesson_setup()
-    grads = jax.grad(_nested_loss)(nested, x, target)
+    grads = jax.grad(_nested_loss)(nested)
     return [
         (nested, "g holds the parameter value, not its gradient, at every leaf: g = jax.grad(nested_loss)(nested)."),
         (
-            jax.grad(_residual_loss)(nested, x, target),
+            jax.grad(_nested_loss)(nested, _residual),
             "g is the gradient of the residual pred − 3, not of the squared error: nested_loss must return "
             "(pred - 3.) ** 2.",
         ),
         (
-            jax.grad(_scale_on_weight_loss)(nested, x, target),
+            jax.grad(_nested_loss)(nested, lambda s, wx, b, target: (s * wx + b - target) ** 2),
             "g is the gradient of s·(w·x) + b: scale multiplies the bias too, pred = scale * (w·x + b) "
             "(where the bias is 0, as at the lesson's start, the two agree).",
         ),
         (
-            jax.grad(_scaled_loss)(nested, x, target),
+            jax.grad(_nested_loss)(nested, lambda s, wx, b, target: s * _residual(1.0, wx, b, target) ** 2),
             "g is the gradient of scale · (w·x + b − 3)²: scale multiplies the prediction, not the squared "
             "error: pred = scale * (w·x + b), then (pred - 3.) ** 2.",
         ),
@@ -83,8 +73,7 @@ def _near(names) -> list:
 
 
 def _grade_nested_scale_grad(answer, near: list) -> Outcome:
-    _, x, target, _ = _lesson_setup()
-    grads = tools.jax.grad(_nested_loss)(_nested_params(), x, target)
+    grads = tools.jax.grad(_nested_loss)(_nested_params())
     spec = TreeSpec(
         expected=grads,
         name="the gradient tree",
@@ -112,8 +101,7 @@ def _grade_nested_scale_grad(answer, near: list) -> Outcome:
 
 def right_at(point) -> dict:
     """g's right value at a point: the gradient of the nested model s·(w·x + b)."""
-    _, x, target, _ = _lesson_setup()
-    return {"g": [tools.jax.grad(_nested_loss)({"layer": point["params"], "scale": tools.jnp.array(1.0)}, x, target)]}
+    return {"g": [tools.jax.grad(_nested_loss)({"layer": point["params"], "scale": tools.jnp.array(1.0)})]}
 
 
 def grade(answer, context: CheckContext) -> Outcome:
@@ -155,16 +143,15 @@ def _nested_evidence(namespace, others: list) -> str | None:
             "scalar equal to 1 (jnp.array(1.))."
         )
     value = as_number_array(nested_loss(nested))
-    _, x, target, _ = _lesson_setup()
     if value is None or value.size != 1:
         return (
             f"nested_loss(nested) returns {type_name(nested_loss(nested))}; it must return one number, "
             "the squared error (pred - 3.) ** 2."
         )
     value = float(value.reshape(()))
-    right = float(_nested_loss(want, x, target))
+    right = float(_nested_loss(want))
     if not close(value, right):
-        if close(value, float(_residual_loss(want, x, target))):
+        if close(value, float(_nested_loss(want, _residual))):
             return (
                 f"nested_loss returns {fmt_num(value)} at the start: that is the residual pred − 3, not the "
                 "squared error. Square it: return (pred - 3.) ** 2."
@@ -182,7 +169,7 @@ def _nested_evidence(namespace, others: list) -> str | None:
             "uses scale, weight, bias and x, each read through p."
         )
     np, theirs = tools.np, jax.grad(nested_loss)(nested)
-    paths, reference = _leaves_paths(theirs), _leaves_paths(jax.grad(_nested_loss)(want, x, target))
+    paths, reference = _leaves_paths(theirs), _leaves_paths(jax.grad(_nested_loss)(want))
     unused = [path for path, ref in reference.items() if path in paths and not np.any(paths[path]) and np.any(ref)]
     for params in others:  # 0 at every case, not only where the lesson's bias 0 makes it so
         there = _leaves_paths(jax.grad(nested_loss)({"layer": params, "scale": tools.jnp.array(1.0)}))
