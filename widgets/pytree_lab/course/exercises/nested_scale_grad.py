@@ -109,7 +109,7 @@ def grade(answer, context: CheckContext) -> Outcome:
     outcome = _grade_nested_scale_grad(answer, seen.near(_near, "g"))
     if outcome.passed:
         move = "build nested from `params` and compute g with jax.grad"
-        return follows_the_lesson(EXERCISE, outcome, seen, "params", move, _near)
+        return follows_the_lesson(outcome, seen, "g", "params", move, _near)
     if context.cell is None:
         return outcome
     try:  # the student's own nested_loss runs: under the check's guard

@@ -61,7 +61,7 @@ def other_point(rng, lesson_right: dict[str, list[Any]], right_at: Callable[[dic
     raise RuntimeError("no parameter point away from the lesson's was found")  # pragma: no cover
 
 
-def lesson_cases(right_at: Callable[[dict], dict[str, list]], near: Near = lambda names: [], derived=None):
+def lesson_cases(right_at: Callable[[dict], dict[str, list]], near: Near = list, derived=None):
     """A value exercise's cases (`Exercise.cases`): the lesson's parameters, then `RERUNS` other
     points drawn from `rng` (`other_point`). Each sets the lesson's trees and loss value (and what
     `derived(point)` adds: repair_update's `broken`); `right_at(point)` is what is right there, and
@@ -158,45 +158,30 @@ def at_cases(ex: Exercise, answer, context: CheckContext) -> Seen:
     return seen
 
 
-def follows_the_lesson(
-    ex: Exercise, outcome: Outcome, seen: Seen, changes: str, move: str, near: Near = lambda names: []
-) -> Outcome:
-    """`outcome` (graded at the lesson's case), unless an answer name the cell assigns is wrong at a
-    hidden case (`changes`: the names that change; `move` says how to compute it): a near-miss that
-    explains every case is said, else that the value does not follow them."""
+def follows_the_lesson(outcome: Outcome, seen: Seen, name: str, changes: str, move: str, near: Near = list) -> Outcome:
+    """`outcome` (answer `name` graded at the lesson's case), unless it passed and the cell's `name`
+    is wrong at a hidden case (`changes`: the names that change; `move` says how to compute it): then
+    a near-miss that explains every case is said, else that the value does not follow them."""
     (_, answers), *others = seen.samples
-    problems: dict[str, str] = {}
-    for name in (n for n in ex.answer_names if n in seen.assigned):
-        wrong = [got for case, got in others if not any(_same_tree(got[name], r) for r in case.right[name])]
-        slip = next((s for v, s in seen.near(near, name) if _same_tree(answers.get(name), v)), None)
-        if seen.failed is not None:
-            problems[name] = (
-                f"{name}: your cell, run again with other values in {changes} (to see that the answer is "
-                f"computed from them), {seen.failed.rstrip('.')}. Compute the answer from {changes}, not from the "
-                "lesson's numbers."
-            )
-        elif wrong and slip is not None:
-            problems[name] = f"{name}: right at the lesson's values, but not at others: {slip}"
-        elif wrong and _same_tree(wrong[0][name], answers.get(name)):
-            changing = f"{changes} change" if " and " in changes else f"`{changes}` changes"
-            problems[name] = f"{name}: this value does not change when {changing}: {move}."
-        elif wrong:
-            problems[name] = (
-                f"{name}: right for the lesson's {changes}, but not when {changes} hold other "
-                f"values: {move}, without numbers of the lesson written in."
-            )
-    if not problems or ("," not in ex.answer_name and not outcome.passed):  # several: each Correct line
+    if not outcome.passed or name not in seen.assigned:
         return outcome
-    if "," not in ex.answer_name:
-        return dataclasses.replace(outcome, passed=False, score=0.0, passed_cases=0, lines=[*problems.values()])
-    lines, passed_cases = list(outcome.lines), outcome.passed_cases
-    for name, problem in problems.items():
-        for i, line in enumerate(lines):
-            if line.startswith(f"{name}: Correct"):
-                lines[i] = problem
-                passed_cases -= 1
-    right = max(passed_cases, 0)
-    if lines and lines[0].endswith("values right."):
-        lines[0] = f"{right} of 2 values right."
-    total = max(outcome.total_cases, 1)
-    return dataclasses.replace(outcome, passed=False, score=right / total, lines=lines, passed_cases=right)
+    wrong = [got for case, got in others if not any(_same_tree(got[name], r) for r in case.right[name])]
+    slip = next((s for v, s in seen.near(near, name) if _same_tree(answers.get(name), v)), None)
+    if seen.failed is not None:
+        problem = (
+            f"{name}: your cell, run again with other values in {changes} (to see that the answer is computed "
+            f"from them), {seen.failed.rstrip('.')}. Compute the answer from {changes}, not from the lesson's numbers."
+        )
+    elif not wrong:
+        return outcome
+    elif slip is not None:
+        problem = f"{name}: right at the lesson's values, but not at others: {slip}"
+    elif _same_tree(wrong[0][name], answers.get(name)):
+        changing = f"{changes} change" if " and " in changes else f"`{changes}` changes"
+        problem = f"{name}: this value does not change when {changing}: {move}."
+    else:
+        problem = (
+            f"{name}: right for the lesson's {changes}, but not when {changes} hold other values: {move}, "
+            "without numbers of the lesson written in."
+        )
+    return Outcome(0, outcome.total_cases, [problem], unit=outcome.unit)

@@ -134,11 +134,18 @@ def _grade_squared_norm(answer, seen) -> Outcome:
             if name not in answer or answer[name] is None or answer[name] is Ellipsis:
                 outcomes.append(Outcome(0, 1, [f"{name}: not answered yet (replace its `...`)."]))
             else:
-                outcomes.append(_grade_one_norm(answer[name], name, expected, seen.near(_near, name)))
+                outcomes.append(_graded(answer[name], name, expected, seen))
         passed = sum(o.passed_cases for o in outcomes)
         lines = [line for o in outcomes for line in o.lines]
         return Outcome(passed, 2, [f"{passed} of 2 values right."] + lines)
-    return _grade_one_norm(answer, "norm_squared", expected, seen.near(_near, "norm_squared"))
+    return _graded(answer, "norm_squared", expected, seen)
+
+
+def _graded(answer, name: str, expected: float, seen) -> Outcome:
+    """One name's value graded at the lesson's case, then at every case (a near-miss said where it
+    explains each)."""
+    outcome = _grade_one_norm(answer, name, expected, seen.near(_near, name))
+    return follows_the_lesson(outcome, seen, name, "grads", "compute it from `grads`", _near)
 
 
 def right_at(point) -> dict:
@@ -147,10 +154,7 @@ def right_at(point) -> dict:
 
 
 def grade(answer, context: CheckContext) -> Outcome:
-    seen = at_cases(EXERCISE, answer, context)
-    return follows_the_lesson(
-        EXERCISE, _grade_squared_norm(answer, seen), seen, "grads", "compute it from `grads`", _near
-    )
+    return _grade_squared_norm(answer, at_cases(EXERCISE, answer, context))
 
 
 EXERCISE = graded_exercise(
