@@ -61,7 +61,7 @@ def other_point(rng, lesson_right: dict[str, list[Any]], right_at: Callable[[dic
     raise RuntimeError("no parameter point away from the lesson's was found")  # pragma: no cover
 
 
-def lesson_cases(right_at: Callable[[dict], dict[str, list]], near: Near = list, derived=None):
+def lesson_cases(right_at: Callable[[dict], dict[str, list]], near: Near = lambda names: [], derived=None):
     """A value exercise's cases (`Exercise.cases`): the lesson's parameters, then `RERUNS` other
     points drawn from `rng` (`other_point`). Each sets the lesson's trees and loss value (and what
     `derived(point)` adds: repair_update's `broken`); `right_at(point)` is what is right there, and
@@ -158,7 +158,9 @@ def at_cases(ex: Exercise, answer, context: CheckContext) -> Seen:
     return seen
 
 
-def follows_the_lesson(outcome: Outcome, seen: Seen, name: str, changes: str, move: str, near: Near = list) -> Outcome:
+def follows_the_lesson(
+    outcome: Outcome, seen: Seen, name: str, changes: str, move: str, near: Near = lambda names: []
+) -> Outcome:
     """`outcome` (answer `name` graded at the lesson's case), unless it passed and the cell's `name`
     is wrong at a hidden case (`changes`: the names that change; `move` says how to compute it): then
     a near-miss that explains every case is said, else that the value does not follow them."""
