@@ -2,7 +2,8 @@
 the explorer (the sliders, the buttons, the data, the bars and the loss line with their ticks and
 titles, the diagram, the worked calculation) at least 20 px at 1440 px wide and at 1920, light
 and dark, with no two texts overlapping (counted from the DOM) and the compact layout kept: the
-sliders' column, the bars and the loss line side by side, the diagram beside the calculation.
+sliders' column, the bars and the loss line side by side; under them the diagram the whole width
+(params, grads and updated all in view, none scrolled away) and the worked calculation under it.
 Screenshots go to artifacts/presenter/.
 """
 
@@ -23,8 +24,9 @@ CELLS = [
     "'end'",
 ]
 
-# Every visible text of the explorer: its box (clipped by its boxes that scroll or clip it), its
-# font size; pairs of texts whose boxes overlap by more than 2 px each way.
+# Every text of the explorer that is drawn (not hidden, not in a folded disclosure): its box
+# (clipped by its boxes that scroll or clip it), its font size; pairs of texts whose boxes overlap
+# by more than 2 px each way.
 TEXTS = """
 (root) => {
   const clip = (el) => {
@@ -42,7 +44,8 @@ TEXTS = """
     const texts = [...el.childNodes].filter(n => n.nodeType === 3 && n.textContent.trim());
     if (!texts.length || el.closest('.bqplot-tooltip, [hidden], option, style, script')) continue;
     const cs = getComputedStyle(el);
-    if (cs.visibility === 'hidden' || !el.getClientRects().length) continue;
+    // (a folded disclosure's content keeps its boxes: checkVisibility says it is not drawn)
+    if (!el.checkVisibility({visibilityProperty: true})) continue;
     const c = clip(el);
     for (const t of texts) {
       const range = document.createRange();
@@ -80,7 +83,8 @@ LAYOUT = """
     return [r.left, r.top, r.right, r.bottom];
   };
   return {left: box('.ptl-ex-left'), bars: box('.ptl-bars-box'), loss: box('.bqplot.figure:not(.ptl-bars-box *)'),
-          diagram: box('.ptl-ex-main > .ptl-diagram, .ptl-ex-main > :first-child'), calc: box('.ptl-ex-calc')};
+          diagram: box('.ptl-ex-main > :first-child'), calc: box('.ptl-ex-calc'),
+          columns: [...root.querySelectorAll('.ptl-head > .ptl-colname')].map((c) => c.getBoundingClientRect().right)};
 }
 """
 
@@ -123,9 +127,11 @@ def test_presenter_mode_text_is_20px_and_more_with_no_overlap_and_the_layout_kep
     assert texts["overlaps"] == [], texts["overlaps"]
     boxes = explorer.evaluate(LAYOUT)
     left, bars, loss, diagram, calc = (boxes[k] for k in ("left", "bars", "loss", "diagram", "calc"))
-    # one row: the sliders' column, then the bars, then the loss line; the diagram beside the calculation
+    # one row: the sliders' column, then the bars, then the loss line; the diagram under them the
+    # whole width, its three columns in view; the calculation under the diagram
     assert left[2] <= bars[0] and bars[2] <= loss[0] and abs(left[1] - bars[1]) < 5 and abs(bars[1] - loss[1]) < 5
-    assert diagram[2] <= calc[0] and abs(diagram[1] - calc[1]) < 5
+    assert diagram[0] <= left[0] + 1 and diagram[2] >= loss[2] - 1 and diagram[3] <= calc[1] + 1, boxes
+    assert len(boxes["columns"]) == 3 and max(boxes["columns"]) <= diagram[2] + 1, boxes
 
 
 def test_presenter_mode_goes_off_again(presenter_nb):
