@@ -143,8 +143,7 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
         )
         side = ipywidgets.VBox([self.table, *self.rate_sliders.values(), *([note] if fixed else [])])
         self.diagram = PytreeDiagram()
-        # each optimizer's views of the registry drawn in a comparison (views.py; the loss lines and
-        # aligned columns above are the comparison's own), under its name
+        # each optimizer's views of the registry drawn in a comparison (views.py), under its name
         self.views = {name: ViewSet(s, "comparison") for name, s in self.sessions.items()}
         each = [ipywidgets.VBox([ipywidgets.Label(n), *v.parts()]) for n, v in self.views.items() if v]
         self.debug = DebugArea()

@@ -319,8 +319,8 @@ class PlayMixin(Playing):
 
     def export_html(self, path: Any) -> Any:
         """Keep this run as one HTML file that replays it offline, in any browser, with no kernel
-        and no network: a step slider, the bars, the loss line and the diagram's values at each
-        point of the record (export.py). A file there that this explorer did not write is kept
+        and no network: a step slider, the bars, the loss line, the diagram's values and every other
+        view's text at each point of the record (export.py). A file there that this explorer did not write is kept
         (the page goes to `name-2.html`, ...). Returns the path written."""
         from . import export
 

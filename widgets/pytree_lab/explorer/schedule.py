@@ -36,8 +36,8 @@ def _loop_time() -> float | None:
 
 class Schedule:
     """Draws a step's `views` (a views.ViewSet) now or later: the fast ones at once (each
-    `view.show(result)`), the others by `views.show_slow`; `failed(error)` says a slow draw that failed on
-    a timer's turn; `lock` is held on a timer's turn (the explorer's lock: one change at a time)."""
+    `view.show(result)`), the others later; `failed(error)` says a slow draw that failed on a timer's
+    turn; `lock` is held on a timer's turn (the explorer's lock: one change at a time)."""
 
     DRAG_GAP = timing.DRAG_GAP  # s between two slider moves' steps that makes them one drag
     VIEWS_TRAIL = timing.VIEWS_TRAIL  # s of pause in a drag after which the slow views follow
@@ -46,7 +46,7 @@ class Schedule:
 
     def __init__(self, views: Any, failed: Callable[[BaseException], None], lock: Any):
         self.fast_views = [view for view in views.values() if view.fast]  # drawn by the schedule itself
-        self._draw_slow, self._failed, self._lock = views.show_slow, failed, lock
+        self.views, self._failed, self._lock = views, failed, lock
         self.moving = False  # the step being shown comes from a slider move
         self.closed = False
         self.due: Any = None  # a step whose slow views wait (for the drag to pause, or VIEWS_SOON)
@@ -75,10 +75,10 @@ class Schedule:
             self.draw_now(result, history=False)
 
     def draw_now(self, result: Any, history: bool = True) -> None:
-        """The slow views for `result`, now (nothing stays due)."""
+        """The slow views for `result`, now (nothing stays due); the loss line only if the step is in the `history`."""
         self.due = None
         self._cancel_timer()
-        self._draw_slow(result, history)
+        self.views.show(result, lambda view: not view.fast and (history or not view.after_record))
         now = _loop_time()
         if now is not None:
             self._views_at = now

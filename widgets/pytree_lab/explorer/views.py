@@ -4,13 +4,11 @@ A `View` is drawn from a computed step and computes no numbers: `show(result)` d
 `select(path)` follows the selection, `text()` is its part of the explorer's text form. `fast`
 views follow every slider move at once; the others follow when the schedule says (schedule.py).
 `parts()` says where its widgets go in the explorer (`slot`: the row beside the sliders, or below),
-and `public` which attributes the explorer exposes for it. A view reads the session only through
-`Session` (what it may ask of it) and is drawn wherever its `where` says, each through `ViewSet`:
-the live explorer (presenter mode too: `present(scale)`), the replay page (export.py keeps its
-`replay()` at each point of the record) and OptimizerComparison (one for each optimizer).
+and `public` which attributes the explorer exposes for it. It reads its session through `Session`.
+`where` says what draws it, through `ViewSet`: the live explorer (presenter mode: `present`), the
+replay page (its `replay()` at each point) and OptimizerComparison (once for each optimizer).
 
-A new view is one class (here, or in a module of its own) and one entry in `VIEWS` (the order
-of the text form).
+A new view is one class and one entry in `VIEWS` (the order of the text form), from any module.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ import contextlib
 import functools
 import html
 import json
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import ipywidgets
@@ -203,11 +202,8 @@ class DataView(View):
         self.compact = False  # one line that opens (set by the explorer's compact layout)
         self.public = {"data_view": self.html}
 
-    def show(self, result: Any) -> None:
-        self.refresh()  # the inputs of the step shown
-
-    def refresh(self) -> None:
-        """Draw the session's input data (after a new input or a reset)."""
+    def show(self, result: Any = None) -> None:
+        """Draw the session's input data: the inputs of the step shown (None: before a first step)."""
         s = self.session
         slid = {sp.element.flat_index for sp in s.specs if sp.element is not None and sp.element.tree == "inputs"}
         rows = []
@@ -344,16 +340,11 @@ class ViewSet(dict):
         found = [(pos, i, w) for i, v in enumerate(self.values()) for s, pos, w in v.parts() if slot in ("", s)]
         return [w for _, _, w in sorted(found, key=lambda item: item[:2])]
 
-    def show_slow(self, result: Any, history: bool = True, only_after_record: bool = False) -> None:
-        """The slow views; `history` False leaves out the loss line (the step is not recorded
-        yet), `only_after_record` draws the loss line alone."""
+    def show(self, result: Any, which: Callable[[View], bool] = lambda view: True) -> None:
+        """The step `result` drawn by every view, or by those `which` takes."""
         for view in self.values():
-            if not view.fast and (history or not view.after_record) and (view.after_record or not only_after_record):
+            if which(view):
                 view.show(result)
-
-    def show(self, result: Any) -> None:
-        for view in self.values():
-            view.show(result)
 
     def text(self) -> str:
         return "\n\n".join(p for p in (view.text() for view in self.values()) if p)

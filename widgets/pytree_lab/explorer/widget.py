@@ -138,9 +138,7 @@ class PythonChanges:
         learning rate (sliders included) and a fresh optimizer state; history starts again."""
         if self.closed:
             return None
-        failure = self.session.reset()
-        self.views["DataView"].refresh()
-        return self._after_change(failure)
+        return self._after_change(self.session.reset())  # (the data line follows the step shown)
 
     def _after_change(self, failure: str, keep_notes: bool = True) -> StepResult | None:
         self.slider_panel.follow(keep_notes)  # the sliders show where the session is, failed or not
@@ -317,7 +315,7 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         self.slider_panel = SliderPanel(session, sliders, max_sliders)
         self.sliders: dict[str, Slider] = self.slider_panel.sliders
         self.children = arrange(self, self.layout_form, self.slider_panel.box)
-        self.views["DataView"].refresh()  # (the first step may fail: the data shows anyway)
+        self.views["DataView"].show()  # (the first step may fail: the data shows anyway)
         if self.presenter:
             present(self, True)
         self.observe(lambda change: present(self, change["new"]), "presenter")
@@ -396,7 +394,7 @@ class StepExplorer(PythonChanges, PlayMixin, Lifetime, PageIntents, TextForm, ip
         self.result = computed.result
         notes = self.session.commit(computed)
         if self.schedule.due is None:
-            self.views.show_slow(computed.result, only_after_record=True)
+            self.views.show(computed.result, lambda view: view.after_record and not view.fast)
         if notes:
             self.schedule.draw_due()
             self._note(" ".join(notes))
