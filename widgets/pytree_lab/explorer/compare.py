@@ -29,7 +29,7 @@ from .lifetime import Lifetime
 from .play import Player, Playing
 from .playbar import step_controls
 from .session import ExplorerSession
-from .sliders import _rate_range
+from .sliders import rate_range
 from .views import ViewSet
 
 __all__ = ["OptimizerComparison", "COLUMNS"]
@@ -129,7 +129,7 @@ class OptimizerComparison(Playing, Lifetime, PageIntents, TextForm, ipywidgets.V
         module, self._following = SliderModule(), False
         self.rate_sliders = {  # each sliding rate's slider: a move runs that optimizer again (set_rate)
             name: Slider(s.learning_rate, description=f"{name} rate", path=name, module=module,
-                         **dict(zip(("min", "max", "step"), _rate_range(s.learning_rate))))
+                         **dict(zip(("min", "max", "step"), rate_range(s.learning_rate))))
             for name, s in self.sessions.items() if s.rate_slides
         }  # fmt: skip
         for name, slider in self.rate_sliders.items():

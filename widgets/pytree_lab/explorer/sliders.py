@@ -291,7 +291,7 @@ def _chosen(
     )
 
 
-def _rate_range(rate: float) -> tuple[float, float, float]:
+def rate_range(rate: float) -> tuple[float, float, float]:
     finite = math.isfinite(rate)
     hi = max(0.5, 2 * rate) if finite else 0.5
     # a negative rate given from Python is kept (and refused with a message), not clamped to 0
@@ -359,7 +359,7 @@ def plan(session: Any, chosen: Iterable[str] | None, max_sliders: int) -> tuple[
     specs = []
     for el in entries:
         if el is None:
-            specs.append(SliderSpec(LEARNING_RATE, LEARNING_RATE, None, float(rate), *_rate_range(rate)))
+            specs.append(SliderSpec(LEARNING_RATE, LEARNING_RATE, None, float(rate), *rate_range(rate)))
             continue
         label = f"{el.tree}/{el.label}" if el.label in clash else el.label
         value = element_values(session.input_leaves if el.tree == "inputs" else session.param_leaves, [el])[0]
