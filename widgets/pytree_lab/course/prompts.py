@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from .. import lesson
 from ..exercises import Evidence, PredictionPrompt, Quiz, fmt, fmt_num, tools
-from .exercises.common import _lesson_step
+from .exercises.common import lesson_point
 
 # Each question: id -> (question, choices, right index, explanation, why each wrong choice is wrong)
 QUIZ: dict[str, tuple[str, list[str], int, str, dict[int, str]]] = {
@@ -126,9 +126,9 @@ grad_structure_quiz = quiz  # the lesson's first "Check your understanding" ques
 
 
 def _reveal_which_weight() -> str:
-    params, grads, updated, _, _ = _lesson_step()
-    change = [float(u - p) for u, p in zip(updated["weight"], params["weight"])]
-    g = [float(v) for v in grads["weight"]]
+    point = lesson_point()
+    change = [float(u - p) for u, p in zip(point["updated"]["weight"], point["params"]["weight"])]
+    g = [float(v) for v in point["grads"]["weight"]]
     bigger = 0 if abs(change[0]) >= abs(change[1]) else 1
     return (
         f"weight[{bigger}] changes more: weight[0] moves by {fmt_num(change[0])} and weight[1] by "
@@ -139,7 +139,7 @@ def _reveal_which_weight() -> str:
 
 
 def _reveal_gradient_leaves() -> str:
-    _, grads, _, _, _ = _lesson_step()
+    grads = lesson_point()["grads"]
     return (
         f"grads['weight'] = {fmt(grads['weight'])} and grads['bias'] = {fmt(grads['bias'])}: "
         "the derivative with respect to the prediction times each input, and times 1 for the bias."

@@ -17,21 +17,14 @@ def _lesson_setup():
     return lesson.lesson_params(), inputs["x"], inputs["target"], lesson.LEARNING_RATE
 
 
-def lesson_point(params) -> dict:
-    """The lesson's trees at a parameter point (computed with jax): what the notebook's names hold there."""
-    jax = tools.jax
+def lesson_point(params=None) -> dict:
+    """The lesson's trees at a parameter point (the lesson's own by default), computed with jax: what
+    the notebook's names hold there."""
+    jax, params = tools.jax, lesson.lesson_params() if params is None else params
     _, x, target, lr = _lesson_setup()
     value, grads = jax.value_and_grad(lesson.lesson_loss)(params, x, target)
     updated = jax.tree.map(lambda p, g: p - lr * g, params, grads)
     return {"params": params, "grads": grads, "value": value, "updated": updated}
-
-
-def _lesson_step():
-    """params, grads, updated and both losses (before and after the step) at the lesson's parameters."""
-    _, x, target, _ = _lesson_setup()
-    point = lesson_point(lesson.lesson_params())
-    after = float(lesson.lesson_loss(point["updated"], x, target))
-    return point["params"], point["grads"], point["updated"], float(point["value"]), after
 
 
 def _same_tree(a, b, top: bool = True) -> bool:

@@ -8,7 +8,7 @@ import dataclasses
 
 from ... import lesson
 from ...exercises import CheckContext, Outcome, TreeSpec, as_number_array, fmt_num, grade_tree, tools
-from .common import _lesson_setup, _lesson_step, _whole_tree, graded_exercise
+from .common import _lesson_setup, _whole_tree, graded_exercise, lesson_point
 from .reruns import at_cases, follows_the_lesson, lesson_cases
 
 _LR = fmt_num(lesson.LEARNING_RATE)  # the lesson's learning rate, as the sentences write it
@@ -60,9 +60,9 @@ def _near(names) -> list:
 
 def _grade_repair_update(answer, near: list) -> Outcome:
     jnp = tools.jnp
-    _, _, updated, loss_before, loss_after = _lesson_step()
+    point = lesson_point()
     spec = TreeSpec(
-        expected=updated,
+        expected=point["updated"],
         name="the updated parameter tree",
         related=tuple(near[_WHOLE:]),
         hints={
@@ -80,10 +80,10 @@ def _grade_repair_update(answer, near: list) -> Outcome:
         if set(leaves) == {"weight", "bias"} and all(v is not None for v in leaves.values()):
             _, x, target, _ = _lesson_setup()
             candidate = {k: jnp.asarray(v, dtype=jnp.float32) for k, v in leaves.items()}
-            loss = float(lesson.lesson_loss(candidate, x, target))
+            loss, after = (float(lesson.lesson_loss(t, x, target)) for t in (candidate, point["updated"]))
             outcome.lines.append(
                 f"Loss at your updated tree: {fmt_num(loss)} (before the step: "
-                f"{fmt_num(loss_before)}; the repaired update gives {fmt_num(loss_after)})."
+                f"{fmt_num(point['value'])}; the repaired update gives {fmt_num(after)})."
             )
     return outcome
 

@@ -80,18 +80,15 @@ def lesson_cases(right_at: Callable[[dict], dict[str, list]], near: Near = lambd
 
 def rerun_at(context: CheckContext, case: Case, lesson_case: Case, budget: float = RERUN_BUDGET):
     """The exercise cell run again at `case` (`CheckContext.rerun`: (the run, its namespace), or
-    None): the case's names set, and any other name the cell reads that holds a lesson tree (or
-    leaves of one) given the case's. The practice check and nbgrader's grader both rerun this way."""
-    code = cell_python(context.cell)
-    if context.cell is None or context.cell.namespace is None or code is None:
-        return None
+    None): the case's names set, and any other name the cell reads that holds a lesson tree given the
+    case's. The practice check and nbgrader's grader both rerun this way."""
     try:
-        loaded = {n.id for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Name)}
+        loaded = {n.id for n in ast.walk(ast.parse(cell_python(context.cell) or "")) if isinstance(n, ast.Name)}
     except SyntaxError:
         return None
     trees = {k: v for k, v in lesson_case.names.items() if isinstance(v, dict)}
-    changes = variant_changes(context.cell.names(), loaded, case.names, trees)
-    return context.rerun(changes, budget=budget)
+    names = context.cell.names() if context.cell is not None else {}
+    return context.rerun(variant_changes(names, loaded, case.names, trees), budget=budget)
 
 
 @dataclasses.dataclass

@@ -3,6 +3,9 @@ weight and bias contributions directly (manual)."""
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+
 from ...exercises import (
     CheckContext,
     Outcome,
@@ -87,41 +90,23 @@ def _near(names) -> list:
 def _grade_one_norm(answer, name: str, expected: float, near: list) -> Outcome:
     np = tools.np
     *variants, (per_value, _), (per_leaf, _), (broadcast, _) = near
-    arr = as_number_array(answer)
-    if arr is not None and arr.shape == np.shape(broadcast) and close(arr, broadcast):
-        return Outcome(
-            0,
-            1,
-            [
-                f"{name} has shape {fmt_shape(arr.shape)}, not one number: adding whole leaves "
-                "(`sum(g**2 for g in leaves)`) broadcasts the bias's square onto each weight entry. "
-                "Reduce inside each leaf first: `jnp.sum(g**2)`, then add the leaves."
-            ],
-        )
+    arr, sums = as_number_array(answer), None
     if isinstance(answer, (list, tuple)) and answer and all(as_number_array(v) is not None for v in answer):
-        try:
-            values = np.asarray([float(np.asarray(v).sum()) for v in answer])
-        except (TypeError, ValueError):
-            values = None
-        if values is not None and values.shape == np.shape(per_leaf) and close(np.sort(values), np.sort(per_leaf)):
-            return Outcome(
-                0,
-                1,
-                [
-                    f"{name} is {type_name(answer)}, one sum per leaf ({fmt(values)}): right so far. "
-                    "Add the leaves' sums into one number."
-                ],
-            )
-    outcome = grade_number(
-        answer,
-        expected,
-        variants,
-        what="the squared norm of all gradient leaves",
-        per_value=per_value,
-        per_leaf=per_leaf,
-    )
-    outcome.lines = [f"{name}: {line}" for line in outcome.lines]
-    return outcome
+        with contextlib.suppress(TypeError, ValueError):
+            sums = np.asarray([float(np.asarray(v).sum()) for v in answer])
+    if arr is not None and arr.shape == np.shape(broadcast) and close(arr, broadcast):
+        said = (
+            f"has shape {fmt_shape(arr.shape)}, not one number: adding whole leaves (`sum(g**2 for g in leaves)`) "
+            "broadcasts the bias's square onto each weight entry. Reduce inside each leaf first: `jnp.sum(g**2)`, "
+            "then add the leaves."
+        )
+    elif sums is not None and sums.shape == np.shape(per_leaf) and close(np.sort(sums), np.sort(per_leaf)):
+        said = f"is {type_name(answer)}, one sum per leaf ({fmt(sums)}): right so far. Add the leaves' sums together."
+    else:
+        what = "the squared norm of all gradient leaves"
+        outcome = grade_number(answer, expected, variants, what=what, per_value=per_value, per_leaf=per_leaf)
+        return dataclasses.replace(outcome, lines=[f"{name}: {line}" for line in outcome.lines])
+    return Outcome(0, 1, [f"{name} {said}"])
 
 
 def _grade_squared_norm(answer, seen) -> Outcome:
