@@ -13,10 +13,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from diagram_wire import rows_from_columns
 
 from pytree_lab import PytreeDiagram, describe
 from pytree_lab.diagram import _align, _panels_json, _rows_json
-from pytree_lab.diagram_rows import rows_from_columns
 from pytree_lab.formatting import fmt_number, fmt_small, small_templates
 from pytree_lab.trees import Leaf, TreeError, check_tree
 

@@ -9,10 +9,10 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import pytest
+from diagram_wire import rows_from_columns
 
 from pytree_lab import PytreeDiagram, describe
 from pytree_lab.diagram import FOLD_ABOVE, align
-from pytree_lab.diagram_rows import rows_from_columns
 
 PARAMS = {"weight": jnp.array([1.0, -1.0]), "bias": jnp.array(0.0)}
 optax_adam = pytest.mark.jax_promotion(dtype="optax's adam raises a float to its int32 step count (bias correction)")

@@ -17,10 +17,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from diagram_wire import rows_from_columns
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from pytree_lab import PytreeDiagram, describe, diagnose, get_engine, gradient_step
-from pytree_lab.diagram_rows import rows_from_columns
 
 Pair = collections.namedtuple("Pair", "first second")
 Single = collections.namedtuple("Single", "only")

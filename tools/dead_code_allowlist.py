@@ -59,7 +59,6 @@ _._valid_selection  # unused method
 _._valid_collapsed  # unused method
 _._send_opened  # unused method
 _._open_to_selection  # unused method
-rows_from_columns  # unused function
 __call__  # unused function
 _._repr_pretty_  # unused method
 cycle  # unused variable

@@ -39,22 +39,6 @@ def _panels_json(panels: list[dict], widget: Any = None) -> str:
     return _as_json_text([{**p, "rows": _rows_by_column(p["rows"])} for p in panels])
 
 
-def rows_from_columns(wire: dict) -> list[dict]:
-    """The rows back from their wire form, as the page reads them (diagram.js `rowsFromWire`):
-    a cell's keys that are null on the wire are left out."""
-    rows = []
-    for k in range(len(wire["path"])):
-        row = {key: wire[name][k] for key, name in ROW_COLUMNS.items()}
-        row["c"] = [
-            None
-            if col["type"][k] is None
-            else {key: col[n][k] for key, n in CELL_COLUMNS.items() if col[n][k] is not None}
-            for col in wire["cells"]
-        ]
-        rows.append(row)
-    return rows
-
-
 # --------------------------------------------------------------------------- wire rows
 
 
