@@ -133,19 +133,24 @@ def _flatten_one_level_with_path(tu: Any, node: Any) -> list[tuple[tuple, Any]]:
     return tu.tree_flatten_with_path(node, is_leaf=root_of_each_walk)[0]
 
 
-def _dict_children(node: dict, type_name: str) -> tuple[str, str, list[tuple[str, str, int, Any]]]:
-    """A dict's children in JAX's order (sorted keys), each with its rank as written. Keys that
-    cannot be sorted together (1 and "b"): JAX refuses such a dict, so the tree is refused here too."""
-    rank = {k: i for i, k in enumerate(node)}
+def _dict_children(node: dict, type_name: str) -> tuple[str, str, list[tuple[str, str, Any]], list[int] | None]:
+    """A dict's children in JAX's order (sorted keys), shown as written. Keys that cannot be
+    sorted together (1 and "b"): JAX refuses such a dict, so the tree is refused here too."""
     try:
         keys = sorted(node)
     except TypeError as err:
         raise _Unreadable("sort", err) from err
-    return "dict", type_name, [(*_key_texts(k), rank[k], node[k]) for k in keys]
+    written, texts = list(node), _KEY_TEXTS
+    pieces = [((type(k) is str and texts.get(k)) or _key_texts(k)) + (node[k],) for k in keys]
+    if keys == written:
+        return "dict", type_name, pieces, None
+    at = dict(zip(keys, range(len(keys))))
+    return "dict", type_name, pieces, [at[k] for k in written]
 
 
-def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | None:
-    """(kind, type_name, [(path_piece, label, display_rank, child), ...]) in JAX order; None for a leaf.
+def _children(node: Any) -> tuple[str, str, list[tuple[str, str, Any]], list[int] | None] | None:
+    """(kind, type_name, [(path_piece, label, child), ...] in JAX order, the order they are shown
+    in: their positions, None for the same); None for a leaf.
 
     Raises `_Unreadable` when the node's own code (a flatten, a key's repr or ordering, an
     attribute) raises.
@@ -154,17 +159,21 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
     if t in _ATOMS:
         return None
     if node is None:
-        return "none", "None", []
+        return "none", "None", [], None
     stage = "keys"
     try:
         if t is dict:
             return _dict_children(node, "dict")
         if t is list or t is tuple:
-            pieces = [(_INDEX[i] if i < 64 else f"[{i}]",) * 2 + (i, c) for i, c in enumerate(node)]
-            return t.__name__, t.__name__, pieces
+            return (
+                t.__name__,
+                t.__name__,
+                [(_INDEX[i] if i < 64 else f"[{i}]",) * 2 + (c,) for i, c in enumerate(node)],
+                None,
+            )
         stage = "attributes"
         if isinstance(node, tuple) and hasattr(t, "_fields"):
-            return "namedtuple", t.__name__, [(f".{f}", f, i, getattr(node, f)) for i, f in enumerate(t._fields)]
+            return "namedtuple", t.__name__, [(f".{f}", f, getattr(node, f)) for f in t._fields], None
         if isinstance(node, (str, bytes, int, float, complex, bool)) or _has_array_attrs(node):
             return None
         tu = active_tree_util()
@@ -176,10 +185,8 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
         if len(flat) == 1 and flat[0][0] == () and flat[0][1] is node:
             return None
         stage = "keys"
-        pieces = []
-        kind = "dict" if isinstance(node, dict) else "custom"  # (a namedtuple was read above)
-        rank = {k: i for i, k in enumerate(node)} if kind == "dict" else None  # a dict is shown as written
-        for i, (keypath, child) in enumerate(flat):
+        pieces, keys = [], []
+        for keypath, child in flat:
             piece = tu.keystr(keypath)
             key: Any = keypath[-1] if keypath else None
             label = visible(piece)
@@ -187,8 +194,18 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
                 label = _display_key(key.key)
             elif hasattr(key, "name"):  # a field name, shown escaped: a newline would draw a fake row
                 label = visible(str(key.name))
-            pieces.append((piece, label, rank.get(getattr(key, "key", None), i) if rank else i, child))
-        return kind, t.__name__, pieces
+            pieces.append((piece, label, child))
+            keys.append(getattr(key, "key", None))
+        if not isinstance(node, dict):  # (a namedtuple was read above)
+            return "custom", t.__name__, pieces, None
+        rank = {k: i for i, k in enumerate(node)}  # a dict is shown as written
+        ranks = [rank.get(k, i) for i, k in enumerate(keys)]
+        return (
+            "dict",
+            t.__name__,
+            pieces,
+            None if ranks == sorted(ranks) else sorted(range(len(ranks)), key=ranks.__getitem__),
+        )
     except _Unreadable:
         raise
     except BaseException as err:
@@ -200,6 +217,7 @@ def _children(node: Any) -> tuple[str, str, list[tuple[str, str, int, Any]]] | N
 # --------------------------------------------------------------------------- leaves
 
 
+_NUMBERS = (bool, int, float, complex)
 _SCALAR_DTYPES = ((bool, "bool", "bool"), (int, "int32", "int64"), (float, "float32", "float64"))
 
 
@@ -226,7 +244,8 @@ def _dtype_name(dtype: Any) -> str:
 
 
 def _leaf(path: str, x: Any, index: int, with_values: bool) -> Leaf:
-    if isinstance(x, (bool, int, float, complex)):
+    """A leaf that is no array: a number, a string, any other object."""
+    if isinstance(x, _NUMBERS):
         summary = str(x) if isinstance(x, bool) else fmt_number(x)
         values = None if isinstance(x, complex) or not with_values else (float(x),)
         return Leaf(path, (), _scalar_dtype(x), 1, isinstance(x, float), summary, index, values)
@@ -235,9 +254,6 @@ def _leaf(path: str, x: Any, index: int, with_values: bool) -> Leaf:
         if len(text) > 40:
             text = text[:37] + "…"
         return Leaf(path, (), "str", 1, False, text, index, None)
-    if hasattr(x, "shape") and hasattr(x, "dtype"):  # without values only: `_describe` summarises arrays in batches
-        shape, dtype = _array_leaf_type(x)
-        return Leaf(path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES, "", index, None)
     text = f"{type(x).__name__} object"
     return Leaf(path, (), "object", 1, False, text, index, None)
 
@@ -274,8 +290,9 @@ def _describe(tree: Any, name: str, values: bool | str) -> tuple[TreeSummary, li
 
     # Iterative depth-first walk in JAX order (deep trees must not hit the recursion limit).
     # `open_` holds the containers on the way from the root to the node being walked (id ->
-    # (path, container)): meeting one again is a cycle. A (None, id) frame closes a container
-    # once its children are done. The same container twice side by side is no cycle.
+    # (path, container), kept alive so its id stays its own): meeting one again is a cycle. A
+    # (None, id) frame closes a container once its children are done. The same container twice
+    # side by side is no cycle.
     stack: list[tuple[Any, Any]] = [(root, tree)]
     pop, push = stack.pop, stack.append
     open_: dict[int, tuple[str, Any]] = {}
@@ -291,37 +308,30 @@ def _describe(tree: Any, name: str, values: bool | str) -> tuple[TreeSummary, li
             del open_[obj]
             continue
         seen(node)
-        if type(obj) in array_types:  # a numpy or jax array: a leaf, no questions to ask it
-            objects.append(obj)
-            shape, dtype = obj.shape, _dtype_name(obj.dtype)
-            if values:
-                pending.append((node, obj, shape, dtype, len(leaves)))
-                leaves.append(None)
-            else:
-                node.leaf = leaf = _NewLeaf(
-                    node.path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES, "", len(leaves)
-                )
-                leaves.append(leaf)
-            continue
-        if type(obj) is dict and obj and _walk_str_dict(node, obj, push, open_, name):
-            continue
-        try:
-            kids = _children(obj)
+        try:  # a numpy or jax array is a leaf: no questions to ask it
+            kids = None if type(obj) in array_types else _children(obj)
         except _Unreadable as problem:
             raise TreeError(_unreadable_message(name + node.path, obj, problem), node.path) from problem.error
         if kids is None:
             node.kind = "leaf"
             objects.append(obj)
             try:
-                if values and _has_array_attrs(obj):
-                    if isinstance(obj, (bool, int, float, complex)):  # np.float64: a Python number too
-                        shape, dtype = (), _scalar_dtype(obj)
-                    else:
-                        shape, dtype = _array_leaf_type(obj)
+                if type(obj) in array_types:
+                    shape, dtype = obj.shape, _dtype_name(obj.dtype)
+                elif _has_array_attrs(obj) and (values or not isinstance(obj, _NUMBERS)):
+                    # np.float64 is a Python number too
+                    shape, dtype = ((), _scalar_dtype(obj)) if isinstance(obj, _NUMBERS) else _array_leaf_type(obj)
+                else:
+                    shape = None
+                if shape is None:
+                    leaf = _leaf(node.path, obj, len(leaves), values)
+                elif values:  # summarised in one batch after the walk
                     pending.append((node, obj, shape, dtype, len(leaves)))
                     leaves.append(None)
                     continue
-                node.leaf = leaf = _leaf(node.path, obj, len(leaves), values)
+                else:
+                    leaf = _NewLeaf(node.path, shape, dtype, math.prod(shape), dtype in _FLOAT_DTYPES, "", len(leaves))
+                node.leaf = leaf
             except BaseException as err:
                 if _fatal(err):
                     raise
@@ -329,75 +339,38 @@ def _describe(tree: Any, name: str, values: bool | str) -> tuple[TreeSummary, li
                 raise TreeError(_unreadable_message(name + node.path, obj, unreadable), node.path) from unreadable.error
             leaves.append(leaf)
             continue
-        node.kind, node.type_name, pieces = kids
+        node.kind, node.type_name, pieces, order = kids
         if not pieces:
             continue
+        # the step into a container: its children in JAX order (flatten indices follow it), shown
+        # in the order written; TreeError when it is open on the way down (a cycle) or too deep
+        key = id(obj)
+        if key in open_:
+            raise TreeError(
+                f"{name}{node.path} refers back to {name}{open_[key][0]}: a tree cannot contain "
+                "itself (JAX would recurse forever); keep the reference outside the tree.",
+                node.path,
+            )
+        if node.depth >= MAX_DEPTH:
+            raise TreeError(
+                f"{name}{node.path[:200]}… is more than {MAX_DEPTH} levels deep: is a node making "
+                "new children without end?",
+                node.path,
+            )
         path, depth = node.path, node.depth + 1
         made = [
-            (Node(path + piece, label, "leaf", type(child).__name__, depth), child) for piece, label, _, child in pieces
+            (Node(path + piece, label, "leaf", type(child).__name__, depth), child) for piece, label, child in pieces
         ]
-        ranks = [rank for _, _, rank, _ in pieces]
-        shown = (
-            [n for _, (n, _) in sorted(zip(ranks, made), key=lambda item: item[0])] if ranks != sorted(ranks) else None
-        )
-        leafy = all(type(child) in array_types or type(child) in _ATOMS or child is None for _, child in made)
-        _step_in(node, obj, made, shown, leafy, open_, push, name)
+        node.children = [n for n, _ in made] if order is None else [made[k][0] for k in order]
+        # only a container with containers inside can be part of a cycle: it is kept open
+        if not all(type(child) in array_types or type(child) in _ATOMS or child is None for _, child in made):
+            open_[key] = (path, obj)
+            push((None, key))
+        stack.extend(reversed(made))
     summary = TreeSummary(name, root, leaves, nodes=nodes)
     if pending:
         _fill_summaries(pending, leaves, summary.later if later else None)
     return summary, objects
-
-
-def _step_in(node: Node, obj: Any, made: list, shown: list | None, leafy: bool, open_: dict, push, name: str) -> None:
-    """The walk's step into a container whose child nodes `made` are (node, child) in JAX order
-    (flatten indices follow it), displayed in the order `shown` (None: the same). TreeError when
-    the container is open on the way down (a cycle) or too deep. Only a container with containers
-    inside can be part of a cycle: one of arrays and numbers only (`leafy`) is not kept open."""
-    key = id(obj)
-    if key in open_:
-        raise TreeError(
-            f"{name}{node.path} refers back to {name}{open_[key][0]}: a tree cannot contain "
-            "itself (JAX would recurse forever); keep the reference outside the tree.",
-            node.path,
-        )
-    if node.depth >= MAX_DEPTH:
-        raise TreeError(
-            f"{name}{node.path[:200]}… is more than {MAX_DEPTH} levels deep: is a node making "
-            "new children without end?",
-            node.path,
-        )
-    node.children = [n for n, _ in made] if shown is None else shown
-    if not leafy:
-        open_[key] = (node.path, obj)
-        push((None, key))
-    for item in reversed(made):
-        push(item)
-
-
-def _walk_str_dict(node: Node, obj: dict, push: Any, open_: dict, name: str) -> bool:
-    """The walk's step for a plain dict with string keys (most of a model): the same as
-    `_children` and the general step, with less asked per key. False (nothing done) for any
-    other dict."""
-    texts = _KEY_TEXTS
-    path, depth = node.path, node.depth + 1
-    made = []  # (child node, child) in JAX order: sorted keys
-    leafy = True
-    for k in obj:
-        if type(k) is not str:  # other keys (their ordering and repr are user code): the general step
-            return False
-    keys = sorted(obj)
-    for k in keys:
-        kt = texts.get(k) or _key_texts(k)
-        child = obj[k]
-        ct = type(child)
-        if leafy and not (ct in _ARRAY_TYPES or ct in _ATOMS or child is None):
-            leafy = False
-        made.append((Node(path + kt[0], kt[1], "leaf", ct.__name__, depth), child))
-    node.kind, node.type_name = "dict", "dict"
-    written = list(obj)
-    at = {k: i for i, k in enumerate(keys)} if keys != written else None  # displayed as written
-    _step_in(node, obj, made, None if at is None else [made[at[k]][0] for k in written], leafy, open_, push, name)
-    return True
 
 
 # Types whose instances are array leaves (numpy's and jax's arrays, met once in a tree): the
