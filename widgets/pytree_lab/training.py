@@ -426,7 +426,7 @@ class TrainingStep:
             if keep:  # the stacked buffers, one point per step: the k points taken come over
                 leaves = [[np.asarray(to_host(b[:k])) for b in self.engine.tree_leaves(t)] for t in kept]
                 kept = [tuple([b[t] for b in bufs] for bufs in leaves) for t in range(k)]
-            return k, p, s, np.asarray(to_host(buf))[:k].tolist(), kept
+            return k, p, s, np.asarray(to_host(buf))[:k], kept
 
         losses: list[float] = []
         points: list | None = [] if keep else None
@@ -437,7 +437,9 @@ class TrainingStep:
                 return RunResult(p, s, losses, done, None, True, points)
             taken, new_p, new_s, chunk_losses, kept = chunk(p, s, min(CHUNK, n - done), deadline, keep)
             # the loss at point j is not finite: back to point j - 1 (the same code, fewer steps)
-            j = next((t for t, v in enumerate(chunk_losses) if not math.isfinite(v)), None)
+            finite = np.isfinite(chunk_losses)
+            j = None if finite.all() else int(np.argmin(finite))
+            chunk_losses = np.asarray(chunk_losses).tolist()
             back = taken if j is None else max(j - 1, 0)
             if points is not None:
                 points += kept[:back]
