@@ -41,11 +41,6 @@ def _same_tree(a, b, top: bool = True) -> bool:
         return False
 
 
-def _whole_tree(answer, trees) -> str | None:
-    """The sentence of the first (tree, sentence) the whole answer equals, leaf for leaf."""
-    return next((sentence for tree, sentence in trees if _same_tree(answer, tree)), None)
-
-
 # course_source/solutions/<id>.py of a checkout: outside content/ (what students open), not in the package
 SOLUTIONS = pathlib.Path(__file__).resolve().parents[4] / "course_source" / "solutions"
 

@@ -17,7 +17,7 @@ from ...exercises import (
     tools,
     type_name,
 )
-from .common import _lesson_setup, _same_tree, _whole_tree, graded_exercise
+from .common import _lesson_setup, _same_tree, graded_exercise
 from .reruns import at_cases, follows_the_lesson, lesson_cases
 
 
@@ -88,7 +88,7 @@ def _grade_nested_scale_grad(answer, near: list) -> Outcome:
     )
     outcome = grade_tree(answer, spec)
     # a mistake recognised by the whole tree, never by one leaf that happens to equal a value
-    whole = None if outcome.passed else _whole_tree(answer, near[:_WHOLE])
+    whole = next((s for t, s in near[:_WHOLE] if not outcome.passed and _same_tree(answer, t)), None)
     if whole is not None:
         return Outcome(outcome.passed_cases, 3, [outcome.lines[0], f"- {whole}"])
     if outcome.passed:

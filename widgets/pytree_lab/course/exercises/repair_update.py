@@ -8,7 +8,7 @@ import dataclasses
 
 from ... import lesson
 from ...exercises import CheckContext, Outcome, TreeSpec, as_number_array, fmt_num, grade_tree, tools
-from .common import _lesson_setup, _whole_tree, graded_exercise, lesson_point
+from .common import _lesson_setup, _same_tree, graded_exercise, lesson_point
 from .reruns import at_cases, follows_the_lesson, lesson_cases
 
 _LR = fmt_num(lesson.LEARNING_RATE)  # the lesson's learning rate, as the sentences write it
@@ -59,7 +59,6 @@ def _near(names) -> list:
 
 
 def _grade_repair_update(answer, near: list) -> Outcome:
-    jnp = tools.jnp
     point = lesson_point()
     spec = TreeSpec(
         expected=point["updated"],
@@ -71,7 +70,7 @@ def _grade_repair_update(answer, near: list) -> Outcome:
         },
     )
     outcome = grade_tree(answer, spec)
-    whole = None if outcome.passed else _whole_tree(answer, near[:_WHOLE])
+    whole = next((s for t, s in near[:_WHOLE] if not outcome.passed and _same_tree(answer, t)), None)
     if whole is not None:
         return Outcome(outcome.passed_cases, 2, [outcome.lines[0], f"- {whole}"])
     # The loss at the student's tree: the lesson's evidence that the repair worked.
@@ -79,7 +78,7 @@ def _grade_repair_update(answer, near: list) -> Outcome:
         leaves = {k: as_number_array(v) for k, v in answer.items()} if isinstance(answer, dict) else {}
         if set(leaves) == {"weight", "bias"} and all(v is not None for v in leaves.values()):
             _, x, target, _ = _lesson_setup()
-            candidate = {k: jnp.asarray(v, dtype=jnp.float32) for k, v in leaves.items()}
+            candidate = {k: tools.jnp.asarray(v, dtype=tools.jnp.float32) for k, v in leaves.items()}
             loss, after = (float(lesson.lesson_loss(t, x, target)) for t in (candidate, point["updated"]))
             outcome.lines.append(
                 f"Loss at your updated tree: {fmt_num(loss)} (before the step: "

@@ -121,8 +121,7 @@ def _grade_squared_norm(answer, seen) -> Outcome:
             else:
                 outcomes.append(_graded(answer[name], name, expected, seen))
         passed = sum(o.passed_cases for o in outcomes)
-        lines = [line for o in outcomes for line in o.lines]
-        return Outcome(passed, 2, [f"{passed} of 2 values right."] + lines)
+        return Outcome(passed, 2, [f"{passed} of 2 values right."] + [line for o in outcomes for line in o.lines])
     return _graded(answer, "norm_squared", expected, seen)
 
 
