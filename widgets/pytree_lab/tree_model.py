@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import re
 from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -318,41 +319,14 @@ def path_label(path: str, root: str = "params") -> str:
     return text.removeprefix("/") or root
 
 
+_QUOTED = r"""'(?:\\.|[^'\\])*'|"(?:\\.|[^"\\])*\""""
+# a keystr's piece: `[...]` (with quoted strings and brackets inside), `.name`, or the rest as it is
+_PIECE = re.compile(rf"""\[(?>{_QUOTED}|\[(?>{_QUOTED}|[^\]])*+\]|[^\]])*+\]|\.[^.\[]*|.+""", re.S)
+
+
 def _split_path(path: str) -> list[str]:
     """Split a keystr into its pieces, respecting quotes inside brackets."""
-    pieces, i, n = [], 0, len(path)
-    while i < n:
-        c = path[i]
-        if c == "[":
-            j, quote, depth = i + 1, None, 1
-            while j < n:
-                ch = path[j]
-                if quote:
-                    if ch == "\\":
-                        j += 1
-                    elif ch == quote:
-                        quote = None
-                elif ch in "'\"":
-                    quote = ch
-                elif ch == "[":
-                    depth += 1
-                elif ch == "]":
-                    depth -= 1
-                    if depth == 0:
-                        break
-                j += 1
-            pieces.append(path[i : j + 1])
-            i = j + 1
-        elif c == ".":
-            j = i + 1
-            while j < n and path[j] not in ".[":
-                j += 1
-            pieces.append(path[i:j])
-            i = j
-        else:
-            pieces.append(path[i:])
-            break
-    return pieces
+    return _PIECE.findall(path)
 
 
 class ElementLabels(Sequence):
@@ -370,28 +344,19 @@ class ElementLabels(Sequence):
     def __len__(self) -> int:
         return self.size if self.shape else 1
 
-    def _label(self, flat: int) -> str:
-        if not self.shape:
-            return self.base
-        return f"{self.base}[{index_text(flat, self.shape)}]"
-
     def __getitem__(self, k):
         flat = range(len(self))[k]  # the positions asked for (IndexError past either end)
-        return list(map(self._label, flat)) if isinstance(k, slice) else self._label(flat)
-
-    def __iter__(self) -> Iterator[str]:
-        return map(self._label, range(len(self)))
+        if isinstance(k, slice):
+            return [self[i] for i in flat]
+        return f"{self.base}[{index_text(flat, self.shape)}]" if self.shape else self.base
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, (list, tuple, ElementLabels)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
-        return NotImplemented
+        return list(self) == list(other) if isinstance(other, (list, tuple, ElementLabels)) else NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        head = ", ".join(repr(x) for x in self[:3])
-        return f"ElementLabels([{head}{', …' if len(self) > 3 else ''}], {len(self)} labels)"
+        return f"ElementLabels({self[:3]}{'…' if len(self) > 3 else ''}, {len(self)} labels)"
 
 
 def element_labels(leaf: Leaf, limit: int | None = None) -> ElementLabels | list[str]:
