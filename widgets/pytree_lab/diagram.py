@@ -31,6 +31,7 @@ the tree is given). The page adds the new rows below their container (diagram.js
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
@@ -216,58 +217,37 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         for column in expected:
             if column not in trees:
                 raise ValueError(f"expected= names {column!r}, which is not one of the trees {list(trees)}")
-        verdicts = (
-            diagnose(
-                reference, trees[c], reference_name=f"the expected {c}", candidate_name=f"the {c} tree", values=True
-            )
-            for c, reference in expected.items()
+        # structure first (each tree against the first), then values (expected=): the lesson's order
+        compared = self.compare and len(summaries) > 1
+        structure = (
+            diagnose_summaries(summaries[0], s, f"the {summaries[0].name} tree", f"the {s.name} tree")
+            for s in summaries[1:]
         )
-        found = next((v for v in verdicts if not v.ok), None)
-        panels = []
+        values = (
+            diagnose(ref, trees[c], reference_name=f"the expected {c}", candidate_name=f"the {c} tree", values=True)
+            for c, ref in expected.items()
+        )
+        verdicts = itertools.chain(structure if compared else (), values)
+        diagnosis = next((v for v in verdicts if not v.ok), Diagnosis(True) if compared else None)
+        panels = None if extra is _MISSING else []
         if extra is not _MISSING and extra is not None:
             if not isinstance(extra, dict) or not all(isinstance(k, str) for k in extra):
                 extra = {"optimizer state": extra}
             panels = [describe(tree, title, values="later") for title, tree in extra.items()]
         if order is not _MISSING and not isinstance(order, TreeSummary):
             order = describe(order, "order", values=False)
-        self.show_summaries(
-            summaries,
-            panels if extra is not _MISSING else None,
-            fold=fold,
-            order=None if order is _MISSING else order,
-            diagnosis=found,
-        )
-
-    def show_summaries(
-        self,
-        summaries: list[TreeSummary],
-        panels: list[TreeSummary] | None = None,
-        *,
-        fold: bool | None = None,
-        order: TreeSummary | None = None,
-        diagnosis: Diagnosis | None = None,
-    ) -> None:
-        self._order = order
-        if self.compare and len(summaries) > 1:
-            # structure first, then values (`diagnosis` from expected=): the lesson's order
-            first = summaries[0]
-            verdicts = (
-                diagnose_summaries(first, s, f"the {first.name} tree", f"the {s.name} tree") for s in summaries[1:]
-            )
-            diagnosis = next((v for v in verdicts if not v.ok), Diagnosis(True) if diagnosis is None else diagnosis)
+        self._order = order = None if order is _MISSING else order
         self._summaries = summaries
-        paths, boxes = _structure(summaries)
-        self._boxes = boxes
+        paths, self._boxes = _structure(summaries)
         self._lazy_main = len(paths) > FOLD_ABOVE
         self._showing = True
         try:
-            with self.hold_sync():
+            with self.hold_sync():  # the page gets one message
                 self._show(summaries, panels, paths, fold, order, diagnosis)
         finally:
             self._showing = False
 
     def _show(self, summaries, panels, paths, fold, order, diagnosis) -> None:
-        """`show_summaries`' traits, set under one hold_sync (the page gets one message)."""
         known = self._containers
         # fold=True folds every container; by default a big tree's new containers start folded
         # (all of them the first time; none on a step that keeps the structure)
@@ -303,8 +283,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
             self.selected_path = ""
         self.diagnosis = diagnosis
         if diagnosis is not None and not diagnosis.ok:
-            self.message_kind = "warning"
-            self.message = diagnosis.message
+            self.show_message(diagnosis.message, "warning")
         else:
             self.message = ""
 
@@ -428,41 +407,31 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         return "\n\n".join(parts)
 
     def _aligned_text(self, max_lines: int) -> str:
+        summaries = self._summaries
         with gc_paused():  # the rows shown, with their values; every row only when the trees differ
-            head = _head_rows(self._summaries, self._order, max_lines, self.__dict__.setdefault("_head_cache", {}))
-            if head is not None:  # the same paths in every tree (params, grads, updated)
-                rows, lasts, total = head
-                for s in self._summaries:
-                    s.show_values([c["i"] for r in rows for c in r["c"][:1] if c is not None and "i" in c])
-                leaves = [{r["p"]: s.leaves[r["c"][0]["i"]] for r in rows if "i" in r["c"][0]} for s in self._summaries]
-            else:
-                every = _align(self._summaries, self._order, None, values=False)
-                total, rows = len(every), every[:max_lines]
-                shown = {r["p"] for r in rows}
-                for s in self._summaries:
-                    s.show_values([i for i, (node, _) in s.later.items() if node.path in shown])
-                leaves = [{leaf.path: leaf for leaf in s.leaves if leaf.path in shown} for s in self._summaries]
-                # tree glyphs: the last child of a parent gets └──, its descendants no bar
-                last_child = {r["u"]: r["p"] for r in every}
-                lasts = [last_child.get(r["u"]) == r["p"] for r in rows]
+            head = _head_rows(summaries, self._order, max_lines, self.__dict__.setdefault("_head_cache", {}))
+            if head is None:  # not the same paths in every tree (as params, grads and updated have)
+                every = _align(summaries, self._order, None, values=False)
+                last_child = {r["u"]: r["p"] for r in every}  # a parent's last child gets └──
+                head = every[:max_lines], [last_child.get(r["u"]) == r["p"] for r in every[:max_lines]], len(every)
+            rows, lasts, total = head
+            for col, s in enumerate(summaries):
+                s.show_values([c["i"] for r in rows if (c := r["c"][col]) is not None and "i" in c])
         names = tree_lines(((r["p"], r["u"], last, r["l"]) for r, last in zip(rows, lasts)), len(rows))
         cells = []
         for r in rows:
             line = []
             for col, cell in enumerate(r["c"]):
-                if cell is None:
-                    line.append("— missing")
-                elif "i" in cell:
-                    leaf = leaves[col].get(r["p"])
-                    nd = " (not differentiable)" if cell.get("nd") else ""
-                    if leaf is not None and leaf.grid:  # a matrix in its own shape, a line per row
-                        rows_of = grid_lines([t.split(" ") for t in leaf.grid.split("\n")])
-                        line.append("\n".join([cell["ty"] + nd, *rows_of]))
-                        continue
-                    value = leaf.summary if leaf is not None else cell.get("v", "")
-                    line.append(f"{cell['ty']} {value}".rstrip() + nd)
+                if cell is None or "i" not in cell:
+                    line.append("— missing" if cell is None else cell["ty"])
+                    continue
+                leaf = summaries[col].leaves[cell["i"]]
+                nd = " (not differentiable)" if cell.get("nd") else ""
+                if leaf.grid:  # a matrix in its own shape, a line per row
+                    rows_of = grid_lines([t.split(" ") for t in leaf.grid.split("\n")])
+                    line.append("\n".join([cell["ty"] + nd, *rows_of]))
                 else:
-                    line.append(cell["ty"])
+                    line.append(f"{cell['ty']} {leaf.summary}".rstrip() + nd)
             if r["s"] != "ok":
                 line[-1] += f"   ← {_STATUS_TEXT.get(r['s'], r['s'])}"
             cells.append(line)
