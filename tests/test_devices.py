@@ -376,9 +376,9 @@ def test_a_slider_move_brings_over_what_is_drawn_not_the_model():
     assert "float32[2048,2048]" in big["w_line"]
     assert (plo, phi) == (fmt_number(float(w.min())), fmt_number(float(w.max())))
     # a mean of 4M numbers summed in float32 there, shown to 4 digits: within its rounding of the values' scale
-    assert float(pm) == pytest.approx(w.mean(dtype=np.float64), rel=1e-3, abs=1e-6 * np.abs(w).max())
+    assert float(pm) == pytest.approx(w.mean(dtype=np.float64), rel=1e-3, abs=1e-6 * float(np.abs(w).max()))
     for shown, host in ((gm, g.mean(dtype=np.float64)), (glo, g.min()), (ghi, g.max())):
-        assert float(shown) == pytest.approx(float(host), rel=max(rtol, 1e-3), abs=rtol * np.abs(g).max())
+        assert float(shown) == pytest.approx(float(host), rel=max(rtol, 1e-3), abs=rtol * float(np.abs(g).max()))
 
 
 # ------------------------------------------------------------------------------- tolerances

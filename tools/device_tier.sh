@@ -49,5 +49,6 @@ tail -n 1 "$OUTDIR/kernel-tier.txt" | tee -a "$OUTDIR/summary.txt"
 grep -E "^(FAILED|ERROR) " "$OUTDIR/kernel-tier.txt" | tee -a "$OUTDIR/summary.txt"
 if [ "${DEVICE_TIER_BENCH:-1}" = 1 ]; then
   python3 -m bench --only devices --json "$OUTDIR/bench.json" > "$OUTDIR/bench.txt" 2>&1 || echo "bench failed (rc $?)" >> "$OUTDIR/summary.txt"
+  cat "$OUTDIR/bench.txt"  # the devices table: each size on both devices, the default's ratio to the host CPU
 fi
 exit $rc

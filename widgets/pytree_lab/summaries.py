@@ -163,7 +163,7 @@ def summarise_group(objs: list, dtype: str, shape: tuple, size: int, later: bool
     if size > GRID_MAX and (dtype[:1] == "f" or dtype == "bfloat16") and not on_host(objs[0]):
         got = to_host([_reducer()(x) for x in objs])  # four numbers a leaf come over
         return [(_stats(float(m), float(lo), float(hi), int(bad), size), None, None) for bad, m, lo, hi in got]
-    objs = to_host(objs) if objs and not on_host(objs[0]) else objs  # a small leaf's values are drawn
+    objs = to_host(objs) if not on_host(objs[0]) else objs  # a small leaf's values are drawn
     stacked = None
     plain = any(getattr(type(obj), "__pytree_lab_plain_array__", False) for obj in objs)  # no numpy here
     if not plain and len(objs) > 1 and 0 < size <= _STACK_MAX and _numeric(dtype):
@@ -215,10 +215,14 @@ def on_host(x: Any) -> bool:
         return True
 
 
+def _far(x: Any) -> bool:
+    return any(map(_far, x)) if isinstance(x, (list, tuple)) else not on_host(x)
+
+
 def to_host(x: Any) -> Any:
-    """An array, or a list or tuple of them, with the values of those not on the host fetched by
+    """An array, or lists and tuples of them, with the values of those not on the host fetched by
     one `jax.device_get` (an explicit transfer, which JAX's transfer guard lets through)."""
-    if all(map(on_host, x if isinstance(x, (list, tuple)) else [x])):
+    if not _far(x):
         return x
     import jax
 
