@@ -26,23 +26,34 @@ __all__ = ["PackedView"]
 
 
 class _Layout:
-    def __init__(self, name: str, tree: Any, eng: Engine):
+    def __init__(self, name: str, tree: Any, eng: Engine, cap: int):
         import numpy as np
 
         eng.check_tree(tree, name)  # a tree that contains itself or nests too deep: refused before JAX
-
-        packed, _ = eng.ravel_pytree(tree)
-        self.name = name
-        self.packed = packed
-        flat, _ = eng.tree_flatten_with_path(tree)
+        self.name, self.packed = name, eng.ravel_pytree(tree)[0]
         self.owner: dict[int, tuple[str, tuple | None]] = {}
-        self.leaves: list[dict] = []
-        for path, leaf in flat:  # ravel_pytree packs leaf after leaf, each in row-major order
+        self.leaves: dict[str, range] = {}  # leaf path -> its packed positions
+        drawn = []
+        for path, leaf in eng.tree_flatten_with_path(tree)[0]:  # packed leaf after leaf, each row-major
             shape, key, start = np.shape(leaf), eng.keystr(path), len(self.owner)
             self.owner.update((start + i, (key, index if shape else None)) for i, index in enumerate(np.ndindex(shape)))
-            self.leaves.append({"path": key, "shape": list(shape), "positions": list(range(start, len(self.owner)))})
-        if len(self.owner) != int(packed.size):  # pragma: no cover - ravel_pytree packs leaf by leaf
+            self.leaves[key] = positions = range(start, len(self.owner))
+            shown = positions[: max(0, cap - start)]
+            elements = [{"i": i, "label": self.label(i)} for i in shown]
+            drawn.append(
+                {"path": key, "shape": list(shape), "elements": elements, "hidden": len(positions) - len(shown)}
+            )
+        values = np.asarray(self.packed).ravel()
+        if len(self.owner) != values.size:  # pragma: no cover - ravel_pytree packs leaf by leaf
             raise ValueError("the packed vector does not match the tree's leaves")
+        self.page = {  # what the page draws: up to `cap` positions
+            "name": name,
+            "positions": [
+                {"i": i, "value": f"{v:g}", "label": self.label(i)} for i, v in enumerate(values[:cap].tolist())
+            ],
+            "more": max(0, values.size - cap),
+            "leaves": drawn,
+        }
 
     def label(self, position: int) -> str:
         path, index = self.owner[position]
@@ -89,40 +100,11 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
         engine: Engine | None = None,
         **kwargs: Any,
     ):
-        import numpy as np
-
         refuse_unknown_widget_keywords(self, kwargs)  # a typo is an error, not a dropped argument
         eng = engine or get_engine()
-        self._layouts = [_Layout(n, t, eng) for n, t in [(name, tree), *(layouts or {}).items()]]
-        first = self._layouts[0]
-        self.packed = first.packed
-        self.owner = first.owner
-        self.name = name
-        data = []
-        cap = self.MAX_DRAWN
-        for layout in self._layouts:
-            values = np.asarray(layout.packed).ravel()[:cap].tolist()
-            total = int(np.asarray(layout.packed).size)
-            leaves = []
-            for leaf in layout.leaves:
-                drawn = [i for i in leaf["positions"][:cap] if i < cap]
-                leaves.append(
-                    {
-                        "path": leaf["path"],
-                        "shape": leaf["shape"],
-                        "elements": [{"i": i, "label": layout.label(i)} for i in drawn],
-                        "hidden": len(leaf["positions"]) - len(drawn),
-                    }
-                )
-            data.append(
-                {
-                    "name": layout.name,
-                    "positions": [{"i": i, "value": f"{v:g}", "label": layout.label(i)} for i, v in enumerate(values)],
-                    "more": max(0, total - cap),
-                    "leaves": leaves,
-                }
-            )
-        super().__init__(layouts_data=data, **kwargs)
+        self._layouts = [_Layout(n, t, eng, self.MAX_DRAWN) for n, t in [(name, tree), *(layouts or {}).items()]]
+        self.packed, self.owner, self.name = self._layouts[0].packed, self._layouts[0].owner, name
+        super().__init__(layouts_data=[layout.page for layout in self._layouts], **kwargs)
 
     def label(self, position: int, layout: int = 0) -> str:
         return self._layouts[layout].label(position)
@@ -143,15 +125,18 @@ class PackedView(PageIntents, TextForm, anywidget.AnyWidget):
             return
         kind, key = sel.get("kind"), sel.get("key")
         if kind == "leaf":
-            leaf = next((leaf for leaf in layout.leaves if leaf["path"] == key), None)
-            if leaf is None:
+            positions = layout.leaves.get(key) if isinstance(key, str) else None
+            if positions is None:
                 return
-            positions = list(leaf["positions"])
-            drawn = [i for i in positions[: self.MAX_DRAWN] if i < self.MAX_DRAWN]  # what the page shows
-            self.highlight = {"layout": layout_index, "positions": drawn, "elements": [layout.label(i) for i in drawn]}
+            drawn = positions[: max(0, self.MAX_DRAWN - positions.start)]  # what the page shows
+            self.highlight = {
+                "layout": layout_index,
+                "positions": list(drawn),
+                "elements": [layout.label(i) for i in drawn],
+            }
             if len(positions) <= 20:
-                self.readout = f"{layout.name}{key} occupies packed positions {positions}"
-            else:  # a leaf's positions are consecutive
+                self.readout = f"{layout.name}{key} occupies packed positions {list(positions)}"
+            else:
                 self.readout = (
                     f"{layout.name}{key} occupies packed positions {positions[0]} to {positions[-1]} "
                     f"({len(positions):,} values)"
