@@ -229,7 +229,7 @@ class PytreeDiagram(PageIntents, TextForm, anywidget.AnyWidget):
         )
         verdicts = itertools.chain(structure if compared else (), values)
         diagnosis = next((v for v in verdicts if not v.ok), Diagnosis(True) if compared else None)
-        panels = None if extra is _MISSING else []
+        panels: list[TreeSummary] | None = None if extra is _MISSING else []
         if extra is not _MISSING and extra is not None:
             if not isinstance(extra, dict) or not all(isinstance(k, str) for k in extra):
                 extra = {"optimizer state": extra}
