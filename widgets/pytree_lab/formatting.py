@@ -228,7 +228,7 @@ def fmt_value(a: Any) -> tuple[str, tuple]:
         grid = tuple(map(tuple, grid_rows(texts, arr.shape))) if arr.ndim >= 2 else ()
         return nested_text(texts, arr.shape), grid
     if far:
-        flat, (bad, m, _, _) = to_host((a.reshape(-1)[:HEAD], _reducer()(a)))
+        bad, m, _, _, flat = to_host(_reducer(HEAD)(a))
         mean = fmt_number(float(m)) if bad < a.size else "nan"
     else:
         flat = arr.astype(np.float64).ravel()

@@ -162,7 +162,7 @@ def summarise_group(objs: list, dtype: str, shape: tuple, size: int, later: bool
     and left for later: a `Later` each)."""
     if size > GRID_MAX and (dtype[:1] == "f" or dtype == "bfloat16") and not on_host(objs[0]):
         got = to_host([_reducer()(x) for x in objs])  # four numbers a leaf come over
-        return [(_stats(float(m), float(lo), float(hi), int(bad), size), None, None) for bad, m, lo, hi in got]
+        return [(_stats(float(m), float(lo), float(hi), int(bad), size), None, None) for bad, m, lo, hi, _ in got]
     objs = to_host(objs) if not on_host(objs[0]) else objs  # a small leaf's values are drawn
     stacked = None
     plain = any(getattr(type(obj), "__pytree_lab_plain_array__", False) for obj in objs)  # no numpy here
@@ -238,17 +238,18 @@ def all_finite(leaves: list) -> list[bool]:
 
 
 @functools.cache
-def _reducer() -> Any:
-    """A float leaf's non-finite count, and the mean, min and max of its finite values, computed
-    where it lives (jitted: one program per shape and dtype)."""
+def _reducer(head: int = 0) -> Any:
+    """A float leaf's non-finite count, the mean, min and max of its finite values and its first
+    `head` values, computed where it lives (jitted: one program per shape and dtype)."""
     import jax
     import jax.numpy as jnp
 
     def reduce(x: Any) -> tuple:
-        x = x.ravel() if x.dtype in (jnp.float32, jnp.float64) else x.ravel().astype(jnp.float32)
-        ok = jnp.isfinite(x)
+        flat = x.ravel()
+        y = flat if x.dtype in (jnp.float32, jnp.float64) else flat.astype(jnp.float32)
+        ok = jnp.isfinite(y)
         n = ok.sum()
-        mean = jnp.where(ok, x, 0).sum() / jnp.maximum(n, 1).astype(x.dtype)
-        return x.size - n, mean, jnp.where(ok, x, jnp.inf).min(), jnp.where(ok, x, -jnp.inf).max()
+        mean = jnp.where(ok, y, 0).sum() / jnp.maximum(n, 1).astype(y.dtype)
+        return y.size - n, mean, jnp.where(ok, y, jnp.inf).min(), jnp.where(ok, y, -jnp.inf).max(), flat[:head]
 
     return jax.jit(reduce)
