@@ -271,7 +271,7 @@ def _grade_grad_over_flat_params(answer, context: CheckContext) -> Outcome:
     notes: list[str] = []
     outputs: list = []  # what the function returned, case by case (to see an answer written in)
     for index, declared in enumerate(_cases(context.rng)):  # each drawn once the one before is graded
-        case = _FlatCase(*declared.args, index > 0)
+        case = _FlatCase(declared.args[0], declared.args[1], index > 0)
         run = run_guarded(answer, *case.args(), budget=CASE_BUDGET, once_stuck=True)
         if not run.ok:
             problem = describe_failure(run, what="your function", budget=CASE_BUDGET, hidden=case.hidden)
