@@ -124,7 +124,7 @@ def _side(frame) -> str | None:
 
 @functools.cache  # a click makes millions of calls (JAX's own): each file is placed once
 def _side_of_file(filename: str) -> str | None:
-    """"course" (pytree_lab/course/), "toolkit" (the rest of pytree_lab: the guard, the exercise
+    """The side of a file: "course" (pytree_lab/course/), "toolkit" (the rest of pytree_lab: the guard, the exercise
     tools, the tree model) or None (the student's code, JAX, the standard library)."""
     path = pathlib.Path(filename).resolve()
     if path.is_relative_to(IMPORTED / "course"):
