@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -89,9 +90,10 @@ def edit_notebook(path: Path) -> None:
 
 
 def loaded_bytes(site: Path, net: browse.NetLog) -> int:
-    """Bytes of the site's files the page fetched (each file once)."""
+    """Bytes of the site's files the page fetched (each file once; not the HEAD requests of the
+    page's check of the site)."""
     total = 0
-    for path in set(net.local_paths()):
+    for path in {urlsplit(url).path for url in net.gets}:
         f = site / path.lstrip("/")
         if f.is_file():
             total += f.stat().st_size

@@ -117,6 +117,8 @@ def cached_profile(playwright, folder):
 
     def seen(request):
         net.requests.append((time.monotonic(), request.url))
+        if request.method == "GET":
+            net.gets.append(request.url)
         if LEAVES_LOOPBACK.match(request.url):
             net.refused.append(request.url)
 

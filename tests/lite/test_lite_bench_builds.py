@@ -56,7 +56,8 @@ def test_first_build_and_rebuild_after_one_notebook_edit_are_timed(tmp_path, mon
 def test_the_report_prints_both_build_times():
     run = {"first_diagram_visible_s": 1.5, "notebook_drawn_s": 2.6, "kernel_ready_s": 3.0, "slider_answered_s": 9.5}
     medians = {key: run.get(key) for key, _, _ in lite_bench.ROWS}
-    floor = {key: None for key, _, _ in lite_bench.ROWS} | {"notebook_drawn_s": 2.1, "second_visit_notebook_drawn_s": 0.9}
+    floor = {key: None for key, _, _ in lite_bench.ROWS}
+    floor |= {"notebook_drawn_s": 2.1, "second_visit_notebook_drawn_s": 0.9}
     conditions = {
         "machine": {
             **lite_bench.CONDITIONS["machine"],
@@ -82,6 +83,7 @@ def test_the_report_prints_both_build_times():
             "load_average_after": [1.0],
         }
     )
+
     def row(label):  # the new build's column (the first) of a row of the tables
         return re.search(rf"^  {re.escape(label)} +(\S+ s|—) ", text, re.M)[1]
 

@@ -935,7 +935,9 @@ COLOUR_SPREAD = """async (png) => {
     g.drawImage(img, 0, 0);
     const d = g.getImageData(0, 0, img.width, img.height).data;
     let most = 0;
-    for (let i = 0; i < d.length; i += 4) most = Math.max(most, Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]));
+    for (let i = 0; i < d.length; i += 4) {
+        most = Math.max(most, Math.max(d[i], d[i + 1], d[i + 2]) - Math.min(d[i], d[i + 1], d[i + 2]));
+    }
     return most;
 }"""
 SITE_NOTE = "saved with the site: run the cell to make it live"

@@ -420,6 +420,7 @@
       disablePyPIFallback: start.disablePyPIFallback,
       loadPyodideOptions: start.loadPyodideOptions,
     };
+    if (slowLink) delete options.loadPyodideOptions.ptlSnapshot; // (kernelLate, above)
     var worker = new Worker(at(start.worker), { type: "module" });
     early = { worker: worker, options: options };
     kernelSaid("starting");
@@ -437,17 +438,25 @@
   // share it with JupyterLab's own files, and JupyterLab would draw the notebook seconds later
   // (3.3x JupyterLite's own site at 10 Mbit/s): there the kernel starts as JupyterLite starts it,
   // once JupyterLab has opened the notebook, and its bytes follow JupyterLab's. Decided once, by
-  // whichever asks first (the page's start of the kernel, or the plugin's); a cached file tells nothing.
+  // whichever asks first (the page's start of the kernel, or the plugin's); a file from the cache (or
+  // answered 304) tells nothing.
+  // The link as last seen is kept (localStorage) for a visit whose files all come from the cache: it
+  // decides whether a start snapshot is worth its bytes (slowLink), not when the kernel starts.
   var late = null;
+  var slowLink = false;
 
   function kernelLate() {
     if (late === null) {
       var best = 0;
       performance.getEntriesByType("resource").forEach(function (e) {
         var took = e.responseEnd - e.responseStart;
-        if (e.encodedBodySize >= 16384 && e.transferSize > 0) best = Math.max(best, took > 0 ? e.encodedBodySize / took : Infinity);
+        if (e.encodedBodySize >= 16384 && e.transferSize > e.encodedBodySize) best = Math.max(best, took > 0 ? e.encodedBodySize / took : Infinity);
       });
-      late = best > 0 && best < 3750; // bytes a millisecond: 30 Mbit/s
+      late = slowLink = best > 0 && best < 3750; // bytes a millisecond: 30 Mbit/s
+      try {
+        if (best > 0) localStorage.setItem("ptl-slow-link", String(late));
+        else slowLink = localStorage.getItem("ptl-slow-link") === "true";
+      } catch (e) {} // (no storage: the link as this visit saw it)
       if (late) kernelSaid("late");
     }
     return late;
@@ -456,6 +465,10 @@
   // Asked by the notebook's Pyodide kernel (the build's patch of its initWorker) with its options.
   window.ptlKernelWorker = function (options) {
     kernelWaits = false; // a kernel is starting: the page starts none of its own after this
+    // a site built with a start snapshot (build.py --snapshot): on a slow link its 24 MB cost more
+    // than the imports it saves, and the kernel boots as on a site without one (the options are
+    // the kernel's own, so every kernel of this page does)
+    if (kernelLate() || slowLink) delete (options.loadPyodideOptions || {}).ptlSnapshot;
     var offered = early;
     early = null;
     if (!offered) return null;
