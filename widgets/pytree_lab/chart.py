@@ -317,20 +317,13 @@ def tick_width(text: str, font_px: float = TICK_FONT_PX) -> float:
     return sum(_ASCII_WIDTH[ord(c) - 32] if 32 <= ord(c) < 127 else 1000 for c in text) * font_px / 1000
 
 
-def _padded(lo: float, hi: float) -> tuple[float, float]:
-    """A linear loss range: 0 and every value, with a margin on the side that is not 0."""
-    lo, hi = min(lo, 0.0), max(hi, 0.0)
-    pad = 0.08 * (hi - lo) or 1.0
-    return (lo if lo == 0 else lo - pad), hi + pad
-
-
 class _LossChart:
     """What the loss charts share: a step axis (whole steps only), a linear loss axis, and the
     figure holding them with the marks `_marks` makes on those scales."""
 
     history: Any  # what `show` drew last
 
-    def __init__(self, title: str, layout: dict, *, log: bool = False, **figure: object):
+    def __init__(self, title: str, layout: dict, *, log: bool = False):
         self.log = log  # the loss on a log scale when every value is positive (set_log)
         self.on_new_widget: Callable | None = None  # told of a widget made later (the log scale)
         self.y_log: bqplot.LogScale | None = None  # made when first needed
@@ -345,7 +338,6 @@ class _LossChart:
             fig_margin={"top": 40, "bottom": 50, "left": 70, "right": 20},
             layout=layout,
             animation_duration=0,
-            **figure,
         )
 
     def _marks(self, scales: dict) -> list:
@@ -371,7 +363,10 @@ class _LossChart:
             y_min, y_max = 10 ** math.floor(math.log10(lo)), 10 ** math.ceil(math.log10(hi))
             y_max = y_max if y_max > y_min else y_min * 10
         else:
-            y_min, y_max = _padded(lo, hi)
+            # 0 and every value, with a margin on the side that is not 0
+            lo, hi = min(lo, 0.0), max(hi, 0.0)
+            pad = 0.08 * (hi - lo) or 1.0
+            y_min, y_max = (lo if lo == 0 else lo - pad), hi + pad
         scale.min, scale.max = float(y_min), float(y_max)
         if self.y_axis.scale is not scale:
             self.y_axis.scale = scale
@@ -448,13 +443,7 @@ class LossHistoryChart(_LossChart):
 
         ys_all = np.asarray(history, dtype=np.float64).reshape(-1)
         self.history = history
-        if ys_all.size == 0:  # nothing happened yet: no point, whole-number ticks, the scales as built
-            with self.figure.hold_sync(), self.line.hold_sync(), self.point.hold_sync():
-                self._steps(0)
-                self.line.x, self.line.y = np.zeros(0), np.zeros(0)
-                self.point.x, self.point.y = np.zeros(0), np.zeros(0)
-            return
-        xs, ys = thin_line(ys_all, MAX_DRAWN)
+        xs, ys = thin_line(ys_all, MAX_DRAWN)  # nothing happened yet: no point, the scales as built
         finite = ys_all[np.isfinite(ys_all)]
         lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
         with self.figure.hold_sync(), self.line.hold_sync(), self.point.hold_sync():
