@@ -28,19 +28,6 @@ SETTING = "kernel_websocket_connection_class"
 MARK = "_pytree_lab_nodelay"
 
 
-def _set_nodelay(connection: Any) -> None:
-    """TCP_NODELAY on the websocket behind `connection`; never stops the connection opening."""
-    handler = getattr(connection, "websocket_handler", None)
-    if handler is None or getattr(handler, "ws_connection", None) is None:
-        return
-    try:
-        handler.set_nodelay(True)
-    except Exception as e:  # a closed stream, an unusual transport: stock behaviour for this socket
-        log = getattr(connection, "log", None)
-        if log is not None:
-            log.debug("pytree-lab: could not set TCP_NODELAY on a kernel websocket: %r", e)
-
-
 def nodelay_connection_class(base: type) -> type:
     """A subclass of the kernel websocket connection class `base` that sets TCP_NODELAY first."""
     if getattr(base, MARK, False):
@@ -48,36 +35,24 @@ def nodelay_connection_class(base: type) -> type:
 
     def connect(self, *args, **kwargs):
         # The handler calls connect() right after the websocket handshake, before any kernel
-        # message goes out. The return value (a future, a coroutine or None) is the base's.
-        _set_nodelay(self)
+        # message goes out. A closed stream or an unusual transport: stock behaviour for this
+        # socket. The return value (a future, a coroutine or None) is the base's.
+        with contextlib.suppress(Exception):
+            self.websocket_handler.set_nodelay(True)
         return super(cls, self).connect(*args, **kwargs)
 
-    connect.__doc__ = f"Set TCP_NODELAY on the websocket, then {base.__name__}.connect()."
-    cls = type(
-        f"NoDelay{base.__name__}",
-        (base,),
-        {
-            "connect": connect,
-            MARK: True,
-            "__module__": __name__,
-            "__doc__": f"{base.__module__}.{base.__qualname__} with TCP_NODELAY on its websocket.",
-        },
-    )
+    cls = type(f"NoDelay{base.__name__}", (base,), {"connect": connect, MARK: True, "__module__": __name__})
     return cls
 
 
 def _unsupported(serverapp: Any, why: str) -> None:
-    try:
-        import jupyter_server
+    import jupyter_server
 
-        version = str(jupyter_server.__version__)
-    except Exception:
-        version = "unknown version"
     serverapp.log.warning(
         "pytree-lab: kernel websockets keep Nagle's algorithm (stock behaviour): %s "
         "(jupyter_server %s); small replies may wait ~40 ms for a delayed ACK.",
         why,
-        version,
+        jupyter_server.__version__,
     )
 
 
@@ -89,18 +64,12 @@ def _load_jupyter_server_extension(serverapp: Any) -> None:
         return
     try:
         from jupyter_server.services.kernels.connection.base import BaseKernelWebsocketConnection
-        from tornado.websocket import WebSocketHandler
     except ImportError as e:
         _unsupported(serverapp, f"cannot import the kernel websocket classes ({e})")
         return
     configured = settings[SETTING]
     if not (isinstance(configured, type) and issubclass(configured, BaseKernelWebsocketConnection)):
         _unsupported(serverapp, f"{SETTING} is {configured!r}, not a kernel websocket connection class")
-        return
-    if not callable(getattr(configured, "connect", None)) or not callable(
-        getattr(WebSocketHandler, "set_nodelay", None)
-    ):
-        _unsupported(serverapp, f"{configured.__name__} has no connect() or tornado has no set_nodelay()")
         return
     if getattr(configured, MARK, False):
         return  # loaded twice: already on
