@@ -205,12 +205,6 @@ _TYPE_LABELS = {
 _INNER_FIELDS = {"inner_state", "inner_opt_state", "inner_states"}
 
 
-def _type_label(node: Any) -> str:
-    name = type(node).__name__
-    label = name.removeprefix("ScaleBy")
-    return _TYPE_LABELS.get(name) or (label.removesuffix("State") or label).lower()
-
-
 def decompose_state(state: Any, params: Any, engine: Engine | None = None) -> StateView:
     """Split `state` into moment trees shaped like `params` and the rest (see `StateView`)."""
     import numpy as np
@@ -241,7 +235,9 @@ def decompose_state(state: Any, params: Any, engine: Engine | None = None) -> St
             found.append((" ".join(words) or "state", where, node, True))
             return
         if isinstance(node, tuple) and hasattr(node, "_fields"):
-            label = _type_label(node)
+            name = type(node).__name__
+            short = name.removeprefix("ScaleBy")
+            label = _TYPE_LABELS.get(name) or (short.removesuffix("State") or short).lower()
             if not node._fields:  # an empty state: shown apart, as what it is
                 found.append((" ".join(words + [label]), where, node, False))
                 return
@@ -283,15 +279,6 @@ def decompose_state(state: Any, params: Any, engine: Engine | None = None) -> St
 
 
 # ---------------------------------------------------------------------------------------- Adam's numbers
-def _closure(fn: Any) -> dict:
-    cells = getattr(fn, "__closure__", None) or ()
-    out = {}
-    for name, cell in zip(fn.__code__.co_freevars, cells):
-        with contextlib.suppress(ValueError):  # an empty cell
-            out[name] = cell.cell_contents
-    return out
-
-
 def adam_hyperparameters(optimizer: Any) -> dict | None:
     """b1, b2, eps, eps_root and the learning rate of the one Adam inside an optax (or Lite)
     optimizer, read from the functions it was built from; None unless exactly one plain Adam
@@ -309,7 +296,10 @@ def adam_hyperparameters(optimizer: Any) -> dict | None:
         fn = getattr(obj, "__func__", obj)  # bound methods (MultiSteps.update)
         if callable(fn) and hasattr(fn, "__code__"):
             name = fn.__qualname__
-            cells = _closure(fn)
+            cells = {}
+            for free, cell in zip(fn.__code__.co_freevars, getattr(fn, "__closure__", None) or ()):
+                with contextlib.suppress(ValueError):  # an empty cell
+                    cells[free] = cell.cell_contents
             if name.startswith("scale_by_adam.<locals>.update"):
                 adams.append(cells)
             elif name.startswith("scale.<locals>.update") and "step_size" in cells:
