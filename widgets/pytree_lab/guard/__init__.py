@@ -108,20 +108,13 @@ def _library_roots() -> tuple[str, ...]:
     roots |= {site.getusersitepackages() if site.ENABLE_USER_SITE is not False else None}
     with contextlib.suppress(Exception):  # a broken metadata folder: the rest still count
         roots |= {str(dist.locate_file("")) for dist in importlib.metadata.distributions()}
-    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
-        if entry and _holds_a_package(entry):
-            roots.add(entry)
+    for entry in filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep)):
+        with contextlib.suppress(OSError), os.scandir(entry) as entries:
+            if any(e.is_dir() and os.path.exists(os.path.join(e.path, "__init__.py")) for e in entries):
+                roots.add(entry)  # a folder that holds a package
     notebook = _real(os.getcwd())
     found = {_real(root) for root in roots if root}
     return tuple(root.rstrip(os.sep) + os.sep for root in found if root != notebook)
-
-
-def _holds_a_package(folder: str) -> bool:
-    try:
-        with os.scandir(folder) as entries:
-            return any(e.is_dir() and os.path.exists(os.path.join(e.path, "__init__.py")) for e in entries)
-    except OSError:
-        return False
 
 
 # A finalizer or GC callback between here and the user's code: an exception raised there would be
