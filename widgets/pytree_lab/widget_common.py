@@ -40,8 +40,11 @@ class TextForm:
             # A composite (the explorer is an ipywidgets VBox of anywidgets and bqplot) gets the
             # metadata anywidget gives its own views: in Colab it names the custom widget manager
             # that renders third-party widgets (empty elsewhere).
-            if not isinstance(bundle, tuple) and (metadata := _anywidget_repr_metadata()):
-                bundle = (data, metadata)
+            if not isinstance(bundle, tuple):
+                with contextlib.suppress(ImportError):  # an anywidget without it: nothing to add
+                    from anywidget._util import get_repr_metadata
+
+                    bundle = (data, metadata) if (metadata := get_repr_metadata()) else bundle
             if _run_without_a_page():
                 data.pop(_WIDGET_VIEW, None)
             text = self.text()
@@ -50,14 +53,6 @@ class TextForm:
                 '<pre class="pytree-lab-text" style="font-family:monospace">' + html.escape(text) + "</pre>"
             )
         return bundle
-
-
-def _anywidget_repr_metadata() -> dict:
-    try:
-        from anywidget._util import get_repr_metadata
-    except ImportError:  # pragma: no cover - an anywidget without it: nothing to add
-        return {}
-    return get_repr_metadata()
 
 
 _WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
