@@ -229,13 +229,11 @@ class BeforeAfterChart:
         ]
 
     def _table_picked(self, change) -> None:
-        if self._picking or self._on_pick is None:
-            return
-        path = change["new"]
-        if path in self.owners:  # an element's leaf; anything else the page sends selects nothing
-            self._on_pick(path)
-        else:
-            self.highlight(self._highlighted)  # the page shows the selection as it is again
+        if not self._picking and self._on_pick is not None:
+            if change["new"] in self.owners:  # an element's leaf; anything else the page sends selects nothing
+                self._on_pick(change["new"])
+            else:
+                self.highlight(self._highlighted)  # the page shows the selection as it is again
 
     def show(self, before: Sequence[float], after: Sequence[float]) -> None:
         """New bar heights; the y scale always covers 0 and every value."""
@@ -277,14 +275,10 @@ class BeforeAfterChart:
         self._on_pick = callback
 
     def _picked(self, change) -> None:
-        if self._picking or self._on_pick is None:
-            return
         sel = change["new"]
-        if sel is None or len(sel) == 0:
-            return
-        i = int(list(sel)[-1])
-        if 0 <= i < len(self.owners):
-            self._on_pick(self.owners[i])
+        if not self._picking and self._on_pick is not None and sel is not None and len(sel):
+            if 0 <= (i := int(list(sel)[-1])) < len(self.owners):
+                self._on_pick(self.owners[i])
 
 
 # Upright tick labels: their font and the longest shown whole; a longer one is cut in the middle
@@ -350,9 +344,17 @@ class _LossChart:
         self.log = bool(log)
         self.show(self.history)
 
-    def _y_scale(self, lo: float, hi: float, marks: Sequence[Any]) -> tuple[Any, bool]:
-        """The loss axis for finite losses lo..hi, set on `marks`: log (whole decades) when asked
-        and every loss is positive, else linear with 0; returns (the scale, whether log)."""
+    def _axes(self, ys: Sequence[Any], marks: Sequence[Any]) -> tuple[Any, bool]:
+        """The axes for the losses `ys` (numpy arrays, one per line), set on `marks`: steps from 0,
+        at most about eight whole-number ticks; the finite losses on a log scale (whole decades)
+        when asked and every one is positive, else linear with 0. Returns (the loss scale, whether log)."""
+        import numpy as np
+
+        last = max(max((y.size for y in ys), default=0) - 1, 1)
+        self.x_scale.min, self.x_scale.max = 0.0, float(last)
+        self.x_axis.tick_values = [float(k) for k in range(0, last + 1, int(nice(last / 8)) or 1)]
+        finite = np.concatenate([y[np.isfinite(y)] for y in ys] + [np.zeros(0)])
+        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
         use_log = self.log and lo > 0
         if use_log and self.y_log is None:
             self.y_log = bqplot.LogScale(min=1e-3, max=1.0)
@@ -373,12 +375,6 @@ class _LossChart:
             for mark in marks:
                 mark.scales = {"x": self.x_scale, "y": scale}
         return scale, use_log
-
-    def _steps(self, n: int) -> None:
-        """The step axis for `n` points: from 0, at most about eight whole-number ticks."""
-        last = max(n - 1, 1)
-        self.x_scale.min, self.x_scale.max = 0.0, float(last)
-        self.x_axis.tick_values = [float(k) for k in range(0, last + 1, int(nice(last / 8)) or 1)]
 
     def close(self) -> None:
         """Close every widget of the chart, a scale not on screen included."""
@@ -444,11 +440,8 @@ class LossHistoryChart(_LossChart):
         ys_all = np.asarray(history, dtype=np.float64).reshape(-1)
         self.history = history
         xs, ys = thin_line(ys_all, MAX_DRAWN)  # nothing happened yet: no point, the scales as built
-        finite = ys_all[np.isfinite(ys_all)]
-        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 0.0)
         with self.figure.hold_sync(), self.line.hold_sync(), self.point.hold_sync():
-            self._steps(int(ys_all.size))
-            scale, use_log = self._y_scale(lo, hi, [self.line, self.point])
+            scale, use_log = self._axes([ys_all], [self.line, self.point])
             if self._few_ticks and not use_log:
                 gap = nice((scale.max - scale.min) / 5)
                 self.y_axis.tick_values = [
@@ -499,11 +492,8 @@ class LossLinesChart(_LossChart):
         self.history = histories
         ys = [np.asarray(h, dtype=np.float64).reshape(-1) for h in histories]
         n = max((y.size for y in ys), default=0)
-        finite = np.concatenate([y[np.isfinite(y)] for y in ys] + [np.zeros(0)])
         with self.figure.hold_sync():
-            self._steps(n)
-            lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-            self._y_scale(lo, hi, self.lines)
+            self._axes(ys, self.lines)
             for line, y in zip(self.lines, ys):
                 with line.hold_sync():
                     line.x, line.y = thin_line(y, MAX_DRAWN)
