@@ -4,16 +4,14 @@ unknown one. No widgets here."""
 
 from __future__ import annotations
 
+import functools
 import json
 import operator
 from typing import Any
 
 from .tree_model import Node, TreeSummary, _split_path, dtype_shape_label, gc_paused
 
-
-def _as_json_text(value: Any, widget: Any = None) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-
+_as_json_text = functools.partial(json.dumps, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 # The wire format's columns (module docstring): in-memory key -> the column's name on the
 # wire. The same names in static/diagram.js.
