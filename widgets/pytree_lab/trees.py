@@ -9,6 +9,7 @@ tree works in a JupyterLite kernel that has neither. Paths are `jax.tree_util.ke
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 import traceback
@@ -77,20 +78,13 @@ def _display_key(key: Any) -> str:
     return repr(key)
 
 
-# (path piece, label) of string keys met before: a model repeats `weight`, `bias` thousands of times
-_KEY_TEXTS: dict[str, tuple[str, str]] = {}
-
-
 def _key_texts(key: Any) -> tuple[str, str]:
     """(path piece, label) of a dict key: `['weight']`, `weight`."""
-    if type(key) is str:
-        found = _KEY_TEXTS.get(key)
-        if found is None:
-            if len(_KEY_TEXTS) > 50_000:
-                _KEY_TEXTS.clear()
-            found = _KEY_TEXTS[key] = (f"[{key!r}]", _display_key(key))
-        return found
     return f"[{key!r}]", _display_key(key)
+
+
+# the same for a string key, remembered: a model repeats `weight`, `bias` thousands of times
+_str_key_texts = functools.lru_cache(maxsize=50_000)(_key_texts)
 
 
 _INDEX = [f"[{i}]" for i in range(64)]
@@ -140,8 +134,8 @@ def _dict_children(node: dict, type_name: str) -> tuple[str, str, list[tuple[str
         keys = sorted(node)
     except TypeError as err:
         raise _Unreadable("sort", err) from err
-    written, texts = list(node), _KEY_TEXTS
-    pieces = [((type(k) is str and texts.get(k)) or _key_texts(k)) + (node[k],) for k in keys]
+    written = list(node)
+    pieces = [(_str_key_texts(k) if type(k) is str else _key_texts(k)) + (node[k],) for k in keys]
     if keys == written:
         return "dict", type_name, pieces, None
     at = dict(zip(keys, range(len(keys))))
