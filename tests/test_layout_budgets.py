@@ -16,7 +16,7 @@ MODULE_LINES = 600
 # The library's size as `ruff format` writes it (`make lint` prints it). Issue 31 asks for at most
 # 16,000 lines with every feature; this is its size now (20,713 three passes of folding ago), and it may only
 # go down.
-LIBRARY_LINES = 15_231
+LIBRARY_LINES = 15_213
 WIDGET_CLASS_LINES = 300
 SLIDER_PATH_CALLS = 6
 
