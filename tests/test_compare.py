@@ -188,7 +188,7 @@ def test_wrong_arguments_are_said():
 
 
 @strict_off
-def test_a_rate_slider_runs_its_optimizer_again_with_that_rate_as_optax_does():
+def test_a_rate_slider_runs_its_optimizer_again_with_that_rate_as_optax_does(cpu_reference):
     """A learning-rate slider per optimizer whose rate slides (a function of the rate, or
     inject_hyperparams): a move runs that optimizer again from the start, as many steps as it
     had taken, bit for bit its own optax loop with the new rate; the others stay where they were.

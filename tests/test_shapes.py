@@ -182,7 +182,7 @@ def embedding_model():
     return loss, params, inputs
 
 
-def test_default_sliders_and_bars_skip_rows_the_batch_does_not_use():
+def test_default_sliders_and_bars_skip_rows_the_batch_does_not_use(cpu_reference):
     loss, params, inputs = embedding_model()
     grads = jax.grad(loss)(params, **inputs)
     ex = StepExplorer(loss, params, inputs, max_sliders=10)

@@ -58,7 +58,7 @@ def test_a_module_that_calls_any_one_shared_function_gets_the_script():
     assert _static.with_shared("x.css", "h(1)") == "h(1)"
 
 
-def test_the_script_goes_without_its_comments_and_with_all_its_code():
+def test_the_script_goes_without_its_comments_and_indentation_and_with_all_its_code():
     def code_lines(text):
         lines = []
         in_block = False
@@ -71,13 +71,14 @@ def test_the_script_goes_without_its_comments_and_with_all_its_code():
                 in_block = "*/" not in s
                 continue
             if s and not s.startswith("//"):
-                lines.append(line)
+                lines.append(s)  # the page gets each line without its indentation
         return lines
 
     assert code_lines(SHARED_JS) == code_lines(SHARED_SOURCE)
     assert len(code_lines(SHARED_SOURCE)) > 40
     comments = [line for line in SHARED_JS.splitlines() if line.strip().startswith(("//", "/*", "*"))]
-    assert comments == ["// pytree-lab: static/_shared.js, its comments left out"]
+    assert comments == ["// pytree-lab: static/_shared.js, its comments and indentation left out"]
+    assert not any(line[:1].isspace() for line in SHARED_JS.splitlines())
     assert len(SHARED_JS) < 0.6 * len(SHARED_SOURCE)
 
 

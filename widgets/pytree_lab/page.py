@@ -38,11 +38,12 @@ SHARED_SOURCE = (STATIC / "_shared.js").read_text(encoding="utf-8")
 # the functions it defines, from its own text (top-level `function name(`)
 SHARED_NAMES = tuple(re.findall(r"^function (\w+)\(", SHARED_SOURCE, re.M))
 # It is sent once per module (four times with an explorer), so without its whole-line comments
-# (the file's documentation, not code: the JSDoc types matter to tsc only); a comment after code
-# on its line stays. tests/test_static_shared.py has node parse every module as the page gets it.
+# (the file's documentation, not code: the JSDoc types matter to tsc only) and its lines'
+# indentation (no string of it spans lines); a comment after code on its line stays.
+# tests/test_static_shared.py has node parse every module as the page gets it.
 _WHOLE_LINE_COMMENT = re.compile(r"^[ \t]*(?://[^\n]*|/\*(?:(?!\*/).)*\*/[ \t]*)\n", re.M | re.S)
-SHARED_JS = "// pytree-lab: static/_shared.js, its comments left out\n" + re.sub(
-    r"\n{2,}", "\n", _WHOLE_LINE_COMMENT.sub("", SHARED_SOURCE)
+SHARED_JS = "// pytree-lab: static/_shared.js, its comments and indentation left out\n" + re.sub(
+    r"(?m)^[ \t]+|\n(?=\n)", "", _WHOLE_LINE_COMMENT.sub("", SHARED_SOURCE)
 ).lstrip("\n")
 _CALLS_SHARED = re.compile(r"(?<![\w$.])(?:" + "|".join(map(re.escape, SHARED_NAMES)) + r")\(")
 
