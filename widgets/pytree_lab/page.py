@@ -37,9 +37,8 @@ STATIC = pathlib.Path(__file__).parent / "static"
 SHARED_SOURCE = (STATIC / "_shared.js").read_text(encoding="utf-8")
 # the functions it defines, from its own text (top-level `function name(`)
 SHARED_NAMES = tuple(re.findall(r"^function (\w+)\(", SHARED_SOURCE, re.M))
-# It is sent once per module (four times with an explorer), so without its whole-line comments
-# (the file's documentation, not code: the JSDoc types matter to tsc only) and its lines'
-# indentation (no string of it spans lines); a comment after code on its line stays.
+# Sent once per module (four times with an explorer): without its whole-line comments (JSDoc is
+# for tsc) and indentation (no string spans lines); a comment after code on its line stays.
 # tests/test_static_shared.py has node parse every module as the page gets it.
 _WHOLE_LINE_COMMENT = re.compile(r"^[ \t]*(?://[^\n]*|/\*(?:(?!\*/).)*\*/[ \t]*)\n", re.M | re.S)
 SHARED_JS = "// pytree-lab: static/_shared.js, its comments and indentation left out\n" + re.sub(

@@ -271,8 +271,8 @@ class ExplorerSession:
 
     def _values_from_leaves(self, tree: str) -> None:
         leaves = self.input_leaves if tree == "inputs" else self.param_leaves
-        specs = [s for s in self.specs if s.element is not None and s.element.tree == tree]
-        self.values.update(zip([s.label for s in specs], element_values(leaves, [s.element for s in specs])))
+        pairs = [(s.label, s.element) for s in self.specs if s.element is not None and s.element.tree == tree]
+        self.values.update(zip([label for label, _ in pairs], element_values(leaves, [e for _, e in pairs])))
 
     def gather(self) -> tuple[Any, dict, float]:
         """Params, inputs and learning rate: the stored trees with the slider values written in."""
