@@ -17,11 +17,11 @@ from typing import Any
 
 __all__ = ["Engine", "get_engine", "choose_device", "ACCELERATOR_PARAMS"]
 
-# From this many parameter elements on, an explorer's step runs on the accelerator JAX sees
-# (a TPU, a GPU), below it on the host's CPU. Measured on a TPU v5e host (13 cores; the table
-# is in docs/backends.md): a slider move pays the copies to and from the chip, 8-12 ms more than
-# the CPU up to 1M elements; at 4M the move costs the same and 100 steps run 9x faster.
-ACCELERATOR_PARAMS = 4_000_000
+# From this many parameter elements on, an explorer's step runs on the accelerator JAX sees (a
+# TPU, a GPU), below it on the host's CPU. On a TPU v5e host (docs/backends.md) a move, Step or
+# played step costs the chip 130-180 ms at any size, the CPU 15-23 ns an element: the chip takes
+# 2x the CPU's time at 4.2M elements, the same near 8M, 0.4x at 16.8M.
+ACCELERATOR_PARAMS = 10_000_000
 
 
 _FROM_TREE_UTIL = frozenset(
