@@ -206,12 +206,12 @@ def _big_summaries(stacked: Any, dtype: str, objs: list) -> list[Found]:
 
 
 def on_host(x: Any) -> bool:
-    """Whether the values of `x` are in the host's memory: anything but a JAX array placed on
-    another device than the host's CPU (an accelerator, or a second host device standing in for
-    one). What is drawn of an array elsewhere is reduced there, and fetched by `to_host`."""
+    """Whether the values of `x` are in the host's memory: anything but a JAX array on another device
+    than the host's CPU 0. What is drawn of an array elsewhere is reduced there, fetched by `to_host`."""
+    devices = getattr(x, "devices", None)  # none: numpy's, the Lite engine's (no exception: 10k leaves a move)
     try:
-        return all(d.platform == "cpu" and d.id == 0 for d in x.devices())
-    except Exception:  # noqa: BLE001 - not a JAX array (numpy's, the Lite engine's), a tracer, a deleted one
+        return devices is None or all(d.platform == "cpu" and d.id == 0 for d in devices())
+    except Exception:  # noqa: BLE001 - a tracer, a deleted array
         return True
 
 
